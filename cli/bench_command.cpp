@@ -1,0 +1,160 @@
+// etude bench: the engine's speed, time to first audio and memory, beside
+// Flite's own synthesis of the same text on the same machine.
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "engine/flite_voice.h"
+
+extern char** environ;
+
+namespace etude::cli {
+namespace {
+
+constexpr const char* kBenchHelp = R"(usage: etude bench [--voice NAME] [--runs N]
+
+Measures, on this machine:
+  * synthesis speed of a 50-word paragraph as a multiple of real time, for
+    LibEtude (streaming engine, offline read), Flite's library (same voice,
+    in process) and the `flite` program (if installed; includes start-up);
+  * time from push_text() of a 20-word sentence to its first audio sample;
+  * peak resident memory of this process.
+Reports medians over --runs runs (default 5).
+)";
+
+// 50 words.
+constexpr const char* kParagraph =
+    "The old lighthouse keeper climbed the narrow stairs every evening at dusk. He trimmed the "
+    "wick, polished the great lens, and watched the ships move slowly past the rocks. In winter "
+    "the storms were fierce, but the light never failed, and sailors spoke of him with quiet "
+    "gratitude.";
+// 20 words.
+constexpr const char* kSentence =
+    "Please remind me to call the dentist tomorrow morning at nine, and then book a table for "
+    "dinner.";
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Wall time of one run of the flite program, or a negative value if it is not there.
+double time_flite_program(const std::string& voice, const std::string& text) {
+    std::vector<std::string> argv_s{"flite", "-voice", voice, "-t", text, "-o", "/dev/null"};
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const auto t0 = Clock::now();
+    pid_t pid;
+    if (posix_spawnp(&pid, "flite", nullptr, nullptr, argv.data(), environ) != 0) return -1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+    return since(t0);
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+    try {
+        Args args(argc, argv, 2, {"--voice", "--runs"}, {"-h", "--help"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::fputs(kBenchHelp, stdout);
+            return 0;
+        }
+        const std::string voice_name = args.value_or("--voice", "slt");
+        const int runs = static_cast<int>(parse_number("--runs", args.value_or("--runs", "5")));
+        if (runs < 1) throw UsageError("--runs must be at least 1");
+
+        engine::Engine engine(engine::Engine::Options{{voice_name}});
+        const auto& voice = engine::FliteVoice::load(voice_name);
+        const double rate = voice.sample_rate();
+
+        // Warm-up: first use pages in the voice data and lexicon.
+        voice.flite_synthesize(kParagraph);
+
+        std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours;
+        double audio_seconds = 0;
+        std::vector<float> block(4096);
+        for (int r = 0; r < runs; ++r) {
+            {
+                auto stream = engine.create_stream({.voice = voice_name});
+                rusage ru0{}, ru1{};
+                getrusage(RUSAGE_SELF, &ru0);
+                const auto t0 = Clock::now();
+                stream->push_text(kParagraph);
+                std::size_t total = 0, n;
+                while ((n = stream->read(block)) > 0) total += n;
+                const double wall = since(t0);
+                getrusage(RUSAGE_SELF, &ru1);
+                audio_seconds = static_cast<double>(total) / rate;
+                ours.push_back(audio_seconds / wall);
+                const double cpu = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                                   (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) * 1e-6 +
+                                   (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                                   (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
+                cpu_ours.push_back(audio_seconds / cpu);
+            }
+            {
+                const auto t0 = Clock::now();
+                const std::size_t n = voice.flite_synthesize(kParagraph);
+                flite_lib.push_back(static_cast<double>(n) / rate / since(t0));
+            }
+            if (const double t = time_flite_program(voice_name, kParagraph); t > 0)
+                flite_prog.push_back(audio_seconds / t);
+            {
+                auto stream = engine.create_stream({.voice = voice_name});
+                float first[16];
+                const auto t0 = Clock::now();
+                stream->push_text(kSentence);
+                if (stream->read(first) > 0) first_audio.push_back(since(t0) * 1000.0);
+                while (stream->read(block) > 0) {
+                }
+            }
+        }
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+
+        char host[256] = "?";
+        gethostname(host, sizeof host);
+        std::printf("etude bench: voice %s, %d runs, %ld CPUs online, medians\n", voice_name.c_str(),
+                    runs, sysconf(_SC_NPROCESSORS_ONLN));
+        std::printf("| measure | value |\n|---|---|\n");
+        std::printf("| paragraph (50 words) audio length | %.2f s |\n", audio_seconds);
+        std::printf("| LibEtude speed (wall clock) | %.1fx real time |\n", median(ours));
+        std::printf("| LibEtude speed (per CPU second, all threads) | %.1fx real time |\n",
+                    median(cpu_ours));
+        std::printf("| Flite library, same voice, in process | %.1fx real time |\n", median(flite_lib));
+        if (!flite_prog.empty())
+            std::printf("| `flite` program (incl. start-up) | %.1fx real time |\n", median(flite_prog));
+        else
+            std::printf("| `flite` program | not installed |\n");
+        std::printf("| LibEtude / Flite library | %.2fx |\n", median(ours) / median(flite_lib));
+        std::printf("| push_text -> first sample, 20-word sentence | %.1f ms |\n", median(first_audio));
+        std::printf("| peak resident memory (whole bench process) | %.1f MiB |\n",
+                    static_cast<double>(ru.ru_maxrss) / 1024.0);
+        return 0;
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "etude bench: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude bench: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace etude::cli

@@ -1,0 +1,12 @@
+// The etude subcommands. Each returns the process exit status:
+// 0 success, 1 a runtime error (already reported), 2 a usage error.
+#pragma once
+
+namespace etude::cli {
+
+int say_command(int argc, char** argv);
+int devices_command(int argc, char** argv);
+int voices_command(int argc, char** argv);
+int bench_command(int argc, char** argv);
+
+}  // namespace etude::cli

@@ -1,0 +1,70 @@
+// etude voices / etude devices: what the engine and the machine offer.
+#include <cstdio>
+
+#include "audio-io/portaudio_output.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "engine/flite_voice.h"
+
+namespace etude::cli {
+
+int voices_command(int argc, char** argv) {
+    try {
+        Args args(argc, argv, 2, {}, {"-h", "--help"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::puts("usage: etude voices\n\nLists the embedded voices (Flite clustergen voices, "
+                      "vocoded by LibEtude) with their native sample rate.");
+            return 0;
+        }
+        for (const auto& name : engine::Engine::voices()) {
+            const auto& v = engine::FliteVoice::load(name);
+            std::printf("%-4s %s, %.0f Hz, %zu mel-cepstral coefficients, %zu excitation bands%s\n",
+                        name.c_str(),
+                        name == "slt"   ? "US English female"
+                        : name == "rms" ? "US English male"
+                                        : "Scottish English male",
+                        v.sample_rate(), v.vocoder_config().order,
+                        v.vocoder_config().band_filters.size(), name == "slt" ? " (default)" : "");
+        }
+        return 0;
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "etude voices: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude voices: %s\n", e.what());
+        return 1;
+    }
+}
+
+int devices_command(int argc, char** argv) {
+    try {
+        Args args(argc, argv, 2, {}, {"-h", "--help"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::puts(
+                "usage: etude devices\n\nLists PortAudio host APIs and audio output devices; "
+                "'*' marks the default output.\nUse the index or a part of the name with "
+                "'etude say --play --device DEV'.\nExit status 0 also when no device exists.");
+            return 0;
+        }
+        audio_io::PortAudioSystem pa;
+        std::puts("host APIs:");
+        for (const auto& api : pa.host_apis()) std::printf("  %s\n", api.c_str());
+        const auto devices = pa.output_devices();
+        std::puts("output devices:");
+        if (devices.empty()) std::puts("  (none)");
+        for (const auto& d : devices)
+            std::printf("%c %3d: %s [%s] %d ch, %.0f Hz\n", d.is_default_output ? '*' : ' ',
+                        d.index, d.name.c_str(), d.host_api.c_str(), d.max_output_channels,
+                        d.default_sample_rate);
+        return 0;
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "etude devices: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude devices: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace etude::cli

@@ -1,0 +1,238 @@
+// etude say: text in, speech out (WAV file, raw PCM on stdout, or speakers).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audio-io/portaudio_output.h"
+#include "audio-io/wav_writer.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "engine/text_input.h"
+
+namespace etude::cli {
+namespace {
+
+constexpr const char* kSayHelp = R"(usage: etude say [TEXT...] [options]
+
+Speaks TEXT (or standard input when no TEXT is given) with the embedded voice.
+Long text is split into sentences and streamed: audio starts after the first
+sentence, not after the whole text.
+
+output (choose any; with none of them, plays on the default audio device):
+  -o, --output FILE    write a WAV file (16-bit PCM; --float for 32-bit float)
+      --raw            write 16-bit signed little-endian mono PCM to standard output
+      --play           play through PortAudio while synthesising
+
+options:
+      --voice NAME     slt (default, female US English), rms (male), awb (male, Scottish)
+      --rate HZ        output sample rate, 8000-192000 (default 16000, the voices' own)
+      --float          with -o: write 32-bit float samples
+      --device DEV     with --play: output device index or name (see 'etude devices')
+      --host-api NAME  with --play: PortAudio host API (e.g. ALSA, JACK)
+      --stats          print stream statistics to standard error at the end
+  -q, --quiet          no progress line
+  -h, --help           this help
+
+exit status: 0 spoken, 1 runtime error (bad text, unwritable file, no device), 2 usage error.
+
+examples:
+  etude say "Hello world." -o hello.wav
+  etude say --voice rms --rate 48000 --play < chapter.txt
+  etude say --raw "Piping speech." | aplay -f S16_LE -r 16000 -c 1
+)";
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_signal(int) { g_interrupted.store(true); }
+
+std::string read_all_stdin() {
+    std::string text;
+    char buf[65536];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
+    return text;
+}
+
+class Progress {
+public:
+    Progress(bool enabled, double rate) : enabled_(enabled), rate_(rate) {}
+    void update(const engine::StreamStats& s, bool force = false) {
+        if (!enabled_) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (!force && now - last_ < std::chrono::milliseconds(200)) return;
+        last_ = now;
+        std::fprintf(stderr, "\r[etude] sentence %llu/%llu, %.1f s of audio ",
+                     static_cast<unsigned long long>(s.sentences_spoken),
+                     static_cast<unsigned long long>(s.sentences_queued),
+                     static_cast<double>(s.samples_delivered) / rate_);
+        shown_ = true;
+    }
+    void finish() {
+        if (shown_) std::fputc('\n', stderr);
+    }
+
+private:
+    bool enabled_;
+    double rate_;
+    bool shown_ = false;
+    std::chrono::steady_clock::time_point last_{};
+};
+
+void print_stats(const engine::StreamStats& s, double rate) {
+    std::fprintf(stderr,
+                 "stats: %.2f s of audio, %llu sentences spoken, %llu dropped, %llu underruns "
+                 "(%llu samples), first audio %.1f ms, front end %.3f s, vocoder %.3f s\n",
+                 static_cast<double>(s.samples_delivered) / rate,
+                 static_cast<unsigned long long>(s.sentences_spoken),
+                 static_cast<unsigned long long>(s.sentences_dropped),
+                 static_cast<unsigned long long>(s.underruns),
+                 static_cast<unsigned long long>(s.underrun_samples), s.first_audio_ms,
+                 s.frontend_seconds, s.vocoder_seconds);
+}
+
+bool write_raw(std::span<const float> samples) {
+    static std::vector<short> pcm(8192);
+    if (pcm.size() < samples.size()) pcm.resize(samples.size());
+    audio_io::float_to_pcm16(samples, std::span(pcm).first(samples.size()));
+    // 16-bit little-endian: the host order on every platform we build for.
+    const std::size_t n = std::fwrite(pcm.data(), sizeof(short), samples.size(), stdout);
+    return n == samples.size() && std::fflush(stdout) == 0;
+}
+
+int run_say(const Args& args) {
+    // ---- validate everything before any work -------------------------------
+    std::string text;
+    if (!args.positional().empty()) {
+        for (const auto& w : args.positional()) text += (text.empty() ? "" : " ") + w;
+    } else {
+        text = read_all_stdin();
+    }
+    if (auto bad = engine::find_invalid_utf8(text))
+        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    if (!engine::has_speakable_text(text))
+        throw Error("no text to speak: the input is empty or only white space");
+
+    engine::StreamOptions opts;
+    opts.voice = args.value_or("--voice", "slt");
+    if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
+    const auto out_path = args.value("-o") ? args.value("-o") : args.value("--output");
+    const bool raw = args.flag("--raw");
+    bool play = args.flag("--play");
+    if (!out_path && !raw && !play) play = true;
+    if (raw && isatty(STDOUT_FILENO))
+        throw Error("--raw writes binary audio to standard output, which is a terminal; "
+                    "redirect it or pipe it to a player");
+    if (raw && play) throw UsageError("--raw and --play cannot be combined");
+    if (args.flag("--float") && !out_path) throw UsageError("--float needs -o FILE");
+
+    engine::Engine engine(engine::Engine::Options{{}});
+    auto stream = engine.create_stream(opts);  // checks voice and rate
+    const double rate = stream->sample_rate();
+
+    std::optional<audio_io::WavWriter> wav;
+    if (out_path)
+        wav.emplace(*out_path, static_cast<int>(rate),
+                    args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
+
+    std::optional<audio_io::PortAudioSystem> pa;
+    std::unique_ptr<audio_io::PortAudioOutput> player;
+    std::unique_ptr<rt::SpscRing<float>> tap;
+    if (play) {
+        pa.emplace();
+        const int device =
+            pa->find_output_device(args.value_or("--device", ""), args.value_or("--host-api", ""));
+        if (wav) tap = std::make_unique<rt::SpscRing<float>>(static_cast<std::size_t>(rate * 4));
+        player = std::make_unique<audio_io::PortAudioOutput>(*pa, *stream, device, 256, tap.get());
+    }
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    Progress progress(!args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) &&
+                          text.size() > 200,
+                      rate);
+    stream->push_text(text);
+    text.clear();
+    text.shrink_to_fit();
+
+    std::vector<float> block(4096);
+    if (player) {
+        player->start();
+        while (!g_interrupted && stream->busy()) {
+            if (tap) {
+                std::size_t n;
+                while ((n = tap->read(block)) > 0) wav->write(std::span(block).first(n));
+            }
+            progress.update(stream->stats());
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        // Let the device play out what it has buffered.
+        std::this_thread::sleep_for(std::chrono::duration<double>(player->output_latency_seconds() + 0.05));
+        player->stop();
+        if (tap) {
+            std::size_t n;
+            while ((n = tap->read(block)) > 0) wav->write(std::span(block).first(n));
+            if (player->tap_overflows())
+                throw Error("the WAV copy of the played audio overflowed; nothing was written");
+        }
+    } else {
+        std::size_t n;
+        while (!g_interrupted && (n = stream->read(block)) > 0) {
+            const auto chunk = std::span<const float>(block).first(n);
+            if (wav) wav->write(chunk);
+            if (raw && !write_raw(chunk)) {
+                progress.finish();
+                throw Error("standard output was closed after " +
+                            std::to_string(stream->stats().samples_delivered) +
+                            " samples; stopping");
+            }
+            progress.update(stream->stats());
+        }
+    }
+    progress.update(stream->stats(), true);
+    progress.finish();
+    if (g_interrupted) {
+        stream->cancel();
+        throw Error("interrupted; no output file written");
+    }
+    const auto stats = stream->stats();
+    if (stats.samples_delivered == 0)
+        throw Error("the text produced no speech (nothing Flite could pronounce)");
+    if (wav) wav->commit();
+    if (args.flag("--stats")) print_stats(stats, rate);
+    return 0;
+}
+
+}  // namespace
+
+int say_command(int argc, char** argv) {
+    try {
+        Args args(argc, argv, 2,
+                  {"-o", "--output", "--voice", "--rate", "--device", "--host-api"},
+                  {"--raw", "--play", "--float", "--stats", "-q", "--quiet", "-h", "--help"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::fputs(kSayHelp, stdout);
+            return 0;
+        }
+        return run_say(args);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "etude say: %s (see 'etude say --help')\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude say: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace etude::cli

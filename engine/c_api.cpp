@@ -1,0 +1,114 @@
+// The C API over the C++ engine: exceptions stop here and become status codes.
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/etude.h"
+
+struct etude_engine {
+    etude::engine::Engine engine;
+};
+struct etude_stream {
+    std::unique_ptr<etude::engine::Stream> stream;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+template <typename F>
+etude_status guarded(F&& f) {
+    try {
+        f();
+        last_error.clear();
+        return ETUDE_OK;
+    } catch (const etude::Error& e) {
+        last_error = e.what();
+        return ETUDE_ERROR_INVALID_ARGUMENT;
+    } catch (const std::exception& e) {
+        last_error = e.what();
+        return ETUDE_ERROR_INTERNAL;
+    } catch (...) {
+        last_error = "unknown error";
+        return ETUDE_ERROR_INTERNAL;
+    }
+}
+
+etude_status null_argument(const char* what) {
+    last_error = std::string(what) + " is NULL";
+    return ETUDE_ERROR_INVALID_ARGUMENT;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* etude_last_error(void) { return last_error.c_str(); }
+const char* etude_version(void) { return "0.1.0"; }
+
+etude_status etude_engine_create(etude_engine** out) {
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] { *out = new etude_engine{}; });
+}
+
+void etude_engine_destroy(etude_engine* engine) { delete engine; }
+
+etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
+                                 etude_stream** out) {
+    if (!engine) return null_argument("engine");
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        etude::engine::StreamOptions o;
+        if (voice) o.voice = voice;
+        o.sample_rate = sample_rate;
+        *out = new etude_stream{engine->engine.create_stream(o)};
+    });
+}
+
+void etude_stream_destroy(etude_stream* stream) { delete stream; }
+
+etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length) {
+    if (!stream) return null_argument("stream");
+    if (!text) return null_argument("text");
+    const std::string_view view = length < 0 ? std::string_view(text)
+                                             : std::string_view(text, static_cast<size_t>(length));
+    const etude_status s = guarded([&] { stream->stream->push_text(view); });
+    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+}
+
+size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames) {
+    if (!stream || !out) return 0;
+    return stream->stream->pull(std::span<float>(out, frames));
+}
+
+size_t etude_stream_read(etude_stream* stream, float* out, size_t frames) {
+    if (!stream || !out) return 0;
+    try {
+        return stream->stream->read(std::span<float>(out, frames));
+    } catch (const std::exception& e) {
+        last_error = e.what();
+        return 0;
+    }
+}
+
+etude_status etude_stream_cancel(etude_stream* stream) {
+    if (!stream) return null_argument("stream");
+    return guarded([&] { stream->stream->cancel(); });
+}
+
+int etude_stream_busy(const etude_stream* stream) { return stream && stream->stream->busy(); }
+
+etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_stats* out) {
+    if (!stream) return null_argument("stream");
+    if (!out) return null_argument("out");
+    const auto s = stream->stream->stats();
+    *out = etude_stream_stats{s.samples_delivered, s.underruns,        s.underrun_samples,
+                              s.sentences_queued,  s.sentences_spoken, s.sentences_dropped,
+                              s.frames_vocoded,    s.cancels,          s.first_audio_ms};
+    return ETUDE_OK;
+}
+
+}  // extern "C"

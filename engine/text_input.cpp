@@ -1,0 +1,124 @@
+#include "engine/text_input.h"
+
+#include <cctype>
+
+namespace etude::engine {
+
+std::optional<std::size_t> find_invalid_utf8(std::string_view text) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    std::size_t i = 0;
+    while (i < n) {
+        const unsigned char c = s[i];
+        std::size_t len;
+        unsigned min_cp;
+        unsigned cp;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, min_cp = 0x80, cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, min_cp = 0x800, cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, min_cp = 0x10000, cp = c & 0x07;
+        } else {
+            return i;
+        }
+        if (i + len > n) return i;
+        for (std::size_t k = 1; k < len; ++k) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        // Reject overlong forms, UTF-16 surrogates and values past U+10FFFF.
+        if (cp < min_cp || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+        i += len;
+    }
+    return std::nullopt;
+}
+
+bool has_speakable_text(std::string_view text) {
+    for (unsigned char c : text)
+        if (c >= 0x80 || std::isalnum(c) || std::ispunct(c)) return true;
+    return false;
+}
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_closer(char c) { return c == '"' || c == '\'' || c == ')' || c == ']' || c == '}'; }
+
+// A period after a common abbreviation or a single initial does not end a
+// sentence ("Dr. Smith", "J. R. Smith", "e.g. this").
+bool ends_with_abbreviation(std::string_view before_period) {
+    std::size_t w = before_period.size();
+    while (w > 0 && !is_space(before_period[w - 1]) && before_period[w - 1] != '(') --w;
+    std::string word;
+    for (char ch : before_period.substr(w)) word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0]))) return true;
+    static constexpr std::string_view kAbbreviations[] = {
+        "mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "e.g", "i.e", "no", "fig", "mt", "inc", "ltd", "co"};
+    for (auto a : kAbbreviations)
+        if (word == a) return true;
+    return false;
+}
+
+// Largest cut <= limit that does not split a UTF-8 sequence.
+std::size_t utf8_boundary(std::string_view s, std::size_t limit) {
+    while (limit > 0 && (static_cast<unsigned char>(s[limit]) & 0xC0) == 0x80) --limit;
+    return limit;
+}
+
+void emit(std::vector<std::string>& out, std::string_view piece, std::size_t max_bytes) {
+    while (!piece.empty()) {
+        std::size_t cut = piece.size();
+        if (piece.size() > max_bytes) {
+            cut = 0;
+            for (std::size_t i = max_bytes; i > max_bytes / 2 && cut == 0; --i)
+                if (piece[i - 1] == ',' || piece[i - 1] == ';') cut = i;
+            for (std::size_t i = max_bytes; i > 0 && cut == 0; --i)
+                if (is_space(piece[i - 1])) cut = i;
+            if (cut == 0) cut = utf8_boundary(piece, max_bytes);
+            if (cut == 0) cut = max_bytes;  // unreachable for valid UTF-8
+        }
+        std::string_view head = piece.substr(0, cut);
+        while (!head.empty() && is_space(head.front())) head.remove_prefix(1);
+        while (!head.empty() && is_space(head.back())) head.remove_suffix(1);
+        if (has_speakable_text(head)) out.emplace_back(head);
+        piece.remove_prefix(cut);
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> split_sentences(std::string_view text, std::size_t max_bytes) {
+    std::vector<std::string> out;
+    if (max_bytes < 8) max_bytes = 8;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        std::size_t end = std::string_view::npos;
+        if (c == '.' || c == '!' || c == '?') {
+            std::size_t j = i + 1;
+            while (j < text.size() && (text[j] == '.' || text[j] == '!' || text[j] == '?')) ++j;
+            while (j < text.size() && is_closer(text[j])) ++j;
+            const bool single_period = j == i + 1 && c == '.';
+            if ((j == text.size() || is_space(text[j])) &&
+                !(single_period && ends_with_abbreviation(text.substr(start, i - start))))
+                end = j;
+        } else if (c == '\n') {
+            std::size_t j = i + 1;
+            while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r')) ++j;
+            if (j < text.size() && text[j] == '\n') end = j;
+        }
+        if (end != std::string_view::npos) {
+            emit(out, text.substr(start, end - start), max_bytes);
+            start = end;
+            i = end - 1;
+        }
+    }
+    emit(out, text.substr(start), max_bytes);
+    return out;
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,26 @@
+// Checking and splitting the text users hand us, before Flite sees it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace etude::engine {
+
+// Byte offset of the first invalid UTF-8 sequence, or nullopt if valid.
+std::optional<std::size_t> find_invalid_utf8(std::string_view text);
+
+// True if the text contains something other than white space and control characters.
+bool has_speakable_text(std::string_view text);
+
+// Splits text into sentences at ., !, ? (and runs of them, with closing
+// quotes or brackets) followed by white space, and at blank lines. A sentence
+// longer than max_bytes is split further at the last comma/semicolon or white
+// space before the limit (or, with none, at a UTF-8 character boundary), so
+// that no single Flite utterance, and so no time to first audio, grows with
+// the input. Pieces without speakable text are dropped.
+std::vector<std::string> split_sentences(std::string_view text, std::size_t max_bytes = 400);
+
+}  // namespace etude::engine

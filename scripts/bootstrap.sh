@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   scripts/bootstrap.sh demo [TEXT]   install what is missing, build (Release), speak TEXT
+#   scripts/bootstrap.sh test          install what is missing, build, run the whole test suite
+# Runs as root, or as a user with sudo (used only for apt-get). Quiet when
+# nothing is missing; idempotent.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${ETUDE_BUILD_DIR:-$here/build}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Debian packages the build, the tests and the benchmarks need (see DEVELOPERS.md).
+packages=(
+  g++ make cmake pkg-config              # toolchain
+  libfftw3-dev                           # FFT for STFT/iSTFT
+  libsamplerate0-dev                     # output-rate conversion
+  libsndfile1-dev                        # WAV files
+  portaudio19-dev                        # audio output (etude say --play)
+  flite1-dev flite                       # text front end + voices; `flite` is the bench baseline
+  libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
+)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  echo "bootstrap: installing ${missing[*]}" >&2
+  local log; log=$(mktemp)
+  if ! { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" \
+           apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "bootstrap: apt-get failed (log above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+build() {
+  local log; log=$(mktemp)
+  if ! { cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+         cmake --build "$build_dir" -j"$jobs"; } >"$log" 2>&1; then
+    grep -E "error|Error" "$log" | head -50 >&2 || cat "$log" >&2
+    echo "bootstrap: build failed (full log: $log)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+mode=${1:-}
+case "$mode" in
+  demo)
+    shift
+    install_missing
+    build
+    text=${*:-"Hello! This is LibEtude, speaking while it synthesises, on a plain CPU."}
+    out=${ETUDE_DEMO_WAV:-$here/hello.wav}
+    # Play it too when an audio output device exists.
+    play=()
+    if "$build_dir/cli/etude" devices 2>/dev/null | grep -q '^\*'; then
+      play=(--play)
+    else
+      echo "(no audio output device found: writing the WAV only)"
+    fi
+    "$build_dir/cli/etude" say "$text" -o "$out" "${play[@]}" --stats
+    echo "wrote $out"
+    ;;
+  test)
+    install_missing
+    build
+    ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
+    ;;
+  *)
+    echo "usage: $0 demo [TEXT] | test" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,244 @@
+// `etude say` end to end: speech of plausible length and level, and every
+// bad input gets a one-line error, a non-zero status and no file left behind.
+#include <gtest/gtest.h>
+#include <sndfile.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <cstring>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+    int status = -1;
+    std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+fs::path tmpdir() {
+    static const fs::path dir = [] {
+        fs::path d = fs::path(ETUDE_TEST_TMP) / ("cli-" + std::to_string(::getpid()));
+        fs::create_directories(d);
+        return d;
+    }();
+    return dir;
+}
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// Runs etude with `args` (already shell-quoted where needed) and `input` on stdin.
+CliRun etude(const std::string& args, const std::string& input = "") {
+    const fs::path in = tmpdir() / "stdin", out = tmpdir() / "stdout", err = tmpdir() / "stderr";
+    std::ofstream(in, std::ios::binary) << input;
+    const std::string cmd = std::string(ETUDE_CLI_PATH) + " " + args + " < " + in.string() + " > " +
+                            out.string() + " 2> " + err.string();
+    CliRun r;
+    const int rc = std::system(cmd.c_str());
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+}
+
+struct Wav {
+    int rate = 0;
+    std::vector<short> samples;
+};
+
+Wav read_wav(const fs::path& p) {
+    SF_INFO info{};
+    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
+    Wav w;
+    if (!f) return w;
+    w.rate = info.samplerate;
+    w.samples.resize(static_cast<std::size_t>(info.frames));
+    sf_readf_short(f, w.samples.data(), info.frames);
+    sf_close(f);
+    return w;
+}
+
+double rms(const std::vector<short>& x) {
+    double e = 0;
+    for (short v : x) e += double(v) * v;
+    return x.empty() ? 0 : std::sqrt(e / x.size()) / 32768.0;
+}
+
+int count_lines(const std::string& s) {
+    int n = 0;
+    for (char c : s) n += c == '\n';
+    return n;
+}
+
+bool no_files_like(const fs::path& target) {
+    for (const auto& e : fs::directory_iterator(target.parent_path()))
+        if (e.path().filename().string().rfind(target.filename().string(), 0) == 0) return false;
+    return true;
+}
+
+// Expect a failure with a single-line message that mentions `needle`.
+void expect_clean_error(const CliRun& r, const std::string& needle, int status = 1) {
+    EXPECT_EQ(r.status, status) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+constexpr const char* kSentence = "The quick brown fox jumps over the lazy dog.";
+
+}  // namespace
+
+TEST(CliSay, writes_a_wav_of_plausible_duration_and_level) {
+    const fs::path wav = tmpdir() / "fox.wav";
+    const CliRun r = etude("say " + quote(kSentence) + " -o " + wav.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Wav w = read_wav(wav);
+    EXPECT_EQ(w.rate, 16000);
+    const double seconds = double(w.samples.size()) / w.rate;
+    EXPECT_GT(seconds, 1.5);
+    EXPECT_LT(seconds, 5.0);
+    EXPECT_GT(rms(w.samples), 0.02);
+    EXPECT_TRUE(no_files_like(tmpdir() / "fox.wav.partial"));
+}
+
+TEST(CliSay, reads_text_from_stdin_and_honours_rate_and_voice) {
+    const fs::path wav = tmpdir() / "rms48.wav";
+    const CliRun r = etude("say --voice rms --rate 48000 -o " + wav.string(), kSentence);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Wav w = read_wav(wav);
+    EXPECT_EQ(w.rate, 48000);
+    EXPECT_GT(double(w.samples.size()) / w.rate, 1.5);
+    EXPECT_GT(rms(w.samples), 0.02);
+}
+
+TEST(CliSay, raw_output_equals_the_wav_samples) {
+    const fs::path wav = tmpdir() / "same.wav";
+    ASSERT_EQ(etude("say " + quote(kSentence) + " -o " + wav.string()).status, 0);
+    const CliRun raw = etude("say --raw " + quote(kSentence));
+    ASSERT_EQ(raw.status, 0) << raw.err;
+    const Wav w = read_wav(wav);
+    ASSERT_EQ(raw.out.size(), w.samples.size() * 2);
+    EXPECT_EQ(std::memcmp(raw.out.data(), w.samples.data(), raw.out.size()), 0);
+}
+
+TEST(CliSay, digits_abbreviations_and_punctuation_runs_are_spoken) {
+    const fs::path wav = tmpdir() / "odd.wav";
+    const CliRun r = etude("say -o " + wav.string(),
+                        "Dr. Smith paid $3.50 on 12/25/2024 at 5:30 p.m.!!! Really??? ... ok -- "
+                        "call 555-0100, ext. 42; (see Fig. 7)");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Wav w = read_wav(wav);
+    EXPECT_GT(double(w.samples.size()) / w.rate, 6.0);
+    EXPECT_GT(rms(w.samples), 0.02);
+}
+
+TEST(CliSay, empty_and_whitespace_text_are_rejected) {
+    const fs::path wav = tmpdir() / "empty.wav";
+    expect_clean_error(etude("say -o " + wav.string(), ""), "no text to speak");
+    expect_clean_error(etude("say -o " + wav.string(), "  \n\t \n"), "no text to speak");
+    expect_clean_error(etude("say '   ' -o " + wav.string()), "no text to speak");
+    EXPECT_TRUE(no_files_like(wav));
+}
+
+TEST(CliSay, invalid_utf8_is_rejected_with_its_offset) {
+    const fs::path wav = tmpdir() / "utf8.wav";
+    expect_clean_error(etude("say -o " + wav.string(), "fine text \xC3\x28 broken"),
+                       "not valid UTF-8 (bad byte at offset 10)");
+    EXPECT_TRUE(no_files_like(wav));
+}
+
+TEST(CliSay, unknown_voice_names_the_choices) {
+    const fs::path wav = tmpdir() / "voice.wav";
+    expect_clean_error(etude("say hi --voice kal -o " + wav.string()),
+                       "unknown voice 'kal' (choose one of: slt, rms, awb)");
+    EXPECT_TRUE(no_files_like(wav));
+}
+
+TEST(CliSay, output_rate_outside_8_to_192_khz_is_rejected) {
+    const fs::path wav = tmpdir() / "rate.wav";
+    expect_clean_error(etude("say hi --rate 7999 -o " + wav.string()), "8000-192000");
+    expect_clean_error(etude("say hi --rate 192001 -o " + wav.string()), "8000-192000");
+    expect_clean_error(etude("say hi --rate fast -o " + wav.string()), "expects a number", 2);
+    EXPECT_TRUE(no_files_like(wav));
+}
+
+TEST(CliSay, unwritable_output_path_fails_cleanly) {
+    expect_clean_error(etude("say hi -o /nonexistent-dir/out.wav"), "cannot write '/nonexistent-dir/out.wav'");
+    const fs::path ro = tmpdir() / "readonly";
+    fs::create_directories(ro);
+    ::chmod(ro.c_str(), 0555);
+    const CliRun r = etude("say hi -o " + (ro / "out.wav").string());
+    if (::geteuid() == 0) {
+        // root ignores directory permissions; the write must then simply work
+        EXPECT_EQ(r.status, 0) << r.err;
+    } else {
+        expect_clean_error(r, "cannot write");
+        EXPECT_TRUE(fs::is_empty(ro));
+    }
+    ::chmod(ro.c_str(), 0755);
+    // A directory given as the output file.
+    expect_clean_error(etude("say hi -o " + tmpdir().string()), "cannot write");
+}
+
+TEST(CliSay, usage_errors_exit_with_status_2) {
+    EXPECT_EQ(etude("say hi --bogus").status, 2);
+    EXPECT_EQ(etude("say hi -o").status, 2);
+    EXPECT_EQ(etude("frobnicate").status, 2);
+}
+
+TEST(CliSay, every_subcommand_has_help) {
+    for (const char* cmd : {"--help", "say --help", "voices --help", "devices --help", "bench --help"}) {
+        const CliRun r = etude(cmd);
+        EXPECT_EQ(r.status, 0) << cmd;
+        EXPECT_NE(r.out.find("usage: etude"), std::string::npos) << cmd;
+    }
+}
+
+TEST(CliSay, a_one_megabyte_text_streams_from_the_first_sentence) {
+    // 1 MiB of prose would take hours to speak; what matters is that audio
+    // starts at once and memory does not grow with the text. Read the first
+    // 3 seconds from the pipe, then close it: etude must stop cleanly.
+    std::string text;
+    const std::string para =
+        "It was a bright cold day in April, and the clocks were striking thirteen. ";
+    while (text.size() < (1u << 20)) text += para;
+    const fs::path in = tmpdir() / "big.txt";
+    std::ofstream(in) << text;
+    const fs::path err = tmpdir() / "big.err";
+    const std::string cmd = "/usr/bin/time -f 'maxrss_kb=%M' " + std::string(ETUDE_CLI_PATH) +
+                            " say --raw < " + in.string() + " 2> " + err.string() +
+                            " | head -c 96000 | wc -c";
+    const auto t0 = std::chrono::steady_clock::now();
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[64] = {};
+    ASSERT_NE(std::fgets(buf, sizeof buf, p), nullptr);
+    const int rc = ::pclose(p);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(std::stoul(buf), 96000u);
+    EXPECT_EQ(WEXITSTATUS(rc), 0);
+    EXPECT_LT(secs, 30.0);  // far less than analysing 1 MiB of text would take
+    const std::string e = slurp(err);
+    EXPECT_NE(e.find("standard output was closed"), std::string::npos) << e;
+    const auto at = e.find("maxrss_kb=");
+    if (at != std::string::npos) {
+        EXPECT_LT(std::stol(e.substr(at + 10)), 200 * 1024) << e;  // bounded, not proportional to the text
+    }
+}

@@ -1,0 +1,191 @@
+// Engine and Stream behaviour: speech comes out, at the requested rate, the
+// same whether read offline or pulled live in any block size, and cancel works.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace etude::engine;
+
+namespace {
+
+constexpr const char* kSentence = "The quick brown fox jumps over the lazy dog.";
+
+std::vector<float> render_offline(Engine& engine, const std::string& text, StreamOptions o = {}) {
+    auto s = engine.create_stream(o);
+    s->push_text(text);
+    std::vector<float> out, block(1000);
+    std::size_t n;
+    while ((n = s->read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
+    EXPECT_FALSE(s->busy());
+    return out;
+}
+
+double rms(const std::vector<float>& x) {
+    double e = 0;
+    for (float v : x) e += double(v) * v;
+    return x.empty() ? 0 : std::sqrt(e / x.size());
+}
+
+// Pulls like an audio callback: fixed-period calls with random block sizes,
+// keeping only the real samples each pull reports.
+std::vector<float> render_by_pulling(Stream& s, unsigned seed, std::size_t max_block) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<std::size_t> size(1, max_block);
+    std::vector<float> out, block(max_block);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((s.busy()) && std::chrono::steady_clock::now() < deadline) {
+        const std::size_t k = size(rng);
+        const std::size_t n = s.pull(std::span(block).first(k));
+        out.insert(out.end(), block.begin(), block.begin() + n);
+        if (n < k) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST(Engine, speaks_a_known_sentence_with_plausible_duration_and_level) {
+    Engine engine;
+    const auto audio = render_offline(engine, kSentence);
+    const double seconds = audio.size() / 16000.0;
+    EXPECT_GT(seconds, 1.5);
+    EXPECT_LT(seconds, 5.0);
+    EXPECT_GT(rms(audio), 0.02);
+    float peak = 0;
+    for (float v : audio) peak = std::max(peak, std::abs(v));
+    EXPECT_LT(peak, 1.0f);
+    EXPECT_GT(peak, 0.1f);
+}
+
+TEST(Engine, output_rate_scales_length_and_keeps_level) {
+    Engine engine;
+    const auto base = render_offline(engine, kSentence);
+    for (double rate : {8000.0, 22050.0, 48000.0}) {
+        StreamOptions o;
+        o.sample_rate = rate;
+        const auto audio = render_offline(engine, kSentence, o);
+        const double expected = base.size() * rate / 16000.0;
+        EXPECT_NEAR(audio.size(), expected, expected * 0.01 + 64) << rate;
+        if (rate > 16000) {
+            EXPECT_NEAR(rms(audio), rms(base), rms(base) * 0.05) << rate;
+        }
+    }
+}
+
+TEST(Engine, offline_render_is_deterministic) {
+    Engine engine;
+    EXPECT_EQ(render_offline(engine, kSentence), render_offline(engine, kSentence));
+}
+
+TEST(Engine, pulled_stream_equals_offline_render_for_any_block_size) {
+    Engine engine;
+    const std::string text = "First sentence here. And a second one, a little longer!";
+    StreamOptions o;
+    o.sample_rate = 48000;
+    const auto offline = render_offline(engine, text, o);
+    for (std::size_t max_block : {1u, 64u, 1000u, 4096u}) {
+        auto s = engine.create_stream(o);
+        s->push_text(text);
+        const auto live = render_by_pulling(*s, 7 + max_block, max_block);
+        ASSERT_EQ(live.size(), offline.size()) << max_block;
+        EXPECT_TRUE(live == offline) << "block size up to " << max_block;
+    }
+}
+
+TEST(Engine, next_sentence_is_analysed_while_the_first_is_vocoded) {
+    Engine engine;
+    auto s = engine.create_stream();
+    std::string text;
+    for (int i = 0; i < 12; ++i) text += "This is sentence number " + std::to_string(i) + ". ";
+    s->push_text(text);
+    std::vector<float> block(64);
+    while (s->read(block) == 0) {
+    }
+    // First audio arrived long before the whole text could have been analysed.
+    const auto st = s->stats();
+    EXPECT_EQ(st.sentences_queued, 12u);
+    EXPECT_LT(st.sentences_spoken, 12u);
+    EXPECT_GE(st.first_audio_ms, 0.0);
+    s->cancel();
+}
+
+TEST(Engine, cancel_fades_within_one_pull_and_drops_queued_text) {
+    Engine engine;
+    auto s = engine.create_stream();
+    std::string text;
+    for (int i = 0; i < 10; ++i) text += "Counting sentences, this is number " + std::to_string(i) + ". ";
+    s->push_text(text);
+    std::vector<float> block(256);
+    // Wait for steady speech.
+    std::size_t got = 0;
+    while (got < 16000) got += s->read(block);
+
+    s->cancel();
+    std::vector<float> after(256, 1.0f);
+    s->pull(after);
+    const float fade_len = 16000 * 0.005f;  // default 5 ms
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        if (i >= fade_len) {
+            EXPECT_EQ(after[i], 0.0f) << i;
+        }
+    }
+    // Later pulls are silent and the stream goes idle.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (s->busy() && std::chrono::steady_clock::now() < deadline) {
+        std::fill(after.begin(), after.end(), 1.0f);
+        EXPECT_EQ(s->pull(after), 0u);
+        for (float v : after) ASSERT_EQ(v, 0.0f);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_FALSE(s->busy());
+    const auto st = s->stats();
+    EXPECT_EQ(st.cancels, 1u);
+    EXPECT_GE(st.sentences_dropped, 8u);
+    EXPECT_EQ(st.sentences_dropped + st.sentences_spoken, 10u);
+
+    // The stream speaks normally afterwards, exactly as a fresh render.
+    s->push_text(kSentence);
+    std::vector<float> again, b(777);
+    std::size_t n;
+    while ((n = s->read(b)) > 0) again.insert(again.end(), b.begin(), b.begin() + n);
+    EXPECT_TRUE(again == render_offline(engine, kSentence));
+}
+
+TEST(Engine, rejects_bad_input_with_clear_errors) {
+    Engine engine;
+    try {
+        engine.create_stream({.voice = "kal"});
+        FAIL() << "unknown voice accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown voice 'kal'"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("slt"), std::string::npos);
+    }
+    for (double rate : {0.0, 7999.0, 192001.0, -1.0, std::nan("")}) {
+        StreamOptions o;
+        o.sample_rate = rate;
+        EXPECT_THROW(engine.create_stream(o), etude::Error) << rate;
+    }
+    auto s = engine.create_stream();
+    try {
+        s->push_text("bad \xFF byte");
+        FAIL() << "invalid UTF-8 accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("offset 4"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(s->push_text("   \n\t "), 0u);
+    EXPECT_FALSE(s->busy());
+}
+
+TEST(Engine, symbols_and_numbers_are_spoken_not_dropped) {
+    Engine engine;
+    const auto audio = render_offline(
+        engine, "On 12/25/2024 at 5:30 p.m., Dr. Jones paid $3.50 for 2 items!!! Wow... #1?");
+    EXPECT_GT(audio.size() / 16000.0, 4.0);
+    EXPECT_GT(rms(audio), 0.02);
+}
