@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace etude::dsp {
@@ -13,6 +14,8 @@ namespace {
 constexpr int kPadeOrder = 5;
 constexpr double kPade[kPadeOrder + 1] = {1.0,         0.4999391,    0.1107098,
                                           0.01369984,  0.0009564853, 0.00003041721};
+// How far the mixed-excitation history window slides before it is copied back.
+constexpr std::size_t kHistorySlide = 1024;
 // Length of the impulse response used to measure filter energy for the postfilter.
 constexpr std::size_t kImpulseLength = 64;
 
@@ -34,54 +37,91 @@ MlsaVocoder::MlsaVocoder(MlsaConfig config) : config_(std::move(config)) {
     b_step_.assign(m_ + 1, 0.0);
     d_first_.assign(2 * (kPadeOrder + 1), 0.0);
     d_second_.assign(kPadeOrder * (m_ + 2) + kPadeOrder + 1, 0.0);
-    warped_.assign(m_ + 1, 0.0);
-    freqt_prev_.assign(kImpulseLength, 0.0);
-    freqt_cur_.assign(kImpulseLength, 0.0);
-    impulse_.assign(kImpulseLength, 0.0);
+    warped_.assign(2 * (m_ + 1), 0.0);
+    unfiltered_.assign(m_ + 1, 0.0);
+    freqt_.assign(4 * kImpulseLength, 0.0);
+    impulse_.assign(2 * kImpulseLength, 0.0);
+    weighted_.assign(2 * kImpulseLength, 0.0);
     pulse_shape_.assign(fir_len_, 0.0);
     noise_shape_.assign(fir_len_, 0.0);
-    pulse_hist_.assign(fir_len_, 0.0);
-    noise_hist_.assign(fir_len_, 0.0);
+    pulse_hist_.assign(fir_len_ + kHistorySlide, 0.0);
+    noise_hist_.assign(fir_len_ + kHistorySlide, 0.0);
+    hist_pos_ = kHistorySlide;
 }
 
 void MlsaVocoder::reset() {
     primed_ = false;
     period_ = phase_ = 0.0;
+    hist_pos_ = kHistorySlide;
     for (auto* v : {&b_, &b_next_, &b_step_, &d_first_, &d_second_, &pulse_hist_, &noise_hist_})
         std::fill(v->begin(), v->end(), 0.0);
 }
 
-// Energy of the filter's impulse response: the mel-cepstrum (recovered from
-// the coefficients) is warped back to a linear-frequency cepstrum, whose
-// minimum-phase impulse response follows by the usual recursion.
-double MlsaVocoder::filter_energy(std::span<const double> b) {
+// Energies of the impulse responses of two filters, computed side by side.
+// For each: the coefficients give back a mel-cepstrum, which is warped to a
+// linear-frequency cepstrum (recursive all-pass transform, kImpulseLength
+// terms), whose minimum-phase impulse response follows by the cepstral
+// recursion. Both computations are long chains of dependent operations;
+// running the two in one loop lets the CPU overlap them, while each keeps
+// exactly the reference's operations and order.
+void MlsaVocoder::filter_energies(std::span<const double> b1, std::span<const double> b2,
+                                  double& e1, double& e2) {
     const double a = config_.alpha;
-    // coefficients -> mel-cepstrum
-    warped_[m_] = b[m_];
-    for (std::size_t k = m_; k-- > 0;) warped_[k] = b[k] + a * b[k + 1];
+    constexpr std::size_t L = kImpulseLength;
+    double* w1 = warped_.data();
+    double* w2 = warped_.data() + (m_ + 1);
+    w1[m_] = b1[m_];
+    w2[m_] = b2[m_];
+    for (std::size_t k = m_; k-- > 0;) {
+        w1[k] = b1[k] + a * b1[k + 1];
+        w2[k] = b2[k] + a * b2[k + 1];
+    }
 
-    // Frequency transform with -alpha (recursive all-pass warping), to kImpulseLength-1 terms.
     const double wa = -a, wb = 1.0 - a * a;
-    std::fill(freqt_cur_.begin(), freqt_cur_.end(), 0.0);
+    // Layout: [cur1 | cur2 | prev1 | prev2], each L long; swapped, not copied.
+    double* cur1 = freqt_.data();
+    double* cur2 = cur1 + L;
+    double* prev1 = cur1 + 2 * L;
+    double* prev2 = cur1 + 3 * L;
+    std::fill(freqt_.begin(), freqt_.end(), 0.0);
     for (std::size_t i = m_ + 1; i-- > 0;) {
-        std::copy(freqt_cur_.begin(), freqt_cur_.end(), freqt_prev_.begin());
-        freqt_cur_[0] = warped_[i] + wa * freqt_prev_[0];
-        freqt_cur_[1] = wb * freqt_prev_[0] + wa * freqt_prev_[1];
-        for (std::size_t j = 2; j < kImpulseLength; ++j)
-            freqt_cur_[j] = freqt_prev_[j - 1] + wa * (freqt_prev_[j] - freqt_cur_[j - 1]);
+        std::swap(cur1, prev1);
+        std::swap(cur2, prev2);
+        cur1[0] = w1[i] + wa * prev1[0];
+        cur2[0] = w2[i] + wa * prev2[0];
+        cur1[1] = wb * prev1[0] + wa * prev1[1];
+        cur2[1] = wb * prev2[0] + wa * prev2[1];
+        for (std::size_t j = 2; j < L; ++j) {
+            cur1[j] = prev1[j - 1] + wa * (prev1[j] - cur1[j - 1]);
+            cur2[j] = prev2[j - 1] + wa * (prev2[j] - cur2[j - 1]);
+        }
     }
 
-    // Minimum-phase impulse response from the cepstrum.
-    impulse_[0] = std::exp(freqt_cur_[0]);
-    for (std::size_t n = 1; n < kImpulseLength; ++n) {
-        double acc = 0.0;
-        for (std::size_t k = 1; k <= n; ++k)
-            acc += static_cast<double>(k) * freqt_cur_[k] * impulse_[n - k];
-        impulse_[n] = acc / static_cast<double>(n);
+    // k * c[k] is formed once per k; products and sums keep the reference's order.
+    double* k1 = weighted_.data();
+    double* k2 = k1 + L;
+    for (std::size_t k = 1; k < L; ++k) {
+        k1[k] = static_cast<double>(k) * cur1[k];
+        k2[k] = static_cast<double>(k) * cur2[k];
     }
-    double energy = 0.0;
-    for (double h : impulse_) energy += h * h;
-    return energy;
+    double* h1 = impulse_.data();
+    double* h2 = h1 + L;
+    h1[0] = std::exp(cur1[0]);
+    h2[0] = std::exp(cur2[0]);
+    for (std::size_t n = 1; n < L; ++n) {
+        double acc1 = 0.0, acc2 = 0.0;
+        for (std::size_t k = 1; k <= n; ++k) {
+            acc1 += k1[k] * h1[n - k];
+            acc2 += k2[k] * h2[n - k];
+        }
+        h1[n] = acc1 / static_cast<double>(n);
+        h2[n] = acc2 / static_cast<double>(n);
+    }
+    e1 = e2 = 0.0;
+    for (std::size_t n = 0; n < L; ++n) {
+        e1 += h1[n] * h1[n];
+        e2 += h2[n] * h2[n];
+    }
 }
 
 void MlsaVocoder::to_filter_coefficients(std::span<const float> mcep, std::span<double> b) {
@@ -95,10 +135,11 @@ void MlsaVocoder::to_filter_coefficients(std::span<const float> mcep, std::span<
         // Postfilter: emphasise the higher cepstral terms, then restore the
         // original energy through c0. The b1 correction uses mc[2], as the
         // reference vocoder does.
-        const double before = filter_energy(b);
+        std::copy(b.begin(), b.begin() + static_cast<long>(m_ + 1), unfiltered_.begin());
         b[1] -= config_.beta * a * mc_[2];
         for (std::size_t k = 2; k <= m_; ++k) b[k] *= 1.0 + config_.beta;
-        const double after = filter_energy(b);
+        double before, after;
+        filter_energies(unfiltered_, b, before, after);
         b[0] += std::log(before / after) / 2.0;
     }
 }
@@ -121,26 +162,37 @@ double MlsaVocoder::mlsa_filter(double x) {
     pt[0] = x;
     x = out + x;
 
-    // Stage 2: exp(sum_{k>=2} b_k z~^-k), each Pade term an all-pass FIR chain.
-    d = d_second_.data();
-    pt = d + kPadeOrder * (m_ + 2);
+    // Stage 2: exp(sum_{k>=2} b_k z~^-k), each Pade term an all-pass FIR
+    // chain fed with the previous sample's output of the term before it. The
+    // five chains are independent within a sample, so they run interleaved
+    // (delay lines stored k-major: line[k * kPadeOrder + stage]) and the CPU
+    // overlaps their serial dependencies. Each chain's arithmetic, and the
+    // order of the final sums, are those of the reference filter.
+    double* line = d_second_.data();
+    double* pt2 = line + kPadeOrder * (m_ + 2);  // stage inputs/outputs, kPadeOrder+1
+    double y[kPadeOrder] = {};
+    for (int s = 0; s < kPadeOrder; ++s) {
+        line[s] = pt2[s];
+        line[kPadeOrder + s] = aa * line[s] + a * line[kPadeOrder + s];
+    }
+    for (std::size_t k = 2; k <= m_; ++k) {
+        double* row = line + k * kPadeOrder;
+        const double bk = b[k];
+        for (int s = 0; s < kPadeOrder; ++s) {
+            row[s] += a * (row[s + kPadeOrder] - row[s - kPadeOrder]);
+            y[s] += row[s] * bk;
+        }
+    }
+    // Shift every line by one position (k = m+1 .. 2 take k-1).
+    std::memmove(line + 2 * kPadeOrder, line + kPadeOrder, sizeof(double) * kPadeOrder * m_);
     out = 0.0;
     for (int i = kPadeOrder; i >= 1; --i) {
-        double* dl = d + (i - 1) * (m_ + 2);
-        dl[0] = pt[i - 1];
-        dl[1] = aa * dl[0] + a * dl[1];
-        double y = 0.0;
-        for (std::size_t k = 2; k <= m_; ++k) {
-            dl[k] += a * (dl[k + 1] - dl[k - 1]);
-            y += dl[k] * b[k];
-        }
-        for (std::size_t k = m_ + 1; k > 1; --k) dl[k] = dl[k - 1];
-        pt[i] = y;
-        const double v = y * kPade[i];
+        pt2[i] = y[i - 1];
+        const double v = y[i - 1] * kPade[i];
         x += (i & 1) ? v : -v;
         out += v;
     }
-    pt[0] = x;
+    pt2[0] = x;
     return out + x;
 }
 
@@ -209,19 +261,27 @@ std::size_t MlsaVocoder::synthesize_frame(double f0_hz, std::span<const float> m
             // Shaping FIRs. Tap 0 takes the current input and tap k >= 1 the
             // input from k+1 samples back: the reference implementation's
             // delay line skips one sample and we must match it to reproduce
-            // its waveform.
-            // Sums run in the reference's order so rounding matches too.
+            // its waveform. Sums run in the reference's order so rounding
+            // matches too. The history is a window sliding down a longer
+            // buffer (hist[k] = buffer[pos + k]), so a step moves one index
+            // instead of shifting the whole line.
+            const double* ph = pulse_hist_.data() + hist_pos_;
+            const double* nh = noise_hist_.data() + hist_pos_;
             double fp = 0.0, fn = 0.0;
             for (std::size_t k = fir_len_ - 1; k > 0; --k) {
-                fp += pulse_shape_[k] * pulse_hist_[k];
-                fn += noise_shape_[k] * noise_hist_[k];
-                pulse_hist_[k] = pulse_hist_[k - 1];
-                noise_hist_[k] = noise_hist_[k - 1];
+                fp += pulse_shape_[k] * ph[k];
+                fn += noise_shape_[k] * nh[k];
             }
             fp += pulse_shape_[0] * pulse;
             fn += noise_shape_[0] * hiss;
-            pulse_hist_[0] = pulse;
-            noise_hist_[0] = hiss;
+            if (hist_pos_ == 0) {
+                std::copy_n(pulse_hist_.data(), fir_len_, pulse_hist_.data() + kHistorySlide);
+                std::copy_n(noise_hist_.data(), fir_len_, noise_hist_.data() + kHistorySlide);
+                hist_pos_ = kHistorySlide;
+            }
+            --hist_pos_;
+            pulse_hist_[hist_pos_] = pulse;
+            noise_hist_[hist_pos_] = hiss;
             x = fp + fn;
         }
 

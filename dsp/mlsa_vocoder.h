@@ -56,7 +56,8 @@ public:
 
 private:
     void to_filter_coefficients(std::span<const float> mcep, std::span<double> b);
-    double filter_energy(std::span<const double> b);
+    void filter_energies(std::span<const double> b1, std::span<const double> b2, double& e1,
+                         double& e2);
     double mlsa_filter(double x);
 
     MlsaConfig config_;
@@ -76,17 +77,19 @@ private:
     std::vector<double> d_first_;   // first stage (b1 only): 2*(pade+1)
     std::vector<double> d_second_;  // second stage: pade*(m_+2) + pade+1
 
-    // Postfilter energy scratch (impulse response of the filter).
-    std::vector<double> warped_;
-    std::vector<double> freqt_prev_;
-    std::vector<double> freqt_cur_;
-    std::vector<double> impulse_;
+    // Postfilter energy scratch (two filters side by side).
+    std::vector<double> unfiltered_;  // coefficients before the postfilter, m_+1
+    std::vector<double> warped_;      // 2 x (m_+1)
+    std::vector<double> freqt_;       // 4 x impulse length
+    std::vector<double> impulse_;     // 2 x impulse length
+    std::vector<double> weighted_;    // 2 x impulse length: k * cepstrum[k]
 
     // Mixed excitation.
     std::vector<double> pulse_shape_;
     std::vector<double> noise_shape_;
     std::vector<double> pulse_hist_;
     std::vector<double> noise_hist_;
+    std::size_t hist_pos_ = 0;  // start of the live window in the two histories
 };
 
 }  // namespace etude::dsp

@@ -10,10 +10,13 @@
 #include <mutex>
 #include <thread>
 
-#include "dsp/mlsa_vocoder.h"
-#include "dsp/resampler.h"
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "engine/flite_voice.h"
 #include "engine/text_input.h"
+#include "engine/utterance_renderer.h"
 #include "rt/spsc_ring.h"
 
 namespace etude::engine {
@@ -22,28 +25,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr double kMinRate = 8000.0, kMaxRate = 192000.0;
-// Sentences analysed ahead of the one being vocoded: enough to keep the
-// vocoder fed, few enough that a long text costs memory for only a few.
-constexpr std::size_t kLookaheadSentences = 2;
+// Sentences analysed ahead of the one being spoken: enough to keep the
+// vocoder and the render workers fed, few enough that a long text costs
+// memory for only a few.
+constexpr std::size_t kLookaheadSentences = 3;
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
 constexpr auto kSpacePoll = std::chrono::milliseconds(2);
-
-// Excitation noise: +-1 from a 32-bit xorshift generator, restarted for every
-// sentence so that a sentence's audio depends only on its text and voice.
-class NoiseSource {
-public:
-    void restart() { state_ = 0x9E3779B9u; }
-    float next() {
-        state_ ^= state_ << 13;
-        state_ ^= state_ >> 17;
-        state_ ^= state_ << 5;
-        return (state_ & 0x80000000u) ? 1.0f : -1.0f;
-    }
-
-private:
-    std::uint32_t state_ = 0x9E3779B9u;
-};
 
 struct Sentence {
     std::string text;
@@ -52,11 +40,17 @@ struct Sentence {
     bool first_of_push;
 };
 
+// An analysed sentence. Its audio is made either by the stream's vocoder
+// thread straight into the ring (the sentence being spoken), or ahead of
+// time into `audio` by an engine render worker (the sentences after it).
 struct Utterance {
+    enum State { Pending, Streaming, WorkerRendering, Rendered, Abandoned };
     AcousticFrames frames;
-    std::uint64_t generation;
+    std::uint64_t generation = 0;
     Clock::time_point pushed;
-    bool first_of_push;
+    bool first_of_push = false;
+    State state = Pending;      // guarded by the stream's mutex
+    std::vector<float> audio;   // valid once state == Rendered
 };
 
 double seconds_since(Clock::time_point t) {
@@ -67,7 +61,13 @@ double seconds_since(Clock::time_point t) {
 
 class EngineCore {
 public:
-    EngineCore() : worker_([this] { run(); }) {}
+    EngineCore() {
+        front_end_ = std::thread([this] { run_front_end(); });
+        // Render workers pre-vocode upcoming sentences on the other cores.
+        const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+        for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
+            renderers_.emplace_back([this] { run_renderer(); });
+    }
     ~EngineCore() { stop(); }
 
     void add(const std::shared_ptr<StreamCore>& s) {
@@ -82,7 +82,9 @@ public:
             stopping_ = true;
         }
         cv_.notify_all();
-        if (worker_.joinable()) worker_.join();
+        if (front_end_.joinable()) front_end_.join();
+        for (auto& t : renderers_)
+            if (t.joinable()) t.join();
     }
     bool stopping() {
         std::lock_guard lock(mu_);
@@ -90,13 +92,19 @@ public:
     }
 
 private:
-    void run();
+    // Finds work with `take` over the streams, round-robin; waits if none.
+    template <typename Job, typename Take>
+    std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
+    void run_front_end();
+    void run_renderer();
+
     std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;
     std::list<std::weak_ptr<StreamCore>> streams_;
     std::size_t round_robin_ = 0;
-    std::thread worker_;
+    std::thread front_end_;
+    std::vector<std::thread> renderers_;
 };
 
 class StreamCore {
@@ -108,17 +116,7 @@ public:
           ring_(static_cast<std::size_t>(options_.sample_rate * options_.buffer_seconds) + 4096),
           fade_len_(std::max<std::size_t>(
               1, static_cast<std::size_t>(options_.sample_rate * options_.cancel_fade_ms / 1000.0))),
-          vocoder_(voice.vocoder_config()) {
-        const auto& cfg = voice_.vocoder_config();
-        frame_samples_.resize(cfg.frame_period);
-        frame_float_.resize(cfg.frame_period);
-        noise_.resize(cfg.frame_period);
-        if (options_.sample_rate != voice_.sample_rate()) {
-            resampler_.emplace(voice_.sample_rate(), options_.sample_rate);
-            resampled_.resize(resampler_->max_output_for(cfg.frame_period) + 64);
-            flush_.resize(resampler_->max_output_for(0) + 4096);
-        }
-    }
+          renderer_(voice, options_.sample_rate) {}
 
     void start() {
         producer_ = std::thread([this] { produce(); });
@@ -268,8 +266,12 @@ public:
             frontend_seconds_ += seconds_since(t0);
             if (sentence.generation == generation_.load(std::memory_order_relaxed) &&
                 frames.frames > 1) {
-                params_queue_.push_back(
-                    {std::move(frames), sentence.generation, sentence.pushed, sentence.first_of_push});
+                auto u = std::make_shared<Utterance>();
+                u->frames = std::move(frames);
+                u->generation = sentence.generation;
+                u->pushed = sentence.pushed;
+                u->first_of_push = sentence.first_of_push;
+                params_queue_.push_back(std::move(u));
             } else {
                 // Nothing to say (only symbols Flite skips, or a front-end
                 // error), or cancelled while being analysed: cancel() counts
@@ -280,6 +282,47 @@ public:
         }
         work_cv_.notify_all();
         data_cv_.notify_all();
+        engine_->wake();  // a render worker may take it
+    }
+
+    // ---- render workers ---------------------------------------------------
+    // Claims an analysed sentence that is not about to be streamed by this
+    // stream's own vocoder thread (that one goes straight to the ring, for
+    // the lowest latency). Called with the engine's lock held.
+    std::shared_ptr<Utterance> take_render_job() {
+        std::lock_guard lock(mu_);
+        if (shutdown_) return nullptr;
+        // While the vocoder thread is idle it will take the head itself.
+        for (std::size_t i = producer_busy_ ? 0 : 1; i < params_queue_.size(); ++i) {
+            auto& u = params_queue_[i];
+            if (u->state == Utterance::Pending) {
+                u->state = Utterance::WorkerRendering;
+                return u;
+            }
+        }
+        return nullptr;
+    }
+
+    void render_ahead(const std::shared_ptr<Utterance>& u) {
+        const auto t0 = Clock::now();
+        UtteranceRenderer renderer(voice_, options_.sample_rate);
+        std::vector<float> audio;
+        audio.reserve(static_cast<std::size_t>(static_cast<double>(u->frames.frames) *
+                                               voice_.vocoder_config().frame_period *
+                                               options_.sample_rate / voice_.sample_rate()) +
+                      1024);
+        const bool done = renderer.render(u->frames, [&](std::span<const float> chunk, bool) {
+            audio.insert(audio.end(), chunk.begin(), chunk.end());
+            return !cancelled(u->generation);
+        });
+        {
+            std::lock_guard lock(mu_);
+            u->audio = std::move(audio);
+            u->state = done ? Utterance::Rendered : Utterance::Abandoned;
+            vocoder_seconds_ += seconds_since(t0);
+        }
+        if (done) frames_vocoded_.fetch_add(u->frames.frames, std::memory_order_relaxed);
+        work_cv_.notify_all();
     }
 
     const FliteVoice& voice() const { return voice_; }
@@ -317,6 +360,7 @@ private:
         std::uint64_t seen_generation = generation_.load(std::memory_order_acquire);
         for (;;) {
             std::unique_lock lock(mu_);
+            producer_busy_ = false;
             work_cv_.wait(lock, [&] {
                 return shutdown_ || !params_queue_.empty() ||
                        generation_.load(std::memory_order_relaxed) != seen_generation;
@@ -328,12 +372,61 @@ private:
                 acknowledge(gen);
                 continue;
             }
-            Utterance u = std::move(params_queue_.front());
+            std::shared_ptr<Utterance> u = std::move(params_queue_.front());
             params_queue_.pop_front();
+            producer_busy_ = true;
+            const bool mine = u->state == Utterance::Pending;
+            if (mine) u->state = Utterance::Streaming;
+            if (!mine) {
+                // A render worker has it: wait for its audio (or the cancel).
+                work_cv_.wait(lock, [&] {
+                    return shutdown_ || u->state == Utterance::Rendered ||
+                           u->state == Utterance::Abandoned || cancelled(u->generation);
+                });
+                if (shutdown_) return;
+            }
             lock.unlock();
             engine_->wake();  // room for more look-ahead
-            vocode(u);
+            first_audio_pending_ = true;
+            const bool complete = mine ? stream_into_ring(*u) : copy_into_ring(*u);
+            finish_utterance(complete);
         }
+    }
+
+    // Vocodes an utterance straight into the ring, chunk by chunk.
+    bool stream_into_ring(const Utterance& u) {
+        const auto t0 = Clock::now();
+        const bool complete = renderer_.render(u.frames, [&](std::span<const float> chunk, bool last) {
+            return write_all(chunk, u.generation, u, last);
+        });
+        if (complete) frames_vocoded_.fetch_add(u.frames.frames, std::memory_order_relaxed);
+        std::lock_guard lock(mu_);
+        vocoder_seconds_ += seconds_since(t0);
+        return complete;
+    }
+
+    // Writes audio a render worker made ahead of time.
+    bool copy_into_ring(const Utterance& u) {
+        if (u.state != Utterance::Rendered || cancelled(u.generation)) return false;
+        constexpr std::size_t kChunk = 4096;
+        std::span<const float> audio(u.audio);
+        while (audio.size() > kChunk) {
+            if (!write_all(audio.first(kChunk), u.generation, u, false)) return false;
+            audio = audio.subspan(kChunk);
+        }
+        return write_all(audio, u.generation, u, true);
+    }
+
+    void finish_utterance(bool complete) {
+        std::lock_guard lock(mu_);
+        if (complete) {
+            --outstanding_;
+            sentences_spoken_.fetch_add(1, std::memory_order_relaxed);
+        } else if (!shutdown_) {
+            --outstanding_;
+            sentences_dropped_.fetch_add(1, std::memory_order_relaxed);
+        }
+        data_cv_.notify_all();
     }
 
     void acknowledge(std::uint64_t gen) {
@@ -385,50 +478,6 @@ private:
         }
     }
 
-    void vocode(const Utterance& u) {
-        const auto t0 = Clock::now();
-        const auto& f = u.frames;
-        vocoder_.reset();
-        noise_source_.restart();
-        if (resampler_) resampler_->reset();
-        first_audio_pending_ = true;
-        bool complete = true;
-        for (std::size_t i = 0; i < f.frames && complete; ++i) {
-            for (auto& n : noise_) n = noise_source_.next();
-            const std::size_t n = vocoder_.synthesize_frame(
-                f.f0[i], std::span(f.mcep).subspan(i * f.mcep_order, f.mcep_order),
-                std::span(f.strengths).subspan(i * f.bands, f.bands), noise_, frame_samples_);
-            for (std::size_t k = 0; k < n; ++k)
-                frame_float_[k] = static_cast<float>(
-                    std::clamp(frame_samples_[k] / 32768.0, -1.0, 1.0));
-            std::span<const float> chunk(frame_float_.data(), n);
-            const bool last_frame = i + 1 == f.frames;
-            if (resampler_) {
-                const std::size_t m = resampler_->process(chunk, resampled_);
-                complete = write_all(std::span<const float>(resampled_.data(), m), u.generation, u,
-                                     false);
-                if (complete && last_frame) {
-                    const std::size_t tail = resampler_->process({}, flush_, true);
-                    complete = write_all(std::span<const float>(flush_.data(), tail),
-                                         u.generation, u, true);
-                }
-            } else {
-                complete = write_all(chunk, u.generation, u, last_frame);
-            }
-            frames_vocoded_.fetch_add(1, std::memory_order_relaxed);
-        }
-        std::lock_guard lock(mu_);
-        vocoder_seconds_ += seconds_since(t0);
-        if (complete) {
-            --outstanding_;
-            sentences_spoken_.fetch_add(1, std::memory_order_relaxed);
-        } else if (!shutdown_) {
-            sentences_dropped_.fetch_add(1, std::memory_order_relaxed);
-            --outstanding_;
-        }
-        data_cv_.notify_all();
-    }
-
     std::shared_ptr<EngineCore> engine_;
     const FliteVoice& voice_;
     const StreamOptions options_;
@@ -436,7 +485,8 @@ private:
     mutable std::mutex mu_;  // guards the queues and the slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;
     std::deque<Sentence> text_queue_;
-    std::deque<Utterance> params_queue_;
+    std::deque<std::shared_ptr<Utterance>> params_queue_;
+    bool producer_busy_ = false;  // the vocoder thread is speaking an utterance
     std::size_t outstanding_ = 0;  // sentences queued and not yet fully written or dropped
     bool analysing_ = false;
     bool shutdown_ = false;
@@ -458,41 +508,51 @@ private:
     const std::size_t fade_len_;
 
     // Producer-thread state.
-    dsp::MlsaVocoder vocoder_;
-    NoiseSource noise_source_;
-    std::optional<dsp::StreamingResampler> resampler_;
-    std::vector<double> frame_samples_;
-    std::vector<float> frame_float_, noise_, resampled_, flush_;
+    UtteranceRenderer renderer_;
     bool first_audio_pending_ = false;
     std::thread producer_;
 };
 
-void EngineCore::run() {
+template <typename Job, typename Take>
+std::pair<std::shared_ptr<StreamCore>, Job> EngineCore::next_job(Take take) {
+    std::unique_lock lock(mu_);
     for (;;) {
-        std::shared_ptr<StreamCore> chosen;
-        std::optional<Sentence> sentence;
-        {
-            std::unique_lock lock(mu_);
-            for (;;) {
-                if (stopping_) return;
-                streams_.remove_if([](const auto& w) { return w.expired(); });
-                const std::size_t count = streams_.size();
-                auto it = streams_.begin();
-                if (count) std::advance(it, round_robin_ % count);
-                for (std::size_t i = 0; i < count && !sentence; ++i) {
-                    if (auto s = it->lock()) {
-                        if ((sentence = s->take_sentence())) chosen = std::move(s);
-                    }
-                    if (++it == streams_.end()) it = streams_.begin();
-                }
-                if (sentence) {
+        if (stopping_) return {};
+        streams_.remove_if([](const auto& w) { return w.expired(); });
+        const std::size_t count = streams_.size();
+        auto it = streams_.begin();
+        if (count) std::advance(it, round_robin_ % count);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (auto s = it->lock()) {
+                if (auto job = take(*s)) {
                     ++round_robin_;
-                    break;
+                    return {std::move(s), std::move(job)};
                 }
-                cv_.wait(lock);
             }
+            if (++it == streams_.end()) it = streams_.begin();
         }
-        chosen->analyse(std::move(*sentence));
+        cv_.wait(lock);
+    }
+}
+
+void EngineCore::run_front_end() {
+    for (;;) {
+        auto [stream, sentence] =
+            next_job<std::optional<Sentence>>([](StreamCore& s) { return s.take_sentence(); });
+        if (!stream) return;
+        stream->analyse(std::move(*sentence));
+    }
+}
+
+void EngineCore::run_renderer() {
+    // Rendering ahead is less urgent than the sentence being spoken, which
+    // the streams' own vocoder threads produce: yield the CPU to them.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
+    for (;;) {
+        auto [stream, utterance] = next_job<std::shared_ptr<Utterance>>(
+            [](StreamCore& s) { return s.take_render_job(); });
+        if (!stream) return;
+        stream->render_ahead(utterance);
     }
 }
 
