@@ -16,7 +16,7 @@ namespace {
 // stderr while initialising, which would bury our own messages. Keep stderr
 // closed for just that call.
 class QuietStderr {
-public:
+  public:
     QuietStderr() {
         saved_ = ::dup(2);
         const int null = ::open("/dev/null", O_WRONLY);
@@ -32,7 +32,7 @@ public:
         }
     }
 
-private:
+  private:
     int saved_ = -1;
 };
 
@@ -53,7 +53,9 @@ PortAudioSystem::PortAudioSystem() {
     check(err, "cannot initialise PortAudio");
 }
 
-PortAudioSystem::~PortAudioSystem() { Pa_Terminate(); }
+PortAudioSystem::~PortAudioSystem() {
+    Pa_Terminate();
+}
 
 std::vector<std::string> PortAudioSystem::host_apis() const {
     std::vector<std::string> out;
@@ -75,7 +77,8 @@ std::vector<AudioDevice> PortAudioSystem::output_devices() const {
     return out;
 }
 
-int PortAudioSystem::find_output_device(const std::string& spec, const std::string& host_api) const {
+int PortAudioSystem::find_output_device(const std::string& spec,
+                                        const std::string& host_api) const {
     const auto devices = output_devices();
     auto api_ok = [&](const AudioDevice& d) {
         return host_api.empty() || d.host_api.find(host_api) != std::string::npos;
@@ -101,10 +104,12 @@ int PortAudioSystem::find_output_device(const std::string& spec, const std::stri
                 return d.index;
     }
     std::string known;
-    for (const auto& d : devices)
-        known += "\n  " + std::to_string(d.index) + ": " + d.name + " (" + d.host_api + ")";
+    for (const auto& d : devices)  // one line: errors are single lines
+        known += (known.empty() ? " " : ", ") + std::to_string(d.index) + ": " + d.name + " (" +
+                 d.host_api + ")";
     if (known.empty()) known = " none";
-    throw Error("no audio output device" + (spec.empty() ? std::string() : " matches '" + spec + "'") +
+    throw Error("no audio output device" +
+                (spec.empty() ? std::string() : " matches '" + spec + "'") +
                 (host_api.empty() ? "" : " on host API '" + host_api + "'") +
                 "; output devices found:" + known);
 }
@@ -136,7 +141,9 @@ PortAudioOutput::~PortAudioOutput() {
     }
 }
 
-void PortAudioOutput::start() { check(Pa_StartStream(pa_), "cannot start audio output"); }
+void PortAudioOutput::start() {
+    check(Pa_StartStream(pa_), "cannot start audio output");
+}
 void PortAudioOutput::stop() {
     if (pa_ && Pa_IsStreamActive(pa_) == 1) Pa_StopStream(pa_);
 }

@@ -30,7 +30,7 @@ struct AudioDevice {
 };
 
 class PortAudioSystem {
-public:
+  public:
     // Initialises PortAudio with its probing chatter on stderr silenced;
     // throws etude::Error if PortAudio cannot start.
     PortAudioSystem();
@@ -46,7 +46,7 @@ public:
 };
 
 class PortAudioOutput {
-public:
+  public:
     // Opens a mono output stream on `device` at the Stream's sample rate;
     // throws etude::Error naming the device and rate if it cannot open.
     PortAudioOutput(PortAudioSystem& system, engine::Stream& stream, int device,
@@ -62,7 +62,7 @@ public:
     std::uint64_t output_underflows() const { return underflows_.load(std::memory_order_relaxed); }
     double output_latency_seconds() const { return latency_; }
 
-private:
+  private:
     static int callback(const void*, void* output, unsigned long frames,
                         const PaStreamCallbackTimeInfo* time, unsigned long flags, void* self);
 

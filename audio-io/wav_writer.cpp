@@ -3,11 +3,11 @@
 #include <sndfile.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
-#include <cmath>
 
 #include "engine/error.h"
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <span>
-#include <vector>
 #include <string>
+#include <vector>
 
 struct sf_private_tag;
 
@@ -14,7 +14,7 @@ namespace etude::audio_io {
 enum class WavFormat { Pcm16, Float32 };
 
 class WavWriter {
-public:
+  public:
     // Throws etude::Error naming the path and the reason if it cannot be created.
     WavWriter(std::string path, int sample_rate, WavFormat format = WavFormat::Pcm16);
     ~WavWriter();  // removes the temporary file unless commit() succeeded
@@ -25,7 +25,7 @@ public:
     void commit();                               // closes and renames into place
     std::size_t frames_written() const { return frames_; }
 
-private:
+  private:
     std::string path_, temp_path_;
     WavFormat format_;
     std::vector<short> pcm_;

@@ -2,6 +2,7 @@
 // values (-o FILE, --rate=HZ or --rate HZ), flags, and positional words.
 #pragma once
 
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,7 +17,7 @@ struct UsageError : std::runtime_error {
 };
 
 class Args {
-public:
+  public:
     // value_options: names taking a value; flags: names that do not. Names
     // include their dashes ("-o", "--rate"). Throws UsageError.
     Args(int argc, char** argv, int first, const std::set<std::string>& value_options,
@@ -27,7 +28,8 @@ public:
                 for (++i; i < argc; ++i) positional_.emplace_back(argv[i]);
                 break;
             }
-            if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && std::isdigit(static_cast<unsigned char>(a[1])))) {
+            if (a.size() > 1 && a[0] == '-' &&
+                !(a.size() > 1 && std::isdigit(static_cast<unsigned char>(a[1])))) {
                 std::string name = a, value;
                 bool has_value = false;
                 if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
@@ -64,7 +66,7 @@ public:
     }
     const std::vector<std::string>& positional() const { return positional_; }
 
-private:
+  private:
     std::set<std::string> flags_;
     std::map<std::string, std::vector<std::string>> values_;
     std::vector<std::string> positional_;
@@ -82,6 +84,21 @@ inline double parse_number(const std::string& option, const std::string& text) {
     if (used != text.size() || text.empty())
         throw UsageError("option " + option + " expects a number, got '" + text + "'");
     return v;
+}
+
+// Runs a subcommand body, turning exceptions into one line on stderr and the
+// documented exit status: 2 for usage errors, 1 for everything else.
+template <typename Body>
+int run_command(const char* name, Body&& body) {
+    try {
+        return body();
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "etude %s: %s (see 'etude %s --help')\n", name, e.what(), name);
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude %s: %s\n", name, e.what());
+        return 1;
+    }
 }
 
 }  // namespace etude::cli

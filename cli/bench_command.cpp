@@ -50,7 +50,9 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Wall time of one run of the flite program, or a negative value if it is not there.
 double time_flite_program(const std::string& voice, const std::string& text) {
@@ -70,7 +72,7 @@ double time_flite_program(const std::string& voice, const std::string& text) {
 }  // namespace
 
 int bench_command(int argc, char** argv) {
-    try {
+    return run_command("bench", [&] {
         Args args(argc, argv, 2, {"--voice", "--runs"}, {"-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::fputs(kBenchHelp, stdout);
@@ -131,30 +133,27 @@ int bench_command(int argc, char** argv) {
 
         char host[256] = "?";
         gethostname(host, sizeof host);
-        std::printf("etude bench: voice %s, %d runs, %ld CPUs online, medians\n", voice_name.c_str(),
-                    runs, sysconf(_SC_NPROCESSORS_ONLN));
+        std::printf("etude bench: voice %s, %d runs, %ld CPUs online, medians\n",
+                    voice_name.c_str(), runs, sysconf(_SC_NPROCESSORS_ONLN));
         std::printf("| measure | value |\n|---|---|\n");
         std::printf("| paragraph (50 words) audio length | %.2f s |\n", audio_seconds);
         std::printf("| LibEtude speed (wall clock) | %.1fx real time |\n", median(ours));
         std::printf("| LibEtude speed (per CPU second, all threads) | %.1fx real time |\n",
                     median(cpu_ours));
-        std::printf("| Flite library, same voice, in process | %.1fx real time |\n", median(flite_lib));
+        std::printf("| Flite library, same voice, in process | %.1fx real time |\n",
+                    median(flite_lib));
         if (!flite_prog.empty())
-            std::printf("| `flite` program (incl. start-up) | %.1fx real time |\n", median(flite_prog));
+            std::printf("| `flite` program (incl. start-up) | %.1fx real time |\n",
+                        median(flite_prog));
         else
             std::printf("| `flite` program | not installed |\n");
         std::printf("| LibEtude / Flite library | %.2fx |\n", median(ours) / median(flite_lib));
-        std::printf("| push_text -> first sample, 20-word sentence | %.1f ms |\n", median(first_audio));
+        std::printf("| push_text -> first sample, 20-word sentence | %.1f ms |\n",
+                    median(first_audio));
         std::printf("| peak resident memory (whole bench process) | %.1f MiB |\n",
                     static_cast<double>(ru.ru_maxrss) / 1024.0);
         return 0;
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "etude bench: %s\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "etude bench: %s\n", e.what());
-        return 1;
-    }
+    });
 }
 
 }  // namespace etude::cli

@@ -10,11 +10,12 @@
 namespace etude::cli {
 
 int voices_command(int argc, char** argv) {
-    try {
+    return run_command("voices", [&] {
         Args args(argc, argv, 2, {}, {"-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
-            std::puts("usage: etude voices\n\nLists the embedded voices (Flite clustergen voices, "
-                      "vocoded by LibEtude) with their native sample rate.");
+            std::puts(
+                "usage: etude voices\n\nLists the embedded voices (Flite clustergen voices, "
+                "vocoded by LibEtude) with their native sample rate.");
             return 0;
         }
         for (const auto& name : engine::Engine::voices()) {
@@ -28,17 +29,11 @@ int voices_command(int argc, char** argv) {
                         v.vocoder_config().band_filters.size(), name == "slt" ? " (default)" : "");
         }
         return 0;
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "etude voices: %s\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "etude voices: %s\n", e.what());
-        return 1;
-    }
+    });
 }
 
 int devices_command(int argc, char** argv) {
-    try {
+    return run_command("devices", [&] {
         Args args(argc, argv, 2, {}, {"-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::puts(
@@ -58,13 +53,7 @@ int devices_command(int argc, char** argv) {
                         d.index, d.name.c_str(), d.host_api.c_str(), d.max_output_channels,
                         d.default_sample_rate);
         return 0;
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "etude devices: %s\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "etude devices: %s\n", e.what());
-        return 1;
-    }
+    });
 }
 
 }  // namespace etude::cli

@@ -53,7 +53,9 @@ examples:
 )";
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_signal(int) { g_interrupted.store(true); }
+extern "C" void on_signal(int) {
+    g_interrupted.store(true);
+}
 
 std::string read_all_stdin() {
     std::string text;
@@ -64,7 +66,7 @@ std::string read_all_stdin() {
 }
 
 class Progress {
-public:
+  public:
     Progress(bool enabled, double rate) : enabled_(enabled), rate_(rate) {}
     void update(const engine::StreamStats& s, bool force = false) {
         if (!enabled_) return;
@@ -81,7 +83,7 @@ public:
         if (shown_) std::fputc('\n', stderr);
     }
 
-private:
+  private:
     bool enabled_;
     double rate_;
     bool shown_ = false;
@@ -130,8 +132,9 @@ int run_say(const Args& args) {
     bool play = args.flag("--play");
     if (!out_path && !raw && !play) play = true;
     if (raw && isatty(STDOUT_FILENO))
-        throw Error("--raw writes binary audio to standard output, which is a terminal; "
-                    "redirect it or pipe it to a player");
+        throw Error(
+            "--raw writes binary audio to standard output, which is a terminal; "
+            "redirect it or pipe it to a player");
     if (raw && play) throw UsageError("--raw and --play cannot be combined");
     if (args.flag("--float") && !out_path) throw UsageError("--float needs -o FILE");
 
@@ -141,8 +144,9 @@ int run_say(const Args& args) {
 
     std::optional<audio_io::WavWriter> wav;
     if (out_path)
-        wav.emplace(*out_path, static_cast<int>(rate),
-                    args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
+        wav.emplace(
+            *out_path, static_cast<int>(rate),
+            args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
 
     std::optional<audio_io::PortAudioSystem> pa;
     std::unique_ptr<audio_io::PortAudioOutput> player;
@@ -159,9 +163,9 @@ int run_say(const Args& args) {
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
 
-    Progress progress(!args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) &&
-                          text.size() > 200,
-                      rate);
+    Progress progress(
+        !args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) && text.size() > 200,
+        rate);
     stream->push_text(text);
     text.clear();
     text.shrink_to_fit();
@@ -178,7 +182,8 @@ int run_say(const Args& args) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         // Let the device play out what it has buffered.
-        std::this_thread::sleep_for(std::chrono::duration<double>(player->output_latency_seconds() + 0.05));
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(player->output_latency_seconds() + 0.05));
         player->stop();
         if (tap) {
             std::size_t n;
@@ -217,22 +222,15 @@ int run_say(const Args& args) {
 }  // namespace
 
 int say_command(int argc, char** argv) {
-    try {
-        Args args(argc, argv, 2,
-                  {"-o", "--output", "--voice", "--rate", "--device", "--host-api"},
+    return run_command("say", [&] {
+        Args args(argc, argv, 2, {"-o", "--output", "--voice", "--rate", "--device", "--host-api"},
                   {"--raw", "--play", "--float", "--stats", "-q", "--quiet", "-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::fputs(kSayHelp, stdout);
             return 0;
         }
         return run_say(args);
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "etude say: %s (see 'etude say --help')\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "etude say: %s\n", e.what());
-        return 1;
-    }
+    });
 }
 
 }  // namespace etude::cli

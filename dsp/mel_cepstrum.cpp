@@ -15,10 +15,12 @@ MelCepstrumEnvelope::MelCepstrumEnvelope(std::size_t n_coefficients, double alph
     if (!(std::abs(alpha) < 1.0)) throw std::invalid_argument("warping alpha must be in (-1, 1)");
     basis_.resize(n_bins_ * n_coeffs_);
     for (std::size_t k = 0; k < n_bins_; ++k) {
-        const double w = std::numbers::pi * static_cast<double>(k) / static_cast<double>(n_bins_ - 1);
+        const double w =
+            std::numbers::pi * static_cast<double>(k) / static_cast<double>(n_bins_ - 1);
         const double warped = w + 2.0 * std::atan2(alpha * std::sin(w), 1.0 - alpha * std::cos(w));
         for (std::size_t m = 0; m < n_coeffs_; ++m)
-            basis_[k * n_coeffs_ + m] = static_cast<float>(std::cos(static_cast<double>(m) * warped));
+            basis_[k * n_coeffs_ + m] =
+                static_cast<float>(std::cos(static_cast<double>(m) * warped));
     }
 }
 

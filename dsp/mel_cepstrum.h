@@ -18,7 +18,7 @@
 namespace etude::dsp {
 
 class MelCepstrumEnvelope {
-public:
+  public:
     MelCepstrumEnvelope(std::size_t n_coefficients, double alpha, std::size_t n_fft);
 
     std::size_t n_coefficients() const { return n_coeffs_; }
@@ -30,7 +30,7 @@ public:
     // Linear amplitude per bin: exp of the above.
     void amplitude(std::span<const float> mcep, std::span<float> out) const;
 
-private:
+  private:
     std::size_t n_coeffs_, n_bins_;
     double alpha_;
     std::vector<float> basis_;  // n_bins x n_coeffs, row-major

@@ -12,8 +12,8 @@ namespace {
 // Fifth-order Pade approximation of exp() used by the MLSA filter; these are
 // the published coefficients (Imai's MLSA filter, as used by SPTK and HTS).
 constexpr int kPadeOrder = 5;
-constexpr double kPade[kPadeOrder + 1] = {1.0,         0.4999391,    0.1107098,
-                                          0.01369984,  0.0009564853, 0.00003041721};
+constexpr double kPade[kPadeOrder + 1] = {1.0,        0.4999391,    0.1107098,
+                                          0.01369984, 0.0009564853, 0.00003041721};
 // How far the mixed-excitation history window slides before it is copied back.
 constexpr std::size_t kHistorySlide = 1024;
 // Length of the impulse response used to measure filter energy for the postfilter.
@@ -24,12 +24,14 @@ constexpr std::size_t kImpulseLength = 64;
 MlsaVocoder::MlsaVocoder(MlsaConfig config) : config_(std::move(config)) {
     if (config_.order < 2) throw std::invalid_argument("MLSA order must be at least 2");
     if (config_.frame_period == 0) throw std::invalid_argument("MLSA frame period must be > 0");
-    if (!(std::abs(config_.alpha) < 1.0)) throw std::invalid_argument("MLSA alpha must be in (-1, 1)");
+    if (!(std::abs(config_.alpha) < 1.0))
+        throw std::invalid_argument("MLSA alpha must be in (-1, 1)");
     m_ = config_.order;  // coefficients 0..order-1 plus an implicit zero at index `order`
     fir_len_ = config_.band_filters.empty() ? 0 : config_.band_filters.front().size();
     for (const auto& f : config_.band_filters)
         if (f.size() != fir_len_ || f.empty())
-            throw std::invalid_argument("mixed-excitation band filters must share one non-zero length");
+            throw std::invalid_argument(
+                "mixed-excitation band filters must share one non-zero length");
 
     mc_.assign(m_ + 1, 0.0);
     b_.assign(m_ + 1, 0.0);

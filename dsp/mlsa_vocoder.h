@@ -31,7 +31,7 @@ struct MlsaConfig {
 };
 
 class MlsaVocoder {
-public:
+  public:
     explicit MlsaVocoder(MlsaConfig config);
 
     const MlsaConfig& config() const { return config_; }
@@ -54,7 +54,7 @@ public:
                                  std::span<const float> strengths, std::span<const float> noise,
                                  std::span<double> out);
 
-private:
+  private:
     void to_filter_coefficients(std::span<const float> mcep, std::span<double> b);
     void filter_energies(std::span<const double> b1, std::span<const double> b2, double& e1,
                          double& e2);
@@ -66,12 +66,12 @@ private:
 
     // Interpolation state between frames.
     bool primed_ = false;
-    double period_ = 0.0;        // current pitch period in samples (0 = unvoiced)
-    double phase_ = 0.0;         // samples since the last pulse
-    std::vector<double> mc_;     // scratch: mel-cepstrum of the current frame, m_+1
-    std::vector<double> b_;      // filter coefficients in use, m_+1
-    std::vector<double> b_next_; // coefficients at the end of this frame
-    std::vector<double> b_step_; // per-sample increment
+    double period_ = 0.0;         // current pitch period in samples (0 = unvoiced)
+    double phase_ = 0.0;          // samples since the last pulse
+    std::vector<double> mc_;      // scratch: mel-cepstrum of the current frame, m_+1
+    std::vector<double> b_;       // filter coefficients in use, m_+1
+    std::vector<double> b_next_;  // coefficients at the end of this frame
+    std::vector<double> b_step_;  // per-sample increment
 
     // Pade-approximated MLSA filter delay lines.
     std::vector<double> d_first_;   // first stage (b1 only): 2*(pade+1)

@@ -44,8 +44,12 @@ etude_status null_argument(const char* what) {
 
 extern "C" {
 
-const char* etude_last_error(void) { return last_error.c_str(); }
-const char* etude_version(void) { return "0.1.0"; }
+const char* etude_last_error(void) {
+    return last_error.c_str();
+}
+const char* etude_version(void) {
+    return "0.1.0";
+}
 
 etude_status etude_engine_create(etude_engine** out) {
     if (!out) return null_argument("out");
@@ -53,7 +57,9 @@ etude_status etude_engine_create(etude_engine** out) {
     return guarded([&] { *out = new etude_engine{}; });
 }
 
-void etude_engine_destroy(etude_engine* engine) { delete engine; }
+void etude_engine_destroy(etude_engine* engine) {
+    delete engine;
+}
 
 etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
                                  etude_stream** out) {
@@ -68,13 +74,15 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
     });
 }
 
-void etude_stream_destroy(etude_stream* stream) { delete stream; }
+void etude_stream_destroy(etude_stream* stream) {
+    delete stream;
+}
 
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length) {
     if (!stream) return null_argument("stream");
     if (!text) return null_argument("text");
-    const std::string_view view = length < 0 ? std::string_view(text)
-                                             : std::string_view(text, static_cast<size_t>(length));
+    const std::string_view view =
+        length < 0 ? std::string_view(text) : std::string_view(text, static_cast<size_t>(length));
     const etude_status s = guarded([&] { stream->stream->push_text(view); });
     return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
 }
@@ -99,7 +107,9 @@ etude_status etude_stream_cancel(etude_stream* stream) {
     return guarded([&] { stream->stream->cancel(); });
 }
 
-int etude_stream_busy(const etude_stream* stream) { return stream && stream->stream->busy(); }
+int etude_stream_busy(const etude_stream* stream) {
+    return stream && stream->stream->busy();
+}
 
 etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_stats* out) {
     if (!stream) return null_argument("stream");

@@ -1,5 +1,9 @@
 #include "engine/engine.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -9,10 +13,6 @@
 #include <list>
 #include <mutex>
 #include <thread>
-
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "engine/flite_voice.h"
 #include "engine/text_input.h"
@@ -49,8 +49,8 @@ struct Utterance {
     std::uint64_t generation = 0;
     Clock::time_point pushed;
     bool first_of_push = false;
-    State state = Pending;      // guarded by the stream's mutex
-    std::vector<float> audio;   // valid once state == Rendered
+    State state = Pending;     // guarded by the stream's mutex
+    std::vector<float> audio;  // valid once state == Rendered
 };
 
 double seconds_since(Clock::time_point t) {
@@ -60,7 +60,7 @@ double seconds_since(Clock::time_point t) {
 }  // namespace
 
 class EngineCore {
-public:
+  public:
     EngineCore() {
         front_end_ = std::thread([this] { run_front_end(); });
         // Render workers pre-vocode upcoming sentences on the other cores.
@@ -91,7 +91,7 @@ public:
         return stopping_;
     }
 
-private:
+  private:
     // Finds work with `take` over the streams, round-robin; waits if none.
     template <typename Job, typename Take>
     std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
@@ -108,14 +108,15 @@ private:
 };
 
 class StreamCore {
-public:
+  public:
     StreamCore(std::shared_ptr<EngineCore> engine, const FliteVoice& voice, StreamOptions options)
         : engine_(std::move(engine)),
           voice_(voice),
           options_(std::move(options)),
           ring_(static_cast<std::size_t>(options_.sample_rate * options_.buffer_seconds) + 4096),
           fade_len_(std::max<std::size_t>(
-              1, static_cast<std::size_t>(options_.sample_rate * options_.cancel_fade_ms / 1000.0))),
+              1,
+              static_cast<std::size_t>(options_.sample_rate * options_.cancel_fade_ms / 1000.0))),
           renderer_(voice, options_.sample_rate) {}
 
     void start() {
@@ -135,7 +136,8 @@ public:
     // ---- any thread -------------------------------------------------------
     std::size_t push_text(std::string_view text) {
         if (auto bad = find_invalid_utf8(text))
-            throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+            throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
+                        ")");
         if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
         auto pieces = split_sentences(text);
         if (pieces.empty()) return 0;
@@ -328,7 +330,7 @@ public:
     const FliteVoice& voice() const { return voice_; }
     const StreamOptions& options() const { return options_; }
 
-private:
+  private:
     std::size_t pull_cancelled(std::span<float> out, std::uint64_t target) noexcept {
         std::size_t n = 0;
         if (!cancel_faded_) {
@@ -396,9 +398,10 @@ private:
     // Vocodes an utterance straight into the ring, chunk by chunk.
     bool stream_into_ring(const Utterance& u) {
         const auto t0 = Clock::now();
-        const bool complete = renderer_.render(u.frames, [&](std::span<const float> chunk, bool last) {
-            return write_all(chunk, u.generation, u, last);
-        });
+        const bool complete =
+            renderer_.render(u.frames, [&](std::span<const float> chunk, bool last) {
+                return write_all(chunk, u.generation, u, last);
+            });
         if (complete) frames_vocoded_.fetch_add(u.frames.frames, std::memory_order_relaxed);
         std::lock_guard lock(mu_);
         vocoder_seconds_ += seconds_since(t0);
@@ -486,7 +489,7 @@ private:
     std::condition_variable work_cv_, space_cv_, data_cv_;
     std::deque<Sentence> text_queue_;
     std::deque<std::shared_ptr<Utterance>> params_queue_;
-    bool producer_busy_ = false;  // the vocoder thread is speaking an utterance
+    bool producer_busy_ = false;   // the vocoder thread is speaking an utterance
     std::size_t outstanding_ = 0;  // sentences queued and not yet fully written or dropped
     bool analysing_ = false;
     bool shutdown_ = false;
@@ -549,8 +552,8 @@ void EngineCore::run_renderer() {
     // the streams' own vocoder threads produce: yield the CPU to them.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
     for (;;) {
-        auto [stream, utterance] = next_job<std::shared_ptr<Utterance>>(
-            [](StreamCore& s) { return s.take_render_job(); });
+        auto [stream, utterance] =
+            next_job<std::shared_ptr<Utterance>>([](StreamCore& s) { return s.take_render_job(); });
         if (!stream) return;
         stream->render_ahead(utterance);
     }
@@ -560,14 +563,30 @@ void EngineCore::run_renderer() {
 
 Stream::Stream(std::shared_ptr<StreamCore> core) : core_(std::move(core)) {}
 Stream::~Stream() = default;
-std::size_t Stream::push_text(std::string_view text) { return core_->push_text(text); }
-std::size_t Stream::pull(std::span<float> out) noexcept { return core_->pull(out); }
-std::size_t Stream::read(std::span<float> out) { return core_->read(out); }
-void Stream::cancel() { core_->cancel(); }
-bool Stream::busy() const { return core_->busy(); }
-double Stream::sample_rate() const { return core_->options().sample_rate; }
-const std::string& Stream::voice() const { return core_->voice().name(); }
-StreamStats Stream::stats() const { return core_->stats(); }
+std::size_t Stream::push_text(std::string_view text) {
+    return core_->push_text(text);
+}
+std::size_t Stream::pull(std::span<float> out) noexcept {
+    return core_->pull(out);
+}
+std::size_t Stream::read(std::span<float> out) {
+    return core_->read(out);
+}
+void Stream::cancel() {
+    core_->cancel();
+}
+bool Stream::busy() const {
+    return core_->busy();
+}
+double Stream::sample_rate() const {
+    return core_->options().sample_rate;
+}
+const std::string& Stream::voice() const {
+    return core_->voice().name();
+}
+StreamStats Stream::stats() const {
+    return core_->stats();
+}
 
 // ---- Engine -----------------------------------------------------------------
 
@@ -577,13 +596,18 @@ Engine::Engine(Options options) : core_(std::make_shared<EngineCore>()) {
     for (const auto& v : options.preload_voices) FliteVoice::load(v);
 }
 
-Engine::~Engine() { core_->stop(); }
+Engine::~Engine() {
+    core_->stop();
+}
 
-const std::vector<std::string>& Engine::voices() { return FliteVoice::names(); }
+const std::vector<std::string>& Engine::voices() {
+    return FliteVoice::names();
+}
 
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& options) {
     if (!(options.sample_rate >= kMinRate && options.sample_rate <= kMaxRate))
-        throw Error("output sample rate " + std::to_string(static_cast<long long>(options.sample_rate)) +
+        throw Error("output sample rate " +
+                    std::to_string(static_cast<long long>(options.sample_rate)) +
                     " Hz is outside the supported 8000-192000 Hz");
     if (!(options.buffer_seconds > 0.0 && options.buffer_seconds <= 60.0))
         throw Error("stream buffer must be between 0 and 60 seconds");

@@ -30,7 +30,7 @@ struct StreamOptions {
     // Audio produced ahead of the consumer; bounds memory and how far the
     // workers may run ahead of a real-time reader.
     double buffer_seconds = 0.5;
-    double cancel_fade_ms = 5.0;   // fade length when speech is cancelled
+    double cancel_fade_ms = 5.0;  // fade length when speech is cancelled
 };
 
 // Counters, read with relaxed atomics: each is exact, the set is a snapshot
@@ -44,13 +44,13 @@ struct StreamStats {
     std::uint64_t sentences_dropped = 0;  // cancelled before or while being spoken
     std::uint64_t frames_vocoded = 0;     // 5 ms parameter frames turned into audio
     std::uint64_t cancels = 0;
-    double first_audio_ms = -1.0;         // push_text() to first sample ready, last utterance
-    double frontend_seconds = 0.0;        // time spent in text analysis
-    double vocoder_seconds = 0.0;         // time spent in vocoding and resampling
+    double first_audio_ms = -1.0;   // push_text() to first sample ready, last utterance
+    double frontend_seconds = 0.0;  // time spent in text analysis
+    double vocoder_seconds = 0.0;   // time spent in vocoding and resampling
 };
 
 class Stream {
-public:
+  public:
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
@@ -80,14 +80,14 @@ public:
     const std::string& voice() const;
     StreamStats stats() const;
 
-private:
+  private:
     friend class Engine;
     explicit Stream(std::shared_ptr<StreamCore> core);
     std::shared_ptr<StreamCore> core_;
 };
 
 class Engine {
-public:
+  public:
     struct Options {
         std::vector<std::string> preload_voices{"slt"};
     };
@@ -102,7 +102,7 @@ public:
     // Throws etude::Error for an unknown voice or a rate outside 8-192 kHz.
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
 
-private:
+  private:
     std::shared_ptr<EngineCore> core_;
 };
 

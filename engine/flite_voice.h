@@ -20,15 +20,15 @@ namespace etude::engine {
 // Acoustic parameters of one utterance, frame-major.
 struct AcousticFrames {
     std::size_t frames = 0;
-    std::size_t mcep_order = 0;      // coefficients per frame (c0..)
-    std::size_t bands = 0;           // voicing strengths per frame
-    std::vector<float> f0;           // frames (Hz, 0 = unvoiced)
-    std::vector<float> mcep;         // frames * mcep_order
-    std::vector<float> strengths;    // frames * bands
+    std::size_t mcep_order = 0;    // coefficients per frame (c0..)
+    std::size_t bands = 0;         // voicing strengths per frame
+    std::vector<float> f0;         // frames (Hz, 0 = unvoiced)
+    std::vector<float> mcep;       // frames * mcep_order
+    std::vector<float> strengths;  // frames * bands
 };
 
 class FliteVoice {
-public:
+  public:
     // Names accepted by load(): "slt" (default), "rms", "awb".
     static const std::vector<std::string>& names();
     // Registers (once per process) and returns the named voice; throws
@@ -54,7 +54,7 @@ public:
     // `flite` program does it; returns the number of samples made.
     std::size_t flite_synthesize(std::string_view text) const;
 
-private:
+  private:
     FliteVoice(std::string name, void* voice);
 
     std::string name_;

@@ -45,8 +45,12 @@ bool has_speakable_text(std::string_view text) {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_closer(char c) { return c == '"' || c == '\'' || c == ')' || c == ']' || c == '}'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_closer(char c) {
+    return c == '"' || c == '\'' || c == ')' || c == ']' || c == '}';
+}
 
 // A period after a common abbreviation or a single initial does not end a
 // sentence ("Dr. Smith", "J. R. Smith", "e.g. this").
@@ -54,10 +58,12 @@ bool ends_with_abbreviation(std::string_view before_period) {
     std::size_t w = before_period.size();
     while (w > 0 && !is_space(before_period[w - 1]) && before_period[w - 1] != '(') --w;
     std::string word;
-    for (char ch : before_period.substr(w)) word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (char ch : before_period.substr(w))
+        word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0]))) return true;
-    static constexpr std::string_view kAbbreviations[] = {
-        "mr", "mrs", "ms", "dr", "prof", "st", "sr", "jr", "vs", "etc", "e.g", "i.e", "no", "fig", "mt", "inc", "ltd", "co"};
+    static constexpr std::string_view kAbbreviations[] = {"mr", "mrs", "ms", "dr",  "prof", "st",
+                                                          "sr", "jr",  "vs", "etc", "e.g",  "i.e",
+                                                          "no", "fig", "mt", "inc", "ltd",  "co"};
     for (auto a : kAbbreviations)
         if (word == a) return true;
     return false;

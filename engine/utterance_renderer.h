@@ -25,7 +25,7 @@ namespace etude::engine {
 
 // Excitation noise: +-1 from a 32-bit xorshift generator.
 class NoiseSource {
-public:
+  public:
     void restart() { state_ = 0x9E3779B9u; }
     float next() {
         state_ ^= state_ << 13;
@@ -34,12 +34,12 @@ public:
         return (state_ & 0x80000000u) ? 1.0f : -1.0f;
     }
 
-private:
+  private:
     std::uint32_t state_ = 0x9E3779B9u;
 };
 
 class UtteranceRenderer {
-public:
+  public:
     UtteranceRenderer(const FliteVoice& voice, double output_rate)
         : vocoder_(voice.vocoder_config()) {
         const std::size_t period = voice.vocoder_config().frame_period;
@@ -86,7 +86,7 @@ public:
         return true;
     }
 
-private:
+  private:
     dsp::MlsaVocoder vocoder_;
     NoiseSource noise_source_;
     std::optional<dsp::StreamingResampler> resampler_;

@@ -27,7 +27,7 @@ template <typename T>
 class SpscRing {
     static_assert(std::is_trivially_copyable_v<T>);
 
-public:
+  public:
     explicit SpscRing(std::size_t min_capacity)
         : capacity_(std::bit_ceil(std::max<std::size_t>(min_capacity, 2))),
           mask_(capacity_ - 1),
@@ -81,7 +81,7 @@ public:
         return n;
     }
 
-private:
+  private:
     void copy_in(std::size_t pos, std::span<const T> items) {
         const std::size_t start = pos & mask_;
         const std::size_t first = std::min(items.size(), capacity_ - start);

@@ -8,11 +8,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <cstring>
 
 namespace fs = std::filesystem;
 
@@ -141,8 +141,8 @@ TEST(CliSay, raw_output_equals_the_wav_samples) {
 TEST(CliSay, digits_abbreviations_and_punctuation_runs_are_spoken) {
     const fs::path wav = tmpdir() / "odd.wav";
     const CliRun r = etude("say -o " + wav.string(),
-                        "Dr. Smith paid $3.50 on 12/25/2024 at 5:30 p.m.!!! Really??? ... ok -- "
-                        "call 555-0100, ext. 42; (see Fig. 7)");
+                           "Dr. Smith paid $3.50 on 12/25/2024 at 5:30 p.m.!!! Really??? ... ok -- "
+                           "call 555-0100, ext. 42; (see Fig. 7)");
     ASSERT_EQ(r.status, 0) << r.err;
     const Wav w = read_wav(wav);
     EXPECT_GT(double(w.samples.size()) / w.rate, 6.0);
@@ -180,7 +180,8 @@ TEST(CliSay, output_rate_outside_8_to_192_khz_is_rejected) {
 }
 
 TEST(CliSay, unwritable_output_path_fails_cleanly) {
-    expect_clean_error(etude("say hi -o /nonexistent-dir/out.wav"), "cannot write '/nonexistent-dir/out.wav'");
+    expect_clean_error(etude("say hi -o /nonexistent-dir/out.wav"),
+                       "cannot write '/nonexistent-dir/out.wav'");
     const fs::path ro = tmpdir() / "readonly";
     fs::create_directories(ro);
     ::chmod(ro.c_str(), 0555);
@@ -204,7 +205,8 @@ TEST(CliSay, usage_errors_exit_with_status_2) {
 }
 
 TEST(CliSay, every_subcommand_has_help) {
-    for (const char* cmd : {"--help", "say --help", "voices --help", "devices --help", "bench --help"}) {
+    for (const char* cmd :
+         {"--help", "say --help", "voices --help", "devices --help", "bench --help"}) {
         const CliRun r = etude(cmd);
         EXPECT_EQ(r.status, 0) << cmd;
         EXPECT_NE(r.out.find("usage: etude"), std::string::npos) << cmd;
@@ -231,7 +233,8 @@ TEST(CliSay, a_one_megabyte_text_streams_from_the_first_sentence) {
     char buf[64] = {};
     ASSERT_NE(std::fgets(buf, sizeof buf, p), nullptr);
     const int rc = ::pclose(p);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(std::stoul(buf), 96000u);
     EXPECT_EQ(WEXITSTATUS(rc), 0);
     EXPECT_LT(secs, 30.0);  // far less than analysing 1 MiB of text would take
@@ -239,6 +242,14 @@ TEST(CliSay, a_one_megabyte_text_streams_from_the_first_sentence) {
     EXPECT_NE(e.find("standard output was closed"), std::string::npos) << e;
     const auto at = e.find("maxrss_kb=");
     if (at != std::string::npos) {
-        EXPECT_LT(std::stol(e.substr(at + 10)), 200 * 1024) << e;  // bounded, not proportional to the text
+        EXPECT_LT(std::stol(e.substr(at + 10)), 200 * 1024)
+            << e;  // bounded, not proportional to the text
     }
+}
+
+TEST(CliSay, play_without_a_matching_device_fails_cleanly_and_keeps_no_file) {
+    const fs::path wav = tmpdir() / "play.wav";
+    const CliRun r = etude("say hi --play --device no-such-device-xyz -o " + wav.string());
+    expect_clean_error(r, "no audio output device matches 'no-such-device-xyz'");
+    EXPECT_TRUE(no_files_like(wav));
 }

@@ -15,9 +15,9 @@ using namespace etude::dsp;
 
 namespace {
 
-const std::vector<float> kMcep = {0.5f, 0.6f, -0.25f, 0.15f, 0.1f, -0.05f, 0.04f, 0.02f,
-                                  -0.02f, 0.01f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,
-                                  0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+const std::vector<float> kMcep = {0.5f,  0.6f, -0.25f, 0.15f, 0.1f, -0.05f, 0.04f, 0.02f, -0.02f,
+                                  0.01f, 0.0f, 0.0f,   0.0f,  0.0f, 0.0f,   0.0f,  0.0f,  0.0f,
+                                  0.0f,  0.0f, 0.0f,   0.0f,  0.0f, 0.0f,   0.0f};
 
 std::vector<double> impulse_response(MlsaConfig cfg, std::size_t frames) {
     MlsaVocoder v(cfg);

@@ -119,7 +119,8 @@ TEST(Engine, cancel_fades_within_one_pull_and_drops_queued_text) {
     Engine engine;
     auto s = engine.create_stream();
     std::string text;
-    for (int i = 0; i < 10; ++i) text += "Counting sentences, this is number " + std::to_string(i) + ". ";
+    for (int i = 0; i < 10; ++i)
+        text += "Counting sentences, this is number " + std::to_string(i) + ". ";
     s->push_text(text);
     std::vector<float> block(256);
     // Wait for steady speech.

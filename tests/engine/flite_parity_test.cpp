@@ -39,8 +39,7 @@ ParityResult compare_with_flite(const std::string& voice_name, const std::string
     std::size_t noise_pos = 0;
     for (std::size_t f = 0; f < frames.frames; ++f) {
         const std::size_t n = vocoder.synthesize_frame(
-            frames.f0[f],
-            std::span(frames.mcep).subspan(f * frames.mcep_order, frames.mcep_order),
+            frames.f0[f], std::span(frames.mcep).subspan(f * frames.mcep_order, frames.mcep_order),
             std::span(frames.strengths).subspan(f * frames.bands, frames.bands),
             std::span(noise).subspan(noise_pos, cfg.frame_period), block);
         noise_pos += n;
@@ -66,9 +65,9 @@ TEST(FliteParity, mlsa_vocoder_reproduces_flite_waveform_within_one_16bit_step) 
         const auto r = compare_with_flite(
             voice, "The quick brown fox jumps over the lazy dog, twice in 2024.");
         RecordProperty(std::string(voice) + "_max_abs_diff", std::to_string(r.max_abs_diff));
-        EXPECT_GT(r.samples, 16000u) << voice;            // about two seconds of speech
-        EXPECT_GT(r.reference_rms, 300.0) << voice;       // the reference is real speech
-        EXPECT_LE(r.max_abs_diff, 1.0) << voice;          // within one 16-bit step
+        EXPECT_GT(r.samples, 16000u) << voice;       // about two seconds of speech
+        EXPECT_GT(r.reference_rms, 300.0) << voice;  // the reference is real speech
+        EXPECT_LE(r.max_abs_diff, 1.0) << voice;     // within one 16-bit step
         std::printf("[parity] voice %s: %zu samples, max |ours - flite| = %.0f step(s), rms %.0f\n",
                     voice, r.samples, r.max_abs_diff, r.reference_rms);
     }

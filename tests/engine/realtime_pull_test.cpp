@@ -35,8 +35,9 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
     StreamOptions o;
     o.sample_rate = 48000;  // exercise the resampling producer too
     auto stream = engine.create_stream(o);
-    stream->push_text("Real time rules apply here. Nothing may allocate in the callback. "
-                      "The third sentence will be cancelled part way through, and more.");
+    stream->push_text(
+        "Real time rules apply here. Nothing may allocate in the callback. "
+        "The third sentence will be cancelled part way through, and more.");
     etude::test::reset_realtime_violations();
 
     std::atomic<std::uint64_t> pulled{0}, calls{0};

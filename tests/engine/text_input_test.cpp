@@ -12,11 +12,11 @@ TEST(TextInput, valid_utf8_is_accepted) {
 
 TEST(TextInput, invalid_utf8_reports_the_offset) {
     EXPECT_EQ(find_invalid_utf8("ab\xFF"), 2u);
-    EXPECT_EQ(find_invalid_utf8("ab\xC3"), 2u);              // truncated sequence
-    EXPECT_EQ(find_invalid_utf8("x\xC0\xAF"), 1u);           // overlong '/'
-    EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);        // UTF-16 surrogate
-    EXPECT_EQ(find_invalid_utf8("ok \xF4\x90\x80\x80"), 3u); // past U+10FFFF
-    EXPECT_EQ(find_invalid_utf8("a\xE2\x28\xA1"), 1u);       // bad continuation
+    EXPECT_EQ(find_invalid_utf8("ab\xC3"), 2u);               // truncated sequence
+    EXPECT_EQ(find_invalid_utf8("x\xC0\xAF"), 1u);            // overlong '/'
+    EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);         // UTF-16 surrogate
+    EXPECT_EQ(find_invalid_utf8("ok \xF4\x90\x80\x80"), 3u);  // past U+10FFFF
+    EXPECT_EQ(find_invalid_utf8("a\xE2\x28\xA1"), 1u);        // bad continuation
 }
 
 TEST(TextInput, whitespace_only_is_not_speakable) {

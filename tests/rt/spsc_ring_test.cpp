@@ -55,7 +55,8 @@ TEST(SpscRing, concurrent_producer_and_consumer_see_every_item_in_order) {
             std::uint32_t n = 0;
             for (; n < 37 && next + n < kCount; ++n) block[n] = next + n;
             std::size_t done = 0;
-            while (done < n) done += r.write(std::span<const std::uint32_t>(block + done, n - done));
+            while (done < n)
+                done += r.write(std::span<const std::uint32_t>(block + done, n - done));
             next += n;
         }
     });

@@ -40,10 +40,18 @@ inline void note(Kind k, const char* what) {
     if (!t_realtime || t_recording) return;
     t_recording = true;
     switch (k) {
-        case Kind::Alloc: g_alloc.fetch_add(1); break;
-        case Kind::Free: g_free.fetch_add(1); break;
-        case Kind::Lock: g_lock.fetch_add(1); break;
-        case Kind::Block: g_block.fetch_add(1); break;
+        case Kind::Alloc:
+            g_alloc.fetch_add(1);
+            break;
+        case Kind::Free:
+            g_free.fetch_add(1);
+            break;
+        case Kind::Lock:
+            g_lock.fetch_add(1);
+            break;
+        case Kind::Block:
+            g_block.fetch_add(1);
+            break;
     }
     const char* expected = nullptr;
     g_first.compare_exchange_strong(expected, what);
@@ -57,8 +65,12 @@ F next(const char* name) {
 
 }  // namespace
 
-RealtimeScope::RealtimeScope() { t_realtime = true; }
-RealtimeScope::~RealtimeScope() { t_realtime = false; }
+RealtimeScope::RealtimeScope() {
+    t_realtime = true;
+}
+RealtimeScope::~RealtimeScope() {
+    t_realtime = false;
+}
 
 RealtimeViolations realtime_violations() {
     RealtimeViolations v;
@@ -121,31 +133,35 @@ int pthread_mutex_lock(pthread_mutex_t* m) {
 
 int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m) {
     note(Kind::Block, "pthread_cond_wait");
-    static auto real = etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*)>("pthread_cond_wait");
+    static auto real =
+        etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*)>("pthread_cond_wait");
     return real(c, m);
 }
 int pthread_cond_timedwait(pthread_cond_t* c, pthread_mutex_t* m, const struct timespec* t) {
     note(Kind::Block, "pthread_cond_timedwait");
-    static auto real = etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*)>(
-        "pthread_cond_timedwait");
+    static auto real =
+        etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*)>(
+            "pthread_cond_timedwait");
     return real(c, m, t);
 }
-int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clk, const struct timespec* t) {
+int pthread_cond_clockwait(pthread_cond_t* c, pthread_mutex_t* m, clockid_t clk,
+                           const struct timespec* t) {
     note(Kind::Block, "pthread_cond_clockwait");
-    static auto real =
-        etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const struct timespec*)>(
-            "pthread_cond_clockwait");
+    static auto real = etude::test::next<int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t,
+                                                 const struct timespec*)>("pthread_cond_clockwait");
     return real(c, m, clk, t);
 }
 int nanosleep(const struct timespec* req, struct timespec* rem) {
     note(Kind::Block, "nanosleep");
-    static auto real = etude::test::next<int (*)(const struct timespec*, struct timespec*)>("nanosleep");
+    static auto real =
+        etude::test::next<int (*)(const struct timespec*, struct timespec*)>("nanosleep");
     return real(req, rem);
 }
 int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req, struct timespec* rem) {
     note(Kind::Block, "clock_nanosleep");
-    static auto real = etude::test::next<int (*)(clockid_t, int, const struct timespec*, struct timespec*)>(
-        "clock_nanosleep");
+    static auto real =
+        etude::test::next<int (*)(clockid_t, int, const struct timespec*, struct timespec*)>(
+            "clock_nanosleep");
     return real(clk, flags, req, rem);
 }
 int usleep(useconds_t us) {

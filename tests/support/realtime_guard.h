@@ -25,7 +25,7 @@ struct RealtimeViolations {
 
 // Marks the current thread as real-time for its lifetime.
 class RealtimeScope {
-public:
+  public:
     RealtimeScope();
     ~RealtimeScope();
     RealtimeScope(const RealtimeScope&) = delete;
