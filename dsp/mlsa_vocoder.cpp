@@ -14,6 +14,9 @@ namespace {
 constexpr int kPadeOrder = 5;
 constexpr double kPade[kPadeOrder + 1] = {1.0,        0.4999391,    0.1107098,
                                           0.01369984, 0.0009564853, 0.00003041721};
+// Coefficients kept by the reduced tier: the spectral envelope's coarse
+// shape (formants smoothed), at roughly half the filtering cost.
+constexpr std::size_t kReducedOrder = 12;
 // How far the mixed-excitation history window slides before it is copied back.
 constexpr std::size_t kHistorySlide = 1024;
 // Length of the impulse response used to measure filter energy for the postfilter.
@@ -27,6 +30,7 @@ MlsaVocoder::MlsaVocoder(MlsaConfig config) : config_(std::move(config)) {
     if (!(std::abs(config_.alpha) < 1.0))
         throw std::invalid_argument("MLSA alpha must be in (-1, 1)");
     m_ = config_.order;  // coefficients 0..order-1 plus an implicit zero at index `order`
+    active_m_ = m_;
     fir_len_ = config_.band_filters.empty() ? 0 : config_.band_filters.front().size();
     for (const auto& f : config_.band_filters)
         if (f.size() != fir_len_ || f.empty())
@@ -51,6 +55,10 @@ MlsaVocoder::MlsaVocoder(MlsaConfig config) : config_(std::move(config)) {
     hist_pos_ = kHistorySlide;
 }
 
+void MlsaVocoder::set_tier(MlsaTier tier) {
+    active_m_ = tier == MlsaTier::Full ? m_ : std::min<std::size_t>(m_, kReducedOrder);
+}
+
 void MlsaVocoder::reset() {
     primed_ = false;
     period_ = phase_ = 0.0;
@@ -71,10 +79,11 @@ void MlsaVocoder::filter_energies(std::span<const double> b1, std::span<const do
     const double a = config_.alpha;
     constexpr std::size_t L = kImpulseLength;
     double* w1 = warped_.data();
+    const std::size_t m = active_m_;
     double* w2 = warped_.data() + (m_ + 1);
-    w1[m_] = b1[m_];
-    w2[m_] = b2[m_];
-    for (std::size_t k = m_; k-- > 0;) {
+    w1[m] = b1[m];
+    w2[m] = b2[m];
+    for (std::size_t k = m; k-- > 0;) {
         w1[k] = b1[k] + a * b1[k + 1];
         w2[k] = b2[k] + a * b2[k + 1];
     }
@@ -86,7 +95,7 @@ void MlsaVocoder::filter_energies(std::span<const double> b1, std::span<const do
     double* prev1 = cur1 + 2 * L;
     double* prev2 = cur1 + 3 * L;
     std::fill(freqt_.begin(), freqt_.end(), 0.0);
-    for (std::size_t i = m_ + 1; i-- > 0;) {
+    for (std::size_t i = m + 1; i-- > 0;) {
         std::swap(cur1, prev1);
         std::swap(cur2, prev2);
         cur1[0] = w1[i] + wa * prev1[0];
@@ -128,7 +137,8 @@ void MlsaVocoder::filter_energies(std::span<const double> b1, std::span<const do
 
 void MlsaVocoder::to_filter_coefficients(std::span<const float> mcep, std::span<double> b) {
     const double a = config_.alpha;
-    for (std::size_t k = 0; k < m_; ++k) mc_[k] = mcep[k];
+    // A reduced tier keeps only the first active_m_ coefficients.
+    for (std::size_t k = 0; k < m_; ++k) mc_[k] = k < active_m_ ? mcep[k] : 0.0f;
     mc_[m_] = 0.0;
     b[m_] = mc_[m_];
     for (std::size_t k = m_; k-- > 0;) b[k] = mc_[k] - a * b[k + 1];
@@ -177,7 +187,8 @@ double MlsaVocoder::mlsa_filter(double x) {
         line[s] = pt2[s];
         line[kPadeOrder + s] = aa * line[s] + a * line[kPadeOrder + s];
     }
-    for (std::size_t k = 2; k <= m_; ++k) {
+    const std::size_t m = active_m_;
+    for (std::size_t k = 2; k <= m; ++k) {
         double* row = line + k * kPadeOrder;
         const double bk = b[k];
         for (int s = 0; s < kPadeOrder; ++s) {
@@ -186,7 +197,7 @@ double MlsaVocoder::mlsa_filter(double x) {
         }
     }
     // Shift every line by one position (k = m+1 .. 2 take k-1).
-    std::memmove(line + 2 * kPadeOrder, line + kPadeOrder, sizeof(double) * kPadeOrder * m_);
+    std::memmove(line + 2 * kPadeOrder, line + kPadeOrder, sizeof(double) * kPadeOrder * m);
     out = 0.0;
     for (int i = kPadeOrder; i >= 1; --i) {
         pt2[i] = y[i - 1];

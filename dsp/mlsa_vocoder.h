@@ -30,6 +30,14 @@ struct MlsaConfig {
     std::vector<std::vector<double>> band_filters;
 };
 
+// Quality tiers. Full reproduces the reference exactly; Reduced filters with
+// only the first 12 mel-cepstral coefficients (a smoother envelope, about
+// half the cost) for when a block must be made in less time.
+enum class MlsaTier { Full, Reduced };
+
+// Copyable: a copy is a snapshot of the whole synthesis state, so a block of
+// frames can be vocoded on another thread from the same starting point.
+// Copy-assigning between vocoders of the same configuration does not allocate.
 class MlsaVocoder {
   public:
     explicit MlsaVocoder(MlsaConfig config);
@@ -39,6 +47,9 @@ class MlsaVocoder {
 
     // Forgets all filter, pitch and excitation state: the next frame primes again.
     void reset();
+    // Applies from the next frame on. Switching keeps the state.
+    void set_tier(MlsaTier tier);
+    MlsaTier tier() const { return active_m_ == m_ ? MlsaTier::Full : MlsaTier::Reduced; }
 
     // Consumes one parameter frame. The filter interpolates from the previous
     // frame to this one, so the very first frame after construction or reset()
@@ -61,8 +72,9 @@ class MlsaVocoder {
     double mlsa_filter(double x);
 
     MlsaConfig config_;
-    std::size_t m_;        // filter order: `order` coefficients plus a zero top term
-    std::size_t fir_len_;  // mixed-excitation band filter length
+    std::size_t m_;         // filter order: `order` coefficients plus a zero top term
+    std::size_t active_m_;  // order used by the current tier (<= m_)
+    std::size_t fir_len_;   // mixed-excitation band filter length
 
     // Interpolation state between frames.
     bool primed_ = false;

@@ -9,14 +9,22 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "engine/block_plan.h"
+#include "engine/block_processor.h"
 #include "engine/flite_voice.h"
+#include "engine/latency_estimator.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
+#include "rt/counters.h"
+#include "rt/monotonic_clock.h"
 #include "rt/spsc_ring.h"
 
 namespace etude::engine {
@@ -31,30 +39,57 @@ constexpr double kMinRate = 8000.0, kMaxRate = 192000.0;
 constexpr std::size_t kLookaheadSentences = 3;
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
-constexpr auto kSpacePoll = std::chrono::milliseconds(2);
+constexpr auto kSpacePoll = std::chrono::milliseconds(1);
+// Block records kept for stats and traces (a ring; the oldest are dropped).
+constexpr std::size_t kRecordCapacity = 1 << 16;
+struct Choice {
+    int processor;  // 0: the stream's primary, 1: the fallback
+    dsp::MlsaTier tier;
+};
+constexpr Choice kChoices[] = {{0, dsp::MlsaTier::Full},
+                               {1, dsp::MlsaTier::Full},
+                               {0, dsp::MlsaTier::Reduced},
+                               {1, dsp::MlsaTier::Reduced}};
+// Fade applied around an underrun's gap, in ms.
+constexpr double kUnderrunFadeMs = 2.0;
 
 struct Sentence {
     std::string text;
+    const FliteVoice* voice;
     std::uint64_t generation;
     Clock::time_point pushed;
     bool first_of_push;
 };
 
-// An analysed sentence. Its audio is made either by the stream's vocoder
-// thread straight into the ring (the sentence being spoken), or ahead of
-// time into `audio` by an engine render worker (the sentences after it).
+// An analysed sentence. Its audio is made either block by block by the
+// stream's scheduler (the sentence being spoken), or ahead of time into
+// `audio` by an engine render worker (the sentences after it).
 struct Utterance {
-    enum State { Pending, Streaming, WorkerRendering, Rendered, Abandoned };
+    enum State { Pending, Scheduled, WorkerRendering, Rendered, Abandoned };
     AcousticFrames frames;
+    const FliteVoice* voice = nullptr;
     std::uint64_t generation = 0;
     Clock::time_point pushed;
     bool first_of_push = false;
     State state = Pending;     // guarded by the stream's mutex
     std::vector<float> audio;  // valid once state == Rendered
+    std::int64_t render_started_ns = 0, render_finished_ns = 0;
 };
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+FaultPlan fault_from_environment(FaultPlan plan) {
+    // ETUDE_FAULT_SLOW=PROBABILITY:MILLISECONDS slows the primary processor.
+    if (const char* env = std::getenv("ETUDE_FAULT_SLOW")) {
+        double p = 0, ms = 0;
+        if (std::sscanf(env, "%lf:%lf", &p, &ms) == 2 && p > 0 && ms > 0) {
+            plan.slow_probability = p;
+            plan.slow_ms = ms;
+        }
+    }
+    return plan;
 }
 
 }  // namespace
@@ -111,13 +146,26 @@ class StreamCore {
   public:
     StreamCore(std::shared_ptr<EngineCore> engine, const FliteVoice& voice, StreamOptions options)
         : engine_(std::move(engine)),
-          voice_(voice),
+          voice_(&voice),
           options_(std::move(options)),
-          ring_(static_cast<std::size_t>(options_.sample_rate * options_.buffer_seconds) + 4096),
+          rate_(options_.sample_rate),
+          latency_samples_(static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0)),
+          ring_(latency_samples_ + static_cast<std::size_t>(rate_ * 0.25) + 16384),
           fade_len_(std::max<std::size_t>(
-              1,
-              static_cast<std::size_t>(options_.sample_rate * options_.cancel_fade_ms / 1000.0))),
-          renderer_(voice, options_.sample_rate) {}
+              1, static_cast<std::size_t>(rate_ * options_.cancel_fade_ms / 1000.0))),
+          underrun_fade_len_(
+              std::max<std::size_t>(1, static_cast<std::size_t>(rate_ * kUnderrunFadeMs / 1000.0))),
+          frames_per_block_(std::max<std::size_t>(
+              1, static_cast<std::size_t>(std::lround(options_.block_ms / 5.0)))),
+          primary_("cpu-primary", options_.realtime_workers,
+                   fault_from_environment(options_.primary_fault)),
+          fallback_("cpu-fallback", options_.realtime_workers, options_.fallback_fault),
+          records_(kRecordCapacity) {
+        // Estimators per (processor, tier): Full and Reduced on each.
+        for (auto& e : estimators_) e = LatencyEstimator();
+        fade_in_ = underrun_fade_len_;  // no fade-in until an underrun has happened
+        prepare_voice(voice);
+    }
 
     void start() {
         producer_ = std::thread([this] { produce(); });
@@ -130,7 +178,12 @@ class StreamCore {
         }
         work_cv_.notify_all();
         space_cv_.notify_all();
+        done_cv_.notify_all();
         if (producer_.joinable()) producer_.join();
+        // Jobs may still sit on a processor; wait until they are off it.
+        for (auto& j : jobs_)
+            while (j && j->in_use.load(std::memory_order_acquire))
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
 
     // ---- any thread -------------------------------------------------------
@@ -147,7 +200,7 @@ class StreamCore {
             const auto gen = generation_.load(std::memory_order_relaxed);
             bool first = true;
             for (auto& p : pieces) {
-                text_queue_.push_back({std::move(p), gen, now, first});
+                text_queue_.push_back({std::move(p), next_voice_, gen, now, first});
                 first = false;
             }
             outstanding_ += pieces.size();
@@ -155,6 +208,12 @@ class StreamCore {
         }
         engine_->wake();
         return pieces.size();
+    }
+
+    void set_voice(std::string_view name) {
+        const FliteVoice& v = FliteVoice::load(name);
+        std::lock_guard lock(mu_);
+        next_voice_ = &v;
     }
 
     void cancel() {
@@ -168,9 +227,10 @@ class StreamCore {
             generation_.fetch_add(1, std::memory_order_release);
             ++cancels_;
         }
-        sentences_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+        sentences_dropped_.add(dropped);
         work_cv_.notify_all();
         space_cv_.notify_all();
+        done_cv_.notify_all();
     }
 
     bool busy() const {
@@ -178,40 +238,106 @@ class StreamCore {
         return outstanding_ > 0 || ring_.read_available() > 0;
     }
 
+    // The latency in force: the budget, or twice the consumer's period if
+    // that is larger (a consumer cannot be served with less than it takes).
+    std::size_t effective_latency_samples() const {
+        const auto pull = static_cast<std::size_t>(std::max<std::int64_t>(max_pull_.get(), 0));
+        return std::max(latency_samples_, 2 * pull);
+    }
+    double latency_ms() const {
+        return static_cast<double>(effective_latency_samples()) * 1000.0 / rate_;
+    }
+
     StreamStats stats() const {
         StreamStats s;
-        s.samples_delivered = delivered_.load(std::memory_order_relaxed);
-        s.underruns = underruns_.load(std::memory_order_relaxed);
-        s.underrun_samples = underrun_samples_.load(std::memory_order_relaxed);
-        s.sentences_spoken = sentences_spoken_.load(std::memory_order_relaxed);
-        s.sentences_dropped = sentences_dropped_.load(std::memory_order_relaxed);
-        s.frames_vocoded = frames_vocoded_.load(std::memory_order_relaxed);
+        s.samples_delivered = delivered_.get();
+        s.underruns = underruns_.get();
+        s.underrun_samples = underrun_samples_.get();
+        s.sentences_spoken = sentences_spoken_.get();
+        s.sentences_dropped = sentences_dropped_.get();
+        s.frames_vocoded = frames_vocoded_.get();
+        s.latency_ms = latency_ms();
+        s.realtime_workers = primary_.realtime() && fallback_.realtime();
         std::lock_guard lock(mu_);
         s.sentences_queued = sentences_queued_;
         s.cancels = cancels_;
         s.first_audio_ms = first_audio_ms_;
         s.frontend_seconds = frontend_seconds_;
         s.vocoder_seconds = vocoder_seconds_;
+        s.blocks = block_counts_[0] + block_counts_[1] + block_counts_[2];
+        s.blocks_primary = block_counts_[BlockRecord::Primary];
+        s.blocks_fallback = block_counts_[BlockRecord::Fallback];
+        s.blocks_ahead = block_counts_[BlockRecord::Ahead];
+        s.fallbacks = fallbacks_;
+        s.late_blocks = late_blocks_;
+        s.reduced_tier_blocks = reduced_blocks_;
         return s;
+    }
+
+    std::vector<BlockRecord> block_records(std::size_t max) const {
+        std::lock_guard lock(mu_);
+        const std::size_t n = std::min({max, records_written_, kRecordCapacity});
+        std::vector<BlockRecord> out;
+        out.reserve(n);
+        for (std::size_t i = records_written_ - n; i < records_written_; ++i)
+            out.push_back(records_[i % kRecordCapacity]);
+        return out;
     }
 
     // ---- real-time consumer -----------------------------------------------
     std::size_t pull(std::span<float> out) noexcept {
+        max_pull_.store_max(static_cast<std::int64_t>(out.size()));
         const auto target = generation_.load(std::memory_order_acquire);
         if (target != consumer_generation_) return pull_cancelled(out, target);
 
+        // Keep the timeline fixed: samples the consumer already played as
+        // silence during an underrun are skipped when they arrive late.
+        if (owed_ > 0) {
+            const std::size_t skipped = ring_.discard(owed_);
+            owed_ -= skipped;
+            if (skipped > 0) fade_in_ = 0;
+        }
+
+        const std::size_t available = ring_.read_available();
+        const auto end = end_of_speech_.load(std::memory_order_acquire);
+        if (!in_speech_) {
+            // Start only once the fixed latency's worth of audio is ready
+            // (or all of a short utterance is), so the latency never drifts.
+            const std::size_t prebuffer = effective_latency_samples();
+            const bool whole =
+                end > ring_.read_position() && end <= ring_.read_position() + available;
+            if (available == 0 || (available < prebuffer && !whole)) {
+                std::fill(out.begin(), out.end(), 0.0f);
+                return 0;
+            }
+        }
+
         const std::size_t n = ring_.read(out);
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
-        if (n > 0) in_speech_ = true;
+        if (n > 0) {
+            in_speech_ = true;
+            if (fade_in_ < underrun_fade_len_) {
+                for (std::size_t i = 0; i < n && fade_in_ < underrun_fade_len_; ++i, ++fade_in_)
+                    out[i] *= static_cast<float>(fade_in_) / static_cast<float>(underrun_fade_len_);
+            }
+        }
         if (n < out.size() && in_speech_) {
             if (ring_.read_position() == end_of_speech_.load(std::memory_order_acquire)) {
                 in_speech_ = false;  // everything queued has been played
+                owed_ = 0;
             } else {
-                underruns_.fetch_add(1, std::memory_order_relaxed);
-                underrun_samples_.fetch_add(out.size() - n, std::memory_order_relaxed);
+                // Nothing ready in time: fade out what there is, count it,
+                // and remember how much of the timeline was played as silence.
+                const std::size_t f = std::min(n, underrun_fade_len_);
+                for (std::size_t i = 0; i < f; ++i)
+                    out[n - f + i] *= 1.0f - static_cast<float>(i + 1) / static_cast<float>(f);
+                underruns_.add();
+                underrun_samples_.add(out.size() - n);
+                owed_ += out.size() - n;
+                fade_in_ = 0;
             }
         }
-        delivered_.fetch_add(n, std::memory_order_relaxed);
+        delivered_.add(n);
         return n;
     }
 
@@ -226,7 +352,7 @@ class StreamCore {
             }
             const std::size_t n = ring_.read(out.subspan(got));
             got += n;
-            delivered_.fetch_add(n, std::memory_order_relaxed);
+            delivered_.add(n);
             if (n > 0) {
                 space_cv_.notify_one();
                 continue;
@@ -258,7 +384,7 @@ class StreamCore {
         const auto t0 = Clock::now();
         AcousticFrames frames;
         try {
-            frames = voice_.analyse(sentence.text);
+            frames = sentence.voice->analyse(sentence.text);
         } catch (const Error&) {
             frames = AcousticFrames{};  // counted as dropped below
         }
@@ -270,6 +396,7 @@ class StreamCore {
                 frames.frames > 1) {
                 auto u = std::make_shared<Utterance>();
                 u->frames = std::move(frames);
+                u->voice = sentence.voice;
                 u->generation = sentence.generation;
                 u->pushed = sentence.pushed;
                 u->first_of_push = sentence.first_of_push;
@@ -279,7 +406,7 @@ class StreamCore {
                 // error), or cancelled while being analysed: cancel() counts
                 // only the queued sentences, so this one is settled here.
                 --outstanding_;
-                sentences_dropped_.fetch_add(1, std::memory_order_relaxed);
+                sentences_dropped_.add();
             }
         }
         work_cv_.notify_all();
@@ -288,13 +415,13 @@ class StreamCore {
     }
 
     // ---- render workers ---------------------------------------------------
-    // Claims an analysed sentence that is not about to be streamed by this
-    // stream's own vocoder thread (that one goes straight to the ring, for
-    // the lowest latency). Called with the engine's lock held.
+    // Claims an analysed sentence that is not about to be scheduled by this
+    // stream's own producer (that one goes block by block, for the lowest
+    // latency). Called with the engine's lock held.
     std::shared_ptr<Utterance> take_render_job() {
         std::lock_guard lock(mu_);
-        if (shutdown_) return nullptr;
-        // While the vocoder thread is idle it will take the head itself.
+        if (shutdown_ || !options_.render_ahead) return nullptr;
+        // While the producer is idle it will take the head itself.
         for (std::size_t i = producer_busy_ ? 0 : 1; i < params_queue_.size(); ++i) {
             auto& u = params_queue_[i];
             if (u->state == Utterance::Pending) {
@@ -307,11 +434,12 @@ class StreamCore {
 
     void render_ahead(const std::shared_ptr<Utterance>& u) {
         const auto t0 = Clock::now();
-        UtteranceRenderer renderer(voice_, options_.sample_rate);
+        const auto start_ns = rt::now_ns();
+        UtteranceRenderer renderer(*u->voice, rate_);
         std::vector<float> audio;
         audio.reserve(static_cast<std::size_t>(static_cast<double>(u->frames.frames) *
-                                               voice_.vocoder_config().frame_period *
-                                               options_.sample_rate / voice_.sample_rate()) +
+                                               u->voice->vocoder_config().frame_period * rate_ /
+                                               u->voice->sample_rate()) +
                       1024);
         const bool done = renderer.render(u->frames, [&](std::span<const float> chunk, bool) {
             audio.insert(audio.end(), chunk.begin(), chunk.end());
@@ -320,14 +448,16 @@ class StreamCore {
         {
             std::lock_guard lock(mu_);
             u->audio = std::move(audio);
+            u->render_started_ns = start_ns;
+            u->render_finished_ns = rt::now_ns();
             u->state = done ? Utterance::Rendered : Utterance::Abandoned;
             vocoder_seconds_ += seconds_since(t0);
         }
-        if (done) frames_vocoded_.fetch_add(u->frames.frames, std::memory_order_relaxed);
+        if (done) frames_vocoded_.add(u->frames.frames);
         work_cv_.notify_all();
     }
 
-    const FliteVoice& voice() const { return voice_; }
+    const FliteVoice& voice() const { return *voice_; }
     const StreamOptions& options() const { return options_; }
 
   private:
@@ -341,8 +471,9 @@ class StreamCore {
             cancel_faded_ = true;
         }
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
-        delivered_.fetch_add(n, std::memory_order_relaxed);
+        delivered_.add(n);
         in_speech_ = false;
+        owed_ = 0;
         // Drop cancelled audio. Once the producer has acknowledged the cancel,
         // everything it wrote before its acknowledgement is old; after, new.
         if (producer_generation_.load(std::memory_order_acquire) == target) {
@@ -357,7 +488,7 @@ class StreamCore {
         return n;
     }
 
-    // ---- producer (vocoder) thread ----------------------------------------
+    // ---- producer thread: the block scheduler ------------------------------
     void produce() {
         std::uint64_t seen_generation = generation_.load(std::memory_order_acquire);
         for (;;) {
@@ -378,7 +509,7 @@ class StreamCore {
             params_queue_.pop_front();
             producer_busy_ = true;
             const bool mine = u->state == Utterance::Pending;
-            if (mine) u->state = Utterance::Streaming;
+            if (mine) u->state = Utterance::Scheduled;
             if (!mine) {
                 // A render worker has it: wait for its audio (or the cancel).
                 work_cv_.wait(lock, [&] {
@@ -390,44 +521,276 @@ class StreamCore {
             lock.unlock();
             engine_->wake();  // room for more look-ahead
             first_audio_pending_ = true;
-            const bool complete = mine ? stream_into_ring(*u) : copy_into_ring(*u);
-            finish_utterance(complete);
+            const auto t0 = Clock::now();
+            const bool complete = mine ? schedule_blocks(*u) : copy_into_ring(*u);
+            finish_utterance(complete, mine ? seconds_since(t0) : 0.0);
         }
     }
 
-    // Vocodes an utterance straight into the ring, chunk by chunk.
-    bool stream_into_ring(const Utterance& u) {
-        const auto t0 = Clock::now();
-        const bool complete =
-            renderer_.render(u.frames, [&](std::span<const float> chunk, bool last) {
-                return write_all(chunk, u.generation, u, last);
-            });
-        if (complete) frames_vocoded_.fetch_add(u.frames.frames, std::memory_order_relaxed);
-        std::lock_guard lock(mu_);
-        vocoder_seconds_ += seconds_since(t0);
-        return complete;
+    void prepare_voice(const FliteVoice& v) {
+        if (prepared_voice_ == &v) return;
+        prepared_voice_ = &v;
+        const auto& cfg = v.vocoder_config();
+        for (auto& j : jobs_) {
+            // Old jobs may still be on a processor (abandoned after a cut-off).
+            if (j)
+                while (j->in_use.load(std::memory_order_acquire))
+                    std::this_thread::sleep_for(std::chrono::microseconds(100));
+            j = std::make_unique<BlockJob>(cfg);
+            j->samples.resize(frames_per_block_ * cfg.frame_period);
+            j->done_mutex = &done_mu_;
+            j->done_cv = &done_cv_;
+        }
+        abandoned_.clear();  // their jobs were replaced above
+        state_.emplace(cfg);
+        resampler_.reset();
+        if (rate_ != v.sample_rate()) {
+            resampler_.emplace(v.sample_rate(), rate_);
+            resampled_.resize(resampler_->max_output_for(frames_per_block_ * cfg.frame_period));
+        }
     }
 
-    // Writes audio a render worker made ahead of time.
+    // Deadline of the next block: when the consumer will need its first
+    // sample, given what is already buffered ahead of it. Before playback
+    // starts the consumer waits for the fixed latency's worth of audio, so a
+    // block is needed no sooner than that.
+    std::int64_t next_deadline_ns(std::int64_t now) const {
+        const std::size_t fill = ring_.read_available();
+        const auto guard = static_cast<std::size_t>(std::max<std::int64_t>(max_pull_.get(), 0));
+        const std::size_t ahead = std::max(fill, effective_latency_samples());
+        const double usable = static_cast<double>(ahead > guard ? ahead - guard : 0);
+        return now + static_cast<std::int64_t>(usable / rate_ * 1e9);
+    }
+
+    LatencyEstimator& estimator(int processor, dsp::MlsaTier tier) {
+        return estimators_[processor * 2 + (tier == dsp::MlsaTier::Reduced ? 1 : 0)];
+    }
+
+    BlockJob* free_job() {
+        for (auto& j : jobs_) {
+            const bool awaiting_measure =
+                std::any_of(abandoned_.begin(), abandoned_.end(),
+                            [&](const Abandoned& a) { return a.job == j.get(); });
+            if (!awaiting_measure && !j->in_use.load(std::memory_order_acquire)) return j.get();
+        }
+        return nullptr;
+    }
+
+    // Waits until the ring holds less than the latency target (so the
+    // scheduler stays a fixed distance ahead) and has room for a block.
+    bool wait_for_room(std::size_t block_samples, std::uint64_t gen) {
+        for (;;) {
+            if (cancelled(gen)) return false;
+            const std::size_t fill = ring_.read_available();
+            if (fill < std::max<std::size_t>(effective_latency_samples(), 1) &&
+                ring_.write_available() >= block_samples + 16384 / 4)
+                return true;
+            std::unique_lock lock(mu_);
+            if (shutdown_) return false;
+            space_cv_.wait_for(lock, kSpacePoll);
+        }
+    }
+
+    // Vocodes an utterance block by block. For each block the scheduler picks
+    // the processor and tier expected to finish before the block's deadline,
+    // waits until a cut-off that leaves time for a fallback, and if the first
+    // choice has not finished by then gives the same block (same starting
+    // state) to the other processor; a late result is discarded.
+    bool schedule_blocks(const Utterance& u) {
+        prepare_voice(*u.voice);
+        dsp::MlsaVocoder& state = *state_;
+        state.reset();
+        NoiseSource noise;
+        noise.restart();
+        if (resampler_) resampler_->reset();
+        const auto& f = u.frames;
+        const std::size_t period = u.voice->vocoder_config().frame_period;
+        const double ratio = rate_ / u.voice->sample_rate();
+
+        for (std::size_t first = 0; first < f.frames; first += frames_per_block_) {
+            const std::size_t count = std::min(frames_per_block_, f.frames - first);
+            const bool last = first + count == f.frames;
+            const auto expected_out =
+                static_cast<std::size_t>(static_cast<double>(count * period) * ratio) + 64;
+            if (!wait_for_room(expected_out, u.generation)) return false;
+
+            measure_abandoned();
+            const std::int64_t now = rt::now_ns();
+            const std::int64_t deadline = next_deadline_ns(now);
+            BlockRecord rec;
+            rec.index = next_block_index_++;
+            rec.deadline_ns = deadline;
+            rec.dispatched_ns = now;
+
+            // Candidates in order of preference: full quality first, the
+            // stream's own processor before the shared fallback.
+            auto proc = [&](int i) -> CpuProcessor& { return i == 0 ? primary_ : fallback_; };
+            auto pick = [&](std::int64_t from, int exclude) -> std::optional<Choice> {
+                PlanCandidate cands[4];
+                const int n_cands = options_.allow_reduced_tier ? 4 : 2;
+                for (int i = 0; i < n_cands; ++i) {
+                    auto& e = estimator(kChoices[i].processor, kChoices[i].tier);
+                    e.set_now(rec.index);
+                    cands[i] = {kChoices[i].processor, kChoices[i].tier, e.estimate_ns(),
+                                proc(kChoices[i].processor).busy()};
+                }
+                const int i = choose_candidate(std::span(cands, static_cast<std::size_t>(n_cands)),
+                                               from, deadline, exclude);
+                if (i < 0) return std::nullopt;
+                return kChoices[i];
+            };
+
+            std::optional<Choice> first_choice = pick(now, -1);
+            if (!first_choice) {
+                // Both processors still hold abandoned jobs: wait for either.
+                std::unique_lock lock(done_mu_);
+                done_cv_.wait(lock,
+                              [&] { return !primary_.busy() || !fallback_.busy() || shutdown_; });
+                if (shutdown_) return false;
+                first_choice = pick(rt::now_ns(), -1);
+            }
+            BlockJob* job = dispatch(*first_choice, state, noise, f, first, count);
+            if (!job) return false;
+
+            // Cut-off: the latest moment the other processor can still start
+            // and be expected to finish before the deadline.
+            const int other = 1 - first_choice->processor;
+            const std::int64_t fallback_est =
+                std::min(estimator(other, dsp::MlsaTier::Full).estimate_ns(),
+                         estimator(other, dsp::MlsaTier::Reduced).estimate_ns());
+            const std::int64_t cutoff = deadline - fallback_est;
+            BlockJob* result = job;
+            Choice used = *first_choice;
+            if (!wait_done(*job, cutoff, u.generation)) {
+                if (cancelled(u.generation) || is_shutdown()) return false;
+                // Missed the cut-off: the other processor produces it instead.
+                if (auto fb = pick(rt::now_ns(), first_choice->processor)) {
+                    if (BlockJob* second = dispatch(*fb, state, noise, f, first, count)) {
+                        rec.fell_back = true;
+                        result = second;
+                        used = *fb;
+                        std::lock_guard lock(mu_);
+                        ++fallbacks_;
+                    }
+                }
+                if (!wait_done(*result, INT64_MAX, u.generation)) return false;
+            }
+            estimator(used.processor, used.tier)
+                .add(result->finished_ns - result->started_ns, rec.index);
+            if (result != job)
+                abandoned_.push_back({job, first_choice->processor, first_choice->tier});
+
+            // Commit: the block's end state becomes the stream's state.
+            state = result->vocoder;
+            noise = result->noise;
+            rec.processor = used.processor == 0 ? BlockRecord::Primary : BlockRecord::Fallback;
+            rec.reduced_tier = used.tier == dsp::MlsaTier::Reduced;
+            rec.started_ns = result->started_ns;
+            rec.finished_ns = result->finished_ns;
+            record(rec);
+            frames_vocoded_.add(count);
+
+            const std::span<const float> block(result->samples.data(), result->sample_count);
+            if (!emit(block, last, u)) return false;
+        }
+        return true;
+    }
+
+    // A job abandoned after its cut-off still tells how slow its processor
+    // was: measure it once it completes, so the estimate learns.
+    void measure_abandoned() {
+        std::erase_if(abandoned_, [&](const Abandoned& a) {
+            if (!a.job->done.load(std::memory_order_acquire)) return false;
+            estimator(a.processor, a.tier)
+                .add(a.job->finished_ns - a.job->started_ns, next_block_index_);
+            return true;
+        });
+    }
+
+    BlockJob* dispatch(const auto& choice, const dsp::MlsaVocoder& state, const NoiseSource& noise,
+                       const AcousticFrames& f, std::size_t first, std::size_t count) {
+        BlockJob* job = free_job();
+        if (!job) return nullptr;
+        job->vocoder = state;
+        job->noise = noise;
+        job->frames = &f;
+        job->first_frame = first;
+        job->frame_count = count;
+        job->tier = choice.tier;
+        (choice.processor == 0 ? primary_ : fallback_).submit(job);
+        return job;
+    }
+
+    // Waits for a job until `until_ns`; false on timeout, cancel or shutdown.
+    bool wait_done(BlockJob& job, std::int64_t until_ns, std::uint64_t gen) {
+        std::unique_lock lock(done_mu_);
+        for (;;) {
+            if (job.done.load(std::memory_order_acquire)) return true;
+            if (cancelled(gen) || is_shutdown()) return false;
+            const std::int64_t now = rt::now_ns();
+            if (now >= until_ns) return false;
+            const std::int64_t wait_ns = std::min<std::int64_t>(until_ns - now, 5'000'000);
+            done_cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+        }
+    }
+
+    // Resamples (if needed) and writes a block; the utterance's last block
+    // also flushes the resampler.
+    bool emit(std::span<const float> block, bool last, const Utterance& u) {
+        if (!resampler_) return write_all(block, u.generation, u, last);
+        const std::size_t m = resampler_->process(block, resampled_);
+        if (!write_all(std::span<const float>(resampled_.data(), m), u.generation, u, false))
+            return false;
+        if (!last) return true;
+        const std::size_t t = resampler_->process({}, resampled_, true);
+        return write_all(std::span<const float>(resampled_.data(), t), u.generation, u, true);
+    }
+
+    // Writes audio a render worker made ahead of time, recording it as
+    // blocks produced by the "ahead" processor.
     bool copy_into_ring(const Utterance& u) {
         if (u.state != Utterance::Rendered || cancelled(u.generation)) return false;
-        constexpr std::size_t kChunk = 4096;
+        const std::size_t period = u.voice->vocoder_config().frame_period;
+        const auto chunk = static_cast<std::size_t>(
+            static_cast<double>(frames_per_block_ * period) * rate_ / u.voice->sample_rate());
         std::span<const float> audio(u.audio);
-        while (audio.size() > kChunk) {
-            if (!write_all(audio.first(kChunk), u.generation, u, false)) return false;
-            audio = audio.subspan(kChunk);
+        while (!audio.empty()) {
+            const std::size_t n = std::min(chunk, audio.size());
+            const bool last = n == audio.size();
+            if (!wait_for_room(n, u.generation)) return false;
+            BlockRecord rec;
+            rec.index = next_block_index_++;
+            rec.processor = BlockRecord::Ahead;
+            const std::int64_t now = rt::now_ns();
+            rec.dispatched_ns = u.render_started_ns;
+            rec.started_ns = u.render_started_ns;
+            rec.finished_ns = u.render_finished_ns;
+            rec.deadline_ns = next_deadline_ns(now);
+            record(rec);
+            if (!write_all(audio.first(n), u.generation, u, last)) return false;
+            audio = audio.subspan(n);
         }
-        return write_all(audio, u.generation, u, true);
+        return true;
     }
 
-    void finish_utterance(bool complete) {
+    void record(const BlockRecord& rec) {
         std::lock_guard lock(mu_);
+        records_[records_written_ % kRecordCapacity] = rec;
+        ++records_written_;
+        ++block_counts_[rec.processor];
+        if (rec.finished_ns > rec.deadline_ns) ++late_blocks_;
+        if (rec.reduced_tier) ++reduced_blocks_;
+    }
+
+    void finish_utterance(bool complete, double vocoder_seconds) {
+        std::lock_guard lock(mu_);
+        vocoder_seconds_ += vocoder_seconds;
         if (complete) {
             --outstanding_;
-            sentences_spoken_.fetch_add(1, std::memory_order_relaxed);
+            sentences_spoken_.add();
         } else if (!shutdown_) {
             --outstanding_;
-            sentences_dropped_.fetch_add(1, std::memory_order_relaxed);
+            sentences_dropped_.add();
         }
         data_cv_.notify_all();
     }
@@ -439,6 +802,10 @@ class StreamCore {
 
     bool cancelled(std::uint64_t gen) const {
         return generation_.load(std::memory_order_acquire) != gen;
+    }
+    bool is_shutdown() {
+        std::lock_guard lock(mu_);
+        return shutdown_;
     }
 
     // Writes all of `samples`, waiting for ring space. False if the utterance
@@ -482,14 +849,17 @@ class StreamCore {
     }
 
     std::shared_ptr<EngineCore> engine_;
-    const FliteVoice& voice_;
+    const FliteVoice* voice_;
     const StreamOptions options_;
+    const double rate_;
+    const std::size_t latency_samples_;
 
-    mutable std::mutex mu_;  // guards the queues and the slow statistics; never taken by pull()
+    mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;
     std::deque<Sentence> text_queue_;
     std::deque<std::shared_ptr<Utterance>> params_queue_;
-    bool producer_busy_ = false;   // the vocoder thread is speaking an utterance
+    const FliteVoice* next_voice_ = voice_;
+    bool producer_busy_ = false;   // the producer is speaking an utterance
     std::size_t outstanding_ = 0;  // sentences queued and not yet fully written or dropped
     bool analysing_ = false;
     bool shutdown_ = false;
@@ -501,18 +871,44 @@ class StreamCore {
     std::atomic<std::uint64_t> producer_generation_{0};  // last cancel the producer saw
     std::atomic<std::uint64_t> ack_position_{0};         // ring write position at that moment
     std::atomic<std::uint64_t> end_of_speech_{0};        // ring position where queued speech ends
-    std::atomic<std::uint64_t> delivered_{0}, underruns_{0}, underrun_samples_{0};
-    std::atomic<std::uint64_t> sentences_spoken_{0}, sentences_dropped_{0}, frames_vocoded_{0};
+    rt::Counter delivered_, underruns_, underrun_samples_;
+    rt::Counter sentences_spoken_, sentences_dropped_, frames_vocoded_;
+    rt::MaxGauge max_pull_;  // largest pull() so far: the consumer's period
 
     // Consumer-thread state.
     std::uint64_t consumer_generation_ = 0;
     bool cancel_faded_ = false;
     bool in_speech_ = false;
-    const std::size_t fade_len_;
+    std::size_t owed_ = 0;     // samples played as silence during an underrun, to skip
+    std::size_t fade_in_ = 0;  // position in the fade-in after an underrun
+    const std::size_t fade_len_, underrun_fade_len_;
 
-    // Producer-thread state.
-    UtteranceRenderer renderer_;
+    // Producer-thread state: the block scheduler.
+    const std::size_t frames_per_block_;
+    CpuProcessor primary_, fallback_;
+    std::array<LatencyEstimator, 4> estimators_;
+    std::array<std::unique_ptr<BlockJob>, 4> jobs_;
+    struct Abandoned {
+        BlockJob* job;
+        int processor;
+        dsp::MlsaTier tier;
+    };
+    std::vector<Abandoned> abandoned_;
+    std::mutex done_mu_;
+    std::condition_variable done_cv_;
+    const FliteVoice* prepared_voice_ = nullptr;
+    std::optional<dsp::MlsaVocoder> state_;
+    std::optional<dsp::StreamingResampler> resampler_;
+    std::vector<float> resampled_;
+    std::uint64_t next_block_index_ = 0;
     bool first_audio_pending_ = false;
+
+    // Block records (guarded by mu_).
+    std::vector<BlockRecord> records_;
+    std::size_t records_written_ = 0;
+    std::uint64_t block_counts_[3] = {0, 0, 0};
+    std::uint64_t fallbacks_ = 0, late_blocks_ = 0, reduced_blocks_ = 0;
+
     std::thread producer_;
 };
 
@@ -549,7 +945,7 @@ void EngineCore::run_front_end() {
 
 void EngineCore::run_renderer() {
     // Rendering ahead is less urgent than the sentence being spoken, which
-    // the streams' own vocoder threads produce: yield the CPU to them.
+    // the streams' block schedulers produce: yield the CPU to them.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
     for (;;) {
         auto [stream, utterance] =
@@ -575,8 +971,14 @@ std::size_t Stream::read(std::span<float> out) {
 void Stream::cancel() {
     core_->cancel();
 }
+void Stream::set_voice(std::string_view voice) {
+    core_->set_voice(voice);
+}
 bool Stream::busy() const {
     return core_->busy();
+}
+double Stream::latency_ms() const {
+    return core_->latency_ms();
 }
 double Stream::sample_rate() const {
     return core_->options().sample_rate;
@@ -586,6 +988,36 @@ const std::string& Stream::voice() const {
 }
 StreamStats Stream::stats() const {
     return core_->stats();
+}
+std::vector<BlockRecord> Stream::block_records(std::size_t max) const {
+    return core_->block_records(max);
+}
+
+void Stream::write_trace(const std::string& path) const {
+    const auto records = block_records();
+    std::ofstream out(path);
+    if (!out) throw Error("cannot write trace file '" + path + "'");
+    const std::int64_t t0 = records.empty() ? 0 : records.front().dispatched_ns;
+    static const char* kNames[] = {"cpu-primary", "cpu-fallback", "cpu-ahead"};
+    out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+    for (int p = 0; p < 3; ++p)
+        out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << p + 1
+            << ",\"args\":{\"name\":\"" << kNames[p] << "\"}},\n";
+    for (const auto& r : records) {
+        out << "{\"name\":\"block " << r.index << (r.reduced_tier ? " reduced" : "")
+            << (r.fell_back ? " fallback" : "")
+            << "\",\"cat\":\"block\",\"ph\":\"X\",\"pid\":1,\"tid\":"
+            << static_cast<int>(r.processor) + 1 << ",\"ts\":" << (r.started_ns - t0) / 1000.0
+            << ",\"dur\":" << (r.finished_ns - r.started_ns) / 1000.0
+            << ",\"args\":{\"slack_ms\":" << r.slack_ms() << ",\"compute_ms\":" << r.compute_ms()
+            << ",\"tier\":\"" << (r.reduced_tier ? "reduced" : "full") << "\"}},\n";
+        out << "{\"name\":\"deadline " << r.index
+            << "\",\"cat\":\"deadline\",\"ph\":\"i\",\"s\":\"t\""
+            << ",\"pid\":1,\"tid\":" << static_cast<int>(r.processor) + 1
+            << ",\"ts\":" << (r.deadline_ns - t0) / 1000.0 << "},\n";
+    }
+    out << "{\"name\":\"end\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":1,\"ts\":0}\n]}\n";
+    if (!out) throw Error("writing trace file '" + path + "' failed");
 }
 
 // ---- Engine -----------------------------------------------------------------
@@ -609,8 +1041,10 @@ std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& options) {
         throw Error("output sample rate " +
                     std::to_string(static_cast<long long>(options.sample_rate)) +
                     " Hz is outside the supported 8000-192000 Hz");
-    if (!(options.buffer_seconds > 0.0 && options.buffer_seconds <= 60.0))
-        throw Error("stream buffer must be between 0 and 60 seconds");
+    if (!(options.latency_ms >= 5.0 && options.latency_ms <= 10000.0))
+        throw Error("latency budget must be between 5 and 10000 ms");
+    if (!(options.block_ms >= 5.0 && options.block_ms <= 200.0))
+        throw Error("block length must be between 5 and 200 ms");
     const FliteVoice& voice = FliteVoice::load(options.voice);
     auto core = std::make_shared<StreamCore>(core_, voice, options);
     core->start();

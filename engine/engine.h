@@ -10,6 +10,7 @@
 //    pipes); use one or the other on a stream, not both at once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/fault_plan.h"
 
 namespace etude::engine {
 
@@ -27,10 +29,35 @@ class EngineCore;
 struct StreamOptions {
     std::string voice = "slt";     // "slt", "rms" or "awb"
     double sample_rate = 16000.0;  // output rate, 8000..192000 Hz
-    // Audio produced ahead of the consumer; bounds memory and how far the
-    // workers may run ahead of a real-time reader.
-    double buffer_seconds = 0.5;
-    double cancel_fade_ms = 5.0;  // fade length when speech is cancelled
+    // The latency the engine adds, from a block being produced to it being
+    // played: the scheduler keeps this much audio ready ahead of pull(), and
+    // every block's deadline follows from it. Fixed for the stream's life; a
+    // consumer that pulls more than half of it at once raises it to twice its
+    // pull size (see Stream::latency_ms()).
+    double latency_ms = 100.0;
+    double block_ms = 10.0;          // scheduling block, in whole 5 ms vocoder frames
+    double cancel_fade_ms = 5.0;     // fade length when speech is cancelled
+    bool render_ahead = true;        // let engine workers vocode later sentences early
+    bool allow_reduced_tier = true;  // may the scheduler fall to the cheaper vocoder tier
+    bool realtime_workers = true;    // SCHED_FIFO for the block processors where allowed
+    FaultPlan primary_fault;         // test hooks: make a processor slow on purpose
+    FaultPlan fallback_fault;
+};
+
+// One scheduled block: who made it, at what tier, how long it took, and how
+// much time was left before the audio callback needed it.
+struct BlockRecord {
+    enum Processor : std::uint8_t { Primary, Fallback, Ahead };
+    std::uint64_t index = 0;
+    Processor processor = Primary;
+    bool reduced_tier = false;
+    bool fell_back = false;          // the first processor missed its cut-off
+    std::int64_t dispatched_ns = 0;  // rt::now_ns() clock
+    std::int64_t started_ns = 0;
+    std::int64_t finished_ns = 0;
+    std::int64_t deadline_ns = 0;
+    double compute_ms() const { return static_cast<double>(finished_ns - started_ns) / 1e6; }
+    double slack_ms() const { return static_cast<double>(deadline_ns - finished_ns) / 1e6; }
 };
 
 // Counters, read with relaxed atomics: each is exact, the set is a snapshot
@@ -47,6 +74,14 @@ struct StreamStats {
     double first_audio_ms = -1.0;   // push_text() to first sample ready, last utterance
     double frontend_seconds = 0.0;  // time spent in text analysis
     double vocoder_seconds = 0.0;   // time spent in vocoding and resampling
+    // Block scheduler.
+    std::uint64_t blocks = 0;
+    std::uint64_t blocks_primary = 0, blocks_fallback = 0, blocks_ahead = 0;
+    std::uint64_t fallbacks = 0;    // blocks re-dispatched after a missed cut-off
+    std::uint64_t late_blocks = 0;  // blocks finished after their deadline
+    std::uint64_t reduced_tier_blocks = 0;
+    double latency_ms = 0.0;        // the fixed latency in force
+    bool realtime_workers = false;  // the OS granted SCHED_FIFO to the processors
 };
 
 class Stream {
@@ -74,8 +109,18 @@ class Stream {
     // queued text. Text pushed afterwards is spoken normally.
     void cancel();
 
+    // Voice for text pushed from now on ("slt", "rms", "awb"); throws etude::Error.
+    void set_voice(std::string_view voice);
+
     // True while text is queued or audio is not yet delivered.
     bool busy() const;
+    // The fixed latency the engine adds (see StreamOptions::latency_ms).
+    double latency_ms() const;
+    // The most recent block records (at most `max`), oldest first.
+    std::vector<BlockRecord> block_records(std::size_t max = 1 << 16) const;
+    // Writes the block records as a Chrome trace (JSON; opens in Perfetto
+    // or chrome://tracing). Throws etude::Error if the file cannot be written.
+    void write_trace(const std::string& path) const;
     double sample_rate() const;
     const std::string& voice() const;
     StreamStats stats() const;

@@ -32,18 +32,24 @@ double rms(const std::vector<float>& x) {
     return x.empty() ? 0 : std::sqrt(e / x.size());
 }
 
-// Pulls like an audio callback: fixed-period calls with random block sizes,
-// keeping only the real samples each pull reports.
-std::vector<float> render_by_pulling(Stream& s, unsigned seed, std::size_t max_block) {
+// Pulls like an audio callback: calls paced at `speedup` times real time,
+// with random block sizes, keeping only the real samples each pull reports.
+std::vector<float> render_by_pulling(Stream& s, unsigned seed, std::size_t max_block,
+                                     double speedup = 4.0) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<std::size_t> size(1, max_block);
     std::vector<float> out, block(max_block);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while ((s.busy()) && std::chrono::steady_clock::now() < deadline) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + std::chrono::seconds(60);
+    double played = 0;  // samples' worth of time handed to the "device"
+    while (s.busy() && std::chrono::steady_clock::now() < deadline) {
         const std::size_t k = size(rng);
         const std::size_t n = s.pull(std::span(block).first(k));
         out.insert(out.end(), block.begin(), block.begin() + n);
-        if (n < k) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        played += static_cast<double>(k);
+        std::this_thread::sleep_until(
+            start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(played / s.sample_rate() / speedup)));
     }
     return out;
 }
@@ -93,6 +99,7 @@ TEST(Engine, pulled_stream_equals_offline_render_for_any_block_size) {
         auto s = engine.create_stream(o);
         s->push_text(text);
         const auto live = render_by_pulling(*s, 7 + max_block, max_block);
+        EXPECT_EQ(s->stats().underruns, 0u) << max_block;
         ASSERT_EQ(live.size(), offline.size()) << max_block;
         EXPECT_TRUE(live == offline) << "block size up to " << max_block;
     }

@@ -1,0 +1,201 @@
+// The deadline-aware block scheduler: its decision rule, fallback under a
+// slow processor, fixed latency, and its trace.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "engine/block_plan.h"
+#include "engine/engine.h"
+#include "engine/latency_estimator.h"
+
+using namespace etude::engine;
+using etude::dsp::MlsaTier;
+
+namespace {
+
+constexpr const char* kText =
+    "The scheduler must deliver every block on time. A slow processor may not cause a gap.";
+
+struct LiveResult {
+    std::vector<float> timeline;  // everything the "device" played, from the first pull
+    StreamStats stats;
+};
+
+// A consumer paced in real time like an audio callback of `period` frames.
+LiveResult play_live(Stream& s, std::size_t period) {
+    LiveResult r;
+    std::vector<float> block(period);
+    const auto start = std::chrono::steady_clock::now();
+    const auto give_up = start + std::chrono::seconds(60);
+    std::size_t played = 0;
+    while ((s.busy() || played == 0) && std::chrono::steady_clock::now() < give_up) {
+        s.pull(block);
+        r.timeline.insert(r.timeline.end(), block.begin(), block.end());
+        played += period;
+        std::this_thread::sleep_until(
+            start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(played / s.sample_rate())));
+    }
+    r.stats = s.stats();
+    return r;
+}
+
+std::vector<float> render_offline(Engine& engine, StreamOptions o) {
+    auto s = engine.create_stream(o);
+    s->push_text(kText);
+    std::vector<float> out, block(1024);
+    std::size_t n;
+    while ((n = s->read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
+    return out;
+}
+
+// Speech inside a played timeline: from the first to the last non-zero sample.
+std::vector<float> trim(const std::vector<float>& x) {
+    std::size_t a = 0, b = x.size();
+    while (a < b && x[a] == 0.0f) ++a;
+    while (b > a && x[b - 1] == 0.0f) --b;
+    return {x.begin() + static_cast<long>(a), x.begin() + static_cast<long>(b)};
+}
+
+}  // namespace
+
+TEST(BlockPlan, picks_the_first_free_candidate_that_meets_the_deadline) {
+    const PlanCandidate c[] = {{0, MlsaTier::Full, 5'000'000, false},
+                               {1, MlsaTier::Full, 1'000'000, false},
+                               {0, MlsaTier::Reduced, 500'000, false}};
+    EXPECT_EQ(choose_candidate(c, 0, 10'000'000), 0);    // preferred one fits
+    EXPECT_EQ(choose_candidate(c, 0, 2'000'000), 1);     // primary too slow: fallback
+    EXPECT_EQ(choose_candidate(c, 0, 700'000), 2);       // only the reduced tier fits
+    EXPECT_EQ(choose_candidate(c, 0, 100'000), 2);       // nothing fits: the quickest
+    EXPECT_EQ(choose_candidate(c, 0, 2'000'000, 1), 2);  // fallback excluded
+    const PlanCandidate busy[] = {{0, MlsaTier::Full, 1, true}, {1, MlsaTier::Full, 1, true}};
+    EXPECT_EQ(choose_candidate(busy, 0, 10), -1);
+}
+
+TEST(LatencyEstimator, plans_with_a_high_percentile_not_the_mean) {
+    LatencyEstimator e(0.95, 0.0, 0);
+    std::uint64_t t = 0;
+    for (int i = 0; i < 60; ++i) e.add(1'000'000, t++);
+    for (int i = 0; i < 4; ++i) e.add(9'000'000, t++);  // 4 of 64 slow: above the 95th percentile
+    e.set_now(t);
+    EXPECT_EQ(e.percentile_ns(), 9'000'000);             // the slow tail is what we plan for
+    for (int i = 0; i < 64; ++i) e.add(1'000'000, t++);  // the window forgets old outliers
+    e.set_now(t);
+    EXPECT_EQ(e.percentile_ns(), 1'000'000);
+    // An outlier also ages out with time when nothing new is measured.
+    LatencyEstimator sparse(0.95, 0.0, 0, 2'000'000);
+    for (int i = 0; i < 3; ++i) sparse.add(1'000'000, 10);
+    sparse.add(9'000'000, 10);
+    sparse.set_now(10);
+    EXPECT_EQ(sparse.percentile_ns(), 9'000'000);
+    sparse.set_now(10 + LatencyEstimator::kHorizon + 1);
+    EXPECT_EQ(sparse.percentile_ns(), 2'000'000);  // nothing recent: back to the prior
+    LatencyEstimator fresh;
+    EXPECT_GT(fresh.estimate_ns(), 0);  // a prior before any measurement
+}
+
+TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns) {
+    Engine engine;
+    StreamOptions o;
+    o.sample_rate = 48000;
+    o.latency_ms = 25;  // less slack than the slow blocks take
+    o.block_ms = 10;
+    o.render_ahead = false;  // every block goes through the scheduler
+    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 30, .seed = 7};  // 1 in 20, 3 periods
+    const auto offline = render_offline(engine, o);
+
+    auto s = engine.create_stream(o);
+    s->push_text(kText);
+    const auto live = play_live(*s, 128);
+    const auto& st = live.stats;
+    EXPECT_EQ(st.underruns, 0u);
+    EXPECT_GT(st.fallbacks + st.blocks_fallback, 0u) << "the slow blocks must have been covered";
+    EXPECT_GT(st.blocks, 100u);
+    std::printf(
+        "[scheduler] blocks %llu: primary %llu, fallback %llu, fallbacks after cut-off %llu, "
+        "late %llu, reduced %llu\n",
+        (unsigned long long)st.blocks, (unsigned long long)st.blocks_primary,
+        (unsigned long long)st.blocks_fallback, (unsigned long long)st.fallbacks,
+        (unsigned long long)st.late_blocks, (unsigned long long)st.reduced_tier_blocks);
+    if (st.reduced_tier_blocks == 0) {
+        // Same math on either processor: the live audio is the offline render.
+        EXPECT_TRUE(trim(live.timeline) == trim(offline));
+    }
+}
+
+TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
+    Engine engine;
+    StreamOptions o;
+    o.latency_ms = 20;
+    o.render_ahead = false;
+    o.allow_reduced_tier = false;  // keep the math exact so positions can be compared
+    // Both processors sometimes far slower than the budget: underruns happen.
+    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 3};
+    o.fallback_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 4};
+    const auto offline = render_offline(engine, o);  // faults slow it, never change it
+
+    auto s = engine.create_stream(o);
+    s->push_text(kText);
+    const auto live = play_live(*s, 160);
+    EXPECT_GT(live.stats.underruns, 0u) << "the drill needs underruns to prove anything";
+    EXPECT_EQ(live.stats.reduced_tier_blocks, 0u);
+    // Every sample that was played sits at its offline position: late audio
+    // was skipped, never played late, so the timeline did not drift.
+    auto first_nonzero = [](const std::vector<float>& x) {
+        std::size_t i = 0;
+        while (i < x.size() && x[i] == 0.0f) ++i;
+        return i;
+    };
+    const std::size_t start = first_nonzero(live.timeline) - first_nonzero(offline);
+    // Samples next to a gap are faded; judge the others.
+    const auto& tl = live.timeline;
+    std::vector<bool> near_gap(tl.size(), false);
+    for (std::size_t i = 0; i < tl.size(); ++i)
+        if (tl[i] == 0.0f)
+            for (std::size_t k = i >= 64 ? i - 64 : 0; k < std::min(tl.size(), i + 65); ++k)
+                near_gap[k] = true;
+    std::size_t audible = 0, judged = 0, in_place = 0;
+    for (std::size_t i = start; i < tl.size() && i - start < offline.size(); ++i) {
+        if (tl[i] == 0.0f) continue;
+        ++audible;
+        if (near_gap[i]) continue;
+        ++judged;
+        in_place += tl[i] == offline[i - start];
+    }
+    EXPECT_GT(audible, offline.size() / 2);
+    EXPECT_EQ(in_place, judged) << in_place << " of " << judged
+                                << " samples away from gaps at their offline position";
+    EXPECT_DOUBLE_EQ(live.stats.latency_ms, 20.0);
+}
+
+TEST(BlockScheduler, records_blocks_and_writes_a_chrome_trace) {
+    Engine engine;
+    StreamOptions o;
+    o.render_ahead = false;
+    auto s = engine.create_stream(o);
+    s->push_text("Trace this short sentence.");
+    play_live(*s, 256);
+    const auto records = s->block_records();
+    ASSERT_GT(records.size(), 10u);
+    for (std::size_t i = 1; i < records.size(); ++i)
+        EXPECT_EQ(records[i].index, records[i - 1].index + 1);
+    for (const auto& r : records) {
+        EXPECT_GE(r.finished_ns, r.started_ns);
+        EXPECT_GT(r.slack_ms(), 0.0);  // on time, with slack to spare
+    }
+    const std::string path = std::string(ETUDE_TEST_TMP) + "/trace.json";
+    s->write_trace(path);
+    std::stringstream ss;
+    ss << std::ifstream(path).rdbuf();
+    const std::string json = ss.str();
+    EXPECT_EQ(json.rfind("{\"displayTimeUnit\"", 0), 0u);
+    std::size_t events = 0;
+    for (std::size_t p = json.find("\"ph\":\"X\""); p != std::string::npos;
+         p = json.find("\"ph\":\"X\"", p + 1))
+        ++events;
+    EXPECT_EQ(events, records.size());
+    EXPECT_THROW(s->write_trace("/nonexistent-dir/trace.json"), etude::Error);
+}
