@@ -61,6 +61,11 @@ class Args {
         if (it == values_.end()) return std::nullopt;
         return it->second.back();
     }
+    // Every value given for a repeatable option, in order.
+    std::vector<std::string> values(const std::string& name) const {
+        auto it = values_.find(name);
+        return it == values_.end() ? std::vector<std::string>{} : it->second;
+    }
     std::string value_or(const std::string& name, const std::string& fallback) const {
         return value(name).value_or(fallback);
     }

@@ -8,5 +8,6 @@ int say_command(int argc, char** argv);
 int devices_command(int argc, char** argv);
 int voices_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
+int jack_command(int argc, char** argv);
 
 }  // namespace etude::cli

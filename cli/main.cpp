@@ -13,6 +13,7 @@ LibEtude speaks text while it plays: a real-time streaming speech synthesizer.
 
 commands:
   say       speak text (argument or standard input) to a WAV file, a pipe or the speakers
+  jack      a JACK client that speaks lines from standard input as they arrive
   voices    list the embedded voices
   devices   list audio output devices and host APIs
   bench     measure synthesis speed, time to first audio and memory
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     if (cmd == "voices") return etude::cli::voices_command(argc, argv);
     if (cmd == "devices") return etude::cli::devices_command(argc, argv);
     if (cmd == "bench") return etude::cli::bench_command(argc, argv);
+    if (cmd == "jack") return etude::cli::jack_command(argc, argv);
     std::fprintf(stderr, "etude: unknown command '%s' (try 'etude --help')\n", cmd.c_str());
     return 2;
 }

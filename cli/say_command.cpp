@@ -40,6 +40,8 @@ options:
       --float          with -o: write 32-bit float samples
       --device DEV     with --play: output device index or name (see 'etude devices')
       --host-api NAME  with --play: PortAudio host API (e.g. ALSA, JACK)
+      --latency-ms MS  with --play: the fixed latency budget the engine adds (default 100)
+      --trace FILE     write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)
       --stats          print stream statistics to standard error at the end
   -q, --quiet          no progress line
   -h, --help           this help
@@ -93,13 +95,22 @@ class Progress {
 void print_stats(const engine::StreamStats& s, double rate) {
     std::fprintf(stderr,
                  "stats: %.2f s of audio, %llu sentences spoken, %llu dropped, %llu underruns "
-                 "(%llu samples), first audio %.1f ms, front end %.3f s, vocoder %.3f s\n",
+                 "(%llu samples), first audio %.1f ms, front end %.3f s, vocoder %.3f s\n"
+                 "  latency %.1f ms, blocks %llu (primary %llu, fallback %llu, ahead %llu), "
+                 "fallbacks %llu, late %llu, reduced tier %llu\n",
                  static_cast<double>(s.samples_delivered) / rate,
                  static_cast<unsigned long long>(s.sentences_spoken),
                  static_cast<unsigned long long>(s.sentences_dropped),
                  static_cast<unsigned long long>(s.underruns),
                  static_cast<unsigned long long>(s.underrun_samples), s.first_audio_ms,
-                 s.frontend_seconds, s.vocoder_seconds);
+                 s.frontend_seconds, s.vocoder_seconds, s.latency_ms,
+                 static_cast<unsigned long long>(s.blocks),
+                 static_cast<unsigned long long>(s.blocks_primary),
+                 static_cast<unsigned long long>(s.blocks_fallback),
+                 static_cast<unsigned long long>(s.blocks_ahead),
+                 static_cast<unsigned long long>(s.fallbacks),
+                 static_cast<unsigned long long>(s.late_blocks),
+                 static_cast<unsigned long long>(s.reduced_tier_blocks));
 }
 
 bool write_raw(std::span<const float> samples) {
@@ -126,6 +137,7 @@ int run_say(const Args& args) {
 
     engine::StreamOptions opts;
     opts.voice = args.value_or("--voice", "slt");
+    if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
     const auto out_path = args.value("-o") ? args.value("-o") : args.value("--output");
     const bool raw = args.flag("--raw");
@@ -215,6 +227,12 @@ int run_say(const Args& args) {
     if (stats.samples_delivered == 0)
         throw Error("the text produced no speech (nothing Flite could pronounce)");
     if (wav) wav->commit();
+    if (stats.sentences_unspeakable > 0)
+        std::fprintf(
+            stderr,
+            "etude say: %llu sentence(s) had nothing Flite could pronounce and were skipped\n",
+            static_cast<unsigned long long>(stats.sentences_unspeakable));
+    if (auto trace = args.value("--trace")) stream->write_trace(*trace);
     if (args.flag("--stats")) print_stats(stats, rate);
     return 0;
 }
@@ -223,7 +241,9 @@ int run_say(const Args& args) {
 
 int say_command(int argc, char** argv) {
     return run_command("say", [&] {
-        Args args(argc, argv, 2, {"-o", "--output", "--voice", "--rate", "--device", "--host-api"},
+        Args args(argc, argv, 2,
+                  {"-o", "--output", "--voice", "--rate", "--device", "--host-api", "--latency-ms",
+                   "--trace"},
                   {"--raw", "--play", "--float", "--stats", "-q", "--quiet", "-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::fputs(kSayHelp, stdout);

@@ -198,7 +198,8 @@ class StreamCore {
         {
             std::lock_guard lock(mu_);
             const auto gen = generation_.load(std::memory_order_relaxed);
-            bool first = true;
+            // First-audio latency is measured from a push into an idle stream.
+            bool first = outstanding_ == 0;
             for (auto& p : pieces) {
                 text_queue_.push_back({std::move(p), next_voice_, gen, now, first});
                 first = false;
@@ -261,6 +262,7 @@ class StreamCore {
         std::lock_guard lock(mu_);
         s.sentences_queued = sentences_queued_;
         s.cancels = cancels_;
+        s.sentences_unspeakable = sentences_unspeakable_;
         s.first_audio_ms = first_audio_ms_;
         s.frontend_seconds = frontend_seconds_;
         s.vocoder_seconds = vocoder_seconds_;
@@ -407,6 +409,8 @@ class StreamCore {
                 // only the queued sentences, so this one is settled here.
                 --outstanding_;
                 sentences_dropped_.add();
+                if (sentence.generation == generation_.load(std::memory_order_relaxed))
+                    ++sentences_unspeakable_;
             }
         }
         work_cv_.notify_all();
@@ -521,9 +525,9 @@ class StreamCore {
             lock.unlock();
             engine_->wake();  // room for more look-ahead
             first_audio_pending_ = true;
-            const auto t0 = Clock::now();
+            compute_ns_ = 0;
             const bool complete = mine ? schedule_blocks(*u) : copy_into_ring(*u);
-            finish_utterance(complete, mine ? seconds_since(t0) : 0.0);
+            finish_utterance(complete, static_cast<double>(compute_ns_) / 1e9);
         }
     }
 
@@ -687,6 +691,7 @@ class StreamCore {
             rec.reduced_tier = used.tier == dsp::MlsaTier::Reduced;
             rec.started_ns = result->started_ns;
             rec.finished_ns = result->finished_ns;
+            compute_ns_ += result->finished_ns - result->started_ns;
             record(rec);
             frames_vocoded_.add(count);
 
@@ -863,7 +868,7 @@ class StreamCore {
     std::size_t outstanding_ = 0;  // sentences queued and not yet fully written or dropped
     bool analysing_ = false;
     bool shutdown_ = false;
-    std::uint64_t sentences_queued_ = 0, cancels_ = 0;
+    std::uint64_t sentences_queued_ = 0, cancels_ = 0, sentences_unspeakable_ = 0;
     double first_audio_ms_ = -1.0, frontend_seconds_ = 0.0, vocoder_seconds_ = 0.0;
 
     rt::SpscRing<float> ring_;
@@ -901,6 +906,7 @@ class StreamCore {
     std::optional<dsp::StreamingResampler> resampler_;
     std::vector<float> resampled_;
     std::uint64_t next_block_index_ = 0;
+    std::int64_t compute_ns_ = 0;  // processor time of the utterance being scheduled
     bool first_audio_pending_ = false;
 
     // Block records (guarded by mu_).

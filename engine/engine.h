@@ -68,8 +68,10 @@ struct StreamStats {
     std::uint64_t underrun_samples = 0;   // samples of silence padded inside speech
     std::uint64_t sentences_queued = 0;
     std::uint64_t sentences_spoken = 0;
-    std::uint64_t sentences_dropped = 0;  // cancelled before or while being spoken
-    std::uint64_t frames_vocoded = 0;     // 5 ms parameter frames turned into audio
+    std::uint64_t sentences_dropped = 0;  // not spoken: cancelled, or unspeakable (below)
+    std::uint64_t sentences_unspeakable =
+        0;                             // the front end made nothing of them (e.g. symbols only)
+    std::uint64_t frames_vocoded = 0;  // 5 ms parameter frames turned into audio
     std::uint64_t cancels = 0;
     double first_audio_ms = -1.0;   // push_text() to first sample ready, last utterance
     double frontend_seconds = 0.0;  // time spent in text analysis

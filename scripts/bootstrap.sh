@@ -17,6 +17,7 @@ packages=(
   libsamplerate0-dev                     # output-rate conversion
   libsndfile1-dev                        # WAV files
   portaudio19-dev                        # audio output (etude say --play)
+  libjack-jackd2-dev jackd2              # JACK client (etude jack); jackd runs the headless tests
   flite1-dev flite                       # text front end + voices; `flite` is the bench baseline
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
 )
@@ -73,6 +74,19 @@ case "$mode" in
     install_missing
     build
     ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
+    # The lock-free structures again, under ThreadSanitizer (a small build:
+    # the rt/ tests need nothing but rt/ itself).
+    tsan_dir="$build_dir-tsan"
+    log=$(mktemp)
+    if ! { cmake -S "$here" -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETUDE_SANITIZE=thread \
+             -DETUDE_BUILD_BENCHMARKS=OFF &&
+           cmake --build "$tsan_dir" -j"$jobs" --target etude_tests_rt; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "bootstrap: ThreadSanitizer build failed" >&2
+      exit 1
+    fi
+    rm -f "$log"
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_rt"
     ;;
   *)
     echo "usage: $0 demo [TEXT] | test" >&2

@@ -1,0 +1,222 @@
+// etude jack: a JACK client that speaks lines from standard input.
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "audio-io/jack_output.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+
+namespace etude::cli {
+namespace {
+
+constexpr const char* kJackHelp = R"(usage: etude jack [options]
+
+A JACK client with one mono output port, 'out'. It reads lines of text from
+standard input and speaks them in order as they arrive. Special lines:
+  /stop          stop speaking now (short fade) and drop the queued lines
+  /voice NAME    speak the following lines with voice NAME (slt, rms, awb)
+At the end of input it finishes speaking, prints its statistics and exits;
+SIGINT or SIGTERM stops at once (statistics still printed, dropped lines named).
+
+options:
+      --name NAME       JACK client name (default: etude)
+      --server NAME     JACK server name (default: $JACK_DEFAULT_SERVER or 'default')
+      --connect PORT    connect 'out' to PORT; 'system' means the physical playback
+                        ports; repeatable
+      --voice NAME      initial voice (default: slt)
+      --latency-ms MS   the fixed latency budget the engine adds (default: 100);
+                        raised to twice the JACK period if that is larger
+      --trace FILE      write the scheduler's per-block trace (Chrome JSON, Perfetto)
+  -h, --help            this help
+
+The server's sample rate is used (speech is resampled to it). No server is
+started: run jackd yourself (e.g. 'jackd -d dummy -r 48000 -p 128' headless).
+exit status: 0 all input spoken, 1 runtime error or server gone, 2 usage error.
+)";
+
+std::atomic<int> g_signal{0};
+extern "C" void on_jack_signal(int sig) {
+    g_signal.store(sig);
+}
+
+struct Line {
+    std::string text;
+    std::size_t sentences;
+};
+
+void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s) {
+    const auto& d = jack.callback_durations();
+    std::fprintf(
+        stderr,
+        "etude jack: stats: rate %u Hz, period %u frames, latency %.1f ms (%u frames "
+        "reported)\n"
+        "  blocks %llu (primary %llu, fallback %llu, ahead %llu), fallbacks %llu, "
+        "late %llu, reduced tier %llu\n"
+        "  underruns %llu (%llu samples), xruns %llu, callbacks %llu, callback "
+        "p50 %.1f us p99 %.1f us max %.1f us\n"
+        "  sentences %llu spoken, %llu dropped, first audio %.1f ms, realtime workers %s\n",
+        jack.sample_rate(), jack.buffer_size(), s.latency_ms, jack.reported_latency_frames(),
+        (unsigned long long)s.blocks, (unsigned long long)s.blocks_primary,
+        (unsigned long long)s.blocks_fallback, (unsigned long long)s.blocks_ahead,
+        (unsigned long long)s.fallbacks, (unsigned long long)s.late_blocks,
+        (unsigned long long)s.reduced_tier_blocks, (unsigned long long)s.underruns,
+        (unsigned long long)s.underrun_samples, (unsigned long long)jack.xruns(),
+        (unsigned long long)jack.callbacks(), d.percentile_us(0.5), d.percentile_us(0.99),
+        d.max_us(), (unsigned long long)s.sentences_spoken, (unsigned long long)s.sentences_dropped,
+        s.first_audio_ms, s.realtime_workers ? "yes" : "no (SCHED_FIFO refused)");
+    if (s.sentences_unspeakable > 0)
+        std::fprintf(
+            stderr,
+            "etude jack: %llu sentence(s) had nothing Flite could pronounce and were skipped\n",
+            (unsigned long long)s.sentences_unspeakable);
+}
+
+int run_jack(const Args& args) {
+    audio_io::JackOptions opts;
+    opts.client_name = args.value_or("--name", "etude");
+    opts.server_name = args.value_or("--server", "");
+    opts.stream.voice = args.value_or("--voice", "slt");
+    if (auto l = args.value("--latency-ms"))
+        opts.stream.latency_ms = parse_number("--latency-ms", *l);
+
+    engine::Engine engine(engine::Engine::Options{{}});
+    audio_io::JackOutput jack(engine, opts);
+    jack.activate();
+    for (const auto& port : args.values("--connect")) jack.connect(port);
+    std::fprintf(stderr,
+                 "etude jack: %s at %u Hz, %u-frame periods, latency %.1f ms; reading lines\n",
+                 jack.port_name().c_str(), jack.sample_rate(), jack.buffer_size(),
+                 jack.stream().latency_ms());
+
+    std::signal(SIGINT, on_jack_signal);
+    std::signal(SIGTERM, on_jack_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    // Lines pushed and not yet fully spoken, so that nothing is lost
+    // silently: they are re-queued after a sample-rate change and counted
+    // when speech is stopped. `consumed` is how many of the stream's settled
+    // (spoken or dropped) sentences belong to lines already removed.
+    std::deque<Line> pending;
+    std::uint64_t consumed = 0;
+    std::string buffer;
+    bool eof = false;
+    int status = 0;
+    auto settle = [&] {
+        const auto st = jack.stream().stats();
+        const std::uint64_t settled = st.sentences_spoken + st.sentences_dropped;
+        while (!pending.empty() && settled >= consumed + pending.front().sentences) {
+            consumed += pending.front().sentences;
+            pending.pop_front();
+        }
+    };
+    auto handle_line = [&](std::string line) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line == "/stop") {
+            jack.stream().cancel();
+            pending.clear();
+            consumed =
+                jack.stream().stats().sentences_queued;  // all will settle as dropped or spoken
+            return;
+        }
+        if (line.rfind("/voice", 0) == 0) {
+            const std::string name = line.size() > 7 ? line.substr(7) : "";
+            try {
+                jack.stream().set_voice(name);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "etude jack: %s; keeping the current voice\n", e.what());
+            }
+            return;
+        }
+        try {
+            const std::size_t n = jack.stream().push_text(line);
+            if (n > 0) pending.push_back({line, n});
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "etude jack: line not spoken: %s\n", e.what());
+        }
+    };
+
+    while (!g_signal) {
+        if (jack.server_gone()) {
+            std::fprintf(stderr,
+                         "etude jack: the JACK server shut down (%s); %zu line(s) not spoken\n",
+                         jack.shutdown_reason().c_str(), pending.size());
+            status = 1;
+            break;
+        }
+        if (jack.rate_changed()) {
+            // Start again at the new rate with what was not yet spoken.
+            settle();
+            std::fprintf(stderr,
+                         "etude jack: JACK sample rate is now %u Hz; re-queueing %zu line(s)\n",
+                         jack.sample_rate(), pending.size());
+            jack.stream().cancel();
+            jack.recreate_stream();
+            std::deque<Line> again;
+            again.swap(pending);
+            consumed = 0;  // a new stream counts from zero
+            for (auto& l : again) handle_line(l.text);
+        }
+        if (!eof) {
+            pollfd pfd{STDIN_FILENO, POLLIN, 0};
+            if (::poll(&pfd, 1, 20) > 0) {
+                char chunk[65536];
+                const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+                if (n <= 0) {
+                    eof = true;
+                    if (!buffer.empty()) handle_line(std::exchange(buffer, {}));
+                } else {
+                    buffer.append(chunk, static_cast<std::size_t>(n));
+                    std::size_t nl;
+                    while ((nl = buffer.find('\n')) != std::string::npos) {
+                        handle_line(buffer.substr(0, nl));
+                        buffer.erase(0, nl + 1);
+                    }
+                }
+            }
+        } else {
+            if (!jack.stream().busy()) break;
+            ::usleep(20000);
+        }
+        settle();
+    }
+    if (g_signal) {
+        settle();
+        const auto st = jack.stream().stats();
+        const std::uint64_t unspoken =
+            st.sentences_queued - st.sentences_spoken - st.sentences_dropped;
+        std::fprintf(
+            stderr,
+            "etude jack: stopped by signal %d; dropping %llu queued sentence(s) in %zu line(s)\n",
+            g_signal.load(), (unsigned long long)unspoken, pending.size());
+        jack.stream().cancel();
+    }
+    const auto stats = jack.stream().stats();
+    print_stats(jack, stats);
+    if (auto trace = args.value("--trace")) jack.stream().write_trace(*trace);
+    return status;
+}
+
+}  // namespace
+
+int jack_command(int argc, char** argv) {
+    return run_command("jack", [&] {
+        Args args(argc, argv, 2,
+                  {"--name", "--server", "--connect", "--voice", "--latency-ms", "--trace"},
+                  {"-h", "--help"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::fputs(kJackHelp, stdout);
+            return 0;
+        }
+        return run_jack(args);
+    });
+}
+
+}  // namespace etude::cli

@@ -1,0 +1,208 @@
+// Test harness for JACK: a private jackd with the dummy driver, a capture
+// client, a CPU load generator, and a way to run the etude program.
+#pragma once
+
+#include <fcntl.h>
+#include <jack/jack.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace etude::test {
+
+inline std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+inline void quiet_jack(const char*) {}
+
+// jackd -n NAME -d dummy -r RATE -p PERIOD, real-time (-R) when root.
+class JackServer {
+  public:
+    JackServer(int rate, int period, const std::string& tag) {
+        name_ = "etude-test-" + tag + "-" + std::to_string(::getpid());
+        log_ = std::string(ETUDE_TEST_TMP) + "/" + name_ + ".log";
+        std::vector<std::string> args{"jackd", "-n", name_};
+        if (::geteuid() == 0) args.push_back("-R");
+        for (const char* a : {"-d", "dummy"}) args.emplace_back(a);
+        args.insert(args.end(), {"-r", std::to_string(rate), "-p", std::to_string(period)});
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        ok_ = posix_spawnp(&pid_, "jackd", &fa, nullptr, argv.data(), environ) == 0;
+        posix_spawn_file_actions_destroy(&fa);
+        jack_set_error_function(quiet_jack);
+        jack_set_info_function(quiet_jack);
+        // Ready when a client can connect.
+        for (int i = 0; ok_ && i < 100; ++i) {
+            jack_status_t st;
+            if (jack_client_t* c = jack_client_open(
+                    "probe", static_cast<jack_options_t>(JackNoStartServer | JackServerName), &st,
+                    name_.c_str())) {
+                jack_client_close(c);
+                ready_ = true;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    ~JackServer() { stop(); }
+    void stop() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGTERM);
+            int st;
+            ::waitpid(pid_, &st, 0);
+            pid_ = -1;
+        }
+    }
+    bool ready() const { return ready_; }
+    const std::string& name() const { return name_; }
+    std::string log() const { return slurp(log_); }
+
+    // xruns jackd logged, and those that named `client` as not finished.
+    int xruns() const { return count("JackEngine::XRun"); }
+    int xruns_blaming(const std::string& client) const {
+        return count("JackEngine::XRun: client = " + client + " was not finished");
+    }
+    // Only those where the client's callback was running when the cycle
+    // ended ("state = Triggered" means it had not even been scheduled yet:
+    // the host's scheduling jitter, which hits trivial clients alike).
+    int xruns_while_running(const std::string& client) const {
+        return count("JackEngine::XRun: client = " + client + " was not finished, state = Running");
+    }
+
+  private:
+    int count(const std::string& needle) const {
+        const std::string l = log();
+        int n = 0;
+        for (auto p = l.find(needle); p != std::string::npos; p = l.find(needle, p + 1)) ++n;
+        return n;
+    }
+    std::string name_, log_;
+    pid_t pid_ = -1;
+    bool ok_ = false, ready_ = false;
+};
+
+// A JACK client with one input port that records into a preallocated buffer.
+class CaptureClient {
+  public:
+    CaptureClient(const std::string& server, double seconds) {
+        client_ = jack_client_open("capture",
+                                   static_cast<jack_options_t>(JackNoStartServer | JackServerName),
+                                   nullptr, server.c_str());
+        if (!client_) return;
+        rate_ = jack_get_sample_rate(client_);
+        buffer_.resize(static_cast<std::size_t>(seconds * rate_));
+        port_ = jack_port_register(client_, "in", JACK_DEFAULT_AUDIO_TYPE, JackPortIsInput, 0);
+        jack_set_process_callback(client_, &CaptureClient::process, this);
+        jack_activate(client_);
+    }
+    ~CaptureClient() {
+        if (client_) {
+            jack_deactivate(client_);
+            jack_client_close(client_);
+        }
+    }
+    bool ok() const { return client_ && port_; }
+    std::string port() const { return "capture:in"; }
+    // Connects `source` to our input once it exists (waits up to `timeout`).
+    bool connect_when_present(const std::string& source, std::chrono::milliseconds timeout) {
+        const auto until = std::chrono::steady_clock::now() + timeout;
+        while (std::chrono::steady_clock::now() < until) {
+            if (jack_port_by_name(client_, source.c_str()))
+                return jack_connect(client_, source.c_str(), "capture:in") == 0;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return false;
+    }
+    std::vector<float> recorded() const {
+        return {buffer_.begin(), buffer_.begin() + static_cast<long>(written_.load())};
+    }
+    std::uint32_t rate() const { return rate_; }
+
+  private:
+    static int process(jack_nframes_t n, void* self_ptr) {
+        auto* self = static_cast<CaptureClient*>(self_ptr);
+        const float* in = static_cast<const float*>(jack_port_get_buffer(self->port_, n));
+        std::size_t w = self->written_.load(std::memory_order_relaxed);
+        const std::size_t k = std::min<std::size_t>(n, self->buffer_.size() - w);
+        std::copy(in, in + k, self->buffer_.begin() + static_cast<long>(w));
+        self->written_.store(w + k, std::memory_order_release);
+        return 0;
+    }
+    jack_client_t* client_ = nullptr;
+    jack_port_t* port_ = nullptr;
+    std::uint32_t rate_ = 0;
+    std::vector<float> buffer_;
+    std::atomic<std::size_t> written_{0};
+};
+
+// Keeps `threads` cores busy until destroyed.
+class CpuLoad {
+  public:
+    explicit CpuLoad(unsigned threads) {
+        for (unsigned i = 0; i < threads; ++i)
+            workers_.emplace_back([this] {
+                volatile double x = 1.0;
+                while (!stop_.load(std::memory_order_relaxed))
+                    for (int k = 0; k < 10000; ++k) x = x * 1.0000001 + 1e-9;
+            });
+    }
+    ~CpuLoad() {
+        stop_ = true;
+        for (auto& t : workers_) t.join();
+    }
+
+  private:
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> workers_;
+};
+
+struct ProgramRun {
+    int status = -1;
+    std::string err;
+};
+
+// Runs the etude CLI with `args`, stdin from `input_file`, stderr captured;
+// kills it after `timeout`.
+inline ProgramRun run_etude(const std::string& args, const std::string& input_file,
+                            const std::string& env = "", int timeout_s = 120) {
+    const std::string err =
+        std::string(ETUDE_TEST_TMP) + "/etude-" + std::to_string(::getpid()) + ".err";
+    const std::string cmd = env + " timeout -s KILL " + std::to_string(timeout_s) + " " +
+                            std::string(ETUDE_CLI_PATH) + " " + args + " < " + input_file +
+                            " > /dev/null 2> " + err;
+    ProgramRun r;
+    const int rc = std::system(cmd.c_str());
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+    r.err = slurp(err);
+    return r;
+}
+
+// The number after `key` in the etude stats text (e.g. "underruns 0"), or -1.
+inline long long stat_value(const std::string& text, const std::string& key) {
+    const auto p = text.find(key + " ");
+    if (p == std::string::npos) return -1;
+    return std::atoll(text.c_str() + p + key.size() + 1);
+}
+
+}  // namespace etude::test

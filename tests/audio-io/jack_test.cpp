@@ -1,0 +1,209 @@
+// etude jack and etude say --play (PortAudio's JACK host API) against a real
+// jackd with the dummy driver: live audio equals the offline render, with no
+// underruns and no xrun blamed on us, while both cores are loaded.
+#include <gtest/gtest.h>
+#include <sndfile.h>
+
+#include "jack_harness.h"
+
+using namespace etude::test;
+
+namespace {
+
+const std::vector<std::string> kLines = {
+    "Good evening, and welcome to the live speech test.",
+    "Every block must arrive before the audio callback needs it.",
+    "If one is late, another processor covers it."};
+
+std::string joined() {
+    std::string t;
+    for (const auto& l : kLines) t += (t.empty() ? "" : " ") + l;
+    return t;
+}
+
+std::string write_input(const std::string& name, const std::string& text) {
+    const std::string path = std::string(ETUDE_TEST_TMP) + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+std::vector<float> offline_render(int rate, const std::string& text) {
+    const std::string wav =
+        std::string(ETUDE_TEST_TMP) + "/offline-" + std::to_string(rate) + ".wav";
+    const std::string in = write_input("offline.txt", text);
+    const auto r = run_etude("say --float --rate " + std::to_string(rate) + " -o " + wav, in);
+    EXPECT_EQ(r.status, 0) << r.err;
+    SF_INFO info{};
+    SNDFILE* f = sf_open(wav.c_str(), SFM_READ, &info);
+    std::vector<float> x(static_cast<std::size_t>(info.frames));
+    if (f) {
+        sf_readf_float(f, x.data(), info.frames);
+        sf_close(f);
+    }
+    return x;
+}
+
+std::size_t first_nonzero(const std::vector<float>& x) {
+    std::size_t i = 0;
+    while (i < x.size() && x[i] == 0.0f) ++i;
+    return i;
+}
+
+// The captured stream contains the offline render exactly, once, after silence.
+void expect_contains_render(const std::vector<float>& captured, const std::vector<float>& offline) {
+    ASSERT_FALSE(offline.empty());
+    const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
+    ASSERT_LT(a, captured.size()) << "nothing was captured";
+    ASSERT_GE(a, b);
+    const std::size_t start = a - b;
+    ASSERT_GE(captured.size(), start + offline.size()) << "capture ended early";
+    std::size_t mismatches = 0, first_bad = 0;
+    for (std::size_t i = 0; i < offline.size(); ++i)
+        if (captured[start + i] != offline[i] && mismatches++ == 0) first_bad = i;
+    EXPECT_EQ(mismatches, 0u) << "first mismatch at offline sample " << first_bad << " of "
+                              << offline.size();
+    for (std::size_t i = start + offline.size(); i < captured.size(); ++i)
+        ASSERT_EQ(captured[i], 0.0f) << "audio after the end of the render at " << i;
+}
+
+}  // namespace
+
+TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
+    JackServer server(48000, 128, "live");
+    ASSERT_TRUE(server.ready()) << "jackd did not start:\n" << server.log();
+    CaptureClient capture(server.name(), 40.0);
+    ASSERT_TRUE(capture.ok());
+    const auto offline = offline_render(48000, joined());
+
+    std::string input;
+    for (const auto& l : kLines) input += l + "\n";
+    const std::string in = write_input("lines.txt", input);
+    ProgramRun run;
+    int xruns = 0, ours = 0;
+    {
+        CpuLoad load(2);  // both cores busy at normal priority for the whole run
+        run = run_etude(
+            "jack --server " + server.name() + " --name etude-live --connect capture:in", in);
+        xruns = server.xruns();
+        ours = server.xruns_blaming("etude-live");
+    }
+    std::printf("[jack] %s", run.err.c_str());
+    std::printf("[jack] jackd logged %d xrun(s) in total, %d naming etude-live\n", xruns, ours);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
+    EXPECT_EQ(ours, 0) << server.log();
+    EXPECT_NE(run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << run.err;
+    expect_contains_render(capture.recorded(), offline);
+}
+
+TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
+    JackServer server(48000, 256, "pa");
+    ASSERT_TRUE(server.ready()) << server.log();
+    CaptureClient capture(server.name(), 30.0);
+    ASSERT_TRUE(capture.ok());
+    const std::string text = kLines[0];
+    const auto offline = offline_render(48000, text);
+    const std::string in = write_input("pa.txt", text);
+    std::thread connector(
+        [&] { capture.connect_when_present("PortAudio:out_0", std::chrono::seconds(20)); });
+    const auto run = run_etude("say --play --host-api JACK --rate 48000 --stats", in,
+                               "JACK_DEFAULT_SERVER=" + server.name());
+    connector.join();
+    std::printf("[portaudio] %s", run.err.c_str());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
+    expect_contains_render(capture.recorded(), offline);
+}
+
+TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
+    for (int period : {16, 4096}) {
+        JackServer server(48000, period, "p" + std::to_string(period));
+        ASSERT_TRUE(server.ready()) << server.log();
+        CaptureClient capture(server.name(), 30.0);
+        const auto offline = offline_render(48000, kLines[1]);
+        const std::string in = write_input("period.txt", kLines[1] + "\n");
+        const auto run = run_etude("jack --server " + server.name() + " --connect capture:in", in);
+        std::printf("[jack -p %d] %s", period, run.err.c_str());
+        ASSERT_EQ(run.status, 0) << run.err;
+        EXPECT_EQ(stat_value(run.err, "underruns"), 0) << period;
+        if (period == 4096)  // the latency grows to cover two periods
+            EXPECT_NE(run.err.find("latency 170.7 ms"), std::string::npos) << run.err;
+        EXPECT_EQ(server.xruns_while_running("etude"), 0) << server.log();
+        std::printf("[jack -p %d] jackd: %d xrun(s), %d naming etude (none while its callback ran), "
+                    "%d naming the trivial capture client\n",
+                    period, server.xruns(), server.xruns_blaming("etude"), server.xruns_blaming("capture"));
+        // At 16-frame periods this VM's scheduling jitter makes the dummy
+        // driver xrun even with trivial clients, and a skipped cycle drops
+        // samples between clients; compare exactly only when none happened.
+        if (server.xruns() == 0) {
+            expect_contains_render(capture.recorded(), offline);
+        } else {
+            std::printf("[jack -p %d] %d xrun(s) not caused by etude: exact comparison skipped\n",
+                        period, server.xruns());
+            EXPECT_GT(capture.recorded().size(), offline.size());
+        }
+    }
+}
+
+TEST(JackClient, missing_server_and_missing_port_give_clear_errors) {
+    const std::string in = write_input("none.txt", "hello\n");
+    auto r = run_etude("jack --server no-such-server-xyz", in);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("no JACK server is running named 'no-such-server-xyz'"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+    JackServer server(48000, 256, "port");
+    ASSERT_TRUE(server.ready());
+    r = run_etude("jack --server " + server.name() + " --connect nowhere:port", in);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("cannot connect to 'nowhere:port': no such JACK port"), std::string::npos)
+        << r.err;
+}
+
+TEST(JackClient, server_going_away_is_reported_not_a_hang) {
+    JackServer server(48000, 256, "gone");
+    ASSERT_TRUE(server.ready());
+    // A long text kept open on stdin (a fifo would also do): the client is
+    // mid-speech when the server dies.
+    std::string text;
+    for (int i = 0; i < 20; ++i)
+        text += "This sentence is one of many, spoken while the server stops.\n";
+    const std::string in = write_input("gone.txt", text);
+    std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        server.stop();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = run_etude("jack --server " + server.name(), in, "", 30);
+    killer.join();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("the JACK server shut down"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("line(s) not spoken"), std::string::npos) << r.err;
+    EXPECT_LT(secs, 10.0);
+}
+
+TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
+    JackServer server(48000, 256, "flood");
+    ASSERT_TRUE(server.ready());
+    std::string text;
+    for (int i = 0; i < 300; ++i)
+        text += "Line number " + std::to_string(i) + " arrives faster than speech.\n";
+    text += std::string(100000, 'a') + " very long line.\n";  // one 100 kB line
+    const std::string fifo = std::string(ETUDE_TEST_TMP) + "/flood.txt";
+    std::ofstream(fifo) << text;
+    // Stop it after 2 s with SIGTERM: it must say what it did not speak.
+    const std::string err = std::string(ETUDE_TEST_TMP) + "/flood.err";
+    const std::string cmd = "timeout --preserve-status -s TERM 2 " + std::string(ETUDE_CLI_PATH) +
+                            " jack --server " + server.name() + " < " + fifo + " 2> " + err;
+    const int rc = std::system(cmd.c_str());
+    const std::string out = slurp(err);
+    EXPECT_EQ(WEXITSTATUS(rc), 0) << out;  // a signal is an orderly stop
+    EXPECT_NE(out.find("stopped by signal 15; dropping"), std::string::npos) << out;
+    const auto p = out.find("dropping ");
+    ASSERT_NE(p, std::string::npos);
+    EXPECT_GT(std::atol(out.c_str() + p + 9), 250) << out;
+    EXPECT_NE(out.find("underruns 0"), std::string::npos) << out;
+}
