@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
-#include "jack_harness.h"
+#include "support/jack_harness.h"
 
 using namespace etude::test;
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -103,10 +104,13 @@ class JackServer {
 };
 
 // A JACK client with one input port that records into a preallocated buffer.
+// It does nothing else: it is also the "trivial client" whose xruns show the
+// host's own scheduling jitter.
 class CaptureClient {
   public:
+    static constexpr const char* kName = "capture";
     CaptureClient(const std::string& server, double seconds) {
-        client_ = jack_client_open("capture",
+        client_ = jack_client_open(kName,
                                    static_cast<jack_options_t>(JackNoStartServer | JackServerName),
                                    nullptr, server.c_str());
         if (!client_) return;
@@ -138,11 +142,26 @@ class CaptureClient {
         return {buffer_.begin(), buffer_.begin() + static_cast<long>(written_.load())};
     }
     std::uint32_t rate() const { return rate_; }
+    // Monotonic time (ns) of the first cycle that carried a non-zero
+    // sample since the last rearm(), or 0.
+    std::int64_t first_sound_ns() const { return first_sound_ns_.load(); }
+    void rearm() { first_sound_ns_ = 0; }
 
   private:
     static int process(jack_nframes_t n, void* self_ptr) {
         auto* self = static_cast<CaptureClient*>(self_ptr);
         const float* in = static_cast<const float*>(jack_port_get_buffer(self->port_, n));
+        if (self->first_sound_ns_.load(std::memory_order_relaxed) == 0) {
+            for (jack_nframes_t i = 0; i < n; ++i) {
+                if (in[i] != 0.0f) {
+                    timespec ts;
+                    clock_gettime(CLOCK_MONOTONIC, &ts);
+                    self->first_sound_ns_ =
+                        static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+                    break;
+                }
+            }
+        }
         std::size_t w = self->written_.load(std::memory_order_relaxed);
         const std::size_t k = std::min<std::size_t>(n, self->buffer_.size() - w);
         std::copy(in, in + k, self->buffer_.begin() + static_cast<long>(w));
@@ -154,6 +173,7 @@ class CaptureClient {
     std::uint32_t rate_ = 0;
     std::vector<float> buffer_;
     std::atomic<std::size_t> written_{0};
+    std::atomic<std::int64_t> first_sound_ns_{0};
 };
 
 // Keeps `threads` cores busy until destroyed.
