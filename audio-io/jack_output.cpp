@@ -127,6 +127,10 @@ void JackOutput::connect(const std::string& destination) {
     }
 }
 
+unsigned long JackOutput::process_thread() const {
+    return static_cast<unsigned long>(jack_client_thread_id(client_));
+}
+
 std::uint32_t JackOutput::reported_latency_frames() const {
     return static_cast<std::uint32_t>(stream_->latency_ms() * rate_.load() / 1000.0 + 0.5);
 }

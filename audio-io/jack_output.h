@@ -76,6 +76,8 @@ class JackOutput {
     // stream's queued speech is cancelled; the caller re-queues what it needs).
     void recreate_stream();
     const DurationHistogram& callback_durations() const { return durations_; }
+    // JACK's process thread for this client (for tests that watch it).
+    unsigned long process_thread() const;
     // The engine latency reported on the port, in frames.
     std::uint32_t reported_latency_frames() const;
 

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -110,9 +110,9 @@ class CaptureClient {
   public:
     static constexpr const char* kName = "capture";
     CaptureClient(const std::string& server, double seconds) {
-        client_ = jack_client_open(kName,
-                                   static_cast<jack_options_t>(JackNoStartServer | JackServerName),
-                                   nullptr, server.c_str());
+        client_ =
+            jack_client_open(kName, static_cast<jack_options_t>(JackNoStartServer | JackServerName),
+                             nullptr, server.c_str());
         if (!client_) return;
         rate_ = jack_get_sample_rate(client_);
         buffer_.resize(static_cast<std::size_t>(seconds * rate_));

@@ -28,6 +28,7 @@ namespace etude::test {
 namespace {
 
 thread_local bool t_realtime = false;
+std::atomic<unsigned long> g_marked_thread{0};
 // Set while a hook records a violation, so recording cannot recurse.
 thread_local bool t_recording = false;
 
@@ -36,8 +37,14 @@ std::atomic<const char*> g_first{nullptr};
 
 enum class Kind { Alloc, Free, Lock, Block };
 
+inline bool marked() {
+    if (t_realtime) return true;
+    const unsigned long m = g_marked_thread.load(std::memory_order_relaxed);
+    return m != 0 && pthread_equal(pthread_self(), m);
+}
+
 inline void note(Kind k, const char* what) {
-    if (!t_realtime || t_recording) return;
+    if (t_recording || !marked()) return;
     t_recording = true;
     switch (k) {
         case Kind::Alloc:
@@ -64,6 +71,13 @@ F next(const char* name) {
 }
 
 }  // namespace
+
+void mark_thread(unsigned long id) {
+    g_marked_thread = id;
+}
+void unmark_thread() {
+    g_marked_thread = 0;
+}
 
 RealtimeScope::RealtimeScope() {
     t_realtime = true;

@@ -32,6 +32,11 @@ class RealtimeScope {
     RealtimeScope& operator=(const RealtimeScope&) = delete;
 };
 
+// Marks another thread (e.g. JACK's process thread, which the test does not
+// create) as real-time until unmark_thread(). One such thread at a time.
+void mark_thread(unsigned long pthread_id);
+void unmark_thread();
+
 // Violations recorded so far (all threads) and a reset.
 RealtimeViolations realtime_violations();
 void reset_realtime_violations();
