@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
+#include "gpu/registry.h"
 
 namespace etude::cli {
 
@@ -37,16 +38,36 @@ int devices_command(int argc, char** argv) {
         Args args(argc, argv, 2, {}, {"-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::puts(
-                "usage: etude devices\n\nLists PortAudio host APIs and audio output devices; "
+                "usage: etude devices\n\nLists compute devices (CUDA, OpenCL, CPU; best first, "
+                "with the reason "
+                "for anything missing, and what --backend auto picks), then PortAudio host APIs "
+                "and "
+                "audio output devices; "
                 "'*' marks the default output.\nUse the index or a part of the name with "
                 "'etude say --play --device DEV'.\nExit status 0 also when no device exists.");
             return 0;
         }
+        auto& reg = gpu::DeviceRegistry::instance();
+        std::puts("compute devices (best first):");
+        for (const auto& d : reg.devices())
+            std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", gpu::to_string(d.kind),
+                        d.index, d.name.c_str(), d.platform.c_str(), d.is_gpu ? ", GPU" : "",
+                        d.compute_units,
+                        static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0));
+        for (const auto& n : reg.notes()) std::printf("  note: %s\n", n.c_str());
+        try {
+            const auto chosen = reg.resolve(gpu::with_environment({}));
+            std::printf("chosen for --vocoder spectral --backend auto: %s %d (%s)\n",
+                        gpu::to_string(chosen.kind), chosen.index, chosen.name.c_str());
+        } catch (const std::exception& e) {
+            std::printf("chosen: none (%s)\n", e.what());
+        }
+
         audio_io::PortAudioSystem pa;
-        std::puts("host APIs:");
+        std::puts("audio host APIs:");
         for (const auto& api : pa.host_apis()) std::printf("  %s\n", api.c_str());
         const auto devices = pa.output_devices();
-        std::puts("output devices:");
+        std::puts("audio output devices:");
         if (devices.empty()) std::puts("  (none)");
         for (const auto& d : devices)
             std::printf("%c %3d: %s [%s] %d ch, %.0f Hz\n", d.is_default_output ? '*' : ' ',

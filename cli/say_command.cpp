@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/text_input.h"
+#include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
@@ -41,6 +42,9 @@ options:
       --device DEV     with --play: output device index or name (see 'etude devices')
       --host-api NAME  with --play: PortAudio host API (e.g. ALSA, JACK)
       --latency-ms MS  with --play: the fixed latency budget the engine adds (default 100)
+      --vocoder NAME   mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)
+      --backend NAME   for --vocoder spectral: auto (default: best device), cpu, cuda, opencl
+      --gpu-device N   index of the device within that backend (see 'etude devices')
       --trace FILE     write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)
       --stats          print stream statistics to standard error at the end
   -q, --quiet          no progress line
@@ -113,6 +117,27 @@ void print_stats(const engine::StreamStats& s, double rate) {
                  static_cast<unsigned long long>(s.reduced_tier_blocks));
 }
 
+void print_gpu_stats(const engine::StreamStats& s, const engine::StreamOptions& o) {
+    if (!s.gpu_device.empty()) {
+        std::fprintf(
+            stderr, "  spectral vocoder on %s: %llu GPU blocks, %llu device failures%s%s\n",
+            s.gpu_device.c_str(), static_cast<unsigned long long>(s.blocks_gpu),
+            static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
+            s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
+        try {
+            auto backend =
+                gpu::DeviceRegistry::instance().open(gpu::with_environment({o.backend, o.device}));
+            for (const auto& t : backend->kernel_timings())
+                std::fprintf(stderr, "    %-18s %6llu calls, %8.3f ms total, %7.3f ms max\n",
+                             t.name.c_str(), static_cast<unsigned long long>(t.calls), t.total_ms,
+                             t.max_ms);
+        } catch (const std::exception&) {
+        }
+    } else {
+        std::fprintf(stderr, "  spectral vocoder on the CPU (%s)\n", s.gpu_note.c_str());
+    }
+}
+
 bool write_raw(std::span<const float> samples) {
     static std::vector<short> pcm(8192);
     if (pcm.size() < samples.size()) pcm.resize(samples.size());
@@ -138,6 +163,21 @@ int run_say(const Args& args) {
     engine::StreamOptions opts;
     opts.voice = args.value_or("--voice", "slt");
     if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
+    opts.vocoder = args.value_or("--vocoder", "mlsa");
+    if (opts.vocoder != "mlsa" && opts.vocoder != "spectral")
+        throw UsageError("unknown vocoder '" + opts.vocoder + "' (choose mlsa or spectral)");
+    opts.backend = args.value_or("--backend", "auto");
+    if (auto d = args.value("--gpu-device"))
+        opts.device = static_cast<int>(parse_number("--gpu-device", *d));
+    try {
+        gpu::parse_backend_request(opts.backend, opts.device);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    if (opts.vocoder == "spectral") {
+        // Fail early and clearly on a device that does not exist.
+        gpu::DeviceRegistry::instance().resolve(gpu::with_environment({opts.backend, opts.device}));
+    }
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
     const auto out_path = args.value("-o") ? args.value("-o") : args.value("--output");
     const bool raw = args.flag("--raw");
@@ -233,7 +273,10 @@ int run_say(const Args& args) {
             "etude say: %llu sentence(s) had nothing Flite could pronounce and were skipped\n",
             static_cast<unsigned long long>(stats.sentences_unspeakable));
     if (auto trace = args.value("--trace")) stream->write_trace(*trace);
-    if (args.flag("--stats")) print_stats(stats, rate);
+    if (args.flag("--stats")) {
+        print_stats(stats, rate);
+        if (stats.vocoder == "spectral") print_gpu_stats(stats, opts);
+    }
     return 0;
 }
 
@@ -243,7 +286,7 @@ int say_command(int argc, char** argv) {
     return run_command("say", [&] {
         Args args(argc, argv, 2,
                   {"-o", "--output", "--voice", "--rate", "--device", "--host-api", "--latency-ms",
-                   "--trace"},
+                   "--trace", "--vocoder", "--backend", "--gpu-device"},
                   {"--raw", "--play", "--float", "--stats", "-q", "--quiet", "-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::fputs(kSayHelp, stdout);

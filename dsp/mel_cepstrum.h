@@ -24,6 +24,8 @@ class MelCepstrumEnvelope {
     std::size_t n_coefficients() const { return n_coeffs_; }
     std::size_t n_bins() const { return n_bins_; }
     double alpha() const { return alpha_; }
+    // The tabulated cos(m * beta(w_k)): n_bins rows of n_coefficients, row-major.
+    const std::vector<float>& basis() const { return basis_; }
 
     // Natural-log amplitude per bin (0..n_fft/2).
     void log_amplitude(std::span<const float> mcep, std::span<float> out) const;

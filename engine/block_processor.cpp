@@ -3,22 +3,38 @@
 #include <algorithm>
 #include <chrono>
 
+#include "gpu/registry.h"
 #include "rt/monotonic_clock.h"
 #include "rt/realtime_thread.h"
 
 namespace etude::engine {
 
-CpuProcessor::CpuProcessor(std::string name, bool realtime_priority, FaultPlan fault)
+gpu::SpectralVocoderConfig spectral_config(const dsp::MlsaConfig& voice) {
+    gpu::SpectralVocoderConfig c;
+    c.sample_rate = voice.sample_rate;
+    c.frame_period = static_cast<int>(voice.frame_period);
+    c.order = static_cast<int>(voice.order);
+    c.alpha = voice.alpha;
+    c.gain = voice.gain;
+    c.beta = voice.beta;
+    c.bands = voice.band_filters.empty() ? 5 : static_cast<int>(voice.band_filters.size());
+    return c;
+}
+
+BlockProcessor::BlockProcessor(std::string name, bool realtime_priority, FaultPlan fault,
+                               std::shared_ptr<gpu::Backend> backend)
     : name_(std::move(name)),
       fault_(fault),
       fault_rng_(fault.seed),
+      backend_(backend ? std::move(backend) : gpu::DeviceRegistry::instance().cpu()),
+      pool_(std::make_unique<gpu::MemoryPool>(*backend_)),
       want_realtime_(realtime_priority) {
     scratch_.resize(1024);
     noise_.resize(1024);
     thread_ = std::thread([this] { run(); });
 }
 
-CpuProcessor::~CpuProcessor() {
+BlockProcessor::~BlockProcessor() {
     {
         std::lock_guard lock(mu_);
         stop_ = true;
@@ -27,8 +43,9 @@ CpuProcessor::~CpuProcessor() {
     thread_.join();
 }
 
-void CpuProcessor::submit(BlockJob* job) {
+void BlockProcessor::submit(BlockJob* job) {
     job->done.store(false, std::memory_order_relaxed);
+    job->failed = false;
     job->in_use.store(true, std::memory_order_relaxed);
     pending_.fetch_add(1, std::memory_order_acq_rel);
     {
@@ -38,20 +55,42 @@ void CpuProcessor::submit(BlockJob* job) {
     cv_.notify_one();
 }
 
-void CpuProcessor::run() {
+void BlockProcessor::run() {
     // Below the audio callback's priority (JACK uses ~10 above its own), above normal work.
     if (want_realtime_) realtime_ = rt::make_current_thread_realtime(5);
     for (;;) {
         BlockJob* job;
         {
             std::unique_lock lock(mu_);
-            cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (!healthy_ && !disabled() && queue_.empty()) {
+                // Rebuild the device state off the audio path, with backoff.
+                cv_.wait_for(lock, retry_delay_, [&] { return stop_; });
+                if (stop_) return;
+                lock.unlock();
+                rebuild();
+                continue;
+            }
+            cv_.wait(lock, [&] { return stop_ || !queue_.empty() || (!healthy_ && !disabled()); });
             if (stop_) return;
+            if (queue_.empty()) continue;  // woken to (re)build device state
             job = queue_.front();
             queue_.pop_front();
         }
         job->started_ns = rt::now_ns();
-        compute(*job);
+        try {
+            if (job->kind == VocoderKind::Spectral) {
+                compute_spectral(*job);
+            } else {
+                compute(*job);
+            }
+        } catch (const std::exception& e) {
+            // A device error: the job fails (the scheduler gives it to a CPU
+            // processor) and this processor rebuilds its device state before
+            // taking the next spectral job.
+            job->failed = true;
+            job->error = e.what();
+            note_failure(e.what());
+        }
         if (fault_.slow_probability > 0 &&
             std::uniform_real_distribution<double>(0, 1)(fault_rng_) < fault_.slow_probability)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(fault_.slow_ms));
@@ -66,7 +105,7 @@ void CpuProcessor::run() {
     }
 }
 
-void CpuProcessor::compute(BlockJob& job) {
+void BlockProcessor::compute(BlockJob& job) {
     const AcousticFrames& f = *job.frames;
     const std::size_t period = job.vocoder.config().frame_period;
     if (scratch_.size() < period) {
@@ -88,6 +127,93 @@ void CpuProcessor::compute(BlockJob& job) {
         n_out += n;
     }
     job.sample_count = n_out;
+}
+
+}  // namespace etude::engine
+
+namespace etude::engine {
+
+std::string BlockProcessor::last_error() const {
+    std::lock_guard lock(mu_);
+    return last_error_;
+}
+
+void BlockProcessor::note_failure(const std::string& what) {
+    spectral_.reset();
+    {
+        std::lock_guard lock(mu_);
+        last_error_ = what;
+        retry_delay_ = std::min(retry_delay_ * 2, std::chrono::milliseconds(1000));
+    }
+    failures_.fetch_add(1);
+    healthy_ = false;
+}
+
+void BlockProcessor::prepare_spectral(const gpu::SpectralVocoderConfig& config) {
+    {
+        std::lock_guard lock(mu_);
+        spectral_config_ = config;
+        healthy_ = false;
+    }
+    cv_.notify_all();
+}
+
+void BlockProcessor::rebuild() {
+    if (!spectral_config_) {
+        healthy_ = true;
+        return;
+    }
+    try {
+        backend_->reset_health();
+        spectral_ =
+            std::make_unique<gpu::SpectralVocoder>(backend_, *spectral_config_, 64, pool_.get());
+        spectral_->warm_up(4);  // blocks of up to two frames give at most 3 segments
+        if (calibrated_ns_.load() == 0) {
+            // A short calibration: five two-frame blocks of a neutral voice.
+            const auto& c = *spectral_config_;
+            gpu::SpectralStreamState st(c);
+            std::vector<float> f0(2, 120.0f), mcep(static_cast<std::size_t>(2 * c.order), 0.0f),
+                strengths(static_cast<std::size_t>(2 * c.bands), 0.5f), out;
+            std::vector<std::int64_t> times;
+            for (int i = 0; i < 6; ++i) {
+                gpu::SpectralRequest r{&st, f0, mcep, strengths, i == 5, &out};
+                const auto t0 = rt::now_ns();
+                spectral_->render(std::span(&r, 1));
+                times.push_back(rt::now_ns() - t0);
+            }
+            std::sort(times.begin() + 1, times.end());  // the first primes the stream
+            calibrated_ns_ = times[3];
+        }
+        healthy_ = true;
+    } catch (const std::exception& e) {
+        note_failure(e.what());
+    }
+}
+
+void BlockProcessor::compute_spectral(BlockJob& job) {
+    if (!spectral_) {
+        if (disabled()) throw gpu::DeviceError(name_ + " is disabled after repeated device errors");
+        // Device state is built here, on the processor's own thread, never on
+        // the audio path.
+        spectral_config_ = spectral_config(job.vocoder.config());
+        backend_->reset_health();
+        spectral_ =
+            std::make_unique<gpu::SpectralVocoder>(backend_, *spectral_config_, 64, pool_.get());
+        healthy_ = true;
+    }
+    const AcousticFrames& f = *job.frames;
+    spectral_out_.clear();
+    gpu::SpectralRequest r{
+        &job.spectral,
+        std::span(f.f0).subspan(job.first_frame, job.frame_count),
+        std::span(f.mcep).subspan(job.first_frame * f.mcep_order, job.frame_count * f.mcep_order),
+        std::span(f.strengths).subspan(job.first_frame * f.bands, job.frame_count * f.bands),
+        job.last_block,
+        &spectral_out_};
+    spectral_->render(std::span(&r, 1));
+    if (job.samples.size() < spectral_out_.size()) job.samples.resize(spectral_out_.size());
+    std::copy(spectral_out_.begin(), spectral_out_.end(), job.samples.begin());
+    job.sample_count = spectral_out_.size();
 }
 
 }  // namespace etude::engine

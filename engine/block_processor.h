@@ -12,10 +12,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,18 +27,32 @@
 #include "engine/fault_plan.h"
 #include "engine/flite_voice.h"
 #include "engine/utterance_renderer.h"
+#include "gpu/backend.h"
+#include "gpu/memory_pool.h"
+#include "gpu/spectral_vocoder.h"
 
 namespace etude::engine {
 
+enum class VocoderKind { Mlsa, Spectral };
+
+// The spectral vocoder's settings for a voice.
+gpu::SpectralVocoderConfig spectral_config(const dsp::MlsaConfig& voice);
+
 struct BlockJob {
-    explicit BlockJob(const dsp::MlsaConfig& config) : vocoder(config) {}
+    explicit BlockJob(const dsp::MlsaConfig& config)
+        : vocoder(config), spectral(spectral_config(config)) {}
 
     // Inputs.
+    VocoderKind kind = VocoderKind::Mlsa;
     const AcousticFrames* frames = nullptr;
     std::size_t first_frame = 0, frame_count = 0;
+    bool last_block = false;  // the utterance ends with this block (spectral: flush)
     dsp::MlsaTier tier = dsp::MlsaTier::Full;
     dsp::MlsaVocoder vocoder;  // state at the block start; advanced by the processor
     NoiseSource noise;
+    gpu::SpectralStreamState spectral;  // the same, for the spectral vocoder
+    bool failed = false;                // the processor could not compute it (device error)
+    std::string error;
 
     // Outputs (valid once done).
     std::vector<float> samples;  // at the voice's rate
@@ -50,35 +66,72 @@ struct BlockJob {
     std::atomic<bool> in_use{false};  // queued or running on a processor
 };
 
-class CpuProcessor {
+// A worker thread that computes block jobs one at a time. MLSA blocks always
+// run on the host; spectral blocks run on the processor's backend (the CPU
+// backend, or a GPU). A device error fails the job (the scheduler then hands
+// it to a CPU processor), marks the processor unhealthy, and schedules a
+// re-initialisation of its device state off the audio path; after
+// kMaxFailures it stays off.
+class BlockProcessor {
   public:
-    CpuProcessor(std::string name, bool realtime_priority, FaultPlan fault = {});
-    ~CpuProcessor();
-    CpuProcessor(const CpuProcessor&) = delete;
-    CpuProcessor& operator=(const CpuProcessor&) = delete;
+    static constexpr int kMaxFailures = 3;
+
+    BlockProcessor(std::string name, bool realtime_priority, FaultPlan fault = {},
+                   std::shared_ptr<gpu::Backend> backend = nullptr);
+    ~BlockProcessor();
+    BlockProcessor(const BlockProcessor&) = delete;
+    BlockProcessor& operator=(const BlockProcessor&) = delete;
 
     const std::string& name() const { return name_; }
     // True while a job is queued or running.
     bool busy() const { return pending_.load(std::memory_order_acquire) > 0; }
+    // False after a device error until the device state is rebuilt; false for
+    // good after kMaxFailures.
+    bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+    bool disabled() const { return failures_.load() >= kMaxFailures; }
+    int failures() const { return failures_.load(); }
+    std::string last_error() const;
     bool realtime() const { return realtime_; }
+    gpu::Backend* backend() const { return backend_.get(); }
+    gpu::MemoryUsage memory_usage() const { return pool_->usage(); }
     void submit(BlockJob* job);
+    // Spectral streams: build the device state (and bake FFT plans) now, on
+    // this processor's thread, then measure what a two-frame block costs.
+    // Until that is done the processor reports itself unhealthy, so the
+    // scheduler does not wait on a cold device.
+    void prepare_spectral(const gpu::SpectralVocoderConfig& config);
+    // The measured cost of a two-frame spectral block (0 until measured).
+    std::int64_t calibrated_block_ns() const { return calibrated_ns_.load(); }
 
   private:
     void run();
     void compute(BlockJob& job);
+    void compute_spectral(BlockJob& job);
+    void note_failure(const std::string& what);
+    void rebuild();
 
     std::string name_;
     FaultPlan fault_;
     std::mt19937 fault_rng_;
-    std::mutex mu_;
+    std::shared_ptr<gpu::Backend> backend_;
+    std::unique_ptr<gpu::MemoryPool> pool_;           // device buffers of this processor
+    std::unique_ptr<gpu::SpectralVocoder> spectral_;  // built on first use, rebuilt after errors
+    std::optional<gpu::SpectralVocoderConfig> spectral_config_;
+    std::chrono::milliseconds retry_delay_{2};
+    std::atomic<std::int64_t> calibrated_ns_{0};
+    mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<BlockJob*> queue_;
     std::atomic<int> pending_{0};
+    std::atomic<bool> healthy_{true};
+    std::atomic<int> failures_{0};
+    std::string last_error_;
     bool stop_ = false;
     bool realtime_ = false;
     bool want_realtime_;
     std::vector<double> scratch_;
     std::vector<float> noise_;
+    std::vector<float> spectral_out_;
     std::thread thread_;
 };
 

@@ -23,6 +23,7 @@
 #include "engine/latency_estimator.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
+#include "gpu/registry.h"
 #include "rt/counters.h"
 #include "rt/monotonic_clock.h"
 #include "rt/spsc_ring.h"
@@ -43,9 +44,10 @@ constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 // Block records kept for stats and traces (a ring; the oldest are dropped).
 constexpr std::size_t kRecordCapacity = 1 << 16;
 struct Choice {
-    int processor;  // 0: the stream's primary, 1: the fallback
+    int processor;  // 0: the stream's primary, 1: the fallback, 2: the GPU
     dsp::MlsaTier tier;
 };
+constexpr int kMaxChoices = 4;
 constexpr Choice kChoices[] = {{0, dsp::MlsaTier::Full},
                                {1, dsp::MlsaTier::Full},
                                {0, dsp::MlsaTier::Reduced},
@@ -160,7 +162,9 @@ class StreamCore {
           primary_("cpu-primary", options_.realtime_workers,
                    fault_from_environment(options_.primary_fault)),
           fallback_("cpu-fallback", options_.realtime_workers, options_.fallback_fault),
+          spectral_(options_.vocoder == "spectral"),
           records_(kRecordCapacity) {
+        if (spectral_) open_gpu();
         // Estimators per (processor, tier): Full and Reduced on each.
         for (auto& e : estimators_) e = LatencyEstimator();
         fade_in_ = underrun_fade_len_;  // no fade-in until an underrun has happened
@@ -169,6 +173,12 @@ class StreamCore {
 
     void start() {
         producer_ = std::thread([this] { produce(); });
+        if (spectral_ && options_.wait_for_device) {
+            const auto until = Clock::now() + std::chrono::seconds(60);
+            auto ready = [&](const BlockProcessor& p) { return p.healthy() || p.disabled(); };
+            while (Clock::now() < until && !(ready(primary_) && (!gpu_ || ready(*gpu_))))
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
     }
 
     ~StreamCore() {
@@ -259,6 +269,15 @@ class StreamCore {
         s.frames_vocoded = frames_vocoded_.get();
         s.latency_ms = latency_ms();
         s.realtime_workers = primary_.realtime() && fallback_.realtime();
+        s.vocoder = spectral_ ? "spectral" : "mlsa";
+        if (gpu_) {
+            s.gpu_device = gpu_name_;
+            s.gpu_failures = static_cast<std::uint64_t>(gpu_->failures());
+            s.gpu_disabled = gpu_->disabled();
+            s.gpu_last_error = gpu_->last_error();
+        } else {
+            s.gpu_note = gpu_note_;
+        }
         std::lock_guard lock(mu_);
         s.sentences_queued = sentences_queued_;
         s.cancels = cancels_;
@@ -266,7 +285,8 @@ class StreamCore {
         s.first_audio_ms = first_audio_ms_;
         s.frontend_seconds = frontend_seconds_;
         s.vocoder_seconds = vocoder_seconds_;
-        s.blocks = block_counts_[0] + block_counts_[1] + block_counts_[2];
+        s.blocks = block_counts_[0] + block_counts_[1] + block_counts_[2] + block_counts_[3];
+        s.blocks_gpu = block_counts_[BlockRecord::Gpu];
         s.blocks_primary = block_counts_[BlockRecord::Primary];
         s.blocks_fallback = block_counts_[BlockRecord::Fallback];
         s.blocks_ahead = block_counts_[BlockRecord::Ahead];
@@ -424,7 +444,8 @@ class StreamCore {
     // latency). Called with the engine's lock held.
     std::shared_ptr<Utterance> take_render_job() {
         std::lock_guard lock(mu_);
-        if (shutdown_ || !options_.render_ahead) return nullptr;
+        // Spectral streams give every block to the scheduler (and the GPU).
+        if (shutdown_ || !options_.render_ahead || spectral_) return nullptr;
         // While the producer is idle it will take the head itself.
         for (std::size_t i = producer_busy_ ? 0 : 1; i < params_queue_.size(); ++i) {
             auto& u = params_queue_[i];
@@ -531,6 +552,31 @@ class StreamCore {
         }
     }
 
+    // The spectral vocoder may run on a GPU: open the requested (or best)
+    // device; if it is the CPU, or cannot be opened, the CPU processors do
+    // the work and the reason is kept for the statistics.
+    void open_gpu() {
+        try {
+            auto& registry = gpu::DeviceRegistry::instance();
+            const auto request = gpu::with_environment(
+                gpu::parse_backend_request(options_.backend, options_.device));
+            const gpu::DeviceInfo d = registry.resolve(request);
+            if (d.kind == gpu::BackendKind::Cpu) {
+                gpu_note_ = "the spectral vocoder runs on the CPU backend";
+                return;
+            }
+            auto backend = registry.open(request);
+            if (options_.gpu_fault.kind != gpu::GpuFault::None)
+                backend->inject_fault(options_.gpu_fault);
+            gpu_forced_ = request.kind != "auto";
+            gpu_ = std::make_unique<BlockProcessor>(std::string("gpu-") + gpu::to_string(d.kind),
+                                                    false, options_.primary_fault, backend);
+            gpu_name_ = d.name;
+        } catch (const std::exception& e) {
+            gpu_note_ = std::string("no GPU processor: ") + e.what();
+        }
+    }
+
     void prepare_voice(const FliteVoice& v) {
         if (prepared_voice_ == &v) return;
         prepared_voice_ = &v;
@@ -547,6 +593,11 @@ class StreamCore {
         }
         abandoned_.clear();  // their jobs were replaced above
         state_.emplace(cfg);
+        spectral_state_.emplace(spectral_config(cfg));
+        if (spectral_) {
+            primary_.prepare_spectral(spectral_config(cfg));
+            if (gpu_) gpu_->prepare_spectral(spectral_config(cfg));
+        }
         resampler_.reset();
         if (rate_ != v.sample_rate()) {
             resampler_.emplace(v.sample_rate(), rate_);
@@ -606,10 +657,12 @@ class StreamCore {
         state.reset();
         NoiseSource noise;
         noise.restart();
+        spectral_state_->reset();
         if (resampler_) resampler_->reset();
         const auto& f = u.frames;
         const std::size_t period = u.voice->vocoder_config().frame_period;
         const double ratio = rate_ / u.voice->sample_rate();
+        const std::vector<Choice> choices = candidates();
 
         for (std::size_t first = 0; first < f.frames; first += frames_per_block_) {
             const std::size_t count = std::min(frames_per_block_, f.frames - first);
@@ -626,50 +679,55 @@ class StreamCore {
             rec.deadline_ns = deadline;
             rec.dispatched_ns = now;
 
-            // Candidates in order of preference: full quality first, the
-            // stream's own processor before the shared fallback.
-            auto proc = [&](int i) -> CpuProcessor& { return i == 0 ? primary_ : fallback_; };
+            // Candidates in order of preference (see candidates()); a
+            // processor is out while busy or after a device error.
             auto pick = [&](std::int64_t from, int exclude) -> std::optional<Choice> {
-                PlanCandidate cands[4];
-                const int n_cands = options_.allow_reduced_tier ? 4 : 2;
-                for (int i = 0; i < n_cands; ++i) {
-                    auto& e = estimator(kChoices[i].processor, kChoices[i].tier);
+                PlanCandidate cands[kMaxChoices];
+                const int n = static_cast<int>(choices.size());
+                for (int i = 0; i < n; ++i) {
+                    auto& e = estimator(choices[i].processor, choices[i].tier);
                     e.set_now(rec.index);
-                    cands[i] = {kChoices[i].processor, kChoices[i].tier, e.estimate_ns(),
-                                proc(kChoices[i].processor).busy()};
+                    const BlockProcessor& p = processor(choices[i].processor);
+                    cands[i] = {choices[i].processor, choices[i].tier, e.estimate_ns(),
+                                p.busy() || !p.healthy()};
                 }
-                const int i = choose_candidate(std::span(cands, static_cast<std::size_t>(n_cands)),
-                                               from, deadline, exclude);
+                const int i = choose_candidate(std::span(cands, static_cast<std::size_t>(n)), from,
+                                               deadline, exclude);
                 if (i < 0) return std::nullopt;
-                return kChoices[i];
+                return choices[static_cast<std::size_t>(i)];
             };
 
             std::optional<Choice> first_choice = pick(now, -1);
             if (!first_choice) {
-                // Both processors still hold abandoned jobs: wait for either.
+                // Every processor still holds an abandoned job: wait for one.
                 std::unique_lock lock(done_mu_);
                 done_cv_.wait(lock,
                               [&] { return !primary_.busy() || !fallback_.busy() || shutdown_; });
                 if (shutdown_) return false;
                 first_choice = pick(rt::now_ns(), -1);
+                if (!first_choice) first_choice = Choice{0, dsp::MlsaTier::Full};
             }
-            BlockJob* job = dispatch(*first_choice, state, noise, f, first, count);
+            BlockJob* job = dispatch(*first_choice, state, noise, f, first, count, last);
             if (!job) return false;
 
-            // Cut-off: the latest moment the other processor can still start
+            // Cut-off: the latest moment another processor can still start
             // and be expected to finish before the deadline.
-            const int other = 1 - first_choice->processor;
-            const std::int64_t fallback_est =
-                std::min(estimator(other, dsp::MlsaTier::Full).estimate_ns(),
-                         estimator(other, dsp::MlsaTier::Reduced).estimate_ns());
+            std::int64_t fallback_est = INT64_MAX;
+            for (const Choice& c : choices)
+                if (c.processor != first_choice->processor)
+                    fallback_est =
+                        std::min(fallback_est, estimator(c.processor, c.tier).estimate_ns());
             const std::int64_t cutoff = deadline - fallback_est;
             BlockJob* result = job;
             Choice used = *first_choice;
             if (!wait_done(*job, cutoff, u.generation)) {
                 if (cancelled(u.generation) || is_shutdown()) return false;
-                // Missed the cut-off: the other processor produces it instead.
-                if (auto fb = pick(rt::now_ns(), first_choice->processor)) {
-                    if (BlockJob* second = dispatch(*fb, state, noise, f, first, count)) {
+                // Missed the cut-off, or the device failed: another processor
+                // produces the block from the same starting state instead.
+                std::optional<Choice> fb = pick(rt::now_ns(), first_choice->processor);
+                if (!fb && job->failed) fb = Choice{1, dsp::MlsaTier::Full};
+                if (fb) {
+                    if (BlockJob* second = dispatch(*fb, state, noise, f, first, count, last)) {
                         rec.fell_back = true;
                         result = second;
                         used = *fb;
@@ -678,16 +736,20 @@ class StreamCore {
                     }
                 }
                 if (!wait_done(*result, INT64_MAX, u.generation)) return false;
+                if (result->failed) return false;  // nothing left that can make it
             }
             estimator(used.processor, used.tier)
                 .add(result->finished_ns - result->started_ns, rec.index);
-            if (result != job)
+            if (result != job && !job->failed)
                 abandoned_.push_back({job, first_choice->processor, first_choice->tier});
 
             // Commit: the block's end state becomes the stream's state.
             state = result->vocoder;
             noise = result->noise;
-            rec.processor = used.processor == 0 ? BlockRecord::Primary : BlockRecord::Fallback;
+            *spectral_state_ = result->spectral;
+            rec.processor = used.processor == 0   ? BlockRecord::Primary
+                            : used.processor == 1 ? BlockRecord::Fallback
+                                                  : BlockRecord::Gpu;
             rec.reduced_tier = used.tier == dsp::MlsaTier::Reduced;
             rec.started_ns = result->started_ns;
             rec.finished_ns = result->finished_ns;
@@ -701,6 +763,31 @@ class StreamCore {
         return true;
     }
 
+    // The candidates, best first: for the MLSA vocoder the stream's own CPU
+    // processor then the fallback, at full then reduced quality; for the
+    // spectral vocoder the GPU (if one was opened) then both CPU processors.
+    const std::vector<Choice>& candidates() {
+        choices_.clear();
+        if (spectral_) {
+            // Measured, not guessed: the GPU goes first only if its
+            // calibration says it makes a block at least as fast as the CPU.
+            const auto g = gpu_ ? gpu_->calibrated_block_ns() : 0;
+            const auto c = primary_.calibrated_block_ns();
+            // A device the user named explicitly always goes first.
+            const bool gpu_first = gpu_ && (gpu_forced_ || c == 0 || (g > 0 && g <= c));
+            if (gpu_first) choices_.push_back({2, dsp::MlsaTier::Full});
+            choices_.push_back({0, dsp::MlsaTier::Full});
+            choices_.push_back({1, dsp::MlsaTier::Full});
+            if (gpu_ && !gpu_first) choices_.push_back({2, dsp::MlsaTier::Full});
+        } else {
+            const int n = options_.allow_reduced_tier ? 4 : 2;
+            choices_.assign(std::begin(kChoices), std::begin(kChoices) + n);
+        }
+        return choices_;
+    }
+
+    BlockProcessor& processor(int i) { return i == 0 ? primary_ : i == 1 ? fallback_ : *gpu_; }
+
     // A job abandoned after its cut-off still tells how slow its processor
     // was: measure it once it completes, so the estimate learns.
     void measure_abandoned() {
@@ -712,17 +799,21 @@ class StreamCore {
         });
     }
 
-    BlockJob* dispatch(const auto& choice, const dsp::MlsaVocoder& state, const NoiseSource& noise,
-                       const AcousticFrames& f, std::size_t first, std::size_t count) {
+    BlockJob* dispatch(const Choice& choice, const dsp::MlsaVocoder& state,
+                       const NoiseSource& noise, const AcousticFrames& f, std::size_t first,
+                       std::size_t count, bool last) {
         BlockJob* job = free_job();
         if (!job) return nullptr;
+        job->kind = spectral_ ? VocoderKind::Spectral : VocoderKind::Mlsa;
         job->vocoder = state;
         job->noise = noise;
+        job->spectral = *spectral_state_;
         job->frames = &f;
         job->first_frame = first;
         job->frame_count = count;
+        job->last_block = last;
         job->tier = choice.tier;
-        (choice.processor == 0 ? primary_ : fallback_).submit(job);
+        processor(choice.processor).submit(job);
         return job;
     }
 
@@ -730,7 +821,7 @@ class StreamCore {
     bool wait_done(BlockJob& job, std::int64_t until_ns, std::uint64_t gen) {
         std::unique_lock lock(done_mu_);
         for (;;) {
-            if (job.done.load(std::memory_order_acquire)) return true;
+            if (job.done.load(std::memory_order_acquire)) return !job.failed;
             if (cancelled(gen) || is_shutdown()) return false;
             const std::int64_t now = rt::now_ns();
             if (now >= until_ns) return false;
@@ -890,8 +981,15 @@ class StreamCore {
 
     // Producer-thread state: the block scheduler.
     const std::size_t frames_per_block_;
-    CpuProcessor primary_, fallback_;
-    std::array<LatencyEstimator, 4> estimators_;
+    BlockProcessor primary_, fallback_;
+    std::array<LatencyEstimator, 6> estimators_;  // (primary, fallback, gpu) x (full, reduced)
+    std::vector<Choice> choices_;
+    const bool spectral_;                  // this stream uses the spectral vocoder
+    std::unique_ptr<BlockProcessor> gpu_;  // spectral only, when a GPU backend opened
+    std::string gpu_note_;                 // why there is no GPU processor, if there is none
+    std::string gpu_name_;
+    bool gpu_forced_ = false;  // named by --backend/ETUDE_BACKEND, not chosen by calibration
+    std::optional<gpu::SpectralStreamState> spectral_state_;
     std::array<std::unique_ptr<BlockJob>, 4> jobs_;
     struct Abandoned {
         BlockJob* job;
@@ -912,7 +1010,7 @@ class StreamCore {
     // Block records (guarded by mu_).
     std::vector<BlockRecord> records_;
     std::size_t records_written_ = 0;
-    std::uint64_t block_counts_[3] = {0, 0, 0};
+    std::uint64_t block_counts_[4] = {0, 0, 0, 0};
     std::uint64_t fallbacks_ = 0, late_blocks_ = 0, reduced_blocks_ = 0;
 
     std::thread producer_;

@@ -20,6 +20,7 @@
 
 #include "engine/error.h"
 #include "engine/fault_plan.h"
+#include "gpu/backend.h"
 
 namespace etude::engine {
 
@@ -42,12 +43,24 @@ struct StreamOptions {
     bool realtime_workers = true;    // SCHED_FIFO for the block processors where allowed
     FaultPlan primary_fault;         // test hooks: make a processor slow on purpose
     FaultPlan fallback_fault;
+    // "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
+    // on the device chosen by `backend`/`device` (see gpu/registry.h), with
+    // the CPU processors as fallback.
+    std::string vocoder = "mlsa";
+    std::string backend = "auto";  // auto, cpu, cuda, opencl
+    int device = -1;
+    gpu::GpuFault gpu_fault;  // test hook: make the GPU fail, run out of memory, or be late
+    // Spectral only: create_stream() waits (up to 60 s) until the device has
+    // built its state and baked its FFT plans. Otherwise the CPU makes the
+    // blocks until the device is ready, which for a cold OpenCL device can
+    // take seconds.
+    bool wait_for_device = false;
 };
 
 // One scheduled block: who made it, at what tier, how long it took, and how
 // much time was left before the audio callback needed it.
 struct BlockRecord {
-    enum Processor : std::uint8_t { Primary, Fallback, Ahead };
+    enum Processor : std::uint8_t { Primary, Fallback, Ahead, Gpu };
     std::uint64_t index = 0;
     Processor processor = Primary;
     bool reduced_tier = false;
@@ -82,7 +95,14 @@ struct StreamStats {
     std::uint64_t fallbacks = 0;    // blocks re-dispatched after a missed cut-off
     std::uint64_t late_blocks = 0;  // blocks finished after their deadline
     std::uint64_t reduced_tier_blocks = 0;
-    double latency_ms = 0.0;        // the fixed latency in force
+    std::uint64_t blocks_gpu = 0;
+    double latency_ms = 0.0;         // the fixed latency in force
+    std::string vocoder;             // "mlsa" or "spectral"
+    std::string gpu_device;          // the GPU the spectral vocoder uses, if any
+    std::string gpu_note;            // why none is used
+    std::uint64_t gpu_failures = 0;  // device errors (each such block was remade on the CPU)
+    bool gpu_disabled = false;       // off after repeated failures
+    std::string gpu_last_error;
     bool realtime_workers = false;  // the OS granted SCHED_FIFO to the processors
 };
 

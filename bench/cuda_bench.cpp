@@ -1,0 +1,244 @@
+// Benchmarks for the CUDA backend. main() comes from bench/main.cpp.
+//
+// The backend is loaded at run time from libetude_cuda.so, as the registry
+// does: $ETUDE_CUDA_MODULE, or else the build tree next to this program
+// (<build>/bench/etude_bench -> <build>/gpu/cuda/libetude_cuda.so). Without
+// the module, a driver or a GPU, every benchmark here reports "no CUDA
+// device: <why>" and is skipped.
+//
+// Timing: each iteration issues the work and synchronizes the queue, and the
+// wall time of both is the iteration time (manual time), so the numbers
+// include launch overhead and the wait — what a caller blocking on a result
+// sees. Each benchmark runs its work once before timing, so that cuFFT plans
+// and the cuBLAS handle are created outside the measurement.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_module.h"
+
+namespace {
+
+using namespace etude::gpu;
+
+struct CudaDevice {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Queue> queue;
+    std::string unusable;  // "no CUDA device: <why>" when backend is null
+};
+
+std::string module_path() {
+    if (const char* env = std::getenv("ETUDE_CUDA_MODULE"); env && *env) return env;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return "libetude_cuda.so";
+    return (exe.parent_path().parent_path() / "gpu" / "cuda" / "libetude_cuda.so").string();
+}
+
+CudaDevice open_device() {
+    CudaDevice d;
+    const std::string path = module_path();
+    // Never unloaded: the CUDA runtime inside registers exit handlers.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* why = dlerror();
+        d.unusable = "no CUDA device: module not loaded (" + std::string(why ? why : path) + ")";
+        return d;
+    }
+    auto list = reinterpret_cast<decltype(&etude_cuda_list_devices)>(
+        dlsym(handle, "etude_cuda_list_devices"));
+    auto open = reinterpret_cast<decltype(&etude_cuda_open_device)>(
+        dlsym(handle, "etude_cuda_open_device"));
+    if (!list || !open) {
+        d.unusable = "no CUDA device: " + path + " lacks its entry points";
+        return d;
+    }
+    std::vector<DeviceInfo> devices;
+    std::string note;
+    if (!list(&devices, &note) || devices.empty()) {
+        d.unusable = "no CUDA device: " + (note.empty() ? std::string("none listed") : note);
+        return d;
+    }
+    std::string error;
+    d.backend.reset(open(0, &error));
+    if (!d.backend) {
+        d.unusable = "no CUDA device: " + error;
+        return d;
+    }
+    d.queue = d.backend->create_queue();
+    return d;
+}
+
+// Opened once; deliberately leaked so that nothing CUDA runs during static
+// destruction, after the runtime's own exit handlers.
+CudaDevice& device() {
+    static CudaDevice* d = new CudaDevice(open_device());
+    return *d;
+}
+
+// Skips the benchmark (returning null) when there is no device.
+Backend* backend_or_skip(benchmark::State& state) {
+    CudaDevice& d = device();
+    if (!d.backend) state.SkipWithError(d.unusable.c_str());
+    return d.backend.get();
+}
+
+DeviceBuffer upload_noise(Backend& b, Queue& q, std::size_t n) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    DeviceBuffer buf = b.allocate(n, "bench");
+    b.copy_to_device(q, buf, 0, v.data(), n);
+    b.synchronize(q);
+    return buf;
+}
+
+// Runs `work` once untimed, then times work + synchronize per iteration.
+template <typename Work>
+void time_synchronized(benchmark::State& state, Backend& b, Queue& q, Work&& work) {
+    work();
+    b.synchronize(q);
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        work();
+        b.synchronize(q);
+        state.SetIterationTime(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+}
+
+void BM_CudaGemm(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const int n = static_cast<int>(state.range(0));
+    const std::size_t size = static_cast<std::size_t>(n) * n;
+    auto a = upload_noise(*b, q, size), m = upload_noise(*b, q, size);
+    auto c = b->allocate(size, "bench");
+    time_synchronized(state, *b, q,
+                      [&] { b->gemm(q, false, false, n, n, n, 1.0f, a, n, m, n, 0.0f, c, n); });
+    state.counters["flop_per_iter"] = 2.0 * n * n * n;
+}
+BENCHMARK(BM_CudaGemm)->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->UseManualTime();
+
+void BM_CudaConv1d(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const Conv1dShape s{.batch = 1,
+                        .in_channels = 256,
+                        .out_channels = 256,
+                        .in_length = 1024,
+                        .kernel = 7,
+                        .padding = 3};
+    auto x = upload_noise(*b, q, static_cast<std::size_t>(s.in_channels) * s.in_length);
+    auto w = upload_noise(*b, q, static_cast<std::size_t>(s.out_channels) * s.in_channels * 7);
+    auto bias = upload_noise(*b, q, s.out_channels);
+    auto y = b->allocate(static_cast<std::size_t>(s.out_channels) * s.conv_out_length(), "bench");
+    time_synchronized(state, *b, q, [&] { b->conv1d(q, s, x, w, bias, y); });
+}
+BENCHMARK(BM_CudaConv1d)->UseManualTime();
+
+void BM_CudaRfft(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const int n = static_cast<int>(state.range(0)), batch = static_cast<int>(state.range(1));
+    auto in = upload_noise(*b, q, static_cast<std::size_t>(n) * batch);
+    auto out = b->allocate(static_cast<std::size_t>(n / 2 + 1) * 2 * batch, "bench");
+    time_synchronized(state, *b, q, [&] { b->rfft(q, n, batch, in, out); });
+}
+BENCHMARK(BM_CudaRfft)
+    ->Args({512, 64})
+    ->Args({1024, 64})
+    ->Args({512, 1024})
+    ->Args({1024, 1024})
+    ->UseManualTime();
+
+void BM_CudaGelu(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const std::size_t n = static_cast<std::size_t>(state.range(0));
+    auto x = upload_noise(*b, q, n);
+    auto y = b->allocate(n, "bench");
+    time_synchronized(state, *b, q, [&] { b->activation(q, Activation::Gelu, x, y, n); });
+}
+BENCHMARK(BM_CudaGelu)->Arg(1 << 20)->UseManualTime();
+
+// Host <-> device copies from and to pinned memory; range(0) is bytes.
+void BM_CudaCopyToDevice(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const std::size_t floats = static_cast<std::size_t>(state.range(0)) / sizeof(float);
+    PinnedBuffer host(b, b->allocate_pinned(floats), floats);
+    auto dev = b->allocate(floats, "bench");
+    time_synchronized(state, *b, q, [&] { b->copy_to_device(q, dev, 0, host.data(), floats); });
+    state.counters["bytes_per_iter"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_CudaCopyToDevice)->Arg(4 << 10)->Arg(64 << 10)->Arg(4 << 20)->UseManualTime();
+
+void BM_CudaCopyToHost(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const std::size_t floats = static_cast<std::size_t>(state.range(0)) / sizeof(float);
+    PinnedBuffer host(b, b->allocate_pinned(floats), floats);
+    auto dev = upload_noise(*b, q, floats);
+    time_synchronized(state, *b, q, [&] { b->copy_to_host(q, host.data(), dev, 0, floats); });
+    state.counters["bytes_per_iter"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_CudaCopyToHost)->Arg(4 << 10)->Arg(64 << 10)->Arg(4 << 20)->UseManualTime();
+
+// Launch overhead: ten small ops (a block's worth of work each), issued one
+// by one versus replayed as one captured CUDA graph.
+constexpr std::size_t kSmall = 1024;
+
+void ten_small_ops(Backend& b, Queue& q, DeviceBuffer& x, DeviceBuffer& y) {
+    for (int i = 0; i < 5; ++i) {
+        b.activation(q, Activation::Tanh, x, y, kSmall);
+        b.activation(q, Activation::LeakyRelu, y, x, kSmall, 0.1f);
+    }
+}
+
+void BM_CudaGraphTenOpsDirect(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    auto x = upload_noise(*b, q, kSmall);
+    auto y = b->allocate(kSmall, "bench");
+    time_synchronized(state, *b, q, [&] { ten_small_ops(*b, q, x, y); });
+}
+BENCHMARK(BM_CudaGraphTenOpsDirect)->UseManualTime();
+
+void BM_CudaGraphTenOpsReplayed(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    auto* graphs = dynamic_cast<CudaGraphs*>(b);
+    if (!graphs) {
+        state.SkipWithError("the CUDA backend offers no CudaGraphs");
+        return;
+    }
+    Queue& q = *device().queue;
+    auto x = upload_noise(*b, q, kSmall);
+    auto y = b->allocate(kSmall, "bench");
+    graphs->begin_capture(q);
+    ten_small_ops(*b, q, x, y);
+    const int id = graphs->end_capture(q);
+    time_synchronized(state, *b, q, [&] { graphs->replay(q, id); });
+    graphs->release_graph(q, id);
+}
+BENCHMARK(BM_CudaGraphTenOpsReplayed)->UseManualTime();
+
+}  // namespace

@@ -1,0 +1,184 @@
+// The CPU reference backend against OpenCL device 0 on the vocoder's heavy
+// ops, plus the cost of moving data to and from the device. main() comes
+// from bench/main.cpp.
+//
+// Each benchmark makes one untimed call first (plans, JIT, caches). Every
+// iteration ends with synchronize(), so the numbers are complete
+// round trips (enqueue + device work + wait), and real time is reported:
+// with OpenCL the calling thread mostly waits while the device (or PoCL's
+// worker threads) computes, so its CPU time would say nothing.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/opencl/opencl_backend.h"
+#include "gpu/opencl/opencl_devices.h"
+
+namespace {
+
+using namespace etude::gpu;
+
+enum class Which { Cpu, OpenCl };
+
+// One backend of each kind for the whole run: opening a device compiles
+// kernels, and FFT plans are baked once per device.
+Backend* backend(Which which) {
+    if (which == Which::Cpu) {
+        static CpuBackend cpu;
+        return &cpu;
+    }
+    static const std::unique_ptr<Backend> ocl = []() -> std::unique_ptr<Backend> {
+        std::vector<std::string> notes;
+        if (list_opencl_devices(notes).empty()) return nullptr;
+        try {
+            return open_opencl_device(0);
+        } catch (const DeviceError&) {
+            return nullptr;
+        }
+    }();
+    return ocl.get();
+}
+
+// Returns the backend, or null after marking the benchmark skipped.
+Backend* backend_or_skip(benchmark::State& state, Which which) {
+    Backend* b = backend(which);
+    if (!b) state.SkipWithError("no OpenCL device");
+    return b;
+}
+
+DeviceBuffer random_buffer(Backend& b, Queue& q, std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> host(n);
+    for (auto& v : host) v = dist(rng);
+    auto buf = b.allocate(n, "bench");
+    b.copy_to_device(q, buf, 0, host.data(), n);
+    b.synchronize(q);  // `host` goes out of scope
+    return buf;
+}
+
+void BM_Gemm(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    const int n = static_cast<int>(state.range(0));
+    auto q = b->create_queue();
+    const std::size_t elems = static_cast<std::size_t>(n) * n;
+    auto a = random_buffer(*b, *q, elems, 1);
+    auto bb = random_buffer(*b, *q, elems, 2);
+    auto c = b->allocate(elems, "bench");
+    b->gemm(*q, false, false, n, n, n, 1.0f, a, n, bb, n, 0.0f, c, n);  // warm-up, untimed
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->gemm(*q, false, false, n, n, n, 1.0f, a, n, bb, n, 0.0f, c, n);
+        b->synchronize(*q);
+    }
+    state.counters["FLOP/s"] =
+        benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_Gemm, cpu, Which::Cpu)->Arg(64)->Arg(256)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gemm, opencl, Which::OpenCl)->Arg(64)->Arg(256)->Arg(512)->UseRealTime();
+
+// A vocoder-sized layer: 256 -> 256 channels, kernel 7, 1024 samples.
+void BM_Conv1d(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    Conv1dShape s;
+    s.batch = 1;
+    s.in_channels = s.out_channels = 256;
+    s.in_length = 1024;
+    s.kernel = 7;
+    s.padding = 3;
+    auto q = b->create_queue();
+    auto x = random_buffer(*b, *q, std::size_t(s.in_channels) * s.in_length, 3);
+    auto w = random_buffer(*b, *q, std::size_t(s.out_channels) * s.in_channels * s.kernel, 4);
+    auto bias = random_buffer(*b, *q, s.out_channels, 5);
+    auto y = b->allocate(std::size_t(s.out_channels) * s.conv_out_length(), "bench");
+    b->conv1d(*q, s, x, w, bias, y);  // warm-up, untimed
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->conv1d(*q, s, x, w, bias, y);
+        b->synchronize(*q);
+    }
+    state.counters["FLOP/s"] =
+        benchmark::Counter(2.0 * s.out_channels * s.in_channels * s.kernel * s.conv_out_length(),
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_Conv1d, cpu, Which::Cpu)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Conv1d, opencl, Which::OpenCl)->UseRealTime();
+
+// 64 frames of length n per call, as one STFT block.
+void BM_RfftBatch64(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    const int n = static_cast<int>(state.range(0));
+    constexpr int kBatch = 64;
+    // Bake the clFFT plan outside the timed loop (seconds on PoCL when cold).
+    if (auto* cl = dynamic_cast<OpenClBackend*>(b)) cl->prewarm_fft(n, kBatch);
+    auto q = b->create_queue();
+    auto in = random_buffer(*b, *q, std::size_t(n) * kBatch, 6);
+    auto out = b->allocate(std::size_t(n / 2 + 1) * 2 * kBatch, "bench");
+    b->rfft(*q, n, kBatch, in, out);  // first call creates the CPU plan
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->rfft(*q, n, kBatch, in, out);
+        b->synchronize(*q);
+    }
+    state.SetItemsProcessed(state.iterations() * kBatch);  // transforms
+}
+BENCHMARK_CAPTURE(BM_RfftBatch64, cpu, Which::Cpu)->Arg(512)->Arg(1024)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RfftBatch64, opencl, Which::OpenCl)->Arg(512)->Arg(1024)->UseRealTime();
+
+void BM_Gelu1M(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    constexpr std::size_t kN = 1 << 20;
+    auto q = b->create_queue();
+    auto x = random_buffer(*b, *q, kN, 7);
+    auto y = b->allocate(kN, "bench");
+    b->activation(*q, Activation::Gelu, x, y, kN, 0.0f);  // warm-up, untimed
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->activation(*q, Activation::Gelu, x, y, kN, 0.0f);
+        b->synchronize(*q);
+    }
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+}
+BENCHMARK_CAPTURE(BM_Gelu1M, cpu, Which::Cpu)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gelu1M, opencl, Which::OpenCl)->UseRealTime();
+
+// Host -> device then device -> host of the same block: the fixed cost a
+// device op pays on top of its kernel. Pinned host memory, as the engine uses.
+void BM_CopyRoundTrip(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+    const std::size_t floats = bytes / sizeof(float);
+    auto q = b->create_queue();
+    PinnedBuffer host(b, b->allocate_pinned(floats), floats);
+    for (std::size_t i = 0; i < floats; ++i) host.data()[i] = static_cast<float>(i);
+    auto dev = b->allocate(floats, "bench");
+    b->copy_to_device(*q, dev, 0, host.data(), floats);  // warm-up, untimed
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->copy_to_device(*q, dev, 0, host.data(), floats);
+        b->copy_to_host(*q, host.data(), dev, 0, floats);
+        b->synchronize(*q);
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(2 * bytes));
+}
+BENCHMARK_CAPTURE(BM_CopyRoundTrip, cpu, Which::Cpu)
+    ->Arg(4 << 10)
+    ->Arg(64 << 10)
+    ->Arg(4 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CopyRoundTrip, opencl, Which::OpenCl)
+    ->Arg(4 << 10)
+    ->Arg(64 << 10)
+    ->Arg(4 << 20)
+    ->UseRealTime();
+
+}  // namespace

@@ -1,0 +1,82 @@
+#include "gpu/backend.h"
+
+#include <chrono>
+#include <thread>
+#include <utility>
+
+namespace etude::gpu {
+
+const char* to_string(BackendKind kind) {
+    switch (kind) {
+        case BackendKind::Cpu: return "cpu";
+        case BackendKind::OpenCl: return "opencl";
+        case BackendKind::Cuda: return "cuda";
+    }
+    return "?";
+}
+
+const char* to_string(Activation a) {
+    switch (a) {
+        case Activation::LeakyRelu: return "leaky_relu";
+        case Activation::Gelu: return "gelu";
+        case Activation::Tanh: return "tanh";
+        case Activation::Exp: return "exp";
+        case Activation::Sin: return "sin";
+        case Activation::Cos: return "cos";
+    }
+    return "?";
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+        if (owner_ && handle_) owner_->release(handle_, bytes_, tag_);
+        owner_ = std::exchange(o.owner_, nullptr);
+        handle_ = std::exchange(o.handle_, nullptr);
+        bytes_ = std::exchange(o.bytes_, 0);
+        tag_ = o.tag_;
+    }
+    return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+    if (owner_ && handle_) owner_->release(handle_, bytes_, tag_);
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+    if (this != &o) {
+        if (owner_ && data_) owner_->free_pinned(data_);
+        owner_ = std::exchange(o.owner_, nullptr);
+        data_ = std::exchange(o.data_, nullptr);
+        floats_ = std::exchange(o.floats_, 0);
+    }
+    return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+    if (owner_ && data_) owner_->free_pinned(data_);
+}
+
+DeviceBuffer Backend::allocate(std::size_t floats, const char* tag) {
+    const std::size_t bytes = std::max<std::size_t>(floats, 1) * sizeof(float);
+    return DeviceBuffer(this, raw_allocate(bytes), bytes, tag);
+}
+
+double Backend::consume_fault(const char* op) {
+    if (fault_.kind == GpuFault::None || fault_.count <= 0) return 0.0;
+    --fault_.count;
+    const auto kind = fault_.kind;
+    if (fault_.count == 0) fault_.kind = GpuFault::None;
+    switch (kind) {
+        case GpuFault::KernelFailure:
+            mark_failed(std::string("injected failure in ") + op);
+            throw DeviceError(std::string("injected kernel failure in ") + op);
+        case GpuFault::OutOfMemory:
+            throw OutOfMemory(std::string("injected out-of-memory in ") + op);
+        case GpuFault::Late:
+            return fault_.delay_ms;
+        case GpuFault::None: break;
+    }
+    return 0.0;
+}
+
+}  // namespace etude::gpu

@@ -1,0 +1,243 @@
+// One interface over every place the engine's heavy DSP can run: the CPU,
+// OpenCL devices (GPUs, or PoCL on the CPU) and CUDA GPUs. Each backend lives
+// in its own folder (gpu/cpu, gpu/opencl, gpu/cuda) and implements this
+// class; nothing outside gpu/ knows which one it talks to.
+//
+// Data: every buffer holds 32-bit floats; complex spectra are interleaved
+// (re, im) pairs, n/2+1 of them per real transform of length n. Matrices are
+// row-major.
+//
+// Threads: a Backend may be used from several threads, but a Queue from one
+// thread at a time. Calls on a queue are asynchronous (they return before
+// the device has finished) unless documented otherwise; synchronize() waits.
+// Errors: every backend call is checked; a failure throws gpu::DeviceError
+// (or gpu::OutOfMemory) and marks the backend unhealthy (see health()).
+// None of this is real-time safe: it runs on compute workers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace etude::gpu {
+
+enum class BackendKind { Cpu, OpenCl, Cuda };
+const char* to_string(BackendKind kind);
+
+struct DeviceInfo {
+    BackendKind kind = BackendKind::Cpu;
+    int index = 0;             // position among the devices of its backend
+    std::string name;          // e.g. "NVIDIA H100 80GB HBM3", "pthread-Intel Xeon"
+    std::string vendor;
+    std::string platform;      // OpenCL platform or "CUDA 13.0"
+    std::string driver;        // driver / runtime version
+    std::size_t global_memory = 0;  // bytes
+    int compute_units = 0;
+    bool is_gpu = false;
+    std::vector<std::string> capabilities;  // e.g. "fft", "gemm", "profiling", "fp64"
+};
+
+class DeviceError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+class OutOfMemory : public DeviceError {
+  public:
+    using DeviceError::DeviceError;
+};
+
+class Backend;
+
+// Whoever hands out device memory gets it back through this: the backend
+// itself (raw allocations) or a MemoryPool (reused allocations).
+class MemoryOwner {
+  public:
+    virtual void release(void* handle, std::size_t bytes, const char* tag) noexcept = 0;
+
+  protected:
+    ~MemoryOwner() = default;
+};
+
+// Device memory, owned: given back to its owner on destruction.
+class DeviceBuffer {
+  public:
+    DeviceBuffer() = default;
+    DeviceBuffer(MemoryOwner* owner, void* handle, std::size_t bytes, const char* tag)
+        : owner_(owner), handle_(handle), bytes_(bytes), tag_(tag) {}
+    DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    ~DeviceBuffer();
+
+    void* handle() const { return handle_; }  // cl_mem, device pointer, or host pointer
+    std::size_t bytes() const { return bytes_; }
+    std::size_t floats() const { return bytes_ / sizeof(float); }
+    const char* tag() const { return tag_; }
+    explicit operator bool() const { return handle_ != nullptr; }
+
+  private:
+    MemoryOwner* owner_ = nullptr;
+    void* handle_ = nullptr;
+    std::size_t bytes_ = 0;
+    const char* tag_ = "";
+};
+
+// Page-locked host memory for fast asynchronous copies; owned.
+class PinnedBuffer {
+  public:
+    PinnedBuffer() = default;
+    PinnedBuffer(Backend* owner, float* data, std::size_t floats) : owner_(owner), data_(data), floats_(floats) {}
+    PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
+    PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    ~PinnedBuffer();
+    float* data() const { return data_; }
+    std::size_t floats() const { return floats_; }
+
+  private:
+    Backend* owner_ = nullptr;
+    float* data_ = nullptr;
+    std::size_t floats_ = 0;
+};
+
+// An in-order command queue (CUDA stream, OpenCL command queue; on the CPU
+// work runs at once). Created by Backend::create_queue(); owned.
+class Queue {
+  public:
+    virtual ~Queue() = default;
+};
+
+// Element-wise functions. `alpha` is the leaky-ReLU slope; unused otherwise.
+enum class Activation { LeakyRelu, Gelu, Tanh, Exp, Sin, Cos };
+const char* to_string(Activation a);
+
+// 1-D convolution with PyTorch's conventions (cross-correlation):
+//   x: [batch][in_channels][in_length]
+//   conv1d weights:           [out_channels][in_channels / groups][kernel]
+//   conv_transpose1d weights: [in_channels][out_channels / groups][kernel]
+//   y: [batch][out_channels][out_length], with
+//   conv1d:           out_length = (in_length + 2*padding - dilation*(kernel-1) - 1) / stride + 1
+//   conv_transpose1d: out_length = (in_length - 1)*stride - 2*padding + dilation*(kernel-1) + 1
+struct Conv1dShape {
+    int batch = 1, in_channels = 1, out_channels = 1, in_length = 1, kernel = 1;
+    int stride = 1, dilation = 1, padding = 0, groups = 1;
+    int conv_out_length() const {
+        return (in_length + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+    }
+    int transpose_out_length() const {
+        return (in_length - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1;
+    }
+};
+
+struct KernelTiming {
+    std::string name;      // op or copy ("h2d", "d2h")
+    std::uint64_t calls = 0;
+    double total_ms = 0;   // measured on the device (events) where the backend can
+    double max_ms = 0;
+};
+
+enum class Health { Ok, Failed };
+
+// Test/drill hook: make the next `count` operations fail, run out of memory,
+// or finish `delay_ms` late. Also settable by ETUDE_GPU_FAULT (see registry.h).
+struct GpuFault {
+    enum Kind { None, KernelFailure, OutOfMemory, Late } kind = None;
+    int count = 0;
+    double delay_ms = 0;
+};
+
+class Backend : public MemoryOwner {
+  public:
+    virtual ~Backend() = default;
+    virtual const DeviceInfo& info() const = 0;
+
+    // ---- memory (prefer gpu::MemoryPool, which wraps these) ----
+    // Throws OutOfMemory when the device has no room.
+    virtual void* raw_allocate(std::size_t bytes) = 0;
+    virtual void raw_free(void* handle) noexcept = 0;
+    virtual float* allocate_pinned(std::size_t floats) = 0;
+    virtual void free_pinned(float* p) noexcept = 0;
+    DeviceBuffer allocate(std::size_t floats, const char* tag);  // straight from the device
+    void release(void* handle, std::size_t, const char*) noexcept override { raw_free(handle); }
+
+    // ---- queues, copies, synchronisation ----
+    virtual std::unique_ptr<Queue> create_queue() = 0;
+    // Asynchronous; the host memory must stay valid until synchronize().
+    virtual void copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset_floats,
+                                const float* src, std::size_t floats) = 0;
+    virtual void copy_to_host(Queue& q, float* dst, const DeviceBuffer& src,
+                              std::size_t src_offset_floats, std::size_t floats) = 0;
+    virtual void fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) = 0;
+    virtual void synchronize(Queue& q) = 0;
+
+    // ---- kernels (the operations of the kernel registry) ----
+    // y[i] = f(x[i]) for i < n; x and y may be the same buffer.
+    virtual void activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                            std::size_t n, float alpha = 0.0f) = 0;
+    // C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k,
+    // op(B) is k x n; lda/ldb/ldc are the row strides of A, B, C as stored.
+    virtual void gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                      const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+                      DeviceBuffer& c, int ldc) = 0;
+    // `bias` may be empty (no bias): then y is just the convolution.
+    virtual void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                        const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) = 0;
+    virtual void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                                  const DeviceBuffer& w, const DeviceBuffer& bias,
+                                  DeviceBuffer& y) = 0;
+    // Each of `rows` rows of length `cols`: (x - mean) / sqrt(var + eps) * gamma + beta
+    // (biased variance, as torch.nn.LayerNorm).
+    virtual void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                            const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                            DeviceBuffer& y) = 0;
+    // Batched real FFT of length n: in [batch][n] -> out [batch][n/2+1] complex.
+    virtual void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
+    // Batched inverse, scaled by 1/n: in [batch][n/2+1] complex -> out [batch][n].
+    virtual void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
+    // STFT framing: frames[f][i] = signal[f*hop + i] * window[i], i < n_fft, f < n_frames
+    // (the signal must hold (n_frames-1)*hop + n_fft samples).
+    virtual void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
+                              int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) = 0;
+    // Weighted overlap-add: out[t] = sum_f frames[f][t - f*hop] * window[t - f*hop] over the
+    // frames covering t, for t < (n_frames-1)*hop + n_fft (out is overwritten, not accumulated).
+    virtual void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
+                             int n_frames, const DeviceBuffer& window, DeviceBuffer& out) = 0;
+    // Complex, element-wise over n complex values: c = a * b.
+    virtual void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                                  DeviceBuffer& c, std::size_t n) = 0;
+    // Complex exponential, element-wise over n complex values: y = exp(x).
+    virtual void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) = 0;
+    // Real cepstrum -> minimum-phase cepstrum, per row of length n (batch rows):
+    // y[0] = x[0], y[i] = 2 x[i] for 0 < i < n/2, y[n/2] = x[n/2], y[i] = 0 above.
+    virtual void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                    DeviceBuffer& y) = 0;
+
+    // ---- health and profiling ----
+    Health health() const { return health_; }
+    const std::string& last_error() const { return last_error_; }
+    void reset_health() { health_ = Health::Ok; last_error_.clear(); }
+    virtual std::vector<KernelTiming> kernel_timings() const = 0;
+    virtual void reset_timings() = 0;
+    void inject_fault(GpuFault f) { fault_ = f; }
+
+  protected:
+    // Backends call this before each operation: applies an injected fault.
+    // Returns the delay to add (ms) for a Late fault; throws for the others.
+    double consume_fault(const char* op);
+    void mark_failed(const std::string& what) {
+        health_ = Health::Failed;
+        last_error_ = what;
+    }
+
+  private:
+    Health health_ = Health::Ok;
+    std::string last_error_;
+    GpuFault fault_;
+};
+
+}  // namespace etude::gpu

@@ -1,0 +1,342 @@
+#include "gpu/cpu/cpu_backend.h"
+
+#include <cblas.h>
+#include <fftw3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "dsp/fft.h"
+
+namespace etude::gpu {
+namespace {
+
+class CpuQueue final : public Queue {};
+
+inline float* f(const DeviceBuffer& b) { return static_cast<float*>(b.handle()); }
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) {
+            const auto p = line.find(':');
+            return p == std::string::npos ? line : line.substr(p + 2);
+        }
+    return "CPU";
+}
+
+}  // namespace
+
+struct CpuBackend::FftPlans {
+    fftwf_plan forward = nullptr, inverse = nullptr;
+    ~FftPlans() {
+        std::lock_guard lock(dsp::fftw_planner_mutex());
+        if (forward) fftwf_destroy_plan(forward);
+        if (inverse) fftwf_destroy_plan(inverse);
+    }
+};
+
+// Times one operation (wall clock: on the CPU that is the device time) and
+// applies any injected fault first.
+class CpuBackend::Timer {
+  public:
+    Timer(CpuBackend& b, const char* name) : b_(b), name_(name), t0_(std::chrono::steady_clock::now()) {
+        const double late_ms = b_.consume_fault(name);
+        if (late_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
+    }
+    ~Timer() {
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+        std::lock_guard lock(b_.timing_mu_);
+        auto& t = b_.timings_[name_];
+        t.name = name_;
+        ++t.calls;
+        t.total_ms += ms;
+        t.max_ms = std::max(t.max_ms, ms);
+    }
+
+  private:
+    CpuBackend& b_;
+    const char* name_;
+    std::chrono::steady_clock::time_point t0_;
+};
+
+CpuBackend::CpuBackend() {
+    info_.kind = BackendKind::Cpu;
+    info_.index = 0;
+    info_.name = cpu_model();
+    info_.vendor = "host";
+    info_.platform = "FFTW3 + OpenBLAS";
+    info_.global_memory = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+    info_.compute_units = static_cast<int>(std::thread::hardware_concurrency());
+    info_.is_gpu = false;
+    info_.capabilities = {"fft", "gemm", "fp64"};
+}
+
+CpuBackend::~CpuBackend() = default;
+
+void* CpuBackend::raw_allocate(std::size_t bytes) {
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    const double late = consume_fault("allocate");
+    (void)late;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
+    return p;
+}
+void CpuBackend::raw_free(void* handle) noexcept { std::free(handle); }
+float* CpuBackend::allocate_pinned(std::size_t floats) {
+    return static_cast<float*>(raw_allocate(std::max<std::size_t>(floats, 1) * sizeof(float)));
+}
+void CpuBackend::free_pinned(float* p) noexcept { std::free(p); }
+
+std::unique_ptr<Queue> CpuBackend::create_queue() { return std::make_unique<CpuQueue>(); }
+
+void CpuBackend::copy_to_device(Queue&, DeviceBuffer& dst, std::size_t off, const float* src,
+                                std::size_t n) {
+    Timer t(*this, "h2d");
+    std::memcpy(f(dst) + off, src, n * sizeof(float));
+}
+void CpuBackend::copy_to_host(Queue&, float* dst, const DeviceBuffer& src, std::size_t off,
+                              std::size_t n) {
+    Timer t(*this, "d2h");
+    std::memcpy(dst, f(src) + off, n * sizeof(float));
+}
+void CpuBackend::fill(Queue&, DeviceBuffer& dst, float value, std::size_t n) {
+    std::fill(f(dst), f(dst) + n, value);
+}
+void CpuBackend::synchronize(Queue&) {}
+
+void CpuBackend::activation(Queue&, Activation fn, const DeviceBuffer& x, DeviceBuffer& y,
+                            std::size_t n, float alpha) {
+    Timer t(*this, to_string(fn));
+    const float* in = f(x);
+    float* out = f(y);
+    switch (fn) {
+        case Activation::LeakyRelu:
+            for (std::size_t i = 0; i < n; ++i) out[i] = in[i] >= 0.0f ? in[i] : alpha * in[i];
+            break;
+        case Activation::Gelu:
+            for (std::size_t i = 0; i < n; ++i)
+                out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.70710678118654752f));
+            break;
+        case Activation::Tanh:
+            for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+            break;
+        case Activation::Exp:
+            for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+            break;
+        case Activation::Sin:
+            for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(in[i]);
+            break;
+        case Activation::Cos:
+            for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
+            break;
+    }
+}
+
+void CpuBackend::gemm(Queue&, bool ta, bool tb, int m, int n, int k, float alpha,
+                      const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+                      DeviceBuffer& c, int ldc) {
+    Timer t(*this, "gemm");
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, f(a), lda, f(b), ldb, beta, f(c), ldc);
+}
+
+void CpuBackend::conv1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
+                        const DeviceBuffer& bias, DeviceBuffer& y) {
+    Timer t(*this, "conv1d");
+    const int out_len = s.conv_out_length();
+    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
+    const float* xp = f(x);
+    const float* wp = f(w);
+    const float* bp = bias ? f(bias) : nullptr;
+    float* yp = f(y);
+    for (int n = 0; n < s.batch; ++n)
+        for (int oc = 0; oc < s.out_channels; ++oc) {
+            const int g = oc / ocg;
+            float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
+            for (int t_out = 0; t_out < out_len; ++t_out) yrow[t_out] = bp ? bp[oc] : 0.0f;
+            for (int ic = 0; ic < icg; ++ic) {
+                const float* xrow =
+                    xp + (static_cast<std::size_t>(n) * s.in_channels + g * icg + ic) * s.in_length;
+                const float* wrow = wp + (static_cast<std::size_t>(oc) * icg + ic) * s.kernel;
+                for (int kk = 0; kk < s.kernel; ++kk) {
+                    const float wv = wrow[kk];
+                    for (int t_out = 0; t_out < out_len; ++t_out) {
+                        const int ti = t_out * s.stride - s.padding + kk * s.dilation;
+                        if (ti >= 0 && ti < s.in_length) yrow[t_out] += wv * xrow[ti];
+                    }
+                }
+            }
+        }
+}
+
+void CpuBackend::conv_transpose1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x,
+                                  const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+    Timer t(*this, "conv_transpose1d");
+    const int out_len = s.transpose_out_length();
+    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
+    const float* xp = f(x);
+    const float* wp = f(w);
+    const float* bp = bias ? f(bias) : nullptr;
+    float* yp = f(y);
+    for (int n = 0; n < s.batch; ++n) {
+        for (int oc = 0; oc < s.out_channels; ++oc) {
+            float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
+            for (int t_out = 0; t_out < out_len; ++t_out) yrow[t_out] = bp ? bp[oc] : 0.0f;
+        }
+        for (int ic = 0; ic < s.in_channels; ++ic) {
+            const int g = ic / icg;
+            const float* xrow = xp + (static_cast<std::size_t>(n) * s.in_channels + ic) * s.in_length;
+            for (int o = 0; o < ocg; ++o) {
+                const int oc = g * ocg + o;
+                const float* wrow = wp + (static_cast<std::size_t>(ic) * ocg + o) * s.kernel;
+                float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
+                for (int ti = 0; ti < s.in_length; ++ti) {
+                    const float xv = xrow[ti];
+                    for (int kk = 0; kk < s.kernel; ++kk) {
+                        const int to = ti * s.stride - s.padding + kk * s.dilation;
+                        if (to >= 0 && to < out_len) yrow[to] += xv * wrow[kk];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceBuffer& x,
+                            const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) {
+    Timer t(*this, "layer_norm");
+    const float* xp = f(x);
+    const float* g = f(gamma);
+    const float* bt = f(beta);
+    float* yp = f(y);
+    for (int r = 0; r < rows; ++r) {
+        const float* row = xp + static_cast<std::size_t>(r) * cols;
+        double mean = 0, var = 0;
+        for (int c = 0; c < cols; ++c) mean += row[c];
+        mean /= cols;
+        for (int c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
+        var /= cols;
+        const double inv = 1.0 / std::sqrt(var + eps);
+        float* out = yp + static_cast<std::size_t>(r) * cols;
+        for (int c = 0; c < cols; ++c)
+            out[c] = static_cast<float>((row[c] - mean) * inv) * g[c] + bt[c];
+    }
+}
+
+CpuBackend::FftPlans& CpuBackend::plans(int n) {
+    std::lock_guard lock(plans_mu_);
+    auto& p = plans_[n];
+    if (!p) {
+        p = std::make_unique<FftPlans>();
+        std::vector<float> re(static_cast<std::size_t>(n));
+        std::vector<std::complex<float>> cx(static_cast<std::size_t>(n / 2 + 1));
+        std::lock_guard fftw_lock(dsp::fftw_planner_mutex());
+        // New-array execution on any buffer: plan unaligned, estimate only.
+        const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+        p->forward = fftwf_plan_dft_r2c_1d(n, re.data(), reinterpret_cast<fftwf_complex*>(cx.data()), flags);
+        p->inverse = fftwf_plan_dft_c2r_1d(n, reinterpret_cast<fftwf_complex*>(cx.data()), re.data(),
+                                           flags | FFTW_DESTROY_INPUT);
+    }
+    return *p;
+}
+
+void CpuBackend::rfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    Timer t(*this, "rfft");
+    auto& p = plans(n);
+    for (int b = 0; b < batch; ++b)
+        fftwf_execute_dft_r2c(p.forward, f(in) + static_cast<std::size_t>(b) * n,
+                              reinterpret_cast<fftwf_complex*>(f(out) + static_cast<std::size_t>(b) * (n / 2 + 1) * 2));
+}
+
+void CpuBackend::irfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    Timer t(*this, "irfft");
+    auto& p = plans(n);
+    const std::size_t bins = static_cast<std::size_t>(n / 2 + 1);
+    std::vector<float> scratch(bins * 2);  // c2r destroys its input
+    const float scale = 1.0f / static_cast<float>(n);
+    for (int b = 0; b < batch; ++b) {
+        std::memcpy(scratch.data(), f(in) + b * bins * 2, bins * 2 * sizeof(float));
+        float* o = f(out) + static_cast<std::size_t>(b) * n;
+        fftwf_execute_dft_c2r(p.inverse, reinterpret_cast<fftwf_complex*>(scratch.data()), o);
+        for (int i = 0; i < n; ++i) o[i] *= scale;
+    }
+}
+
+void CpuBackend::frame_signal(Queue&, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
+                              const DeviceBuffer& window, DeviceBuffer& frames) {
+    Timer t(*this, "frame_signal");
+    for (int fr = 0; fr < n_frames; ++fr)
+        for (int i = 0; i < n_fft; ++i)
+            f(frames)[static_cast<std::size_t>(fr) * n_fft + i] =
+                f(signal)[static_cast<std::size_t>(fr) * hop + i] * f(window)[i];
+}
+
+void CpuBackend::overlap_add(Queue&, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                             const DeviceBuffer& window, DeviceBuffer& out) {
+    Timer t(*this, "overlap_add");
+    const std::size_t len = static_cast<std::size_t>(n_frames - 1) * hop + n_fft;
+    std::fill(f(out), f(out) + len, 0.0f);
+    for (int fr = 0; fr < n_frames; ++fr)
+        for (int i = 0; i < n_fft; ++i)
+            f(out)[static_cast<std::size_t>(fr) * hop + i] +=
+                f(frames)[static_cast<std::size_t>(fr) * n_fft + i] * f(window)[i];
+}
+
+void CpuBackend::complex_multiply(Queue&, const DeviceBuffer& a, const DeviceBuffer& b,
+                                  DeviceBuffer& c, std::size_t n) {
+    Timer t(*this, "complex_multiply");
+    for (std::size_t i = 0; i < n; ++i) {
+        const float ar = f(a)[2 * i], ai = f(a)[2 * i + 1], br = f(b)[2 * i], bi = f(b)[2 * i + 1];
+        f(c)[2 * i] = ar * br - ai * bi;
+        f(c)[2 * i + 1] = ar * bi + ai * br;
+    }
+}
+
+void CpuBackend::complex_exp(Queue&, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
+    Timer t(*this, "complex_exp");
+    for (std::size_t i = 0; i < n; ++i) {
+        const float m = std::exp(f(x)[2 * i]), ph = f(x)[2 * i + 1];
+        f(y)[2 * i] = m * std::cos(ph);
+        f(y)[2 * i + 1] = m * std::sin(ph);
+    }
+}
+
+void CpuBackend::minimum_phase_fold(Queue&, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y) {
+    Timer t(*this, "minimum_phase_fold");
+    for (int b = 0; b < batch; ++b) {
+        const float* in = f(x) + static_cast<std::size_t>(b) * n;
+        float* out = f(y) + static_cast<std::size_t>(b) * n;
+        for (int i = 0; i < n; ++i) {
+            float v;
+            if (i == 0 || i == n / 2) v = in[i];
+            else if (i < n / 2) v = 2.0f * in[i];
+            else v = 0.0f;
+            out[i] = v;
+        }
+    }
+}
+
+std::vector<KernelTiming> CpuBackend::kernel_timings() const {
+    std::lock_guard lock(timing_mu_);
+    std::vector<KernelTiming> out;
+    for (const auto& [k, v] : timings_) out.push_back(v);
+    return out;
+}
+
+void CpuBackend::reset_timings() {
+    std::lock_guard lock(timing_mu_);
+    timings_.clear();
+}
+
+}  // namespace etude::gpu

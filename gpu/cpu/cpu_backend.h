@@ -1,0 +1,72 @@
+// The CPU backend: the reference implementation of every operation, and the
+// fallback when no device is there or a device fails. FFTW for transforms,
+// OpenBLAS for GEMM, plain loops for the rest. Work runs at once on the
+// calling thread; queues exist only to satisfy the interface.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "gpu/backend.h"
+
+namespace etude::gpu {
+
+class CpuBackend final : public Backend {
+  public:
+    CpuBackend();
+    ~CpuBackend() override;
+
+    const DeviceInfo& info() const override { return info_; }
+    void* raw_allocate(std::size_t bytes) override;
+    void raw_free(void* handle) noexcept override;
+    float* allocate_pinned(std::size_t floats) override;
+    void free_pinned(float* p) noexcept override;
+
+    std::unique_ptr<Queue> create_queue() override;
+    void copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
+                        std::size_t floats) override;
+    void copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::size_t src_offset,
+                      std::size_t floats) override;
+    void fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) override;
+    void synchronize(Queue& q) override;
+
+    void activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n,
+                    float alpha) override;
+    void gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+              const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+              DeviceBuffer& c, int ldc) override;
+    void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
+                const DeviceBuffer& bias, DeviceBuffer& y) override;
+    void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                          const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) override;
+    void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                    const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) override;
+    void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
+    void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
+    void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
+                      const DeviceBuffer& window, DeviceBuffer& frames) override;
+    void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                     const DeviceBuffer& window, DeviceBuffer& out) override;
+    void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
+                          std::size_t n) override;
+    void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) override;
+    void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
+                            DeviceBuffer& y) override;
+
+    std::vector<KernelTiming> kernel_timings() const override;
+    void reset_timings() override;
+
+  private:
+    struct FftPlans;
+    FftPlans& plans(int n);
+    class Timer;
+
+    DeviceInfo info_;
+    std::mutex plans_mu_;
+    std::map<int, std::unique_ptr<FftPlans>> plans_;
+    mutable std::mutex timing_mu_;
+    std::map<std::string, KernelTiming> timings_;
+};
+
+}  // namespace etude::gpu

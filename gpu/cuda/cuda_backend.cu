@@ -1,0 +1,771 @@
+// CudaBackend: see cuda_backend.h. Host code only (the build compiles this
+// file as C++, which is much faster than nvcc's per-architecture passes); the
+// kernels it launches are in cuda_kernels.cu.
+//
+// Per queue (a non-blocking stream): a lazily created cuBLAS handle, cuFFT
+// plans with their scratch memory, a pool of timing events and the CUDA
+// graphs captured on it. Keeping these per queue rather than per backend is
+// what makes queues independent: a cuFFT plan owns one work area, and two
+// streams running the same plan at once would share it.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_kernels.h"
+
+namespace etude::gpu {
+namespace {
+
+// ---- RAII for CUDA resources ----
+
+struct StreamDeleter {
+    void operator()(cudaStream_t s) const noexcept { cudaStreamDestroy(s); }
+};
+using Stream = std::unique_ptr<CUstream_st, StreamDeleter>;
+
+struct EventDeleter {
+    void operator()(cudaEvent_t e) const noexcept { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<CUevent_st, EventDeleter>;
+
+struct CublasDeleter {
+    void operator()(cublasHandle_t h) const noexcept { cublasDestroy(h); }
+};
+using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
+
+struct GraphDeleter {
+    void operator()(cudaGraph_t g) const noexcept { cudaGraphDestroy(g); }
+};
+using Graph = std::unique_ptr<CUgraph_st, GraphDeleter>;
+
+struct GraphExecDeleter {
+    // An in-flight executable graph is freed once it completes (CUDA runtime
+    // documentation of cudaGraphExecDestroy), so this is safe at any time.
+    void operator()(cudaGraphExec_t g) const noexcept { cudaGraphExecDestroy(g); }
+};
+using GraphExec = std::unique_ptr<CUgraphExec_st, GraphExecDeleter>;
+
+struct DeviceFree {
+    void operator()(void* p) const noexcept { cudaFree(p); }
+};
+using DeviceMemory = std::unique_ptr<void, DeviceFree>;
+
+// cufftHandle is a plain int, so it gets a small owning class of its own.
+class FftPlan {
+  public:
+    FftPlan() = default;
+    explicit FftPlan(cufftHandle h) : h_(h), valid_(true) {}
+    FftPlan(FftPlan&& o) noexcept : h_(o.h_), valid_(std::exchange(o.valid_, false)) {}
+    FftPlan& operator=(FftPlan&& o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = o.h_;
+            valid_ = std::exchange(o.valid_, false);
+        }
+        return *this;
+    }
+    FftPlan(const FftPlan&) = delete;
+    FftPlan& operator=(const FftPlan&) = delete;
+    ~FftPlan() { reset(); }
+    cufftHandle get() const { return h_; }
+    explicit operator bool() const { return valid_; }
+
+  private:
+    void reset() noexcept {
+        if (valid_) cufftDestroy(h_);
+        valid_ = false;
+    }
+    cufftHandle h_ = 0;
+    bool valid_ = false;
+};
+
+// cuFFT has no error-string function.
+const char* cufft_error_name(cufftResult r) {
+    switch (r) {
+        case CUFFT_SUCCESS:
+            return "CUFFT_SUCCESS";
+        case CUFFT_INVALID_PLAN:
+            return "CUFFT_INVALID_PLAN";
+        case CUFFT_ALLOC_FAILED:
+            return "CUFFT_ALLOC_FAILED";
+        case CUFFT_INVALID_TYPE:
+            return "CUFFT_INVALID_TYPE";
+        case CUFFT_INVALID_VALUE:
+            return "CUFFT_INVALID_VALUE";
+        case CUFFT_INTERNAL_ERROR:
+            return "CUFFT_INTERNAL_ERROR";
+        case CUFFT_EXEC_FAILED:
+            return "CUFFT_EXEC_FAILED";
+        case CUFFT_SETUP_FAILED:
+            return "CUFFT_SETUP_FAILED";
+        case CUFFT_INVALID_SIZE:
+            return "CUFFT_INVALID_SIZE";
+        case CUFFT_UNALIGNED_DATA:
+            return "CUFFT_UNALIGNED_DATA";
+        case CUFFT_INVALID_DEVICE:
+            return "CUFFT_INVALID_DEVICE";
+        case CUFFT_NO_WORKSPACE:
+            return "CUFFT_NO_WORKSPACE";
+        case CUFFT_NOT_IMPLEMENTED:
+            return "CUFFT_NOT_IMPLEMENTED";
+        case CUFFT_NOT_SUPPORTED:
+            return "CUFFT_NOT_SUPPORTED";
+        default:
+            return "cuFFT error";
+    }
+}
+
+std::string version_string(int v) {
+    // CUDA encodes versions as 1000*major + 10*minor.
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+inline float* fp(const DeviceBuffer& b) {
+    return static_cast<float*>(b.handle());
+}
+
+// Caller mistakes (a buffer smaller than the op needs) are rejected before
+// anything is queued: on a GPU an out-of-bounds write does not fail cleanly
+// but corrupts the context for the whole process.
+void need(const DeviceBuffer& b, std::size_t floats, const char* what, const char* op) {
+    if (floats > 0 && (!b || b.floats() < floats))
+        throw std::invalid_argument(std::string(op) + ": " + what + " holds " +
+                                    std::to_string(b.floats()) + " floats, needs " +
+                                    std::to_string(floats));
+}
+
+// Extent of a row-major matrix with `rows` rows of `cols` used columns and
+// row stride `ld`.
+std::size_t matrix_floats(int rows, int cols, int ld) {
+    if (rows <= 0 || cols <= 0) return 0;
+    return static_cast<std::size_t>(rows - 1) * ld + cols;
+}
+
+struct TimedOp {
+    const char* name;  // always a string literal or to_string(): static storage
+    Event start, stop;
+};
+
+struct FftEntry {
+    FftPlan forward, inverse;
+    // C2R overwrites its input, so irfft transforms a copy. One buffer per
+    // plan, never reallocated: a captured graph keeps pointing at it.
+    DeviceMemory scratch;
+};
+
+class CudaQueue final : public Queue {
+  public:
+    CudaQueue(const void* owner, int device, Stream stream)
+        : owner(owner), device(device), stream(std::move(stream)) {}
+    ~CudaQueue() override {
+        // Work still queued may use the plans, scratch and events below.
+        cudaSetDevice(device);
+        if (capturing) {
+            cudaGraph_t g = nullptr;
+            cudaStreamEndCapture(stream.get(), &g);
+            if (g) cudaGraphDestroy(g);
+        }
+        cudaStreamSynchronize(stream.get());
+    }
+
+    const void* owner;
+    int device;
+    // Declared first so that it is destroyed last, after everything using it.
+    Stream stream;
+    CublasHandle blas;
+    std::map<std::pair<int, int>, FftEntry> ffts;  // (n, batch)
+    std::vector<Event> spare_events;
+    std::deque<TimedOp> pending;  // recorded, not yet read
+    bool capturing = false;
+    std::map<int, GraphExec> graphs;
+    int next_graph = 1;
+};
+
+// Bounds the events in flight on a queue that is never synchronized.
+constexpr std::size_t kMaxPendingTimings = 4096;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+struct CudaBackend::Impl {
+    explicit Impl(CudaBackend& self) : self(self) {}
+
+    CudaBackend& self;
+    int device = 0;  // CUDA ordinal; set once by the constructor
+    DeviceInfo info;
+    mutable std::mutex timing_mu;
+    std::map<std::string, KernelTiming> timings;
+
+    // Every CUDA, cuFFT and cuBLAS call goes through one of these.
+    void check(cudaError_t e, const char* call, const char* op) {
+        if (e == cudaSuccess) return;
+        cudaGetLastError();  // clear a non-sticky error so later launch checks are not confused
+        self.fail(std::string("CUDA ") + call + ": " + cudaGetErrorString(e) + " while " + op);
+    }
+    void check(cufftResult r, const char* call, const char* op) {
+        if (r == CUFFT_SUCCESS) return;
+        if (r == CUFFT_ALLOC_FAILED)
+            throw OutOfMemory(std::string("CUDA ") + call + ": " + cufft_error_name(r) + " while " +
+                              op);
+        self.fail(std::string("CUDA ") + call + ": " + cufft_error_name(r) + " while " + op);
+    }
+    void check(cublasStatus_t s, const char* call, const char* op) {
+        if (s == CUBLAS_STATUS_SUCCESS) return;
+        if (s == CUBLAS_STATUS_ALLOC_FAILED)
+            throw OutOfMemory(std::string("CUDA ") + call + ": " + cublasGetStatusString(s) +
+                              " while " + op);
+        self.fail(std::string("CUDA ") + call + ": " + cublasGetStatusString(s) + " while " + op);
+    }
+
+    // The current device is per host thread; any thread may call us.
+    void use_device(const char* op) { check(cudaSetDevice(device), "cudaSetDevice", op); }
+
+    CudaQueue& queue(Queue& q) const {
+        auto* cq = dynamic_cast<CudaQueue*>(&q);
+        if (!cq || cq->owner != this)
+            throw std::invalid_argument("CUDA backend: a queue from another backend was passed");
+        return *cq;
+    }
+
+    void record(const char* name, float ms) {
+        std::lock_guard lock(timing_mu);
+        auto& t = timings[name];
+        t.name = name;
+        ++t.calls;
+        t.total_ms += ms;
+        t.max_ms = std::max<double>(t.max_ms, ms);
+    }
+
+    // Reads the timings of finished ops in order, stopping at the first that
+    // is still running (or at all of them after a synchronize).
+    void harvest(CudaQueue& q) {
+        while (!q.pending.empty()) {
+            TimedOp& op = q.pending.front();
+            const cudaError_t ready = cudaEventQuery(op.stop.get());
+            if (ready == cudaErrorNotReady) {
+                cudaGetLastError();  // "not ready" is a status, not an error to keep
+                return;
+            }
+            check(ready, "cudaEventQuery", "reading kernel timings");
+            float ms = 0.0f;
+            check(cudaEventElapsedTime(&ms, op.start.get(), op.stop.get()), "cudaEventElapsedTime",
+                  "reading kernel timings");
+            record(op.name, ms);
+            q.spare_events.push_back(std::move(op.start));
+            q.spare_events.push_back(std::move(op.stop));
+            q.pending.pop_front();
+        }
+    }
+
+    Event take_event(CudaQueue& q, const char* op) {
+        if (!q.spare_events.empty()) {
+            Event e = std::move(q.spare_events.back());
+            q.spare_events.pop_back();
+            return e;
+        }
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreate(&e), "cudaEventCreate", op);
+        return Event(e);
+    }
+
+    FftEntry& fft(CudaQueue& q, int n, int batch) { return q.ffts[{n, batch}]; }
+
+    cublasHandle_t blas(CudaQueue& q) {
+        if (!q.blas) {
+            cublasHandle_t h = nullptr;
+            check(cublasCreate(&h), "cublasCreate", "gemm");
+            q.blas.reset(h);
+            check(cublasSetStream(h, q.stream.get()), "cublasSetStream", "gemm");
+            // The default math mode computes in full FP32 (no TF32 tensor
+            // cores), which the 1e-4 parity with the CPU's SGEMM relies on.
+            check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", "gemm");
+        }
+        return q.blas.get();
+    }
+};
+
+void CudaBackend::fail(const std::string& what) {
+    mark_failed(what);
+    throw DeviceError(what);
+}
+
+// One operation on a queue: applies an injected fault, makes the device
+// current and brackets the work with a pair of timing events. done() files
+// the pair for synchronize() to read; an op that throws before done() just
+// returns its events to the pool.
+class CudaBackend::Op {
+  public:
+    Op(CudaBackend& b, Queue& q, const char* name)
+        : impl_(*b.impl_), q_(impl_.queue(q)), name_(name) {
+        const double late_ms = b.consume_fault(name);
+        if (late_ms > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
+        impl_.use_device(name);
+        // Events recorded while capturing would become graph nodes with no
+        // meaningful elapsed time; replays are timed as a whole instead.
+        if (q_.capturing) return;
+        if (q_.pending.size() >= kMaxPendingTimings) impl_.harvest(q_);
+        if (q_.pending.size() >= kMaxPendingTimings) return;  // still busy: skip timing this op
+        start_ = impl_.take_event(q_, name);
+        stop_ = impl_.take_event(q_, name);
+        impl_.check(cudaEventRecord(start_.get(), q_.stream.get()), "cudaEventRecord", name);
+    }
+    ~Op() {
+        if (start_) q_.spare_events.push_back(std::move(start_));
+        if (stop_) q_.spare_events.push_back(std::move(stop_));
+    }
+    Op(const Op&) = delete;
+    Op& operator=(const Op&) = delete;
+
+    CudaQueue& queue() const { return q_; }
+    cudaStream_t stream() const { return q_.stream.get(); }
+    const char* name() const { return name_; }
+    template <typename Status>
+    void check(Status s, const char* call) {
+        impl_.check(s, call, name_);
+    }
+
+    void done() {
+        if (!start_) return;
+        impl_.check(cudaEventRecord(stop_.get(), q_.stream.get()), "cudaEventRecord", name_);
+        q_.pending.push_back(TimedOp{name_, std::move(start_), std::move(stop_)});
+    }
+
+  private:
+    Impl& impl_;
+    CudaQueue& q_;
+    const char* name_;
+    Event start_, stop_;
+};
+
+// ---------------------------------------------------------------------------
+
+DeviceInfo CudaBackend::describe(int ordinal) {
+    auto check = [&](cudaError_t e, const char* call) {
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw DeviceError(std::string("CUDA ") + call + ": " + cudaGetErrorString(e) +
+                              " while describing device " + std::to_string(ordinal));
+        }
+    };
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
+    int runtime = 0, driver = 0;
+    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+    check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+
+    DeviceInfo info;
+    info.kind = BackendKind::Cuda;
+    info.index = ordinal;  // the caller renumbers among supported devices
+    info.name = p.name;
+    info.vendor = "NVIDIA";
+    info.platform = "CUDA " + version_string(runtime);
+    info.driver = version_string(driver);
+    info.global_memory = p.totalGlobalMem;
+    info.compute_units = p.multiProcessorCount;
+    info.is_gpu = true;
+    info.capabilities = {"sm_" + std::to_string(p.major) + std::to_string(p.minor),
+                         "fft",
+                         "gemm",
+                         "profiling",
+                         "graphs",
+                         "fp64"};
+    return info;
+}
+
+CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
+    int count = 0;
+    impl_->check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", "opening the device");
+    // `index` counts only the GPUs this build supports, as
+    // etude_cuda_list_devices lists them: the module carries code for sm_80
+    // and sm_90 (plus PTX for newer GPUs), and an older GPU would only fail
+    // at its first kernel launch.
+    std::vector<int> ordinals;
+    for (int i = 0; i < count; ++i) {
+        int major = 0;
+        impl_->check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i),
+                     "cudaDeviceGetAttribute", "opening the device");
+        if (major >= 8) ordinals.push_back(i);
+    }
+    if (index < 0 || index >= static_cast<int>(ordinals.size()))
+        throw DeviceError("CUDA: there is no device " + std::to_string(index) + "; found " +
+                          std::to_string(ordinals.size()) + " (sm_80 or newer)");
+    impl_->device = ordinals[static_cast<std::size_t>(index)];
+    impl_->info = describe(impl_->device);
+    impl_->info.index = index;
+    impl_->use_device("opening the device");
+    // Creates the primary context now, so that a broken driver shows up
+    // here rather than in the first operation.
+    impl_->check(cudaFree(nullptr), "cudaFree", "opening the device");
+}
+
+CudaBackend::~CudaBackend() = default;
+
+const DeviceInfo& CudaBackend::info() const {
+    return impl_->info;
+}
+
+// ---- memory ----
+
+void* CudaBackend::raw_allocate(std::size_t bytes) {
+    consume_fault("allocate");
+    impl_->use_device("allocate");
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
+    if (e == cudaErrorMemoryAllocation) {
+        // Not a device failure: the caller (a pool) can free memory and retry.
+        cudaGetLastError();
+        throw OutOfMemory("CUDA cudaMalloc: out of memory while allocating " +
+                          std::to_string(bytes) + " bytes");
+    }
+    impl_->check(e, "cudaMalloc", "allocate");
+    return p;
+}
+
+void CudaBackend::raw_free(void* handle) noexcept {
+    if (!handle) return;
+    // No error reporting from here (noexcept, often in destructors); a
+    // broken context shows up in the next operation instead.
+    cudaSetDevice(impl_->device);
+    cudaFree(handle);
+}
+
+float* CudaBackend::allocate_pinned(std::size_t floats) {
+    consume_fault("allocate");
+    impl_->use_device("allocate_pinned");
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocHost(&p, std::max<std::size_t>(floats, 1) * sizeof(float));
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        throw OutOfMemory("CUDA cudaMallocHost: out of memory while allocating " +
+                          std::to_string(floats) + " pinned floats");
+    }
+    impl_->check(e, "cudaMallocHost", "allocate_pinned");
+    return static_cast<float*>(p);
+}
+
+void CudaBackend::free_pinned(float* p) noexcept {
+    if (p) cudaFreeHost(p);
+}
+
+// ---- queues, copies, synchronisation ----
+
+std::unique_ptr<Queue> CudaBackend::create_queue() {
+    impl_->use_device("create_queue");
+    cudaStream_t s = nullptr;
+    // Non-blocking: no implicit ordering with the legacy default stream, which
+    // other libraries in the process may use.
+    impl_->check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+                 "create_queue");
+    return std::make_unique<CudaQueue>(impl_.get(), impl_->device, Stream(s));
+}
+
+void CudaBackend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset,
+                                 const float* src, std::size_t floats) {
+    Op op(*this, q, "h2d");
+    need(dst, dst_offset + floats, "dst", "h2d");
+    if (floats > 0)
+        op.check(cudaMemcpyAsync(fp(dst) + dst_offset, src, floats * sizeof(float),
+                                 cudaMemcpyHostToDevice, op.stream()),
+                 "cudaMemcpyAsync");
+    op.done();
+}
+
+void CudaBackend::copy_to_host(Queue& q, float* dst, const DeviceBuffer& src,
+                               std::size_t src_offset, std::size_t floats) {
+    Op op(*this, q, "d2h");
+    need(src, src_offset + floats, "src", "d2h");
+    if (floats > 0)
+        op.check(cudaMemcpyAsync(dst, fp(src) + src_offset, floats * sizeof(float),
+                                 cudaMemcpyDeviceToHost, op.stream()),
+                 "cudaMemcpyAsync");
+    op.done();
+}
+
+// Like the CPU reference, fill is bookkeeping rather than an op: no fault
+// injection, no timing entry.
+void CudaBackend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
+    CudaQueue& cq = impl_->queue(q);
+    need(dst, floats, "dst", "fill");
+    impl_->use_device("fill");
+    impl_->check(kernels::fill(cq.stream.get(), fp(dst), value, floats), "fill kernel launch",
+                 "fill");
+}
+
+void CudaBackend::synchronize(Queue& q) {
+    CudaQueue& cq = impl_->queue(q);
+    impl_->use_device("synchronize");
+    impl_->check(cudaStreamSynchronize(cq.stream.get()), "cudaStreamSynchronize", "synchronize");
+    impl_->harvest(cq);
+}
+
+// ---- kernels ----
+
+void CudaBackend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                             std::size_t n, float alpha) {
+    Op op(*this, q, to_string(f));
+    need(x, n, "x", op.name());
+    need(y, n, "y", op.name());
+    op.check(kernels::activation(op.stream(), f, fp(x), fp(y), n, alpha), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                       const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+                       DeviceBuffer& c, int ldc) {
+    Op op(*this, q, "gemm");
+    need(a, trans_a ? matrix_floats(k, m, lda) : matrix_floats(m, k, lda), "a", "gemm");
+    need(b, trans_b ? matrix_floats(n, k, ldb) : matrix_floats(k, n, ldb), "b", "gemm");
+    need(c, matrix_floats(m, n, ldc), "c", "gemm");
+    if (m > 0 && n > 0) {
+        // cuBLAS is column-major. A row-major matrix with row stride ld is
+        // its transpose in column-major with the same ld, so row-major
+        // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
+        // operands and the m/n sizes, keep each operand's transpose flag.
+        cublasHandle_t h = impl_->blas(op.queue());
+        op.check(
+            cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        n, m, k, &alpha, fp(b), ldb, fp(a), lda, &beta, fp(c), ldc),
+            "cublasSgemm");
+    }
+    op.done();
+}
+
+void CudaBackend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                         const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+    Op op(*this, q, "conv1d");
+    if (s.groups <= 0 || s.in_channels % s.groups || s.out_channels % s.groups || s.stride <= 0)
+        throw std::invalid_argument("conv1d: channels must divide into groups, stride > 0");
+    const std::size_t batch = std::max(s.batch, 0);
+    need(x, batch * s.in_channels * s.in_length, "x", "conv1d");
+    need(w, static_cast<std::size_t>(s.out_channels) * (s.in_channels / s.groups) * s.kernel, "w",
+         "conv1d");
+    if (bias) need(bias, s.out_channels, "bias", "conv1d");
+    need(y, batch * s.out_channels * std::max(s.conv_out_length(), 0), "y", "conv1d");
+    op.check(kernels::conv1d(op.stream(), s, fp(x), fp(w), bias ? fp(bias) : nullptr, fp(y)),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                                   const DeviceBuffer& w, const DeviceBuffer& bias,
+                                   DeviceBuffer& y) {
+    Op op(*this, q, "conv_transpose1d");
+    if (s.groups <= 0 || s.in_channels % s.groups || s.out_channels % s.groups || s.stride <= 0)
+        throw std::invalid_argument(
+            "conv_transpose1d: channels must divide into groups, stride > 0");
+    const std::size_t batch = std::max(s.batch, 0);
+    need(x, batch * s.in_channels * s.in_length, "x", "conv_transpose1d");
+    need(w, static_cast<std::size_t>(s.in_channels) * (s.out_channels / s.groups) * s.kernel, "w",
+         "conv_transpose1d");
+    if (bias) need(bias, s.out_channels, "bias", "conv_transpose1d");
+    need(y, batch * s.out_channels * std::max(s.transpose_out_length(), 0), "y",
+         "conv_transpose1d");
+    op.check(
+        kernels::conv_transpose1d(op.stream(), s, fp(x), fp(w), bias ? fp(bias) : nullptr, fp(y)),
+        "kernel launch");
+    op.done();
+}
+
+void CudaBackend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                             const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) {
+    Op op(*this, q, "layer_norm");
+    const std::size_t total = static_cast<std::size_t>(std::max(rows, 0)) * std::max(cols, 0);
+    need(x, total, "x", "layer_norm");
+    need(y, total, "y", "layer_norm");
+    need(gamma, rows > 0 ? std::max(cols, 0) : 0, "gamma", "layer_norm");
+    need(beta, rows > 0 ? std::max(cols, 0) : 0, "beta", "layer_norm");
+    op.check(kernels::layer_norm(op.stream(), rows, cols, eps, fp(x), fp(gamma), fp(beta), fp(y)),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    Op op(*this, q, "rfft");
+    if (n <= 0 || batch <= 0) return op.done();
+    const std::size_t bins = static_cast<std::size_t>(n / 2 + 1);
+    need(in, static_cast<std::size_t>(batch) * n, "in", "rfft");
+    need(out, static_cast<std::size_t>(batch) * bins * 2, "out", "rfft");
+    FftEntry& e = impl_->fft(op.queue(), n, batch);
+    if (!e.forward) {
+        // Basic (contiguous) layout: null embeds make cuFFT ignore the
+        // strides and distances, which is exactly [batch][n] -> [batch][n/2+1].
+        cufftHandle h = 0;
+        op.check(cufftPlanMany(&h, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_R2C, batch),
+                 "cufftPlanMany");
+        e.forward = FftPlan(h);
+        op.check(cufftSetStream(h, op.stream()), "cufftSetStream");
+    }
+    op.check(cufftExecR2C(e.forward.get(), fp(in), reinterpret_cast<cufftComplex*>(fp(out))),
+             "cufftExecR2C");
+    op.done();
+}
+
+void CudaBackend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    Op op(*this, q, "irfft");
+    if (n <= 0 || batch <= 0) return op.done();
+    const std::size_t bins = static_cast<std::size_t>(n / 2 + 1);
+    const std::size_t spectrum_floats = static_cast<std::size_t>(batch) * bins * 2;
+    need(in, spectrum_floats, "in", "irfft");
+    need(out, static_cast<std::size_t>(batch) * n, "out", "irfft");
+    FftEntry& e = impl_->fft(op.queue(), n, batch);
+    if (!e.inverse) {
+        cufftHandle h = 0;
+        op.check(cufftPlanMany(&h, 1, &n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2R, batch),
+                 "cufftPlanMany");
+        e.inverse = FftPlan(h);
+        op.check(cufftSetStream(h, op.stream()), "cufftSetStream");
+        void* p = nullptr;
+        const cudaError_t err = cudaMalloc(&p, spectrum_floats * sizeof(float));
+        if (err == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            e.inverse = FftPlan();  // retry the whole setup next time
+            throw OutOfMemory("CUDA cudaMalloc: out of memory while irfft");
+        }
+        op.check(err, "cudaMalloc");
+        e.scratch.reset(p);
+    }
+    // The caller's spectrum is const: transform a copy.
+    op.check(cudaMemcpyAsync(e.scratch.get(), fp(in), spectrum_floats * sizeof(float),
+                             cudaMemcpyDeviceToDevice, op.stream()),
+             "cudaMemcpyAsync");
+    op.check(cufftExecC2R(e.inverse.get(), static_cast<cufftComplex*>(e.scratch.get()), fp(out)),
+             "cufftExecC2R");
+    // cuFFT's inverse is unnormalised; the interface promises 1/n.
+    op.check(kernels::scale(op.stream(), fp(out), 1.0f / static_cast<float>(n),
+                            static_cast<std::size_t>(batch) * n),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
+                               int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) {
+    Op op(*this, q, "frame_signal");
+    if (n_fft <= 0 || n_frames <= 0) return op.done();
+    if (hop < 0) throw std::invalid_argument("frame_signal: hop must not be negative");
+    need(signal, static_cast<std::size_t>(n_frames - 1) * hop + n_fft, "signal", "frame_signal");
+    need(window, n_fft, "window", "frame_signal");
+    need(frames, static_cast<std::size_t>(n_frames) * n_fft, "frames", "frame_signal");
+    op.check(kernels::frame_signal(op.stream(), fp(signal), n_fft, hop, n_frames, fp(window),
+                                   fp(frames)),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
+                              int n_frames, const DeviceBuffer& window, DeviceBuffer& out) {
+    Op op(*this, q, "overlap_add");
+    if (n_fft <= 0 || n_frames <= 0) return op.done();
+    if (hop <= 0) throw std::invalid_argument("overlap_add: hop must be positive");
+    need(frames, static_cast<std::size_t>(n_frames) * n_fft, "frames", "overlap_add");
+    need(window, n_fft, "window", "overlap_add");
+    need(out, static_cast<std::size_t>(n_frames - 1) * hop + n_fft, "out", "overlap_add");
+    op.check(
+        kernels::overlap_add(op.stream(), fp(frames), n_fft, hop, n_frames, fp(window), fp(out)),
+        "kernel launch");
+    op.done();
+}
+
+void CudaBackend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                                   DeviceBuffer& c, std::size_t n) {
+    Op op(*this, q, "complex_multiply");
+    need(a, 2 * n, "a", "complex_multiply");
+    need(b, 2 * n, "b", "complex_multiply");
+    need(c, 2 * n, "c", "complex_multiply");
+    op.check(kernels::complex_multiply(op.stream(), fp(a), fp(b), fp(c), n), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
+    Op op(*this, q, "complex_exp");
+    need(x, 2 * n, "x", "complex_exp");
+    need(y, 2 * n, "y", "complex_exp");
+    op.check(kernels::complex_exp(op.stream(), fp(x), fp(y), n), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                     DeviceBuffer& y) {
+    Op op(*this, q, "minimum_phase_fold");
+    const std::size_t total = static_cast<std::size_t>(std::max(n, 0)) * std::max(batch, 0);
+    need(x, total, "x", "minimum_phase_fold");
+    need(y, total, "y", "minimum_phase_fold");
+    op.check(kernels::minimum_phase_fold(op.stream(), n, batch, fp(x), fp(y)), "kernel launch");
+    op.done();
+}
+
+// ---- profiling ----
+
+std::vector<KernelTiming> CudaBackend::kernel_timings() const {
+    std::lock_guard lock(impl_->timing_mu);
+    std::vector<KernelTiming> out;
+    out.reserve(impl_->timings.size());
+    for (const auto& [name, t] : impl_->timings) out.push_back(t);
+    return out;
+}
+
+void CudaBackend::reset_timings() {
+    std::lock_guard lock(impl_->timing_mu);
+    impl_->timings.clear();
+}
+
+// ---- CUDA graphs ----
+
+void CudaBackend::begin_capture(Queue& q) {
+    CudaQueue& cq = impl_->queue(q);
+    if (cq.capturing) throw std::logic_error("begin_capture: the queue is already capturing");
+    impl_->use_device("begin_capture");
+    // Relaxed: an op that creates its cuFFT plan or cuBLAS handle during the
+    // capture (against the advice in cuda_backend.h) may then still allocate;
+    // the stricter modes would make that allocation fail the capture.
+    impl_->check(cudaStreamBeginCapture(cq.stream.get(), cudaStreamCaptureModeRelaxed),
+                 "cudaStreamBeginCapture", "begin_capture");
+    cq.capturing = true;
+}
+
+int CudaBackend::end_capture(Queue& q) {
+    CudaQueue& cq = impl_->queue(q);
+    if (!cq.capturing) throw std::logic_error("end_capture: the queue is not capturing");
+    impl_->use_device("end_capture");
+    cq.capturing = false;
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(cq.stream.get(), &g);
+    const Graph graph(g);  // destroyed on every path; the executable graph is independent of it
+    impl_->check(e, "cudaStreamEndCapture", "end_capture");
+    cudaGraphExec_t exec = nullptr;
+    impl_->check(cudaGraphInstantiate(&exec, graph.get(), 0), "cudaGraphInstantiate",
+                 "end_capture");
+    const int id = cq.next_graph++;
+    cq.graphs.emplace(id, GraphExec(exec));
+    return id;
+}
+
+void CudaBackend::replay(Queue& q, int graph) {
+    Op op(*this, q, "graph_replay");
+    const auto it = op.queue().graphs.find(graph);
+    if (it == op.queue().graphs.end())
+        throw std::invalid_argument("replay: no graph " + std::to_string(graph) + " on this queue");
+    op.check(cudaGraphLaunch(it->second.get(), op.stream()), "cudaGraphLaunch");
+    op.done();
+}
+
+void CudaBackend::release_graph(Queue& q, int graph) {
+    CudaQueue& cq = impl_->queue(q);
+    impl_->use_device("release_graph");
+    cq.graphs.erase(graph);
+}
+
+}  // namespace etude::gpu

@@ -1,0 +1,172 @@
+#include "gpu/registry.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/opencl/opencl_devices.h"
+
+namespace etude::gpu {
+namespace {
+
+int rank(const DeviceInfo& d) {
+    if (d.kind == BackendKind::Cuda) return 0;
+    if (d.kind == BackendKind::OpenCl && d.is_gpu) return 1;
+    if (d.kind == BackendKind::OpenCl) return 2;
+    return 3;
+}
+
+bool file_exists(const char* path) {
+    struct stat st;
+    return path && *path && ::stat(path, &st) == 0;
+}
+
+const char* kind_label(BackendKind k) {
+    switch (k) {
+        case BackendKind::Cpu:
+            return "CPU";
+        case BackendKind::OpenCl:
+            return "OpenCL";
+        case BackendKind::Cuda:
+            return "CUDA";
+    }
+    return "?";
+}
+
+}  // namespace
+
+BackendRequest parse_backend_request(const std::string& kind, int device) {
+    if (kind != "auto" && kind != "cpu" && kind != "cuda" && kind != "opencl")
+        throw std::invalid_argument("unknown backend '" + kind +
+                                    "' (choose auto, cpu, cuda or opencl)");
+    return {kind, device};
+}
+
+BackendRequest with_environment(BackendRequest r) {
+    if (r.kind == "auto")
+        if (const char* env = std::getenv("ETUDE_BACKEND"); env && *env)
+            r = parse_backend_request(env, r.device);
+    if (r.device < 0)
+        if (const char* env = std::getenv("ETUDE_DEVICE"); env && *env) r.device = std::atoi(env);
+    return r;
+}
+
+struct DeviceRegistry::Impl {
+    using ListFn = bool (*)(std::vector<DeviceInfo>*, std::string*);
+    using OpenFn = Backend* (*)(int, std::string*);
+    std::mutex mu;
+    std::map<std::pair<int, int>, std::shared_ptr<Backend>> opened;
+    ListFn cuda_list = nullptr;
+    OpenFn cuda_open = nullptr;
+
+    // Loads libetude_cuda.so, which is only there when CUDA was built. It is
+    // never unloaded: backends it created may live until exit.
+    void load_cuda(std::vector<std::string>& notes) {
+        const char* candidates[] = {std::getenv("ETUDE_CUDA_MODULE"), ETUDE_CUDA_MODULE_BUILD_PATH,
+                                    ETUDE_CUDA_MODULE_INSTALL_PATH};
+        std::string why = "this build has no CUDA backend module";
+        for (const char* path : candidates) {
+            if (!file_exists(path)) continue;
+            void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                why = std::string("cannot load ") + path + ": " + ::dlerror();
+                continue;
+            }
+            cuda_list = reinterpret_cast<ListFn>(::dlsym(h, "etude_cuda_list_devices"));
+            cuda_open = reinterpret_cast<OpenFn>(::dlsym(h, "etude_cuda_open_device"));
+            if (cuda_list && cuda_open) return;
+            why = std::string(path) + " lacks the CUDA entry points";
+            cuda_list = nullptr;
+            cuda_open = nullptr;
+        }
+        notes.push_back("CUDA: " + why);
+    }
+};
+
+DeviceRegistry& DeviceRegistry::instance() {
+    static DeviceRegistry registry;
+    return registry;
+}
+
+DeviceRegistry::DeviceRegistry() : impl_(std::make_shared<Impl>()) {
+    impl_->load_cuda(notes_);
+    if (impl_->cuda_list) {
+        std::vector<DeviceInfo> cuda;
+        std::string note;
+        if (!impl_->cuda_list(&cuda, &note))
+            notes_.push_back(note.empty() ? "CUDA: unavailable" : note);
+        devices_.insert(devices_.end(), cuda.begin(), cuda.end());
+    }
+    try {
+        auto cl = list_opencl_devices(notes_);
+        devices_.insert(devices_.end(), cl.begin(), cl.end());
+    } catch (const std::exception& e) {
+        notes_.push_back(std::string("OpenCL: ") + e.what());
+    }
+    devices_.push_back(cpu()->info());
+    std::stable_sort(devices_.begin(), devices_.end(),
+                     [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
+}
+
+DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
+    if (request.kind == "auto") {
+        if (request.device < 0) return devices_.front();
+        if (request.device >= static_cast<int>(devices_.size()))
+            throw std::invalid_argument("--device " + std::to_string(request.device) +
+                                        ": there are only " + std::to_string(devices_.size()) +
+                                        " devices (see 'etude devices')");
+        return devices_[static_cast<std::size_t>(request.device)];
+    }
+    const BackendKind kind = request.kind == "cpu"      ? BackendKind::Cpu
+                             : request.kind == "opencl" ? BackendKind::OpenCl
+                                                        : BackendKind::Cuda;
+    std::vector<DeviceInfo> of_kind;
+    for (const auto& d : devices_)
+        if (d.kind == kind) of_kind.push_back(d);
+    if (of_kind.empty()) {
+        std::string why;
+        for (const auto& n : notes_)
+            if (n.rfind(kind_label(kind), 0) == 0) why = ": " + n;
+        throw std::invalid_argument(std::string("no ") + kind_label(kind) + " device" + why);
+    }
+    if (request.device < 0) return of_kind.front();
+    for (const auto& d : of_kind)
+        if (d.index == request.device) return d;
+    throw std::invalid_argument("--device " + std::to_string(request.device) + ": there is no " +
+                                kind_label(kind) + " device " + std::to_string(request.device) +
+                                "; found " + std::to_string(of_kind.size()) +
+                                " (see 'etude devices')");
+}
+
+std::shared_ptr<Backend> DeviceRegistry::cpu() {
+    std::lock_guard lock(impl_->mu);
+    auto& b = impl_->opened[{static_cast<int>(BackendKind::Cpu), 0}];
+    if (!b) b = std::make_shared<CpuBackend>();
+    return b;
+}
+
+std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
+    const DeviceInfo d = resolve(request);
+    if (d.kind == BackendKind::Cpu) return cpu();
+    std::lock_guard lock(impl_->mu);
+    auto& b = impl_->opened[{static_cast<int>(d.kind), d.index}];
+    if (b) return b;
+    if (d.kind == BackendKind::OpenCl) {
+        b = std::shared_ptr<Backend>(open_opencl_device(d.index));
+    } else {
+        std::string error;
+        Backend* raw = impl_->cuda_open ? impl_->cuda_open(d.index, &error) : nullptr;
+        if (!raw)
+            throw DeviceError("cannot open CUDA device " + std::to_string(d.index) + ": " + error);
+        b = std::shared_ptr<Backend>(raw);
+    }
+    return b;
+}
+
+}  // namespace etude::gpu

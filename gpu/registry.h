@@ -1,0 +1,63 @@
+// Finding, ranking and opening compute devices, and the kernel registry.
+//
+// Detection runs once per process: the CPU backend always; every OpenCL
+// platform/device (through the ICD loader); every CUDA device (through the
+// optional module libetude_cuda.so, loaded at run time so that a build or a
+// machine without CUDA still runs). Whatever goes wrong on the way (no
+// OpenCL platform, an ICD that fails to load, a CUDA driver older than the
+// toolkit, no GPU) becomes a one-line note, never an exception.
+//
+// Ranking: CUDA GPU, then OpenCL GPU, then OpenCL CPU (e.g. PoCL), then the
+// plain CPU. A request picks a kind (auto|cpu|cuda|opencl) and optionally a
+// device index within that kind; the environment variables ETUDE_BACKEND and
+// ETUDE_DEVICE apply when the request leaves them open.
+//
+// Threads: all functions may be called from any thread (internally locked).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+
+namespace etude::gpu {
+
+struct BackendRequest {
+    std::string kind = "auto";  // "auto", "cpu", "cuda", "opencl"
+    int device = -1;            // index within that kind; -1 = the best one
+};
+
+// Parses "auto|cpu|cuda|opencl"; throws std::invalid_argument naming the choices.
+BackendRequest parse_backend_request(const std::string& kind, int device = -1);
+// Fills the fields the request leaves open from ETUDE_BACKEND / ETUDE_DEVICE.
+BackendRequest with_environment(BackendRequest r);
+
+class DeviceRegistry {
+  public:
+    static DeviceRegistry& instance();
+
+    // Every device found, best first (the ranking above).
+    const std::vector<DeviceInfo>& devices() const { return devices_; }
+    // What was not found, and why (one line each).
+    const std::vector<std::string>& notes() const { return notes_; }
+
+    // The device a request resolves to; throws std::invalid_argument with a
+    // clear message (e.g. "--device 3: there is no OpenCL device 3; found 1").
+    DeviceInfo resolve(const BackendRequest& request) const;
+    // Opens (once; then shared) the backend for a request. Throws
+    // gpu::DeviceError if the device cannot be initialised (e.g. a kernel
+    // fails to compile); the caller falls back to the CPU.
+    std::shared_ptr<Backend> open(const BackendRequest& request);
+    std::shared_ptr<Backend> cpu();
+
+  private:
+    DeviceRegistry();
+    std::vector<DeviceInfo> devices_;
+    std::vector<std::string> notes_;
+    struct Impl;
+    std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace etude::gpu

@@ -1,0 +1,247 @@
+// The spectral vocoder: same length as the MLSA vocoder, close to it in
+// spectrum (log-spectral distance reported), the same on every backend within
+// a stated tolerance, chunk-invariant, and covered by the CPU when the GPU
+// fails, runs out of memory or is late.
+#include "gpu/spectral_vocoder.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <thread>
+
+#include "dsp/fft.h"
+#include "engine/block_processor.h"
+#include "engine/engine.h"
+#include "engine/flite_voice.h"
+#include "engine/utterance_renderer.h"
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/registry.h"
+
+using namespace etude;
+using engine::AcousticFrames;
+using engine::FliteVoice;
+
+namespace {
+
+constexpr const char* kText = "A frame parallel vocoder should sound like the filter it replaces.";
+
+std::vector<float> spectral_render(std::shared_ptr<gpu::Backend> backend, const AcousticFrames& f,
+                                   const dsp::MlsaConfig& cfg, std::size_t chunk) {
+    const auto sc = engine::spectral_config(cfg);
+    gpu::SpectralVocoder v(std::move(backend), sc, 64);
+    gpu::SpectralStreamState st(sc);
+    std::vector<float> out;
+    for (std::size_t first = 0; first < f.frames; first += chunk) {
+        const std::size_t n = std::min(chunk, f.frames - first);
+        gpu::SpectralRequest r{&st,
+                               std::span(f.f0).subspan(first, n),
+                               std::span(f.mcep).subspan(first * f.mcep_order, n * f.mcep_order),
+                               std::span(f.strengths).subspan(first * f.bands, n * f.bands),
+                               first + n == f.frames,
+                               &out};
+        v.render(std::span(&r, 1));
+    }
+    return out;
+}
+
+std::vector<float> mlsa_render(const FliteVoice& voice, const AcousticFrames& f) {
+    engine::UtteranceRenderer r(voice, voice.sample_rate());
+    std::vector<float> out;
+    r.render(f, [&](std::span<const float> c, bool) {
+        out.insert(out.end(), c.begin(), c.end());
+        return true;
+    });
+    return out;
+}
+
+// Log-spectral distance in dB over frames where both signals have energy,
+// on power spectra smoothed over 9 bins (~280 Hz): the two vocoders draw
+// independent noise, and raw periodograms of two noises differ by several dB
+// however alike their envelopes are.
+double log_spectral_distance(const std::vector<float>& a, const std::vector<float>& b) {
+    const std::size_t n = 512, hop = 256;
+    dsp::RealFft fft(n);
+    std::vector<float> win(n), fa(n), fb(n);
+    for (std::size_t i = 0; i < n; ++i) win[i] = 0.5f - 0.5f * std::cos(2 * M_PI * i / n);
+    std::vector<std::complex<float>> sa(n / 2 + 1), sb(n / 2 + 1);
+    double total = 0;
+    int frames = 0;
+    for (std::size_t start = 0; start + n <= std::min(a.size(), b.size()); start += hop) {
+        double ea = 0, eb = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            fa[i] = a[start + i] * win[i];
+            fb[i] = b[start + i] * win[i];
+            ea += fa[i] * fa[i];
+            eb += fb[i] * fb[i];
+        }
+        if (ea < 1e-4 || eb < 1e-4) continue;  // silence: nothing to compare
+        fft.forward(fa, sa);
+        fft.forward(fb, sb);
+        double sum = 0;
+        int bins = 0;
+        for (std::size_t k = 5; k + 4 < n / 2; ++k) {
+            double pa = 1e-10, pb = 1e-10;
+            for (std::size_t j = k - 4; j <= k + 4; ++j) {
+                pa += std::norm(sa[j]);
+                pb += std::norm(sb[j]);
+            }
+            const double d = 10 * std::log10(pa / pb);
+            sum += d * d;
+            ++bins;
+        }
+        total += std::sqrt(sum / bins);
+        ++frames;
+    }
+    return frames ? total / frames : 1e9;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double peak = 1e-12, worst = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        peak = std::max(peak, static_cast<double>(std::abs(a[i])));
+        worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
+    }
+    return worst / peak;
+}
+
+std::shared_ptr<gpu::Backend> opencl_or_skip(std::string& why) {
+    try {
+        return gpu::DeviceRegistry::instance().open({"opencl", -1});
+    } catch (const std::exception& e) {
+        why = e.what();
+        return nullptr;
+    }
+}
+
+}  // namespace
+
+TEST(SpectralVocoder, same_length_as_mlsa_and_close_in_spectrum) {
+    const auto& voice = FliteVoice::load("slt");
+    const AcousticFrames f = voice.analyse(kText);
+    const auto mlsa = mlsa_render(voice, f);
+    const auto spectral =
+        spectral_render(gpu::DeviceRegistry::instance().cpu(), f, voice.vocoder_config(), f.frames);
+    ASSERT_EQ(spectral.size(), mlsa.size());
+    const double lsd = log_spectral_distance(mlsa, spectral);
+    std::printf("[spectral] log-spectral distance to the MLSA vocoder: %.2f dB over %.2f s\n", lsd,
+                mlsa.size() / 16000.0);
+    EXPECT_LT(lsd, 6.0);
+    double e = 0;
+    for (float v : spectral) e += v * v;
+    EXPECT_GT(std::sqrt(e / spectral.size()), 0.02);  // real speech level
+}
+
+TEST(SpectralVocoder, chunked_rendering_equals_whole_rendering) {
+    const auto& voice = FliteVoice::load("slt");
+    const AcousticFrames f = voice.analyse(kText);
+    auto cpu = gpu::DeviceRegistry::instance().cpu();
+    const auto whole = spectral_render(cpu, f, voice.vocoder_config(), f.frames);
+    for (std::size_t chunk : {1u, 2u, 7u, 64u}) {
+        const auto parts = spectral_render(cpu, f, voice.vocoder_config(), chunk);
+        ASSERT_EQ(parts.size(), whole.size()) << chunk;
+        EXPECT_LT(max_rel_diff(whole, parts), 1e-6) << chunk;
+    }
+}
+
+TEST(SpectralVocoder, opencl_matches_cpu_within_tolerance) {
+    std::string why;
+    auto cl = opencl_or_skip(why);
+    if (!cl) GTEST_SKIP() << "no OpenCL device: " << why;
+    const auto& voice = FliteVoice::load("slt");
+    const AcousticFrames f = voice.analyse(kText);
+    const auto cpu =
+        spectral_render(gpu::DeviceRegistry::instance().cpu(), f, voice.vocoder_config(), 16);
+    const auto ocl = spectral_render(cl, f, voice.vocoder_config(), 16);
+    ASSERT_EQ(ocl.size(), cpu.size());
+    const double d = max_rel_diff(cpu, ocl);
+    std::printf("[spectral] OpenCL vs CPU: max |diff| = %.2e of peak\n", d);
+    EXPECT_LT(d, 1e-3);  // float FFTs and GEMMs on different hardware paths
+}
+
+namespace {
+
+engine::StreamOptions spectral_options(const std::string& backend) {
+    engine::StreamOptions o;
+    o.vocoder = "spectral";
+    o.backend = backend;
+    o.latency_ms = 150;
+    o.wait_for_device = true;
+    return o;
+}
+
+// Long enough (about 20 s of speech) for a failed device to be rebuilt
+// while the stream is still speaking.
+const std::string kLongText =
+    std::string(kText) + " " + kText + " " + kText + " " + kText + " " + kText;
+
+// Renders kLongText; `fault` is injected into the device once the stream is
+// ready (after its warm-up), so it hits blocks in the middle of speech.
+std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
+                           engine::StreamStats* st = nullptr, gpu::GpuFault fault = {}) {
+    auto s = e.create_stream(o);
+    if (fault.kind != gpu::GpuFault::None)
+        gpu::DeviceRegistry::instance().open({o.backend, o.device})->inject_fault(fault);
+    s->push_text(kLongText);
+    std::vector<float> out, b(1024);
+    std::size_t n;
+    while ((n = s->read(b)) > 0) out.insert(out.end(), b.begin(), b.begin() + n);
+    if (st) *st = s->stats();
+    return out;
+}
+
+}  // namespace
+
+TEST(SpectralEngine, runs_on_the_gpu_processor_and_matches_the_cpu) {
+    std::string why;
+    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+    engine::Engine e;
+    engine::StreamStats cl_stats, cpu_stats;
+    const auto on_cl = offline(e, spectral_options("opencl"), &cl_stats);
+    const auto on_cpu = offline(e, spectral_options("cpu"), &cpu_stats);
+    EXPECT_GT(cl_stats.blocks_gpu, 0u) << cl_stats.gpu_note;
+    EXPECT_EQ(cpu_stats.blocks_gpu, 0u);
+    ASSERT_EQ(on_cl.size(), on_cpu.size());
+    EXPECT_LT(max_rel_diff(on_cpu, on_cl), 1e-3);
+}
+
+TEST(SpectralEngine, device_failures_out_of_memory_and_lateness_are_covered_by_the_cpu) {
+    std::string why;
+    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+    engine::Engine e;
+    const auto reference = offline(e, spectral_options("cpu"));
+    for (auto kind :
+         {gpu::GpuFault::KernelFailure, gpu::GpuFault::OutOfMemory, gpu::GpuFault::Late}) {
+        const auto o = spectral_options("opencl");
+        engine::StreamStats st;
+        // Late: two ops 100 ms late each, past the 150 ms budget.
+        const auto out = offline(e, o, &st, {kind, 2, 100.0});
+        ASSERT_EQ(out.size(), reference.size()) << kind;
+        EXPECT_LT(max_rel_diff(reference, out), 1e-3) << kind;
+        EXPECT_GT(st.fallbacks, 0u) << "fault " << kind << " was not covered";
+        if (kind != gpu::GpuFault::Late) {
+            EXPECT_GT(st.gpu_failures, 0u) << kind;
+            EXPECT_GT(st.blocks_gpu, 0u) << "the GPU must come back after the fault " << kind;
+        }
+        std::printf(
+            "[faults] kind %d: %llu fallbacks, %llu gpu failures, %llu gpu blocks, last error: "
+            "%s\n",
+            kind, (unsigned long long)st.fallbacks, (unsigned long long)st.gpu_failures,
+            (unsigned long long)st.blocks_gpu, st.gpu_last_error.c_str());
+    }
+}
+
+TEST(SpectralEngine, repeated_failures_turn_the_gpu_off_and_speech_continues) {
+    std::string why;
+    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+    engine::Engine e;
+    engine::StreamStats st;
+    const auto out =
+        offline(e, spectral_options("opencl"), &st, {gpu::GpuFault::KernelFailure, 1000, 0});
+    const auto reference = offline(e, spectral_options("cpu"));
+    ASSERT_EQ(out.size(), reference.size());
+    EXPECT_TRUE(st.gpu_disabled);
+    EXPECT_EQ(st.gpu_failures, static_cast<std::uint64_t>(engine::BlockProcessor::kMaxFailures));
+    EXPECT_EQ(st.underruns, 0u);
+}
