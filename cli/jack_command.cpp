@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
@@ -35,6 +36,9 @@ options:
       --latency-ms MS   the fixed latency budget the engine adds (default: 100);
                         raised to twice the JACK period if that is larger
       --trace FILE      write the scheduler's per-block trace (Chrome JSON, Perfetto)
+      --vocoder NAME    mlsa (default, exact, CPU) or spectral (frame-parallel, GPU-capable)
+      --backend NAME    for spectral: auto (default), cpu, cuda, opencl
+      --gpu-device N    device index within that backend (see 'etude devices')
   -h, --help            this help
 
 The server's sample rate is used (speech is resampled to it). No server is
@@ -72,6 +76,16 @@ void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s)
         (unsigned long long)jack.callbacks(), d.percentile_us(0.5), d.percentile_us(0.99),
         d.max_us(), (unsigned long long)s.sentences_spoken, (unsigned long long)s.sentences_dropped,
         s.first_audio_ms, s.realtime_workers ? "yes" : "no (SCHED_FIFO refused)");
+    if (s.vocoder == "spectral") {
+        if (!s.gpu_device.empty())
+            std::fprintf(stderr,
+                         "  spectral vocoder: %llu blocks on %s, %llu device failure(s)%s%s\n",
+                         (unsigned long long)s.blocks_gpu, s.gpu_device.c_str(),
+                         (unsigned long long)s.gpu_failures, s.gpu_disabled ? " (GPU now off)" : "",
+                         s.gpu_last_error.empty() ? "" : ("; last: " + s.gpu_last_error).c_str());
+        else
+            std::fprintf(stderr, "  spectral vocoder on the CPU (%s)\n", s.gpu_note.c_str());
+    }
     if (s.sentences_unspeakable > 0)
         std::fprintf(
             stderr,
@@ -86,6 +100,19 @@ int run_jack(const Args& args) {
     opts.stream.voice = args.value_or("--voice", "slt");
     if (auto l = args.value("--latency-ms"))
         opts.stream.latency_ms = parse_number("--latency-ms", *l);
+    opts.stream.vocoder = args.value_or("--vocoder", "mlsa");
+    if (opts.stream.vocoder != "mlsa" && opts.stream.vocoder != "spectral")
+        throw UsageError("unknown vocoder '" + opts.stream.vocoder + "' (choose mlsa or spectral)");
+    opts.stream.backend = args.value_or("--backend", "auto");
+    if (auto d = args.value("--gpu-device"))
+        opts.stream.device = static_cast<int>(parse_number("--gpu-device", *d));
+    try {
+        gpu::parse_backend_request(opts.stream.backend, opts.stream.device);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    // Start-up may wait for a device to build its state; speech may not.
+    opts.stream.wait_for_device = true;
 
     engine::Engine engine(engine::Engine::Options{{}});
     audio_io::JackOutput jack(engine, opts);
@@ -209,7 +236,8 @@ int run_jack(const Args& args) {
 int jack_command(int argc, char** argv) {
     return run_command("jack", [&] {
         Args args(argc, argv, 2,
-                  {"--name", "--server", "--connect", "--voice", "--latency-ms", "--trace"},
+                  {"--name", "--server", "--connect", "--voice", "--latency-ms", "--trace",
+                   "--vocoder", "--backend", "--gpu-device"},
                   {"-h", "--help"});
         if (args.flag("-h") || args.flag("--help")) {
             std::fputs(kJackHelp, stdout);

@@ -26,7 +26,7 @@ BlockProcessor::BlockProcessor(std::string name, bool realtime_priority, FaultPl
     : name_(std::move(name)),
       fault_(fault),
       fault_rng_(fault.seed),
-      backend_(backend ? std::move(backend) : gpu::DeviceRegistry::instance().cpu()),
+      backend_(backend ? std::move(backend) : gpu::shared_cpu_backend()),
       pool_(std::make_unique<gpu::MemoryPool>(*backend_)),
       want_realtime_(realtime_priority) {
     scratch_.resize(1024);

@@ -1,6 +1,7 @@
 #include "gpu/backend.h"
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <utility>
 
@@ -8,21 +9,30 @@ namespace etude::gpu {
 
 const char* to_string(BackendKind kind) {
     switch (kind) {
-        case BackendKind::Cpu: return "cpu";
-        case BackendKind::OpenCl: return "opencl";
-        case BackendKind::Cuda: return "cuda";
+        case BackendKind::Cpu:
+            return "cpu";
+        case BackendKind::OpenCl:
+            return "opencl";
+        case BackendKind::Cuda:
+            return "cuda";
     }
     return "?";
 }
 
 const char* to_string(Activation a) {
     switch (a) {
-        case Activation::LeakyRelu: return "leaky_relu";
-        case Activation::Gelu: return "gelu";
-        case Activation::Tanh: return "tanh";
-        case Activation::Exp: return "exp";
-        case Activation::Sin: return "sin";
-        case Activation::Cos: return "cos";
+        case Activation::LeakyRelu:
+            return "leaky_relu";
+        case Activation::Gelu:
+            return "gelu";
+        case Activation::Tanh:
+            return "tanh";
+        case Activation::Exp:
+            return "exp";
+        case Activation::Sin:
+            return "sin";
+        case Activation::Cos:
+            return "cos";
     }
     return "?";
 }
@@ -61,8 +71,34 @@ DeviceBuffer Backend::allocate(std::size_t floats, const char* tag) {
     return DeviceBuffer(this, raw_allocate(bytes), bytes, tag);
 }
 
+std::optional<GpuFault> parse_gpu_fault(const std::string& text) {
+    GpuFault f;
+    char kind[16] = {};
+    double delay = 0;
+    int count = 0, after = 0;
+    const int n = std::sscanf(text.c_str(), "%15[a-z]:%d:%lf:%d", kind, &count, &delay, &after);
+    if (n < 2 || count <= 0) return std::nullopt;
+    const std::string k = kind;
+    if (k == "kernel")
+        f.kind = GpuFault::KernelFailure;
+    else if (k == "oom")
+        f.kind = GpuFault::OutOfMemory;
+    else if (k == "late")
+        f.kind = GpuFault::Late;
+    else
+        return std::nullopt;
+    f.count = count;
+    f.delay_ms = n >= 3 ? delay : 0;
+    f.after = n >= 4 ? after : 0;
+    return f;
+}
+
 double Backend::consume_fault(const char* op) {
     if (fault_.kind == GpuFault::None || fault_.count <= 0) return 0.0;
+    if (fault_.after > 0) {
+        --fault_.after;
+        return 0.0;
+    }
     --fault_.count;
     const auto kind = fault_.kind;
     if (fault_.count == 0) fault_.kind = GpuFault::None;
@@ -74,7 +110,8 @@ double Backend::consume_fault(const char* op) {
             throw OutOfMemory(std::string("injected out-of-memory in ") + op);
         case GpuFault::Late:
             return fault_.delay_ms;
-        case GpuFault::None: break;
+        case GpuFault::None:
+            break;
     }
     return 0.0;
 }

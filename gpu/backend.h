@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,11 +30,11 @@ const char* to_string(BackendKind kind);
 
 struct DeviceInfo {
     BackendKind kind = BackendKind::Cpu;
-    int index = 0;             // position among the devices of its backend
-    std::string name;          // e.g. "NVIDIA H100 80GB HBM3", "pthread-Intel Xeon"
+    int index = 0;     // position among the devices of its backend
+    std::string name;  // e.g. "NVIDIA H100 80GB HBM3", "pthread-Intel Xeon"
     std::string vendor;
-    std::string platform;      // OpenCL platform or "CUDA 13.0"
-    std::string driver;        // driver / runtime version
+    std::string platform;           // OpenCL platform or "CUDA 13.0"
+    std::string driver;             // driver / runtime version
     std::size_t global_memory = 0;  // bytes
     int compute_units = 0;
     bool is_gpu = false;
@@ -90,7 +91,8 @@ class DeviceBuffer {
 class PinnedBuffer {
   public:
     PinnedBuffer() = default;
-    PinnedBuffer(Backend* owner, float* data, std::size_t floats) : owner_(owner), data_(data), floats_(floats) {}
+    PinnedBuffer(Backend* owner, float* data, std::size_t floats)
+        : owner_(owner), data_(data), floats_(floats) {}
     PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
     PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
     PinnedBuffer(const PinnedBuffer&) = delete;
@@ -135,21 +137,26 @@ struct Conv1dShape {
 };
 
 struct KernelTiming {
-    std::string name;      // op or copy ("h2d", "d2h")
+    std::string name;  // op or copy ("h2d", "d2h")
     std::uint64_t calls = 0;
-    double total_ms = 0;   // measured on the device (events) where the backend can
+    double total_ms = 0;  // measured on the device (events) where the backend can
     double max_ms = 0;
 };
 
 enum class Health { Ok, Failed };
 
-// Test/drill hook: make the next `count` operations fail, run out of memory,
-// or finish `delay_ms` late. Also settable by ETUDE_GPU_FAULT (see registry.h).
+// Test/drill hook: make `count` operations (after `after` normal ones) fail,
+// run out of memory, or finish `delay_ms` late. The registry also applies
+// ETUDE_GPU_FAULT to every GPU backend it opens.
 struct GpuFault {
     enum Kind { None, KernelFailure, OutOfMemory, Late } kind = None;
-    int count = 0;
-    double delay_ms = 0;
+    int count = 0;        // how many operations are affected
+    double delay_ms = 0;  // Late: by how much
+    int after = 0;        // operations that run normally first
 };
+// Parses ETUDE_GPU_FAULT-style text "KIND:COUNT[:DELAY_MS[:AFTER]]" with KIND
+// one of kernel, oom, late (e.g. "kernel:2:0:500"); nullopt if malformed.
+std::optional<GpuFault> parse_gpu_fault(const std::string& text);
 
 class Backend : public MemoryOwner {
   public:
@@ -205,8 +212,8 @@ class Backend : public MemoryOwner {
                               int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) = 0;
     // Weighted overlap-add: out[t] = sum_f frames[f][t - f*hop] * window[t - f*hop] over the
     // frames covering t, for t < (n_frames-1)*hop + n_fft (out is overwritten, not accumulated).
-    virtual void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
-                             int n_frames, const DeviceBuffer& window, DeviceBuffer& out) = 0;
+    virtual void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                             const DeviceBuffer& window, DeviceBuffer& out) = 0;
     // Complex, element-wise over n complex values: c = a * b.
     virtual void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
                                   DeviceBuffer& c, std::size_t n) = 0;
@@ -220,7 +227,10 @@ class Backend : public MemoryOwner {
     // ---- health and profiling ----
     Health health() const { return health_; }
     const std::string& last_error() const { return last_error_; }
-    void reset_health() { health_ = Health::Ok; last_error_.clear(); }
+    void reset_health() {
+        health_ = Health::Ok;
+        last_error_.clear();
+    }
     virtual std::vector<KernelTiming> kernel_timings() const = 0;
     virtual void reset_timings() = 0;
     void inject_fault(GpuFault f) { fault_ = f; }

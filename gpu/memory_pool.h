@@ -20,8 +20,8 @@
 namespace etude::gpu {
 
 struct MemoryUsage {
-    std::size_t in_use_bytes = 0;     // held by live DeviceBuffers (size-class rounded)
-    std::size_t cached_bytes = 0;     // on free lists, ready for reuse
+    std::size_t in_use_bytes = 0;  // held by live DeviceBuffers (size-class rounded)
+    std::size_t cached_bytes = 0;  // on free lists, ready for reuse
     std::size_t peak_in_use_bytes = 0;
     std::uint64_t device_allocations = 0;  // calls that reached the device allocator
     std::uint64_t reuses = 0;              // requests served from a free list

@@ -94,7 +94,28 @@ DeviceRegistry& DeviceRegistry::instance() {
     return registry;
 }
 
-DeviceRegistry::DeviceRegistry() : impl_(std::make_shared<Impl>()) {
+std::shared_ptr<Backend> shared_cpu_backend() {
+    static std::shared_ptr<Backend> cpu = std::make_shared<CpuBackend>();
+    return cpu;
+}
+
+DeviceRegistry::DeviceRegistry() : impl_(std::make_shared<Impl>()) {}
+
+const std::vector<DeviceInfo>& DeviceRegistry::devices() const {
+    detect();
+    return devices_;
+}
+
+const std::vector<std::string>& DeviceRegistry::notes() const {
+    detect();
+    return notes_;
+}
+
+void DeviceRegistry::detect() const {
+    std::call_once(detected_, [this] { detect_now(); });
+}
+
+void DeviceRegistry::detect_now() const {
     impl_->load_cuda(notes_);
     if (impl_->cuda_list) {
         std::vector<DeviceInfo> cuda;
@@ -109,12 +130,13 @@ DeviceRegistry::DeviceRegistry() : impl_(std::make_shared<Impl>()) {
     } catch (const std::exception& e) {
         notes_.push_back(std::string("OpenCL: ") + e.what());
     }
-    devices_.push_back(cpu()->info());
+    devices_.push_back(shared_cpu_backend()->info());
     std::stable_sort(devices_.begin(), devices_.end(),
                      [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
 }
 
 DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
+    detect();
     if (request.kind == "auto") {
         if (request.device < 0) return devices_.front();
         if (request.device >= static_cast<int>(devices_.size()))
@@ -145,10 +167,7 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
 }
 
 std::shared_ptr<Backend> DeviceRegistry::cpu() {
-    std::lock_guard lock(impl_->mu);
-    auto& b = impl_->opened[{static_cast<int>(BackendKind::Cpu), 0}];
-    if (!b) b = std::make_shared<CpuBackend>();
-    return b;
+    return shared_cpu_backend();
 }
 
 std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
@@ -166,6 +185,9 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
             throw DeviceError("cannot open CUDA device " + std::to_string(d.index) + ": " + error);
         b = std::shared_ptr<Backend>(raw);
     }
+    // Drills: ETUDE_GPU_FAULT="kernel|oom|late:COUNT[:DELAY_MS[:AFTER_OPS]]".
+    if (const char* env = std::getenv("ETUDE_GPU_FAULT"))
+        if (auto f = parse_gpu_fault(env)) b->inject_fault(*f);
     return b;
 }
 

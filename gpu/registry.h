@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,14 +35,20 @@ BackendRequest parse_backend_request(const std::string& kind, int device = -1);
 // Fills the fields the request leaves open from ETUDE_BACKEND / ETUDE_DEVICE.
 BackendRequest with_environment(BackendRequest r);
 
+// The process's CPU backend. Cheap: it does not run device detection (which
+// loads the OpenCL ICDs and the CUDA module, and costs start-up time and
+// memory), so CPU-only work never pays for it.
+std::shared_ptr<Backend> shared_cpu_backend();
+
 class DeviceRegistry {
   public:
+    // Detection runs on the first call to devices(), notes(), resolve() or open().
     static DeviceRegistry& instance();
 
     // Every device found, best first (the ranking above).
-    const std::vector<DeviceInfo>& devices() const { return devices_; }
+    const std::vector<DeviceInfo>& devices() const;
     // What was not found, and why (one line each).
-    const std::vector<std::string>& notes() const { return notes_; }
+    const std::vector<std::string>& notes() const;
 
     // The device a request resolves to; throws std::invalid_argument with a
     // clear message (e.g. "--device 3: there is no OpenCL device 3; found 1").
@@ -54,8 +61,11 @@ class DeviceRegistry {
 
   private:
     DeviceRegistry();
-    std::vector<DeviceInfo> devices_;
-    std::vector<std::string> notes_;
+    void detect() const;
+    void detect_now() const;
+    mutable std::once_flag detected_;
+    mutable std::vector<DeviceInfo> devices_;
+    mutable std::vector<std::string> notes_;
     struct Impl;
     std::shared_ptr<Impl> impl_;
 };
