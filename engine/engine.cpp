@@ -296,6 +296,16 @@ class StreamCore {
         return s;
     }
 
+    // Per-kernel device timings of the backends this stream's blocks used
+    // (spectral streams; MLSA blocks run no kernels).
+    std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> kernel_timings() const {
+        std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> out;
+        if (!spectral_) return out;
+        if (gpu_ && gpu_->backend()) out.emplace_back(gpu_->name(), gpu_->backend()->kernel_timings());
+        out.emplace_back("cpu", gpu::shared_cpu_backend()->kernel_timings());
+        return out;
+    }
+
     std::vector<BlockRecord> block_records(std::size_t max) const {
         std::lock_guard lock(mu_);
         const std::size_t n = std::min({max, records_written_, kRecordCapacity});
@@ -1102,9 +1112,9 @@ void Stream::write_trace(const std::string& path) const {
     std::ofstream out(path);
     if (!out) throw Error("cannot write trace file '" + path + "'");
     const std::int64_t t0 = records.empty() ? 0 : records.front().dispatched_ns;
-    static const char* kNames[] = {"cpu-primary", "cpu-fallback", "cpu-ahead"};
+    static const char* kNames[] = {"cpu-primary", "cpu-fallback", "cpu-ahead", "gpu"};
     out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-    for (int p = 0; p < 3; ++p)
+    for (int p = 0; p < 4; ++p)
         out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << p + 1
             << ",\"args\":{\"name\":\"" << kNames[p] << "\"}},\n";
     for (const auto& r : records) {
@@ -1119,6 +1129,16 @@ void Stream::write_trace(const std::string& path) const {
             << "\",\"cat\":\"deadline\",\"ph\":\"i\",\"s\":\"t\""
             << ",\"pid\":1,\"tid\":" << static_cast<int>(r.processor) + 1
             << ",\"ts\":" << (r.deadline_ns - t0) / 1000.0 << "},\n";
+    }
+    // Device time per kernel (events on OpenCL/CUDA), as counters at the end.
+    const double end_us = records.empty() ? 0 : (records.back().finished_ns - t0) / 1000.0;
+    for (const auto& [device, timings] : core_->kernel_timings()) {
+        if (timings.empty()) continue;
+        out << "{\"name\":\"kernel ms total (" << device << ")\",\"ph\":\"C\",\"pid\":2,\"ts\":" << end_us
+            << ",\"args\":{";
+        for (std::size_t i = 0; i < timings.size(); ++i)
+            out << (i ? "," : "") << "\"" << timings[i].name << "\":" << timings[i].total_ms;
+        out << "}},\n";
     }
     out << "{\"name\":\"end\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":1,\"ts\":0}\n]}\n";
     if (!out) throw Error("writing trace file '" + path + "' failed");
