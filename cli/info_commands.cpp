@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
+#include "gpu/kernel_registry.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
@@ -35,9 +36,11 @@ int voices_command(int argc, char** argv) {
 
 int devices_command(int argc, char** argv) {
     return run_command("devices", [&] {
-        Args args(argc, argv, 2, {}, {"-h", "--help"});
+        Args args(argc, argv, 2, {}, {"-h", "--help", "--calibrate"});
         if (args.flag("-h") || args.flag("--help")) {
             std::puts(
+                "usage: etude devices [--calibrate]\n\n--calibrate also times each kernel on every device "
+                "and shows which the kernel registry picks.\n\n"
                 "usage: etude devices\n\nLists compute devices (CUDA, OpenCL, CPU; best first, "
                 "with the reason "
                 "for anything missing, and what --backend auto picks), then PortAudio host APIs "
@@ -61,6 +64,31 @@ int devices_command(int argc, char** argv) {
                         gpu::to_string(chosen.kind), chosen.index, chosen.name.c_str());
         } catch (const std::exception& e) {
             std::printf("chosen: none (%s)\n", e.what());
+        }
+
+        if (args.flag("--calibrate")) {
+            std::vector<std::shared_ptr<gpu::Backend>> backends;
+            for (const auto& d : reg.devices()) {
+                try {
+                    backends.push_back(reg.open({gpu::to_string(d.kind), d.index}));
+                } catch (const std::exception& e) {
+                    std::printf("  (%s %d not calibrated: %s)\n", gpu::to_string(d.kind), d.index, e.what());
+                }
+            }
+            gpu::KernelRegistry kernels(backends);
+            kernels.calibrate();
+            std::puts("kernel registry (median ms per call; * = chosen):");
+            for (const auto& c : kernels.table()) {
+                std::printf("  %-12s %-28s", c.op.c_str(), c.workload.c_str());
+                for (std::size_t i = 0; i < c.measured.size(); ++i) {
+                    if (c.measured[i].ms < 0)
+                        std::printf("  %s n/a", c.measured[i].backend.c_str());
+                    else
+                        std::printf("  %s%s %.3f", i == c.chosen ? "*" : "", c.measured[i].backend.c_str(),
+                                    c.measured[i].ms);
+                }
+                std::puts("");
+            }
         }
 
         audio_io::PortAudioSystem pa;

@@ -1,0 +1,50 @@
+// The kernel registry: for each operation the engine uses, which backend runs
+// it, chosen by capability and by a short measured calibration, not by
+// guesswork. Calibration runs each operation a few times on representative
+// sizes on every candidate backend (device copies excluded, queue
+// synchronised) and keeps the fastest capable one.
+//
+// Threads: calibrate() once (it takes as long as the slowest backend needs:
+// on PoCL, seconds for clFFT plans); the const accessors from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/backend.h"
+
+namespace etude::gpu {
+
+struct KernelMeasurement {
+    std::string backend;  // "cpu", "opencl:0", "cuda:0"
+    double ms = 0;        // median time per call; negative if the backend cannot run it
+};
+
+struct KernelChoice {
+    std::string op;          // "gemm", "conv1d", "rfft", "activation", "layer_norm", ...
+    std::string workload;    // the size it was measured at
+    std::size_t chosen = 0;  // index into the registry's backends
+    std::vector<KernelMeasurement> measured;
+};
+
+class KernelRegistry {
+  public:
+    explicit KernelRegistry(std::vector<std::shared_ptr<Backend>> backends);
+
+    // Measures every operation on every backend that has the capability it
+    // needs; a backend that throws is recorded as unable (negative time).
+    void calibrate(int repeats = 5);
+
+    // The backend chosen for `op` (the first backend before calibration).
+    std::shared_ptr<Backend> backend_for(std::string_view op) const;
+    const std::vector<KernelChoice>& table() const { return table_; }
+    const std::vector<std::shared_ptr<Backend>>& backends() const { return backends_; }
+
+  private:
+    std::vector<std::shared_ptr<Backend>> backends_;
+    std::vector<KernelChoice> table_;
+};
+
+}  // namespace etude::gpu
