@@ -39,7 +39,8 @@ int devices_command(int argc, char** argv) {
         Args args(argc, argv, 2, {}, {"-h", "--help", "--calibrate"});
         if (args.flag("-h") || args.flag("--help")) {
             std::puts(
-                "usage: etude devices [--calibrate]\n\n--calibrate also times each kernel on every device "
+                "usage: etude devices [--calibrate]\n\n--calibrate also times each kernel on every "
+                "device "
                 "and shows which the kernel registry picks.\n\n"
                 "usage: etude devices\n\nLists compute devices (CUDA, OpenCL, CPU; best first, "
                 "with the reason "
@@ -72,7 +73,8 @@ int devices_command(int argc, char** argv) {
                 try {
                     backends.push_back(reg.open({gpu::to_string(d.kind), d.index}));
                 } catch (const std::exception& e) {
-                    std::printf("  (%s %d not calibrated: %s)\n", gpu::to_string(d.kind), d.index, e.what());
+                    std::printf("  (%s %d not calibrated: %s)\n", gpu::to_string(d.kind), d.index,
+                                e.what());
                 }
             }
             gpu::KernelRegistry kernels(backends);
@@ -84,8 +86,8 @@ int devices_command(int argc, char** argv) {
                     if (c.measured[i].ms < 0)
                         std::printf("  %s n/a", c.measured[i].backend.c_str());
                     else
-                        std::printf("  %s%s %.3f", i == c.chosen ? "*" : "", c.measured[i].backend.c_str(),
-                                    c.measured[i].ms);
+                        std::printf("  %s%s %.3f", i == c.chosen ? "*" : "",
+                                    c.measured[i].backend.c_str(), c.measured[i].ms);
                 }
                 std::puts("");
             }

@@ -9,7 +9,8 @@ namespace etude::gpu {
 namespace {
 
 bool has_capability(const DeviceInfo& d, const std::string& cap) {
-    return cap.empty() || std::find(d.capabilities.begin(), d.capabilities.end(), cap) != d.capabilities.end();
+    return cap.empty() ||
+           std::find(d.capabilities.begin(), d.capabilities.end(), cap) != d.capabilities.end();
 }
 
 std::string label(const Backend& b) {
@@ -35,29 +36,33 @@ DeviceBuffer random_buffer(Backend& b, Queue& q, std::size_t n, const char* tag)
 
 std::vector<Workload> workloads() {
     std::vector<Workload> w;
-    w.push_back({"gemm", "256x256x256", "gemm", [](Backend& b) {
-                     auto q = b.create_queue();
-                     auto a = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 256 * 256, "cal"));
-                     auto c = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 256 * 256, "cal"));
-                     return std::function<void(Queue&)>([&b, a, c](Queue& qq) {
-                         b.gemm(qq, false, false, 256, 256, 256, 1.0f, *a, 256, *a, 256, 0.0f, *c, 256);
-                     });
-                 }});
+    w.push_back(
+        {"gemm", "256x256x256", "gemm", [](Backend& b) {
+             auto q = b.create_queue();
+             auto a = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 256 * 256, "cal"));
+             auto c = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 256 * 256, "cal"));
+             return std::function<void(Queue&)>([&b, a, c](Queue& qq) {
+                 b.gemm(qq, false, false, 256, 256, 256, 1.0f, *a, 256, *a, 256, 0.0f, *c, 256);
+             });
+         }});
     w.push_back({"conv1d", "1x64->64ch k7 len 512", "", [](Backend& b) {
                      auto q = b.create_queue();
                      Conv1dShape s{1, 64, 64, 512, 7, 1, 1, 3, 1};
                      auto x = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
-                     auto wt = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 64 * 7, "cal"));
+                     auto wt =
+                         std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 64 * 7, "cal"));
                      auto y = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
                      auto none = std::make_shared<DeviceBuffer>();
-                     return std::function<void(Queue&)>(
-                         [&b, s, x, wt, y, none](Queue& qq) { b.conv1d(qq, s, *x, *wt, *none, *y); });
+                     return std::function<void(Queue&)>([&b, s, x, wt, y, none](Queue& qq) {
+                         b.conv1d(qq, s, *x, *wt, *none, *y);
+                     });
                  }});
     w.push_back({"rfft", "64 x 512", "fft", [](Backend& b) {
                      auto q = b.create_queue();
                      auto x = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
                      auto y = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 514, "cal"));
-                     return std::function<void(Queue&)>([&b, x, y](Queue& qq) { b.rfft(qq, 512, 64, *x, *y); });
+                     return std::function<void(Queue&)>(
+                         [&b, x, y](Queue& qq) { b.rfft(qq, 512, 64, *x, *y); });
                  }});
     w.push_back({"activation", "gelu, 65536", "", [](Backend& b) {
                      auto q = b.create_queue();
@@ -70,23 +75,27 @@ std::vector<Workload> workloads() {
                      auto x = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
                      auto g = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 512, "cal"));
                      auto y = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
-                     return std::function<void(Queue&)>(
-                         [&b, x, g, y](Queue& qq) { b.layer_norm(qq, 64, 512, 1e-6f, *x, *g, *g, *y); });
+                     return std::function<void(Queue&)>([&b, x, g, y](Queue& qq) {
+                         b.layer_norm(qq, 64, 512, 1e-6f, *x, *g, *g, *y);
+                     });
                  }});
-    w.push_back({"overlap_add", "64 frames of 512, hop 128", "", [](Backend& b) {
-                     auto q = b.create_queue();
-                     auto fr = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
-                     auto win = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 512, "cal"));
-                     auto out = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 63 * 128 + 512, "cal"));
-                     return std::function<void(Queue&)>(
-                         [&b, fr, win, out](Queue& qq) { b.overlap_add(qq, *fr, 512, 128, 64, *win, *out); });
-                 }});
+    w.push_back(
+        {"overlap_add", "64 frames of 512, hop 128", "", [](Backend& b) {
+             auto q = b.create_queue();
+             auto fr = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 64 * 512, "cal"));
+             auto win = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 512, "cal"));
+             auto out = std::make_shared<DeviceBuffer>(random_buffer(b, *q, 63 * 128 + 512, "cal"));
+             return std::function<void(Queue&)>([&b, fr, win, out](Queue& qq) {
+                 b.overlap_add(qq, *fr, 512, 128, 64, *win, *out);
+             });
+         }});
     return w;
 }
 
 }  // namespace
 
-KernelRegistry::KernelRegistry(std::vector<std::shared_ptr<Backend>> backends) : backends_(std::move(backends)) {
+KernelRegistry::KernelRegistry(std::vector<std::shared_ptr<Backend>> backends)
+    : backends_(std::move(backends)) {
     for (const auto& w : workloads()) table_.push_back({w.op, w.size, 0, {}});
 }
 
@@ -110,7 +119,8 @@ void KernelRegistry::calibrate(int repeats) {
                         const auto t0 = std::chrono::steady_clock::now();
                         run(*q);
                         b.synchronize(*q);
-                        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        t.push_back(std::chrono::duration<double, std::milli>(
+                                        std::chrono::steady_clock::now() - t0)
                                         .count());
                     }
                     std::sort(t.begin(), t.end());

@@ -49,7 +49,7 @@ SpectralVocoder::SpectralVocoder(std::shared_ptr<Backend> backend, SpectralVocod
     auto alloc = [&](std::size_t floats, const char* tag) {
         return pool ? pool->allocate(floats, tag) : b.allocate(floats, tag);
     };
-    queue_ = b.create_queue();
+    auto setup = b.create_queue();
     const std::size_t S = static_cast<std::size_t>(max_segments_),
                       B = static_cast<std::size_t>(bins_), N = static_cast<std::size_t>(n);
 
@@ -79,33 +79,36 @@ SpectralVocoder::SpectralVocoder(std::shared_ptr<Backend> backend, SpectralVocod
     }
     basis_ = alloc(basis.size(), "spectral.basis");
     bands_ = alloc(bands.size(), "spectral.bands");
-    b.copy_to_device(*queue_, basis_, 0, basis.data(), basis.size());
-    b.copy_to_device(*queue_, bands_, 0, bands.data(), bands.size());
+    b.copy_to_device(*setup, basis_, 0, basis.data(), basis.size());
+    b.copy_to_device(*setup, bands_, 0, bands.data(), bands.size());
     const float one = 1.0f;
     one_ = alloc(1, "spectral.one");
-    b.copy_to_device(*queue_, one_, 0, &one, 1);
-    b.synchronize(*queue_);
+    b.copy_to_device(*setup, one_, 0, &one, 1);
+    b.synchronize(*setup);
 
-    mcep_ = alloc(S * static_cast<std::size_t>(config_.order), "spectral.mcep");
-    strengths_ = alloc(S * static_cast<std::size_t>(config_.bands), "spectral.strengths");
-    strengths_c_ = alloc(S * static_cast<std::size_t>(config_.bands), "spectral.strengths");
-    logenv_ = alloc(S * 2 * B, "spectral.envelope");
-    cep_ = alloc(S * N, "spectral.cepstrum");
-    folded_ = alloc(S * N, "spectral.cepstrum");
-    h_ = alloc(S * 2 * B, "spectral.filter");
-    vp_ = alloc(S * 2 * B, "spectral.mix");
-    vn_ = alloc(S * 2 * B, "spectral.mix");
-    exc_ = alloc(S * N, "spectral.excitation");
-    exc_noise_ = alloc(S * N, "spectral.excitation");
-    exc_spec_ = alloc(S * 2 * B, "spectral.excitation");
-    exc_noise_spec_ = alloc(S * 2 * B, "spectral.excitation");
-    y_ = alloc(S * N, "spectral.output");
-    host_mcep_.resize(S * static_cast<std::size_t>(config_.order));
-    host_strength_.resize(S * static_cast<std::size_t>(config_.bands));
-    host_strength_c_.resize(host_strength_.size());
-    host_exc_.resize(S * N);
-    host_noise_.resize(S * N);
-    host_y_.resize(S * N);
+    for (Slot& sl : slots_) {
+        sl.queue = b.create_queue();
+        sl.mcep = alloc(S * static_cast<std::size_t>(config_.order), "spectral.mcep");
+        sl.strengths = alloc(S * static_cast<std::size_t>(config_.bands), "spectral.strengths");
+        sl.strengths_c = alloc(S * static_cast<std::size_t>(config_.bands), "spectral.strengths");
+        sl.logenv = alloc(S * 2 * B, "spectral.envelope");
+        sl.cep = alloc(S * N, "spectral.cepstrum");
+        sl.folded = alloc(S * N, "spectral.cepstrum");
+        sl.h = alloc(S * 2 * B, "spectral.filter");
+        sl.vp = alloc(S * 2 * B, "spectral.mix");
+        sl.vn = alloc(S * 2 * B, "spectral.mix");
+        sl.exc = alloc(S * N, "spectral.excitation");
+        sl.exc_noise = alloc(S * N, "spectral.excitation");
+        sl.exc_spec = alloc(S * 2 * B, "spectral.excitation");
+        sl.exc_noise_spec = alloc(S * 2 * B, "spectral.excitation");
+        sl.y = alloc(S * N, "spectral.output");
+        sl.host_mcep.resize(S * static_cast<std::size_t>(config_.order));
+        sl.host_strength.resize(S * static_cast<std::size_t>(config_.bands));
+        sl.host_strength_c.resize(sl.host_strength.size());
+        sl.host_exc.resize(S * N);
+        sl.host_noise.resize(S * N);
+        sl.host_y.resize(S * N);
+    }
     // Periodic Hann over two hops: copies a hop apart sum to exactly one.
     window_.resize(static_cast<std::size_t>(2 * hop));
     for (int i = 0; i < 2 * hop; ++i)
@@ -139,19 +142,24 @@ void SpectralVocoder::postfilter(std::span<const float> mc, std::span<float> out
 void SpectralVocoder::render(std::span<SpectralRequest> requests) {
     const int hop = config_.frame_period, N = config_.n_fft, order = config_.order,
               nb = config_.bands;
-    std::vector<Segment> segs;
     auto stage = [&](SpectralStreamState& st, std::vector<float>* out, std::span<const float> mcep,
                      std::span<const float> strengths, const float* pulse, const float* noise,
                      bool flush) {
-        if (static_cast<int>(segs.size()) == max_segments_) run_batch(segs);
-        const std::size_t i = segs.size();
-        postfilter(mcep, std::span(host_mcep_).subspan(i * order, static_cast<std::size_t>(order)));
-        for (int k = 0; k < nb; ++k) {
-            host_strength_[i * nb + k] = strengths[static_cast<std::size_t>(k)];
-            host_strength_c_[i * nb + k] = 1.0f - strengths[static_cast<std::size_t>(k)];
+        if (static_cast<int>(slots_[current_].segs.size()) == max_segments_) {
+            submit(slots_[current_]);
+            current_ ^= 1;
         }
-        float* p = host_exc_.data() + i * N;
-        float* q = host_noise_.data() + i * N;
+        Slot& sl = slots_[current_];
+        if (sl.in_flight) finish(sl);  // the older batch: overlap-add it first
+        const std::size_t i = sl.segs.size();
+        postfilter(mcep,
+                   std::span(sl.host_mcep).subspan(i * order, static_cast<std::size_t>(order)));
+        for (int k = 0; k < nb; ++k) {
+            sl.host_strength[i * nb + k] = strengths[static_cast<std::size_t>(k)];
+            sl.host_strength_c[i * nb + k] = 1.0f - strengths[static_cast<std::size_t>(k)];
+        }
+        float* p = sl.host_exc.data() + i * N;
+        float* q = sl.host_noise.data() + i * N;
         std::fill(p, p + N, 0.0f);
         std::fill(q, q + N, 0.0f);
         for (int s = 0; s < hop; ++s) {
@@ -163,7 +171,7 @@ void SpectralVocoder::render(std::span<SpectralRequest> requests) {
             q[hop + s] = noise[s] * window_[static_cast<std::size_t>(hop + s)];
         }
         // Segment j covers the hop before frame j and frame j's own hop.
-        segs.push_back({&st, out, flush, st.frames_seen - 1});
+        sl.segs.push_back({&st, out, flush, st.frames_seen - 1});
     };
 
     std::vector<float> pulse(static_cast<std::size_t>(hop)), noise(static_cast<std::size_t>(hop));
@@ -216,13 +224,18 @@ void SpectralVocoder::render(std::span<SpectralRequest> requests) {
             std::fill(st.prev_noise.begin(), st.prev_noise.end(), 0.0f);
         }
     }
-    run_batch(segs);
+    // Submit what is staged, then finish both batches in submission order.
+    Slot& cur = slots_[current_];
+    Slot& older = slots_[current_ ^ 1];
+    if (!cur.segs.empty() && !cur.in_flight) submit(cur);
+    if (older.in_flight) finish(older);
+    if (cur.in_flight) finish(cur);
 }
 
 // Device work runs on a power-of-two number of segments (unused rows are
 // zero): FFT plans are per batch size, and on some devices (clFFT on PoCL)
 // making a plan takes seconds, so only a few sizes may ever be needed, and
-// warm_up() makes them all ahead of time.
+// warm_up() makes them all ahead of time, on both slots' queues.
 static int device_batch(int segments, int max_segments) {
     int s = 1;
     while (s < segments) s *= 2;
@@ -230,73 +243,74 @@ static int device_batch(int segments, int max_segments) {
 }
 
 void SpectralVocoder::warm_up(int max_batch) {
-    for (int s = 1; s <= std::min(max_batch, max_segments_); s *= 2) run_device(s);
+    for (int s = 1; s <= std::min(max_batch, max_segments_); s *= 2)
+        for (Slot& sl : slots_) {
+            run_device(sl, s);
+            backend_->synchronize(*sl.queue);
+        }
 }
 
-void SpectralVocoder::run_batch(std::vector<Segment>& segs) {
-    if (segs.empty()) return;
-    const int S = static_cast<int>(segs.size());
+void SpectralVocoder::submit(Slot& sl) {
+    const int S = static_cast<int>(sl.segs.size());
     const int SD = device_batch(S, max_segments_);
     // Zero the padding rows so they compute nothing harmful.
-    const std::size_t N = static_cast<std::size_t>(config_.n_fft);
-    std::fill(host_mcep_.begin() + static_cast<long>(S) * config_.order,
-              host_mcep_.begin() + static_cast<long>(SD) * config_.order, 0.0f);
-    std::fill(host_strength_.begin() + static_cast<long>(S) * config_.bands,
-              host_strength_.begin() + static_cast<long>(SD) * config_.bands, 0.0f);
-    std::fill(host_strength_c_.begin() + static_cast<long>(S) * config_.bands,
-              host_strength_c_.begin() + static_cast<long>(SD) * config_.bands, 0.0f);
-    std::fill(host_exc_.begin() + static_cast<long>(S * N),
-              host_exc_.begin() + static_cast<long>(SD * N), 0.0f);
-    std::fill(host_noise_.begin() + static_cast<long>(S * N),
-              host_noise_.begin() + static_cast<long>(SD * N), 0.0f);
-    run_device(SD);
-    overlap_add_segments(segs);
+    const long N = config_.n_fft, order = config_.order, nb = config_.bands;
+    std::fill(sl.host_mcep.begin() + S * order, sl.host_mcep.begin() + SD * order, 0.0f);
+    std::fill(sl.host_strength.begin() + S * nb, sl.host_strength.begin() + SD * nb, 0.0f);
+    std::fill(sl.host_strength_c.begin() + S * nb, sl.host_strength_c.begin() + SD * nb, 0.0f);
+    std::fill(sl.host_exc.begin() + S * N, sl.host_exc.begin() + SD * N, 0.0f);
+    std::fill(sl.host_noise.begin() + S * N, sl.host_noise.begin() + SD * N, 0.0f);
+    run_device(sl, SD);
+    sl.in_flight = true;
 }
 
-void SpectralVocoder::run_device(int S) {
+void SpectralVocoder::run_device(Slot& sl, int S) {
     Backend& b = *backend_;
-    Queue& q = *queue_;
+    Queue& q = *sl.queue;
     const int N = config_.n_fft, B = bins_, order = config_.order, nb = config_.bands;
 
-    b.copy_to_device(q, mcep_, 0, host_mcep_.data(), static_cast<std::size_t>(S * order));
-    b.copy_to_device(q, strengths_, 0, host_strength_.data(), static_cast<std::size_t>(S * nb));
-    b.copy_to_device(q, strengths_c_, 0, host_strength_c_.data(), static_cast<std::size_t>(S * nb));
-    b.copy_to_device(q, exc_, 0, host_exc_.data(), static_cast<std::size_t>(S) * N);
-    b.copy_to_device(q, exc_noise_, 0, host_noise_.data(), static_cast<std::size_t>(S) * N);
+    b.copy_to_device(q, sl.mcep, 0, sl.host_mcep.data(), static_cast<std::size_t>(S * order));
+    b.copy_to_device(q, sl.strengths, 0, sl.host_strength.data(), static_cast<std::size_t>(S * nb));
+    b.copy_to_device(q, sl.strengths_c, 0, sl.host_strength_c.data(),
+                     static_cast<std::size_t>(S * nb));
+    b.copy_to_device(q, sl.exc, 0, sl.host_exc.data(), static_cast<std::size_t>(S) * N);
+    b.copy_to_device(q, sl.exc_noise, 0, sl.host_noise.data(), static_cast<std::size_t>(S) * N);
 
     // Minimum-phase filter per segment from its envelope.
-    b.gemm(q, false, false, S, 2 * B, order, 1.0f, mcep_, order, basis_, 2 * B, 0.0f, logenv_,
+    b.gemm(q, false, false, S, 2 * B, order, 1.0f, sl.mcep, order, basis_, 2 * B, 0.0f, sl.logenv,
            2 * B);
-    b.irfft(q, N, S, logenv_, cep_);
-    b.minimum_phase_fold(q, N, S, cep_, folded_);
-    b.rfft(q, N, S, folded_, h_);
-    b.complex_exp(q, h_, h_, static_cast<std::size_t>(S) * B);
+    b.irfft(q, N, S, sl.logenv, sl.cep);
+    b.minimum_phase_fold(q, N, S, sl.cep, sl.folded);
+    b.rfft(q, N, S, sl.folded, sl.h);
+    b.complex_exp(q, sl.h, sl.h, static_cast<std::size_t>(S) * B);
     // Mixed excitation: band-weighted pulse plus complementary noise.
-    b.rfft(q, N, S, exc_, exc_spec_);
-    b.rfft(q, N, S, exc_noise_, exc_noise_spec_);
-    b.gemm(q, false, false, S, 2 * B, nb, 1.0f, strengths_, nb, bands_, 2 * B, 0.0f, vp_, 2 * B);
-    b.gemm(q, false, false, S, 2 * B, nb, 1.0f, strengths_c_, nb, bands_, 2 * B, 0.0f, vn_, 2 * B);
-    b.complex_multiply(q, exc_spec_, vp_, vp_, static_cast<std::size_t>(S) * B);
-    b.complex_multiply(q, exc_noise_spec_, vn_, vn_, static_cast<std::size_t>(S) * B);
+    b.rfft(q, N, S, sl.exc, sl.exc_spec);
+    b.rfft(q, N, S, sl.exc_noise, sl.exc_noise_spec);
+    b.gemm(q, false, false, S, 2 * B, nb, 1.0f, sl.strengths, nb, bands_, 2 * B, 0.0f, sl.vp,
+           2 * B);
+    b.gemm(q, false, false, S, 2 * B, nb, 1.0f, sl.strengths_c, nb, bands_, 2 * B, 0.0f, sl.vn,
+           2 * B);
+    b.complex_multiply(q, sl.exc_spec, sl.vp, sl.vp, static_cast<std::size_t>(S) * B);
+    b.complex_multiply(q, sl.exc_noise_spec, sl.vn, sl.vn, static_cast<std::size_t>(S) * B);
     // vp += vn, as a rank-1 GEMM (C = 1 * one * vn + 1 * C).
     const int len = S * 2 * B;
-    b.gemm(q, false, false, 1, len, 1, 1.0f, one_, 1, vn_, len, 1.0f, vp_, len);
-    b.complex_multiply(q, h_, vp_, vp_, static_cast<std::size_t>(S) * B);
-    b.irfft(q, N, S, vp_, y_);
-    b.copy_to_host(q, host_y_.data(), y_, 0, static_cast<std::size_t>(S) * N);
-    b.synchronize(q);
+    b.gemm(q, false, false, 1, len, 1, 1.0f, one_, 1, sl.vn, len, 1.0f, sl.vp, len);
+    b.complex_multiply(q, sl.h, sl.vp, sl.vp, static_cast<std::size_t>(S) * B);
+    b.irfft(q, N, S, sl.vp, sl.y);
+    b.copy_to_host(q, sl.host_y.data(), sl.y, 0, static_cast<std::size_t>(S) * N);
 }
 
-void SpectralVocoder::overlap_add_segments(std::vector<Segment>& segs) {
-    const int S = static_cast<int>(segs.size()), N = config_.n_fft, hop = config_.frame_period;
-    // Overlap-add on the host, in frame order, so the sums do not depend on
-    // how frames were batched. The accumulator starts at the segment's first
-    // sample; after adding segment j its first hop is final.
+// Overlap-add on the host, in frame order, so the sums do not depend on how
+// frames were batched. The accumulator starts at the segment's first sample;
+// after adding segment j its first hop is final.
+void SpectralVocoder::finish(Slot& sl) {
+    backend_->synchronize(*sl.queue);
+    const int N = config_.n_fft, hop = config_.frame_period;
     const double scale = config_.gain / 32768.0;
-    for (int i = 0; i < S; ++i) {
-        Segment& s = segs[static_cast<std::size_t>(i)];
+    for (std::size_t i = 0; i < sl.segs.size(); ++i) {
+        Segment& s = sl.segs[i];
         auto& acc = s.state->accumulator;
-        const float* y = host_y_.data() + static_cast<std::size_t>(i) * N;
+        const float* y = sl.host_y.data() + i * static_cast<std::size_t>(N);
         for (int k = 0; k < N; ++k) acc[static_cast<std::size_t>(k)] += y[k] * scale;
         // Segment 0 starts a hop before time zero: that hop is not output.
         if (s.index >= 1)
@@ -307,7 +321,8 @@ void SpectralVocoder::overlap_add_segments(std::vector<Segment>& segs) {
         std::fill(acc.end() - hop, acc.end(), 0.0);
         if (s.flush) std::fill(acc.begin(), acc.end(), 0.0);
     }
-    segs.clear();
+    sl.segs.clear();
+    sl.in_flight = false;
 }
 
 }  // namespace etude::gpu

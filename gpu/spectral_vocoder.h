@@ -93,22 +93,30 @@ class SpectralVocoder {
         bool flush;          // the final segment of an utterance
         std::int64_t index;  // segment number within the utterance
     };
-    void run_batch(std::vector<Segment>& segs);
-    void run_device(int segments);
-    void overlap_add_segments(std::vector<Segment>& segs);
+    // Double buffering: two sets of buffers, each with its own queue. While
+    // one batch computes (copy in, kernels, copy out on its queue), the host
+    // stages the next into the other; results are overlap-added in the order
+    // the batches were submitted.
+    struct Slot {
+        std::unique_ptr<Queue> queue;
+        DeviceBuffer mcep, vp, vn, strengths, strengths_c, logenv, cep, folded, h;
+        DeviceBuffer exc, exc_noise, exc_spec, exc_noise_spec, y;
+        std::vector<float> host_mcep, host_strength, host_strength_c, host_exc, host_noise, host_y;
+        std::vector<Segment> segs;
+        bool in_flight = false;
+    };
+    void submit(Slot& slot);  // pads to a planned batch size and enqueues, without waiting
+    void finish(Slot& slot);  // waits, then overlap-adds the slot's segments
+    void run_device(Slot& slot, int segments);
     void postfilter(std::span<const float> mcep, std::span<float> out);
 
     std::shared_ptr<Backend> backend_;
     SpectralVocoderConfig config_;
     int max_segments_;
     int bins_;
-    std::unique_ptr<Queue> queue_;
-    DeviceBuffer basis_, bands_;  // envelope basis (order x 2*bins), band weights (bands x 2*bins)
-    DeviceBuffer mcep_, vp_, vn_, strengths_, strengths_c_, logenv_, cep_, folded_, h_;
-    DeviceBuffer exc_, exc_noise_, exc_spec_, exc_noise_spec_, y_;
-    DeviceBuffer one_;
-    std::vector<float> host_mcep_, host_strength_, host_strength_c_, host_exc_, host_noise_,
-        host_y_;
+    DeviceBuffer basis_, bands_, one_;  // shared, read-only: envelope basis, band weights, 1.0
+    Slot slots_[2];
+    int current_ = 0;
     std::vector<float> window_;
     std::vector<float> host_basis_;  // n_bins x order, for the postfilter's energy
 };

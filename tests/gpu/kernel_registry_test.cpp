@@ -25,4 +25,3 @@ TEST(KernelRegistry, picks_the_fastest_capable_backend_per_operation_by_measurem
         std::printf("\n");
     }
 }
-
