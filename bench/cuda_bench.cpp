@@ -24,57 +24,27 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/cuda_module.h"
+#include "gpu/registry.h"
 
 namespace {
 
 using namespace etude::gpu;
 
 struct CudaDevice {
-    std::unique_ptr<Backend> backend;
+    std::shared_ptr<Backend> backend;
     std::unique_ptr<Queue> queue;
     std::string unusable;  // "no CUDA device: <why>" when backend is null
 };
 
-std::string module_path() {
-    if (const char* env = std::getenv("ETUDE_CUDA_MODULE"); env && *env) return env;
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return "libetude_cuda.so";
-    return (exe.parent_path().parent_path() / "gpu" / "cuda" / "libetude_cuda.so").string();
-}
-
+// Opened through the device registry, as the engine does.
 CudaDevice open_device() {
     CudaDevice d;
-    const std::string path = module_path();
-    // Never unloaded: the CUDA runtime inside registers exit handlers.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* why = dlerror();
-        d.unusable = "no CUDA device: module not loaded (" + std::string(why ? why : path) + ")";
-        return d;
+    try {
+        d.backend = DeviceRegistry::instance().open({"cuda", 0});
+        d.queue = d.backend->create_queue();
+    } catch (const std::exception& e) {
+        d.unusable = std::string("no CUDA device: ") + e.what();
     }
-    auto list = reinterpret_cast<decltype(&etude_cuda_list_devices)>(
-        dlsym(handle, "etude_cuda_list_devices"));
-    auto open = reinterpret_cast<decltype(&etude_cuda_open_device)>(
-        dlsym(handle, "etude_cuda_open_device"));
-    if (!list || !open) {
-        d.unusable = "no CUDA device: " + path + " lacks its entry points";
-        return d;
-    }
-    std::vector<DeviceInfo> devices;
-    std::string note;
-    if (!list(&devices, &note) || devices.empty()) {
-        d.unusable = "no CUDA device: " + (note.empty() ? std::string("none listed") : note);
-        return d;
-    }
-    std::string error;
-    d.backend.reset(open(0, &error));
-    if (!d.backend) {
-        d.unusable = "no CUDA device: " + error;
-        return d;
-    }
-    d.queue = d.backend->create_queue();
     return d;
 }
 

@@ -90,8 +90,11 @@ struct DeviceRegistry::Impl {
 };
 
 DeviceRegistry& DeviceRegistry::instance() {
-    static DeviceRegistry registry;
-    return registry;
+    // Never destroyed: backends it opened (a CUDA one above all) must not be
+    // torn down during static destruction, after the CUDA runtime's own exit
+    // handlers have run.
+    static DeviceRegistry* registry = new DeviceRegistry;
+    return *registry;
 }
 
 std::shared_ptr<Backend> shared_cpu_backend() {

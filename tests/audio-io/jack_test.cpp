@@ -27,11 +27,14 @@ std::string write_input(const std::string& name, const std::string& text) {
     return path;
 }
 
-std::vector<float> offline_render(int rate, const std::string& text) {
+// The offline render by `etude say` (float WAV), with any extra options.
+std::vector<float> offline_render(int rate, const std::string& text,
+                                  const std::string& options = "") {
     const std::string wav =
         std::string(ETUDE_TEST_TMP) + "/offline-" + std::to_string(rate) + ".wav";
     const std::string in = write_input("offline.txt", text);
-    const auto r = run_etude("say --float --rate " + std::to_string(rate) + " -o " + wav, in);
+    const auto r =
+        run_etude("say --float --rate " + std::to_string(rate) + " " + options + " -o " + wav, in);
     EXPECT_EQ(r.status, 0) << r.err;
     SF_INFO info{};
     SNDFILE* f = sf_open(wav.c_str(), SFM_READ, &info);
@@ -209,27 +212,6 @@ TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
     EXPECT_NE(out.find("underruns 0"), std::string::npos) << out;
 }
 
-namespace {
-
-std::vector<float> offline_spectral_cpu(int rate, const std::string& text) {
-    const std::string wav = std::string(ETUDE_TEST_TMP) + "/offline-spectral.wav";
-    const std::string in = write_input("offline-spectral.txt", text);
-    const auto r = run_etude("say --vocoder spectral --backend cpu --float --rate " +
-                                 std::to_string(rate) + " -o " + wav,
-                             in);
-    EXPECT_EQ(r.status, 0) << r.err;
-    SF_INFO info{};
-    SNDFILE* f = sf_open(wav.c_str(), SFM_READ, &info);
-    std::vector<float> x(static_cast<std::size_t>(info.frames));
-    if (f) {
-        sf_readf_float(f, x.data(), info.frames);
-        sf_close(f);
-    }
-    return x;
-}
-
-}  // namespace
-
 // GPU faults during a live JACK stream: the CPU remakes the affected blocks in
 // time. GPU and CPU compute the spectral vocoder in float on different paths,
 // so live audio equals the CPU's offline render within 1e-4 (not bit for bit).
@@ -241,7 +223,7 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
         text += (text.empty() ? "" : " ") + l;
         lines += l + "\n";
     }
-    const auto offline = offline_spectral_cpu(48000, text);
+    const auto offline = offline_render(48000, text, "--vocoder spectral --backend cpu");
     const std::string in = write_input("gpufault.txt", lines);
     for (const char* fault : {"kernel:2:0:600", "oom:2:0:600", "late:2:250:600"}) {
         CaptureClient capture(server.name(), 40.0);

@@ -28,54 +28,27 @@
 #include "gpu/backend.h"
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#include "gpu/cuda/cuda_module.h"
+#include "gpu/registry.h"
 
 namespace etude::gpu {
 namespace {
 
-using ListDevices = decltype(&etude_cuda_list_devices);
-using OpenDevice = decltype(&etude_cuda_open_device);
-
-std::string module_path() {
-    if (const char* env = std::getenv("ETUDE_CUDA_MODULE"); env && *env) return env;
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return "libetude_cuda.so";
-    return (exe.parent_path().parent_path() / "gpu" / "cuda" / "libetude_cuda.so").string();
-}
-
+// The CUDA module is found and loaded by the device registry, exactly as the
+// engine finds it (ETUDE_CUDA_MODULE, the build tree, the install path).
 struct CudaModule {
-    OpenDevice open = nullptr;
-    std::vector<DeviceInfo> devices;
-    std::string unusable;  // why not, when open is null or no device was listed
+    bool available = false;
+    std::string unusable;  // why not, with the registry's note
 };
 
-// Loaded once per process and never unloaded: the CUDA runtime inside the
-// module registers exit handlers, which must still find its code at exit.
 const CudaModule& cuda_module() {
     static const CudaModule module = [] {
         CudaModule m;
-        const std::string path = module_path();
-        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char* why = dlerror();
-            m.unusable = "CUDA module not loaded (" + std::string(why ? why : path) +
-                         "; built without CUDA?)";
-            return m;
+        try {
+            DeviceRegistry::instance().resolve({"cuda", -1});
+            m.available = true;
+        } catch (const std::exception& e) {
+            m.unusable = e.what();
         }
-        auto list = reinterpret_cast<ListDevices>(dlsym(handle, "etude_cuda_list_devices"));
-        auto open = reinterpret_cast<OpenDevice>(dlsym(handle, "etude_cuda_open_device"));
-        if (!list || !open) {
-            m.unusable = "CUDA module " + path + " lacks its entry points";
-            return m;
-        }
-        std::string note;
-        if (!list(&m.devices, &note) || m.devices.empty()) {
-            m.unusable = note.empty() ? "CUDA: no usable device" : note;
-            m.devices.clear();
-            return m;
-        }
-        m.open = open;
         return m;
     }();
     return module;
@@ -105,11 +78,9 @@ class CudaParity : public ::testing::Test {
   protected:
     void SetUp() override {
         const CudaModule& m = cuda_module();
-        if (!m.open) GTEST_SKIP() << m.unusable << " — CUDA parity tests skipped";
-        std::string error;
-        Backend* b = m.open(0, &error);
-        ASSERT_NE(b, nullptr) << "etude_cuda_open_device(0): " << error;
-        gpu_.reset(b);
+        if (!m.available) GTEST_SKIP() << m.unusable << " — CUDA parity tests skipped";
+        gpu_ = DeviceRegistry::instance().open({"cuda", 0});
+        gpu_->reset_health();
         gq_ = gpu_->create_queue();
         cq_ = cpu_.create_queue();
     }
@@ -152,7 +123,7 @@ class CudaParity : public ::testing::Test {
     }
 
     // Declared first: destroyed after the queues and buffers that use it.
-    std::unique_ptr<Backend> gpu_;
+    std::shared_ptr<Backend> gpu_;
     CpuBackend cpu_;
     std::unique_ptr<Queue> gq_, cq_;
     std::mt19937 rng_{20240611};
