@@ -9,6 +9,12 @@
 
 namespace etude::engine {
 
+bool same_config(const gpu::SpectralVocoderConfig& a, const gpu::SpectralVocoderConfig& b) {
+    return a.sample_rate == b.sample_rate && a.frame_period == b.frame_period &&
+           a.n_fft == b.n_fft && a.order == b.order && a.alpha == b.alpha && a.gain == b.gain &&
+           a.beta == b.beta && a.bands == b.bands;
+}
+
 gpu::SpectralVocoderConfig spectral_config(const dsp::MlsaConfig& voice) {
     gpu::SpectralVocoderConfig c;
     c.sample_rate = voice.sample_rate;
@@ -58,8 +64,9 @@ void BlockProcessor::submit(BlockJob* job) {
 void BlockProcessor::run() {
     // Below the audio callback's priority (JACK uses ~10 above its own), above normal work.
     if (want_realtime_) realtime_ = rt::make_current_thread_realtime(5);
+    std::vector<BlockJob*> batch;
     for (;;) {
-        BlockJob* job;
+        batch.clear();
         {
             std::unique_lock lock(mu_);
             if (!healthy_ && !disabled() && queue_.empty()) {
@@ -73,35 +80,48 @@ void BlockProcessor::run() {
             cv_.wait(lock, [&] { return stop_ || !queue_.empty() || (!healthy_ && !disabled()); });
             if (stop_) return;
             if (queue_.empty()) continue;  // woken to (re)build device state
-            job = queue_.front();
-            queue_.pop_front();
+            // Everything waiting goes in one batch: for a device shared by
+            // many streams that is one set of launches for all of them.
+            while (!queue_.empty() && batch.size() < kMaxBatch) {
+                batch.push_back(queue_.front());
+                queue_.pop_front();
+            }
         }
-        job->started_ns = rt::now_ns();
+        const auto started = rt::now_ns();
+        for (BlockJob* job : batch) job->started_ns = started;
         try {
-            if (job->kind == VocoderKind::Spectral) {
-                compute_spectral(*job);
+            if (batch.front()->kind == VocoderKind::Spectral) {
+                compute_spectral(batch);
             } else {
-                compute(*job);
+                for (BlockJob* job : batch) compute(*job);
             }
         } catch (const std::exception& e) {
-            // A device error: the job fails (the scheduler gives it to a CPU
-            // processor) and this processor rebuilds its device state before
-            // taking the next spectral job.
-            job->failed = true;
-            job->error = e.what();
+            // A device error: the batch's jobs fail (the scheduler gives each
+            // to a CPU processor) and this processor rebuilds its device
+            // state before taking more.
+            for (BlockJob* job : batch) {
+                job->failed = true;
+                job->error = e.what();
+            }
             note_failure(e.what());
         }
         if (fault_.slow_probability > 0 &&
             std::uniform_real_distribution<double>(0, 1)(fault_rng_) < fault_.slow_probability)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(fault_.slow_ms));
-        job->finished_ns = rt::now_ns();
-        {
-            std::lock_guard lock(*job->done_mutex);
-            job->done.store(true, std::memory_order_release);
-            job->in_use.store(false, std::memory_order_release);
+        const auto finished = rt::now_ns();
+        for (BlockJob* job : batch) {
+            job->finished_ns = finished;
+            {
+                std::lock_guard lock(*job->done_mutex);
+                job->done.store(true, std::memory_order_release);
+                job->in_use.store(false, std::memory_order_release);
+            }
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+            job->done_cv->notify_all();
         }
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
-        job->done_cv->notify_all();
+        batches_.add();
+        batch_jobs_.add(batch.size());
+        max_batch_.store_max(static_cast<std::int64_t>(batch.size()));
     }
 }
 
@@ -152,6 +172,9 @@ void BlockProcessor::note_failure(const std::string& what) {
 void BlockProcessor::prepare_spectral(const gpu::SpectralVocoderConfig& config) {
     {
         std::lock_guard lock(mu_);
+        // A processor shared by several streams is prepared once per
+        // configuration; later streams find it ready (or warming up).
+        if (spectral_config_ && same_config(*spectral_config_, config)) return;
         spectral_config_ = config;
         healthy_ = false;
     }
@@ -190,30 +213,36 @@ void BlockProcessor::rebuild() {
     }
 }
 
-void BlockProcessor::compute_spectral(BlockJob& job) {
+void BlockProcessor::compute_spectral(const std::vector<BlockJob*>& batch) {
     if (!spectral_) {
         if (disabled()) throw gpu::DeviceError(name_ + " is disabled after repeated device errors");
         // Device state is built here, on the processor's own thread, never on
         // the audio path.
-        spectral_config_ = spectral_config(job.vocoder.config());
+        spectral_config_ = spectral_config(batch.front()->vocoder.config());
         backend_->reset_health();
         spectral_ =
             std::make_unique<gpu::SpectralVocoder>(backend_, *spectral_config_, 64, pool_.get());
         healthy_ = true;
     }
-    const AcousticFrames& f = *job.frames;
-    spectral_out_.clear();
-    gpu::SpectralRequest r{
-        &job.spectral,
-        std::span(f.f0).subspan(job.first_frame, job.frame_count),
-        std::span(f.mcep).subspan(job.first_frame * f.mcep_order, job.frame_count * f.mcep_order),
-        std::span(f.strengths).subspan(job.first_frame * f.bands, job.frame_count * f.bands),
-        job.last_block,
-        &spectral_out_};
-    spectral_->render(std::span(&r, 1));
-    if (job.samples.size() < spectral_out_.size()) job.samples.resize(spectral_out_.size());
-    std::copy(spectral_out_.begin(), spectral_out_.end(), job.samples.begin());
-    job.sample_count = spectral_out_.size();
+    std::vector<gpu::SpectralRequest> requests;
+    requests.reserve(batch.size());
+    for (BlockJob* job : batch) {
+        const AcousticFrames& f = *job->frames;
+        job->spectral_out.clear();
+        requests.push_back(
+            {&job->spectral, std::span(f.f0).subspan(job->first_frame, job->frame_count),
+             std::span(f.mcep).subspan(job->first_frame * f.mcep_order,
+                                       job->frame_count * f.mcep_order),
+             std::span(f.strengths).subspan(job->first_frame * f.bands, job->frame_count * f.bands),
+             job->last_block, &job->spectral_out});
+    }
+    spectral_->render(requests);
+    for (BlockJob* job : batch) {
+        if (job->samples.size() < job->spectral_out.size())
+            job->samples.resize(job->spectral_out.size());
+        std::copy(job->spectral_out.begin(), job->spectral_out.end(), job->samples.begin());
+        job->sample_count = job->spectral_out.size();
+    }
 }
 
 }  // namespace etude::engine

@@ -30,6 +30,7 @@
 #include "gpu/backend.h"
 #include "gpu/memory_pool.h"
 #include "gpu/spectral_vocoder.h"
+#include "rt/counters.h"
 
 namespace etude::engine {
 
@@ -37,6 +38,7 @@ enum class VocoderKind { Mlsa, Spectral };
 
 // The spectral vocoder's settings for a voice.
 gpu::SpectralVocoderConfig spectral_config(const dsp::MlsaConfig& voice);
+bool same_config(const gpu::SpectralVocoderConfig& a, const gpu::SpectralVocoderConfig& b);
 
 struct BlockJob {
     explicit BlockJob(const dsp::MlsaConfig& config)
@@ -53,6 +55,8 @@ struct BlockJob {
     gpu::SpectralStreamState spectral;  // the same, for the spectral vocoder
     bool failed = false;                // the processor could not compute it (device error)
     std::string error;
+    int processor = -1;               // which of the stream's processors it went to
+    std::vector<float> spectral_out;  // scratch for the spectral vocoder's output
 
     // Outputs (valid once done).
     std::vector<float> samples;  // at the voice's rate
@@ -75,6 +79,7 @@ struct BlockJob {
 class BlockProcessor {
   public:
     static constexpr int kMaxFailures = 3;
+    static constexpr std::size_t kMaxBatch = 256;  // jobs computed together
 
     BlockProcessor(std::string name, bool realtime_priority, FaultPlan fault = {},
                    std::shared_ptr<gpu::Backend> backend = nullptr);
@@ -102,11 +107,15 @@ class BlockProcessor {
     void prepare_spectral(const gpu::SpectralVocoderConfig& config);
     // The measured cost of a two-frame spectral block (0 until measured).
     std::int64_t calibrated_block_ns() const { return calibrated_ns_.load(); }
+    // Batching: how many batches ran, how many jobs they held, the largest.
+    std::uint64_t batches() const { return batches_.get(); }
+    std::uint64_t batched_jobs() const { return batch_jobs_.get(); }
+    std::int64_t largest_batch() const { return max_batch_.get(); }
 
   private:
     void run();
     void compute(BlockJob& job);
-    void compute_spectral(BlockJob& job);
+    void compute_spectral(const std::vector<BlockJob*>& batch);
     void note_failure(const std::string& what);
     void rebuild();
 
@@ -119,6 +128,8 @@ class BlockProcessor {
     std::optional<gpu::SpectralVocoderConfig> spectral_config_;
     std::chrono::milliseconds retry_delay_{2};
     std::atomic<std::int64_t> calibrated_ns_{0};
+    rt::Counter batches_, batch_jobs_;
+    rt::MaxGauge max_batch_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<BlockJob*> queue_;
@@ -131,7 +142,6 @@ class BlockProcessor {
     bool want_realtime_;
     std::vector<double> scratch_;
     std::vector<float> noise_;
-    std::vector<float> spectral_out_;
     std::thread thread_;
 };
 

@@ -13,6 +13,7 @@
 #include <deque>
 #include <fstream>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -112,6 +113,18 @@ class EngineCore {
         streams_.push_back(s);
     }
     void wake() { cv_.notify_all(); }
+
+    // The GPU processor of a device, created on first use and shared by the
+    // streams using that device while any of them lives.
+    template <typename Make>
+    std::shared_ptr<BlockProcessor> shared_gpu_processor(const std::string& device, Make make) {
+        std::lock_guard lock(gpu_mu_);
+        auto& weak = gpu_processors_[device];
+        if (auto p = weak.lock()) return p;
+        auto p = make();
+        weak = p;
+        return p;
+    }
     void stop() {
         {
             std::lock_guard lock(mu_);
@@ -142,6 +155,8 @@ class EngineCore {
     std::size_t round_robin_ = 0;
     std::thread front_end_;
     std::vector<std::thread> renderers_;
+    std::mutex gpu_mu_;
+    std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
 };
 
 class StreamCore {
@@ -275,6 +290,9 @@ class StreamCore {
             s.gpu_failures = static_cast<std::uint64_t>(gpu_->failures());
             s.gpu_disabled = gpu_->disabled();
             s.gpu_last_error = gpu_->last_error();
+            s.gpu_batches = gpu_->batches();
+            s.gpu_batched_jobs = gpu_->batched_jobs();
+            s.gpu_largest_batch = gpu_->largest_batch();
         } else {
             s.gpu_note = gpu_note_;
         }
@@ -301,7 +319,8 @@ class StreamCore {
     std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> kernel_timings() const {
         std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> out;
         if (!spectral_) return out;
-        if (gpu_ && gpu_->backend()) out.emplace_back(gpu_->name(), gpu_->backend()->kernel_timings());
+        if (gpu_ && gpu_->backend())
+            out.emplace_back(gpu_->name(), gpu_->backend()->kernel_timings());
         out.emplace_back("cpu", gpu::shared_cpu_backend()->kernel_timings());
         return out;
     }
@@ -579,8 +598,14 @@ class StreamCore {
             if (options_.gpu_fault.kind != gpu::GpuFault::None)
                 backend->inject_fault(options_.gpu_fault);
             gpu_forced_ = request.kind != "auto";
-            gpu_ = std::make_unique<BlockProcessor>(std::string("gpu-") + gpu::to_string(d.kind),
-                                                    false, options_.primary_fault, backend);
+            // One processor per device, shared by every stream on it, so the
+            // device gets one batch of launches for all of them.
+            gpu_ = engine_->shared_gpu_processor(
+                std::string(gpu::to_string(d.kind)) + ":" + std::to_string(d.index), [&] {
+                    return std::make_shared<BlockProcessor>(
+                        std::string("gpu-") + gpu::to_string(d.kind), false, options_.primary_fault,
+                        backend);
+                });
             gpu_name_ = d.name;
         } catch (const std::exception& e) {
             gpu_note_ = std::string("no GPU processor: ") + e.what();
@@ -698,8 +723,11 @@ class StreamCore {
                     auto& e = estimator(choices[i].processor, choices[i].tier);
                     e.set_now(rec.index);
                     const BlockProcessor& p = processor(choices[i].processor);
+                    // The GPU processor is shared by streams: it is "busy" for
+                    // this stream only while one of this stream's jobs is on it.
+                    const bool busy = choices[i].processor == 2 ? has_job_on(2) : p.busy();
                     cands[i] = {choices[i].processor, choices[i].tier, e.estimate_ns(),
-                                p.busy() || !p.healthy()};
+                                busy || !p.healthy()};
                 }
                 const int i = choose_candidate(std::span(cands, static_cast<std::size_t>(n)), from,
                                                deadline, exclude);
@@ -796,6 +824,13 @@ class StreamCore {
         return choices_;
     }
 
+    bool has_job_on(int processor_index) const {
+        for (const auto& j : jobs_)
+            if (j && j->processor == processor_index && j->in_use.load(std::memory_order_acquire))
+                return true;
+        return false;
+    }
+
     BlockProcessor& processor(int i) { return i == 0 ? primary_ : i == 1 ? fallback_ : *gpu_; }
 
     // A job abandoned after its cut-off still tells how slow its processor
@@ -823,6 +858,7 @@ class StreamCore {
         job->frame_count = count;
         job->last_block = last;
         job->tier = choice.tier;
+        job->processor = choice.processor;
         processor(choice.processor).submit(job);
         return job;
     }
@@ -995,7 +1031,7 @@ class StreamCore {
     std::array<LatencyEstimator, 6> estimators_;  // (primary, fallback, gpu) x (full, reduced)
     std::vector<Choice> choices_;
     const bool spectral_;                  // this stream uses the spectral vocoder
-    std::unique_ptr<BlockProcessor> gpu_;  // spectral only, when a GPU backend opened
+    std::shared_ptr<BlockProcessor> gpu_;  // spectral only, when a GPU backend opened
     std::string gpu_note_;                 // why there is no GPU processor, if there is none
     std::string gpu_name_;
     bool gpu_forced_ = false;  // named by --backend/ETUDE_BACKEND, not chosen by calibration
@@ -1134,8 +1170,8 @@ void Stream::write_trace(const std::string& path) const {
     const double end_us = records.empty() ? 0 : (records.back().finished_ns - t0) / 1000.0;
     for (const auto& [device, timings] : core_->kernel_timings()) {
         if (timings.empty()) continue;
-        out << "{\"name\":\"kernel ms total (" << device << ")\",\"ph\":\"C\",\"pid\":2,\"ts\":" << end_us
-            << ",\"args\":{";
+        out << "{\"name\":\"kernel ms total (" << device
+            << ")\",\"ph\":\"C\",\"pid\":2,\"ts\":" << end_us << ",\"args\":{";
         for (std::size_t i = 0; i < timings.size(); ++i)
             out << (i ? "," : "") << "\"" << timings[i].name << "\":" << timings[i].total_ms;
         out << "}},\n";

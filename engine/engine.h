@@ -103,7 +103,10 @@ struct StreamStats {
     std::uint64_t gpu_failures = 0;  // device errors (each such block was remade on the CPU)
     bool gpu_disabled = false;       // off after repeated failures
     std::string gpu_last_error;
-    bool realtime_workers = false;  // the OS granted SCHED_FIFO to the processors
+    std::uint64_t gpu_batches = 0;       // launches of the (shared) GPU processor
+    std::uint64_t gpu_batched_jobs = 0;  // blocks they computed, all streams on the device
+    std::int64_t gpu_largest_batch = 0;  // most blocks computed together
+    bool realtime_workers = false;       // the OS granted SCHED_FIFO to the processors
 };
 
 class Stream {

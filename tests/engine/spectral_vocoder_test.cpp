@@ -188,6 +188,9 @@ std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
     std::size_t n;
     while ((n = s->read(b)) > 0) out.insert(out.end(), b.begin(), b.begin() + n);
     if (st) *st = s->stats();
+    // The device is shared by the process: leave no fault behind for later tests.
+    if (fault.kind != gpu::GpuFault::None)
+        gpu::DeviceRegistry::instance().open({o.backend, o.device})->inject_fault({});
     return out;
 }
 
@@ -244,4 +247,31 @@ TEST(SpectralEngine, repeated_failures_turn_the_gpu_off_and_speech_continues) {
     EXPECT_TRUE(st.gpu_disabled);
     EXPECT_EQ(st.gpu_failures, static_cast<std::uint64_t>(engine::BlockProcessor::kMaxFailures));
     EXPECT_EQ(st.underruns, 0u);
+}
+
+TEST(SpectralEngine, streams_on_one_device_share_its_batches) {
+    std::string why;
+    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+    engine::Engine e;
+    const auto reference = offline(e, spectral_options("cpu"));
+    constexpr int kStreams = 4;
+    std::vector<std::vector<float>> outs(kStreams);
+    std::vector<engine::StreamStats> stats(kStreams);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i)
+        threads.emplace_back(
+            [&, i] { outs[i] = offline(e, spectral_options("opencl"), &stats[i]); });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < kStreams; ++i) {
+        ASSERT_EQ(outs[i].size(), reference.size()) << i;
+        EXPECT_LT(max_rel_diff(reference, outs[i]), 1e-3) << i;
+        EXPECT_GT(stats[i].blocks_gpu, 0u) << i;
+    }
+    std::uint64_t largest = 0;
+    for (const auto& st : stats) largest = std::max<std::uint64_t>(largest, st.gpu_largest_batch);
+    std::printf(
+        "[batching] %d streams: largest GPU batch %llu blocks, %llu blocks in %llu batches\n",
+        kStreams, (unsigned long long)largest, (unsigned long long)stats[0].gpu_batched_jobs,
+        (unsigned long long)stats[0].gpu_batches);
+    EXPECT_GT(largest, 1u) << "concurrent streams never shared a launch";
 }
