@@ -52,7 +52,8 @@ class LefFile {
     const LefTensor* find(std::string_view name) const;
     // The tensor's values as f32 (f16 is converted); throws etude::Error if
     // absent or if `expected_shape` is given and differs.
-    std::vector<float> floats(std::string_view name, std::span<const std::uint64_t> expected_shape = {}) const;
+    std::vector<float> floats(std::string_view name,
+                              std::span<const std::uint64_t> expected_shape = {}) const;
     std::uint32_t flags() const { return flags_; }
 
   private:
@@ -70,8 +71,10 @@ class LefFile {
 class LefWriter {
   public:
     explicit LefWriter(std::string metadata_json) : metadata_(std::move(metadata_json)) {}
-    void add_f32(const std::string& name, std::vector<std::uint64_t> shape, std::span<const float> values);
-    void add_f16(const std::string& name, std::vector<std::uint64_t> shape, std::span<const std::uint16_t> values);
+    void add_f32(const std::string& name, std::vector<std::uint64_t> shape,
+                 std::span<const float> values);
+    void add_f16(const std::string& name, std::vector<std::uint64_t> shape,
+                 std::span<const std::uint16_t> values);
     std::vector<std::uint8_t> bytes() const;
     void write(const std::string& path) const;  // atomically; throws etude::Error
 

@@ -15,7 +15,8 @@ using namespace etude::engine;
 
 namespace {
 
-const std::string kMeta = R"({"architecture":"hifigan","sample_rate":22050,"n_fft":1024,"hop":256})";
+const std::string kMeta =
+    R"({"architecture":"hifigan","sample_rate":22050,"n_fft":1024,"hop":256})";
 
 std::vector<std::uint8_t> sample_file() {
     LefWriter w(kMeta);
@@ -45,7 +46,6 @@ void reseal(std::vector<std::uint8_t>& b) {
 }
 
 }  // namespace
-
 
 TEST(LefFile, round_trips_metadata_and_f32_f16_tensors) {
     const auto bytes = sample_file();
@@ -106,7 +106,8 @@ TEST(LefFile, names_the_field_or_tensor_at_fault) {
     b = sample_file();
     b[b.size() - 64] ^= 1;  // inside the last tensor's data
     reseal(b);
-    EXPECT_NE(error_of(b).find("tensor 'conv_pre.bias' checksum mismatch"), std::string::npos) << error_of(b);
+    EXPECT_NE(error_of(b).find("tensor 'conv_pre.bias' checksum mismatch"), std::string::npos)
+        << error_of(b);
 
     LefWriter no_arch(R"({"sample_rate":22050})");
     const float x[] = {1};
@@ -128,7 +129,9 @@ TEST(LefFile, names_the_field_or_tensor_at_fault) {
         f.floats("conv_pre.weight", wrong);
         FAIL();
     } catch (const etude::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("has shape (3, 5), expected (5, 3)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("has shape (3, 5), expected (5, 3)"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(f.floats("no.such.tensor"), etude::Error);
 }
