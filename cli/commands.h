@@ -9,5 +9,6 @@ int devices_command(int argc, char** argv);
 int voices_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int jack_command(int argc, char** argv);
+int info_command(int argc, char** argv);
 
 }  // namespace etude::cli

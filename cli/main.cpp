@@ -17,6 +17,7 @@ commands:
   voices    list the embedded voices
   devices   list audio output devices and host APIs
   bench     measure synthesis speed, time to first audio and memory
+  info      validate a LEF model file and list what it holds
 
 Run 'etude <command> --help' for the options of each command.
 )";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     if (cmd == "devices") return etude::cli::devices_command(argc, argv);
     if (cmd == "bench") return etude::cli::bench_command(argc, argv);
     if (cmd == "jack") return etude::cli::jack_command(argc, argv);
+    if (cmd == "info") return etude::cli::info_command(argc, argv);
     std::fprintf(stderr, "etude: unknown command '%s' (try 'etude --help')\n", cmd.c_str());
     return 2;
 }

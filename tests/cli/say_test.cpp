@@ -253,3 +253,12 @@ TEST(CliSay, play_without_a_matching_device_fails_cleanly_and_keeps_no_file) {
     expect_clean_error(r, "no audio output device matches 'no-such-device-xyz'");
     EXPECT_TRUE(no_files_like(wav));
 }
+
+TEST(CliInfo, validates_a_model_file_and_names_the_problem) {
+    // A damaged file: one error line naming the problem, status 1.
+    const fs::path bad = tmpdir() / "bad.lef";
+    std::ofstream(bad, std::ios::binary) << "LIBETUDE but not much else";
+    expect_clean_error(etude("info " + bad.string()), "too short for a LEF header");
+    expect_clean_error(etude("info " + (tmpdir() / "missing.lef").string()), "cannot open model");
+    EXPECT_EQ(etude("info").status, 2);
+}
