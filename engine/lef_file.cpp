@@ -314,26 +314,25 @@ std::uint16_t float_to_half(float f) {
     return static_cast<std::uint16_t>(half);
 }
 
-void LefWriter::add_f32(const std::string& name, std::vector<std::uint64_t> shape,
-                        std::span<const float> values) {
+void LefWriter::add(const std::string& name, LefDtype dtype, std::vector<std::uint64_t> shape,
+                    const void* data, std::size_t bytes) {
     Entry e;
     e.info.name = name;
-    e.info.dtype = LefDtype::F32;
+    e.info.dtype = dtype;
     e.info.shape = std::move(shape);
-    e.data.resize(values.size() * 4);
-    std::memcpy(e.data.data(), values.data(), e.data.size());
+    e.data.resize(bytes);
+    std::memcpy(e.data.data(), data, bytes);
     entries_.push_back(std::move(e));
+}
+
+void LefWriter::add_f32(const std::string& name, std::vector<std::uint64_t> shape,
+                        std::span<const float> values) {
+    add(name, LefDtype::F32, std::move(shape), values.data(), values.size_bytes());
 }
 
 void LefWriter::add_f16(const std::string& name, std::vector<std::uint64_t> shape,
                         std::span<const std::uint16_t> values) {
-    Entry e;
-    e.info.name = name;
-    e.info.dtype = LefDtype::F16;
-    e.info.shape = std::move(shape);
-    e.data.resize(values.size() * 2);
-    std::memcpy(e.data.data(), values.data(), e.data.size());
-    entries_.push_back(std::move(e));
+    add(name, LefDtype::F16, std::move(shape), values.data(), values.size_bytes());
 }
 
 std::vector<std::uint8_t> LefWriter::bytes() const {

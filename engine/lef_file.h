@@ -79,6 +79,8 @@ class LefWriter {
     void write(const std::string& path) const;  // atomically; throws etude::Error
 
   private:
+    void add(const std::string& name, LefDtype dtype, std::vector<std::uint64_t> shape,
+             const void* data, std::size_t bytes);
     struct Entry {
         LefTensor info;
         std::vector<std::uint8_t> data;
