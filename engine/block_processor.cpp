@@ -133,19 +133,12 @@ void BlockProcessor::compute(BlockJob& job) {
         noise_.resize(period);
     }
     job.vocoder.set_tier(job.tier);
+    if (job.samples.size() < job.frame_count * period) job.samples.resize(job.frame_count * period);
     std::size_t n_out = 0;
-    for (std::size_t i = job.first_frame; i < job.first_frame + job.frame_count; ++i) {
-        for (std::size_t k = 0; k < period; ++k) noise_[k] = job.noise.next();
-        const std::size_t n = job.vocoder.synthesize_frame(
-            f.f0[i], std::span(f.mcep).subspan(i * f.mcep_order, f.mcep_order),
-            std::span(f.strengths).subspan(i * f.bands, f.bands), std::span(noise_).first(period),
-            std::span(scratch_).first(period));
-        if (job.samples.size() < n_out + n) job.samples.resize(n_out + n);
-        for (std::size_t k = 0; k < n; ++k)
-            job.samples[n_out + k] =
-                static_cast<float>(std::clamp(scratch_[k] / 32768.0, -1.0, 1.0));
-        n_out += n;
-    }
+    for (std::size_t i = job.first_frame; i < job.first_frame + job.frame_count; ++i)
+        n_out += vocode_frame(job.vocoder, job.noise, f, i, std::span(noise_).first(period),
+                              std::span(scratch_).first(period),
+                              std::span(job.samples).subspan(n_out, period));
     job.sample_count = n_out;
 }
 

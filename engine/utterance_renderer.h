@@ -38,6 +38,23 @@ class NoiseSource {
     std::uint32_t state_ = 0x9E3779B9u;
 };
 
+// Vocodes frame `i` of `f`: draws the frame's excitation noise, runs the
+// MLSA vocoder (in 16-bit units, as Flite's waveform) and writes floats in
+// [-1, 1] to `out`. Returns how many samples it wrote (0 for the priming
+// frame). The scheduler's block jobs and the render-ahead workers both call
+// this, which is what keeps their audio identical.
+inline std::size_t vocode_frame(dsp::MlsaVocoder& vocoder, NoiseSource& noise_source,
+                                const AcousticFrames& f, std::size_t i, std::span<float> noise,
+                                std::span<double> scratch, std::span<float> out) {
+    for (auto& n : noise) n = noise_source.next();
+    const std::size_t n = vocoder.synthesize_frame(
+        f.f0[i], std::span(f.mcep).subspan(i * f.mcep_order, f.mcep_order),
+        std::span(f.strengths).subspan(i * f.bands, f.bands), noise, scratch);
+    for (std::size_t k = 0; k < n; ++k)
+        out[k] = static_cast<float>(std::clamp(scratch[k] / 32768.0, -1.0, 1.0));
+    return n;
+}
+
 class UtteranceRenderer {
   public:
     UtteranceRenderer(const FliteVoice& voice, double output_rate)
@@ -63,13 +80,8 @@ class UtteranceRenderer {
         noise_source_.restart();
         if (resampler_) resampler_->reset();
         for (std::size_t i = 0; i < f.frames; ++i) {
-            for (auto& n : noise_) n = noise_source_.next();
-            const std::size_t n = vocoder_.synthesize_frame(
-                f.f0[i], std::span(f.mcep).subspan(i * f.mcep_order, f.mcep_order),
-                std::span(f.strengths).subspan(i * f.bands, f.bands), noise_, samples_);
-            // The vocoder works in 16-bit units, as Flite's waveform does.
-            for (std::size_t k = 0; k < n; ++k)
-                floats_[k] = static_cast<float>(std::clamp(samples_[k] / 32768.0, -1.0, 1.0));
+            const std::size_t n =
+                vocode_frame(vocoder_, noise_source_, f, i, noise_, samples_, floats_);
             const std::span<const float> chunk(floats_.data(), n);
             const bool last = i + 1 == f.frames;
             if (!resampler_) {
