@@ -202,9 +202,30 @@ class Backend : public MemoryOwner {
     virtual void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
                             const DeviceBuffer& gamma, const DeviceBuffer& beta,
                             DeviceBuffer& y) = 0;
+    // y = alpha * x + beta * y over n floats. beta == 0 overwrites y (what it
+    // held is ignored, even NaN); x and y may be the same buffer.
+    virtual void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                       DeviceBuffer& y) = 0;
+    // y[c][r] = x[r][c]: x is rows x cols, y is cols x rows (distinct buffers).
+    virtual void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                           DeviceBuffer& y) = 0;
+    // Broadcast bias on a rows x cols matrix, in place:
+    // per_row ? y[r][c] += bias[r] : y[r][c] += bias[c].
+    virtual void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                          DeviceBuffer& y) = 0;
+    // Polar to complex for spectral heads (Vocos' ISTFT head): x is
+    // [frames][2*bins], each row `bins` log-magnitudes then `bins` phases;
+    // y is [frames][bins] interleaved complex with
+    // y = min(exp(logmag), max_magnitude) * (cos(phase), sin(phase)).
+    // x and y are distinct buffers (same size: 2 * frames * bins floats).
+    virtual void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
+                                const DeviceBuffer& x, DeviceBuffer& y) = 0;
     // Batched real FFT of length n: in [batch][n] -> out [batch][n/2+1] complex.
     virtual void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
     // Batched inverse, scaled by 1/n: in [batch][n/2+1] complex -> out [batch][n].
+    // The imaginary parts of bins 0 and n/2 are ignored (taken as zero), as
+    // FFTW, NumPy and PyTorch do: a network's spectrum need not be exactly
+    // that of a real signal.
     virtual void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
     // STFT framing: frames[f][i] = signal[f*hop + i] * window[i], i < n_fft, f < n_frames
     // (the signal must hold (n_frames-1)*hop + n_fft samples).

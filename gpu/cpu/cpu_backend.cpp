@@ -11,16 +11,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "dsp/fft.h"
+#include "gpu/cpu/cpu_conv.h"
 
 namespace etude::gpu {
 namespace {
 
 class CpuQueue final : public Queue {};
 
-inline float* f(const DeviceBuffer& b) { return static_cast<float*>(b.handle()); }
+inline float* f(const DeviceBuffer& b) {
+    return static_cast<float*>(b.handle());
+}
 
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
@@ -48,13 +52,16 @@ struct CpuBackend::FftPlans {
 // applies any injected fault first.
 class CpuBackend::Timer {
   public:
-    Timer(CpuBackend& b, const char* name) : b_(b), name_(name), t0_(std::chrono::steady_clock::now()) {
+    Timer(CpuBackend& b, const char* name)
+        : b_(b), name_(name), t0_(std::chrono::steady_clock::now()) {
         const double late_ms = b_.consume_fault(name);
-        if (late_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
+        if (late_ms > 0)
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
     }
     ~Timer() {
         const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_)
+                .count();
         std::lock_guard lock(b_.timing_mu_);
         auto& t = b_.timings_[name_];
         t.name = name_;
@@ -92,13 +99,19 @@ void* CpuBackend::raw_allocate(std::size_t bytes) {
     if (!p) throw OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
 }
-void CpuBackend::raw_free(void* handle) noexcept { std::free(handle); }
+void CpuBackend::raw_free(void* handle) noexcept {
+    std::free(handle);
+}
 float* CpuBackend::allocate_pinned(std::size_t floats) {
     return static_cast<float*>(raw_allocate(std::max<std::size_t>(floats, 1) * sizeof(float)));
 }
-void CpuBackend::free_pinned(float* p) noexcept { std::free(p); }
+void CpuBackend::free_pinned(float* p) noexcept {
+    std::free(p);
+}
 
-std::unique_ptr<Queue> CpuBackend::create_queue() { return std::make_unique<CpuQueue>(); }
+std::unique_ptr<Queue> CpuBackend::create_queue() {
+    return std::make_unique<CpuQueue>();
+}
 
 void CpuBackend::copy_to_device(Queue&, DeviceBuffer& dst, std::size_t off, const float* src,
                                 std::size_t n) {
@@ -154,63 +167,14 @@ void CpuBackend::gemm(Queue&, bool ta, bool tb, int m, int n, int k, float alpha
 void CpuBackend::conv1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
                         const DeviceBuffer& bias, DeviceBuffer& y) {
     Timer t(*this, "conv1d");
-    const int out_len = s.conv_out_length();
-    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
-    const float* xp = f(x);
-    const float* wp = f(w);
-    const float* bp = bias ? f(bias) : nullptr;
-    float* yp = f(y);
-    for (int n = 0; n < s.batch; ++n)
-        for (int oc = 0; oc < s.out_channels; ++oc) {
-            const int g = oc / ocg;
-            float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
-            for (int t_out = 0; t_out < out_len; ++t_out) yrow[t_out] = bp ? bp[oc] : 0.0f;
-            for (int ic = 0; ic < icg; ++ic) {
-                const float* xrow =
-                    xp + (static_cast<std::size_t>(n) * s.in_channels + g * icg + ic) * s.in_length;
-                const float* wrow = wp + (static_cast<std::size_t>(oc) * icg + ic) * s.kernel;
-                for (int kk = 0; kk < s.kernel; ++kk) {
-                    const float wv = wrow[kk];
-                    for (int t_out = 0; t_out < out_len; ++t_out) {
-                        const int ti = t_out * s.stride - s.padding + kk * s.dilation;
-                        if (ti >= 0 && ti < s.in_length) yrow[t_out] += wv * xrow[ti];
-                    }
-                }
-            }
-        }
+    cpu::conv1d(s, f(x), f(w), bias ? f(bias) : nullptr, f(y));
 }
 
 void CpuBackend::conv_transpose1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x,
-                                  const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+                                  const DeviceBuffer& w, const DeviceBuffer& bias,
+                                  DeviceBuffer& y) {
     Timer t(*this, "conv_transpose1d");
-    const int out_len = s.transpose_out_length();
-    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
-    const float* xp = f(x);
-    const float* wp = f(w);
-    const float* bp = bias ? f(bias) : nullptr;
-    float* yp = f(y);
-    for (int n = 0; n < s.batch; ++n) {
-        for (int oc = 0; oc < s.out_channels; ++oc) {
-            float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
-            for (int t_out = 0; t_out < out_len; ++t_out) yrow[t_out] = bp ? bp[oc] : 0.0f;
-        }
-        for (int ic = 0; ic < s.in_channels; ++ic) {
-            const int g = ic / icg;
-            const float* xrow = xp + (static_cast<std::size_t>(n) * s.in_channels + ic) * s.in_length;
-            for (int o = 0; o < ocg; ++o) {
-                const int oc = g * ocg + o;
-                const float* wrow = wp + (static_cast<std::size_t>(ic) * ocg + o) * s.kernel;
-                float* yrow = yp + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
-                for (int ti = 0; ti < s.in_length; ++ti) {
-                    const float xv = xrow[ti];
-                    for (int kk = 0; kk < s.kernel; ++kk) {
-                        const int to = ti * s.stride - s.padding + kk * s.dilation;
-                        if (to >= 0 && to < out_len) yrow[to] += xv * wrow[kk];
-                    }
-                }
-            }
-        }
-    }
+    cpu::conv_transpose1d(s, f(x), f(w), bias ? f(bias) : nullptr, f(y));
 }
 
 void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceBuffer& x,
@@ -234,6 +198,70 @@ void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceB
     }
 }
 
+void CpuBackend::axpby(Queue&, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                       DeviceBuffer& y) {
+    Timer t(*this, "axpby");
+    const float* in = f(x);
+    float* out = f(y);
+    // beta == 0 must not read y (it may hold NaN): a separate loop, not 0 * y.
+    if (beta == 0.0f)
+        for (std::size_t i = 0; i < n; ++i) out[i] = alpha * in[i];
+    else
+        for (std::size_t i = 0; i < n; ++i) out[i] = alpha * in[i] + beta * out[i];
+}
+
+void CpuBackend::transpose(Queue&, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
+    Timer t(*this, "transpose");
+    if (rows > 0 && cols > 0 && x.handle() == y.handle())
+        throw std::invalid_argument("transpose: x and y must be distinct buffers");
+    const float* in = f(x);
+    float* out = f(y);
+    // Square tiles keep both the reads and the strided writes within a few
+    // cache lines per row of the tile.
+    constexpr int kTile = 32;
+    for (int r0 = 0; r0 < rows; r0 += kTile)
+        for (int c0 = 0; c0 < cols; c0 += kTile) {
+            const int r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+            for (int r = r0; r < r1; ++r)
+                for (int c = c0; c < c1; ++c)
+                    out[static_cast<std::size_t>(c) * rows + r] =
+                        in[static_cast<std::size_t>(r) * cols + c];
+        }
+}
+
+void CpuBackend::add_bias(Queue&, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                          DeviceBuffer& y) {
+    Timer t(*this, "add_bias");
+    const float* b = f(bias);
+    for (int r = 0; r < rows; ++r) {
+        float* row = f(y) + static_cast<std::size_t>(r) * cols;
+        if (per_row) {
+            const float v = b[r];
+            for (int c = 0; c < cols; ++c) row[c] += v;
+        } else {
+            for (int c = 0; c < cols; ++c) row[c] += b[c];
+        }
+    }
+}
+
+void CpuBackend::polar_spectrum(Queue&, int frames, int bins, float max_magnitude,
+                                const DeviceBuffer& x, DeviceBuffer& y) {
+    Timer t(*this, "polar_spectrum");
+    // A frame's output overwrites log-magnitudes of bins not yet read.
+    if (frames > 0 && bins > 0 && x.handle() == y.handle())
+        throw std::invalid_argument("polar_spectrum: x and y must be distinct buffers");
+    for (int fr = 0; fr < frames; ++fr) {
+        const float* logmag = f(x) + static_cast<std::size_t>(fr) * 2 * bins;
+        const float* phase = logmag + bins;
+        float* out = f(y) + static_cast<std::size_t>(fr) * 2 * bins;
+        for (int k = 0; k < bins; ++k) {
+            const float m = std::min(std::exp(logmag[k]), max_magnitude);
+            out[2 * k] = m * std::cos(phase[k]);
+            out[2 * k + 1] = m * std::sin(phase[k]);
+        }
+    }
+}
+
 CpuBackend::FftPlans& CpuBackend::plans(int n) {
     std::lock_guard lock(plans_mu_);
     auto& p = plans_[n];
@@ -244,9 +272,10 @@ CpuBackend::FftPlans& CpuBackend::plans(int n) {
         std::lock_guard fftw_lock(dsp::fftw_planner_mutex());
         // New-array execution on any buffer: plan unaligned, estimate only.
         const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
-        p->forward = fftwf_plan_dft_r2c_1d(n, re.data(), reinterpret_cast<fftwf_complex*>(cx.data()), flags);
-        p->inverse = fftwf_plan_dft_c2r_1d(n, reinterpret_cast<fftwf_complex*>(cx.data()), re.data(),
-                                           flags | FFTW_DESTROY_INPUT);
+        p->forward =
+            fftwf_plan_dft_r2c_1d(n, re.data(), reinterpret_cast<fftwf_complex*>(cx.data()), flags);
+        p->inverse = fftwf_plan_dft_c2r_1d(n, reinterpret_cast<fftwf_complex*>(cx.data()),
+                                           re.data(), flags | FFTW_DESTROY_INPUT);
     }
     return *p;
 }
@@ -256,7 +285,8 @@ void CpuBackend::rfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBu
     auto& p = plans(n);
     for (int b = 0; b < batch; ++b)
         fftwf_execute_dft_r2c(p.forward, f(in) + static_cast<std::size_t>(b) * n,
-                              reinterpret_cast<fftwf_complex*>(f(out) + static_cast<std::size_t>(b) * (n / 2 + 1) * 2));
+                              reinterpret_cast<fftwf_complex*>(
+                                  f(out) + static_cast<std::size_t>(b) * (n / 2 + 1) * 2));
 }
 
 void CpuBackend::irfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
@@ -312,16 +342,20 @@ void CpuBackend::complex_exp(Queue&, const DeviceBuffer& x, DeviceBuffer& y, std
     }
 }
 
-void CpuBackend::minimum_phase_fold(Queue&, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y) {
+void CpuBackend::minimum_phase_fold(Queue&, int n, int batch, const DeviceBuffer& x,
+                                    DeviceBuffer& y) {
     Timer t(*this, "minimum_phase_fold");
     for (int b = 0; b < batch; ++b) {
         const float* in = f(x) + static_cast<std::size_t>(b) * n;
         float* out = f(y) + static_cast<std::size_t>(b) * n;
         for (int i = 0; i < n; ++i) {
             float v;
-            if (i == 0 || i == n / 2) v = in[i];
-            else if (i < n / 2) v = 2.0f * in[i];
-            else v = 0.0f;
+            if (i == 0 || i == n / 2)
+                v = in[i];
+            else if (i < n / 2)
+                v = 2.0f * in[i];
+            else
+                v = 0.0f;
             out[i] = v;
         }
     }

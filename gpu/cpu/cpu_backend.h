@@ -1,7 +1,8 @@
 // The CPU backend: the reference implementation of every operation, and the
 // fallback when no device is there or a device fails. FFTW for transforms,
-// OpenBLAS for GEMM, plain loops for the rest. Work runs at once on the
-// calling thread; queues exist only to satisfy the interface.
+// OpenBLAS for GEMM and the convolutions (cpu_conv.h), plain loops for the
+// rest. Work runs at once on the calling thread; queues exist only to
+// satisfy the interface.
 #pragma once
 
 #include <map>
@@ -39,9 +40,17 @@ class CpuBackend final : public Backend {
     void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
                 const DeviceBuffer& bias, DeviceBuffer& y) override;
     void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                          const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) override;
+                          const DeviceBuffer& w, const DeviceBuffer& bias,
+                          DeviceBuffer& y) override;
     void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
                     const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) override;
+    void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+               DeviceBuffer& y) override;
+    void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) override;
+    void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                  DeviceBuffer& y) override;
+    void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude, const DeviceBuffer& x,
+                        DeviceBuffer& y) override;
     void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
     void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
     void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,

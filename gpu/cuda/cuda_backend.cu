@@ -593,6 +593,51 @@ void CudaBackend::layer_norm(Queue& q, int rows, int cols, float eps, const Devi
     op.done();
 }
 
+void CudaBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                        DeviceBuffer& y) {
+    Op op(*this, q, "axpby");
+    need(x, n, "x", "axpby");
+    need(y, n, "y", "axpby");
+    op.check(kernels::axpby(op.stream(), n, alpha, fp(x), beta, fp(y)), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
+    Op op(*this, q, "transpose");
+    const std::size_t total = static_cast<std::size_t>(std::max(rows, 0)) * std::max(cols, 0);
+    need(x, total, "x", "transpose");
+    need(y, total, "y", "transpose");
+    // In place, tiles would overwrite input other blocks have yet to read.
+    if (total > 0 && x.handle() == y.handle())
+        throw std::invalid_argument("transpose: x and y must be distinct buffers");
+    op.check(kernels::transpose(op.stream(), rows, cols, fp(x), fp(y)), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                           DeviceBuffer& y) {
+    Op op(*this, q, "add_bias");
+    const std::size_t total = static_cast<std::size_t>(std::max(rows, 0)) * std::max(cols, 0);
+    need(y, total, "y", "add_bias");
+    need(bias, total > 0 ? static_cast<std::size_t>(per_row ? rows : cols) : 0, "bias", "add_bias");
+    op.check(kernels::add_bias(op.stream(), rows, cols, fp(bias), per_row, fp(y)), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
+                                 const DeviceBuffer& x, DeviceBuffer& y) {
+    Op op(*this, q, "polar_spectrum");
+    const std::size_t total = 2 * static_cast<std::size_t>(std::max(frames, 0)) * std::max(bins, 0);
+    need(x, total, "x", "polar_spectrum");
+    need(y, total, "y", "polar_spectrum");
+    // A frame's output overwrites log-magnitudes of bins not yet read.
+    if (total > 0 && x.handle() == y.handle())
+        throw std::invalid_argument("polar_spectrum: x and y must be distinct buffers");
+    op.check(kernels::polar_spectrum(op.stream(), frames, bins, max_magnitude, fp(x), fp(y)),
+             "kernel launch");
+    op.done();
+}
+
 void CudaBackend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
     Op op(*this, q, "rfft");
     if (n <= 0 || batch <= 0) return op.done();
@@ -642,6 +687,8 @@ void CudaBackend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, Devi
     op.check(cudaMemcpyAsync(e.scratch.get(), fp(in), spectrum_floats * sizeof(float),
                              cudaMemcpyDeviceToDevice, op.stream()),
              "cudaMemcpyAsync");
+    op.check(kernels::hermitian_edges(op.stream(), batch, n, static_cast<float*>(e.scratch.get())),
+             "kernel launch");
     op.check(cufftExecC2R(e.inverse.get(), static_cast<cufftComplex*>(e.scratch.get()), fp(out)),
              "cufftExecC2R");
     // cuFFT's inverse is unnormalised; the interface promises 1/n.

@@ -97,6 +97,13 @@ class CudaBackend final : public Backend, public CudaGraphs {
                           DeviceBuffer& y) override;
     void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
                     const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) override;
+    void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+               DeviceBuffer& y) override;
+    void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) override;
+    void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                  DeviceBuffer& y) override;
+    void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude, const DeviceBuffer& x,
+                        DeviceBuffer& y) override;
     void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
     void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
     void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,

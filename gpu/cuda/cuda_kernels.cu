@@ -56,6 +56,70 @@ __global__ void scale_kernel(float* __restrict__ y, float factor, std::size_t n)
     for (std::size_t i = first_index(); i < n; i += grid_stride()) y[i] *= factor;
 }
 
+// No __restrict__: x and y may be the same buffer. beta == 0 must not read
+// y, which may hold NaN (0 * NaN is NaN), hence the branch rather than a
+// multiply by zero; it is uniform across the grid.
+__global__ void axpby_kernel(const float* x, float* y, float alpha, float beta, std::size_t n) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
+}
+
+__global__ void add_bias_kernel(int cols, const float* __restrict__ bias, bool per_row,
+                                float* __restrict__ y, std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
+        const std::size_t r = idx / cols;
+        y[idx] += per_row ? bias[r] : bias[idx - r * cols];
+    }
+}
+
+// One thread per complex output (frame f, bin k); x rows are `bins`
+// log-magnitudes then `bins` phases.
+__global__ void polar_spectrum_kernel(int bins, float max_magnitude, const float* __restrict__ x,
+                                      float2* __restrict__ y, std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
+        const std::size_t f = idx / bins;
+        const std::size_t k = idx - f * bins;
+        const float* row = x + f * 2 * bins;
+        const float m = fminf(expf(row[k]), max_magnitude);
+        float s, c;
+        sincosf(row[bins + k], &s, &c);
+        y[idx] = make_float2(m * c, m * s);
+    }
+}
+
+// ---- transpose: 32 x 32 tiles through shared memory ----
+
+// Each block moves tiles of x into shared memory with row-wise (coalesced)
+// reads and writes them out transposed, again row-wise; the padding column
+// keeps the column-wise reads of the tile free of bank conflicts. Blocks are
+// kTile x kTileRows threads, each thread handling kTile / kTileRows rows.
+// gridDim.y is capped (65535), so blocks loop over tile rows.
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+__global__ void transpose_kernel(int rows, int cols, const float* __restrict__ x,
+                                 float* __restrict__ y) {
+    __shared__ float tile[kTile][kTile + 1];
+    const int tile_rows = (rows + kTile - 1) / kTile;
+    const int c0 = blockIdx.x * kTile;
+    for (int tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
+        const int r0 = tr * kTile;
+        for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+            const int r = r0 + i, c = c0 + threadIdx.x;
+            if (r < rows && c < cols)
+                tile[i][threadIdx.x] = x[static_cast<std::size_t>(r) * cols + c];
+        }
+        __syncthreads();
+        // Row c0 + i of y is column c0 + i of x; its columns are x's rows.
+        for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+            const int yr = c0 + i, yc = r0 + threadIdx.x;
+            if (yr < cols && yc < rows)
+                y[static_cast<std::size_t>(yr) * rows + yc] = tile[threadIdx.x][i];
+        }
+        __syncthreads();  // the tile is read out before the next one overwrites it
+    }
+}
+
 // ---- convolutions: one thread per output element ----
 
 __global__ void conv1d_kernel(Conv1dShape s, int out_len, const float* __restrict__ x,
@@ -293,6 +357,57 @@ cudaError_t layer_norm(cudaStream_t stream, int rows, int cols, float eps, const
     // Rows are one block each; grids may have up to 2^31-1 blocks in x.
     layer_norm_kernel<<<static_cast<unsigned>(rows), kBlock, 0, stream>>>(cols, eps, x, gamma, beta,
                                                                           y);
+    return cudaGetLastError();
+}
+
+cudaError_t axpby(cudaStream_t stream, std::size_t n, float alpha, const float* x, float beta,
+                  float* y) {
+    if (n == 0) return cudaSuccess;
+    axpby_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, alpha, beta, n);
+    return cudaGetLastError();
+}
+
+cudaError_t transpose(cudaStream_t stream, int rows, int cols, const float* x, float* y) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    const unsigned tile_cols = static_cast<unsigned>((cols + kTile - 1) / kTile);
+    const unsigned tile_rows = static_cast<unsigned>(
+        std::min<std::size_t>((static_cast<std::size_t>(rows) + kTile - 1) / kTile, kMaxBlocks));
+    transpose_kernel<<<dim3(tile_cols, tile_rows), dim3(kTile, kTileRows), 0, stream>>>(rows, cols,
+                                                                                        x, y);
+    return cudaGetLastError();
+}
+
+cudaError_t add_bias(cudaStream_t stream, int rows, int cols, const float* bias, bool per_row,
+                     float* y) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    const std::size_t total = static_cast<std::size_t>(rows) * cols;
+    add_bias_kernel<<<grid_for(total), kBlock, 0, stream>>>(cols, bias, per_row, y, total);
+    return cudaGetLastError();
+}
+
+cudaError_t polar_spectrum(cudaStream_t stream, int frames, int bins, float max_magnitude,
+                           const float* x, float* y) {
+    if (frames <= 0 || bins <= 0) return cudaSuccess;
+    const std::size_t total = static_cast<std::size_t>(frames) * bins;
+    // cudaMalloc'd buffers are 256-byte aligned, so viewing y as float2 is safe.
+    polar_spectrum_kernel<<<grid_for(total), kBlock, 0, stream>>>(
+        bins, max_magnitude, x, reinterpret_cast<float2*>(y), total);
+    return cudaGetLastError();
+}
+
+__global__ void hermitian_edges_kernel(int batch, int n, float* x) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= batch) return;
+    const int bins = n / 2 + 1;
+    float* r = x + static_cast<std::size_t>(row) * 2 * bins;
+    r[1] = 0.0f;
+    if (n % 2 == 0) r[2 * (bins - 1) + 1] = 0.0f;  // odd n has no Nyquist bin
+}
+
+cudaError_t hermitian_edges(cudaStream_t stream, int batch, int n, float* x) {
+    if (batch <= 0 || n <= 0) return cudaSuccess;
+    hermitian_edges_kernel<<<grid_for(static_cast<std::size_t>(batch)), kBlock, 0, stream>>>(batch,
+                                                                                             n, x);
     return cudaGetLastError();
 }
 

@@ -26,6 +26,20 @@ cudaError_t conv_transpose1d(cudaStream_t stream, const Conv1dShape& s, const fl
                              const float* w, const float* bias, float* y);
 cudaError_t layer_norm(cudaStream_t stream, int rows, int cols, float eps, const float* x,
                        const float* gamma, const float* beta, float* y);
+// x and y may be the same buffer; beta == 0 never reads y.
+cudaError_t axpby(cudaStream_t stream, std::size_t n, float alpha, const float* x, float beta,
+                  float* y);
+// y (cols x rows) = x^T; x and y must not overlap.
+cudaError_t transpose(cudaStream_t stream, int rows, int cols, const float* x, float* y);
+cudaError_t add_bias(cudaStream_t stream, int rows, int cols, const float* bias, bool per_row,
+                     float* y);
+// x and y must not overlap.
+cudaError_t polar_spectrum(cudaStream_t stream, int frames, int bins, float max_magnitude,
+                           const float* x, float* y);
+// Clears the imaginary parts of bin 0 and (n even) bin n/2 of each of `batch`
+// rows of n/2+1 complex values (interleaved), as a real signal's spectrum
+// has them; cuFFT's C2R, unlike FFTW's, does not ignore them.
+cudaError_t hermitian_edges(cudaStream_t stream, int batch, int n, float* x);
 cudaError_t frame_signal(cudaStream_t stream, const float* signal, int n_fft, int hop, int n_frames,
                          const float* window, float* frames);
 cudaError_t overlap_add(cudaStream_t stream, const float* frames, int n_fft, int hop, int n_frames,

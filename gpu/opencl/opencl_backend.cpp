@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -169,6 +170,11 @@ enum KernelId : int {
     kConv1d,
     kConvTranspose1d,
     kLayerNorm,
+    kAxpby,
+    kTranspose,
+    kAddBias,
+    kPolarSpectrum,
+    kHermitianEdges,
     kFrameSignal,
     kOverlapAdd,
     kComplexMultiply,
@@ -176,15 +182,27 @@ enum KernelId : int {
     kMinimumPhaseFold,
     kKernelCount
 };
-constexpr std::array<const char*, kKernelCount> kKernelNames = {
-    "fill",         "activation",        "gemm",
-    "conv1d",       "conv_transpose1d",  "layer_norm",
-    "frame_signal", "overlap_add",       "complex_multiply",
-    "complex_exp",  "minimum_phase_fold"};
+constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
+                                                                "activation",
+                                                                "gemm",
+                                                                "conv1d",
+                                                                "conv_transpose1d",
+                                                                "layer_norm",
+                                                                "axpby",
+                                                                "transpose",
+                                                                "add_bias",
+                                                                "polar_spectrum",
+                                                                "hermitian_edges",
+                                                                "frame_signal",
+                                                                "overlap_add",
+                                                                "complex_multiply",
+                                                                "complex_exp",
+                                                                "minimum_phase_fold"};
 
-// Must match TS and LN_WG in the kernel source.
+// Must match TS, LN_WG and TT in the kernel source.
 constexpr std::size_t kGemmTile = 16;
 constexpr std::size_t kLayerNormGroup = 64;
+constexpr std::size_t kTransposeTile = 16;
 // Work-group size of the 1-D element-wise kernels.
 constexpr std::size_t kGroup1d = 64;
 // Profiling events kept per queue before finished ones are read back even
@@ -403,6 +421,10 @@ void OpenClBackend::warm_up_kernels() {
     conv1d(*q, s, in, in, DeviceBuffer{}, out);
     conv_transpose1d(*q, s, in, in, DeviceBuffer{}, out);
     layer_norm(*q, 2, 16, 1e-5f, in, in, in, out);
+    axpby(*q, kN, 1.0f, in, 0.0f, out);
+    transpose(*q, 8, 16, in, out);
+    add_bias(*q, 8, 16, in, true, out);
+    polar_spectrum(*q, 4, 16, 100.0f, in, out);
     frame_signal(*q, in, 16, 8, 4, in, out);
     overlap_add(*q, in, 16, 8, 4, in, out);
     complex_multiply(*q, in, in, out, kN / 2);
@@ -727,6 +749,59 @@ void OpenClBackend::layer_norm(Queue& q, int rows, int cols, float eps, const De
     launch(cq, op, kLayerNorm, r, cl_int{cols}, eps, mem(x), mem(gamma), mem(beta), mem(y));
 }
 
+void OpenClBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                          DeviceBuffer& y) {
+    const char* op = "axpby";
+    begin(op);
+    if (n == 0) return;
+    auto& cq = queue_of(q, op);
+    const cl_ulong count = n;
+    launch(cq, op, kAxpby, range1d(n), mem(x), mem(y), count, alpha, beta);
+}
+
+void OpenClBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                              DeviceBuffer& y) {
+    const char* op = "transpose";
+    begin(op);
+    if (rows <= 0 || cols <= 0) return;
+    // In place, work-groups would overwrite input that others have yet to read.
+    if (x.handle() == y.handle())
+        throw std::invalid_argument("transpose: x and y must be distinct buffers");
+    auto& cq = queue_of(q, op);
+    Range r;
+    r.dims = 2;
+    r.global[0] = round_up(static_cast<std::size_t>(cols), kTransposeTile);
+    r.global[1] = round_up(static_cast<std::size_t>(rows), kTransposeTile);
+    r.local[0] = r.local[1] = kTransposeTile;
+    launch(cq, op, kTranspose, r, cl_int{rows}, cl_int{cols}, mem(x), mem(y));
+}
+
+void OpenClBackend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                             DeviceBuffer& y) {
+    const char* op = "add_bias";
+    begin(op);
+    if (rows <= 0 || cols <= 0) return;
+    auto& cq = queue_of(q, op);
+    const std::size_t total = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+    const cl_int row_wise = per_row ? 1 : 0;
+    launch(cq, op, kAddBias, range1d(total), cl_int{rows}, cl_int{cols}, mem(bias), row_wise,
+           mem(y));
+}
+
+void OpenClBackend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
+                                   const DeviceBuffer& x, DeviceBuffer& y) {
+    const char* op = "polar_spectrum";
+    begin(op);
+    if (frames <= 0 || bins <= 0) return;
+    // A frame's output overwrites log-magnitudes that other work-items read.
+    if (x.handle() == y.handle())
+        throw std::invalid_argument("polar_spectrum: x and y must be distinct buffers");
+    auto& cq = queue_of(q, op);
+    const std::size_t total = static_cast<std::size_t>(frames) * static_cast<std::size_t>(bins);
+    launch(cq, op, kPolarSpectrum, range1d(total), cl_int{frames}, cl_int{bins}, max_magnitude,
+           mem(x), mem(y));
+}
+
 void OpenClBackend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
                                  int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) {
     const char* op = "frame_signal";
@@ -875,6 +950,13 @@ void OpenClBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
                                   nullptr, &start),
               "clEnqueueCopyBuffer", op);
         src = cq.fft_scratch.get();
+        cl_event edges = nullptr;
+        const Range r = range1d(static_cast<std::size_t>(batch));
+        const ClResult res =
+            enqueue_kernel(cq.queue.get(), cq.kernels[kHermitianEdges].get(), r.dims, r.global,
+                           r.local, &edges, cl_int{batch}, cl_int{n}, src);
+        check(res.err, res.function, op);
+        clReleaseEvent(edges);
     } else {
         // clFFT may run several kernels and returns the event of the last
         // one: a marker before them gives the op's start time.

@@ -28,6 +28,8 @@ const char* opencl_kernel_source() {
 #define TS 16
 // Work-group size of layer_norm (a power of two for the tree reduction).
 #define LN_WG 64
+// Transpose tile edge; the host launches TT x TT work-groups (see kTransposeTile).
+#define TT 16
 
 __kernel void fill(__global float* y, ulong n, float value) {
     const size_t i = get_global_id(0);
@@ -185,6 +187,66 @@ __kernel __attribute__((reqd_work_group_size(LN_WG, 1, 1))) void layer_norm(
     const float inv = rsqrt(part[0] / cols + eps);
     __global float* out = y + (size_t)r * cols;
     for (int c = l; c < cols; c += LN_WG) out[c] = (row[c] - mean) * inv * gamma[c] + beta[c];
+}
+
+// x and y may alias (each work-item reads its element before writing it).
+// beta == 0 must not read y, which may hold NaN: 0 * NaN is NaN.
+__kernel void axpby(__global const float* x, __global float* y, ulong n, float alpha,
+                    float beta) {
+    const size_t i = get_global_id(0);
+    if (i >= n) return;
+    y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
+}
+
+// y (cols x rows) = x^T (x is rows x cols). Each work-group moves one TT x TT
+// tile through local memory so that both the reads of x and the writes of y
+// are along rows; the padding column avoids bank conflicts on GPUs.
+__kernel __attribute__((reqd_work_group_size(TT, TT, 1))) void transpose(
+    int rows, int cols, __global const float* x, __global float* y) {
+    __local float tile[TT][TT + 1];
+    const int lc = get_local_id(0);
+    const int lr = get_local_id(1);
+    const int c = get_group_id(0) * TT + lc;
+    const int r = get_group_id(1) * TT + lr;
+    if (r < rows && c < cols) tile[lr][lc] = x[(size_t)r * cols + c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // Written as row (group column base + lr) of y, column (group row base + lc).
+    const int yr = get_group_id(0) * TT + lr;
+    const int yc = get_group_id(1) * TT + lc;
+    if (yr < cols && yc < rows) y[(size_t)yr * rows + yc] = tile[lc][lr];
+}
+
+__kernel void add_bias(int rows, int cols, __global const float* bias, int per_row,
+                       __global float* y) {
+    const size_t gid = get_global_id(0);
+    if (gid >= (size_t)rows * cols) return;
+    const size_t r = gid / cols;
+    y[gid] += per_row ? bias[r] : bias[gid - r * cols];
+}
+
+// One work-item per complex output value (frame f, bin k).
+__kernel void polar_spectrum(int frames, int bins, float max_magnitude, __global const float* x,
+                             __global float2* y) {
+    const size_t gid = get_global_id(0);
+    if (gid >= (size_t)frames * bins) return;
+    const size_t f = gid / bins;
+    const size_t k = gid - f * bins;
+    __global const float* row = x + f * 2 * bins;
+    const float m = fmin(exp(row[k]), max_magnitude);
+    const float ph = row[bins + k];
+    y[gid] = (float2)(m * cos(ph), m * sin(ph));
+}
+
+// Before a complex-to-real transform: the imaginary parts of bins 0 and n/2
+// of a real signal's spectrum are zero; FFTW (and PyTorch, NumPy) ignore
+// whatever is there, clFFT does not, so clear them. One work-item per row.
+__kernel void hermitian_edges(int batch, int n, __global float* x) {
+    const size_t row = get_global_id(0);
+    if (row >= (size_t)batch) return;
+    const int bins = n / 2 + 1;
+    __global float* r = x + row * 2 * bins;
+    r[1] = 0.0f;
+    if (n % 2 == 0) r[2 * (bins - 1) + 1] = 0.0f;  // odd n has no Nyquist bin
 }
 
 __kernel void frame_signal(__global const float* signal, int n_fft, int hop, int n_frames,

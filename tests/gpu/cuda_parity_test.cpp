@@ -20,8 +20,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -362,14 +364,10 @@ TEST_F(CudaParity, RfftIrfftAndRoundTrip) {
         cpu_.rfft(*cq_, s.n, s.batch, x.cpu, spec.cpu);
         compare("rfft" + size, spec, cplx, 1e-4);
 
-        // A random spectrum made Hermitian-consistent: the imaginary parts of
-        // the DC and Nyquist bins have no meaning for a real signal, and FFTW
-        // and cuFFT treat them differently.
+        // A random spectrum, not Hermitian-consistent at DC and Nyquist: the
+        // interface ignores those imaginary parts (as FFTW and PyTorch do;
+        // a network's spectrum, e.g. Vocos' head, has them nonzero).
         auto v = random(cplx);
-        for (int b = 0; b < s.batch; ++b) {
-            v[b * bins * 2 + 1] = 0.0f;
-            if (s.n % 2 == 0) v[b * bins * 2 + (bins - 1) * 2 + 1] = 0.0f;
-        }
         auto in = upload(v);
         auto y = output(real);
         gpu_->irfft(*gq_, s.n, s.batch, in.gpu, y.gpu);
@@ -443,6 +441,104 @@ TEST_F(CudaParity, MinimumPhaseFold) {
         cpu_.minimum_phase_fold(*cq_, s.n, s.batch, x.cpu, y.cpu);
         compare("minimum_phase_fold n=" + std::to_string(s.n), y, total, 1e-5);
     }
+}
+
+TEST_F(CudaParity, AxpbyOverwritesWhenBetaIsZeroAndWorksInPlace) {
+    const std::size_t n = 100003;  // not a multiple of the block size
+    const auto xv = random(n);
+    auto x = upload(xv);
+    auto y = upload(random(n));
+    gpu_->axpby(*gq_, n, 1.5f, x.gpu, -0.25f, y.gpu);
+    cpu_.axpby(*cq_, n, 1.5f, x.cpu, -0.25f, y.cpu);
+    compare("axpby alpha=1.5 beta=-0.25", y, n, 1e-5);
+
+    // beta == 0: y's NaNs must not leak into the result.
+    auto z = upload(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
+    gpu_->axpby(*gq_, n, -2.0f, x.gpu, 0.0f, z.gpu);
+    std::vector<float> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = -2.0f * xv[i];
+    expect_close("axpby beta=0 over NaN == -2x", from_gpu(z.gpu, n), want, 0.0);
+
+    // In place, on a prefix: the tail stays as it was.
+    gpu_->axpby(*gq_, n - 17, 0.5f, x.gpu, 2.0f, x.gpu);
+    cpu_.axpby(*cq_, n - 17, 0.5f, x.cpu, 2.0f, x.cpu);
+    compare("axpby in place", x, n, 1e-5);
+}
+
+TEST_F(CudaParity, TransposeMovesEveryElement) {
+    struct Size {
+        int rows, cols;
+    };
+    for (Size s :
+         {Size{1, 1}, Size{1, 1000}, Size{1000, 1}, Size{37, 65}, Size{256, 512}, Size{33, 3000}}) {
+        const std::size_t n = static_cast<std::size_t>(s.rows) * s.cols;
+        std::vector<float> xv(n), want(n);
+        for (int r = 0; r < s.rows; ++r)
+            for (int c = 0; c < s.cols; ++c) {
+                // Each value is its own position (exact in float at these sizes).
+                xv[static_cast<std::size_t>(r) * s.cols + c] = static_cast<float>(r * 4096 + c);
+                want[static_cast<std::size_t>(c) * s.rows + r] = static_cast<float>(r * 4096 + c);
+            }
+        auto x = upload(xv);
+        auto y = output(n);
+        gpu_->transpose(*gq_, s.rows, s.cols, x.gpu, y.gpu);
+        cpu_.transpose(*cq_, s.rows, s.cols, x.cpu, y.cpu);
+        const std::string size = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        expect_close("transpose " + size + " == x^T", from_gpu(y.gpu, n), want, 0.0);
+        compare("transpose " + size, y, n, 0.0);
+    }
+    auto x = upload(random(12));
+    EXPECT_THROW(gpu_->transpose(*gq_, 3, 4, x.gpu, x.gpu), std::invalid_argument);
+}
+
+TEST_F(CudaParity, AddBiasPerRowAndPerColumn) {
+    const int rows = 129, cols = 77;
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    const auto yv = random(n);
+    for (bool per_row : {true, false}) {
+        const auto bv = random(per_row ? rows : cols);
+        std::vector<float> want(n);
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                want[static_cast<std::size_t>(r) * cols + c] =
+                    yv[static_cast<std::size_t>(r) * cols + c] + (per_row ? bv[r] : bv[c]);
+        auto b = upload(bv);
+        auto y = upload(yv);
+        gpu_->add_bias(*gq_, rows, cols, b.gpu, per_row, y.gpu);
+        cpu_.add_bias(*cq_, rows, cols, b.cpu, per_row, y.cpu);
+        const std::string what = std::string("add_bias ") + (per_row ? "per row" : "per column");
+        expect_close(what + " == y + bias", from_gpu(y.gpu, n), want, 0.0);
+        compare(what, y, n, 0.0);
+    }
+}
+
+TEST_F(CudaParity, PolarSpectrum) {
+    struct Size {
+        int frames, bins;
+    };
+    for (Size s : {Size{1, 33}, Size{100, 513}, Size{7, 1}}) {
+        const std::size_t n = static_cast<std::size_t>(s.frames) * 2 * s.bins;
+        // Log-magnitudes in [-6, 6] (above log 100 = 4.6 the clamp applies),
+        // phases over several turns.
+        const std::size_t per_half = static_cast<std::size_t>(s.frames) * s.bins;
+        const auto logmag = random(per_half, -6.0f, 6.0f), phase = random(per_half, -20.0f, 20.0f);
+        std::vector<float> xv(n);
+        for (int f = 0; f < s.frames; ++f)
+            for (int k = 0; k < s.bins; ++k) {
+                const std::size_t i = static_cast<std::size_t>(f) * s.bins + k;
+                xv[2 * static_cast<std::size_t>(f) * s.bins + k] = logmag[i];
+                xv[2 * static_cast<std::size_t>(f) * s.bins + s.bins + k] = phase[i];
+            }
+        auto x = upload(xv);
+        auto y = output(n);
+        gpu_->polar_spectrum(*gq_, s.frames, s.bins, 100.0f, x.gpu, y.gpu);
+        cpu_.polar_spectrum(*cq_, s.frames, s.bins, 100.0f, x.cpu, y.cpu);
+        compare(
+            "polar_spectrum frames=" + std::to_string(s.frames) + " bins=" + std::to_string(s.bins),
+            y, n, 1e-5);
+    }
+    auto x = upload(random(2 * 33));
+    EXPECT_THROW(gpu_->polar_spectrum(*gq_, 1, 33, 100.0f, x.gpu, x.gpu), std::invalid_argument);
 }
 
 TEST_F(CudaParity, KernelTimingsUseTheCpuNames) {

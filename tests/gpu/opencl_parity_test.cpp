@@ -1,9 +1,10 @@
 // The OpenCL backend against the CPU reference: every op on the same random
 // inputs (fixed seeds) through both, compared by the largest error relative
 // to the largest magnitude of the reference output. Tolerances are per op:
-//   1e-6  element-wise and layout ops (fill, activations, framing,
-//         overlap-add, complex ops, minimum-phase fold): within the OpenCL
-//         spec's ULP bounds for exp/sin/cos/tanh/erf on any device;
+//   1e-6  element-wise and layout ops (fill, activations, axpby, transpose,
+//         add_bias, polar_spectrum, framing, overlap-add, complex ops,
+//         minimum-phase fold): within the OpenCL spec's ULP bounds for
+//         exp/sin/cos/tanh/erf on any device;
 //   1e-5  reductions whose summation order differs from the reference
 //         (gemm, conv1d, conv_transpose1d, layer_norm, rfft, irfft, and
 //         the irfft(rfft(x)) round trip).
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,6 +150,16 @@ class OpenClParity : public ::testing::Test {
         const double err = relative_error(cpu_data(p), ocl_data(p));
         std::printf("[ parity ] %-58s max rel err %.2e (tol %.0e)\n", what.c_str(), err, tol);
         EXPECT_LE(err, tol) << what;
+    }
+    // Both backends against values computed on the host from the definition.
+    void expect_both_equal(const std::string& what, const Pair& p, const std::vector<float>& want,
+                           double tol) {
+        const double cpu_err = relative_error(want, cpu_data(p));
+        const double ocl_err = relative_error(want, ocl_data(p));
+        std::printf("[ parity ] %-58s vs expected: cpu %.2e, opencl %.2e (tol %.0e)\n",
+                    what.c_str(), cpu_err, ocl_err, tol);
+        EXPECT_LE(cpu_err, tol) << what << " (cpu)";
+        EXPECT_LE(ocl_err, tol) << what << " (opencl)";
     }
 
     CpuBackend* cpu_ = nullptr;
@@ -384,6 +396,21 @@ TEST_F(OpenClParity, RfftIrfftAndRoundTrip) {
             expect_close("irfft" + shape, back, kReductionTol);
             expect_close("irfft leaves its input intact" + shape, s, kElementwiseTol);
 
+            // A spectrum whose DC and Nyquist bins have imaginary parts (as a
+            // network's output may): both backends ignore them.
+            auto raw = ref_spec;
+            for (int b = 0; b < batch; ++b) {
+                raw[b * bins + 1] = 0.5f;
+                if (n % 2 == 0) raw[b * bins + bins - 1] = -0.75f;
+            }
+            const auto r = upload(raw);
+            auto raw_back = output(std::size_t(n) * batch);
+            cpu_->irfft(*cq_, n, batch, r.cpu, raw_back.cpu);
+            ocl_->irfft(*oq_, n, batch, r.ocl, raw_back.ocl);
+            expect_close("irfft ignores imag(DC), imag(Nyquist)" + shape, raw_back, kReductionTol);
+            EXPECT_LE(relative_error(cpu_data(back), cpu_data(raw_back)), kReductionTol)
+                << "the CPU reference ignores them too";
+
             // irfft(rfft(x)) == x on the device alone.
             auto round = output(std::size_t(n) * batch);
             ocl_->irfft(*oq_, n, batch, spec.ocl, round.ocl);
@@ -392,6 +419,101 @@ TEST_F(OpenClParity, RfftIrfftAndRoundTrip) {
                         ("irfft(rfft(x)) == x" + shape).c_str(), err, kReductionTol);
             EXPECT_LE(err, kReductionTol);
         }
+}
+
+TEST_F(OpenClParity, Axpby) {
+    for (std::size_t n : {1u, 63u, 1000u}) {
+        const auto xv = random_vector(n, 1600 + static_cast<unsigned>(n));
+        const auto yv = random_vector(n, 1601 + static_cast<unsigned>(n));
+        const auto x = upload(xv);
+        auto y = upload(yv);
+        cpu_->axpby(*cq_, n, 1.5f, x.cpu, -0.25f, y.cpu);
+        ocl_->axpby(*oq_, n, 1.5f, x.ocl, -0.25f, y.ocl);
+        expect_close("axpby alpha=1.5 beta=-0.25 n=" + std::to_string(n), y, kElementwiseTol);
+
+        // beta == 0 overwrites: whatever y held (NaN here) must not leak through.
+        auto z = upload(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
+        cpu_->axpby(*cq_, n, -2.0f, x.cpu, 0.0f, z.cpu);
+        ocl_->axpby(*oq_, n, -2.0f, x.ocl, 0.0f, z.ocl);
+        std::vector<float> want(n);
+        for (std::size_t i = 0; i < n; ++i) want[i] = -2.0f * xv[i];
+        expect_both_equal("axpby beta=0 over NaN n=" + std::to_string(n), z, want, 0.0);
+
+        // In place: y = 0.5 y + 2 y.
+        auto w = upload(xv);
+        cpu_->axpby(*cq_, n, 0.5f, w.cpu, 2.0f, w.cpu);
+        ocl_->axpby(*oq_, n, 0.5f, w.ocl, 2.0f, w.ocl);
+        expect_close("axpby in place n=" + std::to_string(n), w, kElementwiseTol);
+    }
+}
+
+TEST_F(OpenClParity, Transpose) {
+    struct Size {
+        int rows, cols;
+    };
+    // Tile-sized, ragged on either side, and single rows or columns.
+    for (Size s :
+         {Size{1, 1}, Size{1, 100}, Size{100, 1}, Size{37, 65}, Size{64, 64}, Size{17, 300}}) {
+        std::vector<float> xv(std::size_t(s.rows) * s.cols), want(xv.size());
+        for (int r = 0; r < s.rows; ++r)
+            for (int c = 0; c < s.cols; ++c) {
+                xv[std::size_t(r) * s.cols + c] = r * 1000.0f + c;  // its own position
+                want[std::size_t(c) * s.rows + r] = r * 1000.0f + c;
+            }
+        const auto x = upload(xv);
+        auto y = output(xv.size());
+        cpu_->transpose(*cq_, s.rows, s.cols, x.cpu, y.cpu);
+        ocl_->transpose(*oq_, s.rows, s.cols, x.ocl, y.ocl);
+        expect_both_equal("transpose " + std::to_string(s.rows) + "x" + std::to_string(s.cols), y,
+                          want, 0.0);
+    }
+    // In place, work-groups would overwrite input others have yet to read.
+    auto x = upload(random_vector(12, 1650));
+    EXPECT_THROW(ocl_->transpose(*oq_, 3, 4, x.ocl, x.ocl), std::invalid_argument);
+}
+
+TEST_F(OpenClParity, AddBias) {
+    const int rows = 19, cols = 70;
+    const auto yv = random_vector(std::size_t(rows) * cols, 1700);
+    for (bool per_row : {true, false}) {
+        const auto bv = random_vector(per_row ? rows : cols, per_row ? 1701 : 1702);
+        std::vector<float> want(yv.size());
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                want[std::size_t(r) * cols + c] =
+                    yv[std::size_t(r) * cols + c] + (per_row ? bv[r] : bv[c]);
+        const auto b = upload(bv);
+        auto y = upload(yv);
+        cpu_->add_bias(*cq_, rows, cols, b.cpu, per_row, y.cpu);
+        ocl_->add_bias(*oq_, rows, cols, b.ocl, per_row, y.ocl);
+        expect_both_equal(std::string("add_bias ") + (per_row ? "per row" : "per column"), y, want,
+                          0.0);
+    }
+}
+
+TEST_F(OpenClParity, PolarSpectrum) {
+    for (int frames : {1, 9})
+        for (int bins : {33, 513}) {
+            // Log-magnitudes in [-6, 6] (above log 100 = 4.6 the clamp
+            // applies), phases over several turns.
+            std::vector<float> xv(std::size_t(frames) * 2 * bins);
+            const auto lm = random_vector(std::size_t(frames) * bins, 1800 + bins, -6.0f, 6.0f);
+            const auto ph = random_vector(std::size_t(frames) * bins, 1801 + bins, -20.0f, 20.0f);
+            for (int f = 0; f < frames; ++f)
+                for (int k = 0; k < bins; ++k) {
+                    xv[std::size_t(f) * 2 * bins + k] = lm[std::size_t(f) * bins + k];
+                    xv[std::size_t(f) * 2 * bins + bins + k] = ph[std::size_t(f) * bins + k];
+                }
+            const auto x = upload(xv);
+            auto y = output(xv.size());
+            cpu_->polar_spectrum(*cq_, frames, bins, 100.0f, x.cpu, y.cpu);
+            ocl_->polar_spectrum(*oq_, frames, bins, 100.0f, x.ocl, y.ocl);
+            expect_close(
+                "polar_spectrum frames=" + std::to_string(frames) + " bins=" + std::to_string(bins),
+                y, kElementwiseTol);
+        }
+    auto x = upload(random_vector(2 * 33, 1802));
+    EXPECT_THROW(ocl_->polar_spectrum(*oq_, 1, 33, 100.0f, x.ocl, x.ocl), std::invalid_argument);
 }
 
 TEST_F(OpenClParity, FrameSignalAndOverlapAdd) {

@@ -1,0 +1,245 @@
+#include "gpu/cpu/cpu_conv.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace etude::gpu::cpu {
+namespace {
+
+// Floats of column buffer per chunk of the time axis (1 MB): short columns
+// (few channels, few taps) get long chunks that still sit in the 2 MB L2
+// when they are read back; 4 MB chunks measured up to 3x slower for
+// 32 channels x 7 taps.
+constexpr std::size_t kChunkFloats = std::size_t{1} << 18;
+// Tall columns get at least this many per chunk even past kChunkFloats:
+// every GEMM call repacks the weights and wakes OpenBLAS's threads, and
+// chunks of 128-190 columns measured 10-20% slower (128 channels x 11 taps)
+// up to 2x slower (the 256 -> 128 x8 upsampler) than 512. The buffer then
+// holds rows x 512 floats: 2.9 MB for 128 x 11, 16 MB at most for 512
+// channels x 16 taps.
+constexpr int kMinChunkColumns = 512;
+// Output samples per block in the depthwise loop: one block of output stays
+// in L1 while every tap is added into it.
+constexpr int kDepthwiseBlock = 1024;
+
+// Columns per chunk for columns of `rows` floats over `length` positions.
+int chunk_columns(int rows, int length) {
+    const std::size_t fit = kChunkFloats / static_cast<std::size_t>(std::max(rows, 1));
+    const int cols = static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns));
+    return std::min(cols, length);
+}
+
+// The column buffer of the calling thread, grown on demand and kept: the
+// layers of one model repeat their shapes, so after the first call there is
+// no allocation (and no page faults on freshly mapped memory).
+float* scratch(std::size_t floats) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < floats) buffer.resize(floats);
+    return buffer.data();
+}
+
+// The positions j in [0, count) for which first + j*step + offset lies in
+// [0, limit), as [lo, hi): the taps that read (or write) inside the signal.
+struct Span {
+    int lo, hi;
+};
+Span valid_span(std::ptrdiff_t first, int step, std::ptrdiff_t offset, std::ptrdiff_t limit,
+                int count) {
+    // Smallest j with j*step >= a, and smallest j with j*step >= b.
+    const std::ptrdiff_t a = -offset - first * step;
+    const std::ptrdiff_t b = limit - offset - first * step;
+    const auto ceil_div = [step](std::ptrdiff_t v) -> std::ptrdiff_t {
+        return v <= 0 ? 0 : (v + step - 1) / step;
+    };
+    const std::ptrdiff_t lo = std::min<std::ptrdiff_t>(ceil_div(a), count);
+    const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>(ceil_div(b), lo, count);
+    return {static_cast<int>(lo), static_cast<int>(hi)};
+}
+
+void check_shape(const Conv1dShape& s, const char* op) {
+    if (s.groups <= 0 || s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0 ||
+        s.stride <= 0 || s.dilation <= 0 || s.kernel <= 0)
+        throw std::invalid_argument(std::string(op) +
+                                    ": channels must divide into groups, and kernel, stride and "
+                                    "dilation must be positive");
+}
+
+// Columns t0 .. t0+count of the im2col matrix of one group: row ic*kernel+k
+// holds x[ic][t*stride - padding + k*dilation], zero outside the signal.
+void im2col(const Conv1dShape& s, int channels, const float* x, int t0, int count, float* col) {
+    for (int ic = 0; ic < channels; ++ic) {
+        const float* xr = x + static_cast<std::size_t>(ic) * s.in_length;
+        for (int k = 0; k < s.kernel; ++k) {
+            float* row = col + (static_cast<std::size_t>(ic) * s.kernel + k) * count;
+            const std::ptrdiff_t offset = std::ptrdiff_t{k} * s.dilation - s.padding;
+            const Span v = valid_span(t0, s.stride, offset, s.in_length, count);
+            std::fill(row, row + v.lo, 0.0f);
+            if (v.hi > v.lo) {
+                // Input of column v.lo: inside the signal by construction.
+                const float* src = xr + ((std::ptrdiff_t{t0} + v.lo) * s.stride + offset);
+                if (s.stride == 1)
+                    std::memcpy(row + v.lo, src, sizeof(float) * (v.hi - v.lo));
+                else
+                    for (int j = 0; j < v.hi - v.lo; ++j)
+                        row[v.lo + j] = src[std::ptrdiff_t{j} * s.stride];
+            }
+            std::fill(row + v.hi, row + count, 0.0f);
+        }
+    }
+}
+
+// Adds columns t0 .. t0+count of one group's col2im matrix (row o*kernel+k
+// goes to output o at t*stride - padding + k*dilation) into y.
+void col2im_add(const Conv1dShape& s, int channels, int out_len, const float* col, int t0,
+                int count, float* y) {
+    for (int o = 0; o < channels; ++o) {
+        float* yr = y + static_cast<std::size_t>(o) * out_len;
+        for (int k = 0; k < s.kernel; ++k) {
+            const float* row = col + (static_cast<std::size_t>(o) * s.kernel + k) * count;
+            const std::ptrdiff_t offset = std::ptrdiff_t{k} * s.dilation - s.padding;
+            const Span v = valid_span(t0, s.stride, offset, out_len, count);
+            if (v.hi <= v.lo) continue;
+            // Output of column v.lo: inside y by construction.
+            float* dst = yr + ((std::ptrdiff_t{t0} + v.lo) * s.stride + offset);
+            const float* src = row + v.lo;
+            if (s.stride == 1)
+                for (int j = 0; j < v.hi - v.lo; ++j) dst[j] += src[j];
+            else
+                for (int j = 0; j < v.hi - v.lo; ++j) dst[std::ptrdiff_t{j} * s.stride] += src[j];
+        }
+    }
+}
+
+// One channel of a depthwise conv1d:
+// y[t] = b + sum over k of w[k] * x[t*stride - padding + k*dilation].
+void depthwise_row(const Conv1dShape& s, int out_len, const float* x, const float* w, float b,
+                   float* y) {
+    // Outputs whose taps all fall inside the signal run without bounds checks.
+    const std::ptrdiff_t reach = std::ptrdiff_t{s.kernel - 1} * s.dilation;
+    const Span inner = valid_span(0, s.stride, -s.padding, s.in_length - reach, out_len);
+    const auto edge = [&](int t) {
+        float acc = b;
+        for (int k = 0; k < s.kernel; ++k) {
+            const std::ptrdiff_t ti =
+                std::ptrdiff_t{t} * s.stride - s.padding + std::ptrdiff_t{k} * s.dilation;
+            if (ti >= 0 && ti < s.in_length) acc += w[k] * x[ti];
+        }
+        y[t] = acc;
+    };
+    for (int t = 0; t < inner.lo; ++t) edge(t);
+    for (int t0 = inner.lo; t0 < inner.hi; t0 += kDepthwiseBlock) {
+        const int t1 = std::min(inner.hi, t0 + kDepthwiseBlock);
+        std::fill(y + t0, y + t1, b);
+        for (int k = 0; k < s.kernel; ++k) {
+            const float wk = w[k];
+            // Input of output t0 through tap k: inside the signal for inner outputs.
+            const float* src =
+                x + (std::ptrdiff_t{t0} * s.stride - s.padding + std::ptrdiff_t{k} * s.dilation);
+            float* dst = y + t0;
+            if (s.stride == 1)
+                for (int j = 0; j < t1 - t0; ++j) dst[j] += wk * src[j];
+            else
+                for (int j = 0; j < t1 - t0; ++j) dst[j] += wk * src[std::ptrdiff_t{j} * s.stride];
+        }
+    }
+    for (int t = inner.hi; t < out_len; ++t) edge(t);
+}
+
+}  // namespace
+
+void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* bias, float* y) {
+    check_shape(s, "conv1d");
+    const int out_len = s.conv_out_length();
+    if (s.batch <= 0 || s.out_channels <= 0 || out_len <= 0) return;
+    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
+
+    if (icg == 1 && ocg == 1) {
+        for (int n = 0; n < s.batch; ++n)
+            for (int c = 0; c < s.out_channels; ++c) {
+                const std::size_t row = static_cast<std::size_t>(n) * s.out_channels + c;
+                depthwise_row(s, out_len, x + row * s.in_length,
+                              w + static_cast<std::size_t>(c) * s.kernel, bias ? bias[c] : 0.0f,
+                              y + row * out_len);
+            }
+        return;
+    }
+
+    // A 1x1 convolution over every sample reads x as its own column matrix.
+    const bool pointwise = s.kernel == 1 && s.stride == 1 && s.padding == 0;
+    const int rows = icg * s.kernel;  // reduction length of the GEMM
+    const int chunk = chunk_columns(rows, out_len);
+    float* col = pointwise ? nullptr : scratch(static_cast<std::size_t>(rows) * chunk);
+    for (int n = 0; n < s.batch; ++n)
+        for (int g = 0; g < s.groups; ++g) {
+            const float* xg = x + (static_cast<std::size_t>(n) * s.in_channels +
+                                   static_cast<std::size_t>(g) * icg) *
+                                      s.in_length;
+            const float* wg = w + static_cast<std::size_t>(g) * ocg * rows;
+            float* yg = y + (static_cast<std::size_t>(n) * s.out_channels +
+                             static_cast<std::size_t>(g) * ocg) *
+                                out_len;
+            for (int t0 = 0; t0 < out_len; t0 += chunk) {
+                const int count = std::min(chunk, out_len - t0);
+                const float* b = xg + t0;
+                int ldb = s.in_length;
+                if (!pointwise) {
+                    im2col(s, icg, xg, t0, count, col);
+                    b = col;
+                    ldb = count;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ocg, count, rows, 1.0f, wg,
+                            rows, b, ldb, 0.0f, yg + t0, out_len);
+                if (bias)
+                    for (int o = 0; o < ocg; ++o) {
+                        float* yr = yg + static_cast<std::size_t>(o) * out_len + t0;
+                        const float v = bias[g * ocg + o];
+                        for (int j = 0; j < count; ++j) yr[j] += v;
+                    }
+            }
+        }
+}
+
+void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, const float* bias,
+                      float* y) {
+    check_shape(s, "conv_transpose1d");
+    const int out_len = s.transpose_out_length();
+    if (s.batch <= 0 || s.out_channels <= 0 || out_len <= 0) return;
+    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
+
+    // Every input scatters into the output: start from the bias.
+    for (int n = 0; n < s.batch; ++n)
+        for (int oc = 0; oc < s.out_channels; ++oc) {
+            float* yr = y + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
+            std::fill(yr, yr + out_len, bias ? bias[oc] : 0.0f);
+        }
+    if (s.in_length <= 0) return;
+
+    const int rows = ocg * s.kernel;  // one column: every tap of every output channel
+    const int chunk = chunk_columns(rows, s.in_length);
+    float* col = scratch(static_cast<std::size_t>(rows) * chunk);
+    for (int n = 0; n < s.batch; ++n)
+        for (int g = 0; g < s.groups; ++g) {
+            const float* xg = x + (static_cast<std::size_t>(n) * s.in_channels +
+                                   static_cast<std::size_t>(g) * icg) *
+                                      s.in_length;
+            // Weights [icg][ocg * kernel] for this group: used transposed.
+            const float* wg = w + static_cast<std::size_t>(g) * icg * rows;
+            float* yg = y + (static_cast<std::size_t>(n) * s.out_channels +
+                             static_cast<std::size_t>(g) * ocg) *
+                                out_len;
+            for (int t0 = 0; t0 < s.in_length; t0 += chunk) {
+                const int count = std::min(chunk, s.in_length - t0);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, count, icg, 1.0f, wg,
+                            rows, xg + t0, s.in_length, 0.0f, col, count);
+                col2im_add(s, ocg, out_len, col, t0, count, yg);
+            }
+        }
+}
+
+}  // namespace etude::gpu::cpu
