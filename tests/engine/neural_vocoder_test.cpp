@@ -1,0 +1,223 @@
+// Neural vocoders against PyTorch, on every backend, whole and chunked.
+//
+// The reference data (tests/data/neural, made by tools/make_parity_data.py)
+// holds small models in the exact published HiFi-GAN V1/V2/V3 and Vocos
+// architectures (reduced channel counts), converted by tools/convert.py from
+// checkpoints in the official formats, an input log-mel and PyTorch's output
+// computed in double precision.
+#include "engine/neural_vocoder.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "audio-io/npy_file.h"
+#include "engine/error.h"
+#include "engine/lef_file.h"
+#include "gpu/registry.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kData = ETUDE_TEST_DATA "/neural/";
+const char* const kModels[] = {"hifigan_v1", "hifigan_v2", "hifigan_v3", "vocos"};
+
+struct Reference {
+    std::vector<float> mel;
+    int frames = 0;
+    std::vector<float> audio;
+};
+
+Reference reference(const std::string& name) {
+    Reference r;
+    auto mel = audio_io::read_npy(kData + name + "_mel.npy");
+    if (mel.shape.size() != 2) throw std::runtime_error(name + "_mel.npy is not 2-D");
+    r.frames = static_cast<int>(mel.shape[1]);
+    r.mel = std::move(mel.data);
+    r.audio = audio_io::read_npy(kData + name + "_out.npy").data;
+    return r;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        const double e = std::abs(static_cast<double>(a[i]) - b[i]);
+        d = std::max(d, std::isnan(e) ? INFINITY : e);
+    }
+    return d;
+}
+
+double rms(const std::vector<float>& a) {
+    double s = 0;
+    for (float v : a) s += static_cast<double>(v) * v;
+    return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
+}
+
+// The backends to run on: the CPU always, the first OpenCL device when
+// there is one (PoCL in CI), the first CUDA device when there is one.
+std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::string& why_not) {
+    if (kind == gpu::BackendKind::Cpu) return gpu::shared_cpu_backend();
+    auto& reg = gpu::DeviceRegistry::instance();
+    for (const auto& d : reg.devices())
+        if (d.kind == kind) return reg.open({gpu::to_string(kind), d.index});
+    why_not = std::string("no ") + gpu::to_string(kind) + " device";
+    for (const auto& n : reg.notes()) why_not += "; " + n;
+    return nullptr;
+}
+
+class NeuralVocoder : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << " — these neural vocoder tests are skipped";
+        backend_->reset_health();
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+};
+
+TEST_P(NeuralVocoder, matches_pytorch_within_1e4) {
+    for (const char* name : kModels) {
+        SCOPED_TRACE(name);
+        const auto ref = reference(name);
+        auto model = NeuralModel::load(kData + name + ".lef", backend_);
+        const auto audio = model->vocode(ref.mel, ref.frames);
+        ASSERT_EQ(audio.size(), ref.audio.size());
+        const double diff = max_abs_diff(audio, ref.audio);
+        std::printf("[ %-8s ] %-11s max |ours - PyTorch| = %.3g over %zu samples (rms %.3f)\n",
+                    gpu::to_string(GetParam()), name, diff, audio.size(), rms(ref.audio));
+        EXPECT_LE(diff, 1e-4);
+        // The reference is not trivial: a silent or saturated model would make
+        // the comparison meaningless.
+        EXPECT_GT(rms(ref.audio), 0.01);
+    }
+}
+
+TEST_P(NeuralVocoder, chunked_output_equals_whole_output_for_any_chunk_size) {
+    for (const char* name : kModels) {
+        SCOPED_TRACE(name);
+        const auto ref = reference(name);
+        auto model = NeuralModel::load(kData + name + ".lef", backend_);
+        const auto whole = model->vocode(ref.mel, ref.frames);
+        const int n_mels = model->audio().n_mels;
+        std::vector<int> sizes = {1, 2, 3, 5, 8, 13, 32, ref.frames};
+        if (GetParam() != gpu::BackendKind::Cpu) sizes = {1, 7, 32};
+        for (int chunk : sizes) {
+            SCOPED_TRACE("chunk " + std::to_string(chunk));
+            MelVocoderStream stream(model);
+            std::vector<float> got;
+            for (int f0 = 0; f0 < ref.frames; f0 += chunk) {
+                const int n = std::min(chunk, ref.frames - f0);
+                std::vector<float> part(static_cast<std::size_t>(n) * n_mels);
+                for (int c = 0; c < n_mels; ++c)
+                    for (int f = 0; f < n; ++f)
+                        part[static_cast<std::size_t>(c) * n + f] =
+                            ref.mel[static_cast<std::size_t>(c) * ref.frames + f0 + f];
+                const auto out = stream.push(part, n);
+                got.insert(got.end(), out.begin(), out.end());
+            }
+            const auto rest = stream.finish();
+            got.insert(got.end(), rest.begin(), rest.end());
+            ASSERT_EQ(got.size(), whole.size());
+            EXPECT_LE(max_abs_diff(got, whole), 1e-5);
+        }
+        std::printf("[ %-8s ] %-11s context %d/%d frames, added latency %.1f ms\n",
+                    gpu::to_string(GetParam()), name, model->left_context(), model->right_context(),
+                    1000.0 * model->streaming_latency_samples() / model->audio().sample_rate);
+    }
+}
+
+// The context is the receptive field, not a guess: a change to the mel
+// frame just outside it (on either side) leaves the output untouched, while
+// a change to the outermost frame inside it reaches the output.
+TEST(NeuralVocoderContext, context_is_exactly_the_receptive_field) {
+    for (const char* name : kModels) {
+        SCOPED_TRACE(name);
+        const auto ref = reference(name);
+        auto model = NeuralModel::load(kData + name + ".lef", gpu::shared_cpu_backend());
+        const int n_mels = model->audio().n_mels, per = model->values_per_frame();
+        const int l = model->left_context(), r = model->right_context();
+        // One output frame in the middle of a window with two spare frames a side.
+        const int first = l + 2, w = first + 1 + r + 2;
+        std::vector<float> mel(static_cast<std::size_t>(w) * n_mels);
+        for (int c = 0; c < n_mels; ++c)
+            for (int f = 0; f < w; ++f)
+                mel[static_cast<std::size_t>(c) * w + f] =
+                    ref.mel[static_cast<std::size_t>(c) * ref.frames + f % ref.frames];
+        auto run = [&](int perturbed_frame) {
+            auto m = mel;
+            if (perturbed_frame >= 0)
+                for (int c = 0; c < n_mels; ++c)
+                    m[static_cast<std::size_t>(c) * w + perturbed_frame] += 3.0f;
+            std::vector<float> out(static_cast<std::size_t>(per));
+            model->run(m.data(), w, first, 1, out.data());
+            return out;
+        };
+        const auto base = run(-1);
+        EXPECT_EQ(max_abs_diff(run(first - l - 1), base), 0.0) << "frame before the left context";
+        EXPECT_EQ(max_abs_diff(run(first + r + 1), base), 0.0) << "frame after the right context";
+        EXPECT_GT(max_abs_diff(run(first - l), base), 0.0) << "outermost left context frame";
+        EXPECT_GT(max_abs_diff(run(first + r), base), 0.0) << "outermost right context frame";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, NeuralVocoder,
+                         ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
+                                           gpu::BackendKind::Cuda),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
+// ---- bad models -------------------------------------------------------------
+
+std::string write_variant(const std::string& name, const std::string& metadata,
+                          const std::string& drop_tensor = "", const std::string& reshape = "") {
+    const LefFile src = LefFile::open(kData + "hifigan_v1.lef");
+    LefWriter w(metadata.empty() ? src.metadata_json() : metadata);
+    for (const auto& t : src.tensors()) {
+        if (t.name == drop_tensor) continue;
+        auto v = src.floats(t.name);
+        auto shape = t.shape;
+        if (t.name == reshape) shape = {shape[0] * shape[1] * shape[2]};
+        w.add_f32(t.name, shape, v);
+    }
+    const std::string path = std::string(ETUDE_TEST_TMP) + "/" + name + ".lef";
+    w.write(path);
+    return path;
+}
+
+std::string load_error(const std::string& path) {
+    try {
+        NeuralModel::load(path, gpu::shared_cpu_backend());
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(NeuralVocoderModelFile, inconsistent_models_are_refused_with_the_field_named) {
+    const std::string meta = LefFile::open(kData + "hifigan_v1.lef").metadata_json();
+    auto replaced = [&](const std::string& from, const std::string& to) {
+        std::string m = meta;
+        const auto at = m.find(from);
+        EXPECT_NE(at, std::string::npos) << from;
+        if (at != std::string::npos) m.replace(at, from.size(), to);
+        return m;
+    };
+    EXPECT_NE(load_error(write_variant("no_tensor", "", "ups.1.weight")).find("ups.1.weight"),
+              std::string::npos);
+    EXPECT_NE(
+        load_error(write_variant("bad_shape", "", "", "conv_post.weight")).find("conv_post.weight"),
+        std::string::npos);
+    EXPECT_NE(load_error(write_variant("bad_arch", replaced("\"hifigan\"", "\"wavenet\"")))
+                  .find("architecture"),
+              std::string::npos);
+    EXPECT_NE(load_error(write_variant("bad_hop", replaced("\"hop\": 256", "\"hop\": 250")))
+                  .find("upsample_rates"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace etude::engine
