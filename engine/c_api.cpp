@@ -1,6 +1,7 @@
 // The C API over the C++ engine: exceptions stop here and become status codes.
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/engine.h"
@@ -74,8 +75,38 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
     });
 }
 
+etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
+                                     const char* backend, double sample_rate, etude_stream** out) {
+    if (!engine) return null_argument("engine");
+    if (!model_path) return null_argument("model_path");
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        etude::engine::StreamOptions o;
+        o.model = model_path;
+        if (backend) o.backend = backend;
+        o.sample_rate = sample_rate;
+        *out = new etude_stream{engine->engine.create_stream(o)};
+    });
+}
+
 void etude_stream_destroy(etude_stream* stream) {
     delete stream;
+}
+
+etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_t n_mels,
+                                   size_t frames, int last) {
+    if (!stream) return null_argument("stream");
+    if (!mel && frames > 0) return null_argument("mel");
+    return guarded([&] {
+        if (n_mels != stream->stream->mel_bands())
+            throw etude::Error("push_mel: " + std::to_string(n_mels) +
+                               " mel bands, but the model takes " +
+                               std::to_string(stream->stream->mel_bands()));
+        const std::size_t n = n_mels * frames;
+        if (frames > 0 && n / frames != n_mels) throw etude::Error("push_mel: size overflows");
+        stream->stream->push_mel(std::span<const float>(mel, n), frames, last != 0);
+    });
 }
 
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length) {

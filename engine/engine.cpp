@@ -22,6 +22,7 @@
 #include "engine/block_processor.h"
 #include "engine/flite_voice.h"
 #include "engine/latency_estimator.h"
+#include "engine/mel_scheduler.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
 #include "gpu/registry.h"
@@ -76,6 +77,12 @@ struct Utterance {
     bool first_of_push = false;
     State state = Pending;     // guarded by the stream's mutex
     std::vector<float> audio;  // valid once state == Rendered
+    // A chunk of a mel stream instead of an analysed sentence.
+    bool is_mel = false;
+    std::vector<float> mel;  // [n_mels][mel_frames]
+    std::size_t mel_frames = 0;
+    bool mel_last = false;
+    bool mel_first = false;  // the first chunk of a mel utterance
     std::int64_t render_started_ns = 0, render_finished_ns = 0;
 };
 
@@ -180,6 +187,16 @@ class StreamCore {
           spectral_(options_.vocoder == "spectral"),
           records_(kRecordCapacity) {
         if (spectral_) open_gpu();
+        if (!options_.model.empty()) {
+            MelSchedulerOptions m;
+            m.model_path = options_.model;
+            m.backend = options_.backend;
+            m.device = options_.device;
+            m.output_rate = rate_;
+            m.gpu_fault = options_.gpu_fault;
+            m.allow_phase_fallback = options_.allow_phase_fallback;
+            mel_ = std::make_unique<MelScheduler>(m);
+        }
         // Estimators per (processor, tier): Full and Reduced on each.
         for (auto& e : estimators_) e = LatencyEstimator();
         fade_in_ = underrun_fade_len_;  // no fade-in until an underrun has happened
@@ -212,7 +229,45 @@ class StreamCore {
     }
 
     // ---- any thread -------------------------------------------------------
+    std::size_t mel_bands() const {
+        return mel_ ? static_cast<std::size_t>(mel_->audio().n_mels) : 0;
+    }
+
+    void push_mel(std::span<const float> mel, std::size_t frames, bool last) {
+        if (!mel_)
+            throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
+        const std::size_t n_mels = static_cast<std::size_t>(mel_->audio().n_mels);
+        if (mel.size() != frames * n_mels)
+            throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
+                        std::to_string(n_mels) + " mels x " + std::to_string(frames) + " frames");
+        for (float v : mel)
+            if (!std::isfinite(v))
+                throw Error("push_mel: the chunk holds a value that is not finite");
+        if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+        if (frames == 0 && !last) return;
+        auto u = std::make_shared<Utterance>();
+        u->is_mel = true;
+        u->mel.assign(mel.begin(), mel.end());
+        u->mel_frames = frames;
+        u->mel_last = last;
+        u->pushed = Clock::now();
+        {
+            std::lock_guard lock(mu_);
+            u->generation = generation_.load(std::memory_order_relaxed);
+            u->first_of_push = outstanding_ == 0;
+            u->mel_first = !mel_open_;
+            mel_open_ = !last;
+            u->voice = voice_;
+            params_queue_.push_back(std::move(u));
+            ++outstanding_;
+            ++sentences_queued_;
+        }
+        work_cv_.notify_all();
+    }
+
     std::size_t push_text(std::string_view text) {
+        if (mel_)
+            throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
         if (auto bad = find_invalid_utf8(text))
             throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
                         ")");
@@ -284,7 +339,21 @@ class StreamCore {
         s.frames_vocoded = frames_vocoded_.get();
         s.latency_ms = latency_ms();
         s.realtime_workers = primary_.realtime() && fallback_.realtime();
-        s.vocoder = spectral_ ? "spectral" : "mlsa";
+        s.vocoder = mel_ ? "neural" : spectral_ ? "spectral" : "mlsa";
+        if (mel_) {
+            const auto m = mel_->stats();
+            s.model = m.model;
+            s.mel_frames = m.frames;
+            s.mel_chunks_gpu = m.chunks[0];
+            s.mel_chunks_cpu = m.chunks[1];
+            s.mel_chunks_phase = m.chunks[2];
+            s.model_latency_ms = m.latency_ms;
+            s.gpu_device = m.gpu_device;
+            s.gpu_note = m.gpu_note;
+            s.gpu_failures = m.gpu_failures;
+            s.gpu_disabled = m.gpu_disabled;
+            s.gpu_last_error = m.gpu_last_error;
+        }
         if (gpu_) {
             s.gpu_device = gpu_name_;
             s.gpu_failures = static_cast<std::uint64_t>(gpu_->failures());
@@ -293,7 +362,7 @@ class StreamCore {
             s.gpu_batches = gpu_->batches();
             s.gpu_batched_jobs = gpu_->batched_jobs();
             s.gpu_largest_batch = gpu_->largest_batch();
-        } else {
+        } else if (!mel_) {
             s.gpu_note = gpu_note_;
         }
         std::lock_guard lock(mu_);
@@ -556,12 +625,21 @@ class StreamCore {
             const auto gen = generation_.load(std::memory_order_relaxed);
             if (gen != seen_generation) {
                 seen_generation = gen;
+                if (mel_) mel_->reset();
                 acknowledge(gen);
                 continue;
             }
             std::shared_ptr<Utterance> u = std::move(params_queue_.front());
             params_queue_.pop_front();
             producer_busy_ = true;
+            if (u->is_mel) {
+                lock.unlock();
+                first_audio_pending_ = first_audio_pending_ || u->first_of_push;
+                compute_ns_ = 0;
+                const bool complete = vocode_mel(*u);
+                finish_utterance(complete, static_cast<double>(compute_ns_) / 1e9);
+                continue;
+            }
             const bool mine = u->state == Utterance::Pending;
             if (mine) u->state = Utterance::Scheduled;
             if (!mine) {
@@ -888,6 +966,47 @@ class StreamCore {
         return write_all(std::span<const float>(resampled_.data(), t), u.generation, u, true);
     }
 
+    // One chunk of a mel stream: the mel scheduler picks the tier by the
+    // time left before this audio is due (what the ring still holds, plus
+    // the latency budget before playback starts) and makes the audio.
+    bool vocode_mel(const Utterance& u) {
+        if (cancelled(u.generation)) {
+            mel_->reset();
+            return false;
+        }
+        const std::size_t queued = ring_.read_available() + (u.mel_first ? latency_samples_ : 0);
+        const auto budget_ns = static_cast<std::int64_t>(static_cast<double>(queued) / rate_ * 1e9);
+        MelChunkReport report;
+        const auto dispatched = rt::now_ns();
+        std::span<const float> audio;
+        try {
+            audio =
+                mel_->process(u.mel, static_cast<int>(u.mel_frames), u.mel_last, budget_ns, report);
+        } catch (const std::exception&) {
+            mel_->reset();  // a device error the CPU could not cover either
+            return false;
+        }
+        compute_ns_ += report.finished_ns - report.started_ns;
+        BlockRecord rec;
+        rec.index = next_block_index_++;
+        rec.processor = report.tier == 0   ? BlockRecord::Gpu
+                        : report.tier == 1 ? BlockRecord::Primary
+                                           : BlockRecord::Fallback;
+        rec.reduced_tier = report.tier == 2;
+        rec.fell_back = report.fell_back;
+        rec.dispatched_ns = dispatched;
+        rec.started_ns = report.started_ns;
+        rec.finished_ns = report.finished_ns;
+        rec.deadline_ns = dispatched + budget_ns;
+        record(rec);
+        if (report.fell_back) {
+            std::lock_guard lock(mu_);
+            ++fallbacks_;
+        }
+        if (!u.mel_last && audio.empty()) return true;
+        return write_all(audio, u.generation, u, u.mel_last);
+    }
+
     // Writes audio a render worker made ahead of time, recording it as
     // blocks produced by the "ahead" processor.
     bool copy_into_ring(const Utterance& u) {
@@ -1048,6 +1167,8 @@ class StreamCore {
     const FliteVoice* prepared_voice_ = nullptr;
     std::optional<dsp::MlsaVocoder> state_;
     std::optional<dsp::StreamingResampler> resampler_;
+    std::unique_ptr<MelScheduler> mel_;  // mel streams only
+    bool mel_open_ = false;              // a mel utterance has begun and not ended (mu_)
     std::vector<float> resampled_;
     std::uint64_t next_block_index_ = 0;
     std::int64_t compute_ns_ = 0;  // processor time of the utterance being scheduled
@@ -1109,6 +1230,12 @@ void EngineCore::run_renderer() {
 
 Stream::Stream(std::shared_ptr<StreamCore> core) : core_(std::move(core)) {}
 Stream::~Stream() = default;
+void Stream::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
+    core_->push_mel(mel, frames, last);
+}
+std::size_t Stream::mel_bands() const {
+    return core_->mel_bands();
+}
 std::size_t Stream::push_text(std::string_view text) {
     return core_->push_text(text);
 }

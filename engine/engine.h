@@ -55,6 +55,11 @@ struct StreamOptions {
     // blocks until the device is ready, which for a cold OpenCL device can
     // take seconds.
     bool wait_for_device = false;
+    // A neural vocoder (LEF file from tools/convert.py): makes this a mel
+    // stream, fed by push_mel() instead of push_text(). `backend`/`device`
+    // say where its GPU tier runs; the output rate is `sample_rate`.
+    std::string model;
+    bool allow_phase_fallback = true;  // may the mel scheduler fall to phase reconstruction
 };
 
 // One scheduled block: who made it, at what tier, how long it took, and how
@@ -107,6 +112,11 @@ struct StreamStats {
     std::uint64_t gpu_batched_jobs = 0;  // blocks they computed, all streams on the device
     std::int64_t gpu_largest_batch = 0;  // most blocks computed together
     bool realtime_workers = false;       // the OS granted SCHED_FIFO to the processors
+    // Mel streams (push_mel): chunks made by each tier and frames vocoded.
+    std::string model;  // architecture and file
+    std::uint64_t mel_frames = 0;
+    std::uint64_t mel_chunks_gpu = 0, mel_chunks_cpu = 0, mel_chunks_phase = 0;
+    double model_latency_ms = 0;  // the network's added streaming latency
 };
 
 class Stream {
@@ -119,6 +129,16 @@ class Stream {
     // etude::Error for invalid UTF-8; text with nothing speakable is ignored
     // and reported by the return value (number of sentences queued).
     std::size_t push_text(std::string_view text);
+
+    // Mel streams only (StreamOptions::model): queues `frames` log-mel
+    // frames laid out [n_mels][frames] as PyTorch holds them (a chunk from
+    // an upstream acoustic model). `last` ends the utterance, so the
+    // vocoder flushes the context it held back; push_mel({}, 0, true) ends it
+    // without new frames. Throws etude::Error for a text stream or a chunk of
+    // the wrong size or with NaN values.
+    void push_mel(std::span<const float> mel, std::size_t frames, bool last = false);
+    // Mel bands the model of a mel stream takes (0 for a text stream).
+    std::size_t mel_bands() const;
 
     // Real-time: fills `out` with the next samples; pads with silence where
     // none are ready (counted as an underrun while speech is in progress).

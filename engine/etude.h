@@ -48,7 +48,19 @@ void etude_engine_destroy(etude_engine* engine);
 /* voice: "slt" (NULL means "slt"), "rms" or "awb"; sample_rate 8000..192000. */
 etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
                                  etude_stream** out);
+/* A mel stream: vocodes log-mel frames from an upstream acoustic model with
+ * a neural vocoder (a LEF file made by tools/convert.py). backend: "auto"
+ * (NULL means "auto"), "cpu", "cuda" or "opencl" (where the GPU tier runs);
+ * sample_rate 8000..192000 (the output is resampled from the model's rate). */
+etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
+                                     const char* backend, double sample_rate,
+                                     etude_stream** out);
 void etude_stream_destroy(etude_stream* stream);
+/* Mel streams only: queues `frames` log-mel frames laid out [n_mels][frames]
+ * (row-major, as PyTorch holds a mel). last != 0 ends the utterance (the
+ * vocoder flushes its look-ahead); frames may then be 0. */
+etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_t n_mels,
+                                   size_t frames, int last);
 
 /* Queues UTF-8 text (length bytes; length -1 means NUL-terminated). */
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length);

@@ -1,0 +1,243 @@
+#include "engine/mel_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "engine/error.h"
+#include "gpu/registry.h"
+#include "rt/monotonic_clock.h"
+
+namespace etude::engine {
+namespace {
+
+// Consecutive device errors after which the GPU tier stays off.
+constexpr int kMaxGpuFailures = 3;
+// Frames run once per tier at start-up to measure it (and warm it up: plans,
+// kernel compilation, first allocations).
+constexpr int kCalibrationFrames = 16;
+
+std::int64_t time_run(const std::function<void()>& f) {
+    const auto t0 = rt::now_ns();
+    f();
+    return rt::now_ns() - t0;
+}
+
+}  // namespace
+
+MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(options)) {
+    cpu_model_ = NeuralModel::load(options_.model_path, gpu::shared_cpu_backend());
+    const auto& a = cpu_model_->audio();
+    stats_.model = a.architecture + " (" + options_.model_path + ")";
+    stats_.latency_ms = 1000.0 * cpu_model_->streaming_latency_samples() / a.sample_rate;
+    if (options_.backend != "cpu") {
+        try {
+            std::string where;
+            auto backend = open_model_backend(options_.backend, options_.device, &where);
+            if (backend.get() != gpu::shared_cpu_backend().get()) {
+                gpu_model_ = NeuralModel::load(options_.model_path, backend);
+                stats_.gpu_device = where;
+            } else {
+                stats_.gpu_note = "the model runs on the " + where;
+            }
+        } catch (const gpu::DeviceError& e) {
+            gpu_model_.reset();
+            stats_.gpu_note = std::string("no GPU tier: ") + e.what();
+        } catch (const std::invalid_argument& e) {
+            throw Error(e.what());  // a bad backend name or device index
+        }
+    } else {
+        stats_.gpu_note = "the CPU was asked for";
+    }
+    stream_ = std::make_unique<MelVocoderStream>(cpu_model_);
+    if (options_.allow_phase_fallback)
+        phase_ = std::make_unique<dsp::MelPhaseVocoder>(log_mel_config(a));
+    out_rate_ = options_.output_rate > 0 ? options_.output_rate : a.sample_rate;
+    if (std::lround(out_rate_) != a.sample_rate) resampler_.emplace(a.sample_rate, out_rate_);
+
+    // Calibrate every tier on a short window of quiet mel, so the first
+    // choice is a measurement rather than a guess.
+    const int n = kCalibrationFrames;
+    const int window = n + cpu_model_->left_context() + cpu_model_->right_context();
+    std::vector<float> mel(static_cast<std::size_t>(window) * a.n_mels,
+                           static_cast<float>(std::log(a.log_floor)));
+    std::vector<float> values(static_cast<std::size_t>(n) * cpu_model_->values_per_frame());
+    auto per_frame = [&](std::int64_t ns) { return ns / window; };
+    const auto cpu_ns = time_run(
+        [&] { cpu_model_->run(mel.data(), window, cpu_model_->left_context(), n, values.data()); });
+    per_frame_[1] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(cpu_ns));
+    if (gpu_model_) {
+        try {
+            gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
+            const auto ns = time_run([&] {
+                gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
+            });
+            per_frame_[0] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(ns));
+            // Test hook: the injected fault applies to the work, not the calibration.
+            if (options_.gpu_fault.kind != gpu::GpuFault::None)
+                gpu_model_->backend().inject_fault(options_.gpu_fault);
+        } catch (const gpu::DeviceError& e) {
+            stats_.gpu_note = std::string("GPU tier failed its calibration: ") + e.what();
+            gpu_model_.reset();
+        }
+    }
+    if (phase_) {
+        std::vector<float> hop(static_cast<std::size_t>(a.hop));
+        const auto ns = time_run([&] {
+            for (int f = 0; f < n; ++f)
+                phase_->push_frame(std::span<const float>(mel.data(), a.n_mels), hop);
+        });
+        phase_->reset();
+        per_frame_[2] = LatencyEstimator(0.95, 0.25, 200'000, std::max<std::int64_t>(1, ns / n));
+    }
+}
+
+MelScheduler::~MelScheduler() = default;
+
+void MelScheduler::reset() {
+    stream_->reset();
+    if (phase_) phase_->reset();
+    phase_audio_.clear();
+    phase_start_ = 0;
+    timeline_ = 0;
+    if (resampler_) resampler_->reset();
+}
+
+int MelScheduler::choose(int frames, std::int64_t budget_ns) {
+    const int context = cpu_model_->left_context() + cpu_model_->right_context();
+    ++stamp_;
+    for (auto& e : per_frame_) e.set_now(stamp_);
+    for (int tier = 0; tier < 2; ++tier) {
+        if (tier == 0 && (!gpu_model_ || stats_.gpu_disabled)) continue;
+        // The network also reruns its context frames (at most one window's worth).
+        const std::int64_t cost = per_frame_[tier].estimate_ns() * (frames + context);
+        if (cost <= budget_ns) return tier;
+    }
+    return phase_ ? 2 : 1;
+}
+
+std::vector<float> MelScheduler::run_model(int tier, std::span<const float> mel, int frames,
+                                           bool last) {
+    (void)mel;
+    (void)frames;
+    stream_->set_model(tier == 0 ? gpu_model_ : cpu_model_);
+    return stream_->drain(last);
+}
+
+std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
+                                             std::int64_t budget_ns, MelChunkReport& report) {
+    const auto& a = cpu_model_->audio();
+    if (frames < 0 || mel.size() != static_cast<std::size_t>(frames) * a.n_mels)
+        throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
+                    std::to_string(a.n_mels) + " mels x " + std::to_string(frames) + " frames");
+    report = {};
+    report.started_ns = rt::now_ns();
+    stream_->append(mel, frames);
+    {
+        std::lock_guard lock(stats_mu_);
+        stats_.frames += static_cast<std::uint64_t>(frames);
+    }
+
+    // The shadow tier sees every frame, whichever tier makes the audio.
+    if (phase_) {
+        std::vector<float> column(static_cast<std::size_t>(a.n_mels));
+        const std::size_t hop = static_cast<std::size_t>(a.hop);
+        for (int f = 0; f < frames; ++f) {
+            for (int c = 0; c < a.n_mels; ++c)
+                column[c] = mel[static_cast<std::size_t>(c) * frames + f];
+            const std::size_t at = phase_audio_.size();
+            phase_audio_.resize(at + hop);
+            phase_->push_frame(column, std::span<float>(phase_audio_.data() + at, hop));
+        }
+        if (last) {
+            const std::size_t at = phase_audio_.size();
+            phase_audio_.resize(at + phase_->flush_samples());
+            phase_->flush(std::span<float>(phase_audio_.data() + at, phase_->flush_samples()));
+        }
+    }
+
+    int tier = choose(frames, budget_ns);
+    std::vector<float> audio;
+    const auto t0 = rt::now_ns();
+    if (tier < 2) {
+        try {
+            audio = run_model(tier, mel, frames, last);
+            if (tier == 0) consecutive_gpu_failures_ = 0;
+        } catch (const gpu::DeviceError& e) {
+            if (tier != 0) throw;
+            // The CPU copy of the model remakes the chunk from the same state.
+            {
+                std::lock_guard lock(stats_mu_);
+                ++stats_.gpu_failures;
+                stats_.gpu_last_error = e.what();
+                if (++consecutive_gpu_failures_ >= kMaxGpuFailures) stats_.gpu_disabled = true;
+            }
+            gpu_model_->backend().reset_health();
+            report.fell_back = true;
+            tier = 1;
+            audio = run_model(1, mel, frames, last);
+        }
+    } else {
+        // Phase reconstruction covers what the network would have produced.
+        std::size_t n;
+        if (last) {
+            const long total = a.architecture == "vocos"
+                                   ? std::max<long>(0, (stream_->received_frames() - 1) * a.hop)
+                                   : stream_->received_frames() * a.hop;
+            n = static_cast<std::size_t>(std::max<long>(0, total - timeline_));
+            stream_->reset();
+        } else {
+            n = stream_->skip();
+        }
+        audio.assign(n, 0.0f);
+        const long offset = phase_ ? static_cast<long>(phase_->latency_samples()) : 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const long at = timeline_ + static_cast<long>(i) + offset - phase_start_;
+            if (at >= 0 && at < static_cast<long>(phase_audio_.size())) audio[i] = phase_audio_[at];
+        }
+    }
+    const auto spent = rt::now_ns() - t0;
+    if (frames > 0) {
+        const int context = tier < 2 ? cpu_model_->left_context() + cpu_model_->right_context() : 0;
+        per_frame_[tier].add(spent / (frames + context), stamp_);
+    }
+    {
+        std::lock_guard lock(stats_mu_);
+        ++stats_.chunks[tier];
+    }
+    timeline_ += static_cast<long>(audio.size());
+    if (last) timeline_ = 0;
+
+    // Drop shadow audio the timeline has passed.
+    if (phase_) {
+        const long keep_from = last ? phase_start_ + static_cast<long>(phase_audio_.size())
+                                    : timeline_ + static_cast<long>(phase_->latency_samples());
+        const long drop =
+            std::clamp<long>(keep_from - phase_start_, 0, static_cast<long>(phase_audio_.size()));
+        phase_audio_.erase(phase_audio_.begin(), phase_audio_.begin() + drop);
+        phase_start_ += drop;
+        if (last) {
+            phase_audio_.clear();
+            phase_start_ = 0;
+            phase_->reset();
+        }
+    }
+
+    report.tier = tier;
+    report.finished_ns = rt::now_ns();
+    if (!resampler_) {
+        out_ = std::move(audio);
+    } else {
+        out_.resize(resampler_->max_output_for(audio.size()));
+        out_.resize(resampler_->process(audio, out_, last));
+    }
+    return out_;
+}
+
+MelSchedulerStats MelScheduler::stats() const {
+    std::lock_guard lock(stats_mu_);
+    return stats_;
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,107 @@
+// The scheduler of a mel stream (Stream::push_mel): decides, per chunk of
+// mel frames, which tier makes its audio so that it is ready before it is
+// due, and makes it.
+//
+// Tiers, best first:
+//   0. the neural model on the GPU (CUDA or OpenCL), when one is open;
+//   1. the same model on the CPU;
+//   2. phase reconstruction from the mel magnitude (no weights; RTPGHI),
+//      which always keeps up and runs in the shadow of the others so that it
+//      can take over any chunk without a warm-up.
+// A tier is chosen if its estimated cost for the chunk (a high percentile of
+// its recent cost per frame, with margin) fits the time left before the
+// audio is due. A GPU error makes the CPU redo the chunk; after repeated
+// errors the GPU stays off. Switching between tiers 0 and 1 is seamless (the
+// stream state does not depend on where the network runs); switching to
+// tier 2 and back is not bit-exact, and is counted.
+//
+// Threads: one owner (the stream's producer thread). Not real-time safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsp/phase_reconstruction.h"
+#include "dsp/resampler.h"
+#include "engine/latency_estimator.h"
+#include "engine/neural_vocoder.h"
+#include "gpu/backend.h"
+
+namespace etude::engine {
+
+struct MelSchedulerOptions {
+    std::string model_path;
+    std::string backend = "auto";  // where tier 0 runs: auto (a GPU if any), cpu, cuda, opencl
+    int device = -1;
+    double output_rate = 0;  // 0: the model's own rate
+    gpu::GpuFault gpu_fault;
+    bool allow_phase_fallback = true;
+};
+
+struct MelChunkReport {
+    int tier = 1;            // 0 GPU model, 1 CPU model, 2 phase reconstruction
+    bool fell_back = false;  // the tier first tried failed, another remade the chunk
+    std::int64_t started_ns = 0, finished_ns = 0;
+};
+
+struct MelSchedulerStats {
+    std::string model;       // architecture and file
+    std::string gpu_device;  // where tier 0 runs, if anywhere
+    std::string gpu_note;    // why there is no tier 0
+    std::uint64_t chunks[3] = {0, 0, 0};
+    std::uint64_t frames = 0;
+    std::uint64_t gpu_failures = 0;
+    bool gpu_disabled = false;
+    std::string gpu_last_error;
+    double latency_ms = 0;  // the model's added streaming latency
+};
+
+class MelScheduler {
+  public:
+    // Loads the model (on the CPU, and on the GPU if one is chosen); throws
+    // etude::Error for a bad model file, std::invalid_argument for a bad
+    // backend request. A GPU that cannot be opened is a note, not an error.
+    explicit MelScheduler(MelSchedulerOptions options);
+    ~MelScheduler();
+
+    const ModelAudioParams& audio() const { return cpu_model_->audio(); }
+    double output_rate() const { return out_rate_; }
+    // Vocodes one chunk ([n_mels][frames], as PyTorch holds a mel); `last`
+    // ends the utterance (flushes the context). `budget_ns` is the time left
+    // before this audio is due. Returns the audio at the output rate (valid
+    // until the next call).
+    std::span<const float> process(std::span<const float> mel, int frames, bool last,
+                                   std::int64_t budget_ns, MelChunkReport& report);
+    void reset();                     // drop the utterance in progress (cancel)
+    MelSchedulerStats stats() const;  // any thread
+
+  private:
+    std::vector<float> run_model(int tier, std::span<const float> mel, int frames, bool last);
+    std::vector<float> run_phase(std::span<const float> mel, int frames, bool last);
+    int choose(int frames, std::int64_t budget_ns);
+
+    MelSchedulerOptions options_;
+    std::shared_ptr<NeuralModel> cpu_model_, gpu_model_;
+    std::unique_ptr<MelVocoderStream> stream_;
+    std::unique_ptr<dsp::MelPhaseVocoder> phase_;
+    LatencyEstimator per_frame_[3];
+    std::uint64_t stamp_ = 0;
+    double out_rate_ = 0;
+    std::optional<dsp::StreamingResampler> resampler_;
+    std::vector<float> out_;
+    // Phase reconstruction runs in the shadow: its audio, aligned with the
+    // model's timeline, from sample phase_start_.
+    std::vector<float> phase_audio_;
+    long phase_start_ = 0;
+    long timeline_ = 0;            // model-rate samples handed out this utterance
+    mutable std::mutex stats_mu_;  // stats() may be called from any thread
+    MelSchedulerStats stats_;
+    int consecutive_gpu_failures_ = 0;
+};
+
+}  // namespace etude::engine

@@ -1,0 +1,223 @@
+// Mel streams: Stream::push_mel through the mel scheduler's tiers (GPU
+// model, CPU model, phase reconstruction), against the offline render.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "audio-io/npy_file.h"
+#include "engine/engine.h"
+#include "engine/etude.h"
+#include "engine/mel_scheduler.h"
+#include "engine/neural_vocoder.h"
+#include "gpu/registry.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kData = ETUDE_TEST_DATA "/neural/";
+
+struct Mel {
+    std::vector<float> values;  // [n_mels][frames]
+    int n_mels = 0, frames = 0;
+    // Frames [f0, f0 + n) as a chunk laid out [n_mels][n].
+    std::vector<float> chunk(int f0, int n) const {
+        std::vector<float> c(static_cast<std::size_t>(n) * n_mels);
+        for (int m = 0; m < n_mels; ++m)
+            for (int f = 0; f < n; ++f)
+                c[static_cast<std::size_t>(m) * n + f] =
+                    values[static_cast<std::size_t>(m) * frames + f0 + f];
+        return c;
+    }
+};
+
+Mel load_mel(const std::string& name) {
+    auto a = audio_io::read_npy(kData + name + "_mel.npy");
+    return {std::move(a.data), static_cast<int>(a.shape[0]), static_cast<int>(a.shape[1])};
+}
+
+double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+    double d = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+    return d;
+}
+
+double rms(std::span<const float> a) {
+    double s = 0;
+    for (float v : a) s += static_cast<double>(v) * v;
+    return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
+}
+
+std::vector<float> offline(const std::string& name, const Mel& mel) {
+    auto model = NeuralModel::load(kData + name + ".lef", gpu::shared_cpu_backend());
+    return model->vocode(mel.values, mel.frames);
+}
+
+class MelStream : public ::testing::TestWithParam<const char*> {};
+
+// Streamed through the engine in chunks of 5 frames, the audio equals the
+// offline render (no resampling: the stream runs at the model's rate).
+TEST_P(MelStream, streamed_output_equals_offline_render) {
+    const std::string name = GetParam();
+    const Mel mel = load_mel(name);
+    const auto want = offline(name, mel);
+    Engine engine;
+    StreamOptions o;
+    o.model = kData + name + ".lef";
+    o.backend = "cpu";
+    o.allow_phase_fallback = false;  // the neural tiers only: exact output
+    o.sample_rate = name == "vocos" ? 24000 : 22050;
+    auto stream = engine.create_stream(o);
+    EXPECT_EQ(stream->mel_bands(), static_cast<std::size_t>(mel.n_mels));
+    for (int f0 = 0; f0 < mel.frames; f0 += 5) {
+        const int n = std::min(5, mel.frames - f0);
+        stream->push_mel(mel.chunk(f0, n), n, f0 + n == mel.frames);
+    }
+    std::vector<float> got(want.size() + 1000);
+    got.resize(stream->read(got));
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(max_abs_diff(got, want), 1e-5);
+    const auto s = stream->stats();
+    EXPECT_EQ(s.mel_frames, static_cast<std::uint64_t>(mel.frames));
+    EXPECT_EQ(s.mel_chunks_phase, 0u);
+    EXPECT_GT(s.mel_chunks_cpu, 0u);
+    EXPECT_EQ(s.vocoder, "neural");
+    EXPECT_GT(s.model_latency_ms, 0.0);
+}
+
+// The mel scheduler's tiers, driven directly: no time left means phase
+// reconstruction; plenty means the model. Switching to phase reconstruction
+// and back keeps the timeline (same total length), and once the model is
+// back, its output is exact again (HiFi-GAN at once; Vocos after one window
+// of overlap-add).
+TEST_P(MelStream, tiers_switch_without_losing_the_timeline) {
+    const std::string name = GetParam();
+    const Mel mel = load_mel(name);
+    const auto want = offline(name, mel);
+    MelSchedulerOptions mo;
+    mo.model_path = kData + name + ".lef";
+    mo.backend = "cpu";
+    MelScheduler sched(mo);
+    const std::int64_t plenty = 3'600'000'000'000;
+    std::vector<float> got;
+    std::vector<int> tiers;
+    for (int f0 = 0, i = 0; f0 < mel.frames; f0 += 8, ++i) {
+        const int n = std::min(8, mel.frames - f0);
+        MelChunkReport report;
+        const auto audio =
+            sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames, i == 2 ? 0 : plenty, report);
+        tiers.push_back(report.tier);
+        got.insert(got.end(), audio.begin(), audio.end());
+    }
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(tiers[0], 1);
+    EXPECT_EQ(tiers[2], 2) << "no time left: phase reconstruction";
+    EXPECT_EQ(tiers.back(), 1);
+    const auto s = sched.stats();
+    EXPECT_EQ(s.chunks[2], 1u);
+    // Before the switch: exact. After it, the model's output is exact again
+    // from the end of the overlap with the reconstructed part.
+    const auto& a = sched.audio();
+    const std::size_t hop = static_cast<std::size_t>(a.hop);
+    const int r = NeuralModel::load(mo.model_path, gpu::shared_cpu_backend())->right_context();
+    const std::size_t before = static_cast<std::size_t>(std::max(0, 16 - r)) * hop;
+    EXPECT_LE(max_abs_diff(std::span(got).first(before), std::span(want).first(before)), 1e-5);
+    const std::size_t after =
+        static_cast<std::size_t>(24 - r) * hop + static_cast<std::size_t>(a.n_fft);
+    ASSERT_LT(after, got.size());
+    EXPECT_LE(max_abs_diff(std::span(got).subspan(after), std::span(want).subspan(after)), 1e-5);
+    // The reconstructed stretch is speech-like audio, not silence.
+    const std::span<const float> mid = std::span(got).subspan(before, after - before);
+    EXPECT_GT(rms(mid), 0.1 * rms(want));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MelStream, ::testing::Values("hifigan_v1", "vocos"));
+
+// A GPU tier that fails: the CPU model remakes each failed chunk from the same
+// state, so the output is still exact, and every failure is counted.
+TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
+    bool have_opencl = false;
+    for (const auto& d : gpu::DeviceRegistry::instance().devices())
+        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
+    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to fail";
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v1", mel);
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.backend = "opencl";
+    mo.allow_phase_fallback = false;
+    mo.gpu_fault = {gpu::GpuFault::KernelFailure, 2, 0, 40};  // fails two chunks
+    MelScheduler sched(mo);
+    std::vector<float> got;
+    int fell_back = 0;
+    for (int f0 = 0; f0 < mel.frames; f0 += 4) {
+        const int n = std::min(4, mel.frames - f0);
+        MelChunkReport report;
+        const auto audio =
+            sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames, 3'600'000'000'000, report);
+        fell_back += report.fell_back;
+        got.insert(got.end(), audio.begin(), audio.end());
+    }
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(max_abs_diff(got, want), 1e-5);
+    const auto s = sched.stats();
+    EXPECT_EQ(s.gpu_failures, 2u);
+    EXPECT_EQ(fell_back, 2);
+    EXPECT_FALSE(s.gpu_disabled);
+    EXPECT_GT(s.chunks[0], 0u);
+}
+
+TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
+    Engine engine;
+    StreamOptions text;
+    auto text_stream = engine.create_stream(text);
+    std::vector<float> some(80, 0.0f);
+    EXPECT_THROW(text_stream->push_mel(some, 1), Error);
+    EXPECT_EQ(text_stream->mel_bands(), 0u);
+
+    StreamOptions o;
+    o.model = kData + "hifigan_v1.lef";
+    o.backend = "cpu";
+    auto s = engine.create_stream(o);
+    EXPECT_THROW(s->push_text("hello"), Error);
+    EXPECT_THROW(s->push_mel(some, 2), Error);  // 80 values are not 80 x 2
+    some[3] = NAN;
+    EXPECT_THROW(s->push_mel(some, 1), Error);
+
+    StreamOptions missing = o;
+    missing.model = kData + "no_such_model.lef";
+    EXPECT_THROW(engine.create_stream(missing), Error);
+    StreamOptions bad_backend = o;
+    bad_backend.backend = "quantum";
+    EXPECT_THROW(engine.create_stream(bad_backend), Error);
+}
+
+TEST(MelStreamCApi, push_mel_through_the_c_api) {
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v1", mel);
+    etude_engine* e = nullptr;
+    ASSERT_EQ(etude_engine_create(&e), ETUDE_OK);
+    etude_stream* s = nullptr;
+    EXPECT_NE(etude_stream_create_mel(e, (kData + "missing.lef").c_str(), "cpu", 22050, &s),
+              ETUDE_OK);
+    EXPECT_NE(std::string(etude_last_error()).find("missing.lef"), std::string::npos);
+    ASSERT_EQ(etude_stream_create_mel(e, (kData + "hifigan_v1.lef").c_str(), "cpu", 22050, &s),
+              ETUDE_OK)
+        << etude_last_error();
+    const auto all = mel.chunk(0, mel.frames);
+    EXPECT_EQ(etude_stream_push_mel(s, all.data(), 40, 2, 0), ETUDE_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(etude_last_error()).find("mel bands"), std::string::npos);
+    ASSERT_EQ(etude_stream_push_mel(s, all.data(), 80, static_cast<std::size_t>(mel.frames), 1),
+              ETUDE_OK);
+    std::vector<float> got(want.size() + 100);
+    got.resize(etude_stream_read(s, got.data(), got.size()));
+    EXPECT_EQ(got.size(), want.size());
+    etude_stream_destroy(s);
+    etude_engine_destroy(e);
+}
+
+}  // namespace
+}  // namespace etude::engine
