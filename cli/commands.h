@@ -10,5 +10,7 @@ int voices_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int jack_command(int argc, char** argv);
 int info_command(int argc, char** argv);
+int vocode_command(int argc, char** argv);
+int resynth_command(int argc, char** argv);
 
 }  // namespace etude::cli

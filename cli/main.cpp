@@ -18,6 +18,8 @@ commands:
   devices   list audio output devices and host APIs
   bench     measure synthesis speed, time to first audio and memory
   info      validate a LEF model file and list what it holds
+  vocode    turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)
+  resynth   copy synthesis: speech -> the model's mel -> speech
 
 Run 'etude <command> --help' for the options of each command.
 )";
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return etude::cli::bench_command(argc, argv);
     if (cmd == "jack") return etude::cli::jack_command(argc, argv);
     if (cmd == "info") return etude::cli::info_command(argc, argv);
+    if (cmd == "vocode") return etude::cli::vocode_command(argc, argv);
+    if (cmd == "resynth") return etude::cli::resynth_command(argc, argv);
     std::fprintf(stderr, "etude: unknown command '%s' (try 'etude --help')\n", cmd.c_str());
     return 2;
 }

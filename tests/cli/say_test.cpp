@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "audio-io/npy_file.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -46,7 +48,7 @@ std::string quote(const std::string& s) {
 }
 
 // Runs etude with `args` (already shell-quoted where needed) and `input` on stdin.
-CliRun etude(const std::string& args, const std::string& input = "") {
+CliRun run_etude(const std::string& args, const std::string& input = "") {
     const fs::path in = tmpdir() / "stdin", out = tmpdir() / "stdout", err = tmpdir() / "stderr";
     std::ofstream(in, std::ios::binary) << input;
     const std::string cmd = std::string(ETUDE_CLI_PATH) + " " + args + " < " + in.string() + " > " +
@@ -107,7 +109,7 @@ constexpr const char* kSentence = "The quick brown fox jumps over the lazy dog."
 
 TEST(CliSay, writes_a_wav_of_plausible_duration_and_level) {
     const fs::path wav = tmpdir() / "fox.wav";
-    const CliRun r = etude("say " + quote(kSentence) + " -o " + wav.string());
+    const CliRun r = run_etude("say " + quote(kSentence) + " -o " + wav.string());
     ASSERT_EQ(r.status, 0) << r.err;
     const Wav w = read_wav(wav);
     EXPECT_EQ(w.rate, 16000);
@@ -120,7 +122,7 @@ TEST(CliSay, writes_a_wav_of_plausible_duration_and_level) {
 
 TEST(CliSay, reads_text_from_stdin_and_honours_rate_and_voice) {
     const fs::path wav = tmpdir() / "rms48.wav";
-    const CliRun r = etude("say --voice rms --rate 48000 -o " + wav.string(), kSentence);
+    const CliRun r = run_etude("say --voice rms --rate 48000 -o " + wav.string(), kSentence);
     ASSERT_EQ(r.status, 0) << r.err;
     const Wav w = read_wav(wav);
     EXPECT_EQ(w.rate, 48000);
@@ -130,8 +132,8 @@ TEST(CliSay, reads_text_from_stdin_and_honours_rate_and_voice) {
 
 TEST(CliSay, raw_output_equals_the_wav_samples) {
     const fs::path wav = tmpdir() / "same.wav";
-    ASSERT_EQ(etude("say " + quote(kSentence) + " -o " + wav.string()).status, 0);
-    const CliRun raw = etude("say --raw " + quote(kSentence));
+    ASSERT_EQ(run_etude("say " + quote(kSentence) + " -o " + wav.string()).status, 0);
+    const CliRun raw = run_etude("say --raw " + quote(kSentence));
     ASSERT_EQ(raw.status, 0) << raw.err;
     const Wav w = read_wav(wav);
     ASSERT_EQ(raw.out.size(), w.samples.size() * 2);
@@ -140,9 +142,10 @@ TEST(CliSay, raw_output_equals_the_wav_samples) {
 
 TEST(CliSay, digits_abbreviations_and_punctuation_runs_are_spoken) {
     const fs::path wav = tmpdir() / "odd.wav";
-    const CliRun r = etude("say -o " + wav.string(),
-                           "Dr. Smith paid $3.50 on 12/25/2024 at 5:30 p.m.!!! Really??? ... ok -- "
-                           "call 555-0100, ext. 42; (see Fig. 7)");
+    const CliRun r =
+        run_etude("say -o " + wav.string(),
+                  "Dr. Smith paid $3.50 on 12/25/2024 at 5:30 p.m.!!! Really??? ... ok -- "
+                  "call 555-0100, ext. 42; (see Fig. 7)");
     ASSERT_EQ(r.status, 0) << r.err;
     const Wav w = read_wav(wav);
     EXPECT_GT(double(w.samples.size()) / w.rate, 6.0);
@@ -151,41 +154,41 @@ TEST(CliSay, digits_abbreviations_and_punctuation_runs_are_spoken) {
 
 TEST(CliSay, empty_and_whitespace_text_are_rejected) {
     const fs::path wav = tmpdir() / "empty.wav";
-    expect_clean_error(etude("say -o " + wav.string(), ""), "no text to speak");
-    expect_clean_error(etude("say -o " + wav.string(), "  \n\t \n"), "no text to speak");
-    expect_clean_error(etude("say '   ' -o " + wav.string()), "no text to speak");
+    expect_clean_error(run_etude("say -o " + wav.string(), ""), "no text to speak");
+    expect_clean_error(run_etude("say -o " + wav.string(), "  \n\t \n"), "no text to speak");
+    expect_clean_error(run_etude("say '   ' -o " + wav.string()), "no text to speak");
     EXPECT_TRUE(no_files_like(wav));
 }
 
 TEST(CliSay, invalid_utf8_is_rejected_with_its_offset) {
     const fs::path wav = tmpdir() / "utf8.wav";
-    expect_clean_error(etude("say -o " + wav.string(), "fine text \xC3\x28 broken"),
+    expect_clean_error(run_etude("say -o " + wav.string(), "fine text \xC3\x28 broken"),
                        "not valid UTF-8 (bad byte at offset 10)");
     EXPECT_TRUE(no_files_like(wav));
 }
 
 TEST(CliSay, unknown_voice_names_the_choices) {
     const fs::path wav = tmpdir() / "voice.wav";
-    expect_clean_error(etude("say hi --voice kal -o " + wav.string()),
+    expect_clean_error(run_etude("say hi --voice kal -o " + wav.string()),
                        "unknown voice 'kal' (choose one of: slt, rms, awb)");
     EXPECT_TRUE(no_files_like(wav));
 }
 
 TEST(CliSay, output_rate_outside_8_to_192_khz_is_rejected) {
     const fs::path wav = tmpdir() / "rate.wav";
-    expect_clean_error(etude("say hi --rate 7999 -o " + wav.string()), "8000-192000");
-    expect_clean_error(etude("say hi --rate 192001 -o " + wav.string()), "8000-192000");
-    expect_clean_error(etude("say hi --rate fast -o " + wav.string()), "expects a number", 2);
+    expect_clean_error(run_etude("say hi --rate 7999 -o " + wav.string()), "8000-192000");
+    expect_clean_error(run_etude("say hi --rate 192001 -o " + wav.string()), "8000-192000");
+    expect_clean_error(run_etude("say hi --rate fast -o " + wav.string()), "expects a number", 2);
     EXPECT_TRUE(no_files_like(wav));
 }
 
 TEST(CliSay, unwritable_output_path_fails_cleanly) {
-    expect_clean_error(etude("say hi -o /nonexistent-dir/out.wav"),
+    expect_clean_error(run_etude("say hi -o /nonexistent-dir/out.wav"),
                        "cannot write '/nonexistent-dir/out.wav'");
     const fs::path ro = tmpdir() / "readonly";
     fs::create_directories(ro);
     ::chmod(ro.c_str(), 0555);
-    const CliRun r = etude("say hi -o " + (ro / "out.wav").string());
+    const CliRun r = run_etude("say hi -o " + (ro / "out.wav").string());
     if (::geteuid() == 0) {
         // root ignores directory permissions; the write must then simply work
         EXPECT_EQ(r.status, 0) << r.err;
@@ -195,19 +198,19 @@ TEST(CliSay, unwritable_output_path_fails_cleanly) {
     }
     ::chmod(ro.c_str(), 0755);
     // A directory given as the output file.
-    expect_clean_error(etude("say hi -o " + tmpdir().string()), "cannot write");
+    expect_clean_error(run_etude("say hi -o " + tmpdir().string()), "cannot write");
 }
 
 TEST(CliSay, usage_errors_exit_with_status_2) {
-    EXPECT_EQ(etude("say hi --bogus").status, 2);
-    EXPECT_EQ(etude("say hi -o").status, 2);
-    EXPECT_EQ(etude("frobnicate").status, 2);
+    EXPECT_EQ(run_etude("say hi --bogus").status, 2);
+    EXPECT_EQ(run_etude("say hi -o").status, 2);
+    EXPECT_EQ(run_etude("frobnicate").status, 2);
 }
 
 TEST(CliSay, every_subcommand_has_help) {
-    for (const char* cmd :
-         {"--help", "say --help", "voices --help", "devices --help", "bench --help"}) {
-        const CliRun r = etude(cmd);
+    for (const char* cmd : {"--help", "say --help", "voices --help", "devices --help",
+                            "bench --help", "info --help", "vocode --help", "resynth --help"}) {
+        const CliRun r = run_etude(cmd);
         EXPECT_EQ(r.status, 0) << cmd;
         EXPECT_NE(r.out.find("usage: etude"), std::string::npos) << cmd;
     }
@@ -249,7 +252,7 @@ TEST(CliSay, a_one_megabyte_text_streams_from_the_first_sentence) {
 
 TEST(CliSay, play_without_a_matching_device_fails_cleanly_and_keeps_no_file) {
     const fs::path wav = tmpdir() / "play.wav";
-    const CliRun r = etude("say hi --play --device no-such-device-xyz -o " + wav.string());
+    const CliRun r = run_etude("say hi --play --device no-such-device-xyz -o " + wav.string());
     expect_clean_error(r, "no audio output device matches 'no-such-device-xyz'");
     EXPECT_TRUE(no_files_like(wav));
 }
@@ -258,7 +261,94 @@ TEST(CliInfo, validates_a_model_file_and_names_the_problem) {
     // A damaged file: one error line naming the problem, status 1.
     const fs::path bad = tmpdir() / "bad.lef";
     std::ofstream(bad, std::ios::binary) << "LIBETUDE but not much else";
-    expect_clean_error(etude("info " + bad.string()), "too short for a LEF header");
-    expect_clean_error(etude("info " + (tmpdir() / "missing.lef").string()), "cannot open model");
-    EXPECT_EQ(etude("info").status, 2);
+    expect_clean_error(run_etude("info " + bad.string()), "too short for a LEF header");
+    expect_clean_error(run_etude("info " + (tmpdir() / "missing.lef").string()),
+                       "cannot open model");
+    EXPECT_EQ(run_etude("info").status, 2);
+}
+
+// ---- etude vocode / resynth ------------------------------------------------
+
+namespace {
+const std::string kNeural = ETUDE_TEST_DATA "/neural/";
+
+std::vector<float> read_wav_float(const fs::path& p, int* rate = nullptr) {
+    SF_INFO info{};
+    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
+    std::vector<float> x;
+    if (!f) return x;
+    if (rate) *rate = info.samplerate;
+    x.resize(static_cast<std::size_t>(info.frames));
+    sf_readf_float(f, x.data(), info.frames);
+    sf_close(f);
+    return x;
+}
+}  // namespace
+
+TEST(CliVocode, float_output_matches_pytorch_reference) {
+    for (const char* name : {"hifigan_v3", "vocos"}) {
+        const fs::path wav = tmpdir() / (std::string(name) + ".wav");
+        const CliRun r = run_etude("vocode --model " + kNeural + name + ".lef --mel " + kNeural +
+                                   name + "_mel.npy --float --chunk 5 -o " + wav.string());
+        ASSERT_EQ(r.status, 0) << r.err;
+        int rate = 0;
+        const auto got = read_wav_float(wav, &rate);
+        const auto want = etude::audio_io::read_npy(kNeural + name + "_out.npy").data;
+        EXPECT_EQ(rate, std::string(name) == "vocos" ? 24000 : 22050);
+        ASSERT_EQ(got.size(), want.size()) << name;
+        double diff = 0;
+        for (std::size_t i = 0; i < got.size(); ++i)
+            diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+        EXPECT_LE(diff, 1e-4) << name;
+    }
+}
+
+TEST(CliVocode, resynth_gives_audio_of_the_input_length) {
+    const fs::path speech = tmpdir() / "resynth_in.wav", out = tmpdir() / "resynth_out.wav",
+                   mel = tmpdir() / "resynth_mel.npy";
+    ASSERT_EQ(run_etude("say " + quote(kSentence) + " --rate 16000 -o " + speech.string()).status,
+              0);
+    const CliRun r = run_etude("resynth " + speech.string() + " --model " + kNeural +
+                               "vocos.lef --mel-out " + mel.string() + " -o " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Wav in = read_wav(speech), res = read_wav(out);
+    EXPECT_EQ(res.rate, 24000);
+    // The same duration (resampled 16 -> 24 kHz), within one hop.
+    EXPECT_NEAR(static_cast<double>(res.samples.size()) / res.rate,
+                static_cast<double>(in.samples.size()) / in.rate, 256.0 / 24000 + 1e-3);
+    const auto m = etude::audio_io::read_npy(mel.string());
+    ASSERT_EQ(m.shape.size(), 2u);
+    EXPECT_EQ(m.shape[0], 100u);
+}
+
+TEST(CliVocode, bad_input_fails_cleanly_and_leaves_no_file) {
+    const fs::path wav = tmpdir() / "bad_vocode.wav";
+    const std::string model = " --model " + kNeural + "hifigan_v1.lef";
+    expect_clean_error(
+        run_etude("vocode" + model + " --mel " + kNeural + "vocos_mel.npy -o " + wav.string()),
+        "100 mel bands");
+    expect_clean_error(run_etude("vocode" + model + " --mel " + tmpdir().string() +
+                                 "/none.npy -o " + wav.string()),
+                       "none.npy");
+    // A .npy of the wrong shape and one with a NaN.
+    const fs::path flat = tmpdir() / "flat.npy", nan = tmpdir() / "nan.npy";
+    std::vector<float> v(80 * 4, -5.0f);
+    etude::audio_io::write_npy(flat.string(), {v.size()}, v);
+    expect_clean_error(
+        run_etude("vocode" + model + " --mel " + flat.string() + " -o " + wav.string()),
+        "not a mel spectrogram");
+    v[7] = NAN;
+    etude::audio_io::write_npy(nan.string(), {80, 4}, v);
+    expect_clean_error(
+        run_etude("vocode" + model + " --mel " + nan.string() + " -o " + wav.string()),
+        "not finite");
+    expect_clean_error(run_etude("vocode --model " + kNeural + "vocos_mel.npy --mel " + kNeural +
+                                 "vocos_mel.npy -o " + wav.string()),
+                       "vocos_mel.npy");
+    expect_clean_error(run_etude("vocode" + model + " --mel " + kNeural +
+                                 "hifigan_v1_mel.npy -o /nonexistent-dir/x.wav"),
+                       "/nonexistent-dir/x.wav");
+    EXPECT_TRUE(no_files_like(wav));
+    EXPECT_EQ(run_etude("vocode" + model + " -o " + wav.string()).status, 2);  // no --mel
+    EXPECT_EQ(run_etude("vocode" + model + " --mel x.npy -o y.wav --backend quantum").status, 1);
 }

@@ -1,0 +1,255 @@
+// etude vocode: mel spectrogram (.npy) -> speech through a neural vocoder.
+// etude resynth: speech -> mel (the model's own front end) -> speech again
+// (copy synthesis), to hear what a model does with a known input.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audio-io/npy_file.h"
+#include "audio-io/wav_writer.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "dsp/log_mel.h"
+#include "dsp/resampler.h"
+#include "engine/error.h"
+#include "engine/neural_vocoder.h"
+
+namespace etude::cli {
+namespace {
+
+constexpr const char* kVocodeHelp =
+    R"(usage: etude vocode --model MODEL.lef --mel MEL.npy -o OUT.wav [options]
+
+Turns a log-mel spectrogram into speech with a neural vocoder converted by
+tools/convert.py (HiFi-GAN or Vocos). The mel must be what the model was
+trained on (its front end is described in the model's metadata; see
+'etude info MODEL.lef'): NumPy float32 (or float64), shape (n_mels, frames)
+as PyTorch holds it, or (1, n_mels, frames).
+
+options:
+  --model FILE         the LEF model file (required)
+  --mel FILE           the input .npy (required)
+  -o, --output FILE    the WAV file to write (required; written atomically)
+  --float              32-bit float WAV (default 16-bit PCM)
+  --rate HZ            resample the output to HZ (default: the model's rate)
+  --backend KIND       auto|cpu|cuda|opencl: where the network runs (default auto:
+                       a GPU if there is one, else the CPU)
+  --device N           device index within the backend
+  --chunk FRAMES       vocode in chunks of FRAMES as a stream would (default: whole
+                       input; the output is the same to float rounding)
+  -q, --quiet          no progress line or summary
+  -h, --help           this text
+)";
+
+constexpr const char* kResynthHelp =
+    R"(usage: etude resynth IN.wav --model MODEL.lef -o OUT.wav [options]
+
+Copy synthesis: computes the log-mel of IN.wav with the front end the model
+was trained with (HiFi-GAN: Slaney mel, reflect padding; Vocos: HTK mel,
+centred STFT; read from the model's metadata), then vocodes it. The input is
+resampled to the model's rate first if needed (first channel only).
+
+options:
+  --model FILE         the LEF model file (required)
+  -o, --output FILE    the WAV file to write (required; written atomically)
+  --mel-out FILE       also write the computed log-mel as .npy (n_mels, frames)
+  --float              32-bit float WAV (default 16-bit PCM)
+  --backend KIND       auto|cpu|cuda|opencl (default auto)
+  --device N           device index within the backend
+  -q, --quiet          no summary
+  -h, --help           this text
+)";
+
+struct Common {
+    std::string model_path, output;
+    bool float_wav = false, quiet = false;
+    std::string backend = "auto";
+    int device = -1;
+};
+
+int device_option(const Args& args) {
+    if (!args.value("--device")) return -1;
+    const double d = parse_number("--device", *args.value("--device"));
+    if (d < 0 || d != std::floor(d)) throw UsageError("option --device expects an index >= 0");
+    return static_cast<int>(d);
+}
+
+// Runs `mel` through the model (chunked or whole), with a progress line on
+// a terminal for long inputs.
+std::vector<float> run_model(const engine::NeuralModel& model_ref,
+                             std::shared_ptr<engine::NeuralModel> model,
+                             const std::vector<float>& mel, int frames, int chunk, bool quiet) {
+    const int n_mels = model_ref.audio().n_mels;
+    if (chunk <= 0) chunk = 256;
+    const bool progress = !quiet && isatty(STDERR_FILENO) && frames > 4 * chunk;
+    engine::MelVocoderStream stream(model);
+    std::vector<float> audio, part;
+    for (int f0 = 0; f0 < frames; f0 += chunk) {
+        const int n = std::min(chunk, frames - f0);
+        part.resize(static_cast<std::size_t>(n) * n_mels);
+        for (int c = 0; c < n_mels; ++c)
+            for (int f = 0; f < n; ++f)
+                part[static_cast<std::size_t>(c) * n + f] =
+                    mel[static_cast<std::size_t>(c) * frames + f0 + f];
+        const auto out = stream.push(part, n);
+        audio.insert(audio.end(), out.begin(), out.end());
+        if (progress)
+            std::fprintf(stderr, "\rvocoding: %d/%d frames (%.0f%%)", f0 + n, frames,
+                         100.0 * (f0 + n) / frames);
+    }
+    const auto rest = stream.finish();
+    audio.insert(audio.end(), rest.begin(), rest.end());
+    if (progress) std::fputc('\n', stderr);
+    return audio;
+}
+
+void write_wav(const std::string& path, std::vector<float> audio, int model_rate, double out_rate,
+               bool float_wav) {
+    if (out_rate > 0 && std::lround(out_rate) != model_rate) {
+        dsp::StreamingResampler rs(model_rate, out_rate);
+        std::vector<float> out(rs.max_output_for(audio.size()));
+        out.resize(rs.process(audio, out, true));
+        audio = std::move(out);
+    } else {
+        out_rate = model_rate;
+    }
+    audio_io::WavWriter w(path, static_cast<int>(std::lround(out_rate)),
+                          float_wav ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
+    w.write(audio);
+    w.commit();
+}
+
+std::shared_ptr<engine::NeuralModel> load_model(const Common& c, std::string& where) {
+    auto backend = engine::open_model_backend(c.backend, c.device, &where);
+    return engine::NeuralModel::load(c.model_path, backend);
+}
+
+}  // namespace
+
+int vocode_command(int argc, char** argv) {
+    return run_command("vocode", [&] {
+        Args args(
+            argc, argv, 2,
+            {"--model", "--mel", "-o", "--output", "--rate", "--backend", "--device", "--chunk"},
+            {"-h", "--help", "--float", "-q", "--quiet"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::fputs(kVocodeHelp, stdout);
+            return 0;
+        }
+        if (!args.positional().empty())
+            throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+        Common c;
+        c.model_path = args.value_or("--model", "");
+        c.output = args.value_or("-o", args.value_or("--output", ""));
+        const std::string mel_path = args.value_or("--mel", "");
+        if (c.model_path.empty()) throw UsageError("--model MODEL.lef is required");
+        if (mel_path.empty()) throw UsageError("--mel MEL.npy is required");
+        if (c.output.empty()) throw UsageError("-o OUT.wav is required");
+        c.float_wav = args.flag("--float");
+        c.quiet = args.flag("-q") || args.flag("--quiet");
+        c.backend = args.value_or("--backend", "auto");
+        c.device = device_option(args);
+        double rate = 0;
+        if (args.value("--rate")) {
+            rate = parse_number("--rate", *args.value("--rate"));
+            if (rate < 8000 || rate > 192000)
+                throw UsageError("option --rate must be within 8000..192000 Hz");
+        }
+        int chunk = 0;
+        if (args.value("--chunk")) {
+            const double v = parse_number("--chunk", *args.value("--chunk"));
+            if (v < 1 || v != std::floor(v) || v > 1e6)
+                throw UsageError("option --chunk expects a whole number of frames >= 1");
+            chunk = static_cast<int>(v);
+        }
+
+        // Input first: a bad mel file should not wait for a model upload.
+        const auto npy = audio_io::read_npy(mel_path);
+        std::size_t n_mels = 0, frames = 0;
+        if (npy.shape.size() == 2) {
+            n_mels = npy.shape[0];
+            frames = npy.shape[1];
+        } else if (npy.shape.size() == 3 && npy.shape[0] == 1) {
+            n_mels = npy.shape[1];
+            frames = npy.shape[2];
+        } else {
+            std::string s;
+            for (auto d : npy.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+            throw Error(
+                mel_path + ": shape (" + s +
+                ") is not a mel spectrogram; expected (n_mels, frames) or (1, n_mels, frames)");
+        }
+        for (std::size_t i = 0; i < npy.data.size(); ++i)
+            if (!std::isfinite(npy.data[i]))
+                throw Error(mel_path + ": value " + std::to_string(i) +
+                            " is not finite (a log-mel must be finite; clamp before the log)");
+        if (frames == 0) throw Error(mel_path + ": the mel has no frames");
+        std::string where;
+        auto model = load_model(c, where);
+        if (n_mels != static_cast<std::size_t>(model->audio().n_mels))
+            throw Error(mel_path + ": " + std::to_string(n_mels) + " mel bands, but " +
+                        c.model_path + " takes " + std::to_string(model->audio().n_mels));
+        const auto audio = run_model(*model, model, npy.data, static_cast<int>(frames),
+                                     chunk > 0 ? chunk : static_cast<int>(frames), c.quiet);
+        write_wav(c.output, audio, model->audio().sample_rate, rate, c.float_wav);
+        if (!c.quiet)
+            std::fprintf(stderr, "%s: %zu frames -> %.2f s of audio (%s on %s)\n", c.output.c_str(),
+                         frames, static_cast<double>(audio.size()) / model->audio().sample_rate,
+                         model->audio().architecture.c_str(), where.c_str());
+        return 0;
+    });
+}
+
+int resynth_command(int argc, char** argv) {
+    return run_command("resynth", [&] {
+        Args args(argc, argv, 2,
+                  {"--model", "-o", "--output", "--mel-out", "--backend", "--device"},
+                  {"-h", "--help", "--float", "-q", "--quiet"});
+        if (args.flag("-h") || args.flag("--help")) {
+            std::fputs(kResynthHelp, stdout);
+            return 0;
+        }
+        if (args.positional().size() != 1) throw UsageError("expected one input file, IN.wav");
+        Common c;
+        c.model_path = args.value_or("--model", "");
+        c.output = args.value_or("-o", args.value_or("--output", ""));
+        if (c.model_path.empty()) throw UsageError("--model MODEL.lef is required");
+        if (c.output.empty()) throw UsageError("-o OUT.wav is required");
+        c.float_wav = args.flag("--float");
+        c.quiet = args.flag("-q") || args.flag("--quiet");
+        c.backend = args.value_or("--backend", "auto");
+        c.device = device_option(args);
+
+        auto input = audio_io::read_audio_file(args.positional()[0]);
+        std::string where;
+        auto model = load_model(c, where);
+        const auto& a = model->audio();
+        if (input.sample_rate != a.sample_rate) {
+            dsp::StreamingResampler rs(input.sample_rate, a.sample_rate);
+            std::vector<float> out(rs.max_output_for(input.samples.size()));
+            out.resize(rs.process(input.samples, out, true));
+            input.samples = std::move(out);
+        }
+        dsp::LogMelAnalyzer analyzer(engine::log_mel_config(a));
+        std::size_t frames = 0;
+        const auto mel = analyzer.analyze(input.samples, &frames);
+        if (auto mel_out = args.value("--mel-out"))
+            audio_io::write_npy(*mel_out, {static_cast<std::size_t>(a.n_mels), frames}, mel);
+        const auto audio = run_model(*model, model, mel, static_cast<int>(frames),
+                                     static_cast<int>(frames), c.quiet);
+        write_wav(c.output, audio, a.sample_rate, 0, c.float_wav);
+        if (!c.quiet)
+            std::fprintf(stderr, "%s: %.2f s in, %zu mel frames, %.2f s out (%s on %s)\n",
+                         c.output.c_str(),
+                         static_cast<double>(input.samples.size()) / a.sample_rate, frames,
+                         static_cast<double>(audio.size()) / a.sample_rate, a.architecture.c_str(),
+                         where.c_str());
+        return 0;
+    });
+}
+
+}  // namespace etude::cli
