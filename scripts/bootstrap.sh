@@ -26,9 +26,13 @@ packages=(
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
 )
 
+# Only for `test`: the model converter (tools/convert.py) and its test run on
+# Debian's PyTorch, under /usr/bin/python3.
+test_packages=(python3-torch python3-numpy python3-yaml)
+
 install_missing() {
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "${packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -75,7 +79,7 @@ case "$mode" in
     echo "wrote $out"
     ;;
   test)
-    install_missing
+    install_missing "${test_packages[@]}"
     build
     # One test at a time: several tests run audio in real time and judge
     # deadlines; running two at once on two cores would test the machine.
