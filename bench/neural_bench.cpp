@@ -54,11 +54,7 @@ void run_vocoder(benchmark::State& state, const std::string& name, const std::st
             std::vector<float> part;
             for (int f0 = 0; f0 < frames; f0 += chunk) {
                 const int n = std::min(chunk, frames - f0);
-                part.resize(static_cast<std::size_t>(n) * n_mels);
-                for (int c = 0; c < n_mels; ++c)
-                    for (int f = 0; f < n; ++f)
-                        part[static_cast<std::size_t>(c) * n + f] =
-                            mel.data[static_cast<std::size_t>(c) * frames + f0 + f];
+                etude::engine::copy_mel_frames(mel.data, n_mels, frames, f0, n, part);
                 samples += stream.push(part, n).size();
             }
             samples += stream.finish().size();

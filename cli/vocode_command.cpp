@@ -80,21 +80,16 @@ int device_option(const Args& args) {
 
 // Runs `mel` through the model (chunked or whole), with a progress line on
 // a terminal for long inputs.
-std::vector<float> run_model(const engine::NeuralModel& model_ref,
-                             std::shared_ptr<engine::NeuralModel> model,
+std::vector<float> run_model(const std::shared_ptr<engine::NeuralModel>& model,
                              const std::vector<float>& mel, int frames, int chunk, bool quiet) {
-    const int n_mels = model_ref.audio().n_mels;
+    const int n_mels = model->audio().n_mels;
     if (chunk <= 0) chunk = 256;
     const bool progress = !quiet && isatty(STDERR_FILENO) && frames > 4 * chunk;
     engine::MelVocoderStream stream(model);
     std::vector<float> audio, part;
     for (int f0 = 0; f0 < frames; f0 += chunk) {
         const int n = std::min(chunk, frames - f0);
-        part.resize(static_cast<std::size_t>(n) * n_mels);
-        for (int c = 0; c < n_mels; ++c)
-            for (int f = 0; f < n; ++f)
-                part[static_cast<std::size_t>(c) * n + f] =
-                    mel[static_cast<std::size_t>(c) * frames + f0 + f];
+        engine::copy_mel_frames(mel, n_mels, frames, f0, n, part);
         const auto out = stream.push(part, n);
         audio.insert(audio.end(), out.begin(), out.end());
         if (progress)
@@ -193,7 +188,7 @@ int vocode_command(int argc, char** argv) {
         if (n_mels != static_cast<std::size_t>(model->audio().n_mels))
             throw Error(mel_path + ": " + std::to_string(n_mels) + " mel bands, but " +
                         c.model_path + " takes " + std::to_string(model->audio().n_mels));
-        const auto audio = run_model(*model, model, npy.data, static_cast<int>(frames),
+        const auto audio = run_model(model, npy.data, static_cast<int>(frames),
                                      chunk > 0 ? chunk : static_cast<int>(frames), c.quiet);
         write_wav(c.output, audio, model->audio().sample_rate, rate, c.float_wav);
         if (!c.quiet)
@@ -239,8 +234,8 @@ int resynth_command(int argc, char** argv) {
         const auto mel = analyzer.analyze(input.samples, &frames);
         if (auto mel_out = args.value("--mel-out"))
             audio_io::write_npy(*mel_out, {static_cast<std::size_t>(a.n_mels), frames}, mel);
-        const auto audio = run_model(*model, model, mel, static_cast<int>(frames),
-                                     static_cast<int>(frames), c.quiet);
+        const auto audio =
+            run_model(model, mel, static_cast<int>(frames), static_cast<int>(frames), c.quiet);
         write_wav(c.output, audio, a.sample_rate, 0, c.float_wav);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %.2f s in, %zu mel frames, %.2f s out (%s on %s)\n",

@@ -670,6 +670,18 @@ dsp::LogMelConfig log_mel_config(const ModelAudioParams& a) {
     return c;
 }
 
+void copy_mel_frames(std::span<const float> mel, int n_mels, int frames, int first, int count,
+                     std::vector<float>& out) {
+    if (first < 0 || count < 0 || first + count > frames ||
+        mel.size() != static_cast<std::size_t>(n_mels) * frames)
+        throw Error("copy_mel_frames: frames [" + std::to_string(first) + ", " +
+                    std::to_string(first + count) + ") are outside the mel");
+    out.resize(static_cast<std::size_t>(count) * n_mels);
+    for (int c = 0; c < n_mels; ++c)
+        std::copy_n(mel.begin() + static_cast<std::ptrdiff_t>(c) * frames + first, count,
+                    out.begin() + static_cast<std::ptrdiff_t>(c) * count);
+}
+
 std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int device,
                                                  std::string* note) {
     auto& registry = gpu::DeviceRegistry::instance();

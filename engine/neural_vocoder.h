@@ -102,6 +102,12 @@ class NeuralModel {
     mutable std::mutex run_mu_;
 };
 
+// Frames [first, first + count) of a mel laid out [n_mels][frames] (as
+// PyTorch holds it), written to `out` in the same layout: a chunk as an
+// upstream acoustic model would emit it.
+void copy_mel_frames(std::span<const float> mel, int n_mels, int frames, int first, int count,
+                     std::vector<float>& out);
+
 // Where a model runs for a request "auto|cpu|cuda|opencl" (+ device index,
 // -1 for the best; ETUDE_BACKEND/ETUDE_DEVICE fill what is left open). "auto"
 // takes a GPU if there is one and the CPU otherwise (an OpenCL CPU device

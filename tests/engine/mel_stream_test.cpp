@@ -24,11 +24,8 @@ struct Mel {
     int n_mels = 0, frames = 0;
     // Frames [f0, f0 + n) as a chunk laid out [n_mels][n].
     std::vector<float> chunk(int f0, int n) const {
-        std::vector<float> c(static_cast<std::size_t>(n) * n_mels);
-        for (int m = 0; m < n_mels; ++m)
-            for (int f = 0; f < n; ++f)
-                c[static_cast<std::size_t>(m) * n + f] =
-                    values[static_cast<std::size_t>(m) * frames + f0 + f];
+        std::vector<float> c;
+        copy_mel_frames(values, n_mels, frames, f0, n, c);
         return c;
     }
 };

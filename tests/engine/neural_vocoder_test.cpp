@@ -112,11 +112,8 @@ TEST_P(NeuralVocoder, chunked_output_equals_whole_output_for_any_chunk_size) {
             std::vector<float> got;
             for (int f0 = 0; f0 < ref.frames; f0 += chunk) {
                 const int n = std::min(chunk, ref.frames - f0);
-                std::vector<float> part(static_cast<std::size_t>(n) * n_mels);
-                for (int c = 0; c < n_mels; ++c)
-                    for (int f = 0; f < n; ++f)
-                        part[static_cast<std::size_t>(c) * n + f] =
-                            ref.mel[static_cast<std::size_t>(c) * ref.frames + f0 + f];
+                std::vector<float> part;
+                copy_mel_frames(ref.mel, n_mels, ref.frames, f0, n, part);
                 const auto out = stream.push(part, n);
                 got.insert(got.end(), out.begin(), out.end());
             }

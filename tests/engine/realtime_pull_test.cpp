@@ -30,6 +30,55 @@ TEST(RealtimeGuard, detects_allocation_and_locking_on_a_marked_thread) {
     etude::test::reset_realtime_violations();
 }
 
+// A stand-in audio callback: pulls 128 samples every 1.333 ms (twice real
+// time at 48 kHz) on a thread marked real-time for the guard. Spin-waits
+// between callbacks: a sleep there would itself be a violation.
+class PacedConsumer {
+  public:
+    explicit PacedConsumer(Stream& stream)
+        : thread_([this, &stream] {
+              float block[128];
+              auto next = std::chrono::steady_clock::now();
+              RealtimeScope rt;
+              while (!stop_.load(std::memory_order_relaxed)) {
+                  if (std::chrono::steady_clock::now() < next) continue;
+                  next += std::chrono::microseconds(1333);
+                  pulled_.fetch_add(stream.pull(block), std::memory_order_relaxed);
+                  calls_.fetch_add(1, std::memory_order_relaxed);
+              }
+          }) {}
+    ~PacedConsumer() { stop(); }
+    std::uint64_t pulled() const { return pulled_.load(); }
+    std::uint64_t calls() const { return calls_.load(); }
+    void wait_pulled(std::uint64_t n) const {
+        while (pulled() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // Waits until the stream has nothing left, then for 50 more (silent) pulls.
+    void drain(const Stream& stream) const {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (stream.busy() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const auto c = calls();
+        while (calls() < c + 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    void stop() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    std::atomic<std::uint64_t> pulled_{0}, calls_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+void expect_no_violations() {
+    const auto v = etude::test::realtime_violations();
+    EXPECT_EQ(v.total(), 0u) << "first violation: " << v.first << " (allocations " << v.allocations
+                             << ", frees " << v.frees << ", locks " << v.locks << ", blocking "
+                             << v.blocking_calls << ")";
+}
+
 TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
     Engine engine;
     StreamOptions o;
@@ -40,39 +89,17 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
         "The third sentence will be cancelled part way through, and more.");
     etude::test::reset_realtime_violations();
 
-    std::atomic<std::uint64_t> pulled{0}, calls{0};
-    std::atomic<bool> stop{false};
-    std::thread audio([&] {
-        float block[128];
-        // Spin-wait between callbacks: a sleep here would itself be a violation.
-        auto next = std::chrono::steady_clock::now();
-        RealtimeScope rt;
-        while (!stop.load(std::memory_order_relaxed)) {
-            if (std::chrono::steady_clock::now() < next) continue;
-            next += std::chrono::microseconds(1333);  // 64 frames at 48 kHz, pulled at 2x speed
-            pulled.fetch_add(stream->pull(block), std::memory_order_relaxed);
-            calls.fetch_add(1, std::memory_order_relaxed);
-        }
-    });
+    PacedConsumer consumer(*stream);
     // Cancel part way, then push more text, then let it finish.
-    while (pulled.load() < 48000 * 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    consumer.wait_pulled(48000 * 3);
     stream->cancel();
     stream->push_text("After the cancel we speak again.");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (stream->busy() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    // Some silent pulls after the end, too.
-    const auto c = calls.load();
-    while (calls.load() < c + 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    stop = true;
-    audio.join();
+    consumer.drain(*stream);  // and some silent pulls after the end
+    consumer.stop();
 
-    const auto v = etude::test::realtime_violations();
-    EXPECT_EQ(v.total(), 0u) << "first violation: " << v.first << " (allocations " << v.allocations
-                             << ", frees " << v.frees << ", locks " << v.locks << ", blocking "
-                             << v.blocking_calls << ")";
-    EXPECT_GT(pulled.load(), 48000u * 3);
-    EXPECT_GT(calls.load(), 1000u);
+    expect_no_violations();
+    EXPECT_GT(consumer.pulled(), 48000u * 3);
+    EXPECT_GT(consumer.calls(), 1000u);
     EXPECT_FALSE(stream->busy());
 }
 
@@ -100,35 +127,15 @@ TEST(RealtimePull, mel_stream_pull_never_allocates_locks_or_blocks) {
     push_utterance(20);
     etude::test::reset_realtime_violations();
 
-    std::atomic<std::uint64_t> pulled{0}, calls{0};
-    std::atomic<bool> stop{false};
-    std::thread audio([&] {
-        float block[128];
-        auto next = std::chrono::steady_clock::now();
-        RealtimeScope rt;
-        while (!stop.load(std::memory_order_relaxed)) {
-            if (std::chrono::steady_clock::now() < next) continue;
-            next += std::chrono::microseconds(1333);
-            pulled.fetch_add(stream->pull(block), std::memory_order_relaxed);
-            calls.fetch_add(1, std::memory_order_relaxed);
-        }
-    });
-    while (pulled.load() < 48000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    PacedConsumer consumer(*stream);
+    consumer.wait_pulled(48000);
     stream->cancel();
     push_utterance(10);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (stream->busy() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const auto c = calls.load();
-    while (calls.load() < c + 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    stop = true;
-    audio.join();
+    consumer.drain(*stream);
+    consumer.stop();
 
-    const auto v = etude::test::realtime_violations();
-    EXPECT_EQ(v.total(), 0u) << "first violation: " << v.first << " (allocations " << v.allocations
-                             << ", frees " << v.frees << ", locks " << v.locks << ", blocking "
-                             << v.blocking_calls << ")";
-    EXPECT_GT(pulled.load(), 48000u);
+    expect_no_violations();
+    EXPECT_GT(consumer.pulled(), 48000u);
     EXPECT_FALSE(stream->busy());
     const auto s = stream->stats();
     EXPECT_EQ(s.cancels, 1u);
