@@ -305,6 +305,7 @@ class StreamCore {
             outstanding_ -= dropped;
             text_queue_.clear();
             params_queue_.clear();
+            mel_open_ = false;  // the next push_mel starts a new utterance
             generation_.fetch_add(1, std::memory_order_release);
             ++cancels_;
         }

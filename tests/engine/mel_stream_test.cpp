@@ -85,6 +85,35 @@ TEST_P(MelStream, streamed_output_equals_offline_render) {
     EXPECT_GT(s.model_latency_ms, 0.0);
 }
 
+// Cancel in the middle of an utterance (its last chunk never comes): the
+// next utterance starts clean and equals its own offline render.
+TEST(MelStreamCancel, the_utterance_after_a_cancel_equals_its_offline_render) {
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v1", mel);
+    Engine engine;
+    StreamOptions o;
+    o.model = kData + "hifigan_v1.lef";
+    o.backend = "cpu";
+    o.allow_phase_fallback = false;
+    o.sample_rate = 22050;
+    auto stream = engine.create_stream(o);
+    stream->push_mel(mel.chunk(0, 30), 30);  // no `last`: the utterance stays open
+    std::vector<float> first(2048);
+    ASSERT_EQ(stream->read(first), first.size());
+    stream->cancel();
+    for (int f0 = 0; f0 < mel.frames; f0 += 16) {
+        const int n = std::min(16, mel.frames - f0);
+        stream->push_mel(mel.chunk(f0, n), n, f0 + n == mel.frames);
+    }
+    std::vector<float> got(want.size() + 4096);
+    got.resize(stream->read(got));
+    // First the cancel's 5 ms fade-out of the old utterance, then the new one.
+    const std::size_t fade = 110;  // 5 ms at 22050 Hz (StreamOptions::cancel_fade_ms)
+    ASSERT_EQ(got.size(), fade + want.size());
+    EXPECT_LE(max_abs_diff(std::span(got).subspan(fade), want), 1e-5);
+    EXPECT_EQ(stream->stats().cancels, 1u);
+}
+
 // The mel scheduler's tiers, driven directly: no time left means phase
 // reconstruction; plenty means the model. Switching to phase reconstruction
 // and back keeps the timeline (same total length), and once the model is
