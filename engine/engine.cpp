@@ -190,6 +190,7 @@ class StreamCore {
         if (!options_.model.empty()) {
             MelSchedulerOptions m;
             m.model_path = options_.model;
+            m.cpu_model_path = options_.cpu_model;
             m.backend = options_.backend;
             m.device = options_.device;
             m.output_rate = rate_;

@@ -59,6 +59,9 @@ struct StreamOptions {
     // stream, fed by push_mel() instead of push_text(). `backend`/`device`
     // say where its GPU tier runs; the output rate is `sample_rate`.
     std::string model;
+    // Optional: a cheaper model of the same family for the CPU tier (e.g.
+    // HiFi-GAN V3 while V1 runs on the GPU); empty: `model` on the CPU too.
+    std::string cpu_model;
     bool allow_phase_fallback = true;  // may the mel scheduler fall to phase reconstruction
 };
 

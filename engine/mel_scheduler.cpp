@@ -24,12 +24,29 @@ std::int64_t time_run(const std::function<void()>& f) {
     return rt::now_ns() - t0;
 }
 
+// The GPU and CPU tiers may run different models of one family (say
+// HiFi-GAN V1 on the GPU, V3 on the CPU): they must agree on everything that
+// fixes the timeline and the input.
+void check_compatible(const NeuralModel& gpu, const NeuralModel& cpu) {
+    const auto& a = gpu.audio();
+    const auto& b = cpu.audio();
+    const bool same = a.architecture == b.architecture && a.sample_rate == b.sample_rate &&
+                      a.hop == b.hop && a.n_fft == b.n_fft && a.n_mels == b.n_mels &&
+                      a.mel_scale == b.mel_scale && a.mel_norm == b.mel_norm && a.fmin == b.fmin &&
+                      a.fmax == b.fmax && a.padding == b.padding && a.log_floor == b.log_floor;
+    if (!same)
+        throw Error("the CPU model " + cpu.label() + " cannot stand in for " + gpu.label() +
+                    ": both must be the same family with the same audio and mel settings");
+}
+
 }  // namespace
 
 MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(options)) {
-    cpu_model_ = NeuralModel::load(options_.model_path, gpu::shared_cpu_backend());
+    const std::string cpu_path =
+        options_.cpu_model_path.empty() ? options_.model_path : options_.cpu_model_path;
+    cpu_model_ = NeuralModel::load(cpu_path, gpu::shared_cpu_backend());
     const auto& a = cpu_model_->audio();
-    stats_.model = a.architecture + " (" + options_.model_path + ")";
+    stats_.model = a.architecture + " (" + cpu_path + ")";
     stats_.latency_ms = 1000.0 * cpu_model_->streaming_latency_samples() / a.sample_rate;
     if (options_.backend != "cpu") {
         try {
@@ -38,6 +55,12 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             if (backend.get() != gpu::shared_cpu_backend().get()) {
                 gpu_model_ = NeuralModel::load(options_.model_path, backend);
                 stats_.gpu_device = where;
+                if (cpu_path != options_.model_path) {
+                    check_compatible(*gpu_model_, *cpu_model_);
+                    separate_ = true;
+                    stats_.model =
+                        a.architecture + " (GPU " + options_.model_path + ", CPU " + cpu_path + ")";
+                }
             } else {
                 stats_.gpu_note = "the model runs on the " + where;
             }
@@ -51,6 +74,9 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
         stats_.gpu_note = "the CPU was asked for";
     }
     stream_ = std::make_unique<MelVocoderStream>(cpu_model_);
+    if (separate_) gpu_stream_ = std::make_unique<MelVocoderStream>(gpu_model_);
+    right_context_ = cpu_model_->right_context();
+    if (separate_) right_context_ = std::max(right_context_, gpu_model_->right_context());
     if (options_.allow_phase_fallback)
         phase_ = std::make_unique<dsp::MelPhaseVocoder>(log_mel_config(a));
     out_rate_ = options_.output_rate > 0 ? options_.output_rate : a.sample_rate;
@@ -80,6 +106,9 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
         } catch (const gpu::DeviceError& e) {
             stats_.gpu_note = std::string("GPU tier failed its calibration: ") + e.what();
             gpu_model_.reset();
+            gpu_stream_.reset();
+            separate_ = false;
+            right_context_ = cpu_model_->right_context();
         }
     }
     if (phase_) {
@@ -97,6 +126,7 @@ MelScheduler::~MelScheduler() = default;
 
 void MelScheduler::reset() {
     stream_->reset();
+    if (gpu_stream_) gpu_stream_->reset();
     if (phase_) phase_->reset();
     phase_audio_.clear();
     phase_start_ = 0;
@@ -104,25 +134,42 @@ void MelScheduler::reset() {
     if (resampler_) resampler_->reset();
 }
 
+int MelScheduler::context_frames(int tier) const {
+    const auto& m = tier == 0 ? *gpu_model_ : *cpu_model_;
+    return m.left_context() + m.right_context();
+}
+
 int MelScheduler::choose(int frames, std::int64_t budget_ns) {
-    const int context = cpu_model_->left_context() + cpu_model_->right_context();
     ++stamp_;
     for (auto& e : per_frame_) e.set_now(stamp_);
     for (int tier = 0; tier < 2; ++tier) {
         if (tier == 0 && (!gpu_model_ || stats_.gpu_disabled)) continue;
         // The network also reruns its context frames (at most one window's worth).
-        const std::int64_t cost = per_frame_[tier].estimate_ns() * (frames + context);
+        const std::int64_t cost = per_frame_[tier].estimate_ns() * (frames + context_frames(tier));
         if (cost <= budget_ns) return tier;
     }
     return phase_ ? 2 : 1;
 }
 
-std::vector<float> MelScheduler::run_model(int tier, std::span<const float> mel, int frames,
-                                           bool last) {
-    (void)mel;
-    (void)frames;
-    stream_->set_model(tier == 0 ? gpu_model_ : cpu_model_);
-    return stream_->drain(last);
+// Frames whose audio every neural tier can make now: both models keep in
+// step, so either can take the next chunk.
+long MelScheduler::ready_end() const {
+    return std::max<long>(0, stream_->received_frames() - right_context_);
+}
+
+std::vector<float> MelScheduler::run_model(int tier, bool last) {
+    if (!separate_) {
+        stream_->set_model(tier == 0 ? gpu_model_ : cpu_model_);
+        return last ? stream_->finish() : stream_->drain_to(ready_end());
+    }
+    MelVocoderStream& run = tier == 0 ? *gpu_stream_ : *stream_;
+    MelVocoderStream& other = tier == 0 ? *stream_ : *gpu_stream_;
+    auto audio = last ? run.finish() : run.drain_to(ready_end());
+    if (last)
+        other.reset();
+    else
+        other.skip_to(ready_end());
+    return audio;
 }
 
 std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
@@ -134,6 +181,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     report = {};
     report.started_ns = rt::now_ns();
     stream_->append(mel, frames);
+    if (gpu_stream_) gpu_stream_->append(mel, frames);
     {
         std::lock_guard lock(stats_mu_);
         stats_.frames += static_cast<std::uint64_t>(frames);
@@ -162,7 +210,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     const auto t0 = rt::now_ns();
     if (tier < 2) {
         try {
-            audio = run_model(tier, mel, frames, last);
+            audio = run_model(tier, last);
             if (tier == 0) consecutive_gpu_failures_ = 0;
         } catch (const gpu::DeviceError& e) {
             if (tier != 0) throw;
@@ -176,7 +224,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
             gpu_model_->backend().reset_health();
             report.fell_back = true;
             tier = 1;
-            audio = run_model(1, mel, frames, last);
+            audio = run_model(1, last);
         }
     } else {
         // Phase reconstruction covers what the network would have produced.
@@ -187,8 +235,10 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
                                    : stream_->received_frames() * a.hop;
             n = static_cast<std::size_t>(std::max<long>(0, total - timeline_));
             stream_->reset();
+            if (gpu_stream_) gpu_stream_->reset();
         } else {
-            n = stream_->skip();
+            n = stream_->skip_to(ready_end());
+            if (gpu_stream_) gpu_stream_->skip_to(ready_end());
         }
         audio.assign(n, 0.0f);
         const long offset = phase_ ? static_cast<long>(phase_->latency_samples()) : 0;
@@ -199,7 +249,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     }
     const auto spent = rt::now_ns() - t0;
     if (frames > 0) {
-        const int context = tier < 2 ? cpu_model_->left_context() + cpu_model_->right_context() : 0;
+        const int context = tier < 2 ? context_frames(tier) : 0;
         per_frame_[tier].add(spent / (frames + context), stamp_);
     }
     {

@@ -4,16 +4,19 @@
 //
 // Tiers, best first:
 //   0. the neural model on the GPU (CUDA or OpenCL), when one is open;
-//   1. the same model on the CPU;
+//   1. the same model on the CPU, or a cheaper one of the same family
+//      (MelSchedulerOptions::cpu_model_path, e.g. HiFi-GAN V3 under V1);
 //   2. phase reconstruction from the mel magnitude (no weights; RTPGHI),
 //      which always keeps up and runs in the shadow of the others so that it
 //      can take over any chunk without a warm-up.
 // A tier is chosen if its estimated cost for the chunk (a high percentile of
 // its recent cost per frame, with margin) fits the time left before the
 // audio is due. A GPU error makes the CPU redo the chunk; after repeated
-// errors the GPU stays off. Switching between tiers 0 and 1 is seamless (the
-// stream state does not depend on where the network runs); switching to
-// tier 2 and back is not bit-exact, and is counted.
+// errors the GPU stays off. Switching between tiers 0 and 1 is seamless with
+// one model (the stream state does not depend on where the network runs);
+// with two models each keeps its own context, so every chunk is exactly what
+// its model makes (HiFi-GAN; Vocos loses the overlap at a switch). Switching
+// to tier 2 and back is not bit-exact, and is counted.
 //
 // Threads: one owner (the stream's producer thread). Not real-time safe.
 #pragma once
@@ -35,7 +38,8 @@
 namespace etude::engine {
 
 struct MelSchedulerOptions {
-    std::string model_path;
+    std::string model_path;        // the model (on the GPU tier, and the CPU tier by default)
+    std::string cpu_model_path;    // optional: a cheaper model of the same family for the CPU tier
     std::string backend = "auto";  // where tier 0 runs: auto (a GPU if any), cpu, cuda, opencl
     int device = -1;
     double output_rate = 0;  // 0: the model's own rate
@@ -81,13 +85,17 @@ class MelScheduler {
     MelSchedulerStats stats() const;  // any thread
 
   private:
-    std::vector<float> run_model(int tier, std::span<const float> mel, int frames, bool last);
-    std::vector<float> run_phase(std::span<const float> mel, int frames, bool last);
+    std::vector<float> run_model(int tier, bool last);
     int choose(int frames, std::int64_t budget_ns);
+    int context_frames(int tier) const;
+    long ready_end() const;
 
     MelSchedulerOptions options_;
     std::shared_ptr<NeuralModel> cpu_model_, gpu_model_;
-    std::unique_ptr<MelVocoderStream> stream_;
+    std::unique_ptr<MelVocoderStream> stream_;      // the CPU tier's (both, unless separate_)
+    std::unique_ptr<MelVocoderStream> gpu_stream_;  // the GPU tier's, when its model differs
+    bool separate_ = false;
+    int right_context_ = 0;  // the larger of the two models' (they move in step)
     std::unique_ptr<dsp::MelPhaseVocoder> phase_;
     LatencyEstimator per_frame_[3];
     std::uint64_t stamp_ = 0;

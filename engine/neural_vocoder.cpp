@@ -719,8 +719,19 @@ std::vector<float> MelVocoderStream::push(std::span<const float> mel, int frames
 
 std::vector<float> MelVocoderStream::drain(bool final) {
     if (final) return finish();
+    return drain_to(ready_frames());
+}
+
+long MelVocoderStream::ready_frames() const {
+    return std::max<long>(produced_, received_ - model_->right_context());
+}
+
+std::vector<float> MelVocoderStream::drain_to(long end_frame) {
+    if (end_frame > ready_frames())
+        throw Error("drain_to: frame " + std::to_string(end_frame) +
+                    " lacks right context (ready up to " + std::to_string(ready_frames()) + ")");
     std::vector<float> out;
-    produce(received_ - model_->right_context(), false, out);
+    produce(end_frame, false, out);
     return out;
 }
 
@@ -760,7 +771,11 @@ void MelVocoderStream::set_model(std::shared_ptr<const NeuralModel> model) {
 }
 
 std::size_t MelVocoderStream::skip() {
-    const long end = received_ - model_->right_context();
+    return skip_to(ready_frames());
+}
+
+std::size_t MelVocoderStream::skip_to(long end) {
+    end = std::min<long>(end, received_);
     if (end <= produced_) return 0;
     const long before = emitted_;
     const auto& audio = model_->audio();
@@ -790,8 +805,40 @@ std::size_t MelVocoderStream::skip() {
 }
 
 void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& out) {
-    const int left = model_->left_context(), right = model_->right_context();
+    const int left = model_->left_context();
     const int per = model_->values_per_frame();
+    // A failed run (a device error) leaves the stream as it was, so that the
+    // caller can redo the same frames on another backend.
+    struct Saved {
+        long produced, emitted, ola_start;
+        std::size_t out_size;
+        std::vector<float> ola, envelope;
+    } saved{produced_, emitted_, ola_start_, out.size(), ola_, envelope_};
+    try {
+        produce_pieces(end_frame, final, per, out);
+    } catch (...) {
+        produced_ = saved.produced;
+        emitted_ = saved.emitted;
+        ola_start_ = saved.ola_start;
+        ola_ = std::move(saved.ola);
+        envelope_ = std::move(saved.envelope);
+        out.resize(saved.out_size);
+        throw;
+    }
+    if (final && produced_ == end_frame) assemble(nullptr, 0, true, out);
+    // Keep only the left context the next window needs.
+    const long keep_from = std::max<long>(history_start_, produced_ - left);
+    if (keep_from > history_start_) {
+        history_.erase(
+            history_.begin(),
+            history_.begin() + static_cast<std::size_t>(keep_from - history_start_) * n_mels_);
+        history_start_ = keep_from;
+    }
+}
+
+void MelVocoderStream::produce_pieces(long end_frame, bool final, int per,
+                                      std::vector<float>& out) {
+    const int left = model_->left_context(), right = model_->right_context();
     while (produced_ < end_frame) {
         const long a = produced_;
         const long b = std::min<long>(end_frame, a + kMaxFramesPerRun);
@@ -810,15 +857,6 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
                     values_.data());
         produced_ = b;
         assemble(values_.data(), static_cast<int>(b - a), final && b == end_frame, out);
-    }
-    if (final && produced_ == end_frame) assemble(nullptr, 0, true, out);
-    // Keep only the left context the next window needs.
-    const long keep_from = std::max<long>(history_start_, produced_ - left);
-    if (keep_from > history_start_) {
-        history_.erase(
-            history_.begin(),
-            history_.begin() + static_cast<std::size_t>(keep_from - history_start_) * n_mels_);
-        history_start_ = keep_from;
     }
 }
 

@@ -143,11 +143,18 @@ class MelVocoderStream {
     // stays available, so the network takes over again exactly; for Vocos the
     // overlap of the skipped frames into the next ones is lost).
     std::size_t skip();
+    // The same up to an explicit frame (frames [produced, end_frame)), so that
+    // two models with different right contexts can be kept in step:
+    // drain_to() needs end_frame <= ready_frames(); skip_to() has no limit.
+    std::vector<float> drain_to(long end_frame);
+    std::size_t skip_to(long end_frame);
+    long ready_frames() const;  // frames whose right context has arrived
     long received_frames() const { return received_; }
     long emitted_samples() const { return emitted_; }
 
   private:
     void produce(long end_frame, bool final, std::vector<float>& out);
+    void produce_pieces(long end_frame, bool final, int per, std::vector<float>& out);
     void assemble(const float* values, int count, bool final, std::vector<float>& out);
 
     std::shared_ptr<const NeuralModel> model_;

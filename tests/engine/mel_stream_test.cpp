@@ -196,6 +196,52 @@ TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
     EXPECT_GT(s.chunks[0], 0u);
 }
 
+// Two models of one family on two tiers (V1 on the "GPU", V3 on the CPU):
+// a chunk the GPU fails is made by V3 and is exactly V3's audio for those
+// frames; every other chunk is exactly V1's.
+TEST(MelStreamFaults, a_cheaper_cpu_model_covers_a_failed_gpu_chunk_exactly) {
+    bool have_opencl = false;
+    for (const auto& d : gpu::DeviceRegistry::instance().devices())
+        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
+    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to stand in for a GPU";
+    const Mel mel = load_mel("hifigan_v1");
+    const auto v1 = offline("hifigan_v1", mel);
+    const auto v3 = offline("hifigan_v3", mel);
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.cpu_model_path = kData + "hifigan_v3.lef";
+    mo.backend = "opencl";
+    mo.allow_phase_fallback = false;
+    mo.gpu_fault = {gpu::GpuFault::KernelFailure, 1, 0, 300};
+    MelScheduler sched(mo);
+    EXPECT_NE(sched.stats().model.find("hifigan_v3"), std::string::npos);
+    std::vector<float> got;
+    std::vector<std::pair<std::size_t, std::size_t>> v3_spans;
+    for (int f0 = 0; f0 < mel.frames; f0 += 6) {
+        const int n = std::min(6, mel.frames - f0);
+        MelChunkReport report;
+        const auto audio =
+            sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames, 3'600'000'000'000, report);
+        if (report.tier == 1) v3_spans.emplace_back(got.size(), audio.size());
+        got.insert(got.end(), audio.begin(), audio.end());
+    }
+    ASSERT_EQ(got.size(), v1.size());
+    ASSERT_EQ(v3_spans.size(), 1u) << "one chunk failed on the GPU";
+    ASSERT_GT(v3_spans[0].second, 0u);
+    std::vector<bool> from_v3(got.size(), false);
+    for (auto [at, n] : v3_spans)
+        for (std::size_t i = at; i < at + n; ++i) from_v3[i] = true;
+    double d1 = 0, d3 = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const double e = std::abs(static_cast<double>(got[i]) - (from_v3[i] ? v3[i] : v1[i]));
+        (from_v3[i] ? d3 : d1) = std::max(from_v3[i] ? d3 : d1, e);
+    }
+    EXPECT_LE(d1, 1e-5) << "V1 chunks";
+    EXPECT_LE(d3, 1e-5) << "the V3 chunk";
+    EXPECT_GT(max_abs_diff(v1, v3), 0.01) << "the two models really differ";
+    EXPECT_EQ(sched.stats().gpu_failures, 1u);
+}
+
 TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     Engine engine;
     StreamOptions text;
