@@ -54,6 +54,8 @@ constexpr Choice kChoices[] = {{0, dsp::MlsaTier::Full},
                                {1, dsp::MlsaTier::Full},
                                {0, dsp::MlsaTier::Reduced},
                                {1, dsp::MlsaTier::Reduced}};
+// The time budget of mel chunks for an offline (read()-only) consumer.
+constexpr std::int64_t kNoDeadlineNs = std::int64_t{1} << 60;
 // Fade applied around an underrun's gap, in ms.
 constexpr double kUnderrunFadeMs = 2.0;
 
@@ -318,7 +320,8 @@ class StreamCore {
 
     bool busy() const {
         std::lock_guard lock(mu_);
-        return outstanding_ > 0 || ring_.read_available() > 0;
+        // An open mel utterance (its `last` chunk not yet pushed) is unfinished work.
+        return outstanding_ > 0 || mel_open_ || ring_.read_available() > 0;
     }
 
     // The latency in force: the budget, or twice the consumer's period if
@@ -409,6 +412,8 @@ class StreamCore {
     // ---- real-time consumer -----------------------------------------------
     std::size_t pull(std::span<float> out) noexcept {
         max_pull_.store_max(static_cast<std::int64_t>(out.size()));
+        if (!live_consumer_.load(std::memory_order_relaxed))
+            live_consumer_.store(true, std::memory_order_relaxed);
         const auto target = generation_.load(std::memory_order_acquire);
         if (target != consumer_generation_) return pull_cancelled(out, target);
 
@@ -481,9 +486,10 @@ class StreamCore {
             }
             std::unique_lock lock(mu_);
             data_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
-                return ring_.read_available() > 0 || outstanding_ == 0 || shutdown_;
+                return ring_.read_available() > 0 || (outstanding_ == 0 && !mel_open_) || shutdown_;
             });
-            if (ring_.read_available() == 0 && (outstanding_ == 0 || shutdown_)) break;
+            if (ring_.read_available() == 0 && ((outstanding_ == 0 && !mel_open_) || shutdown_))
+                break;
         }
         return got;
     }
@@ -976,8 +982,14 @@ class StreamCore {
             mel_->reset();
             return false;
         }
+        // A reader that only uses read() (offline) sets no deadline; a live
+        // one has what the ring holds (plus the latency budget before
+        // playback starts).
         const std::size_t queued = ring_.read_available() + (u.mel_first ? latency_samples_ : 0);
-        const auto budget_ns = static_cast<std::int64_t>(static_cast<double>(queued) / rate_ * 1e9);
+        const auto budget_ns =
+            live_consumer_.load(std::memory_order_relaxed)
+                ? static_cast<std::int64_t>(static_cast<double>(queued) / rate_ * 1e9)
+                : kNoDeadlineNs;
         MelChunkReport report;
         const auto dispatched = rt::now_ns();
         std::span<const float> audio;
@@ -1169,8 +1181,9 @@ class StreamCore {
     const FliteVoice* prepared_voice_ = nullptr;
     std::optional<dsp::MlsaVocoder> state_;
     std::optional<dsp::StreamingResampler> resampler_;
-    std::unique_ptr<MelScheduler> mel_;  // mel streams only
-    bool mel_open_ = false;              // a mel utterance has begun and not ended (mu_)
+    std::unique_ptr<MelScheduler> mel_;       // mel streams only
+    bool mel_open_ = false;                   // a mel utterance has begun and not ended (mu_)
+    std::atomic<bool> live_consumer_{false};  // pull() has been called: there are deadlines
     std::vector<float> resampled_;
     std::uint64_t next_block_index_ = 0;
     std::int64_t compute_ns_ = 0;  // processor time of the utterance being scheduled

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "audio-io/npy_file.h"
@@ -83,6 +85,36 @@ TEST_P(MelStream, streamed_output_equals_offline_render) {
     EXPECT_GT(s.mel_chunks_cpu, 0u);
     EXPECT_EQ(s.vocoder, "neural");
     EXPECT_GT(s.model_latency_ms, 0.0);
+}
+
+// Offline use: one thread pushes chunks while another read()s. read() waits
+// for the utterance's `last` chunk (it does not stop when it catches up), and
+// with no live consumer there is no deadline, so the model makes every chunk
+// (the phase-reconstruction tier stays allowed here).
+TEST(MelStreamOffline, read_waits_for_the_last_chunk_and_never_falls_to_phase) {
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v1", mel);
+    Engine engine;
+    StreamOptions o;
+    o.model = kData + "hifigan_v1.lef";
+    o.backend = "cpu";
+    o.sample_rate = 22050;
+    auto stream = engine.create_stream(o);
+    stream->push_mel(mel.chunk(0, 1), 1);  // the utterance is open before read() starts
+    std::thread producer([&] {
+        for (int f0 = 1; f0 < mel.frames; f0 += 1) {
+            stream->push_mel(mel.chunk(f0, 1), 1, f0 + 1 == mel.frames);
+            std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        }
+    });
+    std::vector<float> got;
+    std::vector<float> buf(1000);
+    for (std::size_t n; (n = stream->read(buf)) > 0;)
+        got.insert(got.end(), buf.begin(), buf.begin() + n);
+    producer.join();
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(max_abs_diff(got, want), 1e-5);
+    EXPECT_EQ(stream->stats().mel_chunks_phase, 0u);
 }
 
 // Cancel in the middle of an utterance (its last chunk never comes): the
