@@ -38,17 +38,19 @@ int devices_command(int argc, char** argv) {
     return run_command("devices", [&] {
         Args args(argc, argv, 2, {}, {"-h", "--help", "--calibrate"});
         if (args.flag("-h") || args.flag("--help")) {
-            std::puts(
-                "usage: etude devices [--calibrate]\n\n--calibrate also times each kernel on every "
-                "device "
-                "and shows which the kernel registry picks.\n\n"
-                "usage: etude devices\n\nLists compute devices (CUDA, OpenCL, CPU; best first, "
-                "with the reason "
-                "for anything missing, and what --backend auto picks), then PortAudio host APIs "
-                "and "
-                "audio output devices; "
-                "'*' marks the default output.\nUse the index or a part of the name with "
-                "'etude say --play --device DEV'.\nExit status 0 also when no device exists.");
+            std::puts(R"(usage: etude devices [--calibrate]
+
+Lists the compute devices (CUDA, OpenCL, CPU; best first, with the reason
+for anything missing, and what --backend auto picks), then the PortAudio
+host APIs and audio output devices; '*' marks the default output. Use an
+output's index or part of its name with 'etude say --play --device DEV'.
+
+options:
+  --calibrate   also time each kernel on every compute device and show which
+                one the kernel registry picks
+  -h, --help    this text
+
+Exit status 0, also when no device exists.)");
             return 0;
         }
         auto& reg = gpu::DeviceRegistry::instance();

@@ -15,7 +15,7 @@ commands:
   say       speak text (argument or standard input) to a WAV file, a pipe or the speakers
   jack      a JACK client that speaks lines from standard input as they arrive
   voices    list the embedded voices
-  devices   list audio output devices and host APIs
+  devices   list compute devices (CPU, OpenCL, CUDA) and audio outputs
   bench     measure synthesis speed, time to first audio and memory
   info      validate a LEF model file and list what it holds
   vocode    turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)

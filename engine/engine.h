@@ -1,13 +1,17 @@
-// The C++ API: an Engine loads voices and owns the workers; a Stream takes
-// text and hands out audio at the rate its owner asked for.
-//
-// Threads:
-//  * Engine and Stream methods may be called from any non-real-time thread.
-//  * Stream::pull() is the real-time entry point: call it from exactly one
-//    thread (the audio callback). It never allocates, locks, blocks or does
-//    I/O, and never throws; it reports problems through stats() counters.
-//  * Stream::read() is pull()'s blocking sibling for offline consumers (files,
-//    pipes); use one or the other on a stream, not both at once.
+/// \file
+/// The C++ API: an Engine loads voices and owns the workers; a Stream takes
+/// text (or mel frames) and hands out audio at the rate its owner asked for.
+///
+/// Threads:
+///  * Engine and Stream methods may be called from any non-real-time thread.
+///  * Stream::pull() is the real-time entry point: call it from exactly one
+///    thread (the audio callback). It never allocates, locks, blocks or does
+///    I/O, and never throws; it reports problems through stats() counters.
+///  * Stream::read() is pull()'s blocking sibling for offline consumers (files,
+///    pipes); use one or the other on a stream, not both at once.
+///
+/// Errors: the other calls throw etude::Error (engine/error.h) naming what was
+/// wrong. docs/api.md gives the overview, lifetimes and examples.
 #pragma once
 
 #include <cstddef>
@@ -22,155 +26,184 @@
 #include "engine/fault_plan.h"
 #include "gpu/backend.h"
 
+/** \class etude::Error
+ * What the C++ API throws: a std::runtime_error whose message names the file,
+ * option or value at fault. Never thrown by Stream::pull(), which reports
+ * through StreamStats counters only. The C API turns it into a status code and
+ * etude_last_error(). */
+
+/// The speech engine: Engine, Stream and the types they take and return.
 namespace etude::engine {
 
 class StreamCore;
 class EngineCore;
 
+/// How a stream speaks: voice, output rate, latency budget, vocoder and device.
+/// Engine::create_stream() checks it; the defaults make a 16 kHz stream with
+/// the "slt" voice, the exact MLSA vocoder and a 100 ms latency budget.
 struct StreamOptions {
-    std::string voice = "slt";     // "slt", "rms" or "awb"
-    double sample_rate = 16000.0;  // output rate, 8000..192000 Hz
-    // The latency the engine adds, from a block being produced to it being
-    // played: the scheduler keeps this much audio ready ahead of pull(), and
-    // every block's deadline follows from it. Fixed for the stream's life; a
-    // consumer that pulls more than half of it at once raises it to twice its
-    // pull size (see Stream::latency_ms()).
+    std::string voice = "slt";     ///< "slt", "rms" or "awb"
+    double sample_rate = 16000.0;  ///< output rate, 8000..192000 Hz
+    /// The latency the engine adds, from a block being produced to it being
+    /// played (5..10000 ms): the scheduler keeps this much audio ready ahead
+    /// of pull(), and every block's deadline follows from it. Fixed for the
+    /// stream's life; a consumer that pulls more than half of it at once
+    /// raises it to twice its pull size (see Stream::latency_ms()).
     double latency_ms = 100.0;
-    double block_ms = 10.0;          // scheduling block, in whole 5 ms vocoder frames
-    double cancel_fade_ms = 5.0;     // fade length when speech is cancelled
-    bool render_ahead = true;        // let engine workers vocode later sentences early
-    bool allow_reduced_tier = true;  // may the scheduler fall to the cheaper vocoder tier
-    bool realtime_workers = true;    // SCHED_FIFO for the block processors where allowed
-    FaultPlan primary_fault;         // test hooks: make a processor slow on purpose
-    FaultPlan fallback_fault;
-    // "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
-    // on the device chosen by `backend`/`device` (see gpu/registry.h), with
-    // the CPU processors as fallback.
+    double block_ms = 10.0;          ///< scheduling block (5..200 ms), in whole 5 ms vocoder frames
+    double cancel_fade_ms = 5.0;     ///< fade length when speech is cancelled
+    bool render_ahead = true;        ///< let engine workers vocode later sentences early
+    bool allow_reduced_tier = true;  ///< may the scheduler fall to the cheaper vocoder tier
+    bool realtime_workers = true;    ///< SCHED_FIFO for the block processors where allowed
+    FaultPlan primary_fault;         ///< test hook: make the primary processor slow on purpose
+    FaultPlan fallback_fault;        ///< test hook: the same for the fallback processor
+    /// "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
+    /// on the device chosen by `backend`/`device` (see gpu/registry.h), with
+    /// the CPU processors as fallback.
     std::string vocoder = "mlsa";
-    std::string backend = "auto";  // auto, cpu, cuda, opencl
-    int device = -1;
-    gpu::GpuFault gpu_fault;  // test hook: make the GPU fail, run out of memory, or be late
-    // Spectral only: create_stream() waits (up to 60 s) until the device has
-    // built its state and baked its FFT plans. Otherwise the CPU makes the
-    // blocks until the device is ready, which for a cold OpenCL device can
-    // take seconds.
+    std::string backend = "auto";  ///< auto, cpu, cuda, opencl
+    int device = -1;               ///< device index within `backend`; -1: the best one
+    gpu::GpuFault gpu_fault;       ///< test hook: make the GPU fail, run out of memory, or be late
+    /// Spectral only: create_stream() waits (up to 60 s) until the device has
+    /// built its state and baked its FFT plans. Otherwise the CPU makes the
+    /// blocks until the device is ready, which for a cold OpenCL device can
+    /// take seconds.
     bool wait_for_device = false;
-    // A neural vocoder (LEF file from tools/convert.py): makes this a mel
-    // stream, fed by push_mel() instead of push_text(). `backend`/`device`
-    // say where its GPU tier runs; the output rate is `sample_rate`.
+    /// A neural vocoder (LEF file from tools/convert.py): makes this a mel
+    /// stream, fed by push_mel() instead of push_text(). `backend`/`device`
+    /// say where its GPU tier runs; the output rate is `sample_rate`.
     std::string model;
-    // Optional: a cheaper model of the same family for the CPU tier (e.g.
-    // HiFi-GAN V3 while V1 runs on the GPU); empty: `model` on the CPU too.
+    /// Optional: a cheaper model of the same family for the CPU tier (e.g.
+    /// HiFi-GAN V3 while V1 runs on the GPU); empty: `model` on the CPU too.
     std::string cpu_model;
-    bool allow_phase_fallback = true;  // may the mel scheduler fall to phase reconstruction
+    bool allow_phase_fallback = true;  ///< may the mel scheduler fall to phase reconstruction
 };
 
-// One scheduled block: who made it, at what tier, how long it took, and how
-// much time was left before the audio callback needed it.
+/// One scheduled block: who made it, at what tier, how long it took, and how
+/// much time was left before the audio callback needed it.
 struct BlockRecord {
-    enum Processor : std::uint8_t { Primary, Fallback, Ahead, Gpu };
-    std::uint64_t index = 0;
-    Processor processor = Primary;
-    bool reduced_tier = false;
-    bool fell_back = false;          // the first processor missed its cut-off
-    std::int64_t dispatched_ns = 0;  // rt::now_ns() clock
-    std::int64_t started_ns = 0;
-    std::int64_t finished_ns = 0;
-    std::int64_t deadline_ns = 0;
+    /// Who made the block.
+    enum Processor : std::uint8_t {
+        Primary,   ///< the stream's first CPU processor
+        Fallback,  ///< the second CPU processor, after the first missed its cut-off
+        Ahead,     ///< copied from a sentence a render worker vocoded ahead of time
+        Gpu        ///< the device processor of the spectral vocoder
+    };
+    std::uint64_t index = 0;         ///< block number within the stream, from 0
+    Processor processor = Primary;   ///< who made it
+    bool reduced_tier = false;       ///< made by the cheaper vocoder tier
+    bool fell_back = false;          ///< the first processor missed its cut-off
+    std::int64_t dispatched_ns = 0;  ///< handed to a processor (rt::now_ns() clock)
+    std::int64_t started_ns = 0;     ///< the processor began it
+    std::int64_t finished_ns = 0;    ///< its audio was ready
+    std::int64_t deadline_ns = 0;    ///< when pull() needed it
+    /// Time the processor spent on the block, in milliseconds.
     double compute_ms() const { return static_cast<double>(finished_ns - started_ns) / 1e6; }
+    /// Time left between the block being ready and its deadline (negative: late).
     double slack_ms() const { return static_cast<double>(deadline_ns - finished_ns) / 1e6; }
 };
 
-// Counters, read with relaxed atomics: each is exact, the set is a snapshot
-// taken one field at a time.
+/// Counters, read with relaxed atomics: each is exact, the set is a snapshot
+/// taken one field at a time.
 struct StreamStats {
-    std::uint64_t samples_delivered = 0;  // output samples handed out by pull()/read()
-    std::uint64_t underruns = 0;          // pull() calls that had to pad speech with silence
-    std::uint64_t underrun_samples = 0;   // samples of silence padded inside speech
-    std::uint64_t sentences_queued = 0;
-    std::uint64_t sentences_spoken = 0;
-    std::uint64_t sentences_dropped = 0;  // not spoken: cancelled, or unspeakable (below)
-    std::uint64_t sentences_unspeakable =
-        0;                             // the front end made nothing of them (e.g. symbols only)
-    std::uint64_t frames_vocoded = 0;  // 5 ms parameter frames turned into audio
-    std::uint64_t cancels = 0;
-    double first_audio_ms = -1.0;   // push_text() to first sample ready, last utterance
-    double frontend_seconds = 0.0;  // time spent in text analysis
-    double vocoder_seconds = 0.0;   // time spent in vocoding and resampling
+    std::uint64_t samples_delivered = 0;  ///< output samples handed out by pull()/read()
+    std::uint64_t underruns = 0;          ///< pull() calls that had to pad speech with silence
+    std::uint64_t underrun_samples = 0;   ///< samples of silence padded inside speech
+    std::uint64_t sentences_queued = 0;   ///< sentences push_text() has queued
+    std::uint64_t sentences_spoken = 0;   ///< sentences whose audio was delivered in full
+    std::uint64_t sentences_dropped = 0;  ///< not spoken: cancelled, or unspeakable (below)
+    /// The front end made nothing of them (e.g. symbols only).
+    std::uint64_t sentences_unspeakable = 0;
+    std::uint64_t frames_vocoded = 0;  ///< 5 ms parameter frames turned into audio
+    std::uint64_t cancels = 0;         ///< cancel() calls
+    double first_audio_ms = -1.0;      ///< push_text() to first sample ready, last utterance
+    double frontend_seconds = 0.0;     ///< time spent in text analysis
+    double vocoder_seconds = 0.0;      ///< time spent in vocoding and resampling
     // Block scheduler.
-    std::uint64_t blocks = 0;
-    std::uint64_t blocks_primary = 0, blocks_fallback = 0, blocks_ahead = 0;
-    std::uint64_t fallbacks = 0;    // blocks re-dispatched after a missed cut-off
-    std::uint64_t late_blocks = 0;  // blocks finished after their deadline
-    std::uint64_t reduced_tier_blocks = 0;
-    std::uint64_t blocks_gpu = 0;
-    double latency_ms = 0.0;         // the fixed latency in force
-    std::string vocoder;             // "mlsa" or "spectral"
-    std::string gpu_device;          // the GPU the spectral vocoder uses, if any
-    std::string gpu_note;            // why none is used
-    std::uint64_t gpu_failures = 0;  // device errors (each such block was remade on the CPU)
-    bool gpu_disabled = false;       // off after repeated failures
-    std::string gpu_last_error;
-    std::uint64_t gpu_batches = 0;       // launches of the (shared) GPU processor
-    std::uint64_t gpu_batched_jobs = 0;  // blocks they computed, all streams on the device
-    std::int64_t gpu_largest_batch = 0;  // most blocks computed together
-    bool realtime_workers = false;       // the OS granted SCHED_FIFO to the processors
+    std::uint64_t blocks = 0;               ///< blocks scheduled
+    std::uint64_t blocks_primary = 0,       ///< blocks made by BlockRecord::Primary
+        blocks_fallback = 0,                ///< blocks made by BlockRecord::Fallback
+        blocks_ahead = 0;                   ///< blocks copied from BlockRecord::Ahead
+    std::uint64_t fallbacks = 0;            ///< blocks re-dispatched after a missed cut-off
+    std::uint64_t late_blocks = 0;          ///< blocks finished after their deadline
+    std::uint64_t reduced_tier_blocks = 0;  ///< blocks made by the cheaper vocoder tier
+    std::uint64_t blocks_gpu = 0;           ///< blocks made by BlockRecord::Gpu
+    double latency_ms = 0.0;                ///< the fixed latency in force
+    std::string vocoder;                    ///< "mlsa" or "spectral"
+    std::string gpu_device;                 ///< the GPU the spectral vocoder uses, if any
+    std::string gpu_note;                   ///< why none is used
+    std::uint64_t gpu_failures = 0;      ///< device errors (each such block was remade on the CPU)
+    bool gpu_disabled = false;           ///< off after repeated failures
+    std::string gpu_last_error;          ///< the last device error's message
+    std::uint64_t gpu_batches = 0;       ///< launches of the (shared) GPU processor
+    std::uint64_t gpu_batched_jobs = 0;  ///< blocks they computed, all streams on the device
+    std::int64_t gpu_largest_batch = 0;  ///< most blocks computed together
+    bool realtime_workers = false;       ///< the OS granted SCHED_FIFO to the processors
     // Mel streams (push_mel): chunks made by each tier and frames vocoded.
-    std::string model;  // architecture and file
-    std::uint64_t mel_frames = 0;
-    std::uint64_t mel_chunks_gpu = 0, mel_chunks_cpu = 0, mel_chunks_phase = 0;
-    double model_latency_ms = 0;  // the network's added streaming latency
+    std::string model;                 ///< architecture and file
+    std::uint64_t mel_frames = 0;      ///< mel frames vocoded
+    std::uint64_t mel_chunks_gpu = 0,  ///< chunks made by the model on the GPU
+        mel_chunks_cpu = 0,            ///< chunks made by the model on the CPU
+        mel_chunks_phase = 0;          ///< chunks made by phase reconstruction
+    double model_latency_ms = 0;       ///< the network's added streaming latency
 };
 
+/// One voice speaking at one output rate: text (or mel frames) in, audio out.
+/// Made by Engine::create_stream(); destroying it stops its work and joins
+/// its thread, so stop the audio callback that pulls from it first.
 class Stream {
   public:
     ~Stream();
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 
-    // Queues text to be spoken after what is already queued. Throws
-    // etude::Error for invalid UTF-8; text with nothing speakable is ignored
-    // and reported by the return value (number of sentences queued).
+    /// Queues text to be spoken after what is already queued. Throws
+    /// etude::Error for invalid UTF-8 or a mel stream; text with nothing
+    /// speakable is ignored and reported by the return value (number of
+    /// sentences queued).
     std::size_t push_text(std::string_view text);
 
-    // Mel streams only (StreamOptions::model): queues `frames` log-mel
-    // frames laid out [n_mels][frames] as PyTorch holds them (a chunk from
-    // an upstream acoustic model). `last` ends the utterance, so the
-    // vocoder flushes the context it held back; push_mel({}, 0, true) ends it
-    // without new frames. Throws etude::Error for a text stream or a chunk of
-    // the wrong size or with NaN values.
+    /// Mel streams only (StreamOptions::model): queues `frames` log-mel
+    /// frames laid out [n_mels][frames] as PyTorch holds them (a chunk from
+    /// an upstream acoustic model). `last` ends the utterance, so the
+    /// vocoder flushes the context it held back; push_mel({}, 0, true) ends it
+    /// without new frames. Throws etude::Error for a text stream or a chunk of
+    /// the wrong size or with NaN values.
     void push_mel(std::span<const float> mel, std::size_t frames, bool last = false);
-    // Mel bands the model of a mel stream takes (0 for a text stream).
+    /// Mel bands the model of a mel stream takes (0 for a text stream).
     std::size_t mel_bands() const;
 
-    // Real-time: fills `out` with the next samples; pads with silence where
-    // none are ready (counted as an underrun while speech is in progress).
-    // Returns how many samples were real audio.
+    /// Real-time: fills `out` with the next samples; pads with silence where
+    /// none are ready (counted as an underrun while speech is in progress).
+    /// Returns how many samples were real audio.
     std::size_t pull(std::span<float> out) noexcept;
 
-    // Blocking read for offline use: waits for audio, returns the number of
-    // samples written (less than out.size() only when speech has ended);
-    // returns 0 once everything queued has been delivered.
+    /// Blocking read for offline use: waits for audio, returns the number of
+    /// samples written (less than out.size() only when speech has ended);
+    /// returns 0 once everything queued has been delivered.
     std::size_t read(std::span<float> out);
 
-    // Stops speaking within one pull() with a short fade, and drops all
-    // queued text. Text pushed afterwards is spoken normally.
+    /// Stops speaking within one pull() with a short fade, and drops all
+    /// queued text. Text pushed afterwards is spoken normally.
     void cancel();
 
-    // Voice for text pushed from now on ("slt", "rms", "awb"); throws etude::Error.
+    /// Voice for text pushed from now on ("slt", "rms", "awb"); throws etude::Error.
     void set_voice(std::string_view voice);
 
-    // True while text is queued or audio is not yet delivered.
+    /// True while text is queued or audio is not yet delivered.
     bool busy() const;
-    // The fixed latency the engine adds (see StreamOptions::latency_ms).
+    /// The fixed latency the engine adds (see StreamOptions::latency_ms).
     double latency_ms() const;
-    // The most recent block records (at most `max`), oldest first.
+    /// The most recent block records (at most `max`), oldest first.
     std::vector<BlockRecord> block_records(std::size_t max = 1 << 16) const;
-    // Writes the block records as a Chrome trace (JSON; opens in Perfetto
-    // or chrome://tracing). Throws etude::Error if the file cannot be written.
+    /// Writes the block records as a Chrome trace (JSON; opens in Perfetto
+    /// or chrome://tracing). Throws etude::Error if the file cannot be written.
     void write_trace(const std::string& path) const;
+    /// The output rate in Hz (StreamOptions::sample_rate).
     double sample_rate() const;
+    /// The voice of the text pushed next (see set_voice()).
     const std::string& voice() const;
+    /// A snapshot of the counters; cheap, callable while audio plays.
     StreamStats stats() const;
 
   private:
@@ -179,20 +212,33 @@ class Stream {
     std::shared_ptr<StreamCore> core_;
 };
 
+/// Loads voices and owns the workers that analyse text and vocode ahead; the
+/// factory of streams. One is enough for a process: its streams share the
+/// workers. Destroy the streams first: once the Engine is gone they take no
+/// more text (push_text() throws).
 class Engine {
   public:
+    /// What the Engine does at construction.
     struct Options {
+        /// Voices loaded now rather than at their first use.
         std::vector<std::string> preload_voices{"slt"};
     };
+    /// Starts the workers and loads the default voice, "slt".
     Engine();
+    /// Starts the workers and loads `options.preload_voices`; throws
+    /// etude::Error for an unknown voice.
     explicit Engine(Options options);
+    /// Stops the workers; streams still alive can no longer take text.
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
+    /// The embedded voices: "slt", "rms", "awb".
     static const std::vector<std::string>& voices();
 
-    // Throws etude::Error for an unknown voice or a rate outside 8-192 kHz.
+    /// A new stream with `options`. Throws etude::Error for an unknown voice,
+    /// a rate outside 8-192 kHz, a latency or block length out of range, or a
+    /// model file that cannot be loaded.
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
 
   private:

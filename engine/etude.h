@@ -1,11 +1,13 @@
-/* LibEtude C API: streaming speech synthesis for embedding and for other
+/** \file
+ * LibEtude C API: streaming speech synthesis for embedding and for other
  * languages. A thin layer over the C++ etude::engine::Engine and Stream.
  *
  * Errors: functions return ETUDE_OK (0) or a negative etude_status; the
  * message of the last error on the calling thread is etude_last_error().
  * Threads: etude_stream_pull() is the real-time entry point (no allocation,
  * locks or I/O; call it from one thread, e.g. an audio callback). Everything
- * else may be called from any non-real-time thread. */
+ * else may be called from any non-real-time thread.
+ * Lifetimes: destroy every stream before the engine that made it. */
 #ifndef ETUDE_H
 #define ETUDE_H
 
@@ -16,65 +18,108 @@
 extern "C" {
 #endif
 
+/** What a call returns: ETUDE_OK or a negative error; the message is in
+ * etude_last_error(). */
 typedef enum etude_status {
-    ETUDE_OK = 0,
-    ETUDE_ERROR_INVALID_ARGUMENT = -1, /* unknown voice, bad rate, NULL pointer */
-    ETUDE_ERROR_INVALID_TEXT = -2,     /* e.g. text that is not UTF-8 */
-    ETUDE_ERROR_INTERNAL = -3
+    ETUDE_OK = 0,                      /**< success */
+    ETUDE_ERROR_INVALID_ARGUMENT = -1, /**< unknown voice, bad rate, NULL pointer */
+    ETUDE_ERROR_INVALID_TEXT = -2,     /**< e.g. text that is not UTF-8 */
+    ETUDE_ERROR_INTERNAL = -3          /**< anything else (out of memory, a library fault) */
 } etude_status;
 
+/** An engine: the voices and the worker threads its streams share. Opaque;
+ * made by etude_engine_create(), freed by etude_engine_destroy(). */
 typedef struct etude_engine etude_engine;
+/** A stream: text (or mel frames) in, audio out at one rate. Opaque; made by
+ * etude_stream_create() or etude_stream_create_mel(), freed by
+ * etude_stream_destroy(). */
 typedef struct etude_stream etude_stream;
 
+/** A snapshot of a stream's counters (a subset of the C++ StreamStats). */
 typedef struct etude_stream_stats {
-    uint64_t samples_delivered;
-    uint64_t underruns;
-    uint64_t underrun_samples;
-    uint64_t sentences_queued;
-    uint64_t sentences_spoken;
-    uint64_t sentences_dropped;
-    uint64_t frames_vocoded;
-    uint64_t cancels;
-    double first_audio_ms;
+    uint64_t samples_delivered; /**< output samples handed out by pull/read */
+    uint64_t underruns;         /**< pull calls that had to pad speech with silence */
+    uint64_t underrun_samples;  /**< samples of silence padded inside speech */
+    uint64_t sentences_queued;  /**< sentences queued by push_text */
+    uint64_t sentences_spoken;  /**< sentences whose audio was delivered in full */
+    uint64_t sentences_dropped; /**< not spoken: cancelled, or nothing speakable in them */
+    uint64_t frames_vocoded;    /**< 5 ms parameter frames turned into audio */
+    uint64_t cancels;           /**< etude_stream_cancel() calls */
+    double first_audio_ms;      /**< push to first sample ready, last utterance (-1: none yet) */
 } etude_stream_stats;
 
-/* Message of the last failed call on this thread ("" if none). */
+/** Message of the last failed call on this thread ("" if none). Valid until
+ * the next call into the library on this thread. */
 const char* etude_last_error(void);
+/** The library's version, e.g. "0.1.0". */
 const char* etude_version(void);
 
+/** Makes an engine and loads the default voice.
+ * \param out receives the engine (NULL on failure) */
 etude_status etude_engine_create(etude_engine** out);
+/** Frees an engine and stops its workers; NULL is ignored. Destroy its
+ * streams first. */
 void etude_engine_destroy(etude_engine* engine);
 
-/* voice: "slt" (NULL means "slt"), "rms" or "awb"; sample_rate 8000..192000. */
+/** Makes a text stream.
+ * \param engine the engine whose workers it uses
+ * \param voice "slt" (NULL means "slt"), "rms" or "awb"
+ * \param sample_rate output rate, 8000..192000 Hz
+ * \param out receives the stream (NULL on failure)
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for an unknown voice, a bad rate or a
+ *         NULL engine or out */
 etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
                                  etude_stream** out);
-/* A mel stream: vocodes log-mel frames from an upstream acoustic model with
- * a neural vocoder (a LEF file made by tools/convert.py). backend: "auto"
- * (NULL means "auto"), "cpu", "cuda" or "opencl" (where the GPU tier runs);
- * sample_rate 8000..192000 (the output is resampled from the model's rate). */
+/** A mel stream: vocodes log-mel frames from an upstream acoustic model with
+ * a neural vocoder.
+ * \param engine the engine whose workers it uses
+ * \param model_path a LEF file made by tools/convert.py
+ * \param backend where the GPU tier runs: "auto" (NULL means "auto"), "cpu",
+ *        "cuda" or "opencl"
+ * \param sample_rate output rate, 8000..192000 Hz (resampled from the
+ *        model's rate)
+ * \param out receives the stream (NULL on failure) */
 etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
-                                     const char* backend, double sample_rate,
-                                     etude_stream** out);
+                                     const char* backend, double sample_rate, etude_stream** out);
+/** Frees a stream; NULL is ignored. Stop the audio callback that pulls from
+ * it first. */
 void etude_stream_destroy(etude_stream* stream);
-/* Mel streams only: queues `frames` log-mel frames laid out [n_mels][frames]
- * (row-major, as PyTorch holds a mel). last != 0 ends the utterance (the
- * vocoder flushes its look-ahead); frames may then be 0. */
+/** Mel streams only: queues log-mel frames.
+ * \param stream a stream from etude_stream_create_mel()
+ * \param mel n_mels * frames values laid out [n_mels][frames] (row-major, as
+ *        PyTorch holds a mel); may be NULL when frames is 0
+ * \param n_mels mel bands per frame; must be the model's
+ * \param frames frames in this chunk, any number
+ * \param last nonzero ends the utterance (the vocoder flushes its
+ *        look-ahead); frames may then be 0
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a text stream, a wrong band count
+ *         or a value that is not finite */
 etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_t n_mels,
                                    size_t frames, int last);
 
-/* Queues UTF-8 text (length bytes; length -1 means NUL-terminated). */
+/** Queues UTF-8 text, spoken after what is already queued. Text with nothing
+ * speakable is accepted and ignored.
+ * \param stream a text stream
+ * \param text the text (need not be NUL-terminated when length >= 0)
+ * \param length its length in bytes; -1 means NUL-terminated
+ * \return ETUDE_ERROR_INVALID_TEXT if the stream refuses the text (not
+ *         UTF-8, or a mel stream) */
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length);
 
-/* Real-time: fills out[0..frames) and returns how many samples were speech;
- * the rest is silence. */
+/** Real-time: fills out[0..frames) and returns how many samples were speech;
+ * the rest is silence. Returns 0 and writes nothing if stream or out is NULL. */
 size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames);
 
-/* Blocking read for offline use; returns 0 when all queued speech is delivered. */
+/** Blocking read for offline use: waits for audio and fills out[0..frames).
+ * Returns the number of samples written, 0 when all queued speech is
+ * delivered (or on an error, which etude_last_error() then names). */
 size_t etude_stream_read(etude_stream* stream, float* out, size_t frames);
 
-/* Stops speaking within one pull with a short fade and drops queued text. */
+/** Stops speaking within one pull with a short fade and drops queued text. */
 etude_status etude_stream_cancel(etude_stream* stream);
+/** Nonzero while text is queued or audio is not yet delivered; 0 for NULL. */
 int etude_stream_busy(const etude_stream* stream);
+/** Copies the stream's counters into *out. */
 etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_stats* out);
 
 #ifdef __cplusplus
