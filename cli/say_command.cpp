@@ -37,7 +37,8 @@ output (choose any; with none of them, plays on the default audio device):
 
 options:
       --voice NAME     slt (default, female US English), rms (male), awb (male, Scottish)
-      --rate HZ        output sample rate, 8000-192000 (default 16000, the voices' own)
+      --rate HZ        output sample rate, 8000-192000 (default: 16000, the voices' own;
+                       with --play, the device's own rate)
       --float          with -o: write 32-bit float samples
       --device DEV     with --play: output device index or name (see 'etude devices')
       --host-api NAME  with --play: PortAudio host API (e.g. ALSA, JACK)
@@ -190,6 +191,21 @@ int run_say(const Args& args) {
     if (raw && play) throw UsageError("--raw and --play cannot be combined");
     if (args.flag("--float") && !out_path) throw UsageError("--float needs -o FILE");
 
+    // Playing: find the device first, and without --rate synthesise at the
+    // device's own rate (a JACK server, for one, accepts nothing else).
+    std::optional<audio_io::PortAudioSystem> pa;
+    int play_device = -1;
+    if (play) {
+        pa.emplace();
+        play_device =
+            pa->find_output_device(args.value_or("--device", ""), args.value_or("--host-api", ""));
+        if (!args.value("--rate"))
+            for (const auto& d : pa->output_devices())
+                if (d.index == play_device && d.default_sample_rate >= 8000 &&
+                    d.default_sample_rate <= 192000)
+                    opts.sample_rate = d.default_sample_rate;
+    }
+
     engine::Engine engine(engine::Engine::Options{{}});
     auto stream = engine.create_stream(opts);  // checks voice and rate
     const double rate = stream->sample_rate();
@@ -200,15 +216,12 @@ int run_say(const Args& args) {
             *out_path, static_cast<int>(rate),
             args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
 
-    std::optional<audio_io::PortAudioSystem> pa;
     std::unique_ptr<audio_io::PortAudioOutput> player;
     std::unique_ptr<rt::SpscRing<float>> tap;
     if (play) {
-        pa.emplace();
-        const int device =
-            pa->find_output_device(args.value_or("--device", ""), args.value_or("--host-api", ""));
         if (wav) tap = std::make_unique<rt::SpscRing<float>>(static_cast<std::size_t>(rate * 4));
-        player = std::make_unique<audio_io::PortAudioOutput>(*pa, *stream, device, 256, tap.get());
+        player =
+            std::make_unique<audio_io::PortAudioOutput>(*pa, *stream, play_device, 256, tap.get());
     }
 
     std::signal(SIGINT, on_signal);
