@@ -175,6 +175,30 @@ INSTANTIATE_TEST_SUITE_P(Backends, NeuralVocoder,
                                            gpu::BackendKind::Cuda),
                          [](const auto& info) { return std::string(gpu::to_string(info.param)); });
 
+// The front end named by a converted model's metadata (engine::log_mel_config)
+// computes the mel its training code computes: the converter's metadata, our
+// mapping and dsp::LogMelAnalyzer against PyTorch (reference made by
+// tools/make_parity_data.py from HiFi-GAN's meldataset.mel_spectrogram and
+// Vocos' MelSpectrogramFeatures), so copy synthesis feeds each model its own
+// kind of mel.
+TEST(NeuralVocoderFrontEnd, model_metadata_selects_the_training_front_end) {
+    for (const auto& [model, ref] :
+         {std::pair{"hifigan_v1", "frontend_hifigan"}, std::pair{"vocos", "frontend_vocos"}}) {
+        SCOPED_TRACE(model);
+        auto m = NeuralModel::load(kData + model + ".lef", gpu::shared_cpu_backend());
+        const auto audio = audio_io::read_npy(kData + ref + "_audio.npy");
+        const auto want = audio_io::read_npy(kData + ref + "_mel.npy");
+        dsp::LogMelAnalyzer analyzer(log_mel_config(m->audio()));
+        std::size_t frames = 0;
+        const auto got = analyzer.analyze(audio.data, &frames);
+        ASSERT_EQ(want.shape.size(), 2u);
+        EXPECT_EQ(want.shape[0], static_cast<std::size_t>(m->audio().n_mels));
+        ASSERT_EQ(frames, want.shape[1]);
+        ASSERT_EQ(got.size(), want.data.size());
+        EXPECT_LE(max_abs_diff(got, want.data), 1e-4);
+    }
+}
+
 // ---- bad models -------------------------------------------------------------
 
 std::string write_variant(const std::string& name, const std::string& metadata,
