@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,13 +103,18 @@ std::vector<float> run_model(const std::shared_ptr<engine::NeuralModel>& model,
     return audio;
 }
 
+// A whole signal from one rate to another (one pass, flushed).
+std::vector<float> resample_whole(std::span<const float> in, double from, double to) {
+    dsp::StreamingResampler rs(from, to);
+    std::vector<float> out(rs.max_output_for(in.size()));
+    out.resize(rs.process(in, out, true));
+    return out;
+}
+
 void write_wav(const std::string& path, std::vector<float> audio, int model_rate, double out_rate,
                bool float_wav) {
     if (out_rate > 0 && std::lround(out_rate) != model_rate) {
-        dsp::StreamingResampler rs(model_rate, out_rate);
-        std::vector<float> out(rs.max_output_for(audio.size()));
-        out.resize(rs.process(audio, out, true));
-        audio = std::move(out);
+        audio = resample_whole(audio, model_rate, out_rate);
     } else {
         out_rate = model_rate;
     }
@@ -223,12 +229,8 @@ int resynth_command(int argc, char** argv) {
         std::string where;
         auto model = load_model(c, where);
         const auto& a = model->audio();
-        if (input.sample_rate != a.sample_rate) {
-            dsp::StreamingResampler rs(input.sample_rate, a.sample_rate);
-            std::vector<float> out(rs.max_output_for(input.samples.size()));
-            out.resize(rs.process(input.samples, out, true));
-            input.samples = std::move(out);
-        }
+        if (input.sample_rate != a.sample_rate)
+            input.samples = resample_whole(input.samples, input.sample_rate, a.sample_rate);
         dsp::LogMelAnalyzer analyzer(engine::log_mel_config(a));
         std::size_t frames = 0;
         const auto mel = analyzer.analyze(input.samples, &frames);

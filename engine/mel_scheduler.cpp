@@ -175,12 +175,9 @@ std::vector<float> MelScheduler::run_model(int tier, bool last) {
 std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
                                              std::int64_t budget_ns, MelChunkReport& report) {
     const auto& a = cpu_model_->audio();
-    if (frames < 0 || mel.size() != static_cast<std::size_t>(frames) * a.n_mels)
-        throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
-                    std::to_string(a.n_mels) + " mels x " + std::to_string(frames) + " frames");
     report = {};
     report.started_ns = rt::now_ns();
-    stream_->append(mel, frames);
+    stream_->append(mel, frames);  // checks the chunk before anything changes
     if (gpu_stream_) gpu_stream_->append(mel, frames);
     {
         std::lock_guard lock(stats_mu_);

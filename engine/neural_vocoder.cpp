@@ -267,33 +267,30 @@ class HifiGanNetwork final : public VocoderNetwork {
         }
         num_kernels_ = static_cast<int>(rb_kernels.size());
 
-        auto conv = [&](const std::string& name, int in, int out, int k, int d, int pad) {
+        // Weights as PyTorch holds them: Conv1d [out][in][k], ConvTranspose1d [in][out][k].
+        auto layer = [&](const std::string& name, int in, int out, int k, int stride, int d,
+                         int pad, bool transposed) {
+            const auto o = Shape::value_type(out), i = Shape::value_type(in);
             ConvLayer c;
-            c.weight = loader.load(name + ".weight", {Shape::value_type(out), Shape::value_type(in),
-                                                      Shape::value_type(k)});
-            c.bias = loader.load(name + ".bias", {Shape::value_type(out)});
+            c.weight = loader.load(name + ".weight",
+                                   {transposed ? i : o, transposed ? o : i, Shape::value_type(k)});
+            c.bias = loader.load(name + ".bias", {o});
             c.shape.in_channels = in;
             c.shape.out_channels = out;
             c.shape.kernel = k;
+            c.shape.stride = stride;
             c.shape.dilation = d;
             c.shape.padding = pad;
             return c;
+        };
+        auto conv = [&](const std::string& name, int in, int out, int k, int d, int pad) {
+            return layer(name, in, out, k, 1, d, pad, false);
         };
         conv_pre_ = conv("conv_pre", audio.n_mels, ch0, pre_k, 1, (pre_k - 1) / 2);
         int ch = ch0;
         for (std::size_t i = 0; i < rates_.size(); ++i) {
             const int out = ch / 2, k = up_kernels[i], u = rates_[i];
-            ConvLayer t;
-            const auto name = idx("ups.", i);
-            t.weight = loader.load(name + ".weight", {Shape::value_type(ch), Shape::value_type(out),
-                                                      Shape::value_type(k)});
-            t.bias = loader.load(name + ".bias", {Shape::value_type(out)});
-            t.shape.in_channels = ch;
-            t.shape.out_channels = out;
-            t.shape.kernel = k;
-            t.shape.stride = u;
-            t.shape.padding = (k - u) / 2;
-            ups_.push_back(std::move(t));
+            ups_.push_back(layer(idx("ups.", i), ch, out, k, u, 1, (k - u) / 2, true));
             ch = out;
             for (int j = 0; j < num_kernels_; ++j) {
                 ResBlock rb;
@@ -768,10 +765,6 @@ void MelVocoderStream::set_model(std::shared_ptr<const NeuralModel> model) {
         throw Error("set_model: " + model->label() + " is not the same model as " +
                     model_->label());
     model_ = std::move(model);
-}
-
-std::size_t MelVocoderStream::skip() {
-    return skip_to(ready_frames());
 }
 
 std::size_t MelVocoderStream::skip_to(long end) {

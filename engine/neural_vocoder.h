@@ -137,16 +137,15 @@ class MelVocoderStream {
     // copy after a GPU failure): the stream's state does not depend on where
     // the network runs, so the output stays exact.
     void set_model(std::shared_ptr<const NeuralModel> model);
-    // Lets another tier make the audio of the frames that are ready: moves
-    // on as push() would have, without running the network, and returns the
-    // number of samples the caller must supply instead (each frame's context
-    // stays available, so the network takes over again exactly; for Vocos the
-    // overlap of the skipped frames into the next ones is lost).
-    std::size_t skip();
-    // The same up to an explicit frame (frames [produced, end_frame)), so that
-    // two models with different right contexts can be kept in step:
-    // drain_to() needs end_frame <= ready_frames(); skip_to() has no limit.
+    // Runs the network on frames [produced, end_frame), which must have their
+    // right context (end_frame <= ready_frames()); an explicit end keeps two
+    // models with different right contexts in step.
     std::vector<float> drain_to(long end_frame);
+    // Lets another tier make the audio of frames [produced, end_frame): moves
+    // on as drain_to() would have, without running the network, and returns
+    // the number of samples the caller must supply instead (each frame's
+    // context stays available, so the network takes over again exactly; for
+    // Vocos the overlap of the skipped frames into the next ones is lost).
     std::size_t skip_to(long end_frame);
     long ready_frames() const;  // frames whose right context has arrived
     long received_frames() const { return received_; }
