@@ -12,9 +12,9 @@
 // thread's CPU time would undercount.
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "bench/random_buffer.h"
 #include "gpu/cpu/cpu_backend.h"
 
 namespace {
@@ -26,16 +26,7 @@ CpuBackend& cpu() {
     return backend;
 }
 
-DeviceBuffer random_buffer(Backend& b, Queue& q, std::size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> host(n);
-    for (auto& v : host) v = dist(rng);
-    auto buf = b.allocate(n, "bench");
-    b.copy_to_device(q, buf, 0, host.data(), n);
-    b.synchronize(q);
-    return buf;
-}
+using etude::bench::random_buffer;
 
 Conv1dShape shape(int in_ch, int out_ch, int len, int kernel, int stride, int dilation, int padding,
                   int groups) {

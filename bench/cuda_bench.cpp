@@ -18,10 +18,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/random_buffer.h"
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/registry.h"
@@ -63,14 +63,7 @@ Backend* backend_or_skip(benchmark::State& state) {
 }
 
 DeviceBuffer upload_noise(Backend& b, Queue& q, std::size_t n) {
-    std::mt19937 rng(42);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    DeviceBuffer buf = b.allocate(n, "bench");
-    b.copy_to_device(q, buf, 0, v.data(), n);
-    b.synchronize(q);
-    return buf;
+    return etude::bench::random_buffer(b, q, n, 42);
 }
 
 // Runs `work` once untimed, then times work + synchronize per iteration.

@@ -10,10 +10,10 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/random_buffer.h"
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/opencl/opencl_backend.h"
 #include "gpu/opencl/opencl_devices.h"
@@ -50,16 +50,7 @@ Backend* backend_or_skip(benchmark::State& state, Which which) {
     return b;
 }
 
-DeviceBuffer random_buffer(Backend& b, Queue& q, std::size_t n, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> host(n);
-    for (auto& v : host) v = dist(rng);
-    auto buf = b.allocate(n, "bench");
-    b.copy_to_device(q, buf, 0, host.data(), n);
-    b.synchronize(q);  // `host` goes out of scope
-    return buf;
-}
+using etude::bench::random_buffer;
 
 void BM_Gemm(benchmark::State& state, Which which) {
     Backend* b = backend_or_skip(state, which);
