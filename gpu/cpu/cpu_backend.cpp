@@ -16,6 +16,7 @@
 
 #include "dsp/fft.h"
 #include "gpu/cpu/cpu_conv.h"
+#include "gpu/cpu/cpu_vector_math.h"
 
 namespace etude::gpu {
 namespace {
@@ -141,20 +142,19 @@ void CpuBackend::activation(Queue&, Activation fn, const DeviceBuffer& x, Device
                 out[i] = std::max(in[i], 0.0f) + alpha * std::min(in[i], 0.0f);
             break;
         case Activation::Gelu:
-            for (std::size_t i = 0; i < n; ++i)
-                out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.70710678118654752f));
+            cpu::gelu(in, out, n);
             break;
         case Activation::Tanh:
-            for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+            cpu::tanh(in, out, n);
             break;
         case Activation::Exp:
-            for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+            cpu::exp(in, out, n);
             break;
         case Activation::Sin:
-            for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(in[i]);
+            cpu::sin(in, out, n);
             break;
         case Activation::Cos:
-            for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
+            cpu::cos(in, out, n);
             break;
     }
 }
@@ -257,11 +257,7 @@ void CpuBackend::polar_spectrum(Queue&, int frames, int bins, float max_magnitud
         const float* logmag = f(x) + static_cast<std::size_t>(fr) * 2 * bins;
         const float* phase = logmag + bins;
         float* out = f(y) + static_cast<std::size_t>(fr) * 2 * bins;
-        for (int k = 0; k < bins; ++k) {
-            const float m = std::min(std::exp(logmag[k]), max_magnitude);
-            out[2 * k] = m * std::cos(phase[k]);
-            out[2 * k + 1] = m * std::sin(phase[k]);
-        }
+        cpu::polar(logmag, phase, max_magnitude, out, static_cast<std::size_t>(bins));
     }
 }
 

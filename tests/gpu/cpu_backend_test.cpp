@@ -1,5 +1,5 @@
 // The CPU reference backend's vocoder helpers (axpby, transpose, add_bias,
-// polar_spectrum) against values computed here from their definitions in
+// polar_spectrum, the activations) against values computed here from their definitions in
 // gpu/backend.h. The OpenCL and CUDA parity tests compare those backends
 // with this one, so this is where the reference itself is pinned down.
 #include "gpu/cpu/cpu_backend.h"
@@ -141,6 +141,39 @@ TEST_F(CpuBackendOps, polar_spectrum_clamps_the_magnitude_and_rotates_by_the_pha
     EXPECT_GT(clamped, 0) << "the test should exercise the clamp";
     EXPECT_THROW(cpu_.polar_spectrum(*q_, frames, bins, max_magnitude, dx, dx),
                  std::invalid_argument);
+}
+
+// The activations run as libmvec SIMD loops (gpu/cpu/cpu_vector_math.h);
+// compare each with the double-precision function, over lengths that cover
+// the vector body and every tail, and in place as the vocoders call them.
+TEST_F(CpuBackendOps, activations_match_double_precision_definitions) {
+    struct Case {
+        Activation fn;
+        float lo, hi;  // input range
+        double (*reference)(double);
+        double tolerance;  // relative to max(1, |reference|)
+    };
+    const Case cases[] = {
+        {Activation::Gelu, -12.0f, 12.0f,
+         [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, 1e-6},
+        {Activation::Tanh, -12.0f, 12.0f, [](double x) { return std::tanh(x); }, 1e-6},
+        {Activation::Exp, -80.0f, 80.0f, [](double x) { return std::exp(x); }, 1e-6},
+        // Vocos' phases are unbounded: keep large arguments in range.
+        {Activation::Sin, -300.0f, 300.0f, [](double x) { return std::sin(x); }, 1e-6},
+        {Activation::Cos, -300.0f, 300.0f, [](double x) { return std::cos(x); }, 1e-6},
+    };
+    for (const Case& c : cases)
+        for (std::size_t n : {1u, 7u, 16u, 31u, 1000u, 4099u}) {
+            const auto x = random(n, c.lo, c.hi);
+            auto buf = upload(x);
+            cpu_.activation(*q_, c.fn, buf, buf, n, 0.0f);
+            const auto y = download(buf, n);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double want = c.reference(x[i]);
+                ASSERT_NEAR(y[i], want, c.tolerance * std::max(1.0, std::fabs(want)))
+                    << to_string(c.fn) << " n=" << n << " x=" << x[i];
+            }
+        }
 }
 
 }  // namespace

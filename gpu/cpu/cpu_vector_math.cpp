@@ -1,0 +1,43 @@
+// Compiled with -O3 -ffast-math (gpu/CMakeLists.txt): see the header for why.
+#include "gpu/cpu/cpu_vector_math.h"
+
+#include <algorithm>
+#include <cmath>
+
+// GCC: one clone per instruction set, chosen by the loader. Other compilers
+// (clang for the fuzzing build) get the plain loops.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ETUDE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ETUDE_VECTOR_CLONES
+#endif
+
+namespace etude::gpu::cpu {
+
+ETUDE_VECTOR_CLONES void gelu(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.70710678118654752f));
+}
+ETUDE_VECTOR_CLONES void tanh(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+}
+ETUDE_VECTOR_CLONES void exp(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+}
+ETUDE_VECTOR_CLONES void sin(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(in[i]);
+}
+ETUDE_VECTOR_CLONES void cos(const float* in, float* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
+}
+
+ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase,
+                               float max_magnitude, float* out, std::size_t bins) {
+    for (std::size_t k = 0; k < bins; ++k) {
+        const float m = std::min(std::exp(log_magnitude[k]), max_magnitude);
+        out[2 * k] = m * std::cos(phase[k]);
+        out[2 * k + 1] = m * std::sin(phase[k]);
+    }
+}
+
+}  // namespace etude::gpu::cpu
