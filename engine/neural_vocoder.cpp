@@ -643,10 +643,10 @@ std::vector<float> NeuralModel::vocode(std::span<const float> mel, int frames) c
     // shared_ptr aliasing without ownership: the stream lives only in this call.
     MelVocoderStream stream(
         std::shared_ptr<const NeuralModel>(std::shared_ptr<const NeuralModel>(), this));
-    auto audio = stream.push(mel, frames);
-    auto rest = stream.finish();
-    audio.insert(audio.end(), rest.begin(), rest.end());
-    return audio;
+    // Every frame is here: one run over the whole utterance (push() then
+    // finish() would run the last frames' context twice).
+    stream.append(mel, frames);
+    return stream.finish();
 }
 
 dsp::LogMelConfig log_mel_config(const ModelAudioParams& a) {
