@@ -90,6 +90,35 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
     });
 }
 
+void etude_mel_stream_options_init(etude_mel_stream_options* options) {
+    if (!options) return;
+    *options = etude_mel_stream_options{};
+    options->backend = "auto";
+    options->device = -1;
+    options->allow_phase_fallback = 1;
+    options->sample_rate = 48000.0;
+}
+
+etude_status etude_stream_create_mel_ex(etude_engine* engine,
+                                        const etude_mel_stream_options* options,
+                                        etude_stream** out) {
+    if (!engine) return null_argument("engine");
+    if (!options) return null_argument("options");
+    if (!options->model_path) return null_argument("options->model_path");
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        etude::engine::StreamOptions o;
+        o.model = options->model_path;
+        if (options->backend) o.backend = options->backend;
+        o.device = options->device;
+        if (options->cpu_model_path) o.cpu_model = options->cpu_model_path;
+        o.allow_phase_fallback = options->allow_phase_fallback != 0;
+        o.sample_rate = options->sample_rate;
+        *out = new etude_stream{engine->engine.create_stream(o)};
+    });
+}
+
 void etude_stream_destroy(etude_stream* stream) {
     delete stream;
 }
@@ -150,6 +179,18 @@ etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_sta
                               s.sentences_queued,  s.sentences_spoken, s.sentences_dropped,
                               s.frames_vocoded,    s.cancels,          s.first_audio_ms};
     return ETUDE_OK;
+}
+
+etude_status etude_stream_get_mel_stats(const etude_stream* stream, etude_mel_stats* out) {
+    if (!stream) return null_argument("stream");
+    if (!out) return null_argument("out");
+    return guarded([&] {
+        if (stream->stream->mel_bands() == 0)
+            throw etude::Error("get_mel_stats: not a mel stream (made by etude_stream_create)");
+        const auto s = stream->stream->stats();
+        *out = etude_mel_stats{s.mel_frames,       s.mel_chunks_gpu, s.mel_chunks_cpu,
+                               s.mel_chunks_phase, s.gpu_failures,   s.model_latency_ms};
+    });
 }
 
 }  // extern "C"

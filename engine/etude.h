@@ -81,6 +81,40 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
  * \param out receives the stream (NULL on failure) */
 etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
                                      const char* backend, double sample_rate, etude_stream** out);
+/** Everything a mel stream can be made with (etude_stream_create_mel_ex()).
+ * Fill it with etude_mel_stream_options_init() and then set what you need:
+ * later versions may add fields, and the init function gives them defaults. */
+typedef struct etude_mel_stream_options {
+    /** A LEF file made by tools/convert.py (required). */
+    const char* model_path;
+    /** Where model_path runs: "auto" (the default; a GPU if there is one),
+     * "cpu", "cuda" or "opencl". */
+    const char* backend;
+    /** Device index within backend; -1 (the default) picks the best. */
+    int device;
+    /** Optional: a cheaper model of the same family and mel settings for the
+     * CPU tier, e.g. HiFi-GAN V3 while V1 runs on the GPU. NULL (the default)
+     * runs model_path on the CPU too. Without a GPU only this model runs. */
+    const char* cpu_model_path;
+    /** Nonzero (the default): when no model keeps up, the stream may fall to
+     * phase reconstruction from the mel rather than underrun. */
+    int allow_phase_fallback;
+    /** Output rate, 8000..192000 Hz (resampled from the model's); default 48000. */
+    double sample_rate;
+} etude_mel_stream_options;
+
+/** Sets every field of *options to its default (model_path NULL). */
+void etude_mel_stream_options_init(etude_mel_stream_options* options);
+/** A mel stream with tiers: etude_stream_create_mel() with every option.
+ * \param engine the engine whose workers it uses
+ * \param options see etude_mel_stream_options
+ * \param out receives the stream (NULL on failure)
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL argument, a missing or
+ *         invalid model, a bad backend name or rate, or a CPU model that
+ *         cannot stand in for the main one (another family or mel setting) */
+etude_status etude_stream_create_mel_ex(etude_engine* engine,
+                                        const etude_mel_stream_options* options,
+                                        etude_stream** out);
 /** Frees a stream; NULL is ignored. Stop the audio callback that pulls from
  * it first. */
 void etude_stream_destroy(etude_stream* stream);
@@ -121,6 +155,19 @@ etude_status etude_stream_cancel(etude_stream* stream);
 int etude_stream_busy(const etude_stream* stream);
 /** Copies the stream's counters into *out. */
 etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_stats* out);
+
+/** A mel stream's counters: which tier made its chunks. */
+typedef struct etude_mel_stats {
+    uint64_t frames;        /**< mel frames vocoded */
+    uint64_t chunks_gpu;    /**< chunks made by the model on the GPU */
+    uint64_t chunks_cpu;    /**< chunks made by the (CPU) model on the CPU */
+    uint64_t chunks_phase;  /**< chunks made by phase reconstruction */
+    uint64_t gpu_failures;  /**< device errors; each chunk was remade on the CPU */
+    double model_latency_ms; /**< the look-ahead the network adds */
+} etude_mel_stats;
+/** Copies a mel stream's tier counters into *out.
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a text stream or a NULL argument */
+etude_status etude_stream_get_mel_stats(const etude_stream* stream, etude_mel_stats* out);
 
 #ifdef __cplusplus
 }

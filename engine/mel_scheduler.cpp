@@ -27,15 +27,14 @@ std::int64_t time_run(const std::function<void()>& f) {
 // The GPU and CPU tiers may run different models of one family (say
 // HiFi-GAN V1 on the GPU, V3 on the CPU): they must agree on everything that
 // fixes the timeline and the input.
-void check_compatible(const NeuralModel& gpu, const NeuralModel& cpu) {
-    const auto& a = gpu.audio();
-    const auto& b = cpu.audio();
+void check_compatible(const ModelAudioParams& a, const std::string& gpu_label,
+                      const ModelAudioParams& b, const std::string& cpu_label) {
     const bool same = a.architecture == b.architecture && a.sample_rate == b.sample_rate &&
                       a.hop == b.hop && a.n_fft == b.n_fft && a.n_mels == b.n_mels &&
                       a.mel_scale == b.mel_scale && a.mel_norm == b.mel_norm && a.fmin == b.fmin &&
                       a.fmax == b.fmax && a.padding == b.padding && a.log_floor == b.log_floor;
     if (!same)
-        throw Error("the CPU model " + cpu.label() + " cannot stand in for " + gpu.label() +
+        throw Error("the CPU model " + cpu_label + " cannot stand in for " + gpu_label +
                     ": both must be the same family with the same audio and mel settings");
 }
 
@@ -56,7 +55,8 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                 gpu_model_ = NeuralModel::load(options_.model_path, backend);
                 stats_.gpu_device = where;
                 if (cpu_path != options_.model_path) {
-                    check_compatible(*gpu_model_, *cpu_model_);
+                    check_compatible(gpu_model_->audio(), gpu_model_->label(), a,
+                                     cpu_model_->label());
                     separate_ = true;
                     stats_.model =
                         a.architecture + " (GPU " + options_.model_path + ", CPU " + cpu_path + ")";
@@ -73,6 +73,12 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
     } else {
         stats_.gpu_note = "the CPU was asked for";
     }
+    // Without a GPU tier only the CPU model runs, but the upstream acoustic
+    // model was chosen for `model_path`: a CPU model that reads another mel
+    // would be a silent wrong result on CPU-only machines, so check it here too.
+    if (!gpu_model_ && cpu_path != options_.model_path)
+        check_compatible(read_model_audio(options_.model_path), options_.model_path, a,
+                         cpu_model_->label());
     stream_ = std::make_unique<MelVocoderStream>(cpu_model_);
     if (separate_) gpu_stream_ = std::make_unique<MelVocoderStream>(gpu_model_);
     right_context_ = cpu_model_->right_context();

@@ -623,6 +623,11 @@ std::shared_ptr<NeuralModel> NeuralModel::load(const LefFile& file, const std::s
     return m;
 }
 
+ModelAudioParams read_model_audio(const std::string& path) {
+    const LefFile file = LefFile::open(path);
+    return read_audio_params(Metadata(file.metadata_json(), path));
+}
+
 int NeuralModel::streaming_latency_samples() const {
     if (audio_.architecture == "vocos") {
         const int half = audio_.n_fft / 2;

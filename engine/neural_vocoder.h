@@ -47,6 +47,10 @@ struct ModelAudioParams {
 // The log-mel front end a model was trained with (for copy synthesis and
 // for the phase-reconstruction tier).
 dsp::LogMelConfig log_mel_config(const ModelAudioParams& audio);
+// The audio parameters of the model in a LEF file, without building the
+// network or uploading weights (the file is still validated whole). Throws
+// etude::Error as NeuralModel::load does.
+ModelAudioParams read_model_audio(const std::string& path);
 
 // One network evaluation over a window of mel frames: the part of the model
 // that depends on its weights. Implemented per architecture.

@@ -274,6 +274,24 @@ TEST(MelStreamFaults, a_cheaper_cpu_model_covers_a_failed_gpu_chunk_exactly) {
     EXPECT_EQ(sched.stats().gpu_failures, 1u);
 }
 
+// Without a GPU tier only the CPU model runs; one that reads another mel
+// than the main model must still be refused, not run silently.
+TEST(MelStreamErrors, a_cpu_model_of_another_family_is_refused_even_without_a_gpu) {
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.cpu_model_path = kData + "vocos.lef";
+    mo.backend = "cpu";
+    try {
+        MelScheduler sched(mo);
+        ADD_FAILURE() << "a Vocos CPU model was accepted under HiFi-GAN V1";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot stand in"), std::string::npos) << e.what();
+    }
+    mo.cpu_model_path = kData + "hifigan_v3.lef";  // same family and mel: fine
+    MelScheduler ok(mo);
+    EXPECT_NE(ok.stats().model.find("hifigan_v3"), std::string::npos);
+}
+
 TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     Engine engine;
     StreamOptions text;
@@ -320,6 +338,67 @@ TEST(MelStreamCApi, push_mel_through_the_c_api) {
     got.resize(etude_stream_read(s, got.data(), got.size()));
     EXPECT_EQ(got.size(), want.size());
     etude_stream_destroy(s);
+    etude_engine_destroy(e);
+}
+
+// The tiers through the C API: on the CPU the stream runs the cheaper CPU
+// model (V3 here, not V1), exactly, and the counters say which tier made
+// the chunks.
+TEST(MelStreamCApi, tiered_stream_through_the_c_api) {
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v3", mel);
+    ASSERT_GT(max_abs_diff(want, offline("hifigan_v1", mel)), 0.01) << "V1 and V3 must differ";
+    etude_engine* e = nullptr;
+    ASSERT_EQ(etude_engine_create(&e), ETUDE_OK);
+    const std::string v1 = kData + "hifigan_v1.lef", v3 = kData + "hifigan_v3.lef",
+                      vocos = kData + "vocos.lef";
+    etude_mel_stream_options o;
+    etude_mel_stream_options_init(&o);
+    EXPECT_EQ(std::string(o.backend), "auto");
+    EXPECT_EQ(o.device, -1);
+    EXPECT_NE(o.allow_phase_fallback, 0);
+    etude_stream* s = nullptr;
+    EXPECT_EQ(etude_stream_create_mel_ex(e, &o, &s), ETUDE_ERROR_INVALID_ARGUMENT)
+        << "no model_path";
+    EXPECT_NE(std::string(etude_last_error()).find("model_path"), std::string::npos);
+    o.model_path = v1.c_str();
+    o.cpu_model_path = vocos.c_str();
+    o.backend = "cpu";
+    EXPECT_EQ(etude_stream_create_mel_ex(e, &o, &s), ETUDE_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(etude_last_error()).find("cannot stand in"), std::string::npos)
+        << etude_last_error();
+    EXPECT_EQ(s, nullptr);
+
+    o.cpu_model_path = v3.c_str();
+    o.allow_phase_fallback = 0;
+    o.sample_rate = 22050;
+    ASSERT_EQ(etude_stream_create_mel_ex(e, &o, &s), ETUDE_OK) << etude_last_error();
+    for (int f0 = 0; f0 < mel.frames; f0 += 7) {
+        const int n = std::min(7, mel.frames - f0);
+        const auto chunk = mel.chunk(f0, n);
+        ASSERT_EQ(etude_stream_push_mel(s, chunk.data(), 80, static_cast<std::size_t>(n),
+                                        f0 + n == mel.frames),
+                  ETUDE_OK)
+            << etude_last_error();
+    }
+    std::vector<float> got(want.size() + 100);
+    got.resize(etude_stream_read(s, got.data(), got.size()));
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(max_abs_diff(got, want), 1e-5);
+    etude_mel_stats m{};
+    ASSERT_EQ(etude_stream_get_mel_stats(s, &m), ETUDE_OK);
+    EXPECT_EQ(m.frames, static_cast<std::uint64_t>(mel.frames));
+    EXPECT_GT(m.chunks_cpu, 0u);
+    EXPECT_EQ(m.chunks_gpu, 0u);
+    EXPECT_EQ(m.chunks_phase, 0u);
+    EXPECT_GT(m.model_latency_ms, 0.0);
+    etude_stream_destroy(s);
+
+    etude_stream* text = nullptr;
+    ASSERT_EQ(etude_stream_create(e, nullptr, 16000, &text), ETUDE_OK);
+    EXPECT_EQ(etude_stream_get_mel_stats(text, &m), ETUDE_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(etude_last_error()).find("not a mel stream"), std::string::npos);
+    etude_stream_destroy(text);
     etude_engine_destroy(e);
 }
 
