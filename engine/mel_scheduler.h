@@ -15,8 +15,9 @@
 // errors the GPU stays off. Switching between tiers 0 and 1 is seamless with
 // one model (the stream state does not depend on where the network runs);
 // with two models each keeps its own context, so every chunk is exactly what
-// its model makes (HiFi-GAN; Vocos loses the overlap at a switch). Switching
-// to tier 2 and back is not bit-exact, and is counted.
+// its model makes (Vocos reruns the few skipped frames whose windows overlap
+// the chunk). Tier 2's chunks are its own audio, and counted; the model's
+// output is exact again from its first chunk after them.
 //
 // Threads: one owner (the stream's producer thread). Not real-time safe.
 #pragma once

@@ -712,6 +712,7 @@ void MelVocoderStream::reset() {
     ola_.clear();
     envelope_.clear();
     ola_start_ = emitted_ = 0;
+    rebuild_from_ = -1;
 }
 
 std::vector<float> MelVocoderStream::push(std::span<const float> mel, int frames) {
@@ -791,8 +792,11 @@ std::size_t MelVocoderStream::skip_to(long end) {
             envelope_.erase(envelope_.begin(), envelope_.begin() + drop);
             ola_start_ = limit;
         }
+        // The skipped frames' windows reach into what the network makes
+        // next: it reruns them first (their context is kept for that).
+        rebuild_from_ = std::max<long>(0, produced_ - overlap_frames());
     }
-    const long keep_from = std::max<long>(history_start_, produced_ - model_->left_context());
+    const long keep_from = std::max<long>(history_start_, history_needed_from());
     if (keep_from > history_start_) {
         history_.erase(
             history_.begin(),
@@ -803,21 +807,20 @@ std::size_t MelVocoderStream::skip_to(long end) {
 }
 
 void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& out) {
-    const int left = model_->left_context();
-    const int per = model_->values_per_frame();
     // A failed run (a device error) leaves the stream as it was, so that the
     // caller can redo the same frames on another backend.
     struct Saved {
-        long produced, emitted, ola_start;
+        long produced, emitted, ola_start, rebuild_from;
         std::size_t out_size;
         std::vector<float> ola, envelope;
-    } saved{produced_, emitted_, ola_start_, out.size(), ola_, envelope_};
+    } saved{produced_, emitted_, ola_start_, rebuild_from_, out.size(), ola_, envelope_};
     try {
-        produce_pieces(end_frame, final, per, out);
+        produce_pieces(end_frame, final, out);
     } catch (...) {
         produced_ = saved.produced;
         emitted_ = saved.emitted;
         ola_start_ = saved.ola_start;
+        rebuild_from_ = saved.rebuild_from;
         ola_ = std::move(saved.ola);
         envelope_ = std::move(saved.envelope);
         out.resize(saved.out_size);
@@ -825,7 +828,7 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
     }
     if (final && produced_ == end_frame) assemble(nullptr, 0, true, out);
     // Keep only the left context the next window needs.
-    const long keep_from = std::max<long>(history_start_, produced_ - left);
+    const long keep_from = std::max<long>(history_start_, history_needed_from());
     if (keep_from > history_start_) {
         history_.erase(
             history_.begin(),
@@ -834,27 +837,69 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
     }
 }
 
-void MelVocoderStream::produce_pieces(long end_frame, bool final, int per,
-                                      std::vector<float>& out) {
-    const int left = model_->left_context(), right = model_->right_context();
+void MelVocoderStream::produce_pieces(long end_frame, bool final, std::vector<float>& out) {
+    if (rebuild_from_ >= 0 && (produced_ < end_frame || final)) rebuild_overlap();
     while (produced_ < end_frame) {
         const long a = produced_;
         const long b = std::min<long>(end_frame, a + kMaxFramesPerRun);
-        const long ws = std::max<long>(0, a - left);
-        const long we = std::min<long>(received_, b + right);
-        const int w = static_cast<int>(we - ws);
-        window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
-        for (int f = 0; f < w; ++f) {
-            const float* src =
-                history_.data() + static_cast<std::size_t>(ws + f - history_start_) * n_mels_;
-            for (int c = 0; c < n_mels_; ++c)
-                window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
-        }
-        values_.resize(static_cast<std::size_t>(b - a) * per);
-        model_->run(window_mel_.data(), w, static_cast<int>(a - ws), static_cast<int>(b - a),
-                    values_.data());
+        run_window(a, b);
         produced_ = b;
         assemble(values_.data(), static_cast<int>(b - a), final && b == end_frame, out);
+    }
+}
+
+void MelVocoderStream::run_window(long a, long b) {
+    const int left = model_->left_context(), right = model_->right_context();
+    const long ws = std::max<long>(0, a - left);
+    const long we = std::min<long>(received_, b + right);
+    const int w = static_cast<int>(we - ws);
+    window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
+    for (int f = 0; f < w; ++f) {
+        const float* src =
+            history_.data() + static_cast<std::size_t>(ws + f - history_start_) * n_mels_;
+        for (int c = 0; c < n_mels_; ++c) window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
+    }
+    values_.resize(static_cast<std::size_t>(b - a) * model_->values_per_frame());
+    model_->run(window_mel_.data(), w, static_cast<int>(a - ws), static_cast<int>(b - a),
+                values_.data());
+}
+
+int MelVocoderStream::overlap_frames() const {
+    const auto& audio = model_->audio();
+    if (audio.architecture != "vocos") return 0;
+    return (audio.n_fft + audio.hop - 1) / audio.hop - 1;
+}
+
+long MelVocoderStream::history_needed_from() const {
+    return (rebuild_from_ >= 0 ? rebuild_from_ : produced_) - model_->left_context();
+}
+
+void MelVocoderStream::rebuild_overlap() {
+    const long a = rebuild_from_, b = produced_;
+    if (b > a) {
+        run_window(a, b);
+        overlap_add(values_.data(), a, static_cast<int>(b - a));
+    }
+    rebuild_from_ = -1;
+}
+
+void MelVocoderStream::overlap_add(const float* values, long first, int count) {
+    const auto& audio = model_->audio();
+    const int n = audio.n_fft, hop = audio.hop;
+    const auto& win = model_->synthesis_window();
+    const long end = (first + count - 1) * hop + n;  // OLA extent after these frames
+    if (end > ola_start_ + static_cast<long>(ola_.size())) {
+        ola_.resize(static_cast<std::size_t>(end - ola_start_), 0.0f);
+        envelope_.resize(ola_.size(), 0.0f);
+    }
+    for (int i = 0; i < count; ++i) {
+        const long start = (first + i) * hop - ola_start_;
+        const float* v = values + static_cast<std::size_t>(i) * n;
+        // Positions before ola_start_ were emitted already (after a skip).
+        for (long k = std::max<long>(0, -start); k < n; ++k) {
+            ola_[start + k] += v[k] * win[k];
+            envelope_[start + k] += win[k] * win[k];
+        }
     }
 }
 
@@ -872,24 +917,7 @@ void MelVocoderStream::assemble(const float* values, int count, bool final,
     // overlap-add divided by the summed squared window, first n_fft/2 samples
     // dropped, hop * (frames - 1) samples in all.
     const int n = audio.n_fft, hop = audio.hop, half = n / 2;
-    const auto& win = model_->synthesis_window();
-    const long first_frame = produced_ - count;
-    if (values) {
-        const long end = (produced_ - 1) * hop + n;  // OLA extent after these frames
-        const std::size_t need = static_cast<std::size_t>(end - ola_start_);
-        if (ola_.size() < need) {
-            ola_.resize(need, 0.0f);
-            envelope_.resize(need, 0.0f);
-        }
-        for (int i = 0; i < count; ++i) {
-            const long start = (first_frame + i) * hop - ola_start_;
-            const float* v = values + static_cast<std::size_t>(i) * n;
-            for (int k = 0; k < n; ++k) {
-                ola_[start + k] += v[k] * win[k];
-                envelope_[start + k] += win[k] * win[k];
-            }
-        }
-    }
+    if (values) overlap_add(values, produced_ - count, count);
     // Samples t' (centred time) below produced_ * hop get no more frames.
     long limit = final ? half + (received_ > 0 ? (received_ - 1) * hop : 0) : produced_ * hop;
     const long begin = emitted_ + half;

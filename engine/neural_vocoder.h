@@ -149,7 +149,8 @@ class MelVocoderStream {
     // on as drain_to() would have, without running the network, and returns
     // the number of samples the caller must supply instead (each frame's
     // context stays available, so the network takes over again exactly; for
-    // Vocos the overlap of the skipped frames into the next ones is lost).
+    // Vocos it first reruns the skipped frames whose windows overlap its next
+    // ones, so that the overlap-add is whole).
     std::size_t skip_to(long end_frame);
     long ready_frames() const;  // frames whose right context has arrived
     long received_frames() const { return received_; }
@@ -157,8 +158,16 @@ class MelVocoderStream {
 
   private:
     void produce(long end_frame, bool final, std::vector<float>& out);
-    void produce_pieces(long end_frame, bool final, int per, std::vector<float>& out);
+    void produce_pieces(long end_frame, bool final, std::vector<float>& out);
     void assemble(const float* values, int count, bool final, std::vector<float>& out);
+    void run_window(long a, long b);  // network values of frames [a, b) into values_
+    // Vocos: adds frames [first, first + count) to the overlap-add, from
+    // ola_start_ on (what lies before it was emitted already).
+    void overlap_add(const float* values, long first, int count);
+    void rebuild_overlap();
+    // Vocos: frames before a position p * hop whose windows reach past it.
+    int overlap_frames() const;
+    long history_needed_from() const;
 
     std::shared_ptr<const NeuralModel> model_;
     int n_mels_ = 0;
@@ -170,6 +179,10 @@ class MelVocoderStream {
     // Vocos: overlap-add state (samples from ola_start_, in centred STFT time).
     std::vector<float> ola_, envelope_;
     long ola_start_ = 0;
+    // Vocos after skip_to(): frames [rebuild_from_, produced_) were not run,
+    // but their windows overlap what comes next; the network runs them
+    // before its next frames so that the overlap-add is whole again (-1: none).
+    long rebuild_from_ = -1;
     long emitted_ = 0;  // output samples handed out
 };
 
