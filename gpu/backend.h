@@ -206,6 +206,12 @@ class Backend : public MemoryOwner {
     // held is ignored, even NaN); x and y may be the same buffer.
     virtual void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
                        DeviceBuffer& y) = 0;
+    // Copies a block of `rows` rows of `cols` floats between distinct buffers:
+    // dst[dst_offset + r*dst_stride + c] = src[src_offset + r*src_stride + c].
+    // Streaming vocoders keep each channel's last samples this way.
+    virtual void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                           std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                           std::size_t dst_offset, std::size_t dst_stride) = 0;
     // y[c][r] = x[r][c]: x is rows x cols, y is cols x rows (distinct buffers).
     virtual void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
                            DeviceBuffer& y) = 0;

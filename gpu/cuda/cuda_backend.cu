@@ -602,6 +602,26 @@ void CudaBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer
     op.done();
 }
 
+void CudaBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                            std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                            std::size_t dst_offset, std::size_t dst_stride) {
+    Op op(*this, q, "copy_rows");
+    if (rows > 0 && cols > 0) {
+        if (src.handle() == dst.handle())
+            throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
+        const std::size_t last = static_cast<std::size_t>(rows - 1);
+        need(src, src_offset + last * src_stride + cols, "src", "copy_rows");
+        need(dst, dst_offset + last * dst_stride + cols, "dst", "copy_rows");
+        op.check(cudaMemcpy2DAsync(fp(dst) + dst_offset, dst_stride * sizeof(float),
+                                   fp(src) + src_offset, src_stride * sizeof(float),
+                                   static_cast<std::size_t>(cols) * sizeof(float),
+                                   static_cast<std::size_t>(rows), cudaMemcpyDeviceToDevice,
+                                   op.stream()),
+                 "cudaMemcpy2DAsync");
+    }
+    op.done();
+}
+
 void CudaBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
     Op op(*this, q, "transpose");
     const std::size_t total = static_cast<std::size_t>(std::max(rows, 0)) * std::max(cols, 0);

@@ -99,6 +99,9 @@ class CudaBackend final : public Backend, public CudaGraphs {
                     const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) override;
     void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
                DeviceBuffer& y) override;
+    void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
+                   std::size_t src_stride, DeviceBuffer& dst, std::size_t dst_offset,
+                   std::size_t dst_stride) override;
     void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) override;
     void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
                   DeviceBuffer& y) override;

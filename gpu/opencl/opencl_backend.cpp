@@ -759,6 +759,33 @@ void OpenClBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuff
     launch(cq, op, kAxpby, range1d(n), mem(x), mem(y), count, alpha, beta);
 }
 
+void OpenClBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                              std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                              std::size_t dst_offset, std::size_t dst_stride) {
+    const char* op = "copy_rows";
+    begin(op);
+    if (rows <= 0 || cols <= 0) return;
+    if (src.handle() == dst.handle())
+        throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
+    const std::size_t last = static_cast<std::size_t>(rows - 1);
+    if (src_offset + last * src_stride + cols > src.floats() ||
+        dst_offset + last * dst_stride + cols > dst.floats())
+        throw std::invalid_argument("copy_rows: the block reaches past a buffer");
+    auto& cq = queue_of(q, op);
+    // A rectangle copy: rows are the second dimension, in bytes.
+    const std::size_t src_origin[3] = {src_offset * sizeof(float), 0, 0};
+    const std::size_t dst_origin[3] = {dst_offset * sizeof(float), 0, 0};
+    const std::size_t region[3] = {static_cast<std::size_t>(cols) * sizeof(float),
+                                   static_cast<std::size_t>(rows), 1};
+    cl_event ev = nullptr;
+    check(clEnqueueCopyBufferRect(cq.queue.get(), mem(src), mem(dst), src_origin, dst_origin,
+                                  region, src_stride * sizeof(float), 0,
+                                  dst_stride * sizeof(float), 0, 0, nullptr, &ev),
+          "clEnqueueCopyBufferRect", op);
+    cq.pending.push_back({op, Event(), Event(ev)});
+    collect_timings(cq, false);
+}
+
 void OpenClBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
                               DeviceBuffer& y) {
     const char* op = "transpose";

@@ -169,6 +169,25 @@ TEST_F(CudaParity, CopiesWithOffsetsAndFill) {
     compare("fill + copy, whole buffer", dst, n, 0.0);
 }
 
+TEST_F(CudaParity, CopyRowsWithOffsetsAndStrides) {
+    struct Case {
+        int rows, cols;
+        std::size_t src_offset, src_stride, dst_offset, dst_stride;
+    };
+    for (Case c : {Case{1, 1, 0, 1, 0, 1}, Case{3, 5, 2, 9, 1, 7}, Case{64, 12, 100, 40, 0, 12}}) {
+        const std::size_t src_n = c.src_offset + (c.rows - 1) * c.src_stride + c.cols + 3;
+        const std::size_t dst_n = c.dst_offset + (c.rows - 1) * c.dst_stride + c.cols + 3;
+        const auto src = upload(random(src_n));
+        auto dst = output(dst_n);
+        gpu_->copy_rows(*gq_, c.rows, c.cols, src.gpu, c.src_offset, c.src_stride, dst.gpu,
+                        c.dst_offset, c.dst_stride);
+        cpu_.copy_rows(*cq_, c.rows, c.cols, src.cpu, c.src_offset, c.src_stride, dst.cpu,
+                       c.dst_offset, c.dst_stride);
+        compare("copy_rows " + std::to_string(c.rows) + "x" + std::to_string(c.cols), dst, dst_n,
+                0.0);
+    }
+}
+
 TEST_F(CudaParity, Activations) {
     const std::size_t n = 100003;  // not a multiple of the block size
     for (Activation f : {Activation::LeakyRelu, Activation::Gelu, Activation::Tanh, Activation::Exp,
