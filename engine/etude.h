@@ -158,11 +158,11 @@ etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_sta
 
 /** A mel stream's counters: which tier made its chunks. */
 typedef struct etude_mel_stats {
-    uint64_t frames;        /**< mel frames vocoded */
-    uint64_t chunks_gpu;    /**< chunks made by the model on the GPU */
-    uint64_t chunks_cpu;    /**< chunks made by the (CPU) model on the CPU */
-    uint64_t chunks_phase;  /**< chunks made by phase reconstruction */
-    uint64_t gpu_failures;  /**< device errors; each chunk was remade on the CPU */
+    uint64_t frames;         /**< mel frames vocoded */
+    uint64_t chunks_gpu;     /**< chunks made by the model on the GPU */
+    uint64_t chunks_cpu;     /**< chunks made by the (CPU) model on the CPU */
+    uint64_t chunks_phase;   /**< chunks made by phase reconstruction */
+    uint64_t gpu_failures;   /**< device errors; each chunk was remade on the CPU */
     double model_latency_ms; /**< the look-ahead the network adds */
 } etude_mel_stats;
 /** Copies a mel stream's tier counters into *out.

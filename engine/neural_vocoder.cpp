@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "engine/error.h"
+#include "engine/stream_layers.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {
@@ -351,6 +352,7 @@ class HifiGanNetwork final : public VocoderNetwork {
     }
 
     int values_per_frame() const override { return hop_; }
+    std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
 
     void run(const float* mel, int frames, int first, int count, float* out) override {
         gpu::Queue& q = *queue_;
@@ -410,6 +412,7 @@ class HifiGanNetwork final : public VocoderNetwork {
     }
 
   private:
+    friend class HifiGanStream;
     struct ResBlock {
         std::vector<ConvLayer> first, second;  // ResBlock2 has no second convs
     };
@@ -522,6 +525,7 @@ class VocosNetwork final : public VocoderNetwork {
     }
 
     int values_per_frame() const override { return n_fft_; }
+    std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
 
     void run(const float* mel, int frames, int first, int count, float* out) override {
         gpu::Queue& q = *queue_;
@@ -576,6 +580,7 @@ class VocosNetwork final : public VocoderNetwork {
     }
 
   private:
+    friend class VocosStream;
     struct Block {
         ConvLayer dw;
         DeviceTensor norm_w, norm_b, pw1_w, pw1_b, pw2_w, pw2_b;
@@ -589,6 +594,312 @@ class VocosNetwork final : public VocoderNetwork {
     DeviceTensor norm_w_, norm_b_, final_w_, final_b_, head_w_, head_b_;
     std::vector<Block> blocks_;
 };
+
+// ---- incremental runners ------------------------------------------------------------
+
+// HiFi-GAN, layer by layer as HifiGanNetwork::run, each layer a stream layer:
+// the residual paths are delayed by their branch's lag, and the resblocks of
+// a stage by the difference to the slowest one, so every sum lines up.
+class HifiGanStream final : public NetworkStream {
+  public:
+    explicit HifiGanStream(const HifiGanNetwork& net)
+        : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
+        pre_ = conv(net.conv_pre_, std::nullopt);
+        for (std::size_t i = 0; i < net.ups_.size(); ++i) {
+            Stage st;
+            st.up = std::make_unique<StreamUpsample>(backend_, net.ups_[i].shape,
+                                                     net.ups_[i].weight.buffer,
+                                                     net.ups_[i].bias.buffer, net.slope_);
+            st.channels = net.ups_[i].shape.out_channels;
+            std::vector<int> lags;
+            for (int j = 0; j < net.num_kernels_; ++j) {
+                const auto& rb = net.resblocks_[i * net.num_kernels_ + j];
+                Branch br;
+                int lag = 0;
+                for (std::size_t m = 0; m < rb.first.size(); ++m) {
+                    Sub sub;
+                    sub.c1 = conv(rb.first[m], net.slope_);
+                    int sub_lag = rb.first[m].shape.padding;
+                    if (!rb.second.empty()) {
+                        sub.c2 = conv(rb.second[m], net.slope_);
+                        sub_lag += rb.second[m].shape.padding;
+                    }
+                    sub.skip = std::make_unique<StreamDelay>(backend_, st.channels, sub_lag);
+                    lag += sub_lag;
+                    br.subs.push_back(std::move(sub));
+                }
+                lags.push_back(lag);
+                st.branches.push_back(std::move(br));
+            }
+            const int slowest = lags.empty() ? 0 : *std::max_element(lags.begin(), lags.end());
+            for (std::size_t j = 0; j < st.branches.size(); ++j)
+                st.branches[j].align =
+                    std::make_unique<StreamDelay>(backend_, st.channels, slowest - lags[j]);
+            st.lag = slowest;
+            stages_.push_back(std::move(st));
+        }
+        post_ = conv(net.conv_post_, net.final_slope_);
+    }
+
+    // The lag of the whole network in output samples: what must be within the
+    // right context the stream waits for.
+    long lag_samples() const {
+        long total = 1;
+        for (int u : net_.rates_) total *= u;
+        long lag = static_cast<long>(net_.conv_pre_.shape.padding) * total;
+        long rate = 1;
+        for (std::size_t i = 0; i < stages_.size(); ++i) {
+            rate *= net_.rates_[i];
+            lag += static_cast<long>(net_.ups_[i].shape.padding + stages_[i].lag) * (total / rate);
+        }
+        return lag + net_.conv_post_.shape.padding;
+    }
+
+    static bool supports(const HifiGanNetwork& net) {
+        if (!StreamConv::supports(net.conv_pre_.shape) ||
+            !StreamConv::supports(net.conv_post_.shape))
+            return false;
+        for (const auto& u : net.ups_)
+            if (!StreamUpsample::supports(u.shape)) return false;
+        for (const auto& rb : net.resblocks_) {
+            for (const auto& c : rb.first)
+                if (!StreamConv::supports(c.shape)) return false;
+            for (const auto& c : rb.second)
+                if (!StreamConv::supports(c.shape)) return false;
+        }
+        return true;
+    }
+
+    void reset() override {
+        pre_->reset();
+        post_->reset();
+        for (auto& st : stages_) {
+            st.up->reset();
+            for (auto& br : st.branches) {
+                for (auto& sub : br.subs) {
+                    sub.c1->reset();
+                    if (sub.c2) sub.c2->reset();
+                    sub.skip->reset();
+                }
+                br.align->reset();
+            }
+        }
+    }
+
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
+        gpu::Queue& q = *queue_;
+        const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * std::max(frames, 0);
+        auto& in = mel_.need(backend_, n_in);
+        if (n_in > 0) backend_.copy_to_device(q, in, 0, mel, n_in);
+        SignalRef x = pre_->push(q, {&in, net_.n_mels_, frames}, flush);
+        for (auto& st : stages_) {
+            const SignalRef y = st.up->push(q, x, flush);
+            // Every resblock, lined up, completes the same samples.
+            int length = -1;
+            std::size_t n = 0;
+            gpu::DeviceBuffer* sum = nullptr;
+            for (std::size_t j = 0; j < st.branches.size(); ++j) {
+                auto& br = st.branches[j];
+                SignalRef r = y;
+                for (auto& sub : br.subs) {
+                    // ResBlock1: r + c2(lrelu(c1(lrelu(r)))); ResBlock2: r + c1(lrelu(r)).
+                    SignalRef b = sub.c1->push(q, r, flush);
+                    if (sub.c2) b = sub.c2->push(q, b, flush);
+                    const SignalRef d = sub.skip->push(q, r, flush);
+                    if (b.length != d.length) throw Error("HiFi-GAN stream: paths out of step");
+                    if (d.length > 0)
+                        backend_.axpby(q, static_cast<std::size_t>(st.channels) * d.length, 1.0f,
+                                       *b.buffer, 1.0f, *d.buffer);
+                    r = d;
+                }
+                const SignalRef a = br.align->push(q, r, flush);
+                if (j == 0) {
+                    length = a.length;
+                    n = static_cast<std::size_t>(st.channels) * length;
+                    sum = &st.sum.need(backend_, n);
+                } else if (a.length != length) {
+                    throw Error("HiFi-GAN stream: resblocks out of step");
+                }
+                if (n > 0) backend_.axpby(q, n, 1.0f, *a.buffer, j == 0 ? 0.0f : 1.0f, *sum);
+            }
+            if (n > 0)
+                backend_.axpby(q, n, 1.0f / static_cast<float>(st.branches.size()), *sum, 0.0f,
+                               *sum);
+            x = {sum, st.channels, std::max(length, 0)};
+        }
+        const SignalRef out = post_->push(q, x, flush);
+        if (out.length > 0) {
+            const std::size_t n = static_cast<std::size_t>(out.length);
+            backend_.activation(q, gpu::Activation::Tanh, *out.buffer, *out.buffer, n);
+            const std::size_t at = values.size();
+            values.resize(at + n);
+            backend_.copy_to_host(q, values.data() + at, *out.buffer, 0, n);
+        }
+        backend_.synchronize(q);
+    }
+
+  private:
+    struct Sub {
+        std::unique_ptr<StreamConv> c1, c2;  // c2: ResBlock1 only
+        std::unique_ptr<StreamDelay> skip;   // the residual, delayed by c1 (+ c2)
+    };
+    struct Branch {
+        std::vector<Sub> subs;
+        std::unique_ptr<StreamDelay> align;  // up to the slowest resblock of the stage
+    };
+    struct Stage {
+        std::unique_ptr<StreamUpsample> up;
+        std::vector<Branch> branches;
+        ScratchBuffer sum;
+        int channels = 0, lag = 0;
+    };
+    std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope) {
+        return std::make_unique<StreamConv>(backend_, c.shape, c.weight.buffer, c.bias.buffer,
+                                            slope);
+    }
+
+    const HifiGanNetwork& net_;
+    gpu::Backend& backend_;
+    std::unique_ptr<gpu::Queue> queue_;
+    ScratchBuffer mel_;
+    std::unique_ptr<StreamConv> pre_, post_;
+    std::vector<Stage> stages_;
+};
+
+std::unique_ptr<NetworkStream> HifiGanNetwork::open_stream(int right_context) const {
+    if (!HifiGanStream::supports(*this)) return nullptr;
+    auto s = std::make_unique<HifiGanStream>(*this);
+    // The stream hands out frames once their right context is in: the
+    // runner must have completed them by then.
+    if (s->lag_samples() > static_cast<long>(right_context) * hop_) return nullptr;
+    return s;
+}
+
+// Vocos: the embedding and each ConvNeXt block's depthwise conv are stream
+// layers; everything else works frame by frame on what they complete, and
+// each block's residual is delayed by its depthwise conv's lag.
+class VocosStream final : public NetworkStream {
+  public:
+    explicit VocosStream(const VocosNetwork& net)
+        : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
+        embed_ = std::make_unique<StreamConv>(backend_, net.embed_.shape, net.embed_.weight.buffer,
+                                              net.embed_.bias.buffer, std::nullopt);
+        for (const auto& blk : net.blocks_) {
+            Block b;
+            b.dw = std::make_unique<StreamConv>(backend_, blk.dw.shape, blk.dw.weight.buffer,
+                                                blk.dw.bias.buffer, std::nullopt);
+            b.skip = std::make_unique<StreamDelay>(backend_, net.dim_, b.dw->lag());
+            blocks_.push_back(std::move(b));
+        }
+    }
+
+    static bool supports(const VocosNetwork& net) {
+        if (!StreamConv::supports(net.embed_.shape)) return false;
+        for (const auto& blk : net.blocks_)
+            if (!StreamConv::supports(blk.dw.shape)) return false;
+        return true;
+    }
+    int lag_frames() const {
+        int lag = embed_->lag();
+        for (const auto& b : blocks_) lag += b.dw->lag();
+        return lag;
+    }
+
+    void reset() override {
+        embed_->reset();
+        for (auto& b : blocks_) {
+            b.dw->reset();
+            b.skip->reset();
+        }
+    }
+
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
+        gpu::Queue& q = *queue_;
+        const int dim = net_.dim_, inter = net_.inter_, n_fft = net_.n_fft_;
+        const int bins = n_fft / 2 + 1;
+        const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * std::max(frames, 0);
+        auto& in = mel_.need(backend_, n_in);
+        if (n_in > 0) backend_.copy_to_device(q, in, 0, mel, n_in);
+        const SignalRef h = embed_->push(q, {&in, net_.n_mels_, frames}, flush);
+        const int t0 = h.length;
+        auto& x0 = x0_.need(backend_, static_cast<std::size_t>(dim) * t0);
+        if (t0 > 0) {
+            auto& ht = ht_.need(backend_, static_cast<std::size_t>(dim) * t0);
+            auto& hn = hn_.need(backend_, static_cast<std::size_t>(dim) * t0);
+            backend_.transpose(q, dim, t0, *h.buffer, ht);
+            backend_.layer_norm(q, t0, dim, net_.eps_, ht, net_.norm_w_.buffer, net_.norm_b_.buffer,
+                                hn);
+            backend_.transpose(q, t0, dim, hn, x0);
+        }
+        SignalRef x{&x0, dim, t0};
+        for (std::size_t i = 0; i < blocks_.size(); ++i) {
+            const auto& w = net_.blocks_[i];
+            const SignalRef d = blocks_[i].dw->push(q, x, flush);
+            const SignalRef r = blocks_[i].skip->push(q, x, flush);
+            if (d.length != r.length) throw Error("Vocos stream: paths out of step");
+            const int t = d.length;
+            if (t > 0) {
+                const std::size_t n = static_cast<std::size_t>(dim) * t;
+                auto& ht = ht_.need(backend_, n);
+                auto& hn = hn_.need(backend_, n);
+                auto& u = u_.need(backend_, static_cast<std::size_t>(inter) * t);
+                backend_.transpose(q, dim, t, *d.buffer, ht);
+                backend_.layer_norm(q, t, dim, net_.eps_, ht, w.norm_w.buffer, w.norm_b.buffer, hn);
+                backend_.gemm(q, false, true, t, inter, dim, 1.0f, hn, dim, w.pw1_w.buffer, dim,
+                              0.0f, u, inter);
+                backend_.add_bias(q, t, inter, w.pw1_b.buffer, false, u);
+                backend_.activation(q, gpu::Activation::Gelu, u, u,
+                                    static_cast<std::size_t>(inter) * t);
+                // The delayed residual takes the block's output in place.
+                backend_.gemm(q, false, true, dim, t, inter, 1.0f, w.pw2_w.buffer, inter, u, inter,
+                              1.0f, *r.buffer, t);
+                backend_.add_bias(q, dim, t, w.pw2_b.buffer, true, *r.buffer);
+            }
+            x = r;
+        }
+        const int t = x.length;
+        if (t > 0) {
+            const std::size_t n = static_cast<std::size_t>(dim) * t;
+            auto& ht = ht_.need(backend_, n);
+            auto& hn = hn_.need(backend_, n);
+            auto& u = u_.need(backend_, static_cast<std::size_t>(n_fft + 2) * t);
+            auto& spec = spec_.need(backend_, 2 * static_cast<std::size_t>(bins) * t);
+            auto& out = out_.need(backend_, static_cast<std::size_t>(n_fft) * t);
+            backend_.transpose(q, dim, t, *x.buffer, ht);
+            backend_.layer_norm(q, t, dim, net_.eps_, ht, net_.final_w_.buffer,
+                                net_.final_b_.buffer, hn);
+            backend_.gemm(q, false, true, t, n_fft + 2, dim, 1.0f, hn, dim, net_.head_w_.buffer,
+                          dim, 0.0f, u, n_fft + 2);
+            backend_.add_bias(q, t, n_fft + 2, net_.head_b_.buffer, false, u);
+            backend_.polar_spectrum(q, t, bins, net_.max_mag_, u, spec);
+            backend_.irfft(q, n_fft, t, spec, out);
+            const std::size_t at = values.size();
+            values.resize(at + static_cast<std::size_t>(n_fft) * t);
+            backend_.copy_to_host(q, values.data() + at, out, 0,
+                                  static_cast<std::size_t>(n_fft) * t);
+        }
+        backend_.synchronize(q);
+    }
+
+  private:
+    struct Block {
+        std::unique_ptr<StreamConv> dw;
+        std::unique_ptr<StreamDelay> skip;
+    };
+    const VocosNetwork& net_;
+    gpu::Backend& backend_;
+    std::unique_ptr<gpu::Queue> queue_;
+    ScratchBuffer mel_, x0_, ht_, hn_, u_, spec_, out_;
+    std::unique_ptr<StreamConv> embed_;
+    std::vector<Block> blocks_;
+};
+
+std::unique_ptr<NetworkStream> VocosNetwork::open_stream(int right_context) const {
+    if (!VocosStream::supports(*this)) return nullptr;
+    auto s = std::make_unique<VocosStream>(*this);
+    if (s->lag_frames() > right_context) return nullptr;
+    return s;
+}
 
 }  // namespace
 
@@ -706,6 +1017,8 @@ std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int de
 MelVocoderStream::MelVocoderStream(std::shared_ptr<const NeuralModel> model)
     : model_(std::move(model)), n_mels_(model_->audio().n_mels) {}
 
+MelVocoderStream::~MelVocoderStream() = default;
+
 void MelVocoderStream::reset() {
     history_.clear();
     history_start_ = received_ = produced_ = 0;
@@ -713,6 +1026,12 @@ void MelVocoderStream::reset() {
     envelope_.clear();
     ola_start_ = emitted_ = 0;
     rebuild_from_ = -1;
+    drop_incremental();
+}
+
+void MelVocoderStream::drop_incremental() {
+    inc_active_ = false;
+    pending_.clear();
 }
 
 std::vector<float> MelVocoderStream::push(std::span<const float> mel, int frames) {
@@ -770,6 +1089,12 @@ void MelVocoderStream::set_model(std::shared_ptr<const NeuralModel> model) {
         model->right_context() != model_->right_context())
         throw Error("set_model: " + model->label() + " is not the same model as " +
                     model_->label());
+    if (model.get() == model_.get()) return;
+    // The runner's state lives on the old model's backend: the next chunk
+    // primes a runner for the new one from the kept context.
+    drop_incremental();
+    net_stream_.reset();
+    net_stream_opened_ = false;
     model_ = std::move(model);
 }
 
@@ -778,6 +1103,7 @@ std::size_t MelVocoderStream::skip_to(long end) {
     if (end <= produced_) return 0;
     const long before = emitted_;
     const auto& audio = model_->audio();
+    drop_incremental();  // its state has not seen the frames skipped
     produced_ = end;
     if (audio.architecture == "hifigan") {
         emitted_ = produced_ * audio.hop;
@@ -821,6 +1147,7 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
         emitted_ = saved.emitted;
         ola_start_ = saved.ola_start;
         rebuild_from_ = saved.rebuild_from;
+        drop_incremental();  // a failed runner's state is unknown: prime a new one
         ola_ = std::move(saved.ola);
         envelope_ = std::move(saved.envelope);
         out.resize(saved.out_size);
@@ -839,6 +1166,10 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
 
 void MelVocoderStream::produce_pieces(long end_frame, bool final, std::vector<float>& out) {
     if (rebuild_from_ >= 0 && (produced_ < end_frame || final)) rebuild_overlap();
+    if (use_incremental(final)) {
+        produce_incremental(end_frame, final, out);
+        return;
+    }
     while (produced_ < end_frame) {
         const long a = produced_;
         const long b = std::min<long>(end_frame, a + kMaxFramesPerRun);
@@ -862,6 +1193,65 @@ void MelVocoderStream::run_window(long a, long b) {
     values_.resize(static_cast<std::size_t>(b - a) * model_->values_per_frame());
     model_->run(window_mel_.data(), w, static_cast<int>(a - ws), static_cast<int>(b - a),
                 values_.data());
+    frames_run_ += static_cast<std::uint64_t>(w);
+}
+
+bool MelVocoderStream::use_incremental(bool final) {
+    if (!incremental_) return false;
+    // All of an utterance at once (NeuralModel::vocode): one window is cheaper.
+    if (!inc_active_ && final && produced_ == 0) return false;
+    if (!net_stream_opened_) {
+        net_stream_ = model_->open_stream();
+        net_stream_opened_ = true;
+    }
+    return net_stream_ != nullptr;
+}
+
+void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vector<float>& out) {
+    const int per = model_->values_per_frame();
+    if (!inc_active_) {
+        // Prime a runner from the left context: its first outputs only see
+        // zeros before `start`, so they are discarded up to produced_, whose
+        // receptive field lies inside the history.
+        const long start = std::max<long>(0, produced_ - model_->left_context());
+        net_stream_->reset();
+        pending_.clear();
+        inc_fed_ = pending_first_ = start;
+        inc_active_ = true;
+    }
+    for (;;) {
+        const long a = inc_fed_, b = std::min<long>(received_, a + kMaxFramesPerRun);
+        const bool flush = final && b == received_;
+        if (b == a && !flush) break;
+        const int w = static_cast<int>(b - a);
+        window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
+        for (int f = 0; f < w; ++f) {
+            const float* src =
+                history_.data() + static_cast<std::size_t>(a + f - history_start_) * n_mels_;
+            for (int c = 0; c < n_mels_; ++c)
+                window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
+        }
+        net_stream_->push(window_mel_.data(), w, flush, pending_);
+        frames_run_ += static_cast<std::uint64_t>(w);
+        inc_fed_ = b;
+        if (flush) break;
+    }
+    // Values of frames before produced_ (priming) are not needed.
+    const std::size_t stale =
+        std::min(pending_.size(), static_cast<std::size_t>(produced_ - pending_first_) * per);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(stale));
+    pending_first_ = produced_;
+    const long count = end_frame - produced_;
+    if (count < 0 || pending_.size() < static_cast<std::size_t>(count) * per)
+        throw Error("vocoder stream: the incremental run is behind the right context (frame " +
+                    std::to_string(end_frame) + " asked, " +
+                    std::to_string(pending_first_ + static_cast<long>(pending_.size()) / per) +
+                    " ready)");
+    produced_ = end_frame;
+    assemble(pending_.data(), static_cast<int>(count), final, out);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(count) * per);
+    pending_first_ = end_frame;
+    if (final) drop_incremental();
 }
 
 int MelVocoderStream::overlap_frames() const {

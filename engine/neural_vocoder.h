@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -54,6 +55,20 @@ ModelAudioParams read_model_audio(const std::string& path);
 
 // One network evaluation over a window of mel frames: the part of the model
 // that depends on its weights. Implemented per architecture.
+// A network run incrementally (engine/stream_layers.h): every layer keeps
+// the input its kernel still needs, so each mel frame is computed once.
+// Made by NeuralModel::open_stream(); one utterance at a time.
+class NetworkStream {
+  public:
+    virtual ~NetworkStream() = default;
+    virtual void reset() = 0;  // a new utterance
+    // Takes `frames` more mel frames ([n_mels][frames]) and appends to
+    // `values` those the network can now complete (values_per_frame() per
+    // frame, in order; HiFi-GAN may end inside a frame). flush: the utterance
+    // ends here, append everything left.
+    virtual void push(const float* mel, int frames, bool flush, std::vector<float>& values) = 0;
+};
+
 class VocoderNetwork {
   public:
     virtual ~VocoderNetwork() = default;
@@ -65,6 +80,9 @@ class VocoderNetwork {
     // channel ([n_mels][frames], as PyTorch holds a mel), and writes the
     // values of frames [first, first + count) to `out`.
     virtual void run(const float* mel, int frames, int first, int count, float* out) = 0;
+    // An incremental runner on the same weights and backend, or null when a
+    // layer's shape does not allow one (the stream then recomputes context).
+    virtual std::unique_ptr<NetworkStream> open_stream(int right_context) const = 0;
 };
 
 class NeuralModel {
@@ -93,6 +111,10 @@ class NeuralModel {
     // Network evaluation (used by MelVocoderStream); serialised internally.
     void run(const float* mel, int frames, int first, int count, float* out) const;
     int values_per_frame() const { return network_->values_per_frame(); }
+    // See NetworkStream; null when the model cannot run that way.
+    std::unique_ptr<NetworkStream> open_stream() const {
+        return network_->open_stream(right_context_);
+    }
     const std::vector<float>& synthesis_window() const { return window_; }  // Vocos' ISTFT window
 
   private:
@@ -124,6 +146,7 @@ std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int de
 class MelVocoderStream {
   public:
     explicit MelVocoderStream(std::shared_ptr<const NeuralModel> model);
+    ~MelVocoderStream();
     // Appends `frames` mel frames given as [n_mels][frames] (a chunk as an
     // acoustic model emits it) and returns the audio that became final.
     std::vector<float> push(std::span<const float> mel, int frames);
@@ -155,6 +178,16 @@ class MelVocoderStream {
     long ready_frames() const;  // frames whose right context has arrived
     long received_frames() const { return received_; }
     long emitted_samples() const { return emitted_; }
+    // Mel frames the network has been run on so far, context included: the
+    // cost of streaming. Incremental runs (NetworkStream) take each frame
+    // once, plus the left context after a switch of model or tier.
+    std::uint64_t frames_run() const { return frames_run_; }
+    // Off: every window recomputes its context (what models whose layers
+    // cannot run incrementally always do); for tests and benchmarks.
+    void set_incremental(bool on) {
+        incremental_ = on;
+        if (!on) drop_incremental();
+    }
 
   private:
     void produce(long end_frame, bool final, std::vector<float>& out);
@@ -165,6 +198,9 @@ class MelVocoderStream {
     // ola_start_ on (what lies before it was emitted already).
     void overlap_add(const float* values, long first, int count);
     void rebuild_overlap();
+    bool use_incremental(bool final);
+    void produce_incremental(long end_frame, bool final, std::vector<float>& out);
+    void drop_incremental();
     // Vocos: frames before a position p * hop whose windows reach past it.
     int overlap_frames() const;
     long history_needed_from() const;
@@ -183,6 +219,14 @@ class MelVocoderStream {
     // but their windows overlap what comes next; the network runs them
     // before its next frames so that the overlap-add is whole again (-1: none).
     long rebuild_from_ = -1;
+    // The incremental runner for model_ (null: context is recomputed per
+    // window). While active it has taken frames [.., inc_fed_) and its
+    // values from frame pending_first_ on wait in pending_.
+    std::unique_ptr<NetworkStream> net_stream_;
+    bool incremental_ = true, net_stream_opened_ = false, inc_active_ = false;
+    long inc_fed_ = 0, pending_first_ = 0;
+    std::vector<float> pending_;
+    std::uint64_t frames_run_ = 0;
     long emitted_ = 0;  // output samples handed out
 };
 

@@ -216,16 +216,22 @@ TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
     mo.model_path = kData + "hifigan_v1.lef";
     mo.backend = "opencl";
     mo.allow_phase_fallback = false;
-    mo.gpu_fault = {gpu::GpuFault::KernelFailure, 2, 0, 40};  // fails two chunks
     MelScheduler sched(mo);
+    // The scheduler's device (the registry shares it): fail the first op of
+    // two chunks in mid-stream, where the GPU's runner holds state and the
+    // chunk makes audio.
+    const auto device = open_model_backend("opencl", -1);
     std::vector<float> got;
     int fell_back = 0;
-    for (int f0 = 0; f0 < mel.frames; f0 += 4) {
+    for (int f0 = 0, i = 0; f0 < mel.frames; f0 += 4, ++i) {
         const int n = std::min(4, mel.frames - f0);
+        if (i == 5 || i == 7) device->inject_fault({gpu::GpuFault::KernelFailure, 1, 0, 0});
         MelChunkReport report;
         const auto audio =
             sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames, 3'600'000'000'000, report);
         fell_back += report.fell_back;
+        EXPECT_EQ(report.fell_back, i == 5 || i == 7) << "chunk " << i;
+        if (report.fell_back) EXPECT_GT(audio.size(), 0u) << "chunk " << i;
         got.insert(got.end(), audio.begin(), audio.end());
     }
     ASSERT_EQ(got.size(), want.size());
@@ -253,13 +259,14 @@ TEST(MelStreamFaults, a_cheaper_cpu_model_covers_a_failed_gpu_chunk_exactly) {
     mo.cpu_model_path = kData + "hifigan_v3.lef";
     mo.backend = "opencl";
     mo.allow_phase_fallback = false;
-    mo.gpu_fault = {gpu::GpuFault::KernelFailure, 1, 0, 300};
     MelScheduler sched(mo);
     EXPECT_NE(sched.stats().model.find("hifigan_v3"), std::string::npos);
+    const auto device = open_model_backend("opencl", -1);  // the scheduler's (shared)
     std::vector<float> got;
     std::vector<std::pair<std::size_t, std::size_t>> v3_spans;
-    for (int f0 = 0; f0 < mel.frames; f0 += 6) {
+    for (int f0 = 0, i = 0; f0 < mel.frames; f0 += 6, ++i) {
         const int n = std::min(6, mel.frames - f0);
+        if (i == 4) device->inject_fault({gpu::GpuFault::KernelFailure, 1, 0, 0});
         MelChunkReport report;
         const auto audio =
             sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames, 3'600'000'000'000, report);

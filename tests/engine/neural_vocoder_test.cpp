@@ -106,22 +106,31 @@ TEST_P(NeuralVocoder, chunked_output_equals_whole_output_for_any_chunk_size) {
         const int n_mels = model->audio().n_mels;
         std::vector<int> sizes = {1, 2, 3, 5, 8, 13, 32, ref.frames};
         if (GetParam() != gpu::BackendKind::Cpu) sizes = {1, 7, 32};
-        for (int chunk : sizes) {
-            SCOPED_TRACE("chunk " + std::to_string(chunk));
-            MelVocoderStream stream(model);
-            std::vector<float> got;
-            for (int f0 = 0; f0 < ref.frames; f0 += chunk) {
-                const int n = std::min(chunk, ref.frames - f0);
-                std::vector<float> part;
-                copy_mel_frames(ref.mel, n_mels, ref.frames, f0, n, part);
-                const auto out = stream.push(part, n);
-                got.insert(got.end(), out.begin(), out.end());
+        for (int chunk : sizes)
+            for (bool incremental : {true, false}) {
+                SCOPED_TRACE("chunk " + std::to_string(chunk) +
+                             (incremental ? ", incremental" : ", context recomputed"));
+                if (!incremental && GetParam() != gpu::BackendKind::Cpu && chunk != 7) continue;
+                MelVocoderStream stream(model);
+                stream.set_incremental(incremental);
+                std::vector<float> got;
+                for (int f0 = 0; f0 < ref.frames; f0 += chunk) {
+                    const int n = std::min(chunk, ref.frames - f0);
+                    std::vector<float> part;
+                    copy_mel_frames(ref.mel, n_mels, ref.frames, f0, n, part);
+                    const auto out = stream.push(part, n);
+                    got.insert(got.end(), out.begin(), out.end());
+                }
+                const auto rest = stream.finish();
+                got.insert(got.end(), rest.begin(), rest.end());
+                ASSERT_EQ(got.size(), whole.size());
+                EXPECT_LE(max_abs_diff(got, whole), 1e-5);
+                if (incremental)
+                    EXPECT_EQ(stream.frames_run(), static_cast<std::uint64_t>(ref.frames))
+                        << "each frame runs through the network once";
+                else
+                    EXPECT_GT(stream.frames_run(), static_cast<std::uint64_t>(ref.frames));
             }
-            const auto rest = stream.finish();
-            got.insert(got.end(), rest.begin(), rest.end());
-            ASSERT_EQ(got.size(), whole.size());
-            EXPECT_LE(max_abs_diff(got, whole), 1e-5);
-        }
         std::printf("[ %-8s ] %-11s context %d/%d frames, added latency %.1f ms\n",
                     gpu::to_string(GetParam()), name, model->left_context(), model->right_context(),
                     1000.0 * model->streaming_latency_samples() / model->audio().sample_rate);

@@ -1,0 +1,183 @@
+#include "engine/stream_layers.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace etude::engine {
+namespace {
+
+constexpr const char* kTag = "vocoder stream state";
+
+SignalRef ref(gpu::DeviceBuffer& b, int channels, int length) {
+    return {&b, channels, length};
+}
+
+}  // namespace
+
+gpu::DeviceBuffer& ScratchBuffer::need(gpu::Backend& backend, std::size_t floats) {
+    if (buffer_.floats() < floats) {
+        buffer_ = gpu::DeviceBuffer();
+        // A quarter more: chunks vary a little in length.
+        buffer_ = backend.allocate(std::max<std::size_t>(floats + floats / 4, 1), kTag);
+    }
+    return buffer_;
+}
+
+// ---- InputWindow --------------------------------------------------------------
+
+InputWindow::InputWindow(gpu::Backend& backend, int channels, int hold, int prefill)
+    : backend_(backend), channels_(channels), hold_(hold), prefill_(prefill) {
+    if (channels <= 0 || hold < 0 || prefill < 0 || prefill > hold)
+        throw std::invalid_argument("InputWindow: bad channels, hold or prefill");
+    const std::size_t n = static_cast<std::size_t>(channels) * std::max(hold, 1);
+    tail_ = backend_.allocate(n, kTag);
+    zeros_ = backend_.allocate(n, kTag);
+    auto q = backend_.create_queue();
+    backend_.fill(*q, zeros_, 0.0f, n);
+    backend_.synchronize(*q);
+    reset();
+}
+
+void InputWindow::reset() {
+    // The zeros come from zeros_ when the tail is next read.
+    held_ = -prefill_;
+}
+
+int InputWindow::append(gpu::Queue& q, const SignalRef& in, int zeros) {
+    if (in.length > 0 && in.channels != channels_)
+        throw std::invalid_argument("InputWindow: input has the wrong channel count");
+    if (zeros > hold_) throw std::invalid_argument("InputWindow: more zeros than the window holds");
+    // held_ < 0: a fresh signal whose -held_ leading samples are zeros.
+    const int held = std::abs(held_);
+    const int m = std::max(in.length, 0);
+    const int length = held + m + zeros;
+    if (length == 0) return 0;
+    auto& work = work_.need(backend_, static_cast<std::size_t>(channels_) * length);
+    const std::size_t L = static_cast<std::size_t>(length);
+    if (held > 0)
+        backend_.copy_rows(q, channels_, held, held_ < 0 ? zeros_ : tail_, 0,
+                           static_cast<std::size_t>(std::max(hold_, 1)), work, 0, L);
+    if (m > 0)
+        backend_.copy_rows(q, channels_, m, *in.buffer, 0, static_cast<std::size_t>(in.length),
+                           work, static_cast<std::size_t>(held), L);
+    if (zeros > 0)
+        backend_.copy_rows(q, channels_, zeros, zeros_, 0, static_cast<std::size_t>(hold_), work,
+                           static_cast<std::size_t>(held + m), L);
+    const int keep = std::min(length, hold_);
+    if (keep > 0)
+        backend_.copy_rows(q, channels_, keep, work, static_cast<std::size_t>(length - keep), L,
+                           tail_, 0, static_cast<std::size_t>(hold_));
+    held_ = keep;
+    return length;
+}
+
+// ---- StreamConv -----------------------------------------------------------------
+
+bool StreamConv::supports(const gpu::Conv1dShape& s) {
+    return s.stride == 1 && s.padding >= 0 && (s.kernel - 1) * s.dilation == 2 * s.padding;
+}
+
+StreamConv::StreamConv(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+                       const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+                       std::optional<float> input_slope)
+    : backend_(backend),
+      shape_(shape),
+      weight_(weight),
+      bias_(bias),
+      slope_(input_slope),
+      window_(backend, shape.in_channels, 2 * shape.padding, shape.padding) {
+    if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
+}
+
+SignalRef StreamConv::push(gpu::Queue& q, const SignalRef& in, bool flush) {
+    const int length = window_.append(q, in, flush ? shape_.padding : 0);
+    const int n = length - 2 * shape_.padding;
+    if (n <= 0) return ref(out_.get(), shape_.out_channels, 0);
+    // The window holds raw input; the activation is applied to the copy.
+    if (slope_)
+        backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
+                            static_cast<std::size_t>(shape_.in_channels) * length, *slope_);
+    gpu::Conv1dShape s = shape_;
+    s.batch = 1;
+    s.in_length = length;
+    s.padding = 0;
+    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * n);
+    backend_.conv1d(q, s, window_.work(), weight_, bias_, out);
+    return ref(out, shape_.out_channels, n);
+}
+
+// ---- StreamUpsample ---------------------------------------------------------------
+
+bool StreamUpsample::supports(const gpu::Conv1dShape& s) {
+    const int extra = s.kernel - s.stride;  // (kernel - stride) = 2 * padding
+    return s.stride >= 1 && s.dilation == 1 && s.groups == 1 && extra >= 0 &&
+           extra % s.stride == 0 && extra == 2 * s.padding;
+}
+
+StreamUpsample::StreamUpsample(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+                               const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+                               std::optional<float> input_slope)
+    : backend_(backend),
+      shape_(shape),
+      weight_(weight),
+      bias_(bias),
+      slope_(input_slope),
+      tail_(supports(shape) ? (shape.kernel - shape.stride) / shape.stride : 0),
+      window_(backend, shape.in_channels, tail_, tail_) {
+    if (!supports(shape))
+        throw std::invalid_argument(
+            "StreamUpsample: kernel - stride must be 2 x padding, a "
+            "multiple of the stride");
+}
+
+void StreamUpsample::reset() {
+    window_.reset();
+    in_total_ = out_total_ = 0;
+}
+
+SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
+    const int u = shape_.stride;
+    const int length = window_.append(q, in, flush ? tail_ : 0);
+    in_total_ += std::max(in.length, 0);
+    // With the window's tail samples in front, cropping tail_ * u outputs on
+    // each side leaves exactly the outputs the new input completes. The first
+    // `padding` of a signal lie before its start (the layer's own padding).
+    const int full = (length - tail_) * u;
+    const long first = out_total_ == 0 ? shape_.padding : 0;
+    long count = full - first;
+    if (flush) count = std::min<long>(count, in_total_ * u - out_total_);
+    if (full <= 0 || count <= 0) return ref(out_.get(), shape_.out_channels, 0);
+    if (slope_)
+        backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
+                            static_cast<std::size_t>(shape_.in_channels) * length, *slope_);
+    gpu::Conv1dShape s = shape_;
+    s.batch = 1;
+    s.in_length = length;
+    s.padding = tail_ * u;
+    auto& z = full_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
+    backend_.conv_transpose1d(q, s, window_.work(), weight_, bias_, z);
+    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * count);
+    backend_.copy_rows(q, shape_.out_channels, static_cast<int>(count), z,
+                       static_cast<std::size_t>(first), static_cast<std::size_t>(full), out, 0,
+                       static_cast<std::size_t>(count));
+    out_total_ += count;
+    return ref(out, shape_.out_channels, static_cast<int>(count));
+}
+
+// ---- StreamDelay ------------------------------------------------------------------
+
+StreamDelay::StreamDelay(gpu::Backend& backend, int channels, int delay)
+    : backend_(backend), delay_(delay), window_(backend, channels, delay, 0) {}
+
+SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
+    const int channels = window_.channels();
+    const int length = window_.append(q, in, 0);
+    const int n = flush ? length : length - delay_;
+    if (n <= 0) return ref(out_.get(), channels, 0);
+    auto& out = out_.need(backend_, static_cast<std::size_t>(channels) * n);
+    backend_.copy_rows(q, channels, n, window_.work(), 0, static_cast<std::size_t>(length), out, 0,
+                       static_cast<std::size_t>(n));
+    return ref(out, channels, n);
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,126 @@
+// Convolutional layers run incrementally over a signal that arrives in
+// chunks, on any gpu::Backend: each keeps the last input samples its kernel
+// still needs, so a stream of chunks computes every output once, and equal
+// (to float rounding) to the layer run on the whole signal with its zero
+// padding. Used by the neural vocoders (engine/neural_vocoder.cpp) so that
+// a streamed chunk costs its own frames only, not a recomputed context.
+//
+// Each layer lags its input by a fixed number of samples (its padding):
+// push() returns the outputs that became complete, and push(..., flush)
+// pads the end of the signal with zeros and returns the rest. Signals are
+// [channels][length] in device buffers; a layer's output buffer belongs to
+// it and stays valid until its next push(). reset() starts a new signal
+// without reallocating.
+//
+// Threads: one owner. Allocates device memory when a chunk is longer than
+// any before.
+#pragma once
+
+#include <optional>
+
+#include "gpu/backend.h"
+
+namespace etude::engine {
+
+// A [channels][length] signal, rows `length` floats apart, from offset 0.
+// A layer's output may be changed in place by its consumer (a residual sum)
+// until the layer's next push().
+struct SignalRef {
+    gpu::DeviceBuffer* buffer = nullptr;
+    int channels = 0;
+    int length = 0;
+};
+
+// A device buffer that grows on demand; its contents are not kept.
+class ScratchBuffer {
+  public:
+    gpu::DeviceBuffer& need(gpu::Backend& backend, std::size_t floats);
+    gpu::DeviceBuffer& get() { return buffer_; }
+
+  private:
+    gpu::DeviceBuffer buffer_;
+};
+
+// The last `hold` input samples of every channel, lined up in front of new
+// input: the part the layers below share.
+class InputWindow {
+  public:
+    InputWindow(gpu::Backend& backend, int channels, int hold, int prefill);
+    void reset();  // `prefill` zeros are held (the signal's left padding)
+    // work = [held samples | in | `zeros` zeros] per channel; the last `hold`
+    // columns of it are held for next time. Returns work's length.
+    int append(gpu::Queue& q, const SignalRef& in, int zeros);
+    gpu::DeviceBuffer& work() { return work_.get(); }
+    int channels() const { return channels_; }
+
+  private:
+    gpu::Backend& backend_;
+    int channels_, hold_, prefill_, held_ = 0;
+    gpu::DeviceBuffer tail_, zeros_;
+    ScratchBuffer work_;
+};
+
+// conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
+// groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
+class StreamConv {
+  public:
+    StreamConv(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+               const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+               std::optional<float> input_slope);
+    // Whether `shape` can run this way.
+    static bool supports(const gpu::Conv1dShape& shape);
+    void reset() { window_.reset(); }
+    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+    int lag() const { return shape_.padding; }
+
+  private:
+    gpu::Backend& backend_;
+    gpu::Conv1dShape shape_;
+    const gpu::DeviceBuffer& weight_;
+    const gpu::DeviceBuffer& bias_;
+    std::optional<float> slope_;
+    InputWindow window_;
+    ScratchBuffer out_;
+};
+
+// conv_transpose1d (upsampling by `stride`) whose kernel minus stride is a
+// whole, even number of strides (HiFi-GAN's kernel = 2 x stride); an
+// optional leaky ReLU on its input. Lag: padding output samples.
+class StreamUpsample {
+  public:
+    StreamUpsample(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+                   const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+                   std::optional<float> input_slope);
+    static bool supports(const gpu::Conv1dShape& shape);
+    void reset();
+    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+    int lag() const { return shape_.padding; }
+
+  private:
+    gpu::Backend& backend_;
+    gpu::Conv1dShape shape_;
+    const gpu::DeviceBuffer& weight_;
+    const gpu::DeviceBuffer& bias_;
+    std::optional<float> slope_;
+    int tail_;  // input samples held: (kernel - stride) / stride
+    InputWindow window_;
+    ScratchBuffer full_, out_;
+    long in_total_ = 0, out_total_ = 0;
+};
+
+// Delays a signal by `delay` samples (to line a residual path up with the
+// layers beside it); at flush it hands out what it held.
+class StreamDelay {
+  public:
+    StreamDelay(gpu::Backend& backend, int channels, int delay);
+    void reset() { window_.reset(); }
+    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+
+  private:
+    gpu::Backend& backend_;
+    int delay_;
+    InputWindow window_;
+    ScratchBuffer out_;
+};
+
+}  // namespace etude::engine
