@@ -142,6 +142,10 @@ void MelScheduler::reset() {
 
 int MelScheduler::context_frames(int tier) const {
     const auto& m = tier == 0 ? *gpu_model_ : *cpu_model_;
+    // A stream that runs this tier's model layer by layer already holds its
+    // context; otherwise the chunk reruns (or primes from) the context.
+    const MelVocoderStream& s = separate_ && tier == 0 ? *gpu_stream_ : *stream_;
+    if (s.runs_incrementally(m)) return 0;
     return m.left_context() + m.right_context();
 }
 
@@ -155,6 +159,10 @@ int MelScheduler::choose(int frames, std::int64_t budget_ns) {
         if (cost <= budget_ns) return tier;
     }
     return phase_ ? 2 : 1;
+}
+
+std::uint64_t MelScheduler::frames_run() const {
+    return stream_->frames_run() + (gpu_stream_ ? gpu_stream_->frames_run() : 0);
 }
 
 // Frames whose audio every neural tier can make now: both models keep in
@@ -209,6 +217,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     }
 
     int tier = choose(frames, budget_ns);
+    const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();
     if (tier < 2) {
@@ -252,8 +261,11 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     }
     const auto spent = rt::now_ns() - t0;
     if (frames > 0) {
-        const int context = tier < 2 ? context_frames(tier) : 0;
-        per_frame_[tier].add(spent / (frames + context), stamp_);
+        // Per frame the network ran (context included), as the stream counted.
+        const std::uint64_t ran = tier < 2 ? frames_run() - ran_before : 0;
+        per_frame_[tier].add(spent / static_cast<std::int64_t>(std::max<std::uint64_t>(
+                                         ran, static_cast<std::uint64_t>(frames))),
+                             stamp_);
     }
     {
         std::lock_guard lock(stats_mu_);

@@ -89,6 +89,7 @@ class MelScheduler {
     std::vector<float> run_model(int tier, bool last);
     int choose(int frames, std::int64_t budget_ns);
     int context_frames(int tier) const;
+    std::uint64_t frames_run() const;  // by both streams
     long ready_end() const;
 
     MelSchedulerOptions options_;

@@ -182,6 +182,11 @@ class MelVocoderStream {
     // cost of streaming. Incremental runs (NetworkStream) take each frame
     // once, plus the left context after a switch of model or tier.
     std::uint64_t frames_run() const { return frames_run_; }
+    // Whether the next chunk runs `model` layer by layer from the state held
+    // (no context to recompute or prime).
+    bool runs_incrementally(const NeuralModel& model) const {
+        return inc_active_ && model_.get() == &model;
+    }
     // Off: every window recomputes its context (what models whose layers
     // cannot run incrementally always do); for tests and benchmarks.
     void set_incremental(bool on) {
