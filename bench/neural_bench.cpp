@@ -1,6 +1,6 @@
 // Neural vocoders at full size: real-time factor on each backend, whole
-// utterance and streamed in 32-frame chunks (with the context the chunks
-// recompute). The models come from
+// utterance, and streamed in 32-frame chunks (layer by layer, and with the
+// context recomputed per chunk for comparison). The models come from
 //   /usr/bin/python3 tools/make_parity_data.py --full-size DIR
 // (published channel counts, random weights); set ETUDE_MODELS_DIR=DIR
 // (default /tmp/etude_full). tools/bench_pytorch.py times PyTorch on the
@@ -25,8 +25,11 @@ std::string models_dir() {
     return d ? d : "/tmp/etude_full";
 }
 
+// chunk 0: the whole utterance in one run. Otherwise 32-frame chunks through
+// a MelVocoderStream, layer by layer (incremental) or recomputing each
+// window's context (as models whose layers cannot stream do).
 void run_vocoder(benchmark::State& state, const std::string& name, const std::string& backend,
-                 int chunk) {
+                 int chunk, bool incremental) {
     const std::string dir = models_dir() + "/";
     if (!std::filesystem::exists(dir + name + ".lef")) {
         state.SkipWithError(
@@ -50,6 +53,7 @@ void run_vocoder(benchmark::State& state, const std::string& name, const std::st
             samples = model->vocode(mel.data, frames).size();
         } else {
             MelVocoderStream stream(model);
+            stream.set_incremental(incremental);
             samples = 0;
             std::vector<float> part;
             for (int f0 = 0; f0 < frames; f0 += chunk) {
@@ -75,12 +79,17 @@ void register_all() {
         // the CPU device here, one V1 utterance takes minutes.
         for (const char* backend : {"cpu", "opencl", "cuda"})
             if (std::string(backend) != "opencl" || std::getenv("ETUDE_BENCH_OPENCL"))
-                for (int chunk : {0, 32}) {
-                    const std::string label = std::string("Neural/") + name + "/" + backend +
-                                              (chunk ? "/chunk32" : "/whole");
-                    benchmark::RegisterBenchmark(
-                        label.c_str(),
-                        [=](benchmark::State& s) { run_vocoder(s, name, backend, chunk); })
+                for (const char* mode : {"whole", "chunk32", "chunk32_recompute"}) {
+                    const std::string m = mode;
+                    const int chunk = m == "whole" ? 0 : 32;
+                    const bool incremental = m == "chunk32";
+                    const std::string label =
+                        std::string("Neural/") + name + "/" + backend + "/" + mode;
+                    benchmark::RegisterBenchmark(label.c_str(),
+                                                 [=](benchmark::State& s) {
+                                                     run_vocoder(s, name, backend, chunk,
+                                                                 incremental);
+                                                 })
                         ->Unit(benchmark::kMillisecond)
                         ->UseRealTime()
                         ->MinTime(2.0);
