@@ -31,8 +31,8 @@ ETUDE_VECTOR_CLONES void cos(const float* in, float* out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
 }
 
-ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase,
-                               float max_magnitude, float* out, std::size_t bins) {
+ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase, float max_magnitude,
+                               float* out, std::size_t bins) {
     for (std::size_t k = 0; k < bins; ++k) {
         const float m = std::min(std::exp(log_magnitude[k]), max_magnitude);
         out[2 * k] = m * std::cos(phase[k]);

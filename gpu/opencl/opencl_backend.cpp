@@ -779,8 +779,8 @@ void OpenClBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& 
                                    static_cast<std::size_t>(rows), 1};
     cl_event ev = nullptr;
     check(clEnqueueCopyBufferRect(cq.queue.get(), mem(src), mem(dst), src_origin, dst_origin,
-                                  region, src_stride * sizeof(float), 0,
-                                  dst_stride * sizeof(float), 0, 0, nullptr, &ev),
+                                  region, src_stride * sizeof(float), 0, dst_stride * sizeof(float),
+                                  0, 0, nullptr, &ev),
           "clEnqueueCopyBufferRect", op);
     cq.pending.push_back({op, Event(), Event(ev)});
     collect_timings(cq, false);
