@@ -1015,7 +1015,16 @@ std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int de
 // ---- MelVocoderStream ---------------------------------------------------------------
 
 MelVocoderStream::MelVocoderStream(std::shared_ptr<const NeuralModel> model)
-    : model_(std::move(model)), n_mels_(model_->audio().n_mels) {}
+    : model_(std::move(model)), n_mels_(model_->audio().n_mels) {
+    runner();  // its state is allocated now rather than on the first chunk
+}
+
+NetworkStream* MelVocoderStream::runner() {
+    for (auto& [m, r] : runners_)
+        if (m == model_) return r.get();
+    runners_.emplace_back(model_, model_->open_stream());
+    return runners_.back().second.get();
+}
 
 MelVocoderStream::~MelVocoderStream() = default;
 
@@ -1091,10 +1100,8 @@ void MelVocoderStream::set_model(std::shared_ptr<const NeuralModel> model) {
                     model_->label());
     if (model.get() == model_.get()) return;
     // The runner's state lives on the old model's backend: the next chunk
-    // primes a runner for the new one from the kept context.
+    // primes the new model's runner from the kept context.
     drop_incremental();
-    net_stream_.reset();
-    net_stream_opened_ = false;
     model_ = std::move(model);
 }
 
@@ -1200,11 +1207,7 @@ bool MelVocoderStream::use_incremental(bool final) {
     if (!incremental_) return false;
     // All of an utterance at once (NeuralModel::vocode): one window is cheaper.
     if (!inc_active_ && final && produced_ == 0) return false;
-    if (!net_stream_opened_) {
-        net_stream_ = model_->open_stream();
-        net_stream_opened_ = true;
-    }
-    return net_stream_ != nullptr;
+    return runner() != nullptr;
 }
 
 void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vector<float>& out) {
@@ -1214,7 +1217,7 @@ void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vect
         // zeros before `start`, so they are discarded up to produced_, whose
         // receptive field lies inside the history.
         const long start = std::max<long>(0, produced_ - model_->left_context());
-        net_stream_->reset();
+        runner()->reset();
         pending_.clear();
         inc_fed_ = pending_first_ = start;
         inc_active_ = true;
@@ -1231,7 +1234,7 @@ void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vect
             for (int c = 0; c < n_mels_; ++c)
                 window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
         }
-        net_stream_->push(window_mel_.data(), w, flush, pending_);
+        runner()->push(window_mel_.data(), w, flush, pending_);
         frames_run_ += static_cast<std::uint64_t>(w);
         inc_fed_ = b;
         if (flush) break;

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dsp/log_mel.h"
@@ -224,11 +225,16 @@ class MelVocoderStream {
     // but their windows overlap what comes next; the network runs them
     // before its next frames so that the overlap-add is whole again (-1: none).
     long rebuild_from_ = -1;
-    // The incremental runner for model_ (null: context is recomputed per
-    // window). While active it has taken frames [.., inc_fed_) and its
-    // values from frame pending_first_ on wait in pending_.
-    std::unique_ptr<NetworkStream> net_stream_;
-    bool incremental_ = true, net_stream_opened_ = false, inc_active_ = false;
+    // An incremental runner per model this stream has run (at most the GPU
+    // and CPU copies; null: the model recomputes context per window), kept
+    // so that switching back and forth does not reallocate. The one for
+    // model_, while active, has taken frames [.., inc_fed_) and its values
+    // from frame pending_first_ on wait in pending_.
+    NetworkStream* runner();
+    // (The model is held too: a runner refers to its weights.)
+    std::vector<std::pair<std::shared_ptr<const NeuralModel>, std::unique_ptr<NetworkStream>>>
+        runners_;
+    bool incremental_ = true, inc_active_ = false;
     long inc_fed_ = 0, pending_first_ = 0;
     std::vector<float> pending_;
     std::uint64_t frames_run_ = 0;
