@@ -81,6 +81,15 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                          cpu_model_->label());
     stream_ = std::make_unique<MelVocoderStream>(cpu_model_);
     if (separate_) gpu_stream_ = std::make_unique<MelVocoderStream>(gpu_model_);
+    // The layers' streaming state on every backend a tier may run, now
+    // rather than in the first chunks.
+    stream_->prepare();
+    if (separate_) {
+        gpu_stream_->prepare();
+    } else if (gpu_model_) {
+        stream_->set_model(gpu_model_);
+        stream_->prepare();
+    }
     right_context_ = cpu_model_->right_context();
     if (separate_) right_context_ = std::max(right_context_, gpu_model_->right_context());
     if (options_.allow_phase_fallback)

@@ -607,7 +607,7 @@ class HifiGanStream final : public NetworkStream {
         pre_ = conv(net.conv_pre_, std::nullopt);
         for (std::size_t i = 0; i < net.ups_.size(); ++i) {
             Stage st;
-            st.up = std::make_unique<StreamUpsample>(backend_, net.ups_[i].shape,
+            st.up = std::make_unique<StreamUpsample>(backend_, *queue_, net.ups_[i].shape,
                                                      net.ups_[i].weight.buffer,
                                                      net.ups_[i].bias.buffer, net.slope_);
             st.channels = net.ups_[i].shape.out_channels;
@@ -624,7 +624,8 @@ class HifiGanStream final : public NetworkStream {
                         sub.c2 = conv(rb.second[m], net.slope_);
                         sub_lag += rb.second[m].shape.padding;
                     }
-                    sub.skip = std::make_unique<StreamDelay>(backend_, st.channels, sub_lag);
+                    sub.skip =
+                        std::make_unique<StreamDelay>(backend_, *queue_, st.channels, sub_lag);
                     lag += sub_lag;
                     br.subs.push_back(std::move(sub));
                 }
@@ -633,8 +634,8 @@ class HifiGanStream final : public NetworkStream {
             }
             const int slowest = lags.empty() ? 0 : *std::max_element(lags.begin(), lags.end());
             for (std::size_t j = 0; j < st.branches.size(); ++j)
-                st.branches[j].align =
-                    std::make_unique<StreamDelay>(backend_, st.channels, slowest - lags[j]);
+                st.branches[j].align = std::make_unique<StreamDelay>(backend_, *queue_, st.channels,
+                                                                     slowest - lags[j]);
             st.lag = slowest;
             stages_.push_back(std::move(st));
         }
@@ -754,8 +755,8 @@ class HifiGanStream final : public NetworkStream {
         int channels = 0, lag = 0;
     };
     std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope) {
-        return std::make_unique<StreamConv>(backend_, c.shape, c.weight.buffer, c.bias.buffer,
-                                            slope);
+        return std::make_unique<StreamConv>(backend_, *queue_, c.shape, c.weight.buffer,
+                                            c.bias.buffer, slope);
     }
 
     const HifiGanNetwork& net_;
@@ -782,13 +783,15 @@ class VocosStream final : public NetworkStream {
   public:
     explicit VocosStream(const VocosNetwork& net)
         : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
-        embed_ = std::make_unique<StreamConv>(backend_, net.embed_.shape, net.embed_.weight.buffer,
-                                              net.embed_.bias.buffer, std::nullopt);
+        embed_ = std::make_unique<StreamConv>(backend_, *queue_, net.embed_.shape,
+                                              net.embed_.weight.buffer, net.embed_.bias.buffer,
+                                              std::nullopt);
         for (const auto& blk : net.blocks_) {
             Block b;
-            b.dw = std::make_unique<StreamConv>(backend_, blk.dw.shape, blk.dw.weight.buffer,
-                                                blk.dw.bias.buffer, std::nullopt);
-            b.skip = std::make_unique<StreamDelay>(backend_, net.dim_, b.dw->lag());
+            b.dw =
+                std::make_unique<StreamConv>(backend_, *queue_, blk.dw.shape, blk.dw.weight.buffer,
+                                             blk.dw.bias.buffer, std::nullopt);
+            b.skip = std::make_unique<StreamDelay>(backend_, *queue_, net.dim_, b.dw->lag());
             blocks_.push_back(std::move(b));
         }
     }
@@ -1015,8 +1018,10 @@ std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int de
 // ---- MelVocoderStream ---------------------------------------------------------------
 
 MelVocoderStream::MelVocoderStream(std::shared_ptr<const NeuralModel> model)
-    : model_(std::move(model)), n_mels_(model_->audio().n_mels) {
-    runner();  // its state is allocated now rather than on the first chunk
+    : model_(std::move(model)), n_mels_(model_->audio().n_mels) {}
+
+void MelVocoderStream::prepare() {
+    if (incremental_ && runner()) runner()->reset();
 }
 
 NetworkStream* MelVocoderStream::runner() {

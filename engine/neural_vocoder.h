@@ -188,6 +188,9 @@ class MelVocoderStream {
     bool runs_incrementally(const NeuralModel& model) const {
         return inc_active_ && model_.get() == &model;
     }
+    // Opens the current model's incremental runner now (device memory for
+    // every layer's state), so that the first chunk does not pay for it.
+    void prepare();
     // Off: every window recomputes its context (what models whose layers
     // cannot run incrementally always do); for tests and benchmarks.
     void set_incremental(bool on) {

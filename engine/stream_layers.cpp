@@ -25,16 +25,14 @@ gpu::DeviceBuffer& ScratchBuffer::need(gpu::Backend& backend, std::size_t floats
 
 // ---- InputWindow --------------------------------------------------------------
 
-InputWindow::InputWindow(gpu::Backend& backend, int channels, int hold, int prefill)
+InputWindow::InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill)
     : backend_(backend), channels_(channels), hold_(hold), prefill_(prefill) {
     if (channels <= 0 || hold < 0 || prefill < 0 || prefill > hold)
         throw std::invalid_argument("InputWindow: bad channels, hold or prefill");
     const std::size_t n = static_cast<std::size_t>(channels) * std::max(hold, 1);
     tail_ = backend_.allocate(n, kTag);
     zeros_ = backend_.allocate(n, kTag);
-    auto q = backend_.create_queue();
-    backend_.fill(*q, zeros_, 0.0f, n);
-    backend_.synchronize(*q);
+    backend_.fill(q, zeros_, 0.0f, n);
     reset();
 }
 
@@ -77,7 +75,7 @@ bool StreamConv::supports(const gpu::Conv1dShape& s) {
     return s.stride == 1 && s.padding >= 0 && (s.kernel - 1) * s.dilation == 2 * s.padding;
 }
 
-StreamConv::StreamConv(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                        const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                        std::optional<float> input_slope)
     : backend_(backend),
@@ -85,7 +83,7 @@ StreamConv::StreamConv(gpu::Backend& backend, const gpu::Conv1dShape& shape,
       weight_(weight),
       bias_(bias),
       slope_(input_slope),
-      window_(backend, shape.in_channels, 2 * shape.padding, shape.padding) {
+      window_(backend, q, shape.in_channels, 2 * shape.padding, shape.padding) {
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
@@ -114,7 +112,7 @@ bool StreamUpsample::supports(const gpu::Conv1dShape& s) {
            extra % s.stride == 0 && extra == 2 * s.padding;
 }
 
-StreamUpsample::StreamUpsample(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+StreamUpsample::StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                                std::optional<float> input_slope)
     : backend_(backend),
@@ -123,7 +121,7 @@ StreamUpsample::StreamUpsample(gpu::Backend& backend, const gpu::Conv1dShape& sh
       bias_(bias),
       slope_(input_slope),
       tail_(supports(shape) ? (shape.kernel - shape.stride) / shape.stride : 0),
-      window_(backend, shape.in_channels, tail_, tail_) {
+      window_(backend, q, shape.in_channels, tail_, tail_) {
     if (!supports(shape))
         throw std::invalid_argument(
             "StreamUpsample: kernel - stride must be 2 x padding, a "
@@ -166,8 +164,8 @@ SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
 
 // ---- StreamDelay ------------------------------------------------------------------
 
-StreamDelay::StreamDelay(gpu::Backend& backend, int channels, int delay)
-    : backend_(backend), delay_(delay), window_(backend, channels, delay, 0) {}
+StreamDelay::StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay)
+    : backend_(backend), delay_(delay), window_(backend, q, channels, delay, 0) {}
 
 SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int channels = window_.channels();

@@ -45,7 +45,9 @@ class ScratchBuffer {
 // input: the part the layers below share.
 class InputWindow {
   public:
-    InputWindow(gpu::Backend& backend, int channels, int hold, int prefill);
+    // `q` zero-fills the window's buffers (the layers' constructors take the
+    // queue they will run on for this).
+    InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill);
     void reset();  // `prefill` zeros are held (the signal's left padding)
     // work = [held samples | in | `zeros` zeros] per channel; the last `hold`
     // columns of it are held for next time. Returns work's length.
@@ -64,7 +66,7 @@ class InputWindow {
 // groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
 class StreamConv {
   public:
-    StreamConv(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+    StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                std::optional<float> input_slope);
     // Whether `shape` can run this way.
@@ -88,7 +90,7 @@ class StreamConv {
 // optional leaky ReLU on its input. Lag: padding output samples.
 class StreamUpsample {
   public:
-    StreamUpsample(gpu::Backend& backend, const gpu::Conv1dShape& shape,
+    StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                    std::optional<float> input_slope);
     static bool supports(const gpu::Conv1dShape& shape);
@@ -112,7 +114,7 @@ class StreamUpsample {
 // layers beside it); at flush it hands out what it held.
 class StreamDelay {
   public:
-    StreamDelay(gpu::Backend& backend, int channels, int delay);
+    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay);
     void reset() { window_.reset(); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
