@@ -120,7 +120,7 @@ TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
 
 TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
     for (int period : {16, 4096}) {
-        JackServer server(48000, period, "p" + std::to_string(period));
+        JackServer server(48000, period, std::string("p").append(std::to_string(period)));
         ASSERT_TRUE(server.ready()) << server.log();
         CaptureClient capture(server.name(), 30.0);
         const auto offline = offline_render(48000, kLines[1]);
@@ -129,17 +129,20 @@ TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
         std::printf("[jack -p %d] %s", period, run.err.c_str());
         ASSERT_EQ(run.status, 0) << run.err;
         EXPECT_EQ(stat_value(run.err, "underruns"), 0) << period;
-        if (period == 4096)  // the latency grows to cover two periods
+        if (period == 4096) {  // the latency grows to cover two periods
             EXPECT_NE(run.err.find("latency 170.7 ms"), std::string::npos) << run.err;
+        }
         // At 4096 frames (85 ms) no xrun may be ours. At 16 frames (333 us) a
         // VM preempting the process thread mid-callback is blamed on whoever
         // was running, so there it is reported, beside the trivial client.
-        if (period == 4096) EXPECT_EQ(server.xruns_while_running("etude"), 0) << server.log();
+        if (period == 4096) {
+            EXPECT_EQ(server.xruns_while_running("etude"), 0) << server.log();
+        }
         std::printf(
             "[jack -p %d] jackd: %d xrun(s), %d naming etude (%d while its callback ran), "
             "%d naming the trivial capture client\n",
-            period, server.xruns(), server.xruns_blaming("etude"), server.xruns_while_running("etude"),
-            server.xruns_blaming("capture"));
+            period, server.xruns(), server.xruns_blaming("etude"),
+            server.xruns_while_running("etude"), server.xruns_blaming("capture"));
         // At 16-frame periods this VM's scheduling jitter makes the dummy
         // driver xrun even with trivial clients, and a skipped cycle drops
         // samples between clients; compare exactly only when none happened.
@@ -219,6 +222,12 @@ TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
 // GPU faults during a live JACK stream: the CPU remakes the affected blocks in
 // time. GPU and CPU compute the spectral vocoder in float on different paths,
 // so live audio equals the CPU's offline render within 1e-4 (not bit for bit).
+// A cycle in which jackd finds a client unfinished leaves the capture short
+// of that period whoever was late, so the live-equals-offline comparison only
+// holds for runs without xruns. On this VM the dummy driver logs a few per
+// run even for trivial clients; a case whose comparison fails is rerun (up to
+// three times) only if jackd logged xruns and none was our callback still
+// running. Underruns and fallbacks are checked on every attempt.
 TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     JackServer server(48000, 128, "gpufault");
     ASSERT_TRUE(server.ready()) << server.log();
@@ -230,27 +239,45 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     const auto offline = offline_render(48000, text, "--vocoder spectral --backend cpu");
     const std::string in = write_input("gpufault.txt", lines);
     for (const char* fault : {"kernel:2:0:600", "oom:2:0:600", "late:2:250:600"}) {
-        CaptureClient capture(server.name(), 40.0);
-        ASSERT_TRUE(capture.ok());
-        const auto run = run_etude(
-            "jack --server " + server.name() +
-                " --name etude-gpu --vocoder spectral --backend opencl --connect capture:in",
-            in, std::string("ETUDE_GPU_FAULT=") + fault);
-        std::printf("[jack gpu fault %s] %s", fault, run.err.c_str());
-        if (run.err.find("no GPU processor") != std::string::npos ||
-            run.err.find("no OpenCL device") != std::string::npos)
-            GTEST_SKIP() << "no OpenCL device: " << run.err;
-        ASSERT_EQ(run.status, 0) << run.err;
-        EXPECT_EQ(stat_value(run.err, "underruns"), 0) << fault;
-        EXPECT_GT(stat_value(run.err, "fallbacks"), 0) << fault << ": the fault never hit a block";
-        const auto captured = capture.recorded();
-        const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
-        ASSERT_LT(a, captured.size());
-        ASSERT_GE(a, b);
-        double worst = 0;
-        for (std::size_t i = 0; i < offline.size() && a - b + i < captured.size(); ++i)
-            worst =
-                std::max(worst, static_cast<double>(std::abs(captured[a - b + i] - offline[i])));
-        EXPECT_LT(worst, 1e-4) << fault;
+        for (int attempt = 1;; ++attempt) {
+            const int xruns_before = server.xruns();
+            const int ours_before = server.xruns_while_running("etude-gpu");
+            CaptureClient capture(server.name(), 40.0);
+            ASSERT_TRUE(capture.ok());
+            const auto run = run_etude(
+                "jack --server " + server.name() +
+                    " --name etude-gpu --vocoder spectral --backend opencl --connect capture:in",
+                in, std::string("ETUDE_GPU_FAULT=") + fault);
+            std::printf("[jack gpu fault %s, attempt %d] %s", fault, attempt, run.err.c_str());
+            if (run.err.find("no GPU processor") != std::string::npos ||
+                run.err.find("no OpenCL device") != std::string::npos)
+                GTEST_SKIP() << "no OpenCL device: " << run.err;
+            ASSERT_EQ(run.status, 0) << run.err;
+            EXPECT_EQ(stat_value(run.err, "underruns"), 0) << fault;
+            EXPECT_GT(stat_value(run.err, "fallbacks"), 0)
+                << fault << ": the fault never hit a block";
+            const auto captured = capture.recorded();
+            const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
+            ASSERT_LT(a, captured.size());
+            ASSERT_GE(a, b);
+            double worst = 0;
+            for (std::size_t i = 0; i < offline.size() && a - b + i < captured.size(); ++i)
+                worst = std::max(worst,
+                                 static_cast<double>(std::abs(captured[a - b + i] - offline[i])));
+            const int xruns = server.xruns() - xruns_before;
+            const int ours = server.xruns_while_running("etude-gpu") - ours_before;
+            std::printf(
+                "[jack gpu fault %s] jackd logged %d xrun(s), %d with our callback "
+                "running; worst difference from the offline render %.2e\n",
+                fault, xruns, ours, worst);
+            EXPECT_EQ(ours, 0) << fault << "\n" << server.log();
+            if (worst < 1e-4) break;
+            if (xruns == 0 || ours > 0 || attempt == 3) {
+                ADD_FAILURE() << fault << ": live output differs from the offline render by "
+                              << worst << " after " << attempt << " attempt(s), with " << xruns
+                              << " xrun(s) logged";
+                break;
+            }
+        }
     }
 }
