@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "audio-io/npy_file.h"
 #include "engine/neural_vocoder.h"
@@ -25,44 +27,54 @@ std::string models_dir() {
     return d ? d : "/tmp/etude_full";
 }
 
+std::shared_ptr<NeuralModel> load_or_skip(benchmark::State& state, const std::string& name,
+                                          const std::string& backend) {
+    const std::string path = models_dir() + "/" + name + ".lef";
+    if (!std::filesystem::exists(path)) {
+        state.SkipWithError(
+            ("no " + path + ": make it with tools/make_parity_data.py --full-size DIR").c_str());
+        return nullptr;
+    }
+    try {
+        return NeuralModel::load(path, etude::engine::open_model_backend(backend, -1));
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return nullptr;
+    }
+}
+
+// One utterance through `stream` in chunks of `chunk` frames; the samples made.
+std::size_t stream_utterance(MelVocoderStream& stream, const etude::audio_io::NpyArray& mel,
+                             int chunk) {
+    const int n_mels = static_cast<int>(mel.shape[0]), frames = static_cast<int>(mel.shape[1]);
+    std::size_t samples = 0;
+    std::vector<float> part;
+    for (int f0 = 0; f0 < frames; f0 += chunk) {
+        const int n = std::min(chunk, frames - f0);
+        etude::engine::copy_mel_frames(mel.data, n_mels, frames, f0, n, part);
+        samples += stream.push(part, n).size();
+    }
+    return samples + stream.finish().size();
+}
+
 // chunk 0: the whole utterance in one run. Otherwise 32-frame chunks through
 // a MelVocoderStream, layer by layer (incremental) or recomputing each
 // window's context (as models whose layers cannot stream do).
 void run_vocoder(benchmark::State& state, const std::string& name, const std::string& backend,
                  int chunk, bool incremental) {
-    const std::string dir = models_dir() + "/";
-    if (!std::filesystem::exists(dir + name + ".lef")) {
-        state.SkipWithError(
-            ("no " + dir + name + ".lef: make it with tools/make_parity_data.py --full-size DIR")
-                .c_str());
-        return;
-    }
-    std::shared_ptr<NeuralModel> model;
-    try {
-        model =
-            NeuralModel::load(dir + name + ".lef", etude::engine::open_model_backend(backend, -1));
-    } catch (const std::exception& e) {
-        state.SkipWithError(e.what());
-        return;
-    }
-    const auto mel = etude::audio_io::read_npy(dir + name + "_mel.npy");
-    const int n_mels = static_cast<int>(mel.shape[0]), frames = static_cast<int>(mel.shape[1]);
+    const auto model = load_or_skip(state, name, backend);
+    if (!model) return;
+    const auto mel = etude::audio_io::read_npy(models_dir() + "/" + name + "_mel.npy");
+    const int frames = static_cast<int>(mel.shape[1]);
+    // A stream lives as long as its voice: made (and its layers' state
+    // allocated) once; finish() readies it for the next utterance.
+    MelVocoderStream stream(model);
+    stream.set_incremental(incremental);
+    stream.prepare();
     std::size_t samples = 0;
     for (auto _ : state) {
-        if (chunk <= 0) {
-            samples = model->vocode(mel.data, frames).size();
-        } else {
-            MelVocoderStream stream(model);
-            stream.set_incremental(incremental);
-            samples = 0;
-            std::vector<float> part;
-            for (int f0 = 0; f0 < frames; f0 += chunk) {
-                const int n = std::min(chunk, frames - f0);
-                etude::engine::copy_mel_frames(mel.data, n_mels, frames, f0, n, part);
-                samples += stream.push(part, n).size();
-            }
-            samples += stream.finish().size();
-        }
+        samples = chunk <= 0 ? model->vocode(mel.data, frames).size()
+                             : stream_utterance(stream, mel, chunk);
         benchmark::DoNotOptimize(samples);
     }
     const double audio_seconds = static_cast<double>(samples) / model->audio().sample_rate;
@@ -70,6 +82,36 @@ void run_vocoder(benchmark::State& state, const std::string& name, const std::st
     state.counters["rtf"] = benchmark::Counter(
         audio_seconds * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
     state.counters["audio_s"] = audio_seconds;
+    state.SetLabel(model->backend().info().name);
+}
+
+// `streams` streams of one model on one device, each on its own thread
+// (as the engine's producers are), each vocoding the utterance in 32-frame
+// chunks at once. rtf is their total: about how many real-time streams the
+// device sustains, before any scheduling margin.
+void run_concurrent(benchmark::State& state, const std::string& name, const std::string& backend,
+                    int streams) {
+    const auto model = load_or_skip(state, name, backend);
+    if (!model) return;
+    const auto mel = etude::audio_io::read_npy(models_dir() + "/" + name + "_mel.npy");
+    std::vector<std::unique_ptr<MelVocoderStream>> all;
+    for (int i = 0; i < streams; ++i) {
+        all.push_back(std::make_unique<MelVocoderStream>(model));
+        all.back()->prepare();
+    }
+    std::vector<std::size_t> samples(static_cast<std::size_t>(streams));
+    for (auto _ : state) {
+        std::vector<std::thread> threads;
+        for (int i = 0; i < streams; ++i)
+            threads.emplace_back([&, i] { samples[i] = stream_utterance(*all[i], mel, 32); });
+        for (auto& t : threads) t.join();
+    }
+    std::size_t total = 0;
+    for (auto n : samples) total += n;
+    const double audio_seconds = static_cast<double>(total) / model->audio().sample_rate;
+    state.counters["rtf"] = benchmark::Counter(
+        audio_seconds * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["streams"] = streams;
     state.SetLabel(model->backend().info().name);
 }
 
@@ -96,6 +138,26 @@ void register_all() {
                 }
 }
 
-const bool registered = (register_all(), true);
+void register_concurrent() {
+    for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"}) {
+        for (int n : {1, 2, 4})
+            benchmark::RegisterBenchmark(
+                ("Neural/" + std::string(name) + "/cpu/concurrent/" + std::to_string(n)).c_str(),
+                [=](benchmark::State& s) { run_concurrent(s, name, "cpu", n); })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(2.0);
+        // On a GPU, enough streams to fill it (skipped without CUDA).
+        for (int n : {1, 16, 64, 256})
+            benchmark::RegisterBenchmark(
+                ("Neural/" + std::string(name) + "/cuda/concurrent/" + std::to_string(n)).c_str(),
+                [=](benchmark::State& s) { run_concurrent(s, name, "cuda", n); })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(2.0);
+    }
+}
+
+const bool registered = (register_all(), register_concurrent(), true);
 
 }  // namespace
