@@ -130,7 +130,7 @@ StreamUpsample::StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::
 
 void StreamUpsample::reset() {
     window_.reset();
-    in_total_ = out_total_ = 0;
+    in_total_ = out_total_ = full_total_ = 0;
 }
 
 SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
@@ -140,11 +140,14 @@ SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     // With the window's tail samples in front, cropping tail_ * u outputs on
     // each side leaves exactly the outputs the new input completes. The first
     // `padding` of a signal lie before its start (the layer's own padding).
-    const int full = (length - tail_) * u;
-    const long first = out_total_ == 0 ? shape_.padding : 0;
+    const int full = std::max(0, (length - tail_) * u);
+    // Outputs before the signal's start still to drop (a first chunk may
+    // make fewer than `padding` of them when the kernel spans 3+ strides).
+    const long first = std::clamp<long>(shape_.padding - full_total_, 0, full);
+    full_total_ += full;
     long count = full - first;
     if (flush) count = std::min<long>(count, in_total_ * u - out_total_);
-    if (full <= 0 || count <= 0) return ref(out_.get(), shape_.out_channels, 0);
+    if (count <= 0) return ref(out_.get(), shape_.out_channels, 0);
     if (slope_)
         backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
                             static_cast<std::size_t>(shape_.in_channels) * length, *slope_);

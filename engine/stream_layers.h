@@ -107,7 +107,9 @@ class StreamUpsample {
     int tail_;  // input samples held: (kernel - stride) / stride
     InputWindow window_;
     ScratchBuffer full_, out_;
-    long in_total_ = 0, out_total_ = 0;
+    // Input taken, outputs handed out, and outputs made before cropping
+    // (from the left padding on).
+    long in_total_ = 0, out_total_ = 0, full_total_ = 0;
 };
 
 // Delays a signal by `delay` samples (to line a residual path up with the
