@@ -1,4 +1,7 @@
 // The C API over the C++ engine: exceptions stop here and become status codes.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <span>
@@ -90,13 +93,16 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
     });
 }
 
-void etude_mel_stream_options_init(etude_mel_stream_options* options) {
-    if (!options) return;
-    *options = etude_mel_stream_options{};
-    options->backend = "auto";
-    options->device = -1;
-    options->allow_phase_fallback = 1;
-    options->sample_rate = 48000.0;
+void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size) {
+    if (!options || struct_size == 0) return;
+    etude_mel_stream_options d{};
+    d.backend = "auto";
+    d.device = -1;
+    d.allow_phase_fallback = 1;
+    d.sample_rate = 48000.0;
+    // A caller built against an older, shorter struct gets only its fields.
+    d.struct_size = std::min(struct_size, sizeof d);
+    std::memcpy(options, &d, d.struct_size);
 }
 
 etude_status etude_stream_create_mel_ex(etude_engine* engine,
@@ -104,6 +110,13 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
                                         etude_stream** out) {
     if (!engine) return null_argument("engine");
     if (!options) return null_argument("options");
+    // Every field this version knows, up to sample_rate, must be there.
+    if (options->struct_size < offsetof(etude_mel_stream_options, sample_rate) + sizeof(double)) {
+        last_error = "options->struct_size is " + std::to_string(options->struct_size) +
+                     ": fill the options with etude_mel_stream_options_init(&options, "
+                     "sizeof options)";
+        return ETUDE_ERROR_INVALID_ARGUMENT;
+    }
     if (!options->model_path) return null_argument("options->model_path");
     if (!out) return null_argument("out");
     *out = nullptr;

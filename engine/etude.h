@@ -82,9 +82,14 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
 etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
                                      const char* backend, double sample_rate, etude_stream** out);
 /** Everything a mel stream can be made with (etude_stream_create_mel_ex()).
- * Fill it with etude_mel_stream_options_init() and then set what you need:
- * later versions may add fields, and the init function gives them defaults. */
+ * Fill it with etude_mel_stream_options_init(&options, sizeof options) and
+ * then set what you need. Later versions may add fields at the end: the
+ * size the caller was compiled with travels in struct_size, so the library
+ * never reads or writes past the caller's struct. */
 typedef struct etude_mel_stream_options {
+    /** sizeof(etude_mel_stream_options) where the caller was compiled; set by
+     * etude_mel_stream_options_init(). */
+    size_t struct_size;
     /** A LEF file made by tools/convert.py (required). */
     const char* model_path;
     /** Where model_path runs: "auto" (the default; a GPU if there is one),
@@ -103,8 +108,10 @@ typedef struct etude_mel_stream_options {
     double sample_rate;
 } etude_mel_stream_options;
 
-/** Sets every field of *options to its default (model_path NULL). */
-void etude_mel_stream_options_init(etude_mel_stream_options* options);
+/** Sets struct_size and every field to its default (model_path NULL).
+ * \param options the struct to fill
+ * \param struct_size sizeof *options, as the caller was compiled */
+void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size);
 /** A mel stream with tiers: etude_stream_create_mel() with every option.
  * \param engine the engine whose workers it uses
  * \param options see etude_mel_stream_options
