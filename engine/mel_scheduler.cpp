@@ -81,15 +81,9 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                          cpu_model_->label());
     stream_ = std::make_unique<MelVocoderStream>(cpu_model_);
     if (separate_) gpu_stream_ = std::make_unique<MelVocoderStream>(gpu_model_);
-    // The layers' streaming state on every backend a tier may run, now
-    // rather than in the first chunks.
+    // The CPU model's streaming state now rather than in the first chunks
+    // (the GPU's is prepared with its calibration, where its errors are handled).
     stream_->prepare();
-    if (separate_) {
-        gpu_stream_->prepare();
-    } else if (gpu_model_) {
-        stream_->set_model(gpu_model_);
-        stream_->prepare();
-    }
     right_context_ = cpu_model_->right_context();
     if (separate_) right_context_ = std::max(right_context_, gpu_model_->right_context());
     if (options_.allow_phase_fallback)
@@ -110,6 +104,13 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
     per_frame_[1] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(cpu_ns));
     if (gpu_model_) {
         try {
+            if (separate_) {
+                gpu_stream_->prepare();
+            } else {
+                stream_->set_model(gpu_model_);
+                stream_->prepare();
+                stream_->set_model(cpu_model_);
+            }
             gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
             const auto ns = time_run([&] {
                 gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
@@ -120,6 +121,8 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                 gpu_model_->backend().inject_fault(options_.gpu_fault);
         } catch (const gpu::DeviceError& e) {
             stats_.gpu_note = std::string("GPU tier failed its calibration: ") + e.what();
+            stream_->set_model(cpu_model_);
+            stream_->release(*gpu_model_);
             gpu_model_.reset();
             gpu_stream_.reset();
             separate_ = false;
@@ -149,22 +152,21 @@ void MelScheduler::reset() {
     if (resampler_) resampler_->reset();
 }
 
-int MelScheduler::context_frames(int tier) const {
+long MelScheduler::frames_to_run(int tier) const {
     const auto& m = tier == 0 ? *gpu_model_ : *cpu_model_;
-    // A stream that runs this tier's model layer by layer already holds its
-    // context; otherwise the chunk reruns (or primes from) the context.
+    // A stream that runs this tier's model layer by layer takes just the new
+    // frames; otherwise the chunk reruns (or primes from) the left context.
     const MelVocoderStream& s = separate_ && tier == 0 ? *gpu_stream_ : *stream_;
-    if (s.runs_incrementally(m)) return 0;
-    return m.left_context() + m.right_context();
+    return std::max<long>(1, s.frames_to_run(m));
 }
 
-int MelScheduler::choose(int frames, std::int64_t budget_ns) {
+int MelScheduler::choose(std::int64_t budget_ns) {
     ++stamp_;
     for (auto& e : per_frame_) e.set_now(stamp_);
     for (int tier = 0; tier < 2; ++tier) {
         if (tier == 0 && (!gpu_model_ || stats_.gpu_disabled)) continue;
         // The network also reruns its context frames (at most one window's worth).
-        const std::int64_t cost = per_frame_[tier].estimate_ns() * (frames + context_frames(tier));
+        const std::int64_t cost = per_frame_[tier].estimate_ns() * frames_to_run(tier);
         if (cost <= budget_ns) return tier;
     }
     return phase_ ? 2 : 1;
@@ -225,7 +227,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
         }
     }
 
-    int tier = choose(frames, budget_ns);
+    int tier = choose(budget_ns);
     const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();

@@ -87,8 +87,8 @@ class MelScheduler {
 
   private:
     std::vector<float> run_model(int tier, bool last);
-    int choose(int frames, std::int64_t budget_ns);
-    int context_frames(int tier) const;
+    int choose(std::int64_t budget_ns);
+    long frames_to_run(int tier) const;  // the network's frames for this chunk
     std::uint64_t frames_run() const;  // by both streams
     long ready_end() const;
 

@@ -1020,6 +1020,16 @@ std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int de
 MelVocoderStream::MelVocoderStream(std::shared_ptr<const NeuralModel> model)
     : model_(std::move(model)), n_mels_(model_->audio().n_mels) {}
 
+void MelVocoderStream::release(const NeuralModel& model) {
+    if (&model == model_.get()) return;
+    std::erase_if(runners_, [&](const auto& r) { return r.first.get() == &model; });
+}
+
+long MelVocoderStream::frames_to_run(const NeuralModel& model) const {
+    if (inc_active_ && model_.get() == &model) return received_ - inc_fed_;
+    return received_ - std::max<long>(0, produced_ - model.left_context());
+}
+
 void MelVocoderStream::prepare() {
     if (incremental_ && runner()) runner()->reset();
 }
@@ -1116,6 +1126,7 @@ std::size_t MelVocoderStream::skip_to(long end) {
     const long before = emitted_;
     const auto& audio = model_->audio();
     drop_incremental();  // its state has not seen the frames skipped
+    const long added = rebuild_from_ >= 0 ? rebuild_from_ : produced_;
     produced_ = end;
     if (audio.architecture == "hifigan") {
         emitted_ = produced_ * audio.hop;
@@ -1131,8 +1142,10 @@ std::size_t MelVocoderStream::skip_to(long end) {
             ola_start_ = limit;
         }
         // The skipped frames' windows reach into what the network makes
-        // next: it reruns them first (their context is kept for that).
-        rebuild_from_ = std::max<long>(0, produced_ - overlap_frames());
+        // next: it reruns them first (their context is kept for that). Frames
+        // before `added` are in the overlap-add already (a skip shorter than
+        // a window) and must not be added twice.
+        rebuild_from_ = std::max({0L, produced_ - overlap_frames(), added});
     }
     const long keep_from = std::max<long>(history_start_, history_needed_from());
     if (keep_from > history_start_) {
@@ -1249,8 +1262,9 @@ void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vect
         std::min(pending_.size(), static_cast<std::size_t>(produced_ - pending_first_) * per);
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(stale));
     pending_first_ = produced_;
+    end_frame = std::max(end_frame, produced_);  // nothing asked that is not made
     const long count = end_frame - produced_;
-    if (count < 0 || pending_.size() < static_cast<std::size_t>(count) * per)
+    if (pending_.size() < static_cast<std::size_t>(count) * per)
         throw Error("vocoder stream: the incremental run is behind the right context (frame " +
                     std::to_string(end_frame) + " asked, " +
                     std::to_string(pending_first_ + static_cast<long>(pending_.size()) / per) +

@@ -181,16 +181,19 @@ class MelVocoderStream {
     long emitted_samples() const { return emitted_; }
     // Mel frames the network has been run on so far, context included: the
     // cost of streaming. Incremental runs (NetworkStream) take each frame
-    // once, plus the left context after a switch of model or tier.
+    // once, plus both contexts once after a switch of model or tier.
     std::uint64_t frames_run() const { return frames_run_; }
-    // Whether the next chunk runs `model` layer by layer from the state held
-    // (no context to recompute or prime).
-    bool runs_incrementally(const NeuralModel& model) const {
-        return inc_active_ && model_.get() == &model;
-    }
     // Opens the current model's incremental runner now (device memory for
     // every layer's state), so that the first chunk does not pay for it.
+    // Throws gpu::DeviceError if the device cannot hold it.
     void prepare();
+    // Frees the runner kept for `model` (not the current model), e.g. a GPU
+    // copy that failed: the stream holds each model it has run otherwise.
+    void release(const NeuralModel& model);
+    // Frames the network would run if the next drain used `model`: what it
+    // has not taken yet when its runner is active, else everything from the
+    // left context of the next frame on (priming, or a recomputed window).
+    long frames_to_run(const NeuralModel& model) const;
     // Off: every window recomputes its context (what models whose layers
     // cannot run incrementally always do); for tests and benchmarks.
     void set_incremental(bool on) {

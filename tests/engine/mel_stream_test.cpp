@@ -160,45 +160,56 @@ TEST_P(MelStream, tiers_switch_without_losing_the_timeline) {
     MelSchedulerOptions mo;
     mo.model_path = kData + name + ".lef";
     mo.backend = "cpu";
-    MelScheduler sched(mo);
     const int r = NeuralModel::load(mo.model_path, gpu::shared_cpu_backend())->right_context();
-    // The first chunk whose frames get their right context: the phase chunk
-    // must make audio, or the test would not switch at all.
-    const int chunk = 8, phase_chunk = r / chunk + 1;
-    ASSERT_LT((phase_chunk + 1) * chunk, mel.frames) << "the model must come back before the end";
-    const std::int64_t plenty = 3'600'000'000'000;
-    std::vector<float> got;
-    std::vector<int> tiers;
-    std::size_t before = 0, after = 0;  // the phase tier's samples: [before, after)
-    for (int f0 = 0, i = 0; f0 < mel.frames; f0 += chunk, ++i) {
-        const int n = std::min(chunk, mel.frames - f0);
-        MelChunkReport report;
-        if (i == phase_chunk) before = got.size();
-        const auto audio = sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames,
-                                         i == phase_chunk ? 0 : plenty, report);
-        tiers.push_back(report.tier);
-        got.insert(got.end(), audio.begin(), audio.end());
-        if (i == phase_chunk) after = got.size();
+    // 2-frame chunks skip fewer frames than a Vocos window spans (3 frames):
+    // the frames before the skip are in the overlap-add already.
+    for (const int chunk : {8, 2}) {
+        SCOPED_TRACE("chunk " + std::to_string(chunk));
+        MelScheduler sched(mo);
+        // The first chunk whose frames get their right context: the phase chunk
+        // must make audio, or the test would not switch at all.
+        const int phase_chunk = r / chunk + 1;
+        ASSERT_LT((phase_chunk + 1) * chunk, mel.frames)
+            << "the model must come back before the end";
+        const std::int64_t plenty = 3'600'000'000'000;
+        std::vector<float> got;
+        std::vector<int> tiers;
+        std::size_t before = 0, after = 0;  // the phase tier's samples: [before, after)
+        for (int f0 = 0, i = 0; f0 < mel.frames; f0 += chunk, ++i) {
+            const int n = std::min(chunk, mel.frames - f0);
+            MelChunkReport report;
+            if (i == phase_chunk) before = got.size();
+            const auto audio = sched.process(mel.chunk(f0, n), n, f0 + n == mel.frames,
+                                             i == phase_chunk ? 0 : plenty, report);
+            tiers.push_back(report.tier);
+            got.insert(got.end(), audio.begin(), audio.end());
+            if (i == phase_chunk) after = got.size();
+        }
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(tiers[0], 1);
+        EXPECT_EQ(tiers[phase_chunk], 2) << "no time left: phase reconstruction";
+        EXPECT_EQ(tiers.back(), 1);
+        EXPECT_EQ(sched.stats().chunks[2], 1u);
+        ASSERT_GT(after, before) << "the phase chunk made no audio";
+        ASSERT_LT(after, got.size());
+        EXPECT_LE(max_abs_diff(std::span(got).first(before), std::span(want).first(before)), 1e-5);
+        EXPECT_LE(max_abs_diff(std::span(got).subspan(after), std::span(want).subspan(after)),
+                  1e-5);
+        // The reconstructed stretch is speech-like audio, not silence (judged
+        // on the long one: two frames at the start of phase reconstruction
+        // are still quiet), and no louder than the model's audio: no click at
+        // either switch.
+        const std::span<const float> mid = std::span(got).subspan(before, after - before);
+        if (chunk == 8) {
+            EXPECT_GT(rms(mid), 0.1 * rms(want));
+        }
+        EXPECT_GT(max_abs_diff(mid, std::span(want).subspan(before, after - before)), 0.01)
+            << "the stretch is the phase tier's, not the model's";
+        double peak_want = 0, peak = 0;
+        for (float v : want) peak_want = std::max(peak_want, std::abs(double(v)));
+        for (float v : got) peak = std::max(peak, std::abs(double(v)));
+        EXPECT_LE(peak, 1.5 * peak_want) << "a click at a tier switch";
     }
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(tiers[0], 1);
-    EXPECT_EQ(tiers[phase_chunk], 2) << "no time left: phase reconstruction";
-    EXPECT_EQ(tiers.back(), 1);
-    EXPECT_EQ(sched.stats().chunks[2], 1u);
-    ASSERT_GT(after, before) << "the phase chunk made no audio";
-    ASSERT_LT(after, got.size());
-    EXPECT_LE(max_abs_diff(std::span(got).first(before), std::span(want).first(before)), 1e-5);
-    EXPECT_LE(max_abs_diff(std::span(got).subspan(after), std::span(want).subspan(after)), 1e-5);
-    // The reconstructed stretch is speech-like audio, not silence, and no
-    // louder than the model's audio: no click at either switch.
-    const std::span<const float> mid = std::span(got).subspan(before, after - before);
-    EXPECT_GT(rms(mid), 0.1 * rms(want));
-    EXPECT_GT(max_abs_diff(mid, std::span(want).subspan(before, after - before)), 0.01)
-        << "the stretch is the phase tier's, not the model's";
-    double peak_want = 0, peak = 0;
-    for (float v : want) peak_want = std::max(peak_want, std::abs(double(v)));
-    for (float v : got) peak = std::max(peak, std::abs(double(v)));
-    EXPECT_LE(peak, 1.5 * peak_want) << "a click at a tier switch";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MelStream, ::testing::Values("hifigan_v1", "vocos"));
@@ -243,6 +254,45 @@ TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
     EXPECT_EQ(fell_back, 2);
     EXPECT_FALSE(s.gpu_disabled);
     EXPECT_GT(s.chunks[0], 0u);
+}
+
+// A device error at any point while the stream is being made (loading the
+// weights, preparing the layers' streaming state, calibrating) turns the GPU
+// tier off with a note; the stream is made and its audio is exact.
+TEST(MelStreamFaults, a_device_error_while_the_stream_is_made_only_turns_the_gpu_off) {
+    bool have_opencl = false;
+    for (const auto& d : gpu::DeviceRegistry::instance().devices())
+        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
+    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to fail";
+    const Mel mel = load_mel("hifigan_v1");
+    const auto want = offline("hifigan_v1", mel);
+    const auto device = open_model_backend("opencl", -1);
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.backend = "opencl";
+    mo.allow_phase_fallback = false;
+    int gpu_off = 0;
+    for (int after = 0; after <= 1200; after += 40) {
+        SCOPED_TRACE("out of memory after " + std::to_string(after) + " operations");
+        device->inject_fault({gpu::GpuFault::OutOfMemory, 1, 0, after});
+        std::unique_ptr<MelScheduler> sched;
+        ASSERT_NO_THROW(sched = std::make_unique<MelScheduler>(mo));
+        gpu_off += sched->stats().gpu_device.empty() ||
+                   sched->stats().gpu_note.find("failed") != std::string::npos;
+        std::vector<float> got;
+        for (int f0 = 0; f0 < mel.frames; f0 += 6) {
+            const int n = std::min(6, mel.frames - f0);
+            MelChunkReport report;
+            const auto audio = sched->process(mel.chunk(f0, n), n, f0 + n == mel.frames,
+                                              3'600'000'000'000, report);
+            got.insert(got.end(), audio.begin(), audio.end());
+        }
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_LE(max_abs_diff(got, want), 1e-5);
+        device->inject_fault({});
+        device->reset_health();
+    }
+    EXPECT_GT(gpu_off, 0) << "no fault hit the construction";
 }
 
 // Two models of one family on two tiers (V1 on the "GPU", V3 on the CPU):
@@ -370,12 +420,16 @@ TEST(MelStreamCApi, tiered_stream_through_the_c_api) {
     ASSERT_EQ(etude_engine_create(&e), ETUDE_OK);
     const std::string v1 = kData + "hifigan_v1.lef", v3 = kData + "hifigan_v3.lef",
                       vocos = kData + "vocos.lef";
-    etude_mel_stream_options o;
-    etude_mel_stream_options_init(&o);
+    etude_mel_stream_options o{};
+    etude_stream* s = nullptr;
+    EXPECT_EQ(etude_stream_create_mel_ex(e, &o, &s), ETUDE_ERROR_INVALID_ARGUMENT)
+        << "options not filled by the init function";
+    EXPECT_NE(std::string(etude_last_error()).find("struct_size"), std::string::npos);
+    etude_mel_stream_options_init(&o, sizeof o);
+    EXPECT_EQ(o.struct_size, sizeof o);
     EXPECT_EQ(std::string(o.backend), "auto");
     EXPECT_EQ(o.device, -1);
     EXPECT_NE(o.allow_phase_fallback, 0);
-    etude_stream* s = nullptr;
     EXPECT_EQ(etude_stream_create_mel_ex(e, &o, &s), ETUDE_ERROR_INVALID_ARGUMENT)
         << "no model_path";
     EXPECT_NE(std::string(etude_last_error()).find("model_path"), std::string::npos);
