@@ -69,6 +69,26 @@ int InputWindow::append(gpu::Queue& q, const SignalRef& in, int zeros) {
     return length;
 }
 
+// ---- WeightedStreamLayer ----------------------------------------------------------
+
+WeightedStreamLayer::WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q,
+                                         const gpu::Conv1dShape& shape,
+                                         const gpu::DeviceBuffer& weight,
+                                         const gpu::DeviceBuffer& bias,
+                                         std::optional<float> input_slope, int hold, int prefill)
+    : backend_(backend),
+      shape_(shape),
+      weight_(weight),
+      bias_(bias),
+      slope_(input_slope),
+      window_(backend, q, shape.in_channels, hold, prefill) {}
+
+void WeightedStreamLayer::activate(gpu::Queue& q, int length) {
+    if (slope_)
+        backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
+                            static_cast<std::size_t>(shape_.in_channels) * length, *slope_);
+}
+
 // ---- StreamConv -----------------------------------------------------------------
 
 bool StreamConv::supports(const gpu::Conv1dShape& s) {
@@ -78,12 +98,9 @@ bool StreamConv::supports(const gpu::Conv1dShape& s) {
 StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                        const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                        std::optional<float> input_slope)
-    : backend_(backend),
-      shape_(shape),
-      weight_(weight),
-      bias_(bias),
-      slope_(input_slope),
-      window_(backend, q, shape.in_channels, 2 * shape.padding, shape.padding) {
+    : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope,
+                          supports(shape) ? 2 * shape.padding : 0,
+                          supports(shape) ? shape.padding : 0) {
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
@@ -91,10 +108,7 @@ SignalRef StreamConv::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int length = window_.append(q, in, flush ? shape_.padding : 0);
     const int n = length - 2 * shape_.padding;
     if (n <= 0) return ref(out_.get(), shape_.out_channels, 0);
-    // The window holds raw input; the activation is applied to the copy.
-    if (slope_)
-        backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
-                            static_cast<std::size_t>(shape_.in_channels) * length, *slope_);
+    activate(q, length);
     gpu::Conv1dShape s = shape_;
     s.batch = 1;
     s.in_length = length;
@@ -112,16 +126,14 @@ bool StreamUpsample::supports(const gpu::Conv1dShape& s) {
            extra % s.stride == 0 && extra == 2 * s.padding;
 }
 
+int StreamUpsample::tail(const gpu::Conv1dShape& s) {
+    return supports(s) ? (s.kernel - s.stride) / s.stride : 0;
+}
+
 StreamUpsample::StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                                std::optional<float> input_slope)
-    : backend_(backend),
-      shape_(shape),
-      weight_(weight),
-      bias_(bias),
-      slope_(input_slope),
-      tail_(supports(shape) ? (shape.kernel - shape.stride) / shape.stride : 0),
-      window_(backend, q, shape.in_channels, tail_, tail_) {
+    : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope, tail(shape), tail(shape)) {
     if (!supports(shape))
         throw std::invalid_argument(
             "StreamUpsample: kernel - stride must be 2 x padding, a "
@@ -134,13 +146,13 @@ void StreamUpsample::reset() {
 }
 
 SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
-    const int u = shape_.stride;
-    const int length = window_.append(q, in, flush ? tail_ : 0);
+    const int u = shape_.stride, held = tail(shape_);
+    const int length = window_.append(q, in, flush ? held : 0);
     in_total_ += std::max(in.length, 0);
-    // With the window's tail samples in front, cropping tail_ * u outputs on
+    // With the window's tail samples in front, cropping held * u outputs on
     // each side leaves exactly the outputs the new input completes. The first
     // `padding` of a signal lie before its start (the layer's own padding).
-    const int full = std::max(0, (length - tail_) * u);
+    const int full = std::max(0, (length - held) * u);
     // Outputs before the signal's start still to drop (a first chunk may
     // make fewer than `padding` of them when the kernel spans 3+ strides).
     const long first = std::clamp<long>(shape_.padding - full_total_, 0, full);
@@ -148,13 +160,11 @@ SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     long count = full - first;
     if (flush) count = std::min<long>(count, in_total_ * u - out_total_);
     if (count <= 0) return ref(out_.get(), shape_.out_channels, 0);
-    if (slope_)
-        backend_.activation(q, gpu::Activation::LeakyRelu, window_.work(), window_.work(),
-                            static_cast<std::size_t>(shape_.in_channels) * length, *slope_);
+    activate(q, length);
     gpu::Conv1dShape s = shape_;
     s.batch = 1;
     s.in_length = length;
-    s.padding = tail_ * u;
+    s.padding = held * u;
     auto& z = full_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
     backend_.conv_transpose1d(q, s, window_.work(), weight_, bias_, z);
     auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * count);

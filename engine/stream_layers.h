@@ -62,20 +62,20 @@ class InputWindow {
     ScratchBuffer work_;
 };
 
-// conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
-// groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
-class StreamConv {
+// What a convolution and an upsampler share: the layer's weights, its input
+// window, an optional leaky ReLU on the input, and the output buffer.
+class WeightedStreamLayer {
   public:
-    StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
-               const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-               std::optional<float> input_slope);
-    // Whether `shape` can run this way.
-    static bool supports(const gpu::Conv1dShape& shape);
-    void reset() { window_.reset(); }
-    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
     int lag() const { return shape_.padding; }
 
-  private:
+  protected:
+    WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
+                        const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+                        std::optional<float> input_slope, int hold, int prefill);
+    // The leaky ReLU over the window's first `length` columns (the window
+    // holds raw input; the activation is applied to the copy).
+    void activate(gpu::Queue& q, int length);
+
     gpu::Backend& backend_;
     gpu::Conv1dShape shape_;
     const gpu::DeviceBuffer& weight_;
@@ -85,10 +85,23 @@ class StreamConv {
     ScratchBuffer out_;
 };
 
+// conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
+// groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
+class StreamConv : public WeightedStreamLayer {
+  public:
+    StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
+               const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
+               std::optional<float> input_slope);
+    // Whether `shape` can run this way.
+    static bool supports(const gpu::Conv1dShape& shape);
+    void reset() { window_.reset(); }
+    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+};
+
 // conv_transpose1d (upsampling by `stride`) whose kernel minus stride is a
 // whole, even number of strides (HiFi-GAN's kernel = 2 x stride); an
 // optional leaky ReLU on its input. Lag: padding output samples.
-class StreamUpsample {
+class StreamUpsample : public WeightedStreamLayer {
   public:
     StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
@@ -96,17 +109,10 @@ class StreamUpsample {
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
-    int lag() const { return shape_.padding; }
 
   private:
-    gpu::Backend& backend_;
-    gpu::Conv1dShape shape_;
-    const gpu::DeviceBuffer& weight_;
-    const gpu::DeviceBuffer& bias_;
-    std::optional<float> slope_;
-    int tail_;  // input samples held: (kernel - stride) / stride
-    InputWindow window_;
-    ScratchBuffer full_, out_;
+    static int tail(const gpu::Conv1dShape& s);  // input samples held: (kernel - stride) / stride
+    ScratchBuffer full_;
     // Input taken, outputs handed out, and outputs made before cropping
     // (from the left padding on).
     long in_total_ = 0, out_total_ = 0, full_total_ = 0;

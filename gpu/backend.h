@@ -158,6 +158,13 @@ struct GpuFault {
 // one of kernel, oom, late (e.g. "kernel:2:0:500"); nullopt if malformed.
 std::optional<GpuFault> parse_gpu_fault(const std::string& text);
 
+// The checks every backend's copy_rows makes first: false when there is
+// nothing to copy; throws std::invalid_argument for one buffer used as both
+// ends or a block that reaches past either buffer.
+bool check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
+                     std::size_t src_stride, const DeviceBuffer& dst, std::size_t dst_offset,
+                     std::size_t dst_stride);
+
 class Backend : public MemoryOwner {
   public:
     virtual ~Backend() = default;

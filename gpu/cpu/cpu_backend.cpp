@@ -217,14 +217,9 @@ void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,
                            std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                            std::size_t dst_offset, std::size_t dst_stride) {
     Timer t(*this, "copy_rows");
-    if (rows <= 0 || cols <= 0) return;
-    if (src.handle() == dst.handle())
-        throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
-    const std::size_t last = static_cast<std::size_t>(rows - 1);
-    if (src_offset + last * src_stride + cols > src.floats() ||
-        dst_offset + last * dst_stride + cols > dst.floats())
-        throw std::invalid_argument("copy_rows: the block reaches past a buffer");
-    for (std::size_t r = 0; r <= last; ++r)
+    if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
+        return;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
         std::memcpy(f(dst) + dst_offset + r * dst_stride, f(src) + src_offset + r * src_stride,
                     static_cast<std::size_t>(cols) * sizeof(float));
 }

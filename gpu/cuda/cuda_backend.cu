@@ -606,12 +606,7 @@ void CudaBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& sr
                             std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                             std::size_t dst_offset, std::size_t dst_stride) {
     Op op(*this, q, "copy_rows");
-    if (rows > 0 && cols > 0) {
-        if (src.handle() == dst.handle())
-            throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
-        const std::size_t last = static_cast<std::size_t>(rows - 1);
-        need(src, src_offset + last * src_stride + cols, "src", "copy_rows");
-        need(dst, dst_offset + last * dst_stride + cols, "dst", "copy_rows");
+    if (check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride)) {
         op.check(cudaMemcpy2DAsync(fp(dst) + dst_offset, dst_stride * sizeof(float),
                                    fp(src) + src_offset, src_stride * sizeof(float),
                                    static_cast<std::size_t>(cols) * sizeof(float),

@@ -764,13 +764,8 @@ void OpenClBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& 
                               std::size_t dst_offset, std::size_t dst_stride) {
     const char* op = "copy_rows";
     begin(op);
-    if (rows <= 0 || cols <= 0) return;
-    if (src.handle() == dst.handle())
-        throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
-    const std::size_t last = static_cast<std::size_t>(rows - 1);
-    if (src_offset + last * src_stride + cols > src.floats() ||
-        dst_offset + last * dst_stride + cols > dst.floats())
-        throw std::invalid_argument("copy_rows: the block reaches past a buffer");
+    if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
+        return;
     auto& cq = queue_of(q, op);
     // A rectangle copy: rows are the second dimension, in bytes.
     const std::size_t src_origin[3] = {src_offset * sizeof(float), 0, 0};

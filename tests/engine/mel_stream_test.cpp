@@ -50,6 +50,13 @@ double rms(std::span<const float> a) {
     return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
 }
 
+// An OpenCL device (PoCL in CI) stands in for a GPU that fails on purpose.
+bool have_opencl() {
+    for (const auto& d : gpu::DeviceRegistry::instance().devices())
+        if (d.kind == gpu::BackendKind::OpenCl) return true;
+    return false;
+}
+
 std::vector<float> offline(const std::string& name, const Mel& mel) {
     auto model = NeuralModel::load(kData + name + ".lef", gpu::shared_cpu_backend());
     return model->vocode(mel.values, mel.frames);
@@ -217,10 +224,7 @@ INSTANTIATE_TEST_SUITE_P(Models, MelStream, ::testing::Values("hifigan_v1", "voc
 // A GPU tier that fails: the CPU model remakes each failed chunk from the same
 // state, so the output is still exact, and every failure is counted.
 TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
-    bool have_opencl = false;
-    for (const auto& d : gpu::DeviceRegistry::instance().devices())
-        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
-    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to fail";
+    if (!have_opencl()) GTEST_SKIP() << "no OpenCL device to fail";
     const Mel mel = load_mel("hifigan_v1");
     const auto want = offline("hifigan_v1", mel);
     MelSchedulerOptions mo;
@@ -260,10 +264,7 @@ TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
 // weights, preparing the layers' streaming state, calibrating) turns the GPU
 // tier off with a note; the stream is made and its audio is exact.
 TEST(MelStreamFaults, a_device_error_while_the_stream_is_made_only_turns_the_gpu_off) {
-    bool have_opencl = false;
-    for (const auto& d : gpu::DeviceRegistry::instance().devices())
-        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
-    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to fail";
+    if (!have_opencl()) GTEST_SKIP() << "no OpenCL device to fail";
     const Mel mel = load_mel("hifigan_v1");
     const auto want = offline("hifigan_v1", mel);
     const auto device = open_model_backend("opencl", -1);
@@ -299,10 +300,7 @@ TEST(MelStreamFaults, a_device_error_while_the_stream_is_made_only_turns_the_gpu
 // a chunk the GPU fails is made by V3 and is exactly V3's audio for those
 // frames; every other chunk is exactly V1's.
 TEST(MelStreamFaults, a_cheaper_cpu_model_covers_a_failed_gpu_chunk_exactly) {
-    bool have_opencl = false;
-    for (const auto& d : gpu::DeviceRegistry::instance().devices())
-        have_opencl = have_opencl || d.kind == gpu::BackendKind::OpenCl;
-    if (!have_opencl) GTEST_SKIP() << "no OpenCL device to stand in for a GPU";
+    if (!have_opencl()) GTEST_SKIP() << "no OpenCL device to stand in for a GPU";
     const Mel mel = load_mel("hifigan_v1");
     const auto v1 = offline("hifigan_v1", mel);
     const auto v3 = offline("hifigan_v3", mel);
