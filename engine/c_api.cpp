@@ -82,15 +82,12 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
                                      const char* backend, double sample_rate, etude_stream** out) {
     if (!engine) return null_argument("engine");
     if (!model_path) return null_argument("model_path");
-    if (!out) return null_argument("out");
-    *out = nullptr;
-    return guarded([&] {
-        etude::engine::StreamOptions o;
-        o.model = model_path;
-        if (backend) o.backend = backend;
-        o.sample_rate = sample_rate;
-        *out = new etude_stream{engine->engine.create_stream(o)};
-    });
+    etude_mel_stream_options o;
+    etude_mel_stream_options_init(&o, sizeof o);
+    o.model_path = model_path;
+    if (backend) o.backend = backend;
+    o.sample_rate = sample_rate;
+    return etude_stream_create_mel_ex(engine, &o, out);
 }
 
 void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size) {

@@ -1031,7 +1031,37 @@ long MelVocoderStream::frames_to_run(const NeuralModel& model) const {
 }
 
 void MelVocoderStream::prepare() {
-    if (incremental_ && runner()) runner()->reset();
+    if (!incremental_) return;
+    if (NetworkStream* r = runner()) r->reset();
+}
+
+void MelVocoderStream::gather_mel(long a, long b) {
+    // Frame-major history -> channel-major window, as the networks take it.
+    const int w = static_cast<int>(b - a);
+    window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
+    for (int f = 0; f < w; ++f) {
+        const float* src =
+            history_.data() + static_cast<std::size_t>(a + f - history_start_) * n_mels_;
+        for (int c = 0; c < n_mels_; ++c) window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
+    }
+}
+
+void MelVocoderStream::trim_history() {
+    // Keep only the left context the next window (or overlap rebuild) needs.
+    const long keep_from = std::max<long>(history_start_, history_needed_from());
+    if (keep_from > history_start_) {
+        history_.erase(
+            history_.begin(),
+            history_.begin() + static_cast<std::size_t>(keep_from - history_start_) * n_mels_);
+        history_start_ = keep_from;
+    }
+}
+
+void MelVocoderStream::discard_overlap_before(long limit) {
+    const long drop = std::min<long>(limit - ola_start_, static_cast<long>(ola_.size()));
+    ola_.erase(ola_.begin(), ola_.begin() + drop);
+    envelope_.erase(envelope_.begin(), envelope_.begin() + drop);
+    ola_start_ = limit;
 }
 
 NetworkStream* MelVocoderStream::runner() {
@@ -1136,10 +1166,7 @@ std::size_t MelVocoderStream::skip_to(long end) {
         const long half = audio.n_fft / 2;
         if (limit - half > emitted_) {
             emitted_ = limit - half;
-            const long drop = std::min<long>(limit - ola_start_, static_cast<long>(ola_.size()));
-            ola_.erase(ola_.begin(), ola_.begin() + drop);
-            envelope_.erase(envelope_.begin(), envelope_.begin() + drop);
-            ola_start_ = limit;
+            discard_overlap_before(limit);
         }
         // The skipped frames' windows reach into what the network makes
         // next: it reruns them first (their context is kept for that). Frames
@@ -1147,13 +1174,7 @@ std::size_t MelVocoderStream::skip_to(long end) {
         // a window) and must not be added twice.
         rebuild_from_ = std::max({0L, produced_ - overlap_frames(), added});
     }
-    const long keep_from = std::max<long>(history_start_, history_needed_from());
-    if (keep_from > history_start_) {
-        history_.erase(
-            history_.begin(),
-            history_.begin() + static_cast<std::size_t>(keep_from - history_start_) * n_mels_);
-        history_start_ = keep_from;
-    }
+    trim_history();
     return static_cast<std::size_t>(emitted_ - before);
 }
 
@@ -1179,14 +1200,7 @@ void MelVocoderStream::produce(long end_frame, bool final, std::vector<float>& o
         throw;
     }
     if (final && produced_ == end_frame) assemble(nullptr, 0, true, out);
-    // Keep only the left context the next window needs.
-    const long keep_from = std::max<long>(history_start_, history_needed_from());
-    if (keep_from > history_start_) {
-        history_.erase(
-            history_.begin(),
-            history_.begin() + static_cast<std::size_t>(keep_from - history_start_) * n_mels_);
-        history_start_ = keep_from;
-    }
+    trim_history();
 }
 
 void MelVocoderStream::produce_pieces(long end_frame, bool final, std::vector<float>& out) {
@@ -1209,12 +1223,7 @@ void MelVocoderStream::run_window(long a, long b) {
     const long ws = std::max<long>(0, a - left);
     const long we = std::min<long>(received_, b + right);
     const int w = static_cast<int>(we - ws);
-    window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
-    for (int f = 0; f < w; ++f) {
-        const float* src =
-            history_.data() + static_cast<std::size_t>(ws + f - history_start_) * n_mels_;
-        for (int c = 0; c < n_mels_; ++c) window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
-    }
+    gather_mel(ws, we);
     values_.resize(static_cast<std::size_t>(b - a) * model_->values_per_frame());
     model_->run(window_mel_.data(), w, static_cast<int>(a - ws), static_cast<int>(b - a),
                 values_.data());
@@ -1245,13 +1254,7 @@ void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vect
         const bool flush = final && b == received_;
         if (b == a && !flush) break;
         const int w = static_cast<int>(b - a);
-        window_mel_.resize(static_cast<std::size_t>(w) * n_mels_);
-        for (int f = 0; f < w; ++f) {
-            const float* src =
-                history_.data() + static_cast<std::size_t>(a + f - history_start_) * n_mels_;
-            for (int c = 0; c < n_mels_; ++c)
-                window_mel_[static_cast<std::size_t>(c) * w + f] = src[c];
-        }
+        gather_mel(a, b);
         runner()->push(window_mel_.data(), w, flush, pending_);
         frames_run_ += static_cast<std::uint64_t>(w);
         inc_fed_ = b;
@@ -1343,10 +1346,7 @@ void MelVocoderStream::assemble(const float* values, int count, bool final,
     }
     if (limit > begin) {
         emitted_ += limit - begin;
-        const long drop = limit - ola_start_;
-        ola_.erase(ola_.begin(), ola_.begin() + drop);
-        envelope_.erase(envelope_.begin(), envelope_.begin() + drop);
-        ola_start_ = limit;
+        discard_overlap_before(limit);
     }
 }
 

@@ -206,6 +206,9 @@ class MelVocoderStream {
     void produce_pieces(long end_frame, bool final, std::vector<float>& out);
     void assemble(const float* values, int count, bool final, std::vector<float>& out);
     void run_window(long a, long b);  // network values of frames [a, b) into values_
+    void gather_mel(long a, long b);  // history frames [a, b) into window_mel_, by channel
+    void trim_history();
+    void discard_overlap_before(long limit);  // Vocos: samples before `limit` are emitted
     // Vocos: adds frames [first, first + count) to the overlap-add, from
     // ola_start_ on (what lies before it was emitted already).
     void overlap_add(const float* values, long first, int count);
