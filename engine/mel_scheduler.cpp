@@ -165,7 +165,8 @@ int MelScheduler::choose(std::int64_t budget_ns) {
     for (auto& e : per_frame_) e.set_now(stamp_);
     for (int tier = 0; tier < 2; ++tier) {
         if (tier == 0 && (!gpu_model_ || stats_.gpu_disabled)) continue;
-        // The network also reruns its context frames (at most one window's worth).
+        // Priced by the frames the network will run (context only when the
+        // stream must prime or recompute it).
         const std::int64_t cost = per_frame_[tier].estimate_ns() * frames_to_run(tier);
         if (cost <= budget_ns) return tier;
     }
