@@ -16,6 +16,7 @@
 
 #include "dsp/fft.h"
 #include "gpu/cpu/cpu_conv.h"
+#include "gpu/cpu/cpu_parallel.h"
 #include "gpu/cpu/cpu_vector_math.h"
 
 namespace etude::gpu {
@@ -25,6 +26,19 @@ class CpuQueue final : public Queue {};
 
 inline float* f(const DeviceBuffer& b) {
     return static_cast<float*>(b.handle());
+}
+
+// Elements per job of an element-wise op: these are memory-bound, and below
+// this a second thread costs more to wake than it saves.
+constexpr std::size_t kElementGrain = std::size_t{1} << 15;
+// Multiply-adds per job of a GEMM.
+constexpr std::size_t kGemmGrain = std::size_t{1} << 20;
+
+// body(begin, end) over ranges of [0, n) elements, split among the workers
+// when the op is long enough. Ranges start on 16-float (64-byte) bounds.
+template <class Body>
+void for_elements(std::size_t n, Body&& body) {
+    cpu::parallel_ranges(n, cpu::jobs_for(n, kElementGrain), 16, body);
 }
 
 std::string cpu_model() {
@@ -132,39 +146,62 @@ void CpuBackend::synchronize(Queue&) {}
 void CpuBackend::activation(Queue&, Activation fn, const DeviceBuffer& x, DeviceBuffer& y,
                             std::size_t n, float alpha) {
     Timer t(*this, to_string(fn));
-    const float* in = f(x);
-    float* out = f(y);
-    switch (fn) {
-        case Activation::LeakyRelu:
-            // max/min rather than a branch: this form vectorises (it is a large
-            // share of HiFi-GAN's time outside the convolutions).
-            for (std::size_t i = 0; i < n; ++i)
-                out[i] = std::max(in[i], 0.0f) + alpha * std::min(in[i], 0.0f);
-            break;
-        case Activation::Gelu:
-            cpu::gelu(in, out, n);
-            break;
-        case Activation::Tanh:
-            cpu::tanh(in, out, n);
-            break;
-        case Activation::Exp:
-            cpu::exp(in, out, n);
-            break;
-        case Activation::Sin:
-            cpu::sin(in, out, n);
-            break;
-        case Activation::Cos:
-            cpu::cos(in, out, n);
-            break;
-    }
+    for_elements(n, [&](std::size_t begin, std::size_t end) {
+        const float* in = f(x) + begin;
+        float* out = f(y) + begin;
+        const std::size_t len = end - begin;
+        switch (fn) {
+            case Activation::LeakyRelu:
+                // max/min rather than a branch: this form vectorises (it is a
+                // large share of HiFi-GAN's time outside the convolutions).
+                for (std::size_t i = 0; i < len; ++i)
+                    out[i] = std::max(in[i], 0.0f) + alpha * std::min(in[i], 0.0f);
+                break;
+            case Activation::Gelu:
+                cpu::gelu(in, out, len);
+                break;
+            case Activation::Tanh:
+                cpu::tanh(in, out, len);
+                break;
+            case Activation::Exp:
+                cpu::exp(in, out, len);
+                break;
+            case Activation::Sin:
+                cpu::sin(in, out, len);
+                break;
+            case Activation::Cos:
+                cpu::cos(in, out, len);
+                break;
+        }
+    });
 }
 
 void CpuBackend::gemm(Queue&, bool ta, bool tb, int m, int n, int k, float alpha,
                       const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
                       DeviceBuffer& c, int ldc) {
     Timer t(*this, "gemm");
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-                k, alpha, f(a), lda, f(b), ldb, beta, f(c), ldc);
+    if (m <= 0 || n <= 0) return;
+    // Split C along its longer side; each job is one single-threaded SGEMM
+    // on its own rows (a slice of op(A)) or columns (a slice of op(B)).
+    const int jobs = cpu::jobs_for(static_cast<std::size_t>(m) * n * std::max(k, 1), kGemmGrain);
+    const bool by_rows = m >= n;
+    cpu::parallel_ranges(by_rows ? m : n, jobs, 16, [&](std::size_t begin, std::size_t end) {
+        const auto first = static_cast<std::ptrdiff_t>(begin);
+        const int count = static_cast<int>(end - begin);
+        const float* ap = f(a);
+        const float* bp = f(b);
+        float* cp = f(c);
+        if (by_rows) {
+            ap += ta ? first : first * lda;  // rows of op(A)
+            cp += first * ldc;
+        } else {
+            bp += tb ? first * ldb : first;  // columns of op(B)
+            cp += first;
+        }
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    by_rows ? count : m, by_rows ? n : count, k, alpha, ap, lda, bp, ldb, beta, cp,
+                    ldc);
+    });
 }
 
 void CpuBackend::conv1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
@@ -187,30 +224,36 @@ void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceB
     const float* g = f(gamma);
     const float* bt = f(beta);
     float* yp = f(y);
-    for (int r = 0; r < rows; ++r) {
-        const float* row = xp + static_cast<std::size_t>(r) * cols;
-        double mean = 0, var = 0;
-        for (int c = 0; c < cols; ++c) mean += row[c];
-        mean /= cols;
-        for (int c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
-        var /= cols;
-        const double inv = 1.0 / std::sqrt(var + eps);
-        float* out = yp + static_cast<std::size_t>(r) * cols;
-        for (int c = 0; c < cols; ++c)
-            out[c] = static_cast<float>((row[c] - mean) * inv) * g[c] + bt[c];
-    }
+    const int jobs = cpu::jobs_for(static_cast<std::size_t>(rows) * cols, kElementGrain);
+    cpu::parallel_ranges(rows > 0 ? rows : 0, jobs, 1, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            const float* row = xp + r * cols;
+            double mean = 0, var = 0;
+            for (int c = 0; c < cols; ++c) mean += row[c];
+            mean /= cols;
+            for (int c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
+            var /= cols;
+            const double inv = 1.0 / std::sqrt(var + eps);
+            float* out = yp + r * cols;
+            for (int c = 0; c < cols; ++c)
+                out[c] = static_cast<float>((row[c] - mean) * inv) * g[c] + bt[c];
+        }
+    });
 }
 
 void CpuBackend::axpby(Queue&, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
                        DeviceBuffer& y) {
     Timer t(*this, "axpby");
-    const float* in = f(x);
-    float* out = f(y);
-    // beta == 0 must not read y (it may hold NaN): a separate loop, not 0 * y.
-    if (beta == 0.0f)
-        for (std::size_t i = 0; i < n; ++i) out[i] = alpha * in[i];
-    else
-        for (std::size_t i = 0; i < n; ++i) out[i] = alpha * in[i] + beta * out[i];
+    for_elements(n, [&](std::size_t begin, std::size_t end) {
+        const float* in = f(x) + begin;
+        float* out = f(y) + begin;
+        const std::size_t len = end - begin;
+        // beta == 0 must not read y (it may hold NaN): a separate loop, not 0 * y.
+        if (beta == 0.0f)
+            for (std::size_t i = 0; i < len; ++i) out[i] = alpha * in[i];
+        else
+            for (std::size_t i = 0; i < len; ++i) out[i] = alpha * in[i] + beta * out[i];
+    });
 }
 
 void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cpu/cpu_parallel.h"
+
 namespace etude::gpu::cpu {
 namespace {
 
@@ -27,12 +29,21 @@ constexpr int kMinChunkColumns = 512;
 // Output samples per block in the depthwise loop: one block of output stays
 // in L1 while every tap is added into it.
 constexpr int kDepthwiseBlock = 1024;
+// A chunk shortened so that every worker gets one keeps at least this many
+// columns: below it, a job's SGEMM costs less than waking a thread.
+constexpr int kMinParallelColumns = 64;
+// Multiply-adds per job below which a depthwise layer runs on one thread.
+constexpr std::size_t kDepthwiseGrain = std::size_t{1} << 16;
 
-// Columns per chunk for columns of `rows` floats over `length` positions.
+// Columns per chunk for columns of `rows` floats over `length` positions,
+// short enough that each worker gets a chunk when `length` allows.
 int chunk_columns(int rows, int length) {
     const std::size_t fit = kChunkFloats / static_cast<std::size_t>(std::max(rows, 1));
-    const int cols = static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns));
-    return std::min(cols, length);
+    int cols = static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns));
+    const int workers = worker_count();
+    if (workers > 1)
+        cols = std::min(cols, std::max(kMinParallelColumns, (length + workers - 1) / workers));
+    return std::max(1, std::min(cols, length));
 }
 
 // The column buffer of the calling thread, grown on demand and kept: the
@@ -160,13 +171,16 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
 
     if (icg == 1 && ocg == 1) {
-        for (int n = 0; n < s.batch; ++n)
-            for (int c = 0; c < s.out_channels; ++c) {
-                const std::size_t row = static_cast<std::size_t>(n) * s.out_channels + c;
+        const std::size_t rows = static_cast<std::size_t>(s.batch) * s.out_channels;
+        const int jobs = jobs_for(rows * out_len * s.kernel, kDepthwiseGrain);
+        parallel_ranges(rows, jobs, 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t row = begin; row < end; ++row) {
+                const int c = static_cast<int>(row % s.out_channels);
                 depthwise_row(s, out_len, x + row * s.in_length,
                               w + static_cast<std::size_t>(c) * s.kernel, bias ? bias[c] : 0.0f,
                               y + row * out_len);
             }
+        });
         return;
     }
 
@@ -174,35 +188,38 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     const bool pointwise = s.kernel == 1 && s.stride == 1 && s.padding == 0;
     const int rows = icg * s.kernel;  // reduction length of the GEMM
     const int chunk = chunk_columns(rows, out_len);
-    float* col = pointwise ? nullptr : scratch(static_cast<std::size_t>(rows) * chunk);
-    for (int n = 0; n < s.batch; ++n)
-        for (int g = 0; g < s.groups; ++g) {
-            const float* xg = x + (static_cast<std::size_t>(n) * s.in_channels +
-                                   static_cast<std::size_t>(g) * icg) *
-                                      s.in_length;
-            const float* wg = w + static_cast<std::size_t>(g) * ocg * rows;
-            float* yg = y + (static_cast<std::size_t>(n) * s.out_channels +
-                             static_cast<std::size_t>(g) * ocg) *
-                                out_len;
-            for (int t0 = 0; t0 < out_len; t0 += chunk) {
-                const int count = std::min(chunk, out_len - t0);
-                const float* b = xg + t0;
-                int ldb = s.in_length;
-                if (!pointwise) {
-                    im2col(s, icg, xg, t0, count, col);
-                    b = col;
-                    ldb = count;
-                }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ocg, count, rows, 1.0f, wg,
-                            rows, b, ldb, 0.0f, yg + t0, out_len);
-                if (bias)
-                    for (int o = 0; o < ocg; ++o) {
-                        float* yr = yg + static_cast<std::size_t>(o) * out_len + t0;
-                        const float v = bias[g * ocg + o];
-                        for (int j = 0; j < count; ++j) yr[j] += v;
-                    }
-            }
+    const int chunks = (out_len + chunk - 1) / chunk;
+    // One job per (batch item, group, chunk of the time axis): its own
+    // im2col, SGEMM and bias, into its own columns of y.
+    parallel_for(s.batch * s.groups * chunks, [&](int job) {
+        const int n = job / (s.groups * chunks);
+        const int g = job / chunks % s.groups;
+        const int t0 = job % chunks * chunk;
+        const int count = std::min(chunk, out_len - t0);
+        const float* xg =
+            x + (static_cast<std::size_t>(n) * s.in_channels + static_cast<std::size_t>(g) * icg) *
+                    s.in_length;
+        const float* wg = w + static_cast<std::size_t>(g) * ocg * rows;
+        float* yg =
+            y + (static_cast<std::size_t>(n) * s.out_channels + static_cast<std::size_t>(g) * ocg) *
+                    out_len;
+        const float* b = xg + t0;
+        int ldb = s.in_length;
+        if (!pointwise) {
+            float* col = scratch(static_cast<std::size_t>(rows) * chunk);
+            im2col(s, icg, xg, t0, count, col);
+            b = col;
+            ldb = count;
         }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ocg, count, rows, 1.0f, wg, rows, b,
+                    ldb, 0.0f, yg + t0, out_len);
+        if (bias)
+            for (int o = 0; o < ocg; ++o) {
+                float* yr = yg + static_cast<std::size_t>(o) * out_len + t0;
+                const float v = bias[g * ocg + o];
+                for (int j = 0; j < count; ++j) yr[j] += v;
+            }
+    });
 }
 
 void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, const float* bias,
@@ -212,34 +229,46 @@ void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, cons
     if (s.batch <= 0 || s.out_channels <= 0 || out_len <= 0) return;
     const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
 
-    // Every input scatters into the output: start from the bias.
-    for (int n = 0; n < s.batch; ++n)
-        for (int oc = 0; oc < s.out_channels; ++oc) {
-            float* yr = y + (static_cast<std::size_t>(n) * s.out_channels + oc) * out_len;
-            std::fill(yr, yr + out_len, bias ? bias[oc] : 0.0f);
+    // Each job owns a slice of one group's output channels: it fills them
+    // with the bias, computes only their rows of W^T x (tap k of channel o is
+    // row o*kernel + k) and scatters them, so no two jobs write the same
+    // output.
+    const int slices = std::min(ocg, worker_count());
+    parallel_for(s.batch * s.groups * slices, [&](int job) {
+        const int n = job / (s.groups * slices);
+        const int g = job / slices % s.groups;
+        const int slice = job % slices;
+        const int o0 = static_cast<int>(static_cast<long long>(ocg) * slice / slices);
+        const int o1 = static_cast<int>(static_cast<long long>(ocg) * (slice + 1) / slices);
+        const int oc0 = g * ocg + o0;  // first output channel of the slice
+        float* ys = y + (static_cast<std::size_t>(n) * s.out_channels + oc0) * out_len;
+        for (int o = 0; o < o1 - o0; ++o) {
+            float* yr = ys + static_cast<std::size_t>(o) * out_len;
+            std::fill(yr, yr + out_len, bias ? bias[oc0 + o] : 0.0f);
         }
-    if (s.in_length <= 0) return;
+        if (s.in_length <= 0 || o1 == o0) return;
 
-    const int rows = ocg * s.kernel;  // one column: every tap of every output channel
-    const int chunk = chunk_columns(rows, s.in_length);
-    float* col = scratch(static_cast<std::size_t>(rows) * chunk);
-    for (int n = 0; n < s.batch; ++n)
-        for (int g = 0; g < s.groups; ++g) {
-            const float* xg = x + (static_cast<std::size_t>(n) * s.in_channels +
-                                   static_cast<std::size_t>(g) * icg) *
-                                      s.in_length;
-            // Weights [icg][ocg * kernel] for this group: used transposed.
-            const float* wg = w + static_cast<std::size_t>(g) * icg * rows;
-            float* yg = y + (static_cast<std::size_t>(n) * s.out_channels +
-                             static_cast<std::size_t>(g) * ocg) *
-                                out_len;
-            for (int t0 = 0; t0 < s.in_length; t0 += chunk) {
-                const int count = std::min(chunk, s.in_length - t0);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, count, icg, 1.0f, wg,
-                            rows, xg + t0, s.in_length, 0.0f, col, count);
-                col2im_add(s, ocg, out_len, col, t0, count, yg);
-            }
+        const int rows = ocg * s.kernel;  // W^T has a row per tap of each output channel
+        const int slice_rows = (o1 - o0) * s.kernel;
+        const float* xg =
+            x + (static_cast<std::size_t>(n) * s.in_channels + static_cast<std::size_t>(g) * icg) *
+                    s.in_length;
+        // Weights [icg][ocg * kernel] for this group, used transposed; the
+        // slice's rows of W^T are its columns of W.
+        const float* ws =
+            w + static_cast<std::size_t>(g) * icg * rows + static_cast<std::size_t>(o0) * s.kernel;
+        // The whole time axis per job: the jobs already split the channels.
+        const std::size_t fit = kChunkFloats / static_cast<std::size_t>(slice_rows);
+        const int chunk =
+            std::min(s.in_length, static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns)));
+        float* col = scratch(static_cast<std::size_t>(slice_rows) * chunk);
+        for (int t0 = 0; t0 < s.in_length; t0 += chunk) {
+            const int count = std::min(chunk, s.in_length - t0);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, slice_rows, count, icg, 1.0f, ws,
+                        rows, xg + t0, s.in_length, 0.0f, col, count);
+            col2im_add(s, o1 - o0, out_len, col, t0, count, ys);
         }
+    });
 }
 
 }  // namespace etude::gpu::cpu

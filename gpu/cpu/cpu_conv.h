@@ -12,7 +12,10 @@
 // width, not the signal's length (1-3 MB for most of the vocoders' layers,
 // 16 MB for 512 channels x 16 taps).
 //
-// Threads: any thread; OpenBLAS uses its own threads inside each GEMM.
+// Threads: any thread. Each call shares its work out with
+// gpu/cpu/cpu_parallel.h: conv1d a chunk of the time axis per job (its own
+// im2col, single-threaded SGEMM and bias), conv_transpose1d a slice of the
+// output channels per job, depthwise layers a range of channels per job.
 // Allocates (the first call on a thread, or a wider layer than before).
 #pragma once
 

@@ -1,6 +1,8 @@
 // The CPU reference backend's vocoder helpers (axpby, transpose, add_bias,
-// polar_spectrum, the activations) against values computed here from their definitions in
-// gpu/backend.h. The OpenCL and CUDA parity tests compare those backends
+// polar_spectrum, the activations, gemm, layer_norm) against values computed
+// here from their definitions in gpu/backend.h, at sizes small enough to run
+// on one thread and large enough to be split among the workers
+// (gpu/cpu/cpu_parallel.h). The OpenCL and CUDA parity tests compare those backends
 // with this one, so this is where the reference itself is pinned down.
 #include "gpu/cpu/cpu_backend.h"
 
@@ -174,6 +176,89 @@ TEST_F(CpuBackendOps, activations_match_double_precision_definitions) {
                     << to_string(c.fn) << " n=" << n << " x=" << x[i];
             }
         }
+}
+
+// Large enough that each op is split among the workers: every element must
+// still be computed once, across the split points (n is not a multiple of
+// the 16-float range alignment).
+TEST_F(CpuBackendOps, elementwise_ops_split_among_workers_match_their_definitions) {
+    const std::size_t n = 100003;
+    const auto x = random(n, -4.0f, 4.0f), y0 = random(n);
+    auto dx = upload(x), dy = upload(y0);
+    cpu_.axpby(*q_, n, 1.5f, dx, -0.25f, dy);
+    auto y = download(dy, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], 1.5 * x[i] - 0.25 * y0[i], 1e-6) << i;
+
+    auto dl = upload(std::vector<float>(n, 9.0f));
+    cpu_.activation(*q_, Activation::LeakyRelu, dx, dl, n, 0.1f);
+    y = download(dl, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] > 0 ? x[i] : 0.1f * x[i]) << i;
+
+    auto dg = upload(x);
+    cpu_.activation(*q_, Activation::Tanh, dg, dg, n, 0.0f);
+    y = download(dg, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], std::tanh(double(x[i])), 1e-6) << i;
+}
+
+TEST_F(CpuBackendOps, gemm_matches_the_definition_for_every_transpose_and_split) {
+    struct Size {
+        int m, n, k;
+    };
+    // Small (one job), tall (split by rows of C) and wide (split by columns).
+    const Size sizes[] = {{5, 7, 3}, {301, 67, 130}, {37, 509, 120}};
+    for (const Size& z : sizes)
+        for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+                // Padded leading dimensions, as the vocoders' sub-matrices have.
+                const int lda = (ta ? z.m : z.k) + 3, ldb = (tb ? z.k : z.n) + 5, ldc = z.n + 2;
+                const auto a = random(std::size_t(ta ? z.k : z.m) * lda);
+                const auto b = random(std::size_t(tb ? z.n : z.k) * ldb);
+                const auto c0 = random(std::size_t(z.m) * ldc);
+                auto da = upload(a), db = upload(b), dc = upload(c0);
+                cpu_.gemm(*q_, ta, tb, z.m, z.n, z.k, 0.75f, da, lda, db, ldb, -0.5f, dc, ldc);
+                const auto c = download(dc, c0.size());
+                for (int i = 0; i < z.m; ++i)
+                    for (int j = 0; j < ldc; ++j) {
+                        const std::size_t at = std::size_t(i) * ldc + j;
+                        if (j >= z.n) {  // padding between rows: untouched
+                            ASSERT_EQ(c[at], c0[at]);
+                            continue;
+                        }
+                        double acc = 0;
+                        for (int p = 0; p < z.k; ++p)
+                            acc += double(ta ? a[std::size_t(p) * lda + i]
+                                             : a[std::size_t(i) * lda + p]) *
+                                   (tb ? b[std::size_t(j) * ldb + p] : b[std::size_t(p) * ldb + j]);
+                        ASSERT_NEAR(c[at], 0.75 * acc - 0.5 * c0[at], 1e-4)
+                            << z.m << "x" << z.n << "x" << z.k << " ta=" << ta << " tb=" << tb
+                            << " at " << i << "," << j;
+                    }
+            }
+}
+
+TEST_F(CpuBackendOps, layer_norm_over_many_rows_matches_its_definition) {
+    const int rows = 700, cols = 96;
+    const auto x = random(std::size_t(rows) * cols, -3.0f, 5.0f);
+    const auto gamma = random(cols), beta = random(cols);
+    auto dx = upload(x), dg = upload(gamma), db = upload(beta);
+    auto dy = upload(std::vector<float>(x.size(), 9.0f));
+    cpu_.layer_norm(*q_, rows, cols, 1e-6f, dx, dg, db, dy);
+    const auto y = download(dy, x.size());
+    for (int r = 0; r < rows; ++r) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < cols; ++c) mean += x[std::size_t(r) * cols + c];
+        mean /= cols;
+        for (int c = 0; c < cols; ++c) {
+            const double d = x[std::size_t(r) * cols + c] - mean;
+            var += d * d;
+        }
+        var /= cols;
+        for (int c = 0; c < cols; ++c) {
+            const std::size_t at = std::size_t(r) * cols + c;
+            const double want = (x[at] - mean) / std::sqrt(var + 1e-6) * gamma[c] + beta[c];
+            ASSERT_NEAR(y[at], want, 1e-5) << r << "," << c;
+        }
+    }
 }
 
 }  // namespace
