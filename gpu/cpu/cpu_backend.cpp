@@ -262,9 +262,14 @@ void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,
     Timer t(*this, "copy_rows");
     if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
         return;
-    for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
-        std::memcpy(f(dst) + dst_offset + r * dst_stride, f(src) + src_offset + r * src_stride,
-                    static_cast<std::size_t>(cols) * sizeof(float));
+    const int jobs = cpu::jobs_for(static_cast<std::size_t>(rows) * cols, kElementGrain);
+    cpu::parallel_ranges(static_cast<std::size_t>(rows), jobs, 1,
+                         [&](std::size_t r0, std::size_t r1) {
+                             for (std::size_t r = r0; r < r1; ++r)
+                                 std::memcpy(f(dst) + dst_offset + r * dst_stride,
+                                             f(src) + src_offset + r * src_stride,
+                                             static_cast<std::size_t>(cols) * sizeof(float));
+                         });
 }
 
 void CpuBackend::transpose(Queue&, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {

@@ -456,7 +456,9 @@ TEST_F(OpenClParity, CopyRows) {
         std::size_t src_offset, src_stride, dst_offset, dst_stride;
     };
     for (Case c : {Case{1, 1, 0, 1, 0, 1}, Case{3, 5, 2, 9, 1, 7}, Case{64, 12, 100, 40, 0, 12},
-                   Case{5, 33, 7, 33, 3, 50}}) {
+                   Case{5, 33, 7, 33, 3, 50},
+                   // Large enough that the CPU backend splits the rows among its workers.
+                   Case{300, 257, 11, 300, 5, 260}}) {
         const std::size_t src_n = c.src_offset + (c.rows - 1) * c.src_stride + c.cols + 3;
         const std::size_t dst_n = c.dst_offset + (c.rows - 1) * c.dst_stride + c.cols + 3;
         const auto xv = random_vector(src_n, 91);
