@@ -41,6 +41,14 @@ void for_elements(std::size_t n, Body&& body) {
     cpu::parallel_ranges(n, cpu::jobs_for(n, kElementGrain), 16, body);
 }
 
+// body(r0, r1) over ranges of `rows` rows of `cols` elements each, split as
+// for_elements by the elements they hold.
+template <class Body>
+void for_rows(int rows, int cols, Body&& body) {
+    const std::size_t n = static_cast<std::size_t>(std::max(rows, 0));
+    cpu::parallel_ranges(n, cpu::jobs_for(n * std::max(cols, 0), kElementGrain), 1, body);
+}
+
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
     std::string line;
@@ -224,8 +232,7 @@ void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceB
     const float* g = f(gamma);
     const float* bt = f(beta);
     float* yp = f(y);
-    const int jobs = cpu::jobs_for(static_cast<std::size_t>(rows) * cols, kElementGrain);
-    cpu::parallel_ranges(rows > 0 ? rows : 0, jobs, 1, [&](std::size_t r0, std::size_t r1) {
+    for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
         for (std::size_t r = r0; r < r1; ++r) {
             const float* row = xp + r * cols;
             double mean = 0, var = 0;
@@ -262,14 +269,11 @@ void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,
     Timer t(*this, "copy_rows");
     if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
         return;
-    const int jobs = cpu::jobs_for(static_cast<std::size_t>(rows) * cols, kElementGrain);
-    cpu::parallel_ranges(static_cast<std::size_t>(rows), jobs, 1,
-                         [&](std::size_t r0, std::size_t r1) {
-                             for (std::size_t r = r0; r < r1; ++r)
-                                 std::memcpy(f(dst) + dst_offset + r * dst_stride,
-                                             f(src) + src_offset + r * src_stride,
-                                             static_cast<std::size_t>(cols) * sizeof(float));
-                         });
+    for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r)
+            std::memcpy(f(dst) + dst_offset + r * dst_stride, f(src) + src_offset + r * src_stride,
+                        static_cast<std::size_t>(cols) * sizeof(float));
+    });
 }
 
 void CpuBackend::transpose(Queue&, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {

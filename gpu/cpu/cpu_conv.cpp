@@ -35,15 +35,21 @@ constexpr int kMinParallelColumns = 64;
 // Multiply-adds per job below which a depthwise layer runs on one thread.
 constexpr std::size_t kDepthwiseGrain = std::size_t{1} << 16;
 
-// Columns per chunk for columns of `rows` floats over `length` positions,
-// short enough that each worker gets a chunk when `length` allows.
+// Columns per chunk for columns of `rows` floats over `length` positions.
 int chunk_columns(int rows, int length) {
     const std::size_t fit = kChunkFloats / static_cast<std::size_t>(std::max(rows, 1));
-    int cols = static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns));
-    const int workers = worker_count();
-    if (workers > 1)
-        cols = std::min(cols, std::max(kMinParallelColumns, (length + workers - 1) / workers));
+    const int cols = static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns));
     return std::max(1, std::min(cols, length));
+}
+
+// The same, shortened so that each worker gets a chunk when `length` allows
+// (for loops whose jobs are the chunks).
+int shared_chunk_columns(int rows, int length) {
+    const int cols = chunk_columns(rows, length);
+    const int workers = worker_count();
+    if (workers <= 1) return cols;
+    return std::max(
+        1, std::min(cols, std::max(kMinParallelColumns, (length + workers - 1) / workers)));
 }
 
 // The column buffer of the calling thread, grown on demand and kept: the
@@ -187,7 +193,7 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     // A 1x1 convolution over every sample reads x as its own column matrix.
     const bool pointwise = s.kernel == 1 && s.stride == 1 && s.padding == 0;
     const int rows = icg * s.kernel;  // reduction length of the GEMM
-    const int chunk = chunk_columns(rows, out_len);
+    const int chunk = shared_chunk_columns(rows, out_len);
     const int chunks = (out_len + chunk - 1) / chunk;
     // One job per (batch item, group, chunk of the time axis): its own
     // im2col, SGEMM and bias, into its own columns of y.
@@ -258,9 +264,7 @@ void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, cons
         const float* ws =
             w + static_cast<std::size_t>(g) * icg * rows + static_cast<std::size_t>(o0) * s.kernel;
         // The whole time axis per job: the jobs already split the channels.
-        const std::size_t fit = kChunkFloats / static_cast<std::size_t>(slice_rows);
-        const int chunk =
-            std::min(s.in_length, static_cast<int>(std::max<std::size_t>(fit, kMinChunkColumns)));
+        const int chunk = chunk_columns(slice_rows, s.in_length);
         float* col = scratch(static_cast<std::size_t>(slice_rows) * chunk);
         for (int t0 = 0; t0 < s.in_length; t0 += chunk) {
             const int count = std::min(chunk, s.in_length - t0);
