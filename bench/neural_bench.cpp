@@ -139,23 +139,25 @@ void register_all() {
 }
 
 void register_concurrent() {
-    for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"}) {
-        for (int n : {1, 2, 4})
-            benchmark::RegisterBenchmark(
-                ("Neural/" + std::string(name) + "/cpu/concurrent/" + std::to_string(n)).c_str(),
-                [=](benchmark::State& s) { run_concurrent(s, name, "cpu", n); })
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime()
-                ->MinTime(2.0);
-        // On a GPU, enough streams to fill it (skipped without CUDA).
-        for (int n : {1, 16, 64, 256})
-            benchmark::RegisterBenchmark(
-                ("Neural/" + std::string(name) + "/cuda/concurrent/" + std::to_string(n)).c_str(),
-                [=](benchmark::State& s) { run_concurrent(s, name, "cuda", n); })
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime()
-                ->MinTime(2.0);
-    }
+    struct Counts {
+        const char* backend;
+        std::vector<int> streams;
+    };
+    // On a GPU, enough streams to fill it (skipped without CUDA).
+    const Counts counts[] = {{"cpu", {1, 2, 4}}, {"cuda", {1, 16, 64, 256}}};
+    for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"})
+        for (const Counts& c : counts)
+            for (int n : c.streams) {
+                const char* backend = c.backend;
+                benchmark::RegisterBenchmark(
+                    ("Neural/" + std::string(name) + "/" + backend + "/concurrent/" +
+                     std::to_string(n))
+                        .c_str(),
+                    [=](benchmark::State& s) { run_concurrent(s, name, backend, n); })
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime()
+                    ->MinTime(2.0);
+            }
 }
 
 const bool registered = (register_all(), register_concurrent(), true);
