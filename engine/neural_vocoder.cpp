@@ -604,12 +604,17 @@ class HifiGanStream final : public NetworkStream {
   public:
     explicit HifiGanStream(const HifiGanNetwork& net)
         : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
-        pre_ = conv(net.conv_pre_, std::nullopt);
+        // Outputs that are never needed at the same time share a buffer
+        // (see push()): every conv writes `conv_out_` and is read at once by
+        // the next layer or the residual sum; the residual path of a
+        // resblock alternates between two buffers, a delay reading one and
+        // writing the other.
+        pre_ = conv(net.conv_pre_, std::nullopt, conv_out_);
         for (std::size_t i = 0; i < net.ups_.size(); ++i) {
             Stage st;
-            st.up = std::make_unique<StreamUpsample>(backend_, *queue_, net.ups_[i].shape,
-                                                     net.ups_[i].weight.buffer,
-                                                     net.ups_[i].bias.buffer, net.slope_);
+            st.up = std::make_unique<StreamUpsample>(
+                backend_, *queue_, net.ups_[i].shape, net.ups_[i].weight.buffer,
+                net.ups_[i].bias.buffer, net.slope_, scratch_, up_out_);
             st.channels = net.ups_[i].shape.out_channels;
             std::vector<int> lags;
             for (int j = 0; j < net.num_kernels_; ++j) {
@@ -618,14 +623,14 @@ class HifiGanStream final : public NetworkStream {
                 int lag = 0;
                 for (std::size_t m = 0; m < rb.first.size(); ++m) {
                     Sub sub;
-                    sub.c1 = conv(rb.first[m], net.slope_);
+                    sub.c1 = conv(rb.first[m], net.slope_, conv_out_);
                     int sub_lag = rb.first[m].shape.padding;
                     if (!rb.second.empty()) {
-                        sub.c2 = conv(rb.second[m], net.slope_);
+                        sub.c2 = conv(rb.second[m], net.slope_, conv_out_);
                         sub_lag += rb.second[m].shape.padding;
                     }
-                    sub.skip =
-                        std::make_unique<StreamDelay>(backend_, *queue_, st.channels, sub_lag);
+                    sub.skip = std::make_unique<StreamDelay>(backend_, *queue_, st.channels,
+                                                             sub_lag, residual_[m % 2]);
                     lag += sub_lag;
                     br.subs.push_back(std::move(sub));
                 }
@@ -633,13 +638,17 @@ class HifiGanStream final : public NetworkStream {
                 st.branches.push_back(std::move(br));
             }
             const int slowest = lags.empty() ? 0 : *std::max_element(lags.begin(), lags.end());
-            for (std::size_t j = 0; j < st.branches.size(); ++j)
-                st.branches[j].align = std::make_unique<StreamDelay>(backend_, *queue_, st.channels,
-                                                                     slowest - lags[j]);
+            for (std::size_t j = 0; j < st.branches.size(); ++j) {
+                // The last residual sits in residual_[(subs - 1) % 2]; the
+                // aligned copy goes to the other one.
+                const std::size_t subs = st.branches[j].subs.size();
+                st.branches[j].align = std::make_unique<StreamDelay>(
+                    backend_, *queue_, st.channels, slowest - lags[j], residual_[subs % 2]);
+            }
             st.lag = slowest;
             stages_.push_back(std::move(st));
         }
-        post_ = conv(net.conv_post_, net.final_slope_);
+        post_ = conv(net.conv_post_, net.final_slope_, conv_out_);
     }
 
     // The lag of the whole network in output samples: what must be within the
@@ -717,7 +726,7 @@ class HifiGanStream final : public NetworkStream {
                 if (j == 0) {
                     length = a.length;
                     n = static_cast<std::size_t>(st.channels) * length;
-                    sum = &st.sum.need(backend_, n);
+                    sum = &sum_.need(backend_, n);
                 } else if (a.length != length) {
                     throw Error("HiFi-GAN stream: resblocks out of step");
                 }
@@ -727,6 +736,8 @@ class HifiGanStream final : public NetworkStream {
                 backend_.axpby(q, n, 1.0f / static_cast<float>(st.branches.size()), *sum, 0.0f,
                                *sum);
             x = {sum, st.channels, std::max(length, 0)};
+            // The next stage's upsampler takes x into its window before
+            // anything writes `sum_` again.
         }
         const SignalRef out = post_->push(q, x, flush);
         if (out.length > 0) {
@@ -751,18 +762,20 @@ class HifiGanStream final : public NetworkStream {
     struct Stage {
         std::unique_ptr<StreamUpsample> up;
         std::vector<Branch> branches;
-        ScratchBuffer sum;
         int channels = 0, lag = 0;
     };
-    std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope) {
+    std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope,
+                                     ScratchBuffer& out) {
         return std::make_unique<StreamConv>(backend_, *queue_, c.shape, c.weight.buffer,
-                                            c.bias.buffer, slope);
+                                            c.bias.buffer, slope, scratch_, out);
     }
 
     const HifiGanNetwork& net_;
     gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
-    ScratchBuffer mel_;
+    // Declared before the layers, which keep references to them.
+    StreamScratch scratch_;
+    ScratchBuffer mel_, conv_out_, up_out_, residual_[2], sum_;
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
 };
@@ -783,15 +796,20 @@ class VocosStream final : public NetworkStream {
   public:
     explicit VocosStream(const VocosNetwork& net)
         : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
+        // The convs' outputs are read at once, so they share one buffer; the
+        // residual stream alternates between two, each block's delay reading
+        // the one the block before wrote.
         embed_ = std::make_unique<StreamConv>(backend_, *queue_, net.embed_.shape,
                                               net.embed_.weight.buffer, net.embed_.bias.buffer,
-                                              std::nullopt);
-        for (const auto& blk : net.blocks_) {
+                                              std::nullopt, scratch_, conv_out_);
+        for (std::size_t i = 0; i < net.blocks_.size(); ++i) {
+            const auto& blk = net.blocks_[i];
             Block b;
             b.dw =
                 std::make_unique<StreamConv>(backend_, *queue_, blk.dw.shape, blk.dw.weight.buffer,
-                                             blk.dw.bias.buffer, std::nullopt);
-            b.skip = std::make_unique<StreamDelay>(backend_, *queue_, net.dim_, b.dw->lag());
+                                             blk.dw.bias.buffer, std::nullopt, scratch_, conv_out_);
+            b.skip = std::make_unique<StreamDelay>(backend_, *queue_, net.dim_, b.dw->lag(),
+                                                   residual_[i % 2]);
             blocks_.push_back(std::move(b));
         }
     }
@@ -892,6 +910,9 @@ class VocosStream final : public NetworkStream {
     const VocosNetwork& net_;
     gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
+    // Declared before the layers, which keep references to them.
+    StreamScratch scratch_;
+    ScratchBuffer conv_out_, residual_[2];
     ScratchBuffer mel_, x0_, ht_, hn_, u_, spec_, out_;
     std::unique_ptr<StreamConv> embed_;
     std::vector<Block> blocks_;

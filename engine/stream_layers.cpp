@@ -25,8 +25,9 @@ gpu::DeviceBuffer& ScratchBuffer::need(gpu::Backend& backend, std::size_t floats
 
 // ---- InputWindow --------------------------------------------------------------
 
-InputWindow::InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill)
-    : backend_(backend), channels_(channels), hold_(hold), prefill_(prefill) {
+InputWindow::InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill,
+                         ScratchBuffer& work)
+    : backend_(backend), channels_(channels), hold_(hold), prefill_(prefill), work_(work) {
     if (channels <= 0 || hold < 0 || prefill < 0 || prefill > hold)
         throw std::invalid_argument("InputWindow: bad channels, hold or prefill");
     const std::size_t n = static_cast<std::size_t>(channels) * std::max(hold, 1);
@@ -75,13 +76,16 @@ WeightedStreamLayer::WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q,
                                          const gpu::Conv1dShape& shape,
                                          const gpu::DeviceBuffer& weight,
                                          const gpu::DeviceBuffer& bias,
-                                         std::optional<float> input_slope, int hold, int prefill)
+                                         std::optional<float> input_slope, int hold, int prefill,
+                                         StreamScratch& scratch, ScratchBuffer& out)
     : backend_(backend),
       shape_(shape),
       weight_(weight),
       bias_(bias),
       slope_(input_slope),
-      window_(backend, q, shape.in_channels, hold, prefill) {}
+      scratch_(scratch),
+      window_(backend, q, shape.in_channels, hold, prefill, scratch.window),
+      out_(out) {}
 
 void WeightedStreamLayer::activate(gpu::Queue& q, int length) {
     if (slope_)
@@ -97,10 +101,10 @@ bool StreamConv::supports(const gpu::Conv1dShape& s) {
 
 StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                        const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                       std::optional<float> input_slope)
+                       std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out)
     : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope,
                           supports(shape) ? 2 * shape.padding : 0,
-                          supports(shape) ? shape.padding : 0) {
+                          supports(shape) ? shape.padding : 0, scratch, out) {
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
@@ -132,8 +136,10 @@ int StreamUpsample::tail(const gpu::Conv1dShape& s) {
 
 StreamUpsample::StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                               std::optional<float> input_slope)
-    : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope, tail(shape), tail(shape)) {
+                               std::optional<float> input_slope, StreamScratch& scratch,
+                               ScratchBuffer& out)
+    : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope, tail(shape), tail(shape),
+                          scratch, out) {
     if (!supports(shape))
         throw std::invalid_argument(
             "StreamUpsample: kernel - stride must be 2 x padding, a "
@@ -165,7 +171,7 @@ SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     s.batch = 1;
     s.in_length = length;
     s.padding = held * u;
-    auto& z = full_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
+    auto& z = scratch_.staging.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
     backend_.conv_transpose1d(q, s, window_.work(), weight_, bias_, z);
     auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * count);
     backend_.copy_rows(q, shape_.out_channels, static_cast<int>(count), z,
@@ -177,18 +183,55 @@ SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
 
 // ---- StreamDelay ------------------------------------------------------------------
 
-StreamDelay::StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay)
-    : backend_(backend), delay_(delay), window_(backend, q, channels, delay, 0) {}
+StreamDelay::StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay,
+                         ScratchBuffer& out)
+    : backend_(backend), channels_(channels), delay_(delay), out_(out) {
+    if (channels <= 0 || delay < 0)
+        throw std::invalid_argument("StreamDelay: bad channels or delay");
+    const std::size_t n = static_cast<std::size_t>(channels) * std::max(delay, 1);
+    for (auto& t : tail_) {
+        t = backend_.allocate(n, kTag);
+        backend_.fill(q, t, 0.0f, n);
+    }
+}
 
 SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
-    const int channels = window_.channels();
-    const int length = window_.append(q, in, 0);
-    const int n = flush ? length : length - delay_;
-    if (n <= 0) return ref(out_.get(), channels, 0);
-    auto& out = out_.need(backend_, static_cast<std::size_t>(channels) * n);
-    backend_.copy_rows(q, channels, n, window_.work(), 0, static_cast<std::size_t>(length), out, 0,
-                       static_cast<std::size_t>(n));
-    return ref(out, channels, n);
+    const int m = std::max(in.length, 0);
+    if (m > 0 && in.channels != channels_)
+        throw std::invalid_argument("StreamDelay: input has the wrong channel count");
+    if (m > 0 && in.buffer == &out_.get())
+        throw std::invalid_argument("StreamDelay: output buffer is the input's");
+    // The signal so far, not yet handed out: [held | in], `total` long. The
+    // first n of it go out; the rest is held.
+    const int total = held_ + m;
+    const int n = flush ? total : std::max(total - delay_, 0);
+    const auto rows = [](int len) { return static_cast<std::size_t>(std::max(len, 1)); };
+    const std::size_t hold = rows(delay_);
+    if (n > 0) {
+        auto& out = out_.need(backend_, static_cast<std::size_t>(channels_) * n);
+        const std::size_t N = static_cast<std::size_t>(n);
+        const int from_held = std::min(held_, n);
+        if (from_held > 0)
+            backend_.copy_rows(q, channels_, from_held, tail_[0], 0, hold, out, 0, N);
+        if (n > from_held)
+            backend_.copy_rows(q, channels_, n - from_held, *in.buffer, 0, rows(in.length), out,
+                               static_cast<std::size_t>(from_held), N);
+    }
+    // What is left, [held | in] from n on, becomes the held samples.
+    const int keep = total - n;
+    if (keep > 0) {
+        const int old_part = std::max(held_ - n, 0);  // still from the old held samples
+        if (old_part > 0)
+            backend_.copy_rows(q, channels_, old_part, tail_[0], static_cast<std::size_t>(n), hold,
+                               tail_[1], 0, hold);
+        if (keep > old_part)
+            backend_.copy_rows(q, channels_, keep - old_part, *in.buffer,
+                               static_cast<std::size_t>(m - (keep - old_part)), rows(in.length),
+                               tail_[1], static_cast<std::size_t>(old_part), hold);
+        std::swap(tail_[0], tail_[1]);
+    }
+    held_ = keep;
+    return ref(out_.get(), channels_, n);
 }
 
 }  // namespace etude::engine

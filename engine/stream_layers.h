@@ -8,12 +8,18 @@
 // Each layer lags its input by a fixed number of samples (its padding):
 // push() returns the outputs that became complete, and push(..., flush)
 // pads the end of the signal with zeros and returns the rest. Signals are
-// [channels][length] in device buffers; a layer's output buffer belongs to
-// it and stays valid until its next push(). reset() starts a new signal
-// without reallocating.
+// [channels][length] in device buffers. reset() starts a new signal without
+// reallocating.
 //
-// Threads: one owner. Allocates device memory when a chunk is longer than
-// any before.
+// Memory: a layer owns only the few samples it holds between chunks. The
+// chunk-sized buffers are its owner's: a StreamScratch that all the layers
+// of one stream share (used only inside a push()), and an output buffer
+// chosen per layer, which the owner shares between layers whose outputs are
+// never needed at the same time. A network of 70 layers then needs a
+// handful of chunk-sized buffers, not two per layer.
+//
+// Threads: one owner, whose layers run one at a time on one queue.
+// Allocates device memory when a chunk is longer than any before.
 #pragma once
 
 #include <optional>
@@ -23,8 +29,8 @@
 namespace etude::engine {
 
 // A [channels][length] signal, rows `length` floats apart, from offset 0.
-// A layer's output may be changed in place by its consumer (a residual sum)
-// until the layer's next push().
+// A layer's output may be changed in place by its consumer (a residual sum);
+// it stays valid until the next push() of a layer writing the same buffer.
 struct SignalRef {
     gpu::DeviceBuffer* buffer = nullptr;
     int channels = 0;
@@ -41,13 +47,22 @@ class ScratchBuffer {
     gpu::DeviceBuffer buffer_;
 };
 
+// Chunk-sized buffers the layers of one stream use only inside their own
+// push(), so every layer of the stream can share them.
+struct StreamScratch {
+    ScratchBuffer window;   // a layer's held samples and new input, lined up
+    ScratchBuffer staging;  // an upsampler's output before cropping
+};
+
 // The last `hold` input samples of every channel, lined up in front of new
 // input: the part the layers below share.
 class InputWindow {
   public:
     // `q` zero-fills the window's buffers (the layers' constructors take the
-    // queue they will run on for this).
-    InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill);
+    // queue they will run on for this). `work` is the stream's shared
+    // StreamScratch::window.
+    InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill,
+                ScratchBuffer& work);
     void reset();  // `prefill` zeros are held (the signal's left padding)
     // work = [held samples | in | `zeros` zeros] per channel; the last `hold`
     // columns of it are held for next time. Returns work's length.
@@ -59,11 +74,11 @@ class InputWindow {
     gpu::Backend& backend_;
     int channels_, hold_, prefill_, held_ = 0;
     gpu::DeviceBuffer tail_, zeros_;
-    ScratchBuffer work_;
+    ScratchBuffer& work_;
 };
 
 // What a convolution and an upsampler share: the layer's weights, its input
-// window, an optional leaky ReLU on the input, and the output buffer.
+// window, an optional leaky ReLU on the input, and where its output goes.
 class WeightedStreamLayer {
   public:
     int lag() const { return shape_.padding; }
@@ -71,7 +86,8 @@ class WeightedStreamLayer {
   protected:
     WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                         const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                        std::optional<float> input_slope, int hold, int prefill);
+                        std::optional<float> input_slope, int hold, int prefill,
+                        StreamScratch& scratch, ScratchBuffer& out);
     // The leaky ReLU over the window's first `length` columns (the window
     // holds raw input; the activation is applied to the copy).
     void activate(gpu::Queue& q, int length);
@@ -81,17 +97,20 @@ class WeightedStreamLayer {
     const gpu::DeviceBuffer& weight_;
     const gpu::DeviceBuffer& bias_;
     std::optional<float> slope_;
+    StreamScratch& scratch_;
     InputWindow window_;
-    ScratchBuffer out_;
+    ScratchBuffer& out_;
 };
 
 // conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
 // groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
+// Its output goes to `out` (which may be the input's buffer: the input is
+// copied into the window first).
 class StreamConv : public WeightedStreamLayer {
   public:
     StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-               std::optional<float> input_slope);
+               std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
     // Whether `shape` can run this way.
     static bool supports(const gpu::Conv1dShape& shape);
     void reset() { window_.reset(); }
@@ -105,32 +124,35 @@ class StreamUpsample : public WeightedStreamLayer {
   public:
     StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                   std::optional<float> input_slope);
+                   std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
   private:
     static int tail(const gpu::Conv1dShape& s);  // input samples held: (kernel - stride) / stride
-    ScratchBuffer full_;
     // Input taken, outputs handed out, and outputs made before cropping
     // (from the left padding on).
     long in_total_ = 0, out_total_ = 0, full_total_ = 0;
 };
 
 // Delays a signal by `delay` samples (to line a residual path up with the
-// layers beside it); at flush it hands out what it held.
+// layers beside it); at flush it hands out what it held. Each sample is
+// copied once on its way through, from the input or from the held samples
+// straight into `out`, which must not be the input's buffer.
 class StreamDelay {
   public:
-    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay);
-    void reset() { window_.reset(); }
+    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out);
+    void reset() { held_ = 0; }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
   private:
     gpu::Backend& backend_;
-    int delay_;
-    InputWindow window_;
-    ScratchBuffer out_;
+    int channels_, delay_, held_ = 0;
+    // The held samples: tail_[0] holds them; the next ones are gathered in
+    // tail_[1] and the two swapped, so no copy overlaps its source.
+    gpu::DeviceBuffer tail_[2];
+    ScratchBuffer& out_;
 };
 
 }  // namespace etude::engine

@@ -94,6 +94,8 @@ class StreamLayers : public ::testing::Test {
 
     std::shared_ptr<gpu::Backend> cpu_ = gpu::shared_cpu_backend();
     std::unique_ptr<gpu::Queue> q_ = cpu_->create_queue();
+    StreamScratch scratch_;
+    ScratchBuffer out_;
     std::mt19937 rng_{5};
 };
 
@@ -131,7 +133,8 @@ TEST_F(StreamLayers, conv_equals_the_whole_signal_conv) {
                     cpu_->copy_to_host(*q_, want.data(), yb, 0, want.size());
                 }
                 StreamConv layer(*cpu_, *q_, s, w, b,
-                                 c.leaky ? std::optional<float>(0.1f) : std::nullopt);
+                                 c.leaky ? std::optional<float>(0.1f) : std::nullopt, scratch_,
+                                 out_);
                 const auto got = stream(layer, x, c.in, length, chunks(length), pattern % 2 == 0);
                 EXPECT_LE(max_abs_diff(got, want), 1e-5)
                     << "kernel " << c.kernel << " dilation " << c.dilation << " length " << length
@@ -170,7 +173,7 @@ TEST_F(StreamLayers, upsampler_equals_the_whole_signal_transposed_conv) {
                     want.resize(static_cast<std::size_t>(c.out) * out_len);
                     cpu_->copy_to_host(*q_, want.data(), yb, 0, want.size());
                 }
-                StreamUpsample layer(*cpu_, *q_, s, w, b, std::nullopt);
+                StreamUpsample layer(*cpu_, *q_, s, w, b, std::nullopt, scratch_, out_);
                 // One sample first, then the seed's pattern.
                 std::vector<int> sizes = {std::min(length, 1)};
                 for (int n : chunks(length - sizes[0])) sizes.push_back(n);
@@ -186,10 +189,88 @@ TEST_F(StreamLayers, delay_hands_out_the_signal_unchanged) {
         for (int length : {0, 3, 25})
             for (int pattern = 0; pattern < 3; ++pattern) {
                 const auto x = random(2 * static_cast<std::size_t>(length));
-                StreamDelay layer(*cpu_, *q_, 2, delay);
+                StreamDelay layer(*cpu_, *q_, 2, delay, out_);
                 const auto got = stream(layer, x, 2, length, chunks(length), pattern == 0);
                 EXPECT_EQ(got, x) << "delay " << delay << " length " << length;
             }
+}
+
+// Each push hands out exactly what lies `delay` samples back, whatever the
+// chunk lengths (chunks shorter and longer than the delay, empty ones).
+TEST_F(StreamLayers, delay_lags_by_exactly_its_delay) {
+    for (int delay : {0, 1, 3, 7}) {
+        StreamDelay layer(*cpu_, *q_, 1, delay, out_);
+        int in_total = 0, out_total = 0;
+        for (int n : {0, 1, 2, 9, 1, 0, 4, 15, 3}) {
+            std::vector<float> part(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; ++i) part[i] = static_cast<float>(in_total + i);
+            auto buf = upload(part);
+            in_total += n;
+            const auto got = download(layer.push(*q_, {&buf, 1, n}, false));
+            ASSERT_EQ(static_cast<int>(got.size()), std::max(in_total - delay, 0) - out_total)
+                << "delay " << delay << " after " << in_total << " samples";
+            for (float v : got) EXPECT_EQ(v, static_cast<float>(out_total++));
+        }
+        auto none = upload({});
+        const auto rest = download(layer.push(*q_, {&none, 1, 0}, true));
+        EXPECT_EQ(static_cast<int>(rest.size()), in_total - out_total);
+        for (float v : rest) EXPECT_EQ(v, static_cast<float>(out_total++));
+    }
+}
+
+// Layers of one stream share their scratch, and a conv may write the buffer
+// its input came from: a conv -> conv -> delay chain with one window, one
+// buffer for both convs' outputs and one for the delay's equals the same
+// convs run on the whole signal.
+TEST_F(StreamLayers, chained_layers_sharing_buffers_equal_the_whole_signal) {
+    const int channels = 3, length = 57;
+    gpu::Conv1dShape a;
+    a.in_channels = a.out_channels = channels;
+    a.kernel = 3;
+    a.dilation = 2;
+    a.padding = 2;
+    a.in_length = length;
+    gpu::Conv1dShape c = a;
+    c.kernel = 5;
+    c.dilation = 1;
+    c.padding = 2;
+    const auto wa = upload(random(static_cast<std::size_t>(channels) * channels * a.kernel));
+    const auto wc = upload(random(static_cast<std::size_t>(channels) * channels * c.kernel));
+    const auto ba = upload(random(channels)), bc = upload(random(channels));
+    const auto x = random(static_cast<std::size_t>(channels) * length);
+    // Whole signal: a, then c, each with its zero padding.
+    const std::size_t n = static_cast<std::size_t>(channels) * length;
+    auto xb = upload(x);
+    auto ya = cpu_->allocate(n, "test"), yc = cpu_->allocate(n, "test");
+    cpu_->conv1d(*q_, a, xb, wa, ba, ya);
+    cpu_->conv1d(*q_, c, ya, wc, bc, yc);
+    std::vector<float> want(n);
+    cpu_->copy_to_host(*q_, want.data(), yc, 0, n);
+
+    for (int pattern = 0; pattern < 4; ++pattern) {
+        StreamScratch scratch;
+        ScratchBuffer convs, delayed;
+        StreamConv first(*cpu_, *q_, a, wa, ba, std::nullopt, scratch, convs);
+        StreamConv second(*cpu_, *q_, c, wc, bc, std::nullopt, scratch, convs);
+        StreamDelay delay(*cpu_, *q_, channels, 5, delayed);
+        struct Chain {
+            StreamConv &first, &second;
+            StreamDelay& delay;
+            SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
+                return delay.push(q, second.push(q, first.push(q, in, flush), flush), flush);
+            }
+        } chain{first, second, delay};
+        const auto got = stream(chain, x, channels, length, chunks(length), pattern % 2 == 0);
+        EXPECT_LE(max_abs_diff(got, want), 1e-5) << "pattern " << pattern;
+    }
+}
+
+// The delay copies straight from its input into its output, so the two
+// must differ.
+TEST_F(StreamLayers, delay_refuses_to_write_over_its_input) {
+    StreamDelay delay(*cpu_, *q_, 1, 2, out_);
+    auto& same = out_.need(*cpu_, 4);
+    EXPECT_THROW(delay.push(*q_, {&same, 1, 4}, false), std::invalid_argument);
 }
 
 TEST_F(StreamLayers, refuses_shapes_it_cannot_stream) {
