@@ -40,8 +40,10 @@ options:
   --backend KIND       auto|cpu|cuda|opencl: where the network runs (default auto:
                        a GPU if there is one, else the CPU)
   --device N           device index within the backend
-  --chunk FRAMES       vocode in chunks of FRAMES as a stream would (default: whole
-                       input; the output is the same to float rounding)
+  --chunk FRAMES       mel frames per step, as a stream takes them (default 256;
+                       any size gives the same audio to float rounding). The
+                       audio goes to the file step by step, with progress shown
+                       on a terminal for long inputs
   -q, --quiet          no progress line or summary
   -h, --help           this text
 )";
@@ -61,7 +63,7 @@ options:
   --float              32-bit float WAV (default 16-bit PCM)
   --backend KIND       auto|cpu|cuda|opencl (default auto)
   --device N           device index within the backend
-  -q, --quiet          no summary
+  -q, --quiet          no progress line or summary
   -h, --help           this text
 )";
 
@@ -79,28 +81,64 @@ int device_option(const Args& args) {
     return static_cast<int>(d);
 }
 
-// Runs `mel` through the model (chunked or whole), with a progress line on
-// a terminal for long inputs.
-std::vector<float> run_model(const std::shared_ptr<engine::NeuralModel>& model,
-                             const std::vector<float>& mel, int frames, int chunk, bool quiet) {
+// The output WAV. Opened before the network runs, so that an unwritable
+// path fails at once rather than after minutes of vocoding; then written
+// chunk by chunk as the stream hands audio out (through a streaming
+// resampler when --rate asks for another rate), so a long input is never
+// held whole as audio. The file appears only on commit().
+class WavSink {
+  public:
+    WavSink(const std::string& path, int model_rate, double out_rate, bool float_wav)
+        : writer_(path, out_rate > 0 ? static_cast<int>(std::lround(out_rate)) : model_rate,
+                  float_wav ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16) {
+        if (out_rate > 0 && std::lround(out_rate) != model_rate)
+            resampler_.emplace(model_rate, out_rate);
+    }
+    void write(std::span<const float> audio, bool last) {
+        samples_ += audio.size();
+        if (!resampler_) {
+            writer_.write(audio);
+            return;
+        }
+        converted_.resize(resampler_->max_output_for(audio.size()));
+        const std::size_t n = resampler_->process(audio, converted_, last);
+        writer_.write(std::span<const float>(converted_).first(n));
+    }
+    void commit() { writer_.commit(); }
+    std::size_t samples() const { return samples_; }  // at the model's rate
+
+  private:
+    audio_io::WavWriter writer_;
+    std::optional<dsp::StreamingResampler> resampler_;
+    std::vector<float> converted_;
+    std::size_t samples_ = 0;
+};
+
+// Mel frames per step unless --chunk says otherwise: the stream never runs
+// more than 512 at once anyway, and steps this long cost no more than one
+// run over the whole input (docs/benchmarks.md).
+constexpr int kDefaultChunk = 256;
+
+// Runs `mel` through the model in chunks of `chunk` frames into `sink`, with
+// a progress line on a terminal for long inputs.
+void run_model(const std::shared_ptr<engine::NeuralModel>& model, const std::vector<float>& mel,
+               int frames, int chunk, bool quiet, WavSink& sink) {
     const int n_mels = model->audio().n_mels;
-    if (chunk <= 0) chunk = 256;
+    if (chunk <= 0) chunk = kDefaultChunk;
     const bool progress = !quiet && isatty(STDERR_FILENO) && frames > 4 * chunk;
     engine::MelVocoderStream stream(model);
-    std::vector<float> audio, part;
+    std::vector<float> part;
     for (int f0 = 0; f0 < frames; f0 += chunk) {
         const int n = std::min(chunk, frames - f0);
         engine::copy_mel_frames(mel, n_mels, frames, f0, n, part);
-        const auto out = stream.push(part, n);
-        audio.insert(audio.end(), out.begin(), out.end());
+        sink.write(stream.push(part, n), false);
         if (progress)
             std::fprintf(stderr, "\rvocoding: %d/%d frames (%.0f%%)", f0 + n, frames,
                          100.0 * (f0 + n) / frames);
     }
-    const auto rest = stream.finish();
-    audio.insert(audio.end(), rest.begin(), rest.end());
+    sink.write(stream.finish(), true);
+    sink.commit();
     if (progress) std::fputc('\n', stderr);
-    return audio;
 }
 
 // A whole signal from one rate to another (one pass, flushed).
@@ -109,19 +147,6 @@ std::vector<float> resample_whole(std::span<const float> in, double from, double
     std::vector<float> out(rs.max_output_for(in.size()));
     out.resize(rs.process(in, out, true));
     return out;
-}
-
-void write_wav(const std::string& path, std::vector<float> audio, int model_rate, double out_rate,
-               bool float_wav) {
-    if (out_rate > 0 && std::lround(out_rate) != model_rate) {
-        audio = resample_whole(audio, model_rate, out_rate);
-    } else {
-        out_rate = model_rate;
-    }
-    audio_io::WavWriter w(path, static_cast<int>(std::lround(out_rate)),
-                          float_wav ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
-    w.write(audio);
-    w.commit();
 }
 
 std::shared_ptr<engine::NeuralModel> load_model(const Common& c, std::string& where) {
@@ -193,13 +218,16 @@ int vocode_command(int argc, char** argv) {
         auto model = load_model(c, where);
         if (n_mels != static_cast<std::size_t>(model->audio().n_mels))
             throw Error(mel_path + ": " + std::to_string(n_mels) + " mel bands, but " +
-                        c.model_path + " takes " + std::to_string(model->audio().n_mels));
-        const auto audio = run_model(model, npy.data, static_cast<int>(frames),
-                                     chunk > 0 ? chunk : static_cast<int>(frames), c.quiet);
-        write_wav(c.output, audio, model->audio().sample_rate, rate, c.float_wav);
+                        c.model_path + " takes " + std::to_string(model->audio().n_mels) +
+                        (frames == static_cast<std::size_t>(model->audio().n_mels)
+                             ? " (the array looks transposed: a mel is (n_mels, frames), as "
+                               "PyTorch holds it)"
+                             : ""));
+        WavSink sink(c.output, model->audio().sample_rate, rate, c.float_wav);
+        run_model(model, npy.data, static_cast<int>(frames), chunk, c.quiet, sink);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %zu frames -> %.2f s of audio (%s on %s)\n", c.output.c_str(),
-                         frames, static_cast<double>(audio.size()) / model->audio().sample_rate,
+                         frames, static_cast<double>(sink.samples()) / model->audio().sample_rate,
                          model->audio().architecture.c_str(), where.c_str());
         return 0;
     });
@@ -231,20 +259,19 @@ int resynth_command(int argc, char** argv) {
         const auto& a = model->audio();
         if (input.sample_rate != a.sample_rate)
             input.samples = resample_whole(input.samples, input.sample_rate, a.sample_rate);
+        WavSink sink(c.output, a.sample_rate, 0, c.float_wav);
         dsp::LogMelAnalyzer analyzer(engine::log_mel_config(a));
         std::size_t frames = 0;
         const auto mel = analyzer.analyze(input.samples, &frames);
         if (auto mel_out = args.value("--mel-out"))
             audio_io::write_npy(*mel_out, {static_cast<std::size_t>(a.n_mels), frames}, mel);
-        const auto audio =
-            run_model(model, mel, static_cast<int>(frames), static_cast<int>(frames), c.quiet);
-        write_wav(c.output, audio, a.sample_rate, 0, c.float_wav);
+        run_model(model, mel, static_cast<int>(frames), kDefaultChunk, c.quiet, sink);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %.2f s in, %zu mel frames, %.2f s out (%s on %s)\n",
                          c.output.c_str(),
                          static_cast<double>(input.samples.size()) / a.sample_rate, frames,
-                         static_cast<double>(audio.size()) / a.sample_rate, a.architecture.c_str(),
-                         where.c_str());
+                         static_cast<double>(sink.samples()) / a.sample_rate,
+                         a.architecture.c_str(), where.c_str());
         return 0;
     });
 }

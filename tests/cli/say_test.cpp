@@ -269,6 +269,33 @@ TEST(CliVocode, float_output_matches_pytorch_reference) {
     }
 }
 
+// --rate resamples as the audio streams out to the file: any chunk size
+// gives the same samples, as many as the duration at the new rate.
+TEST(CliVocode, resampled_output_streams_to_the_file) {
+    const std::string base = "vocode --model " + kNeural + "hifigan_v3.lef --mel " + kNeural +
+                             "hifigan_v3_mel.npy --float ";
+    const fs::path native = tmpdir() / "v3_native.wav", a = tmpdir() / "v3_48k_a.wav",
+                   b = tmpdir() / "v3_48k_b.wav";
+    ASSERT_EQ(run_etude(base + "-o " + native.string()).status, 0);
+    ASSERT_EQ(run_etude(base + "--rate 48000 --chunk 3 -o " + a.string()).status, 0);
+    ASSERT_EQ(run_etude(base + "--rate 48000 -o " + b.string()).status, 0);
+    int rate_a = 0, rate_b = 0;
+    const auto x = read_wav_float(native), ya = read_wav_float(a, &rate_a),
+               yb = read_wav_float(b, &rate_b);
+    EXPECT_EQ(rate_a, 48000);
+    EXPECT_EQ(rate_b, 48000);
+    ASSERT_FALSE(x.empty());
+    EXPECT_NEAR(static_cast<double>(ya.size()), x.size() * 48000.0 / 22050.0, 2.0);
+    ASSERT_EQ(ya.size(), yb.size());
+    double diff = 0, peak = 0;
+    for (std::size_t i = 0; i < ya.size(); ++i) {
+        diff = std::max(diff, std::abs(static_cast<double>(ya[i]) - yb[i]));
+        peak = std::max(peak, std::abs(static_cast<double>(yb[i])));
+    }
+    EXPECT_LE(diff, 1e-4);
+    EXPECT_GT(peak, 1e-3);  // not silence
+}
+
 TEST(CliVocode, resynth_gives_audio_of_the_input_length) {
     const fs::path speech = tmpdir() / "resynth_in.wav", out = tmpdir() / "resynth_out.wav",
                    mel = tmpdir() / "resynth_mel.npy";
@@ -303,6 +330,12 @@ TEST(CliVocode, bad_input_fails_cleanly_and_leaves_no_file) {
     expect_clean_error(
         run_etude("vocode" + model + " --mel " + flat.string() + " -o " + wav.string()),
         "not a mel spectrogram");
+    // (frames, n_mels): the error says the array looks transposed.
+    const fs::path transposed = tmpdir() / "transposed.npy";
+    etude::audio_io::write_npy(transposed.string(), {4, 80}, v);
+    expect_clean_error(
+        run_etude("vocode" + model + " --mel " + transposed.string() + " -o " + wav.string()),
+        "looks transposed");
     v[7] = NAN;
     etude::audio_io::write_npy(nan.string(), {80, 4}, v);
     expect_clean_error(
