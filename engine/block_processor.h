@@ -58,6 +58,10 @@ struct BlockJob {
     int processor = -1;               // which of the stream's processors it went to
     std::vector<float> spectral_out;  // scratch for the spectral vocoder's output
 
+    // Set by the scheduler when it hands the job over: with finished_ns it
+    // gives what a deadline has to allow for, the processor's wake-up included.
+    std::int64_t submitted_ns = 0;
+
     // Outputs (valid once done).
     std::vector<float> samples;  // at the voice's rate
     std::size_t sample_count = 0;

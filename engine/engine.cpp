@@ -45,6 +45,9 @@ constexpr std::size_t kLookaheadSentences = 3;
 constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 // Block records kept for stats and traces (a ring; the oldest are dropped).
 constexpr std::size_t kRecordCapacity = 1 << 16;
+// The least time the block scheduler plans for a block beyond its measured
+// cost: the hand-over to a processor thread and back (wake-ups).
+constexpr std::int64_t kWakeAllowanceNs = 1'000'000;
 struct Choice {
     int processor;  // 0: the stream's primary, 1: the fallback, 2: the GPU
     dsp::MlsaTier tier;
@@ -200,8 +203,13 @@ class StreamCore {
             m.allow_phase_fallback = options_.allow_phase_fallback;
             mel_ = std::make_unique<MelScheduler>(m);
         }
-        // Estimators per (processor, tier): Full and Reduced on each.
-        for (auto& e : estimators_) e = LatencyEstimator();
+        // Estimators per (processor, tier): Full and Reduced on each. The
+        // margin is at least kWakeAllowanceNs: a block costs ~0.1 ms, so with
+        // the estimator's default 0.2 ms floor a fallback sent at its cut-off
+        // had 0.0-0.1 ms of slack left, and on a VM a thread's wake-up
+        // sometimes takes longer than that (late blocks in half the runs of
+        // BlockScheduler.slow_primary_..., now and then an underrun).
+        for (auto& e : estimators_) e = LatencyEstimator(0.95, 0.25, kWakeAllowanceNs);
         fade_in_ = underrun_fade_len_;  // no fade-in until an underrun has happened
         prepare_voice(voice);
     }
@@ -443,6 +451,7 @@ class StreamCore {
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
         if (n > 0) {
             in_speech_ = true;
+            playing_.store(true, std::memory_order_relaxed);
             if (fade_in_ < underrun_fade_len_) {
                 for (std::size_t i = 0; i < n && fade_in_ < underrun_fade_len_; ++i, ++fade_in_)
                     out[i] *= static_cast<float>(fade_in_) / static_cast<float>(underrun_fade_len_);
@@ -451,6 +460,7 @@ class StreamCore {
         if (n < out.size() && in_speech_) {
             if (ring_.read_position() == end_of_speech_.load(std::memory_order_acquire)) {
                 in_speech_ = false;  // everything queued has been played
+                playing_.store(false, std::memory_order_relaxed);
                 owed_ = 0;
             } else {
                 // Nothing ready in time: fade out what there is, count it,
@@ -604,6 +614,7 @@ class StreamCore {
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
         delivered_.add(n);
         in_speech_ = false;
+        playing_.store(false, std::memory_order_relaxed);
         owed_ = 0;
         // Drop cancelled audio. Once the producer has acknowledged the cancel,
         // everything it wrote before its acknowledgement is old; after, new.
@@ -729,11 +740,16 @@ class StreamCore {
     // Deadline of the next block: when the consumer will need its first
     // sample, given what is already buffered ahead of it. Before playback
     // starts the consumer waits for the fixed latency's worth of audio, so a
-    // block is needed no sooner than that.
+    // block is needed no sooner than that; once it plays, what the ring
+    // holds is all the time there is. (Taking the latency then as well gave
+    // every block the same deadline, however little was buffered: right
+    // after a fallback that only just made it the ring holds one block, and
+    // the next slow block was cut off too late to be covered.)
     std::int64_t next_deadline_ns(std::int64_t now) const {
         const std::size_t fill = ring_.read_available();
         const auto guard = static_cast<std::size_t>(std::max<std::int64_t>(max_pull_.get(), 0));
-        const std::size_t ahead = std::max(fill, effective_latency_samples());
+        const bool playing = playing_.load(std::memory_order_relaxed);
+        const std::size_t ahead = playing ? fill : std::max(fill, effective_latency_samples());
         const double usable = static_cast<double>(ahead > guard ? ahead - guard : 0);
         return now + static_cast<std::int64_t>(usable / rate_ * 1e9);
     }
@@ -862,8 +878,11 @@ class StreamCore {
                 if (!wait_done(*result, INT64_MAX, u.generation)) return false;
                 if (result->failed) return false;  // nothing left that can make it
             }
+            // From hand-over to result, not compute alone: on a loaded or
+            // virtual machine the worker's wake-up takes a share of the time
+            // a cut-off leaves, and a block planned without it comes late.
             estimator(used.processor, used.tier)
-                .add(result->finished_ns - result->started_ns, rec.index);
+                .add(result->finished_ns - result->submitted_ns, rec.index);
             if (result != job && !job->failed)
                 abandoned_.push_back({job, first_choice->processor, first_choice->tier});
 
@@ -925,7 +944,7 @@ class StreamCore {
         std::erase_if(abandoned_, [&](const Abandoned& a) {
             if (!a.job->done.load(std::memory_order_acquire)) return false;
             estimator(a.processor, a.tier)
-                .add(a.job->finished_ns - a.job->started_ns, next_block_index_);
+                .add(a.job->finished_ns - a.job->submitted_ns, next_block_index_);
             return true;
         });
     }
@@ -945,6 +964,7 @@ class StreamCore {
         job->last_block = last;
         job->tier = choice.tier;
         job->processor = choice.processor;
+        job->submitted_ns = rt::now_ns();
         processor(choice.processor).submit(job);
         return job;
     }
@@ -1154,6 +1174,8 @@ class StreamCore {
     std::uint64_t consumer_generation_ = 0;
     bool cancel_faded_ = false;
     bool in_speech_ = false;
+    // in_speech_ as the block scheduler sees it (next_deadline_ns).
+    std::atomic<bool> playing_{false};
     std::size_t owed_ = 0;     // samples played as silence during an underrun, to skip
     std::size_t fade_in_ = 0;  // position in the fade-in after an underrun
     const std::size_t fade_len_, underrun_fade_len_;
