@@ -435,7 +435,7 @@ class StreamCore {
 
         const std::size_t available = ring_.read_available();
         const auto end = end_of_speech_.load(std::memory_order_acquire);
-        if (!in_speech_) {
+        if (!in_speech_.load(std::memory_order_relaxed)) {
             // Start only once the fixed latency's worth of audio is ready
             // (or all of a short utterance is), so the latency never drifts.
             const std::size_t prebuffer = effective_latency_samples();
@@ -450,17 +450,15 @@ class StreamCore {
         const std::size_t n = ring_.read(out);
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
         if (n > 0) {
-            in_speech_ = true;
-            playing_.store(true, std::memory_order_relaxed);
+            in_speech_.store(true, std::memory_order_relaxed);
             if (fade_in_ < underrun_fade_len_) {
                 for (std::size_t i = 0; i < n && fade_in_ < underrun_fade_len_; ++i, ++fade_in_)
                     out[i] *= static_cast<float>(fade_in_) / static_cast<float>(underrun_fade_len_);
             }
         }
-        if (n < out.size() && in_speech_) {
+        if (n < out.size() && in_speech_.load(std::memory_order_relaxed)) {
             if (ring_.read_position() == end_of_speech_.load(std::memory_order_acquire)) {
-                in_speech_ = false;  // everything queued has been played
-                playing_.store(false, std::memory_order_relaxed);
+                in_speech_.store(false, std::memory_order_relaxed);  // everything queued was played
                 owed_ = 0;
             } else {
                 // Nothing ready in time: fade out what there is, count it,
@@ -613,8 +611,7 @@ class StreamCore {
         }
         std::fill(out.begin() + static_cast<long>(n), out.end(), 0.0f);
         delivered_.add(n);
-        in_speech_ = false;
-        playing_.store(false, std::memory_order_relaxed);
+        in_speech_.store(false, std::memory_order_relaxed);
         owed_ = 0;
         // Drop cancelled audio. Once the producer has acknowledged the cancel,
         // everything it wrote before its acknowledgement is old; after, new.
@@ -748,7 +745,7 @@ class StreamCore {
     std::int64_t next_deadline_ns(std::int64_t now) const {
         const std::size_t fill = ring_.read_available();
         const auto guard = static_cast<std::size_t>(std::max<std::int64_t>(max_pull_.get(), 0));
-        const bool playing = playing_.load(std::memory_order_relaxed);
+        const bool playing = in_speech_.load(std::memory_order_relaxed);
         const std::size_t ahead = playing ? fill : std::max(fill, effective_latency_samples());
         const double usable = static_cast<double>(ahead > guard ? ahead - guard : 0);
         return now + static_cast<std::int64_t>(usable / rate_ * 1e9);
@@ -1173,9 +1170,9 @@ class StreamCore {
     // Consumer-thread state.
     std::uint64_t consumer_generation_ = 0;
     bool cancel_faded_ = false;
-    bool in_speech_ = false;
-    // in_speech_ as the block scheduler sees it (next_deadline_ns).
-    std::atomic<bool> playing_{false};
+    // Written by the consumer only; also read by the block scheduler
+    // (next_deadline_ns), hence atomic (relaxed: a hint for planning).
+    std::atomic<bool> in_speech_{false};
     std::size_t owed_ = 0;     // samples played as silence during an underrun, to skip
     std::size_t fade_in_ = 0;  // position in the fade-in after an underrun
     const std::size_t fade_len_, underrun_fade_len_;
