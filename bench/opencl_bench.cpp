@@ -101,6 +101,36 @@ void BM_Conv1d(benchmark::State& state, Which which) {
 BENCHMARK_CAPTURE(BM_Conv1d, cpu, Which::Cpu)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Conv1d, opencl, Which::OpenCl)->UseRealTime();
 
+// A vocoder upsampler: 256 -> 128 channels, kernel 16, stride 8, 128 frames in.
+void BM_ConvTranspose1d(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    Conv1dShape s;
+    s.batch = 1;
+    s.in_channels = 256;
+    s.out_channels = 128;
+    s.in_length = 128;
+    s.kernel = 16;
+    s.stride = 8;
+    s.padding = 4;
+    auto q = b->create_queue();
+    auto x = random_buffer(*b, *q, std::size_t(s.in_channels) * s.in_length, 6);
+    auto w = random_buffer(*b, *q, std::size_t(s.in_channels) * s.out_channels * s.kernel, 7);
+    auto bias = random_buffer(*b, *q, s.out_channels, 8);
+    auto y = b->allocate(std::size_t(s.out_channels) * s.transpose_out_length(), "bench");
+    b->conv_transpose1d(*q, s, x, w, bias, y);  // warm-up, untimed
+    b->synchronize(*q);
+    for (auto _ : state) {
+        b->conv_transpose1d(*q, s, x, w, bias, y);
+        b->synchronize(*q);
+    }
+    state.counters["FLOP/s"] =
+        benchmark::Counter(2.0 * s.in_channels * s.out_channels * s.kernel * s.in_length,
+                           benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_ConvTranspose1d, cpu, Which::Cpu)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ConvTranspose1d, opencl, Which::OpenCl)->UseRealTime();
+
 // 64 frames of length n per call, as one STFT block.
 void BM_RfftBatch64(benchmark::State& state, Which which) {
     Backend* b = backend_or_skip(state, which);

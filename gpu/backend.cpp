@@ -72,19 +72,6 @@ DeviceBuffer Backend::allocate(std::size_t floats, const char* tag) {
     return DeviceBuffer(this, raw_allocate(bytes), bytes, tag);
 }
 
-bool check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
-                     std::size_t src_stride, const DeviceBuffer& dst, std::size_t dst_offset,
-                     std::size_t dst_stride) {
-    if (rows <= 0 || cols <= 0) return false;
-    if (src.handle() == dst.handle())
-        throw std::invalid_argument("copy_rows: src and dst must be distinct buffers");
-    const std::size_t last = static_cast<std::size_t>(rows - 1);
-    if (src_offset + last * src_stride + cols > src.floats() ||
-        dst_offset + last * dst_stride + cols > dst.floats())
-        throw std::invalid_argument("copy_rows: the block reaches past a buffer");
-    return true;
-}
-
 std::optional<GpuFault> parse_gpu_fault(const std::string& text) {
     GpuFault f;
     char kind[16] = {};

@@ -158,13 +158,6 @@ struct GpuFault {
 // one of kernel, oom, late (e.g. "kernel:2:0:500"); nullopt if malformed.
 std::optional<GpuFault> parse_gpu_fault(const std::string& text);
 
-// The checks every backend's copy_rows makes first: false when there is
-// nothing to copy; throws std::invalid_argument for one buffer used as both
-// ends or a block that reaches past either buffer.
-bool check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
-                     std::size_t src_stride, const DeviceBuffer& dst, std::size_t dst_offset,
-                     std::size_t dst_stride);
-
 class Backend : public MemoryOwner {
   public:
     virtual ~Backend() = default;
@@ -179,84 +172,90 @@ class Backend : public MemoryOwner {
     DeviceBuffer allocate(std::size_t floats, const char* tag);  // straight from the device
     void release(void* handle, std::size_t, const char*) noexcept override { raw_free(handle); }
 
+    // The operations below are not virtual: each checks its arguments here,
+    // once for every backend, and then calls the backend's *_impl hook. A
+    // buffer too small for the shape, a shape that makes no sense (groups
+    // that do not divide the channels, stride or hop <= 0, negative padding)
+    // or one buffer passed as two that must be distinct throws
+    // std::invalid_argument naming the op and the argument, before anything
+    // is queued: on a GPU an out-of-bounds access does not fail cleanly but
+    // corrupts the context for the whole process. Sizes of zero are no-ops.
+    // None of this runs in the audio callback, so throwing is fine.
+
     // ---- queues, copies, synchronisation ----
     virtual std::unique_ptr<Queue> create_queue() = 0;
     // Asynchronous; the host memory must stay valid until synchronize().
-    virtual void copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset_floats,
-                                const float* src, std::size_t floats) = 0;
-    virtual void copy_to_host(Queue& q, float* dst, const DeviceBuffer& src,
-                              std::size_t src_offset_floats, std::size_t floats) = 0;
-    virtual void fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) = 0;
+    void copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset_floats,
+                        const float* src, std::size_t floats);
+    void copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::size_t src_offset_floats,
+                      std::size_t floats);
+    void fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats);
     virtual void synchronize(Queue& q) = 0;
 
     // ---- kernels (the operations of the kernel registry) ----
     // y[i] = f(x[i]) for i < n; x and y may be the same buffer.
-    virtual void activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
-                            std::size_t n, float alpha = 0.0f) = 0;
+    void activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n,
+                    float alpha = 0.0f);
     // C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k,
     // op(B) is k x n; lda/ldb/ldc are the row strides of A, B, C as stored.
-    virtual void gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                      const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
-                      DeviceBuffer& c, int ldc) = 0;
+    void gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+              const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+              DeviceBuffer& c, int ldc);
     // `bias` may be empty (no bias): then y is just the convolution.
-    virtual void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                        const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) = 0;
-    virtual void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                                  const DeviceBuffer& w, const DeviceBuffer& bias,
-                                  DeviceBuffer& y) = 0;
+    void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
+                const DeviceBuffer& bias, DeviceBuffer& y);
+    void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                          const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y);
     // Each of `rows` rows of length `cols`: (x - mean) / sqrt(var + eps) * gamma + beta
     // (biased variance, as torch.nn.LayerNorm).
-    virtual void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
-                            const DeviceBuffer& gamma, const DeviceBuffer& beta,
-                            DeviceBuffer& y) = 0;
+    void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                    const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y);
     // y = alpha * x + beta * y over n floats. beta == 0 overwrites y (what it
     // held is ignored, even NaN); x and y may be the same buffer.
-    virtual void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
-                       DeviceBuffer& y) = 0;
+    void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+               DeviceBuffer& y);
     // Copies a block of `rows` rows of `cols` floats between distinct buffers:
     // dst[dst_offset + r*dst_stride + c] = src[src_offset + r*src_stride + c].
     // Streaming vocoders keep each channel's last samples this way.
-    virtual void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
-                           std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
-                           std::size_t dst_offset, std::size_t dst_stride) = 0;
+    void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
+                   std::size_t src_stride, DeviceBuffer& dst, std::size_t dst_offset,
+                   std::size_t dst_stride);
     // y[c][r] = x[r][c]: x is rows x cols, y is cols x rows (distinct buffers).
-    virtual void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
-                           DeviceBuffer& y) = 0;
+    void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y);
     // Broadcast bias on a rows x cols matrix, in place:
     // per_row ? y[r][c] += bias[r] : y[r][c] += bias[c].
-    virtual void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
-                          DeviceBuffer& y) = 0;
+    void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                  DeviceBuffer& y);
     // Polar to complex for spectral heads (Vocos' ISTFT head): x is
     // [frames][2*bins], each row `bins` log-magnitudes then `bins` phases;
     // y is [frames][bins] interleaved complex with
     // y = min(exp(logmag), max_magnitude) * (cos(phase), sin(phase)).
     // x and y are distinct buffers (same size: 2 * frames * bins floats).
-    virtual void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
-                                const DeviceBuffer& x, DeviceBuffer& y) = 0;
+    void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude, const DeviceBuffer& x,
+                        DeviceBuffer& y);
     // Batched real FFT of length n: in [batch][n] -> out [batch][n/2+1] complex.
-    virtual void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
+    void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out);
     // Batched inverse, scaled by 1/n: in [batch][n/2+1] complex -> out [batch][n].
     // The imaginary parts of bins 0 and n/2 are ignored (taken as zero), as
     // FFTW, NumPy and PyTorch do: a network's spectrum need not be exactly
     // that of a real signal.
-    virtual void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) = 0;
+    void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out);
     // STFT framing: frames[f][i] = signal[f*hop + i] * window[i], i < n_fft, f < n_frames
     // (the signal must hold (n_frames-1)*hop + n_fft samples).
-    virtual void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
-                              int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) = 0;
+    void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
+                      const DeviceBuffer& window, DeviceBuffer& frames);
     // Weighted overlap-add: out[t] = sum_f frames[f][t - f*hop] * window[t - f*hop] over the
     // frames covering t, for t < (n_frames-1)*hop + n_fft (out is overwritten, not accumulated).
-    virtual void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
-                             const DeviceBuffer& window, DeviceBuffer& out) = 0;
+    void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                     const DeviceBuffer& window, DeviceBuffer& out);
     // Complex, element-wise over n complex values: c = a * b.
-    virtual void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
-                                  DeviceBuffer& c, std::size_t n) = 0;
+    void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
+                          std::size_t n);
     // Complex exponential, element-wise over n complex values: y = exp(x).
-    virtual void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) = 0;
+    void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n);
     // Real cepstrum -> minimum-phase cepstrum, per row of length n (batch rows):
     // y[0] = x[0], y[i] = 2 x[i] for 0 < i < n/2, y[n/2] = x[n/2], y[i] = 0 above.
-    virtual void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
-                                    DeviceBuffer& y) = 0;
+    void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y);
 
     // ---- health and profiling ----
     Health health() const { return health_; }
@@ -270,6 +269,53 @@ class Backend : public MemoryOwner {
     void inject_fault(GpuFault f) { fault_ = f; }
 
   protected:
+    // What each backend implements: the operations above, with arguments
+    // already checked by the public wrappers (gpu/backend_ops.cpp).
+    virtual void copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset_floats,
+                                     const float* src, std::size_t floats) = 0;
+    virtual void copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src,
+                                   std::size_t src_offset_floats, std::size_t floats) = 0;
+    virtual void fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) = 0;
+    virtual void activation_impl(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                                 std::size_t n, float alpha) = 0;
+    virtual void gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                           const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb,
+                           float beta, DeviceBuffer& c, int ldc) = 0;
+    virtual void conv1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                             const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) = 0;
+    virtual void conv_transpose1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                                       const DeviceBuffer& w, const DeviceBuffer& bias,
+                                       DeviceBuffer& y) = 0;
+    virtual void layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                                 const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                                 DeviceBuffer& y) = 0;
+    virtual void axpby_impl(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                            DeviceBuffer& y) = 0;
+    virtual void copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                                std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                                std::size_t dst_offset, std::size_t dst_stride) = 0;
+    virtual void transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                DeviceBuffer& y) = 0;
+    virtual void add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                               DeviceBuffer& y) = 0;
+    virtual void polar_spectrum_impl(Queue& q, int frames, int bins, float max_magnitude,
+                                     const DeviceBuffer& x, DeviceBuffer& y) = 0;
+    virtual void rfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in,
+                           DeviceBuffer& out) = 0;
+    virtual void irfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in,
+                            DeviceBuffer& out) = 0;
+    virtual void frame_signal_impl(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
+                                   int n_frames, const DeviceBuffer& window,
+                                   DeviceBuffer& frames) = 0;
+    virtual void overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
+                                  int n_frames, const DeviceBuffer& window, DeviceBuffer& out) = 0;
+    virtual void complex_multiply_impl(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                                       DeviceBuffer& c, std::size_t n) = 0;
+    virtual void complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y,
+                                  std::size_t n) = 0;
+    virtual void minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                         DeviceBuffer& y) = 0;
+
     // Backends call this before each operation: applies an injected fault.
     // Returns the delay to add (ms) for a Late fault; throws for the others.
     double consume_fault(const char* op);

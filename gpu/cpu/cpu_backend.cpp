@@ -136,23 +136,23 @@ std::unique_ptr<Queue> CpuBackend::create_queue() {
     return std::make_unique<CpuQueue>();
 }
 
-void CpuBackend::copy_to_device(Queue&, DeviceBuffer& dst, std::size_t off, const float* src,
-                                std::size_t n) {
+void CpuBackend::copy_to_device_impl(Queue&, DeviceBuffer& dst, std::size_t off, const float* src,
+                                     std::size_t n) {
     Timer t(*this, "h2d");
     std::memcpy(f(dst) + off, src, n * sizeof(float));
 }
-void CpuBackend::copy_to_host(Queue&, float* dst, const DeviceBuffer& src, std::size_t off,
-                              std::size_t n) {
+void CpuBackend::copy_to_host_impl(Queue&, float* dst, const DeviceBuffer& src, std::size_t off,
+                                   std::size_t n) {
     Timer t(*this, "d2h");
     std::memcpy(dst, f(src) + off, n * sizeof(float));
 }
-void CpuBackend::fill(Queue&, DeviceBuffer& dst, float value, std::size_t n) {
+void CpuBackend::fill_impl(Queue&, DeviceBuffer& dst, float value, std::size_t n) {
     std::fill(f(dst), f(dst) + n, value);
 }
 void CpuBackend::synchronize(Queue&) {}
 
-void CpuBackend::activation(Queue&, Activation fn, const DeviceBuffer& x, DeviceBuffer& y,
-                            std::size_t n, float alpha) {
+void CpuBackend::activation_impl(Queue&, Activation fn, const DeviceBuffer& x, DeviceBuffer& y,
+                                 std::size_t n, float alpha) {
     Timer t(*this, to_string(fn));
     for_elements(n, [&](std::size_t begin, std::size_t end) {
         const float* in = f(x) + begin;
@@ -184,9 +184,9 @@ void CpuBackend::activation(Queue&, Activation fn, const DeviceBuffer& x, Device
     });
 }
 
-void CpuBackend::gemm(Queue&, bool ta, bool tb, int m, int n, int k, float alpha,
-                      const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
-                      DeviceBuffer& c, int ldc) {
+void CpuBackend::gemm_impl(Queue&, bool ta, bool tb, int m, int n, int k, float alpha,
+                           const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb,
+                           float beta, DeviceBuffer& c, int ldc) {
     Timer t(*this, "gemm");
     if (m <= 0 || n <= 0) return;
     // Split C along its longer side; each job is one single-threaded SGEMM
@@ -212,21 +212,22 @@ void CpuBackend::gemm(Queue&, bool ta, bool tb, int m, int n, int k, float alpha
     });
 }
 
-void CpuBackend::conv1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
-                        const DeviceBuffer& bias, DeviceBuffer& y) {
+void CpuBackend::conv1d_impl(Queue&, const Conv1dShape& s, const DeviceBuffer& x,
+                             const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
     Timer t(*this, "conv1d");
     cpu::conv1d(s, f(x), f(w), bias ? f(bias) : nullptr, f(y));
 }
 
-void CpuBackend::conv_transpose1d(Queue&, const Conv1dShape& s, const DeviceBuffer& x,
-                                  const DeviceBuffer& w, const DeviceBuffer& bias,
-                                  DeviceBuffer& y) {
+void CpuBackend::conv_transpose1d_impl(Queue&, const Conv1dShape& s, const DeviceBuffer& x,
+                                       const DeviceBuffer& w, const DeviceBuffer& bias,
+                                       DeviceBuffer& y) {
     Timer t(*this, "conv_transpose1d");
     cpu::conv_transpose1d(s, f(x), f(w), bias ? f(bias) : nullptr, f(y));
 }
 
-void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceBuffer& x,
-                            const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) {
+void CpuBackend::layer_norm_impl(Queue&, int rows, int cols, float eps, const DeviceBuffer& x,
+                                 const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                                 DeviceBuffer& y) {
     Timer t(*this, "layer_norm");
     const float* xp = f(x);
     const float* g = f(gamma);
@@ -248,8 +249,8 @@ void CpuBackend::layer_norm(Queue&, int rows, int cols, float eps, const DeviceB
     });
 }
 
-void CpuBackend::axpby(Queue&, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
-                       DeviceBuffer& y) {
+void CpuBackend::axpby_impl(Queue&, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                            DeviceBuffer& y) {
     Timer t(*this, "axpby");
     for_elements(n, [&](std::size_t begin, std::size_t end) {
         const float* in = f(x) + begin;
@@ -263,12 +264,11 @@ void CpuBackend::axpby(Queue&, std::size_t n, float alpha, const DeviceBuffer& x
     });
 }
 
-void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,
-                           std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
-                           std::size_t dst_offset, std::size_t dst_stride) {
+void CpuBackend::copy_rows_impl(Queue&, int rows, int cols, const DeviceBuffer& src,
+                                std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                                std::size_t dst_offset, std::size_t dst_stride) {
     Timer t(*this, "copy_rows");
-    if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
-        return;
+    if (rows <= 0 || cols <= 0) return;
     for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
         for (std::size_t r = r0; r < r1; ++r)
             std::memcpy(f(dst) + dst_offset + r * dst_stride, f(src) + src_offset + r * src_stride,
@@ -276,10 +276,9 @@ void CpuBackend::copy_rows(Queue&, int rows, int cols, const DeviceBuffer& src,
     });
 }
 
-void CpuBackend::transpose(Queue&, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
+void CpuBackend::transpose_impl(Queue&, int rows, int cols, const DeviceBuffer& x,
+                                DeviceBuffer& y) {
     Timer t(*this, "transpose");
-    if (rows > 0 && cols > 0 && x.handle() == y.handle())
-        throw std::invalid_argument("transpose: x and y must be distinct buffers");
     const float* in = f(x);
     float* out = f(y);
     // Square tiles keep both the reads and the strided writes within a few
@@ -295,8 +294,8 @@ void CpuBackend::transpose(Queue&, int rows, int cols, const DeviceBuffer& x, De
         }
 }
 
-void CpuBackend::add_bias(Queue&, int rows, int cols, const DeviceBuffer& bias, bool per_row,
-                          DeviceBuffer& y) {
+void CpuBackend::add_bias_impl(Queue&, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                               DeviceBuffer& y) {
     Timer t(*this, "add_bias");
     const float* b = f(bias);
     for (int r = 0; r < rows; ++r) {
@@ -310,12 +309,9 @@ void CpuBackend::add_bias(Queue&, int rows, int cols, const DeviceBuffer& bias, 
     }
 }
 
-void CpuBackend::polar_spectrum(Queue&, int frames, int bins, float max_magnitude,
-                                const DeviceBuffer& x, DeviceBuffer& y) {
+void CpuBackend::polar_spectrum_impl(Queue&, int frames, int bins, float max_magnitude,
+                                     const DeviceBuffer& x, DeviceBuffer& y) {
     Timer t(*this, "polar_spectrum");
-    // A frame's output overwrites log-magnitudes of bins not yet read.
-    if (frames > 0 && bins > 0 && x.handle() == y.handle())
-        throw std::invalid_argument("polar_spectrum: x and y must be distinct buffers");
     for (int fr = 0; fr < frames; ++fr) {
         const float* logmag = f(x) + static_cast<std::size_t>(fr) * 2 * bins;
         const float* phase = logmag + bins;
@@ -342,7 +338,7 @@ CpuBackend::FftPlans& CpuBackend::plans(int n) {
     return *p;
 }
 
-void CpuBackend::rfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+void CpuBackend::rfft_impl(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
     Timer t(*this, "rfft");
     auto& p = plans(n);
     for (int b = 0; b < batch; ++b)
@@ -351,7 +347,7 @@ void CpuBackend::rfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBu
                                   f(out) + static_cast<std::size_t>(b) * (n / 2 + 1) * 2));
 }
 
-void CpuBackend::irfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+void CpuBackend::irfft_impl(Queue&, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
     Timer t(*this, "irfft");
     auto& p = plans(n);
     const std::size_t bins = static_cast<std::size_t>(n / 2 + 1);
@@ -365,8 +361,8 @@ void CpuBackend::irfft(Queue&, int n, int batch, const DeviceBuffer& in, DeviceB
     }
 }
 
-void CpuBackend::frame_signal(Queue&, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
-                              const DeviceBuffer& window, DeviceBuffer& frames) {
+void CpuBackend::frame_signal_impl(Queue&, const DeviceBuffer& signal, int n_fft, int hop,
+                                   int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) {
     Timer t(*this, "frame_signal");
     for (int fr = 0; fr < n_frames; ++fr)
         for (int i = 0; i < n_fft; ++i)
@@ -374,8 +370,8 @@ void CpuBackend::frame_signal(Queue&, const DeviceBuffer& signal, int n_fft, int
                 f(signal)[static_cast<std::size_t>(fr) * hop + i] * f(window)[i];
 }
 
-void CpuBackend::overlap_add(Queue&, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
-                             const DeviceBuffer& window, DeviceBuffer& out) {
+void CpuBackend::overlap_add_impl(Queue&, const DeviceBuffer& frames, int n_fft, int hop,
+                                  int n_frames, const DeviceBuffer& window, DeviceBuffer& out) {
     Timer t(*this, "overlap_add");
     const std::size_t len = static_cast<std::size_t>(n_frames - 1) * hop + n_fft;
     std::fill(f(out), f(out) + len, 0.0f);
@@ -385,8 +381,8 @@ void CpuBackend::overlap_add(Queue&, const DeviceBuffer& frames, int n_fft, int 
                 f(frames)[static_cast<std::size_t>(fr) * n_fft + i] * f(window)[i];
 }
 
-void CpuBackend::complex_multiply(Queue&, const DeviceBuffer& a, const DeviceBuffer& b,
-                                  DeviceBuffer& c, std::size_t n) {
+void CpuBackend::complex_multiply_impl(Queue&, const DeviceBuffer& a, const DeviceBuffer& b,
+                                       DeviceBuffer& c, std::size_t n) {
     Timer t(*this, "complex_multiply");
     for (std::size_t i = 0; i < n; ++i) {
         const float ar = f(a)[2 * i], ai = f(a)[2 * i + 1], br = f(b)[2 * i], bi = f(b)[2 * i + 1];
@@ -395,7 +391,7 @@ void CpuBackend::complex_multiply(Queue&, const DeviceBuffer& a, const DeviceBuf
     }
 }
 
-void CpuBackend::complex_exp(Queue&, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
+void CpuBackend::complex_exp_impl(Queue&, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
     Timer t(*this, "complex_exp");
     for (std::size_t i = 0; i < n; ++i) {
         const float m = std::exp(f(x)[2 * i]), ph = f(x)[2 * i + 1];
@@ -404,8 +400,8 @@ void CpuBackend::complex_exp(Queue&, const DeviceBuffer& x, DeviceBuffer& y, std
     }
 }
 
-void CpuBackend::minimum_phase_fold(Queue&, int n, int batch, const DeviceBuffer& x,
-                                    DeviceBuffer& y) {
+void CpuBackend::minimum_phase_fold_impl(Queue&, int n, int batch, const DeviceBuffer& x,
+                                         DeviceBuffer& y) {
     Timer t(*this, "minimum_phase_fold");
     for (int b = 0; b < batch; ++b) {
         const float* in = f(x) + static_cast<std::size_t>(b) * n;

@@ -25,49 +25,53 @@ class CpuBackend final : public Backend {
     void free_pinned(float* p) noexcept override;
 
     std::unique_ptr<Queue> create_queue() override;
-    void copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
-                        std::size_t floats) override;
-    void copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::size_t src_offset,
-                      std::size_t floats) override;
-    void fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) override;
     void synchronize(Queue& q) override;
-
-    void activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n,
-                    float alpha) override;
-    void gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-              const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
-              DeviceBuffer& c, int ldc) override;
-    void conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
-                const DeviceBuffer& bias, DeviceBuffer& y) override;
-    void conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                          const DeviceBuffer& w, const DeviceBuffer& bias,
-                          DeviceBuffer& y) override;
-    void layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
-                    const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) override;
-    void axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
-               DeviceBuffer& y) override;
-    void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
-                   std::size_t src_stride, DeviceBuffer& dst, std::size_t dst_offset,
-                   std::size_t dst_stride) override;
-    void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) override;
-    void add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
-                  DeviceBuffer& y) override;
-    void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude, const DeviceBuffer& x,
-                        DeviceBuffer& y) override;
-    void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
-    void irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
-    void frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
-                      const DeviceBuffer& window, DeviceBuffer& frames) override;
-    void overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
-                     const DeviceBuffer& window, DeviceBuffer& out) override;
-    void complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
-                          std::size_t n) override;
-    void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) override;
-    void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
-                            DeviceBuffer& y) override;
 
     std::vector<KernelTiming> kernel_timings() const override;
     void reset_timings() override;
+
+  private:
+    // The operations, with arguments already checked by gpu::Backend.
+    void copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
+                             std::size_t floats) override;
+    void copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src, std::size_t src_offset,
+                           std::size_t floats) override;
+    void fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) override;
+    void activation_impl(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                         std::size_t n, float alpha) override;
+    void gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                   const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+                   DeviceBuffer& c, int ldc) override;
+    void conv1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
+                     const DeviceBuffer& bias, DeviceBuffer& y) override;
+    void conv_transpose1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                               const DeviceBuffer& w, const DeviceBuffer& bias,
+                               DeviceBuffer& y) override;
+    void layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                         const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                         DeviceBuffer& y) override;
+    void axpby_impl(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                    DeviceBuffer& y) override;
+    void copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                        std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                        std::size_t dst_offset, std::size_t dst_stride) override;
+    void transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                        DeviceBuffer& y) override;
+    void add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                       DeviceBuffer& y) override;
+    void polar_spectrum_impl(Queue& q, int frames, int bins, float max_magnitude,
+                             const DeviceBuffer& x, DeviceBuffer& y) override;
+    void rfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
+    void irfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) override;
+    void frame_signal_impl(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
+                           const DeviceBuffer& window, DeviceBuffer& frames) override;
+    void overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                          const DeviceBuffer& window, DeviceBuffer& out) override;
+    void complex_multiply_impl(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                               DeviceBuffer& c, std::size_t n) override;
+    void complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) override;
+    void minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                 DeviceBuffer& y) override;
 
   private:
     struct FftPlans;

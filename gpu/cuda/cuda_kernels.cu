@@ -1,7 +1,9 @@
-// The CUDA backend's direct kernels. Each mirrors the CPU reference loop in
-// gpu/cpu/cpu_backend.cpp; where the order of a sum matters for rounding it
-// is kept the same (ascending channel, tap, frame), so the results agree to
-// float rounding (fused multiply-adds aside).
+// The CUDA backend's direct kernels. The per-element math of the simple ones
+// is gpu/kernels/kernel_bodies.h, the same source the OpenCL program is built
+// from, so what PoCL runs in CI (indexing, bounds, summation order) is what
+// runs here; this file adds only the launch shape. GEMM and FFT are cuBLAS
+// and cuFFT; transpose and layer norm are CUDA's own (shared memory, warp
+// shuffles).
 //
 // Launch shape: 1-D grid-stride loops with 256-thread blocks, the grid capped
 // so that huge sizes reuse threads instead of exceeding grid limits.
@@ -9,6 +11,7 @@
 #include <cstdint>
 
 #include "gpu/cuda/cuda_kernels.h"
+#include "gpu/kernels/kernel_bodies.h"
 
 namespace etude::gpu::kernels {
 namespace {
@@ -29,62 +32,42 @@ __device__ inline std::size_t grid_stride() {
     return static_cast<std::size_t>(gridDim.x) * blockDim.x;
 }
 
-// ---- element-wise ----
+// ---- element-wise: grid-stride loops around the shared bodies ----
 
-template <Activation F>
-__device__ inline float apply(float v, float alpha) {
-    if constexpr (F == Activation::LeakyRelu) return v >= 0.0f ? v : alpha * v;
-    if constexpr (F == Activation::Gelu) return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    if constexpr (F == Activation::Tanh) return tanhf(v);
-    if constexpr (F == Activation::Exp) return expf(v);
-    if constexpr (F == Activation::Sin) return sinf(v);
-    if constexpr (F == Activation::Cos) return cosf(v);
-    return v;
-}
-
-// No __restrict__: x and y may be the same buffer (in-place activation).
-template <Activation F>
+// One kernel per activation (F is an ETUDE_ACT_* code), so the body's switch
+// folds away. No __restrict__: x and y may be the same buffer.
+template <int F>
 __global__ void activation_kernel(const float* x, float* y, std::size_t n, float alpha) {
-    for (std::size_t i = first_index(); i < n; i += grid_stride()) y[i] = apply<F>(x[i], alpha);
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        y[i] = bodies::activation_of(F, x[i], alpha);
 }
 
 __global__ void fill_kernel(float* __restrict__ y, float value, std::size_t n) {
-    for (std::size_t i = first_index(); i < n; i += grid_stride()) y[i] = value;
+    for (std::size_t i = first_index(); i < n; i += grid_stride()) bodies::fill_at(i, value, y);
 }
 
+// Only the backend's own bookkeeping uses it (irfft's 1/n), so it has no
+// OpenCL twin and no shared body.
 __global__ void scale_kernel(float* __restrict__ y, float factor, std::size_t n) {
     for (std::size_t i = first_index(); i < n; i += grid_stride()) y[i] *= factor;
 }
 
-// No __restrict__: x and y may be the same buffer. beta == 0 must not read
-// y, which may hold NaN (0 * NaN is NaN), hence the branch rather than a
-// multiply by zero; it is uniform across the grid.
+// No __restrict__: x and y may be the same buffer.
 __global__ void axpby_kernel(const float* x, float* y, float alpha, float beta, std::size_t n) {
     for (std::size_t i = first_index(); i < n; i += grid_stride())
-        y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
+        bodies::axpby_at(i, alpha, x, beta, y);
 }
 
 __global__ void add_bias_kernel(int cols, const float* __restrict__ bias, bool per_row,
                                 float* __restrict__ y, std::size_t total) {
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const std::size_t r = idx / cols;
-        y[idx] += per_row ? bias[r] : bias[idx - r * cols];
-    }
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::add_bias_at(idx, cols, bias, per_row ? 1 : 0, y);
 }
 
-// One thread per complex output (frame f, bin k); x rows are `bins`
-// log-magnitudes then `bins` phases.
 __global__ void polar_spectrum_kernel(int bins, float max_magnitude, const float* __restrict__ x,
-                                      float2* __restrict__ y, std::size_t total) {
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const std::size_t f = idx / bins;
-        const std::size_t k = idx - f * bins;
-        const float* row = x + f * 2 * bins;
-        const float m = fminf(expf(row[k]), max_magnitude);
-        float s, c;
-        sincosf(row[bins + k], &s, &c);
-        y[idx] = make_float2(m * c, m * s);
-    }
+                                      float* __restrict__ y, std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::polar_spectrum_at(idx, bins, max_magnitude, x, y);
 }
 
 // ---- transpose: 32 x 32 tiles through shared memory ----
@@ -125,58 +108,19 @@ __global__ void transpose_kernel(int rows, int cols, const float* __restrict__ x
 __global__ void conv1d_kernel(Conv1dShape s, int out_len, const float* __restrict__ x,
                               const float* __restrict__ w, const float* __restrict__ bias,
                               float* __restrict__ y, std::size_t total) {
-    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const int t = static_cast<int>(idx % out_len);
-        const std::size_t row = idx / out_len;
-        const int oc = static_cast<int>(row % s.out_channels);
-        const std::size_t n = row / s.out_channels;
-        const int g = oc / ocg;
-        const float* xg = x + (n * s.in_channels + static_cast<std::size_t>(g) * icg) * s.in_length;
-        const float* wo = w + static_cast<std::size_t>(oc) * icg * s.kernel;
-        const int t0 = t * s.stride - s.padding;
-        float acc = bias ? bias[oc] : 0.0f;
-        for (int ic = 0; ic < icg; ++ic) {
-            const float* xr = xg + static_cast<std::size_t>(ic) * s.in_length;
-            const float* wr = wo + static_cast<std::size_t>(ic) * s.kernel;
-            for (int k = 0; k < s.kernel; ++k) {
-                const int ti = t0 + k * s.dilation;
-                if (ti >= 0 && ti < s.in_length) acc += wr[k] * xr[ti];
-            }
-        }
-        y[idx] = acc;
-    }
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::conv1d_at(idx, x, w, bias, bias != nullptr, y, s.in_channels, s.out_channels,
+                          s.in_length, s.kernel, s.stride, s.dilation, s.padding, s.groups,
+                          out_len);
 }
 
-// Gather form of the transposed convolution: output t of channel oc takes
-// input ti through tap k where ti*stride - padding + k*dilation == t. Each
-// output is written by exactly one thread, so no atomics are needed.
 __global__ void conv_transpose1d_kernel(Conv1dShape s, int out_len, const float* __restrict__ x,
                                         const float* __restrict__ w, const float* __restrict__ bias,
                                         float* __restrict__ y, std::size_t total) {
-    const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const int t = static_cast<int>(idx % out_len);
-        const std::size_t row = idx / out_len;
-        const int oc = static_cast<int>(row % s.out_channels);
-        const std::size_t n = row / s.out_channels;
-        const int g = oc / ocg, o = oc % ocg;
-        float acc = bias ? bias[oc] : 0.0f;
-        for (int j = 0; j < icg; ++j) {
-            const std::size_t ic = static_cast<std::size_t>(g) * icg + j;
-            const float* xr = x + (n * s.in_channels + ic) * s.in_length;
-            const float* wr = w + (ic * ocg + o) * s.kernel;
-            for (int k = 0; k < s.kernel; ++k) {
-                // Decreases with k: once negative, no later tap reaches t.
-                const int num = t + s.padding - k * s.dilation;
-                if (num < 0) break;
-                if (num % s.stride != 0) continue;
-                const int ti = num / s.stride;
-                if (ti < s.in_length) acc += xr[ti] * wr[k];
-            }
-        }
-        y[idx] = acc;
-    }
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::conv_transpose1d_at(idx, x, w, bias, bias != nullptr, y, s.in_channels,
+                                    s.out_channels, s.in_length, s.kernel, s.stride, s.dilation,
+                                    s.padding, s.groups, out_len);
 }
 
 // ---- layer norm: one block per row ----
@@ -227,68 +171,42 @@ __global__ void layer_norm_kernel(int cols, float eps, const float* x,
         y[base + c] = (row[c] - mean) * inv * gamma[c] + beta[c];
 }
 
-// ---- STFT helpers ----
+// ---- STFT helpers and spectra ----
 
 __global__ void frame_signal_kernel(const float* __restrict__ signal, int n_fft, int hop,
                                     const float* __restrict__ window, float* __restrict__ frames,
                                     std::size_t total) {
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const std::size_t f = idx / n_fft;
-        const int i = static_cast<int>(idx % n_fft);
-        frames[idx] = signal[f * hop + i] * window[i];
-    }
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::frame_signal_at(idx, n_fft, hop, signal, window, frames);
 }
 
-// Gather: sample t sums the frames f with f*hop <= t < f*hop + n_fft, in
-// ascending f like the reference; every sample is written, so `out` needs no
-// clearing and no atomics are involved.
 __global__ void overlap_add_kernel(const float* __restrict__ frames, int n_fft, int hop,
                                    int n_frames, const float* __restrict__ window,
                                    float* __restrict__ out, std::size_t total) {
-    for (std::size_t t = first_index(); t < total; t += grid_stride()) {
-        const std::int64_t ti = static_cast<std::int64_t>(t);
-        const std::int64_t last = ti / hop < n_frames ? ti / hop : n_frames - 1;
-        const std::int64_t first = ti >= n_fft ? (ti - n_fft) / hop + 1 : 0;
-        float acc = 0.0f;
-        for (std::int64_t f = first; f <= last; ++f) {
-            const std::int64_t i = ti - f * hop;
-            acc += frames[f * n_fft + i] * window[i];
-        }
-        out[t] = acc;
-    }
+    for (std::size_t t = first_index(); t < total; t += grid_stride())
+        bodies::overlap_add_at(t, frames, n_fft, hop, n_frames, window, out);
 }
 
 // The complex and fold kernels allow in-place use (output == an input): each
 // element is read before it is written, by the same thread.
-__global__ void complex_multiply_kernel(const float2* a, const float2* b, float2* c,
-                                        std::size_t n) {
-    for (std::size_t i = first_index(); i < n; i += grid_stride()) {
-        const float2 u = a[i], v = b[i];
-        c[i] = make_float2(u.x * v.x - u.y * v.y, u.x * v.y + u.y * v.x);
-    }
+__global__ void complex_multiply_kernel(const float* a, const float* b, float* c, std::size_t n) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::complex_multiply_at(i, a, b, c);
 }
 
-__global__ void complex_exp_kernel(const float2* x, float2* y, std::size_t n) {
-    for (std::size_t i = first_index(); i < n; i += grid_stride()) {
-        const float2 v = x[i];
-        const float m = expf(v.x);
-        float s, c;
-        sincosf(v.y, &s, &c);
-        y[i] = make_float2(m * c, m * s);
-    }
+__global__ void complex_exp_kernel(const float* x, float* y, std::size_t n) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride()) bodies::complex_exp_at(i, x, y);
 }
 
 __global__ void minimum_phase_fold_kernel(int n, const float* x, float* y, std::size_t total) {
-    const int half = n / 2;
-    for (std::size_t idx = first_index(); idx < total; idx += grid_stride()) {
-        const int i = static_cast<int>(idx % n);
-        float v = 0.0f;
-        if (i == 0 || i == half)
-            v = x[idx];
-        else if (i < half)
-            v = 2.0f * x[idx];
-        y[idx] = v;
-    }
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::minimum_phase_fold_at(idx, n, x, y);
+}
+
+// One thread per row.
+__global__ void hermitian_edges_kernel(int batch, int n, float* x) {
+    const std::size_t row = first_index();
+    if (row < static_cast<std::size_t>(batch)) bodies::hermitian_edges_row(row, n, x);
 }
 
 }  // namespace
@@ -299,22 +217,22 @@ cudaError_t activation(cudaStream_t stream, Activation f, const float* x, float*
     const unsigned grid = grid_for(n);
     switch (f) {
         case Activation::LeakyRelu:
-            activation_kernel<Activation::LeakyRelu><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_LEAKY_RELU><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
         case Activation::Gelu:
-            activation_kernel<Activation::Gelu><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_GELU><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
         case Activation::Tanh:
-            activation_kernel<Activation::Tanh><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_TANH><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
         case Activation::Exp:
-            activation_kernel<Activation::Exp><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_EXP><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
         case Activation::Sin:
-            activation_kernel<Activation::Sin><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_SIN><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
         case Activation::Cos:
-            activation_kernel<Activation::Cos><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
+            activation_kernel<ETUDE_ACT_COS><<<grid, kBlock, 0, stream>>>(x, y, n, alpha);
             break;
     }
     return cudaGetLastError();
@@ -389,19 +307,8 @@ cudaError_t polar_spectrum(cudaStream_t stream, int frames, int bins, float max_
                            const float* x, float* y) {
     if (frames <= 0 || bins <= 0) return cudaSuccess;
     const std::size_t total = static_cast<std::size_t>(frames) * bins;
-    // cudaMalloc'd buffers are 256-byte aligned, so viewing y as float2 is safe.
-    polar_spectrum_kernel<<<grid_for(total), kBlock, 0, stream>>>(
-        bins, max_magnitude, x, reinterpret_cast<float2*>(y), total);
+    polar_spectrum_kernel<<<grid_for(total), kBlock, 0, stream>>>(bins, max_magnitude, x, y, total);
     return cudaGetLastError();
-}
-
-__global__ void hermitian_edges_kernel(int batch, int n, float* x) {
-    const int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= batch) return;
-    const int bins = n / 2 + 1;
-    float* r = x + static_cast<std::size_t>(row) * 2 * bins;
-    r[1] = 0.0f;
-    if (n % 2 == 0) r[2 * (bins - 1) + 1] = 0.0f;  // odd n has no Nyquist bin
 }
 
 cudaError_t hermitian_edges(cudaStream_t stream, int batch, int n, float* x) {
@@ -432,17 +339,13 @@ cudaError_t overlap_add(cudaStream_t stream, const float* frames, int n_fft, int
 cudaError_t complex_multiply(cudaStream_t stream, const float* a, const float* b, float* c,
                              std::size_t n_complex) {
     if (n_complex == 0) return cudaSuccess;
-    // cudaMalloc'd buffers are 256-byte aligned, so viewing them as float2 is safe.
-    complex_multiply_kernel<<<grid_for(n_complex), kBlock, 0, stream>>>(
-        reinterpret_cast<const float2*>(a), reinterpret_cast<const float2*>(b),
-        reinterpret_cast<float2*>(c), n_complex);
+    complex_multiply_kernel<<<grid_for(n_complex), kBlock, 0, stream>>>(a, b, c, n_complex);
     return cudaGetLastError();
 }
 
 cudaError_t complex_exp(cudaStream_t stream, const float* x, float* y, std::size_t n_complex) {
     if (n_complex == 0) return cudaSuccess;
-    complex_exp_kernel<<<grid_for(n_complex), kBlock, 0, stream>>>(
-        reinterpret_cast<const float2*>(x), reinterpret_cast<float2*>(y), n_complex);
+    complex_exp_kernel<<<grid_for(n_complex), kBlock, 0, stream>>>(x, y, n_complex);
     return cudaGetLastError();
 }
 

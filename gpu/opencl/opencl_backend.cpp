@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gpu/kernels/kernel_bodies.h"
+
 namespace etude::gpu {
 
 const char* opencl_error_name(int err) {
@@ -199,7 +201,7 @@ constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                 "complex_exp",
                                                                 "minimum_phase_fold"};
 
-// Must match TS, LN_WG and TT in the kernel source.
+// Must match TS, LN_WG and TT in kernels/tiled_kernels.cl.
 constexpr std::size_t kGemmTile = 16;
 constexpr std::size_t kLayerNormGroup = 64;
 constexpr std::size_t kTransposeTile = 16;
@@ -220,17 +222,17 @@ std::size_t round_up(std::size_t n, std::size_t m) {
 int activation_code(Activation a) {
     switch (a) {
         case Activation::LeakyRelu:
-            return 0;
+            return ETUDE_ACT_LEAKY_RELU;
         case Activation::Gelu:
-            return 1;
+            return ETUDE_ACT_GELU;
         case Activation::Tanh:
-            return 2;
+            return ETUDE_ACT_TANH;
         case Activation::Exp:
-            return 3;
+            return ETUDE_ACT_EXP;
         case Activation::Sin:
-            return 4;
+            return ETUDE_ACT_SIN;
         case Activation::Cos:
-            return 5;
+            return ETUDE_ACT_COS;
     }
     return -1;
 }
@@ -547,8 +549,8 @@ std::unique_ptr<Queue> OpenClBackend::create_queue() {
     return q;
 }
 
-void OpenClBackend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset,
-                                   const float* src, std::size_t floats) {
+void OpenClBackend::copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset,
+                                        const float* src, std::size_t floats) {
     const char* op = "h2d";
     begin(op);
     if (floats == 0) return;
@@ -561,8 +563,8 @@ void OpenClBackend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_
     collect_timings(cq, false);
 }
 
-void OpenClBackend::copy_to_host(Queue& q, float* dst, const DeviceBuffer& src,
-                                 std::size_t src_offset, std::size_t floats) {
+void OpenClBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src,
+                                      std::size_t src_offset, std::size_t floats) {
     const char* op = "d2h";
     begin(op);
     if (floats == 0) return;
@@ -661,7 +663,7 @@ void OpenClBackend::launch(ClQueue& cq, const char* op, int kernel, const Range&
     collect_timings(cq, false);
 }
 
-void OpenClBackend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
+void OpenClBackend::fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
     const char* op = "fill";
     begin(op);
     if (floats == 0) return;
@@ -670,8 +672,8 @@ void OpenClBackend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t f
     launch(cq, op, kFill, range1d(floats), mem(dst), n, value);
 }
 
-void OpenClBackend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
-                               std::size_t n, float alpha) {
+void OpenClBackend::activation_impl(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                                    std::size_t n, float alpha) {
     const char* op = to_string(f);
     begin(op);
     if (n == 0) return;
@@ -681,9 +683,9 @@ void OpenClBackend::activation(Queue& q, Activation f, const DeviceBuffer& x, De
     launch(cq, op, kActivation, range1d(n), mem(x), mem(y), count, code, alpha);
 }
 
-void OpenClBackend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                         const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
-                         DeviceBuffer& c, int ldc) {
+void OpenClBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, int k,
+                              float alpha, const DeviceBuffer& a, int lda, const DeviceBuffer& b,
+                              int ldb, float beta, DeviceBuffer& c, int ldc) {
     const char* op = "gemm";
     begin(op);
     if (m <= 0 || n <= 0) return;
@@ -698,8 +700,8 @@ void OpenClBackend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int
     launch(cq, op, kGemm, r, ta, tb, mm, nn, kk, alpha, mem(a), la, mem(b), lb, beta, mem(c), lc);
 }
 
-void OpenClBackend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                           const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+void OpenClBackend::conv1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                                const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
     const char* op = "conv1d";
     begin(op);
     const cl_int out_len = s.conv_out_length();
@@ -717,9 +719,9 @@ void OpenClBackend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x
            cl_int{s.stride}, cl_int{s.dilation}, cl_int{s.padding}, cl_int{s.groups}, out_len);
 }
 
-void OpenClBackend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
-                                     const DeviceBuffer& w, const DeviceBuffer& bias,
-                                     DeviceBuffer& y) {
+void OpenClBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                                          const DeviceBuffer& w, const DeviceBuffer& bias,
+                                          DeviceBuffer& y) {
     const char* op = "conv_transpose1d";
     begin(op);
     const cl_int out_len = s.transpose_out_length();
@@ -736,9 +738,9 @@ void OpenClBackend::conv_transpose1d(Queue& q, const Conv1dShape& s, const Devic
            cl_int{s.groups}, out_len);
 }
 
-void OpenClBackend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
-                               const DeviceBuffer& gamma, const DeviceBuffer& beta,
-                               DeviceBuffer& y) {
+void OpenClBackend::layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                                    const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                                    DeviceBuffer& y) {
     const char* op = "layer_norm";
     begin(op);
     if (rows <= 0 || cols <= 0) return;
@@ -749,8 +751,8 @@ void OpenClBackend::layer_norm(Queue& q, int rows, int cols, float eps, const De
     launch(cq, op, kLayerNorm, r, cl_int{cols}, eps, mem(x), mem(gamma), mem(beta), mem(y));
 }
 
-void OpenClBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
-                          DeviceBuffer& y) {
+void OpenClBackend::axpby_impl(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x,
+                               float beta, DeviceBuffer& y) {
     const char* op = "axpby";
     begin(op);
     if (n == 0) return;
@@ -759,13 +761,13 @@ void OpenClBackend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuff
     launch(cq, op, kAxpby, range1d(n), mem(x), mem(y), count, alpha, beta);
 }
 
-void OpenClBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
-                              std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
-                              std::size_t dst_offset, std::size_t dst_stride) {
+void OpenClBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                                   std::size_t src_offset, std::size_t src_stride,
+                                   DeviceBuffer& dst, std::size_t dst_offset,
+                                   std::size_t dst_stride) {
     const char* op = "copy_rows";
     begin(op);
-    if (!check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride))
-        return;
+    if (rows <= 0 || cols <= 0) return;
     auto& cq = queue_of(q, op);
     // A rectangle copy: rows are the second dimension, in bytes.
     const std::size_t src_origin[3] = {src_offset * sizeof(float), 0, 0};
@@ -781,14 +783,11 @@ void OpenClBackend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& 
     collect_timings(cq, false);
 }
 
-void OpenClBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x,
-                              DeviceBuffer& y) {
+void OpenClBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                   DeviceBuffer& y) {
     const char* op = "transpose";
     begin(op);
     if (rows <= 0 || cols <= 0) return;
-    // In place, work-groups would overwrite input that others have yet to read.
-    if (x.handle() == y.handle())
-        throw std::invalid_argument("transpose: x and y must be distinct buffers");
     auto& cq = queue_of(q, op);
     Range r;
     r.dims = 2;
@@ -798,8 +797,8 @@ void OpenClBackend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& 
     launch(cq, op, kTranspose, r, cl_int{rows}, cl_int{cols}, mem(x), mem(y));
 }
 
-void OpenClBackend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
-                             DeviceBuffer& y) {
+void OpenClBackend::add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias,
+                                  bool per_row, DeviceBuffer& y) {
     const char* op = "add_bias";
     begin(op);
     if (rows <= 0 || cols <= 0) return;
@@ -810,22 +809,20 @@ void OpenClBackend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& b
            mem(y));
 }
 
-void OpenClBackend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
-                                   const DeviceBuffer& x, DeviceBuffer& y) {
+void OpenClBackend::polar_spectrum_impl(Queue& q, int frames, int bins, float max_magnitude,
+                                        const DeviceBuffer& x, DeviceBuffer& y) {
     const char* op = "polar_spectrum";
     begin(op);
     if (frames <= 0 || bins <= 0) return;
-    // A frame's output overwrites log-magnitudes that other work-items read.
-    if (x.handle() == y.handle())
-        throw std::invalid_argument("polar_spectrum: x and y must be distinct buffers");
     auto& cq = queue_of(q, op);
     const std::size_t total = static_cast<std::size_t>(frames) * static_cast<std::size_t>(bins);
     launch(cq, op, kPolarSpectrum, range1d(total), cl_int{frames}, cl_int{bins}, max_magnitude,
            mem(x), mem(y));
 }
 
-void OpenClBackend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
-                                 int n_frames, const DeviceBuffer& window, DeviceBuffer& frames) {
+void OpenClBackend::frame_signal_impl(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
+                                      int n_frames, const DeviceBuffer& window,
+                                      DeviceBuffer& frames) {
     const char* op = "frame_signal";
     begin(op);
     if (n_fft <= 0 || n_frames <= 0) return;
@@ -835,8 +832,8 @@ void OpenClBackend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft
            cl_int{n_frames}, mem(window), mem(frames));
 }
 
-void OpenClBackend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
-                                int n_frames, const DeviceBuffer& window, DeviceBuffer& out) {
+void OpenClBackend::overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
+                                     int n_frames, const DeviceBuffer& window, DeviceBuffer& out) {
     const char* op = "overlap_add";
     begin(op);
     if (n_fft <= 0 || n_frames <= 0 || hop <= 0) return;
@@ -847,8 +844,8 @@ void OpenClBackend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft,
            cl_int{n_frames}, mem(window), mem(out));
 }
 
-void OpenClBackend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
-                                     DeviceBuffer& c, std::size_t n) {
+void OpenClBackend::complex_multiply_impl(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                                          DeviceBuffer& c, std::size_t n) {
     const char* op = "complex_multiply";
     begin(op);
     if (n == 0) return;
@@ -857,7 +854,8 @@ void OpenClBackend::complex_multiply(Queue& q, const DeviceBuffer& a, const Devi
     launch(cq, op, kComplexMultiply, range1d(n), mem(a), mem(b), mem(c), count);
 }
 
-void OpenClBackend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
+void OpenClBackend::complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y,
+                                     std::size_t n) {
     const char* op = "complex_exp";
     begin(op);
     if (n == 0) return;
@@ -866,8 +864,8 @@ void OpenClBackend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y
     launch(cq, op, kComplexExp, range1d(n), mem(x), mem(y), count);
 }
 
-void OpenClBackend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
-                                       DeviceBuffer& y) {
+void OpenClBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                            DeviceBuffer& y) {
     const char* op = "minimum_phase_fold";
     begin(op);
     if (n <= 0 || batch <= 0) return;
@@ -999,14 +997,16 @@ void OpenClBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
     collect_timings(cq, false);
 }
 
-void OpenClBackend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+void OpenClBackend::rfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in,
+                              DeviceBuffer& out) {
     const char* op = "rfft";
     begin(op);
     if (n <= 0 || batch <= 0) return;
     run_fft(q, op, n, batch, true, in.handle(), out.handle());
 }
 
-void OpenClBackend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+void OpenClBackend::irfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in,
+                               DeviceBuffer& out) {
     const char* op = "irfft";
     begin(op);
     if (n <= 0 || batch <= 0) return;

@@ -1,5 +1,5 @@
 // Parity of the CUDA backend with the CPU reference, op by op, plus fault
-// injection, allocation failure and CUDA-Graph replay.
+// injection and allocation failure.
 //
 // The backend lives in libetude_cuda.so, which this program does not link:
 // it is loaded here with dlopen, as the registry does, from
@@ -132,7 +132,6 @@ class CudaParity : public ::testing::Test {
 };
 
 class CudaFaults : public CudaParity {};
-class CudaGraph : public CudaParity {};
 
 TEST_F(CudaParity, DeviceInfoDescribesAnNvidiaGpu) {
     const DeviceInfo& info = gpu_->info();
@@ -628,66 +627,6 @@ TEST_F(CudaFaults, TooLargeAllocationThrowsOutOfMemory) {
     gpu_->activation(*gq_, Activation::Exp, x.gpu, y.gpu, 1000);
     cpu_.activation(*cq_, Activation::Exp, x.cpu, y.cpu, 1000, 0.0f);
     compare("activation after a failed allocation", y, 1000, 1e-5);
-}
-
-// A fixed chain of small ops, as one audio block would run it.
-struct Chain {
-    DeviceBuffer x, w, h, spec, filter, out;
-};
-
-void run_chain(Backend& b, Queue& q, Chain& c) {
-    b.activation(q, Activation::Gelu, c.x, c.h, 64 * 64);
-    b.gemm(q, false, true, 64, 64, 64, 1.0f, c.h, 64, c.w, 64, 0.0f, c.x, 64);
-    b.rfft(q, 64, 64, c.x, c.spec);
-    b.complex_multiply(q, c.spec, c.filter, c.spec, 64 * 33);
-    b.irfft(q, 64, 64, c.spec, c.out);
-    b.activation(q, Activation::Tanh, c.out, c.out, 64 * 64);
-}
-
-TEST_F(CudaGraph, ReplayMatchesDirectExecution) {
-    auto* graphs = dynamic_cast<CudaGraphs*>(gpu_.get());
-    ASSERT_NE(graphs, nullptr) << "the CUDA backend should offer CudaGraphs";
-
-    const auto x0 = random(64 * 64), w = random(64 * 64), filter = random(64 * 33 * 2);
-    auto make = [&] {
-        Chain c{gpu_->allocate(64 * 64, "x"),          gpu_->allocate(64 * 64, "w"),
-                gpu_->allocate(64 * 64, "h"),          gpu_->allocate(64 * 33 * 2, "spec"),
-                gpu_->allocate(64 * 33 * 2, "filter"), gpu_->allocate(64 * 64, "out")};
-        gpu_->copy_to_device(*gq_, c.w, 0, w.data(), w.size());
-        gpu_->copy_to_device(*gq_, c.filter, 0, filter.data(), filter.size());
-        return c;
-    };
-    // Direct execution (which also creates the plans and handle the capture needs).
-    Chain direct = make();
-    gpu_->copy_to_device(*gq_, direct.x, 0, x0.data(), x0.size());
-    run_chain(*gpu_, *gq_, direct);
-    const auto want = from_gpu(direct.out, 64 * 64);
-
-    Chain captured = make();
-    gpu_->synchronize(*gq_);
-    graphs->begin_capture(*gq_);
-    run_chain(*gpu_, *gq_, captured);
-    const int id = graphs->end_capture(*gq_);
-    // Capturing ran nothing.
-    gpu_->fill(*gq_, captured.out, 0.0f, 64 * 64);
-    gpu_->copy_to_device(*gq_, captured.x, 0, x0.data(), x0.size());
-    graphs->replay(*gq_, id);
-    expect_close("graph replay == direct", from_gpu(captured.out, 64 * 64), want, 1e-6);
-
-    // A replay reads the buffers' current contents.
-    const auto x1 = random(64 * 64);
-    gpu_->copy_to_device(*gq_, direct.x, 0, x1.data(), x1.size());
-    run_chain(*gpu_, *gq_, direct);
-    gpu_->copy_to_device(*gq_, captured.x, 0, x1.data(), x1.size());
-    graphs->replay(*gq_, id);
-    expect_close("graph replay == direct, new input", from_gpu(captured.out, 64 * 64),
-                 from_gpu(direct.out, 64 * 64), 1e-6);
-
-    const auto timings = gpu_->kernel_timings();
-    EXPECT_TRUE(std::any_of(timings.begin(), timings.end(),
-                            [](const KernelTiming& t) { return t.name == "graph_replay"; }));
-    graphs->release_graph(*gq_, id);
-    EXPECT_THROW(graphs->replay(*gq_, id), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,249 @@
+// The public operations of gpu::Backend: the argument checks, written once
+// for every backend, then the backend's *_impl hook (see backend.h).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/backend.h"
+
+namespace etude::gpu {
+namespace {
+
+[[noreturn]] void reject(const char* op, const std::string& what) {
+    throw std::invalid_argument(std::string(op) + ": " + what);
+}
+
+// `b` must hold at least `floats` floats (nothing is needed when floats is 0).
+void need(const DeviceBuffer& b, std::size_t floats, const char* what, const char* op) {
+    if (floats > 0 && (!b || b.floats() < floats))
+        reject(op, std::string(what) + " holds " + std::to_string(b.floats()) + " floats, needs " +
+                       std::to_string(floats));
+}
+
+void distinct(const DeviceBuffer& a, const DeviceBuffer& b, const char* what, const char* op) {
+    if (a && a.handle() == b.handle()) reject(op, std::string(what) + " must be distinct buffers");
+}
+
+std::size_t count(int v) {
+    return static_cast<std::size_t>(std::max(v, 0));
+}
+
+// Extent of a row-major matrix of `rows` rows of `cols` used columns, row
+// stride `ld` (which BLAS requires to be at least `cols`).
+std::size_t matrix_floats(int rows, int cols, int ld, const char* what, const char* op) {
+    if (rows <= 0 || cols <= 0) return 0;
+    if (ld < cols)
+        reject(op, std::string("the row stride of ") + what + " (" + std::to_string(ld) +
+                       ") is less than its row length (" + std::to_string(cols) + ")");
+    return static_cast<std::size_t>(rows - 1) * ld + cols;
+}
+
+// Shapes a convolution must have whatever its size: the bodies and the
+// CPU's im2col index with these without further checks.
+void check_conv_shape(const Conv1dShape& s, const char* op) {
+    if (s.groups <= 0 || s.in_channels <= 0 || s.out_channels <= 0 ||
+        s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0)
+        reject(op, "in_channels (" + std::to_string(s.in_channels) + ") and out_channels (" +
+                       std::to_string(s.out_channels) + ") must be positive multiples of groups (" +
+                       std::to_string(s.groups) + ")");
+    if (s.stride <= 0 || s.dilation <= 0 || s.kernel <= 0 || s.padding < 0)
+        reject(op, "stride, dilation and kernel must be positive and padding not negative");
+}
+
+// copy_rows: distinct buffers, and a block that stays inside both.
+void check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
+                     std::size_t src_stride, const DeviceBuffer& dst, std::size_t dst_offset,
+                     std::size_t dst_stride) {
+    if (rows <= 0 || cols <= 0) return;
+    distinct(src, dst, "src and dst", "copy_rows");
+    const std::size_t last = static_cast<std::size_t>(rows - 1);
+    if (src_offset + last * src_stride + cols > src.floats() ||
+        dst_offset + last * dst_stride + cols > dst.floats())
+        reject("copy_rows", "the block reaches past a buffer");
+}
+
+}  // namespace
+
+void Backend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
+                             std::size_t floats) {
+    if (floats > 0 && !src) reject("h2d", "the host pointer is null");
+    need(dst, floats > 0 ? dst_offset + floats : 0, "dst", "h2d");
+    copy_to_device_impl(q, dst, dst_offset, src, floats);
+}
+
+void Backend::copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::size_t src_offset,
+                           std::size_t floats) {
+    if (floats > 0 && !dst) reject("d2h", "the host pointer is null");
+    need(src, floats > 0 ? src_offset + floats : 0, "src", "d2h");
+    copy_to_host_impl(q, dst, src, src_offset, floats);
+}
+
+void Backend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
+    need(dst, floats, "dst", "fill");
+    fill_impl(q, dst, value, floats);
+}
+
+void Backend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                         std::size_t n, float alpha) {
+    need(x, n, "x", to_string(f));
+    need(y, n, "y", to_string(f));
+    activation_impl(q, f, x, y, n, alpha);
+}
+
+void Backend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                   const DeviceBuffer& a, int lda, const DeviceBuffer& b, int ldb, float beta,
+                   DeviceBuffer& c, int ldc) {
+    const char* op = "gemm";
+    if (m > 0 && n > 0) {
+        need(a, trans_a ? matrix_floats(k, m, lda, "a", op) : matrix_floats(m, k, lda, "a", op),
+             "a", op);
+        need(b, trans_b ? matrix_floats(n, k, ldb, "b", op) : matrix_floats(k, n, ldb, "b", op),
+             "b", op);
+        need(c, matrix_floats(m, n, ldc, "c", op), "c", op);
+    }
+    gemm_impl(q, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void Backend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
+                     const DeviceBuffer& bias, DeviceBuffer& y) {
+    const char* op = "conv1d";
+    check_conv_shape(s, op);
+    const std::size_t batch = count(s.batch);
+    need(x, batch * s.in_channels * count(s.in_length), "x", op);
+    need(w, static_cast<std::size_t>(s.out_channels) * (s.in_channels / s.groups) * s.kernel, "w",
+         op);
+    if (bias) need(bias, s.out_channels, "bias", op);
+    need(y, batch * s.out_channels * count(s.conv_out_length()), "y", op);
+    distinct(x, y, "x and y", op);
+    conv1d_impl(q, s, x, w, bias, y);
+}
+
+void Backend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
+                               const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+    const char* op = "conv_transpose1d";
+    check_conv_shape(s, op);
+    const std::size_t batch = count(s.batch);
+    need(x, batch * s.in_channels * count(s.in_length), "x", op);
+    need(w, static_cast<std::size_t>(s.in_channels) * (s.out_channels / s.groups) * s.kernel, "w",
+         op);
+    if (bias) need(bias, s.out_channels, "bias", op);
+    need(y, batch * s.out_channels * count(s.transpose_out_length()), "y", op);
+    distinct(x, y, "x and y", op);
+    conv_transpose1d_impl(q, s, x, w, bias, y);
+}
+
+void Backend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                         const DeviceBuffer& gamma, const DeviceBuffer& beta, DeviceBuffer& y) {
+    const char* op = "layer_norm";
+    const std::size_t total = count(rows) * count(cols);
+    need(x, total, "x", op);
+    need(y, total, "y", op);
+    need(gamma, total > 0 ? count(cols) : 0, "gamma", op);
+    need(beta, total > 0 ? count(cols) : 0, "beta", op);
+    layer_norm_impl(q, rows, cols, eps, x, gamma, beta, y);
+}
+
+void Backend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
+                    DeviceBuffer& y) {
+    need(x, n, "x", "axpby");
+    need(y, n, "y", "axpby");
+    axpby_impl(q, n, alpha, x, beta, y);
+}
+
+void Backend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                        std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
+                        std::size_t dst_offset, std::size_t dst_stride) {
+    check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
+    copy_rows_impl(q, rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
+}
+
+void Backend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
+    const std::size_t total = count(rows) * count(cols);
+    need(x, total, "x", "transpose");
+    need(y, total, "y", "transpose");
+    // In place, tiles would overwrite input other work-groups have yet to read.
+    if (total > 0) distinct(x, y, "x and y", "transpose");
+    transpose_impl(q, rows, cols, x, y);
+}
+
+void Backend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
+                       DeviceBuffer& y) {
+    const std::size_t total = count(rows) * count(cols);
+    need(y, total, "y", "add_bias");
+    need(bias, total > 0 ? count(per_row ? rows : cols) : 0, "bias", "add_bias");
+    add_bias_impl(q, rows, cols, bias, per_row, y);
+}
+
+void Backend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
+                             const DeviceBuffer& x, DeviceBuffer& y) {
+    const std::size_t total = 2 * count(frames) * count(bins);
+    need(x, total, "x", "polar_spectrum");
+    need(y, total, "y", "polar_spectrum");
+    // A frame's output overwrites log-magnitudes of bins not yet read.
+    if (total > 0) distinct(x, y, "x and y", "polar_spectrum");
+    polar_spectrum_impl(q, frames, bins, max_magnitude, x, y);
+}
+
+void Backend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    if (n > 0 && batch > 0) {
+        need(in, count(batch) * count(n), "in", "rfft");
+        need(out, count(batch) * (count(n) / 2 + 1) * 2, "out", "rfft");
+    }
+    rfft_impl(q, n, batch, in, out);
+}
+
+void Backend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
+    if (n > 0 && batch > 0) {
+        need(in, count(batch) * (count(n) / 2 + 1) * 2, "in", "irfft");
+        need(out, count(batch) * count(n), "out", "irfft");
+    }
+    irfft_impl(q, n, batch, in, out);
+}
+
+void Backend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
+                           const DeviceBuffer& window, DeviceBuffer& frames) {
+    const char* op = "frame_signal";
+    if (n_fft > 0 && n_frames > 0) {
+        if (hop < 0) reject(op, "hop must not be negative");
+        need(signal, count(n_frames - 1) * count(hop) + count(n_fft), "signal", op);
+        need(window, count(n_fft), "window", op);
+        need(frames, count(n_frames) * count(n_fft), "frames", op);
+    }
+    frame_signal_impl(q, signal, n_fft, hop, n_frames, window, frames);
+}
+
+void Backend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
+                          const DeviceBuffer& window, DeviceBuffer& out) {
+    const char* op = "overlap_add";
+    if (n_fft > 0 && n_frames > 0) {
+        if (hop <= 0) reject(op, "hop must be positive");
+        need(frames, count(n_frames) * count(n_fft), "frames", op);
+        need(window, count(n_fft), "window", op);
+        need(out, count(n_frames - 1) * count(hop) + count(n_fft), "out", op);
+    }
+    overlap_add_impl(q, frames, n_fft, hop, n_frames, window, out);
+}
+
+void Backend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                               DeviceBuffer& c, std::size_t n) {
+    need(a, 2 * n, "a", "complex_multiply");
+    need(b, 2 * n, "b", "complex_multiply");
+    need(c, 2 * n, "c", "complex_multiply");
+    complex_multiply_impl(q, a, b, c, n);
+}
+
+void Backend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
+    need(x, 2 * n, "x", "complex_exp");
+    need(y, 2 * n, "y", "complex_exp");
+    complex_exp_impl(q, x, y, n);
+}
+
+void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                 DeviceBuffer& y) {
+    const std::size_t total = count(n) * count(batch);
+    need(x, total, "x", "minimum_phase_fold");
+    need(y, total, "y", "minimum_phase_fold");
+    minimum_phase_fold_impl(q, n, batch, x, y);
+}
+
+}  // namespace etude::gpu
