@@ -1,0 +1,144 @@
+// The shared kernel bodies (gpu/kernels/kernel_bodies.h) compiled as host
+// C++ and called directly, element by element, as a device would. Inputs are
+// small integers, so every sum is exact in float whatever its order: any
+// difference from the definition is an indexing or bounds error (a missed,
+// doubled or out-of-range tap), which is what OpenCL (PoCL in CI) and CUDA
+// would execute too.
+#include "gpu/kernels/kernel_bodies.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <tuple>
+#include <vector>
+
+namespace etude::gpu {
+namespace {
+
+std::vector<float> small_integers(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> d(-4, 4);
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(d(rng));
+    return v;
+}
+
+struct Shape {
+    int batch, in_ch, out_ch, len, taps, stride, dilation, padding, groups;
+};
+
+TEST(KernelBodies, conv1d_body_takes_every_tap_inside_the_signal_once) {
+    for (Shape s : {Shape{2, 6, 4, 37, 5, 2, 3, 3, 2}, Shape{1, 8, 8, 20, 7, 1, 1, 3, 8},
+                    Shape{1, 3, 5, 16, 3, 1, 1, 0, 1}, Shape{2, 5, 7, 50, 4, 3, 1, 0, 1}}) {
+        const int icg = s.in_ch / s.groups, ocg = s.out_ch / s.groups;
+        const int out_len = (s.len + 2 * s.padding - s.dilation * (s.taps - 1) - 1) / s.stride + 1;
+        const auto x = small_integers(std::size_t(s.batch) * s.in_ch * s.len, 1);
+        const auto w = small_integers(std::size_t(s.out_ch) * icg * s.taps, 2);
+        const auto bias = small_integers(s.out_ch, 3);
+        std::vector<float> y(std::size_t(s.batch) * s.out_ch * out_len);
+        for (std::size_t i = 0; i < y.size(); ++i)
+            bodies::conv1d_at(i, x.data(), w.data(), bias.data(), 1, y.data(), s.in_ch, s.out_ch,
+                              s.len, s.taps, s.stride, s.dilation, s.padding, s.groups, out_len);
+        // The definition, as a scatter over the input.
+        std::vector<double> want(y.size());
+        for (int b = 0; b < s.batch; ++b)
+            for (int oc = 0; oc < s.out_ch; ++oc) {
+                const int g = oc / ocg;
+                for (int t = 0; t < out_len; ++t) {
+                    double acc = bias[oc];
+                    for (int ic = 0; ic < icg; ++ic)
+                        for (int k = 0; k < s.taps; ++k) {
+                            const int ti = t * s.stride - s.padding + k * s.dilation;
+                            if (ti < 0 || ti >= s.len) continue;
+                            acc += double(w[(std::size_t(oc) * icg + ic) * s.taps + k]) *
+                                   x[(std::size_t(b) * s.in_ch + g * icg + ic) * s.len + ti];
+                        }
+                    want[(std::size_t(b) * s.out_ch + oc) * out_len + t] = acc;
+                }
+            }
+        for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
+    }
+}
+
+TEST(KernelBodies, conv_transpose1d_gather_equals_the_scatter_definition) {
+    for (Shape s : {Shape{2, 6, 4, 19, 16, 8, 1, 4, 2}, Shape{2, 8, 6, 50, 5, 3, 2, 1, 2},
+                    Shape{1, 2, 3, 11, 3, 2, 3, 2, 1}, Shape{1, 4, 4, 33, 4, 2, 1, 1, 4},
+                    Shape{1, 3, 5, 41, 3, 1, 1, 0, 1}}) {
+        const int icg = s.in_ch / s.groups, ocg = s.out_ch / s.groups;
+        const int out_len = (s.len - 1) * s.stride - 2 * s.padding + s.dilation * (s.taps - 1) + 1;
+        const auto x = small_integers(std::size_t(s.batch) * s.in_ch * s.len, 4);
+        const auto w = small_integers(std::size_t(s.in_ch) * ocg * s.taps, 5);
+        std::vector<float> y(std::size_t(s.batch) * s.out_ch * out_len);
+        for (std::size_t i = 0; i < y.size(); ++i)
+            bodies::conv_transpose1d_at(i, x.data(), w.data(), nullptr, 0, y.data(), s.in_ch,
+                                        s.out_ch, s.len, s.taps, s.stride, s.dilation, s.padding,
+                                        s.groups, out_len);
+        // The definition: every input sample scatters through every tap.
+        std::vector<double> want(y.size(), 0.0);
+        for (int b = 0; b < s.batch; ++b)
+            for (int ic = 0; ic < s.in_ch; ++ic) {
+                const int g = ic / icg;
+                for (int o = 0; o < ocg; ++o)
+                    for (int ti = 0; ti < s.len; ++ti)
+                        for (int k = 0; k < s.taps; ++k) {
+                            const int t = ti * s.stride - s.padding + k * s.dilation;
+                            if (t < 0 || t >= out_len) continue;
+                            want[(std::size_t(b) * s.out_ch + g * ocg + o) * out_len + t] +=
+                                double(x[(std::size_t(b) * s.in_ch + ic) * s.len + ti]) *
+                                w[(std::size_t(ic) * ocg + o) * s.taps + k];
+                        }
+            }
+        for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "output " << i;
+    }
+}
+
+TEST(KernelBodies, overlap_add_sums_exactly_the_frames_covering_each_sample) {
+    for (auto [n_fft, hop, n_frames] : std::initializer_list<std::tuple<int, int, int>>{
+             {16, 4, 9}, {37, 10, 7}, {16, 20, 4}, {8, 8, 3}}) {
+        const auto frames = small_integers(std::size_t(n_fft) * n_frames, 6);
+        const auto window = small_integers(n_fft, 7);
+        const std::size_t len = std::size_t(n_frames - 1) * hop + n_fft;
+        std::vector<float> out(len, 99.0f);
+        for (std::size_t t = 0; t < len; ++t)
+            bodies::overlap_add_at(t, frames.data(), n_fft, hop, n_frames, window.data(),
+                                   out.data());
+        std::vector<double> want(len, 0.0);
+        for (int f = 0; f < n_frames; ++f)
+            for (int i = 0; i < n_fft; ++i)
+                want[std::size_t(f) * hop + i] +=
+                    double(frames[std::size_t(f) * n_fft + i]) * window[i];
+        for (std::size_t t = 0; t < len; ++t) ASSERT_EQ(out[t], want[t]) << "sample " << t;
+    }
+}
+
+TEST(KernelBodies, element_bodies_follow_their_definitions) {
+    EXPECT_EQ(bodies::activation_of(ETUDE_ACT_LEAKY_RELU, -2.0f, 0.1f), 0.1f * -2.0f);
+    EXPECT_EQ(bodies::activation_of(ETUDE_ACT_LEAKY_RELU, 3.0f, 0.1f), 3.0f);
+    EXPECT_NEAR(bodies::activation_of(ETUDE_ACT_GELU, 1.0f, 0.0f), 0.8413447460685429, 1e-6);
+    EXPECT_EQ(bodies::activation_of(ETUDE_ACT_TANH, 0.5f, 0.0f), std::tanh(0.5f));
+
+    // Hermitian edges: imaginary parts of bin 0 and (even n) bin n/2 cleared.
+    std::vector<float> spec(2 * 5, 1.0f);  // n = 8: 5 bins
+    bodies::hermitian_edges_row(0, 8, spec.data());
+    EXPECT_EQ(spec, (std::vector<float>{1, 0, 1, 1, 1, 1, 1, 1, 1, 0}));
+    std::vector<float> odd(2 * 4, 1.0f);  // n = 7: 4 bins, no Nyquist bin
+    bodies::hermitian_edges_row(0, 7, odd.data());
+    EXPECT_EQ(odd, (std::vector<float>{1, 0, 1, 1, 1, 1, 1, 1}));
+
+    // Minimum-phase fold of one row of 6: y0 = x0, 2x below n/2, x at n/2, 0 above.
+    const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+    std::vector<float> y(6, 99.0f);
+    for (std::size_t i = 0; i < 6; ++i) bodies::minimum_phase_fold_at(i, 6, x.data(), y.data());
+    EXPECT_EQ(y, (std::vector<float>{1, 4, 6, 4, 0, 0}));
+
+    // axpby with beta == 0 never reads y.
+    const float xs[] = {2.0f};
+    float ys[] = {NAN};
+    bodies::axpby_at(0, 3.0f, xs, 0.0f, ys);
+    EXPECT_EQ(ys[0], 6.0f);
+}
+
+}  // namespace
+}  // namespace etude::gpu
