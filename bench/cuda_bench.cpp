@@ -165,7 +165,7 @@ void BM_CudaCopyToHost(benchmark::State& state) {
 BENCHMARK(BM_CudaCopyToHost)->Arg(4 << 10)->Arg(64 << 10)->Arg(4 << 20)->UseManualTime();
 
 // Launch overhead: ten small ops (a block's worth of work each), issued one
-// by one. CUDA Graphs were removed (gpu/README.md says why); this is the
+// by one. CUDA Graphs were removed (docs/backends.md says why); this is the
 // number that would justify bringing them back.
 constexpr std::size_t kSmall = 1024;
 

@@ -118,22 +118,74 @@ void DeviceRegistry::detect() const {
     std::call_once(detected_, [this] { detect_now(); });
 }
 
+// The backend modules, one entry each, as PortAudio keeps its host APIs: a
+// name (as --backend spells it), detection (the devices, or notes saying why
+// there are none; it may throw, which becomes a note too) and opening one
+// device. Adding a backend means adding an entry here and a folder beside
+// gpu/opencl; nothing else in the registry changes.
+struct DeviceRegistry::Module {
+    BackendKind kind;
+    const char* name;
+    std::vector<DeviceInfo> (*detect)(Impl& impl, std::vector<std::string>& notes);
+    std::shared_ptr<Backend> (*open)(Impl& impl, int index);
+};
+
+namespace {
+
+std::vector<DeviceInfo> detect_cuda(DeviceRegistry::Impl& impl, std::vector<std::string>& notes);
+std::shared_ptr<Backend> open_cuda(DeviceRegistry::Impl& impl, int index);
+
+std::vector<DeviceInfo> detect_opencl(DeviceRegistry::Impl&, std::vector<std::string>& notes) {
+    return list_opencl_devices(notes);
+}
+std::shared_ptr<Backend> open_opencl(DeviceRegistry::Impl&, int index) {
+    return std::shared_ptr<Backend>(open_opencl_device(index));
+}
+
+std::vector<DeviceInfo> detect_cpu(DeviceRegistry::Impl&, std::vector<std::string>&) {
+    return {shared_cpu_backend()->info()};
+}
+std::shared_ptr<Backend> open_cpu(DeviceRegistry::Impl&, int) {
+    return shared_cpu_backend();
+}
+
+}  // namespace
+
+const DeviceRegistry::Module DeviceRegistry::kModules[] = {
+    {BackendKind::Cuda, "cuda", detect_cuda, open_cuda},
+    {BackendKind::OpenCl, "opencl", detect_opencl, open_opencl},
+    {BackendKind::Cpu, "cpu", detect_cpu, open_cpu},
+};
+
+namespace {
+
+std::vector<DeviceInfo> detect_cuda(DeviceRegistry::Impl& impl, std::vector<std::string>& notes) {
+    impl.load_cuda(notes);
+    std::vector<DeviceInfo> cuda;
+    if (!impl.cuda_list) return cuda;
+    std::string note;
+    if (!impl.cuda_list(&cuda, &note)) notes.push_back(note.empty() ? "CUDA: unavailable" : note);
+    return cuda;
+}
+
+std::shared_ptr<Backend> open_cuda(DeviceRegistry::Impl& impl, int index) {
+    std::string error;
+    Backend* raw = impl.cuda_open ? impl.cuda_open(index, &error) : nullptr;
+    if (!raw) throw DeviceError("cannot open CUDA device " + std::to_string(index) + ": " + error);
+    return std::shared_ptr<Backend>(raw);
+}
+
+}  // namespace
+
 void DeviceRegistry::detect_now() const {
-    impl_->load_cuda(notes_);
-    if (impl_->cuda_list) {
-        std::vector<DeviceInfo> cuda;
-        std::string note;
-        if (!impl_->cuda_list(&cuda, &note))
-            notes_.push_back(note.empty() ? "CUDA: unavailable" : note);
-        devices_.insert(devices_.end(), cuda.begin(), cuda.end());
+    for (const Module& m : kModules) {
+        try {
+            auto found = m.detect(*impl_, notes_);
+            devices_.insert(devices_.end(), found.begin(), found.end());
+        } catch (const std::exception& e) {
+            notes_.push_back(std::string(kind_label(m.kind)) + ": " + e.what());
+        }
     }
-    try {
-        auto cl = list_opencl_devices(notes_);
-        devices_.insert(devices_.end(), cl.begin(), cl.end());
-    } catch (const std::exception& e) {
-        notes_.push_back(std::string("OpenCL: ") + e.what());
-    }
-    devices_.push_back(shared_cpu_backend()->info());
     std::stable_sort(devices_.begin(), devices_.end(),
                      [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
 }
@@ -148,9 +200,9 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
                                         " devices (see 'etude devices')");
         return devices_[static_cast<std::size_t>(request.device)];
     }
-    const BackendKind kind = request.kind == "cpu"      ? BackendKind::Cpu
-                             : request.kind == "opencl" ? BackendKind::OpenCl
-                                                        : BackendKind::Cuda;
+    BackendKind kind = BackendKind::Cpu;
+    for (const Module& m : kModules)
+        if (request.kind == m.name) kind = m.kind;
     std::vector<DeviceInfo> of_kind;
     for (const auto& d : devices_)
         if (d.kind == kind) of_kind.push_back(d);
@@ -179,15 +231,8 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
     std::lock_guard lock(impl_->mu);
     auto& b = impl_->opened[{static_cast<int>(d.kind), d.index}];
     if (b) return b;
-    if (d.kind == BackendKind::OpenCl) {
-        b = std::shared_ptr<Backend>(open_opencl_device(d.index));
-    } else {
-        std::string error;
-        Backend* raw = impl_->cuda_open ? impl_->cuda_open(d.index, &error) : nullptr;
-        if (!raw)
-            throw DeviceError("cannot open CUDA device " + std::to_string(d.index) + ": " + error);
-        b = std::shared_ptr<Backend>(raw);
-    }
+    for (const Module& m : kModules)
+        if (m.kind == d.kind) b = m.open(*impl_, d.index);
     // Drills: ETUDE_GPU_FAULT="kernel|oom|late:COUNT[:DELAY_MS[:AFTER_OPS]]".
     if (const char* env = std::getenv("ETUDE_GPU_FAULT"))
         if (auto f = parse_gpu_fault(env)) b->inject_fault(*f);

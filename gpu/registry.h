@@ -59,14 +59,19 @@ class DeviceRegistry {
     std::shared_ptr<Backend> open(const BackendRequest& request);
     std::shared_ptr<Backend> cpu();
 
+    // Internal: the state the backend modules share (the CUDA module's entry
+    // points), and the table of modules itself (registry.cpp).
+    struct Impl;
+    struct Module;
+
   private:
+    static const Module kModules[];
     DeviceRegistry();
     void detect() const;
     void detect_now() const;
     mutable std::once_flag detected_;
     mutable std::vector<DeviceInfo> devices_;
     mutable std::vector<std::string> notes_;
-    struct Impl;
     std::shared_ptr<Impl> impl_;
 };
 

@@ -164,7 +164,7 @@ using Kernel = ClHandle<cl_kernel, clReleaseKernel>;
 using Mem = ClHandle<cl_mem, clReleaseMemObject>;
 using Event = ClHandle<cl_event, clReleaseEvent>;
 
-// The kernels of opencl_kernels.cpp; indices into ClQueue::kernels.
+// The kernels of the program (kernels/*.cl); indices into ClQueue::kernels.
 enum KernelId : int {
     kFill,
     kActivation,

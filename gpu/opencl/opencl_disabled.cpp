@@ -1,4 +1,4 @@
-// Built instead of gpu/opencl/ when the project is configured with
+// Built instead of the rest of gpu/opencl/ when the project is configured with
 // -DETUDE_WITH_OPENCL=OFF: the registry then reports OpenCL as absent.
 #include "gpu/opencl/opencl_devices.h"
 
