@@ -203,10 +203,11 @@ __global__ void minimum_phase_fold_kernel(int n, const float* x, float* y, std::
         bodies::minimum_phase_fold_at(idx, n, x, y);
 }
 
-// One thread per row.
+// One thread per row (grid-stride, like the rest: the grid is capped).
 __global__ void hermitian_edges_kernel(int batch, int n, float* x) {
-    const std::size_t row = first_index();
-    if (row < static_cast<std::size_t>(batch)) bodies::hermitian_edges_row(row, n, x);
+    for (std::size_t row = first_index(); row < static_cast<std::size_t>(batch);
+         row += grid_stride())
+        bodies::hermitian_edges_row(row, n, x);
 }
 
 }  // namespace
