@@ -4,9 +4,9 @@
 #include "audio-io/portaudio_output.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/kernel_registry.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
-#include "gpu/kernel_registry.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
@@ -79,7 +79,7 @@ Exit status 0, also when no device exists.)");
                                 e.what());
                 }
             }
-            gpu::KernelRegistry kernels(backends);
+            KernelRegistry kernels(backends);
             kernels.calibrate();
             std::puts("kernel registry (median ms per call; * = chosen):");
             for (const auto& c : kernels.table()) {
