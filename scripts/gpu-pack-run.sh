@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # pack.env, sourced below, sets the filters and needed_* versions
 # run.sh OUT: runs the CUDA tests and benchmarks of this pack (written by
 # LibEtude's scripts/gpu-check.sh pack) and writes the results under OUT:
 #   summary.txt         date, machine, GPU, pack, counts, verdict
@@ -17,7 +18,7 @@ set -uo pipefail
 
 pack=$(cd "$(dirname "$0")" && pwd)
 if [ $# -ne 1 ]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 out=$1
