@@ -34,7 +34,8 @@ std::string name_column(const std::string& names, const std::string& value_name)
     return col;
 }
 
-// Words of `text` wrapped to `width`, each line after the first indented by `indent`.
+// Words of `text` wrapped before kWidth columns, starting at `first_column`; each
+// line after the first indented by `indent`.
 std::string wrap(const std::string& text, std::size_t indent, std::size_t first_column) {
     std::string out;
     std::size_t column = first_column;
