@@ -77,6 +77,12 @@ pack() {
   cp "$tests" "$bench" "$dir/bin/"
   cp "$module" "$dir/lib/"
   cp "$here/scripts/gpu-pack-run.sh" "$dir/run.sh"
+  # The neural benchmarks need full-size models; they are made on the GPU
+  # machine with its own PyTorch rather than carried (over 100 MB).
+  mkdir -p "$dir/tools"
+  for f in make_parity_data.py convert.py lef.py reference_models.py; do
+    cp "$here/tools/$f" "$dir/tools/"
+  done
   chmod +x "$dir/run.sh"
 
   # ldd lists the whole closure of each file, so one pass over the three

@@ -151,6 +151,25 @@ if [ "$tests_rc" -ne 0 ] || [ "$ran" -eq 0 ] || [ "$skipped" -eq "$ran" ]; then
   status=1
 fi
 
+# The neural benchmarks read full-size models (random weights, published
+# sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and
+# yaml, in a temporary folder (they are too large to return with the results).
+if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, numpy, yaml' 2>/dev/null; then
+    models=$(mktemp -d)
+    trap 'rm -rf "$models"' EXIT
+    if timeout "$limit" python3 -B "$pack/tools/make_parity_data.py" --full-size "$models" \
+         >"$out/models.log" 2>&1; then
+      export ETUDE_MODELS_DIR=$models
+      say "neural benchmarks: full-size models made with this machine's PyTorch (models.log)"
+    else
+      say "neural benchmarks will skip: making their models failed (models.log)"
+    fi
+  else
+    say "neural benchmarks will skip: making their models needs python3 with torch, numpy and yaml"
+  fi
+fi
+
 timeout "$limit" "$pack/bin/etude_bench" --benchmark_filter="$bench_filter" \
   --benchmark_out="$out/cuda-bench.json" --benchmark_out_format=json >"$out/cuda-bench.log" 2>&1
 bench_rc=$?
