@@ -168,6 +168,8 @@ if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
   else
     say "neural benchmarks will skip: making their models needs python3 with torch, numpy and yaml"
   fi
+else
+  say "neural benchmarks: models from ETUDE_MODELS_DIR=$ETUDE_MODELS_DIR"
 fi
 
 timeout "$limit" "$pack/bin/etude_bench" --benchmark_filter="$bench_filter" \
