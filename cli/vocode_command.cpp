@@ -129,7 +129,8 @@ int vocode_command(int argc, char** argv) {
             .option("--backend", "KIND",
                     "auto, cpu, cuda or opencl: where the network runs (default auto: a GPU if "
                     "there is one, else the CPU)")
-            .option("--device", "N", "device index within the backend (default: the first)")
+            .option("--device", "N",
+                    "device index within the backend (default: the best; see 'etude devices')")
             .option("--chunk", "FRAMES",
                     "mel frames per step, as a stream takes them (default 256; any size gives the "
                     "same audio to float rounding). The audio goes to the file step by step, with "
@@ -217,7 +218,8 @@ int resynth_command(int argc, char** argv) {
             .flag("--float", "32-bit float WAV (default: 16-bit PCM)")
             .option("--backend", "KIND",
                     "auto, cpu, cuda or opencl (default auto: a GPU if there is one, else the CPU)")
-            .option("--device", "N", "device index within the backend (default: the first)")
+            .option("--device", "N",
+                    "device index within the backend (default: the best; see 'etude devices')")
             .flag("-q,--quiet", "no progress line or summary");
         args.footer(
             "exit status: 0 written, 1 runtime error (bad model or input), 2 usage error.\n");
