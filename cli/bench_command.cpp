@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
@@ -20,17 +20,6 @@ extern char** environ;
 
 namespace etude::cli {
 namespace {
-
-constexpr const char* kBenchHelp = R"(usage: etude bench [--voice NAME] [--runs N]
-
-Measures, on this machine:
-  * synthesis speed of a 50-word paragraph as a multiple of real time, for
-    LibEtude (streaming engine, offline read), Flite's library (same voice,
-    in process) and the `flite` program (if installed; includes start-up);
-  * time from push_text() of a 20-word sentence to its first audio sample;
-  * peak resident memory of this process.
-Reports medians over --runs runs (default 5).
-)";
 
 // 50 words.
 constexpr const char* kParagraph =
@@ -73,11 +62,19 @@ double time_flite_program(const std::string& voice, const std::string& text) {
 
 int bench_command(int argc, char** argv) {
     return run_command("bench", [&] {
-        Args args(argc, argv, 2, {"--voice", "--runs"}, {"-h", "--help"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::fputs(kBenchHelp, stdout);
-            return 0;
-        }
+        CommandLine args(
+            "etude bench [--voice NAME] [--runs N]",
+            "Measures, on this machine:\n"
+            "  * synthesis speed of a 50-word paragraph as a multiple of real time, for\n"
+            "    LibEtude (streaming engine, offline read), Flite's library (same voice,\n"
+            "    in process) and the `flite` program (if installed; includes start-up);\n"
+            "  * time from push_text() of a 20-word sentence to its first audio sample;\n"
+            "  * peak resident memory of this process.\n"
+            "Reports medians over the runs.");
+        args.option("--voice", "NAME", "the voice to measure: slt (default), rms or awb");
+        args.option("--runs", "N", "how many times to measure each figure (default 5)");
+        args.footer("exit status: 0 measured, 1 runtime error, 2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
         const std::string voice_name = args.value_or("--voice", "slt");
         const int runs = static_cast<int>(parse_number("--runs", args.value_or("--runs", "5")));
         if (runs < 1) throw UsageError("--runs must be at least 1");

@@ -2,24 +2,22 @@
 #include <cstdio>
 
 #include "audio-io/portaudio_output.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/kernel_registry.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
-#include "gpu/kernel_registry.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
 
 int voices_command(int argc, char** argv) {
     return run_command("voices", [&] {
-        Args args(argc, argv, 2, {}, {"-h", "--help"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::puts(
-                "usage: etude voices\n\nLists the embedded voices (Flite clustergen voices, "
-                "vocoded by LibEtude) with their native sample rate.");
-            return 0;
-        }
+        CommandLine args(
+            "etude voices",
+            "Lists the embedded voices (Flite clustergen voices, vocoded by LibEtude)\n"
+            "with their native sample rate.");
+        if (!args.parse(argc, argv)) return 0;
         for (const auto& name : engine::Engine::voices()) {
             const auto& v = engine::FliteVoice::load(name);
             std::printf("%-4s %s, %.0f Hz, %zu mel-cepstral coefficients, %zu excitation bands%s\n",
@@ -36,23 +34,18 @@ int voices_command(int argc, char** argv) {
 
 int devices_command(int argc, char** argv) {
     return run_command("devices", [&] {
-        Args args(argc, argv, 2, {}, {"-h", "--help", "--calibrate"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::puts(R"(usage: etude devices [--calibrate]
-
-Lists the compute devices (CUDA, OpenCL, CPU; best first, with the reason
-for anything missing, and what --backend auto picks), then the PortAudio
-host APIs and audio output devices; '*' marks the default output. Use an
-output's index or part of its name with 'etude say --play --device DEV'.
-
-options:
-  --calibrate   also time each kernel on every compute device and show which
-                one the kernel registry picks
-  -h, --help    this text
-
-Exit status 0, also when no device exists.)");
-            return 0;
-        }
+        CommandLine args(
+            "etude devices [--calibrate]",
+            "Lists the compute devices (CUDA, OpenCL, CPU; best first, with the reason\n"
+            "for anything missing, and what --backend auto picks), then the PortAudio\n"
+            "host APIs and audio output devices; '*' marks the default output. Use an\n"
+            "output's index or part of its name with 'etude say --play --device DEV'.");
+        args.flag(
+            "--calibrate",
+            "also time each kernel on every compute device and show which one is fastest "
+            "(takes seconds; the table is for choosing --backend, the engine does not use it)");
+        args.footer("exit status: 0, also when no device exists; 2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
         auto& reg = gpu::DeviceRegistry::instance();
         std::puts("compute devices (best first):");
         for (const auto& d : reg.devices())
@@ -79,7 +72,7 @@ Exit status 0, also when no device exists.)");
                                 e.what());
                 }
             }
-            gpu::KernelRegistry kernels(backends);
+            KernelRegistry kernels(backends);
             kernels.calibrate();
             std::puts("kernel registry (median ms per call; * = chosen):");
             for (const auto& c : kernels.table()) {

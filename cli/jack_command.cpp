@@ -10,41 +10,13 @@
 #include <utility>
 
 #include "audio-io/jack_output.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
-
-constexpr const char* kJackHelp = R"(usage: etude jack [options]
-
-A JACK client with one mono output port, 'out'. It reads lines of text from
-standard input and speaks them in order as they arrive. Special lines:
-  /stop          stop speaking now (short fade) and drop the queued lines
-  /voice NAME    speak the following lines with voice NAME (slt, rms, awb)
-At the end of input it finishes speaking, prints its statistics and exits;
-SIGINT or SIGTERM stops at once (statistics still printed, dropped lines named).
-
-options:
-      --name NAME       JACK client name (default: etude)
-      --server NAME     JACK server name (default: $JACK_DEFAULT_SERVER or 'default')
-      --connect PORT    connect 'out' to PORT; 'system' means the physical playback
-                        ports; repeatable
-      --voice NAME      initial voice (default: slt)
-      --latency-ms MS   the fixed latency budget the engine adds (default: 100);
-                        raised to twice the JACK period if that is larger
-      --trace FILE      write the scheduler's per-block trace (Chrome JSON, Perfetto)
-      --vocoder NAME    mlsa (default, exact, CPU) or spectral (frame-parallel, GPU-capable)
-      --backend NAME    for spectral: auto (default), cpu, cuda, opencl
-      --gpu-device N    device index within that backend (see 'etude devices')
-  -h, --help            this help
-
-The server's sample rate is used (speech is resampled to it). No server is
-started: run jackd yourself (e.g. 'jackd -d dummy -r 48000 -p 128' headless).
-exit status: 0 all input spoken, 1 runtime error or server gone, 2 usage error.
-)";
 
 std::atomic<int> g_signal{0};
 extern "C" void on_jack_signal(int sig) {
@@ -93,7 +65,7 @@ void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s)
             (unsigned long long)s.sentences_unspeakable);
 }
 
-int run_jack(const Args& args) {
+int run_jack(const CommandLine& args) {
     audio_io::JackOptions opts;
     opts.client_name = args.value_or("--name", "etude");
     opts.server_name = args.value_or("--server", "");
@@ -235,14 +207,38 @@ int run_jack(const Args& args) {
 
 int jack_command(int argc, char** argv) {
     return run_command("jack", [&] {
-        Args args(argc, argv, 2,
-                  {"--name", "--server", "--connect", "--voice", "--latency-ms", "--trace",
-                   "--vocoder", "--backend", "--gpu-device"},
-                  {"-h", "--help"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::fputs(kJackHelp, stdout);
-            return 0;
-        }
+        CommandLine args(
+            "etude jack [options]",
+            "A JACK client with one mono output port, 'out'. It reads lines of text from\n"
+            "standard input and speaks them in order as they arrive. Special lines:\n"
+            "  /stop          stop speaking now (short fade) and drop the queued lines\n"
+            "  /voice NAME    speak the following lines with voice NAME (slt, rms, awb)\n"
+            "At the end of input it finishes speaking, prints its statistics and exits;\n"
+            "SIGINT or SIGTERM stops at once (statistics still printed, dropped lines named).");
+        args.option("--name", "NAME", "JACK client name (default: etude)")
+            .option("--server", "NAME",
+                    "JACK server name (default: $JACK_DEFAULT_SERVER or 'default')")
+            .option("--connect", "PORT",
+                    "connect 'out' to PORT; 'system' means the physical playback ports; "
+                    "repeatable (default: connect nothing)")
+            .option("--voice", "NAME", "initial voice: slt (default), rms or awb")
+            .option("--latency-ms", "MS",
+                    "the fixed latency budget the engine adds, 5-10000 (default: 100); raised to "
+                    "twice the JACK period if that is larger")
+            .option("--trace", "FILE",
+                    "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
+            .option("--vocoder", "NAME",
+                    "mlsa (default: exact, CPU) or spectral (frame-parallel, GPU-capable)")
+            .option("--backend", "NAME",
+                    "for --vocoder spectral: auto (default: best device), cpu, cuda, opencl")
+            .option("--gpu-device", "N",
+                    "index of the device within that backend (default: the best; see 'etude "
+                    "devices')");
+        args.footer(
+            "The server's sample rate is used (speech is resampled to it). No server is\n"
+            "started: run jackd yourself (e.g. 'jackd -d dummy -r 48000 -p 128' headless).\n"
+            "exit status: 0 all input spoken, 1 runtime error or server gone, 2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
         return run_jack(args);
     });
 }

@@ -1,7 +1,7 @@
 // etude info: what a LEF model file holds, after full validation.
 #include <cstdio>
 
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/lef_file.h"
 
@@ -9,17 +9,17 @@ namespace etude::cli {
 
 int info_command(int argc, char** argv) {
     return run_command("info", [&] {
-        Args args(argc, argv, 2, {}, {"-h", "--help"});
-        if (args.flag("-h") || args.flag("--help") || args.positional().size() != 1) {
-            std::fputs(
-                "usage: etude info MODEL.lef\n\nValidates a LEF model file (checksums, bounds, "
-                "shapes, "
-                "metadata; see docs/model-format.md)\nand prints its metadata and tensors. Exit "
-                "status 1 "
-                "names the first problem found.\n",
-                args.positional().size() == 1 || args.flag("-h") || args.flag("--help") ? stdout
-                                                                                        : stderr);
-            return args.flag("-h") || args.flag("--help") ? 0 : 2;
+        CommandLine args("etude info MODEL.lef",
+                         "Validates a LEF model file (checksums, bounds, shapes, metadata; see\n"
+                         "docs/model-format.md) and prints its metadata and tensors.");
+        args.positionals("MODEL.lef", "the model file to check");
+        args.footer(
+            "exit status: 0 valid, 1 the first problem found (named on standard error),\n"
+            "2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
+        if (args.positional().size() != 1) {
+            std::fputs(args.help().c_str(), stderr);
+            return 2;
         }
         const auto f = engine::LefFile::open(args.positional()[0]);
         std::printf("metadata: %s\n", f.metadata_json().c_str());

@@ -15,7 +15,7 @@
 
 #include "audio-io/portaudio_output.h"
 #include "audio-io/wav_writer.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/text_input.h"
@@ -23,41 +23,6 @@
 
 namespace etude::cli {
 namespace {
-
-constexpr const char* kSayHelp = R"(usage: etude say [TEXT...] [options]
-
-Speaks TEXT (or standard input when no TEXT is given) with the embedded voice.
-Long text is split into sentences and streamed: audio starts after the first
-sentence, not after the whole text.
-
-output (choose any; with none of them, plays on the default audio device):
-  -o, --output FILE    write a WAV file (16-bit PCM; --float for 32-bit float)
-      --raw            write 16-bit signed little-endian mono PCM to standard output
-      --play           play through PortAudio while synthesising
-
-options:
-      --voice NAME     slt (default, female US English), rms (male), awb (male, Scottish)
-      --rate HZ        output sample rate, 8000-192000 (default: 16000, the voices' own;
-                       with --play, the device's own rate)
-      --float          with -o: write 32-bit float samples
-      --device DEV     with --play: output device index or name (see 'etude devices')
-      --host-api NAME  with --play: PortAudio host API (e.g. ALSA, JACK)
-      --latency-ms MS  with --play: the fixed latency budget the engine adds (default 100)
-      --vocoder NAME   mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)
-      --backend NAME   for --vocoder spectral: auto (default: best device), cpu, cuda, opencl
-      --gpu-device N   index of the device within that backend (see 'etude devices')
-      --trace FILE     write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)
-      --stats          print stream statistics to standard error at the end
-  -q, --quiet          no progress line
-  -h, --help           this help
-
-exit status: 0 spoken, 1 runtime error (bad text, unwritable file, no device), 2 usage error.
-
-examples:
-  etude say "Hello world." -o hello.wav
-  etude say --voice rms --rate 48000 --play < chapter.txt
-  etude say --raw "Piping speech." | aplay -f S16_LE -r 16000 -c 1
-)";
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) {
@@ -148,7 +113,7 @@ bool write_raw(std::span<const float> samples) {
     return n == samples.size() && std::fflush(stdout) == 0;
 }
 
-int run_say(const Args& args) {
+int run_say(const CommandLine& args) {
     // ---- validate everything before any work -------------------------------
     std::string text;
     if (!args.positional().empty()) {
@@ -297,14 +262,52 @@ int run_say(const Args& args) {
 
 int say_command(int argc, char** argv) {
     return run_command("say", [&] {
-        Args args(argc, argv, 2,
-                  {"-o", "--output", "--voice", "--rate", "--device", "--host-api", "--latency-ms",
-                   "--trace", "--vocoder", "--backend", "--gpu-device"},
-                  {"--raw", "--play", "--float", "--stats", "-q", "--quiet", "-h", "--help"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::fputs(kSayHelp, stdout);
-            return 0;
-        }
+        CommandLine args(
+            "etude say [TEXT...] [options]",
+            "Speaks TEXT (or standard input when no TEXT is given) with the embedded voice.\n"
+            "Long text is split into sentences and streamed: audio starts after the first\n"
+            "sentence, not after the whole text.");
+        args.positionals("TEXT...", "the words to speak, joined with single spaces");
+        args.group("output (choose any; with none of them, plays on the default audio device)")
+            .option("-o,--output", "FILE",
+                    "write a WAV file (16-bit PCM; --float for 32-bit float), atomically")
+            .flag("--raw", "write 16-bit signed little-endian mono PCM to standard output")
+            .flag("--play", "play through PortAudio while synthesising");
+        args.group("options")
+            .option("--voice", "NAME",
+                    "slt (default, female US English), rms (male), awb (male, Scottish)")
+            .option("--rate", "HZ",
+                    "output sample rate, 8000-192000 (default: 16000, the voices' own; with "
+                    "--play, the device's own rate)")
+            .flag("--float", "with -o: write 32-bit float samples")
+            .option("--device", "DEV",
+                    "with --play: output device index or part of its name (default: the default "
+                    "output; see 'etude devices')")
+            .option("--host-api", "NAME",
+                    "with --play: search only this PortAudio host API (part of its name, e.g. "
+                    "ALSA, JACK); alone, its default device")
+            .option("--latency-ms", "MS",
+                    "the fixed latency budget the engine adds, 5-10000 (default 100)")
+            .option("--vocoder", "NAME",
+                    "mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)")
+            .option("--backend", "NAME",
+                    "for --vocoder spectral: auto (default: best device), cpu, cuda, opencl")
+            .option("--gpu-device", "N",
+                    "index of the device within that backend (default: the best; see 'etude "
+                    "devices')")
+            .option("--trace", "FILE",
+                    "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
+            .flag("--stats", "print stream statistics to standard error at the end")
+            .flag("-q,--quiet", "no progress line (shown on a terminal for text over 200 bytes)");
+        args.footer(
+            "exit status: 0 spoken, 1 runtime error (bad text, unwritable file, no device),\n"
+            "2 usage error.\n"
+            "\n"
+            "examples:\n"
+            "  etude say \"Hello world.\" -o hello.wav\n"
+            "  etude say --voice rms --rate 48000 --play < chapter.txt\n"
+            "  etude say --raw \"Piping speech.\" | aplay -f S16_LE -r 16000 -c 1\n");
+        if (!args.parse(argc, argv)) return 0;
         return run_say(args);
     });
 }

@@ -12,7 +12,7 @@
 
 #include "audio-io/npy_file.h"
 #include "audio-io/wav_writer.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "dsp/log_mel.h"
 #include "dsp/resampler.h"
@@ -22,51 +22,6 @@
 namespace etude::cli {
 namespace {
 
-constexpr const char* kVocodeHelp =
-    R"(usage: etude vocode --model MODEL.lef --mel MEL.npy -o OUT.wav [options]
-
-Turns a log-mel spectrogram into speech with a neural vocoder converted by
-tools/convert.py (HiFi-GAN or Vocos). The mel must be what the model was
-trained on (its front end is described in the model's metadata; see
-'etude info MODEL.lef'): NumPy float32 (or float64), shape (n_mels, frames)
-as PyTorch holds it, or (1, n_mels, frames).
-
-options:
-  --model FILE         the LEF model file (required)
-  --mel FILE           the input .npy (required)
-  -o, --output FILE    the WAV file to write (required; written atomically)
-  --float              32-bit float WAV (default 16-bit PCM)
-  --rate HZ            resample the output to HZ (default: the model's rate)
-  --backend KIND       auto|cpu|cuda|opencl: where the network runs (default auto:
-                       a GPU if there is one, else the CPU)
-  --device N           device index within the backend
-  --chunk FRAMES       mel frames per step, as a stream takes them (default 256;
-                       any size gives the same audio to float rounding). The
-                       audio goes to the file step by step, with progress shown
-                       on a terminal for long inputs
-  -q, --quiet          no progress line or summary
-  -h, --help           this text
-)";
-
-constexpr const char* kResynthHelp =
-    R"(usage: etude resynth IN.wav --model MODEL.lef -o OUT.wav [options]
-
-Copy synthesis: computes the log-mel of IN.wav with the front end the model
-was trained with (HiFi-GAN: Slaney mel, reflect padding; Vocos: HTK mel,
-centred STFT; read from the model's metadata), then vocodes it. The input is
-resampled to the model's rate first if needed (first channel only).
-
-options:
-  --model FILE         the LEF model file (required)
-  -o, --output FILE    the WAV file to write (required; written atomically)
-  --mel-out FILE       also write the computed log-mel as .npy (n_mels, frames)
-  --float              32-bit float WAV (default 16-bit PCM)
-  --backend KIND       auto|cpu|cuda|opencl (default auto)
-  --device N           device index within the backend
-  -q, --quiet          no progress line or summary
-  -h, --help           this text
-)";
-
 struct Common {
     std::string model_path, output;
     bool float_wav = false, quiet = false;
@@ -74,7 +29,7 @@ struct Common {
     int device = -1;
 };
 
-int device_option(const Args& args) {
+int device_option(const CommandLine& args) {
     if (!args.value("--device")) return -1;
     const double d = parse_number("--device", *args.value("--device"));
     if (d < 0 || d != std::floor(d)) throw UsageError("option --device expects an index >= 0");
@@ -158,16 +113,31 @@ std::shared_ptr<engine::NeuralModel> load_model(const Common& c, std::string& wh
 
 int vocode_command(int argc, char** argv) {
     return run_command("vocode", [&] {
-        Args args(
-            argc, argv, 2,
-            {"--model", "--mel", "-o", "--output", "--rate", "--backend", "--device", "--chunk"},
-            {"-h", "--help", "--float", "-q", "--quiet"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::fputs(kVocodeHelp, stdout);
-            return 0;
-        }
-        if (!args.positional().empty())
-            throw UsageError("unexpected argument '" + args.positional()[0] + "'");
+        CommandLine args(
+            "etude vocode --model MODEL.lef --mel MEL.npy -o OUT.wav [options]",
+            "Turns a log-mel spectrogram into speech with a neural vocoder converted by\n"
+            "tools/convert.py (HiFi-GAN or Vocos). The mel must be what the model was\n"
+            "trained on (its front end is described in the model's metadata; see\n"
+            "'etude info MODEL.lef'): NumPy float32 (or float64), shape (n_mels, frames)\n"
+            "as PyTorch holds it, or (1, n_mels, frames).");
+        args.option("--model", "FILE", "the LEF model file (required)")
+            .option("--mel", "FILE", "the input .npy (required)")
+            .option("-o,--output", "FILE", "the WAV file to write (required; written atomically)")
+            .flag("--float", "32-bit float WAV (default: 16-bit PCM)")
+            .option("--rate", "HZ",
+                    "resample the output to HZ, 8000-192000 (default: the model's rate)")
+            .option("--backend", "KIND",
+                    "auto, cpu, cuda or opencl: where the network runs (default auto: a GPU if "
+                    "there is one, else the CPU)")
+            .option("--device", "N",
+                    "device index within the backend (default: the best; see 'etude devices')")
+            .option("--chunk", "FRAMES",
+                    "mel frames per step, as a stream takes them (default 256; any size gives the "
+                    "same audio to float rounding). The audio goes to the file step by step, with "
+                    "progress shown on a terminal for long inputs")
+            .flag("-q,--quiet", "no progress line or summary");
+        args.footer("exit status: 0 written, 1 runtime error (bad model or mel), 2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
         Common c;
         c.model_path = args.value_or("--model", "");
         c.output = args.value_or("-o", args.value_or("--output", ""));
@@ -235,13 +205,25 @@ int vocode_command(int argc, char** argv) {
 
 int resynth_command(int argc, char** argv) {
     return run_command("resynth", [&] {
-        Args args(argc, argv, 2,
-                  {"--model", "-o", "--output", "--mel-out", "--backend", "--device"},
-                  {"-h", "--help", "--float", "-q", "--quiet"});
-        if (args.flag("-h") || args.flag("--help")) {
-            std::fputs(kResynthHelp, stdout);
-            return 0;
-        }
+        CommandLine args(
+            "etude resynth IN.wav --model MODEL.lef -o OUT.wav [options]",
+            "Copy synthesis: computes the log-mel of IN.wav with the front end the model\n"
+            "was trained with (HiFi-GAN: Slaney mel, reflect padding; Vocos: HTK mel,\n"
+            "centred STFT; read from the model's metadata), then vocodes it. The input is\n"
+            "resampled to the model's rate first if needed (first channel only).");
+        args.positionals("IN.wav", "the speech to resynthesise (any format libsndfile reads)");
+        args.option("--model", "FILE", "the LEF model file (required)")
+            .option("-o,--output", "FILE", "the WAV file to write (required; written atomically)")
+            .option("--mel-out", "FILE", "also write the computed log-mel as .npy (n_mels, frames)")
+            .flag("--float", "32-bit float WAV (default: 16-bit PCM)")
+            .option("--backend", "KIND",
+                    "auto, cpu, cuda or opencl (default auto: a GPU if there is one, else the CPU)")
+            .option("--device", "N",
+                    "device index within the backend (default: the best; see 'etude devices')")
+            .flag("-q,--quiet", "no progress line or summary");
+        args.footer(
+            "exit status: 0 written, 1 runtime error (bad model or input), 2 usage error.\n");
+        if (!args.parse(argc, argv)) return 0;
         if (args.positional().size() != 1) throw UsageError("expected one input file, IN.wav");
         Common c;
         c.model_path = args.value_or("--model", "");

@@ -21,6 +21,7 @@ packages=(
   flite1-dev flite                       # text front end + voices; `flite` is the bench baseline
   libopenblas-dev                        # GEMM on the CPU backend
   zlib1g-dev nlohmann-json3-dev          # model files: CRC32 checksums, JSON metadata
+  libcli11-dev                           # the etude program's option parsing and --help
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)

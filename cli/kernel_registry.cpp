@@ -1,11 +1,13 @@
-#include "gpu/kernel_registry.h"
+#include "cli/kernel_registry.h"
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <random>
 
-namespace etude::gpu {
+namespace etude::cli {
+
+using namespace etude::gpu;
 namespace {
 
 bool has_capability(const DeviceInfo& d, const std::string& cap) {
@@ -144,4 +146,4 @@ std::shared_ptr<Backend> KernelRegistry::backend_for(std::string_view op) const 
     return backends_.front();
 }
 
-}  // namespace etude::gpu
+}  // namespace etude::cli

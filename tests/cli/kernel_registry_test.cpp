@@ -1,10 +1,11 @@
-#include "gpu/kernel_registry.h"
+#include "cli/kernel_registry.h"
 
 #include <gtest/gtest.h>
 
 #include "gpu/registry.h"
 
 using namespace etude::gpu;
+using etude::cli::KernelRegistry;
 
 TEST(KernelRegistry, picks_the_fastest_capable_backend_per_operation_by_measurement) {
     auto& reg = DeviceRegistry::instance();

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# GPU checks in one folder, for a machine that has an NVIDIA GPU but none of
+# our Debian packages and no network:
+#   scripts/gpu-check.sh pack DIR [BUILD_DIR]
+# writes DIR with the CUDA tests and benchmarks, the CUDA backend module and
+# every shared library they need from this build machine; then, on the GPU
+# machine,
+#   DIR/run.sh OUT
+# runs them and writes the results under OUT (see docs/backends.md).
+# BUILD_DIR defaults to $ETUDE_BUILD_DIR or build/; it must hold
+# etude_tests_gpu, etude_bench and gpu/cuda/libetude_cuda.so.
+set -euo pipefail
+
+# Which tests and benchmarks are the CUDA ones: the only place to change
+# when test or benchmark names change. gtest filter: the CudaParity,
+# CudaFaults and CudaGraph suites, and any parameterised instance whose
+# device name says cuda. Benchmark filter: a regular expression.
+cuda_test_filter='*Cuda*:*cuda*'
+cuda_bench_filter='cuda|Cuda'
+
+# Libraries the pack does not carry, by soname prefix.
+# - glibc (libc, libm, libmvec, libdl, libpthread, librt, the dynamic loader):
+#   it is one unit with the loader of the machine that runs the programs and
+#   cannot be swapped under it through LD_LIBRARY_PATH; every Linux system has
+#   it. run.sh checks that the machine's glibc is at least the version the
+#   packed files ask for (written to DIR/pack.env).
+glibc_libs='libc.so libm.so libmvec.so libdl.so libpthread.so librt.so ld-linux linux-vdso'
+# Carried although every system has them: libstdc++ and libgcc_s belong to
+# GCC, not glibc; ours (GCC 12) may be newer than the target's, and both are
+# backward compatible, so carrying them removes a dependency on the target's
+# compiler. They go to lib/cxx/: Debian 12's libstdc++ asks for glibc 2.36
+# while our programs ask for 2.35, so on a machine with glibc 2.35 (Ubuntu
+# 22.04) run.sh uses the machine's own libstdc++ when it is new enough.
+cxx_libs='libstdc++.so libgcc_s.so'
+# Provided by the GPU machine and too large to travel (64 MB at most):
+# libcuda (the driver, loaded by the CUDA runtime that the module links
+# statically), cuFFT (287 MB), cuBLAS (54 MB) and cuBLASLt (542 MB) of CUDA 13;
+# the toolkit here has no static cuFFT or cuBLAS to link instead. run.sh finds
+# them on the GPU machine without assuming a path.
+target_libs='libcuda.so libcufft.so libcublas.so libcublasLt.so'
+
+usage() {
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+has_prefix() {  # has_prefix NAME "PREFIX..." -> 0 when NAME starts with one of them
+  local p
+  for p in $2; do [[ $1 == "$p"* ]] && return 0; done
+  return 1
+}
+
+newest_needed() {  # newest_needed PREFIX FILE... -> newest PREFIX_x.y the files' undefined symbols ask for
+  local prefix=$1
+  shift
+  objdump -T "$@" 2>/dev/null | grep '\*UND\*' | grep -oE "\(${prefix}_[0-9][0-9.]*\)" |
+    tr -d '()' | sed "s/^${prefix}_//" | sort -uV | tail -1
+}
+
+pack() {
+  local dir=$1 build=$2
+  local here; here=$(cd "$(dirname "$0")/.." && pwd)
+  local tests=$build/tests/etude_tests_gpu bench=$build/bench/etude_bench
+  local module=$build/gpu/cuda/libetude_cuda.so f
+  for f in "$tests" "$bench" "$module"; do
+    if [ ! -f "$f" ]; then
+      echo "gpu-check: $f is missing: build it first" \
+           "(cmake --build $build --target etude_tests_gpu etude_bench etude_cuda)" >&2
+      exit 1
+    fi
+  done
+  if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+    echo "gpu-check: $dir exists and is not empty; give a new folder" >&2
+    exit 1
+  fi
+  mkdir -p "$dir/bin" "$dir/lib/cxx"
+  cp "$tests" "$bench" "$dir/bin/"
+  cp "$module" "$dir/lib/"
+  cp "$here/scripts/gpu-pack-run.sh" "$dir/run.sh"
+  # The neural benchmarks need full-size models; they are made on the GPU
+  # machine with its own PyTorch rather than carried (over 100 MB).
+  mkdir -p "$dir/tools"
+  for f in make_parity_data.py convert.py lef.py reference_models.py; do
+    cp "$here/tools/$f" "$dir/tools/"
+  done
+  chmod +x "$dir/run.sh"
+
+  # ldd lists the whole closure of each file, so one pass over the three
+  # files finds every library; a library that is only dlopen'ed (libcuda by
+  # the CUDA runtime, the module by the registry) is not in it.
+  local name arrow path rest missing=()
+  while read -r name arrow path rest; do
+    [ "$arrow" = "=>" ] || continue
+    if has_prefix "$name" "$glibc_libs" || has_prefix "$name" "$target_libs"; then continue; fi
+    if [ "$path" = "not" ]; then
+      missing+=("$name")
+      continue
+    fi
+    local to=$dir/lib
+    if has_prefix "$name" "$cxx_libs"; then to=$dir/lib/cxx; fi
+    [ -f "$to/$name" ] || cp -L "$path" "$to/$name"
+  done < <(ldd "$tests" "$bench" "$module")
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "gpu-check: not found on this machine: ${missing[*]}" >&2
+    exit 1
+  fi
+
+  # What the GPU machine must provide: the module's CUDA libraries by soname,
+  # and a glibc at least as new as the newest symbol version any packed file
+  # asks for (with and without lib/cxx/), and what its own libstdc++ and
+  # libgcc_s must offer to stand in for ours.
+  local needed_cuda others
+  needed_cuda=$(readelf -d "$module" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+                while read -r name; do if has_prefix "$name" "$target_libs"; then echo "$name"; fi; done |
+                tr '\n' ' ')
+  others=("$dir"/bin/* "$dir"/lib/*.so*)
+  {
+    echo "# Written by scripts/gpu-check.sh pack; read by run.sh."
+    echo "cuda_test_filter='$cuda_test_filter'"
+    echo "cuda_bench_filter='$cuda_bench_filter'"
+    echo "needed_cuda_libs='${needed_cuda% }'"
+    echo "needed_glibc='$(newest_needed GLIBC "${others[@]}" "$dir"/lib/cxx/*)'"
+    echo "needed_glibc_without_cxx='$(newest_needed GLIBC "${others[@]}")'"
+    echo "needed_glibcxx='$(newest_needed GLIBCXX "${others[@]}")'"
+    echo "needed_cxxabi='$(newest_needed CXXABI "${others[@]}")'"
+    echo "needed_gcc='$(newest_needed GCC "${others[@]}" "$dir"/lib/cxx/libstdc++*)'"
+    echo "packed_from='$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)'"
+    echo "packed_on='$(date -u +%Y-%m-%dT%H:%M:%SZ) $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")'"
+  } >"$dir/pack.env"
+  echo "gpu-check: packed $(du -sh "$dir" | cut -f1) into $dir; on the GPU machine run: $dir/run.sh OUT"
+}
+
+case "${1:-}" in
+  pack)
+    [ $# -ge 2 ] && [ $# -le 3 ] || usage
+    pack "$2" "${3:-${ETUDE_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build}}"
+    ;;
+  *) usage ;;
+esac

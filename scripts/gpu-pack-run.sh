@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2154  # pack.env, sourced below, sets the filters and needed_* versions
+# run.sh OUT: runs the CUDA tests and benchmarks of this pack (written by
+# LibEtude's scripts/gpu-check.sh pack) and writes the results under OUT:
+#   summary.txt         date, machine, GPU, pack, counts, verdict
+#   cuda-tests.xml/.log gtest results and console output
+#   cuda-bench.json/.log Google Benchmark results and console output
+#   cuda-tests-list.txt the tests the filter selects (written even without a GPU)
+# Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
+# through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
+# $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
+# Exit status: 0 when every selected test passed (or when there is no GPU,
+# which it says), 1 when something failed, 2 for a usage error.
+# Environment: ETUDE_CUDA_TEST_FILTER / ETUDE_CUDA_BENCH_FILTER replace the
+# pack's filters; ETUDE_GPU_CHECK_TIMEOUT (seconds, default 300) bounds each
+# of the two programs.
+set -uo pipefail
+
+pack=$(cd "$(dirname "$0")" && pwd)
+if [ $# -ne 1 ]; then
+  sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+out=$1
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+# shellcheck source=/dev/null
+. "$pack/pack.env"
+test_filter=${ETUDE_CUDA_TEST_FILTER:-$cuda_test_filter}
+bench_filter=${ETUDE_CUDA_BENCH_FILTER:-$cuda_bench_filter}
+limit=${ETUDE_GPU_CHECK_TIMEOUT:-300}
+summary=$out/summary.txt
+
+say() { echo "$*" | tee -a "$summary"; }
+count() { local n; n=$(grep -c -- "$1" "$2" 2>/dev/null); echo "${n:-0}"; }
+: >"$summary"
+say "LibEtude GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
+say "pack: $packed_from, packed $packed_on"
+
+# glibc is the one system library the pack does not carry (scripts/gpu-check.sh
+# says why). Our libstdc++ asks for a newer glibc than the rest of the pack:
+# on an older glibc the machine's own libstdc++ and libgcc_s stand in for
+# lib/cxx/ when they offer every version our programs ask for.
+older() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]; }
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+system_lib() { "$ldconfig" -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}'; }
+have_glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+lib_path=$pack/lib:$pack/lib/cxx
+if [ -n "$have_glibc" ] && older "$have_glibc" "$needed_glibc"; then
+  sys_cxx=$(system_lib libstdc++.so.6)
+  sys_gcc=$(system_lib libgcc_s.so.1)
+  if older "$have_glibc" "$needed_glibc_without_cxx" || [ -z "$sys_cxx" ] || [ -z "$sys_gcc" ] ||
+     ! grep -aq "GLIBCXX_$needed_glibcxx" "$sys_cxx" || ! grep -aq "CXXABI_$needed_cxxabi" "$sys_cxx" ||
+     ! grep -aq "GCC_$needed_gcc" "$sys_gcc"; then
+    say "FAILED: this machine's glibc is $have_glibc; the pack needs $needed_glibc_without_cxx or newer,"
+    say "and $needed_glibc or newer unless the machine's libstdc++ offers GLIBCXX_$needed_glibcxx"
+    exit 1
+  fi
+  say "glibc $have_glibc: using this machine's $sys_cxx instead of the pack's (which needs glibc $needed_glibc)"
+  lib_path=$pack/lib
+fi
+
+caller_path=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH="$lib_path${caller_path:+:$caller_path}"
+export ETUDE_CUDA_MODULE="$pack/lib/libetude_cuda.so"
+
+# The programs must start from the pack alone, GPU or not.
+if ! "$pack/bin/etude_tests_gpu" --gtest_list_tests --gtest_filter="$test_filter" \
+       >"$out/cuda-tests-list.txt" 2>&1; then
+  say "FAILED: the packed test program does not start:"
+  tee -a "$summary" <"$out/cuda-tests-list.txt"
+  exit 1
+fi
+selected=$(count '^  ' "$out/cuda-tests-list.txt")
+say "tests selected by '$test_filter': $selected"
+
+gpus=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep '^GPU ' || true)
+fi
+if [ -z "$gpus" ] && ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+  say "no NVIDIA GPU on this machine (nvidia-smi lists none, no /dev/nvidia0): nothing run."
+  say "The pack itself starts; run it again on a machine with a GPU."
+  exit 0
+fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+  say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | paste -sd ';')"
+else
+  say "GPU: /dev/nvidia0 present, nvidia-smi absent"
+fi
+
+# cuFFT and cuBLAS come from the machine: the first folder, in the order the
+# header names, that holds each soname the module needs.
+candidate_dirs() {
+  [ -n "${ETUDE_CUDA_LIB_DIR:-}" ] && echo "$ETUDE_CUDA_LIB_DIR"
+  tr ':' '\n' <<<"${LD_LIBRARY_PATH:-}"
+  "$ldconfig" -p 2>/dev/null | sed -n 's/.*=> \(.*\)\/[^/]*$/\1/p' | sort -u
+  local d
+  for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" \
+           "$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /nonexistent/bin/nvcc)")")" \
+           /usr/local/cuda /usr/local/cuda-*; do
+    [ -n "$d" ] && echo "$d/lib64" && echo "$d/lib" && echo "$d/targets/x86_64-linux/lib"
+  done
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - 2>/dev/null <<'EOF'
+import glob, os, site
+for root in site.getsitepackages() + [site.getusersitepackages()]:
+    for lib in sorted(glob.glob(os.path.join(root, "nvidia", "**", "lib"), recursive=True)):
+        print(lib)
+EOF
+  fi
+}
+cuda_dirs=""
+missing=""
+dirs=$(candidate_dirs)
+for lib in $needed_cuda_libs; do
+  found=""
+  while read -r d; do
+    if [ -n "$d" ] && [ -e "$d/$lib" ]; then found=$d; break; fi
+  done <<<"$dirs"
+  if [ -z "$found" ]; then
+    missing="$missing $lib"
+  elif [[ ":$cuda_dirs:" != *":$found:"* ]]; then
+    cuda_dirs="${cuda_dirs:+$cuda_dirs:}$found"
+  fi
+done
+if [ -n "$missing" ]; then
+  say "FAILED: CUDA 13 libraries not found on this machine:$missing"
+  say "Set ETUDE_CUDA_LIB_DIR to the folder that holds them."
+  exit 1
+fi
+say "CUDA libraries ($needed_cuda_libs) from: $cuda_dirs"
+export LD_LIBRARY_PATH="$lib_path:$cuda_dirs${caller_path:+:$caller_path}"
+
+status=0
+timeout "$limit" "$pack/bin/etude_tests_gpu" --gtest_filter="$test_filter" \
+  --gtest_output="xml:$out/cuda-tests.xml" >"$out/cuda-tests.log" 2>&1
+tests_rc=$?
+ran=$(count '<testcase ' "$out/cuda-tests.xml")
+failed=$(count '<failure ' "$out/cuda-tests.xml")
+skipped=$(count '<skipped ' "$out/cuda-tests.xml")
+say "tests: exit $tests_rc; $ran run, $failed failure messages, $skipped skipped (cuda-tests.xml)"
+grep -E '^\[  (FAILED|SKIPPED) ' "$out/cuda-tests.log" | grep -v ' ms)$' | sort -u | tee -a "$summary"
+if [ "$skipped" -gt 0 ]; then
+  say "the first reason for a skip:"
+  grep -A1 -m1 ': Skipped$' "$out/cuda-tests.log" | tail -1 | tee -a "$summary"
+fi
+if [ "$tests_rc" -ne 0 ] || [ "$ran" -eq 0 ] || [ "$skipped" -eq "$ran" ]; then
+  say "tests FAILED (a run where every test skips did not check the GPU: see cuda-tests.log)"
+  status=1
+fi
+
+# The neural benchmarks read full-size models (random weights, published
+# sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and
+# yaml, in a temporary folder (they are too large to return with the results).
+if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, numpy, yaml' 2>/dev/null; then
+    models=$(mktemp -d)
+    trap 'rm -rf "$models"' EXIT
+    if timeout "$limit" python3 -B "$pack/tools/make_parity_data.py" --full-size "$models" \
+         >"$out/models.log" 2>&1; then
+      export ETUDE_MODELS_DIR=$models
+      say "neural benchmarks: full-size models made with this machine's PyTorch (models.log)"
+    else
+      say "neural benchmarks will skip: making their models failed (models.log)"
+    fi
+  else
+    say "neural benchmarks will skip: making their models needs python3 with torch, numpy and yaml"
+  fi
+else
+  say "neural benchmarks: models from ETUDE_MODELS_DIR=$ETUDE_MODELS_DIR"
+fi
+
+timeout "$limit" "$pack/bin/etude_bench" --benchmark_filter="$bench_filter" \
+  --benchmark_out="$out/cuda-bench.json" --benchmark_out_format=json >"$out/cuda-bench.log" 2>&1
+bench_rc=$?
+benchmarks=$(count '"run_name"' "$out/cuda-bench.json")
+errors=$(count '"error_occurred": true' "$out/cuda-bench.json")
+say "benchmarks ('$bench_filter'): exit $bench_rc; $benchmarks results, $errors with an error (cuda-bench.json)"
+[ "$bench_rc" -eq 0 ] || status=1
+
+if [ "$status" -eq 0 ]; then say "PASSED"; else say "FAILED"; fi
+exit "$status"

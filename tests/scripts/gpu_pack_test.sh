@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts.gpu_pack_is_self_contained: packs the CUDA checks into a temporary
+# folder and proves that the folder can travel to a GPU machine that has none
+# of our Debian packages:
+#  - with a cleared environment and only the pack's lib/ on the library path
+#    (what run.sh sets), every file in the pack resolves every library it
+#    needs either inside the pack or to glibc, or names one of the CUDA
+#    libraries the GPU machine provides (driver, cuFFT, cuBLAS);
+#  - nothing is taken from this machine's library folders;
+#  - the whole folder is under 64 MB;
+#  - run.sh starts the packed programs and, without a GPU, says so and
+#    exits 0 (with a GPU it runs the checks and must pass).
+# Usage: gpu_pack_test.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) when the
+# build has no CUDA module.
+set -uo pipefail
+src=$1 build=$2
+limit_bytes=$((64 * 1000 * 1000))
+
+if [ ! -f "$build/gpu/cuda/libetude_cuda.so" ]; then
+  echo "SKIPPED: this build has no CUDA module (no nvcc, or -DETUDE_WITH_CUDA=OFF)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+env -i PATH=/usr/bin:/bin "$src/scripts/gpu-check.sh" pack "$tmp/pack" "$build" || {
+  echo "FAIL: gpu-check.sh pack failed"
+  exit 1
+}
+pack=$tmp/pack
+
+# Allowed outside the pack: glibc, and the CUDA libraries of the GPU machine.
+glibc='^(libc|libm|libmvec|libdl|libpthread|librt)\.so\.[0-9]+$|^ld-linux'
+cuda='^(libcuda|libcufft|libcublas|libcublasLt)\.so\.[0-9]+$'
+files=0
+for f in "$pack"/bin/* "$pack"/lib/*.so* "$pack"/lib/cxx/*; do
+  files=$((files + 1))
+  report=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$pack/lib:$pack/lib/cxx" ldd "$f" 2>&1) ||
+    bad "ldd $f: $report"
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    if [[ $name =~ $cuda ]]; then
+      [ -e "$pack/lib/$name" ] && bad "$name travels although the GPU machine provides it"
+      continue
+    fi
+    if [ "$path" = "not" ]; then
+      bad "$(basename "$f"): $name not found"
+    elif [[ $path == "$pack/lib/"* ]]; then  # lib/ or lib/cxx/
+      :
+    elif [[ $name =~ $glibc ]]; then
+      :
+    else
+      bad "$(basename "$f"): $name comes from $path, outside the pack"
+    fi
+  done <<<"$report"
+done
+[ "$files" -ge 3 ] || bad "only $files files packed"
+for f in bin/etude_tests_gpu bin/etude_bench lib/libetude_cuda.so run.sh pack.env; do
+  [ -e "$pack/$f" ] || bad "$f missing from the pack"
+done
+
+size=$(du -sb "$pack" | cut -f1)
+echo "pack: $files programs and libraries, $size bytes"
+[ "$size" -lt "$limit_bytes" ] || bad "the pack is $size bytes, over $limit_bytes"
+
+output=$(env -i PATH=/usr/bin:/bin "$pack/run.sh" "$tmp/out" 2>&1)
+rc=$?
+echo "$output"
+if env -i PATH=/usr/bin:/bin nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  [ "$rc" -eq 0 ] || bad "run.sh on this GPU machine exited $rc"
+  grep -q '^PASSED' "$tmp/out/summary.txt" || bad "run.sh did not pass on this GPU machine"
+else
+  [ "$rc" -eq 0 ] || bad "run.sh without a GPU exited $rc, not 0"
+  grep -q 'no NVIDIA GPU on this machine' <<<"$output" || bad "run.sh did not say there is no GPU"
+fi
+# The packed test program started from the pack alone and found CUDA tests.
+grep -q '^tests selected by .*: [1-9]' "$tmp/out/summary.txt" ||
+  bad "the packed test program selected no CUDA tests"
+exit "$fail"
