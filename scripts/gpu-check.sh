@@ -12,9 +12,9 @@
 set -euo pipefail
 
 # Which tests and benchmarks are the CUDA ones: the only place to change
-# when test or benchmark names change. gtest filter: the CudaParity,
-# CudaFaults and CudaGraph suites, and any parameterised instance whose
-# device name says cuda. Benchmark filter: a regular expression.
+# when test or benchmark names change. gtest filter: suites named Cuda*
+# and every parameterised instance whose device name says cuda (the
+# backend parity suite's .../cuda0). Benchmark filter: a regular expression.
 cuda_test_filter='*Cuda*:*cuda*'
 cuda_bench_filter='cuda|Cuda'
 
