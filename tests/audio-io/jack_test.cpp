@@ -69,6 +69,53 @@ void expect_contains_render(const std::vector<float>& captured, const std::vecto
         ASSERT_EQ(captured[i], 0.0f) << "audio after the end of the render at " << i;
 }
 
+// As expect_contains_render, but allowing for cycles jackd skipped: at up to
+// `xruns` places whole periods were lost (the render goes on later, shifted
+// back) or repeated or inserted (shifted on), and the render goes on
+// exactly from there.
+void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
+                                          const std::vector<float>& offline, long period,
+                                          int xruns) {
+    ASSERT_FALSE(offline.empty());
+    const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
+    ASSERT_LT(a, captured.size()) << "nothing was captured";
+    ASSERT_GE(a, b);
+    const auto n = static_cast<long>(offline.size()), m = static_cast<long>(captured.size());
+    // Samples from offline index j on that equal the capture shifted by s.
+    const auto matching = [&](long j, long s) {
+        long k = j;
+        while (k < n && k + s >= 0 && k + s < m &&
+               captured[static_cast<std::size_t>(k + s)] == offline[static_cast<std::size_t>(k)])
+            ++k;
+        return k - j;
+    };
+    long shift = static_cast<long>(a - b), i = 0;
+    for (int jumps = 0;; ++jumps) {
+        i += matching(i, shift);
+        if (i >= n) break;
+        ASSERT_LT(jumps, xruns) << "offline sample " << i << " of " << n << " differs, after "
+                                << jumps << " skipped cycle(s)";
+        // The render resumes within a few periods of the first difference,
+        // shifted by whole periods.
+        long best = 0, best_shift = shift, best_from = i;
+        for (long p = -xruns; p <= xruns; ++p)
+            for (long r = i; p != 0 && r < std::min(n, i + (std::abs(p) + 1) * period); ++r) {
+                const long len = matching(r, shift + p * period);
+                if (len > best) best = len, best_shift = shift + p * period, best_from = r;
+            }
+        ASSERT_GE(best, std::min(period, n - best_from))
+            << "offline sample " << i << " differs and no shift by whole periods explains it";
+        std::printf(
+            "[portaudio] capture shifted by %ld samples from offline sample %ld (%ld "
+            "samples lost)\n",
+            best_shift - shift, best_from, best_from - i);
+        shift = best_shift;
+        i = best_from;
+    }
+    for (long k = n + shift; k < m; ++k)
+        ASSERT_EQ(captured[static_cast<std::size_t>(k)], 0.0f) << "audio after the render at " << k;
+}
+
 }  // namespace
 
 TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
@@ -127,23 +174,15 @@ TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
     EXPECT_EQ(stat_value(run.err, "underruns"), 0);
     EXPECT_EQ(ours, 0) << server.log();
     // A cycle jackd skips (its dummy driver late, or a client not yet
-    // scheduled, on a loaded VM) loses or repeats a period between clients:
-    // the capture then differs from a period boundary on (it once did from
-    // offline sample 128,768: 503 periods of 256).
-    // Compare exactly only when jackd logged none.
+    // scheduled, on a loaded VM) can lose or repeat a period between
+    // clients: the capture then differs from there on (it once did from
+    // offline sample 128,768, 503 periods of 256, to the end of the render).
+    // With xruns logged, the render must still be there exactly, but for
+    // whole periods lost or repeated at no more places than there were xruns.
     if (xruns == 0) {
         expect_contains_render(capture.recorded(), offline);
     } else {
-        const auto captured = capture.recorded();
-        const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
-        std::size_t differ = 0, first = 0;
-        for (std::size_t i = 0; a >= b && i < offline.size() && a - b + i < captured.size(); ++i)
-            if (captured[a - b + i] != offline[i] && differ++ == 0) first = i;
-        std::printf(
-            "[portaudio] %d xrun(s) not caused by etude: exact comparison skipped "
-            "(%zu samples differ, from offline sample %zu)\n",
-            xruns, differ, first);
-        EXPECT_GT(capture.recorded().size(), offline.size());
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
     }
 }
 
