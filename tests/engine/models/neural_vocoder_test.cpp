@@ -5,7 +5,7 @@
 // architectures (reduced channel counts), converted by tools/convert.py from
 // checkpoints in the official formats, an input log-mel and PyTorch's output
 // computed in double precision.
-#include "engine/neural_vocoder.h"
+#include "engine/models/neural_vocoder.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 
 #include "audio-io/npy_file.h"
 #include "engine/error.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

@@ -1,4 +1,4 @@
-#include "engine/neural_vocoder.h"
+#include "engine/models/neural_vocoder.h"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include <numbers>
 
 #include "engine/error.h"
-#include "engine/stream_layers.h"
+#include "engine/models/stream_layers.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "dsp/log_mel.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 #include "gpu/backend.h"
 
 namespace etude::engine {
@@ -56,7 +56,7 @@ ModelAudioParams read_model_audio(const std::string& path);
 
 // One network evaluation over a window of mel frames: the part of the model
 // that depends on its weights. Implemented per architecture.
-// A network run incrementally (engine/stream_layers.h): every layer keeps
+// A network run incrementally (engine/models/stream_layers.h): every layer keeps
 // the input its kernel still needs, so each mel frame is computed once.
 // Made by NeuralModel::open_stream(); one utterance at a time.
 class NetworkStream {
