@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
-#include "engine/models/neural_vocoder.h"
+#include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include "dsp/log_mel.h"
 #include "dsp/resampler.h"
 #include "engine/error.h"
-#include "engine/models/neural_vocoder.h"
+#include "engine/models/mel_vocoder_stream.h"
 
 namespace etude::cli {
 namespace {

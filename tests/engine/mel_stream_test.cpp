@@ -13,7 +13,7 @@
 #include "engine/engine.h"
 #include "engine/etude.h"
 #include "engine/mel_scheduler.h"
-#include "engine/models/neural_vocoder.h"
+#include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {
