@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
+#include "engine/device_choice.h"
 #include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 

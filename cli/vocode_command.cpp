@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "dsp/log_mel.h"
 #include "dsp/resampler.h"
+#include "engine/device_choice.h"
 #include "engine/error.h"
 #include "engine/models/mel_vocoder_stream.h"
 

@@ -8,7 +8,6 @@
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/metadata_reader.h"
 #include "engine/models/vocos.h"
-#include "gpu/registry.h"
 
 namespace etude::engine {
 
@@ -77,23 +76,6 @@ void copy_mel_frames(std::span<const float> mel, int n_mels, int frames, int fir
     for (int c = 0; c < n_mels; ++c)
         std::copy_n(mel.begin() + static_cast<std::ptrdiff_t>(c) * frames + first, count,
                     out.begin() + static_cast<std::ptrdiff_t>(c) * count);
-}
-
-std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int device,
-                                                 std::string* note) {
-    auto& registry = gpu::DeviceRegistry::instance();
-    const auto request = gpu::with_environment(gpu::parse_backend_request(kind, device));
-    const gpu::DeviceInfo d = registry.resolve(request);
-    const bool use = d.kind != gpu::BackendKind::Cpu && (request.kind != "auto" || d.is_gpu);
-    if (!use) {
-        if (note)
-            *note = d.kind == gpu::BackendKind::Cpu ? "CPU (no GPU found)"
-                                                    : "CPU (" + d.name + " is not a GPU)";
-        return gpu::shared_cpu_backend();
-    }
-    auto backend = registry.open(request);
-    if (note) *note = std::string(gpu::to_string(d.kind)) + " " + d.name;
-    return backend;
 }
 
 }  // namespace etude::engine

@@ -76,12 +76,4 @@ class NeuralModel {
 void copy_mel_frames(std::span<const float> mel, int n_mels, int frames, int first, int count,
                      std::vector<float>& out);
 
-// Where a model runs for a request "auto|cpu|cuda|opencl" (+ device index,
-// -1 for the best; ETUDE_BACKEND/ETUDE_DEVICE fill what is left open). "auto"
-// takes a GPU if there is one and the CPU otherwise (an OpenCL CPU device
-// such as PoCL is slower than the BLAS path for these networks). A named
-// backend that cannot be opened throws; `note` says what was chosen and why.
-std::shared_ptr<gpu::Backend> open_model_backend(const std::string& kind, int device,
-                                                 std::string* note = nullptr);
-
 }  // namespace etude::engine

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
+#include "engine/device_choice.h"
 #include "engine/engine.h"
 #include "engine/etude.h"
 #include "engine/mel_scheduler.h"
