@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
-#include "engine/neural_vocoder.h"
+#include "engine/device_choice.h"
+#include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 
 namespace {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/models/spectral_vocoder.h"
 #include "gpu/registry.h"
-#include "gpu/spectral_vocoder.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 
 namespace etude::cli {
 

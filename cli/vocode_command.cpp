@@ -16,8 +16,9 @@
 #include "cli/commands.h"
 #include "dsp/log_mel.h"
 #include "dsp/resampler.h"
+#include "engine/device_choice.h"
 #include "engine/error.h"
-#include "engine/neural_vocoder.h"
+#include "engine/models/mel_vocoder_stream.h"
 
 namespace etude::cli {
 namespace {

@@ -26,10 +26,10 @@
 #include "dsp/mlsa_vocoder.h"
 #include "engine/fault_plan.h"
 #include "engine/flite_voice.h"
+#include "engine/models/spectral_vocoder.h"
 #include "engine/utterance_renderer.h"
 #include "gpu/backend.h"
 #include "gpu/memory_pool.h"
-#include "gpu/spectral_vocoder.h"
 #include "rt/counters.h"
 
 namespace etude::engine {

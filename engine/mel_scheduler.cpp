@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "engine/device_choice.h"
 #include "engine/error.h"
 #include "gpu/registry.h"
 #include "rt/monotonic_clock.h"

@@ -33,7 +33,7 @@
 #include "dsp/phase_reconstruction.h"
 #include "dsp/resampler.h"
 #include "engine/latency_estimator.h"
-#include "engine/neural_vocoder.h"
+#include "engine/models/mel_vocoder_stream.h"
 #include "gpu/backend.h"
 
 namespace etude::engine {

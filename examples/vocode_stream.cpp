@@ -21,7 +21,7 @@
 #include "audio-io/npy_file.h"
 #include "audio-io/wav_writer.h"
 #include "engine/engine.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 
 int main(int argc, char** argv) {
     std::vector<std::string> files;

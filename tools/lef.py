@@ -1,6 +1,6 @@
 """LEF, the LibEtude model file, from Python: a writer and a validating reader.
 
-The byte layout is specified in docs/model-format.md; engine/lef_file.cpp is
+The byte layout is specified in docs/model-format.md; engine/models/lef_file.cpp is
 the engine's reader (LefFile) and writer (LefWriter). This module writes the
 same bytes as LefWriter for the same metadata and tensors, and reads files
 back with the same checks, so the converter can prove its output before it

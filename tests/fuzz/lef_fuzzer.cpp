@@ -7,7 +7,7 @@
 #include <span>
 
 #include "engine/error.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     try {

@@ -5,8 +5,6 @@
 // architectures (reduced channel counts), converted by tools/convert.py from
 // checkpoints in the official formats, an input log-mel and PyTorch's output
 // computed in double precision.
-#include "engine/neural_vocoder.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +15,8 @@
 
 #include "audio-io/npy_file.h"
 #include "engine/error.h"
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
+#include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

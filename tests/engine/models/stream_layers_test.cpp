@@ -1,9 +1,9 @@
-// The stream layers (engine/stream_layers.h) against the same layer run on
+// The stream layers (engine/models/stream_layers.h) against the same layer run on
 // the whole signal with its zero padding, on the CPU backend: shapes beyond
 // the published vocoders' (kernels spanning 3 and 4 strides, dilations,
 // groups, kernel 1), and chunk patterns with empty chunks, single samples,
 // chunks shorter than the lag and a flush with or without a last chunk.
-#include "engine/stream_layers.h"
+#include "engine/models/stream_layers.h"
 
 #include <gtest/gtest.h>
 

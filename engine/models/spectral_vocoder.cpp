@@ -1,4 +1,4 @@
-#include "gpu/spectral_vocoder.h"
+#include "engine/models/spectral_vocoder.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/stream_layers.h"
+#include "engine/models/stream_layers.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -2,7 +2,7 @@
 // spectrum (log-spectral distance reported), the same on every backend within
 // a stated tolerance, chunk-invariant, and covered by the CPU when the GPU
 // fails, runs out of memory or is late.
-#include "gpu/spectral_vocoder.h"
+#include "engine/models/spectral_vocoder.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // LEF model files: what is written is read back, and every kind of damage is
 // rejected with a message naming what is wrong, never a crash.
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

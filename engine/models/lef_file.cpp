@@ -1,4 +1,4 @@
-#include "engine/lef_file.h"
+#include "engine/models/lef_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
