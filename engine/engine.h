@@ -36,7 +36,7 @@
 namespace etude::engine {
 
 class StreamCore;
-class EngineCore;
+class EngineWorkers;
 
 /// How a stream speaks: voice, output rate, latency budget, vocoder and device.
 /// Engine::create_stream() checks it; the defaults make a 16 kHz stream with
@@ -242,7 +242,7 @@ class Engine {
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
 
   private:
-    std::shared_ptr<EngineCore> core_;
+    std::shared_ptr<EngineWorkers> core_;
 };
 
 }  // namespace etude::engine
