@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "engine/block_plan.h"
+#include "engine/deadline.h"
 #include "engine/engine_workers.h"
 #include "gpu/registry.h"
 #include "rt/monotonic_clock.h"
@@ -166,26 +166,18 @@ void BlockScheduler::prepare_voice(const FliteVoice& v) {
     }
 }
 
-// Deadline of the next block: when the consumer will need its first
-// sample, given what is already buffered ahead of it. Before playback
-// starts the consumer waits for the fixed latency's worth of audio, so a
-// block is needed no sooner than that; once it plays, what the ring
-// holds is all the time there is. (Taking the latency then as well gave
-// every block the same deadline, however little was buffered: right
-// after a fallback that only just made it the ring holds one block, and
-// the next slow block was cut off too late to be covered.)
-std::int64_t BlockScheduler::next_deadline_ns(std::int64_t now) const {
-    const std::size_t fill = ring_.read_available();
-    const std::size_t guard = ring_.max_pull();
-    const bool playing = ring_.playing();
-    const std::size_t ahead = playing ? fill : std::max(fill, ring_.effective_latency_samples());
-    const double usable = static_cast<double>(ahead > guard ? ahead - guard : 0);
-    return now + static_cast<std::int64_t>(usable / rate_ * 1e9);
+LatencyEstimator& BlockScheduler::estimator(const Choice& c) {
+    return estimators_[static_cast<std::size_t>(c.processor) * 2 +
+                       (c.quality == Quality::Reduced ? 1 : 0)];
 }
 
-LatencyEstimator& BlockScheduler::estimator(int processor, dsp::MlsaTier tier) {
-    return estimators_[processor * 2 + (tier == dsp::MlsaTier::Reduced ? 1 : 0)];
+namespace {
+
+dsp::MlsaTier tier_of(Quality q) {
+    return q == Quality::Reduced ? dsp::MlsaTier::Reduced : dsp::MlsaTier::Full;
 }
+
+}  // namespace
 
 BlockJob* BlockScheduler::free_job() {
     for (auto& j : jobs_) {
@@ -221,7 +213,9 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
 
         measure_abandoned();
         const std::int64_t now = rt::now_ns();
-        const std::int64_t deadline = next_deadline_ns(now);
+        const PlaybackState playback = ring_.playback_state();
+        const std::int64_t deadline = deadline_ns(now, playback);
+        const bool may_reduce = may_reduce_quality(playback);
         BlockRecord rec;
         rec.index = records_.next_index();
         rec.deadline_ns = deadline;
@@ -229,18 +223,21 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
 
         // Candidates in order of preference (see candidates()); a
         // processor is out while busy or after a device error.
-        auto pick = [&](std::int64_t from, int exclude) -> std::optional<Choice> {
-            PlanCandidate cands[kMaxChoices];
+        auto pick = [&](std::int64_t from,
+                        std::optional<Processor> exclude) -> std::optional<Choice> {
+            Candidate cands[kMaxChoices];
             const int n = static_cast<int>(choices.size());
             for (int i = 0; i < n; ++i) {
-                auto& e = estimator(choices[i].processor, choices[i].tier);
+                const Choice& c = choices[static_cast<std::size_t>(i)];
+                auto& e = estimator(c);
                 e.set_now(rec.index);
-                const BlockProcessor& p = processor(choices[i].processor);
+                const BlockProcessor& p = processor(c.processor);
                 // The GPU processor is shared by streams: it is "busy" for
                 // this stream only while one of this stream's jobs is on it.
-                const bool busy = choices[i].processor == 2 ? has_job_on(2) : p.busy();
-                cands[i] = {choices[i].processor, choices[i].tier, e.estimate_ns(),
-                            busy || !p.healthy()};
+                const bool busy =
+                    c.processor == Processor::Gpu ? has_job_on(c.processor) : p.busy();
+                cands[i] = {c.processor, c.quality, e.estimate_ns(),
+                            !busy && p.healthy() && (may_reduce || c.quality == Quality::Full)};
             }
             const int i = choose_candidate(std::span(cands, static_cast<std::size_t>(n)), from,
                                            deadline, exclude);
@@ -248,15 +245,15 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
             return choices[static_cast<std::size_t>(i)];
         };
 
-        std::optional<Choice> first_choice = pick(now, -1);
+        std::optional<Choice> first_choice = pick(now, std::nullopt);
         if (!first_choice) {
             // Every processor still holds an abandoned job: wait for one.
             std::unique_lock lock(done_mu_);
             done_cv_.wait(lock,
                           [&] { return !primary_.busy() || !fallback_.busy() || stopping(); });
             if (stopping()) return false;
-            first_choice = pick(rt::now_ns(), -1);
-            if (!first_choice) first_choice = Choice{0, dsp::MlsaTier::Full};
+            first_choice = pick(rt::now_ns(), std::nullopt);
+            if (!first_choice) first_choice = Choice{Processor::CpuPrimary, Quality::Full};
         }
         BlockJob* job = dispatch(*first_choice, state, noise, f, first, count, last);
         if (!job) return false;
@@ -266,7 +263,7 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
         std::int64_t fallback_est = INT64_MAX;
         for (const Choice& c : choices)
             if (c.processor != first_choice->processor)
-                fallback_est = std::min(fallback_est, estimator(c.processor, c.tier).estimate_ns());
+                fallback_est = std::min(fallback_est, estimator(c).estimate_ns());
         const std::int64_t cutoff = deadline - fallback_est;
         BlockJob* result = job;
         Choice used = *first_choice;
@@ -275,7 +272,7 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
             // Missed the cut-off, or the device failed: another processor
             // produces the block from the same starting state instead.
             std::optional<Choice> fb = pick(rt::now_ns(), first_choice->processor);
-            if (!fb && job->failed) fb = Choice{1, dsp::MlsaTier::Full};
+            if (!fb && job->failed) fb = Choice{Processor::CpuFallback, Quality::Full};
             if (fb) {
                 if (BlockJob* second = dispatch(*fb, state, noise, f, first, count, last)) {
                     rec.fell_back = true;
@@ -290,19 +287,16 @@ bool BlockScheduler::schedule(const AnalysedSentence& u) {
         // From hand-over to result, not compute alone: on a loaded or
         // virtual machine the worker's wake-up takes a share of the time
         // a cut-off leaves, and a block planned without it comes late.
-        estimator(used.processor, used.tier)
-            .add(result->finished_ns - result->submitted_ns, rec.index);
-        if (result != job && !job->failed)
-            abandoned_.push_back({job, first_choice->processor, first_choice->tier});
+        estimator(used).add(result->finished_ns - result->submitted_ns, rec.index);
+        if (result != job && !job->failed) abandoned_.push_back({job, *first_choice});
 
         // Commit: the block's end state becomes the stream's state.
         state = result->vocoder;
         noise = result->noise;
         *spectral_state_ = result->spectral;
-        rec.processor = used.processor == 0   ? BlockRecord::Primary
-                        : used.processor == 1 ? BlockRecord::Fallback
-                                              : BlockRecord::Gpu;
-        rec.reduced_tier = used.tier == dsp::MlsaTier::Reduced;
+        rec.processor = to_record(used.processor);
+        rec.quality = used.quality;
+        rec.reduced_tier = used.quality != Quality::Full;
         rec.started_ns = result->started_ns;
         rec.finished_ns = result->finished_ns;
         compute_ns_ += result->finished_ns - result->started_ns;
@@ -327,24 +321,24 @@ const std::vector<BlockScheduler::Choice>& BlockScheduler::candidates() {
         const auto c = primary_.calibrated_block_ns();
         // A device the user named explicitly always goes first.
         const bool gpu_first = gpu_ && (gpu_forced_ || c == 0 || (g > 0 && g <= c));
-        if (gpu_first) choices_.push_back({2, dsp::MlsaTier::Full});
-        choices_.push_back({0, dsp::MlsaTier::Full});
-        choices_.push_back({1, dsp::MlsaTier::Full});
-        if (gpu_ && !gpu_first) choices_.push_back({2, dsp::MlsaTier::Full});
+        if (gpu_first) choices_.push_back({Processor::Gpu, Quality::Full});
+        choices_.push_back({Processor::CpuPrimary, Quality::Full});
+        choices_.push_back({Processor::CpuFallback, Quality::Full});
+        if (gpu_ && !gpu_first) choices_.push_back({Processor::Gpu, Quality::Full});
     } else {
-        choices_.push_back({0, dsp::MlsaTier::Full});
-        choices_.push_back({1, dsp::MlsaTier::Full});
+        choices_.push_back({Processor::CpuPrimary, Quality::Full});
+        choices_.push_back({Processor::CpuFallback, Quality::Full});
         if (options_.allow_reduced_tier) {
-            choices_.push_back({0, dsp::MlsaTier::Reduced});
-            choices_.push_back({1, dsp::MlsaTier::Reduced});
+            choices_.push_back({Processor::CpuPrimary, Quality::Reduced});
+            choices_.push_back({Processor::CpuFallback, Quality::Reduced});
         }
     }
     return choices_;
 }
 
-bool BlockScheduler::has_job_on(int processor_index) const {
+bool BlockScheduler::has_job_on(Processor p) const {
     for (const auto& j : jobs_)
-        if (j && j->processor == processor_index && j->in_use.load(std::memory_order_acquire))
+        if (j && j->processor == static_cast<int>(p) && j->in_use.load(std::memory_order_acquire))
             return true;
     return false;
 }
@@ -354,8 +348,7 @@ bool BlockScheduler::has_job_on(int processor_index) const {
 void BlockScheduler::measure_abandoned() {
     std::erase_if(abandoned_, [&](const Abandoned& a) {
         if (!a.job->done.load(std::memory_order_acquire)) return false;
-        estimator(a.processor, a.tier)
-            .add(a.job->finished_ns - a.job->submitted_ns, records_.peek_index());
+        estimator(a.choice).add(a.job->finished_ns - a.job->submitted_ns, records_.peek_index());
         return true;
     });
 }
@@ -373,8 +366,8 @@ BlockJob* BlockScheduler::dispatch(const Choice& choice, const dsp::MlsaVocoder&
     job->first_frame = first;
     job->frame_count = count;
     job->last_block = last;
-    job->tier = choice.tier;
-    job->processor = choice.processor;
+    job->tier = tier_of(choice.quality);
+    job->processor = static_cast<int>(choice.processor);
     job->submitted_ns = rt::now_ns();
     processor(choice.processor).submit(job);
     return job;
@@ -422,7 +415,7 @@ bool BlockScheduler::copy_ahead(const AnalysedSentence& u) {
         rec.dispatched_ns = u.render_started_ns;
         rec.started_ns = u.render_started_ns;
         rec.finished_ns = u.render_finished_ns;
-        rec.deadline_ns = next_deadline_ns(now);
+        rec.deadline_ns = deadline_ns(now, ring_.playback_state());
         records_.record(rec);
         if (!sink_.write(audio.first(n), u.origin, last)) return false;
         audio = audio.subspan(n);

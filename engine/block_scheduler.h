@@ -27,6 +27,7 @@
 
 #include "dsp/mlsa_vocoder.h"
 #include "dsp/resampler.h"
+#include "engine/block_plan.h"
 #include "engine/block_processor.h"
 #include "engine/block_records.h"
 #include "engine/block_sink.h"
@@ -70,23 +71,25 @@ class BlockScheduler {
 
   private:
     struct Choice {
-        int processor;  // 0: the stream's primary, 1: the fallback, 2: the GPU
-        dsp::MlsaTier tier;
+        Processor processor;  // CpuPrimary, CpuFallback or Gpu
+        Quality quality;      // Full or Reduced
     };
     struct Abandoned {
         BlockJob* job;
-        int processor;
-        dsp::MlsaTier tier;
+        Choice choice;
     };
 
     void open_gpu(EngineWorkers& workers);
     void prepare_voice(const FliteVoice& v);
-    std::int64_t next_deadline_ns(std::int64_t now) const;
-    LatencyEstimator& estimator(int processor, dsp::MlsaTier tier);
+    LatencyEstimator& estimator(const Choice& c);
     BlockJob* free_job();
     const std::vector<Choice>& candidates();
-    bool has_job_on(int processor_index) const;
-    BlockProcessor& processor(int i) { return i == 0 ? primary_ : i == 1 ? fallback_ : *gpu_; }
+    bool has_job_on(Processor p) const;
+    BlockProcessor& processor(Processor p) {
+        return p == Processor::CpuPrimary    ? primary_
+               : p == Processor::CpuFallback ? fallback_
+                                             : *gpu_;
+    }
     void measure_abandoned();
     BlockJob* dispatch(const Choice& choice, const dsp::MlsaVocoder& state,
                        const NoiseSource& noise, const AcousticFrames& f, std::size_t first,

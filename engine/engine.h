@@ -79,19 +79,28 @@ struct StreamOptions {
     bool allow_phase_fallback = true;  ///< may the mel scheduler fall to phase reconstruction
 };
 
-/// One scheduled block: who made it, at what tier, how long it took, and how
-/// much time was left before the audio callback needed it.
+/// The quality a block or mel chunk was made at.
+enum class Quality : std::uint8_t {
+    Full,                ///< the stream's vocoder or model, exact
+    Reduced,             ///< the cheaper MLSA tier (StreamOptions::allow_reduced_tier)
+    PhaseReconstruction  ///< mel streams: phase reconstruction from the mel, no network
+};
+
+/// One scheduled block: who made it, at what quality, how long it took, and
+/// how much time was left before the audio callback needed it.
 struct BlockRecord {
     /// Who made the block.
     enum Processor : std::uint8_t {
-        Primary,   ///< the stream's first CPU processor
+        Primary,   ///< the stream's first CPU processor (mel streams: the CPU)
         Fallback,  ///< the second CPU processor, after the first missed its cut-off
         Ahead,     ///< copied from a sentence a render worker vocoded ahead of time
         Gpu        ///< the device processor of the spectral vocoder
     };
-    std::uint64_t index = 0;         ///< block number within the stream, from 0
-    Processor processor = Primary;   ///< who made it
-    bool reduced_tier = false;       ///< made by the cheaper vocoder tier
+    std::uint64_t index = 0;          ///< block number within the stream, from 0
+    Processor processor = Primary;    ///< who made it
+    Quality quality = Quality::Full;  ///< at what quality
+    /// Made at less than full quality (quality != Quality::Full).
+    bool reduced_tier = false;
     bool fell_back = false;          ///< the first processor missed its cut-off
     std::int64_t dispatched_ns = 0;  ///< handed to a processor (rt::now_ns() clock)
     std::int64_t started_ns = 0;     ///< the processor began it
@@ -126,7 +135,7 @@ struct StreamStats {
         blocks_ahead = 0;                   ///< blocks copied from BlockRecord::Ahead
     std::uint64_t fallbacks = 0;            ///< blocks re-dispatched after a missed cut-off
     std::uint64_t late_blocks = 0;          ///< blocks finished after their deadline
-    std::uint64_t reduced_tier_blocks = 0;  ///< blocks made by the cheaper vocoder tier
+    std::uint64_t reduced_tier_blocks = 0;  ///< blocks made at less than full quality
     std::uint64_t blocks_gpu = 0;           ///< blocks made by BlockRecord::Gpu
     double latency_ms = 0.0;                ///< the fixed latency in force
     std::string vocoder;                    ///< "mlsa" or "spectral"

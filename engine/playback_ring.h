@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <span>
 
+#include "engine/deadline.h"
 #include "rt/counters.h"
 #include "rt/spsc_ring.h"
 
@@ -67,18 +68,23 @@ class PlaybackRing {
     std::size_t read_available() const { return ring_.read_available(); }
     // Speech is playing (the consumer is past its prebuffer): a hint for planning.
     bool playing() const { return in_speech_.load(std::memory_order_relaxed); }
-    // pull() has been called: there is a live consumer, hence deadlines.
-    bool live_consumer() const { return live_consumer_.load(std::memory_order_relaxed); }
     // The largest pull() so far: the consumer's period.
     std::size_t max_pull() const {
         return static_cast<std::size_t>(std::max<std::int64_t>(max_pull_.get(), 0));
     }
+    // pull() has been called: a live consumer, who hears late audio.
+    bool live_consumer() const { return live_consumer_.load(std::memory_order_relaxed); }
     double rate() const { return rate_; }
     std::size_t latency_samples() const { return latency_samples_; }
     // The latency in force: the budget, or twice the consumer's period if
     // that is larger (a consumer cannot be served with less than it takes).
     std::size_t effective_latency_samples() const {
         return std::max(latency_samples_, 2 * max_pull());
+    }
+    // What the deadline (deadline.h) depends on, now.
+    PlaybackState playback_state() const {
+        return {rate_,     ring_.read_available(), effective_latency_samples(), max_pull(),
+                playing(), live_consumer()};
     }
     std::uint64_t delivered() const { return delivered_.get(); }
     std::uint64_t underruns() const { return underruns_.get(); }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "engine/deadline.h"
 #include "engine/engine_workers.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
@@ -19,8 +20,6 @@ constexpr std::size_t kLookaheadSentences = 3;
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
 constexpr auto kSpacePoll = std::chrono::milliseconds(1);
-// The time budget of mel chunks for an offline (read()-only) consumer.
-constexpr std::int64_t kNoDeadlineNs = std::int64_t{1} << 60;
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -90,7 +89,6 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
         std::lock_guard lock(mu_);
         c->origin.generation = ring_.generation();
         c->origin.first_of_push = outstanding_ == 0;
-        c->first = !mel_open_;
         mel_open_ = !last;
         queue_.push_back(std::move(c));
         ++outstanding_;
@@ -367,18 +365,15 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
         mel_->reset();
         return false;
     }
-    // A reader that only uses read() (offline) sets no deadline; a live
-    // one has what the ring holds (plus the latency budget before
-    // playback starts).
-    const std::size_t queued = ring_.read_available() + (c.first ? ring_.latency_samples() : 0);
-    const auto budget_ns =
-        ring_.live_consumer() ? static_cast<std::int64_t>(static_cast<double>(queued) / rate_ * 1e9)
-                              : kNoDeadlineNs;
+    // The same deadline as text blocks (deadline.h).
     MelChunkReport report;
     const auto dispatched = rt::now_ns();
+    const PlaybackState playback = ring_.playback_state();
+    const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
     std::span<const float> audio;
     try {
-        audio = mel_->process(c.mel, static_cast<int>(c.frames), c.last, budget_ns, report);
+        audio = mel_->process(c.mel, static_cast<int>(c.frames), c.last, budget_ns, report,
+                              may_reduce_quality(playback));
     } catch (const std::exception&) {
         mel_->reset();  // a device error the CPU could not cover either
         return false;
@@ -386,10 +381,9 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
     mel_compute_ns_ += report.finished_ns - report.started_ns;
     BlockRecord rec;
     rec.index = records_.next_index();
-    rec.processor = report.tier == 0   ? BlockRecord::Gpu
-                    : report.tier == 1 ? BlockRecord::Primary
-                                       : BlockRecord::Fallback;
-    rec.reduced_tier = report.tier == 2;
+    rec.processor = to_record(report.processor);
+    rec.quality = report.quality;
+    rec.reduced_tier = report.quality != Quality::Full;
     rec.fell_back = report.fell_back;
     rec.dispatched_ns = dispatched;
     rec.started_ns = report.started_ns;

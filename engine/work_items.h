@@ -53,8 +53,7 @@ struct AnalysedSentence {
 struct MelChunk {
     std::vector<float> mel;  // [n_mels][frames]
     std::size_t frames = 0;
-    bool last = false;   // ends the utterance: the vocoder flushes its context
-    bool first = false;  // the first chunk of an utterance
+    bool last = false;  // ends the utterance: the vocoder flushes its context
     ItemOrigin origin;
 };
 

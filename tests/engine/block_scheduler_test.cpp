@@ -7,12 +7,10 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/block_plan.h"
 #include "engine/engine.h"
 #include "engine/latency_estimator.h"
 
 using namespace etude::engine;
-using etude::dsp::MlsaTier;
 
 namespace {
 
@@ -75,19 +73,6 @@ std::vector<float> trim(const std::vector<float>& x) {
 }
 
 }  // namespace
-
-TEST(BlockPlan, picks_the_first_free_candidate_that_meets_the_deadline) {
-    const PlanCandidate c[] = {{0, MlsaTier::Full, 5'000'000, false},
-                               {1, MlsaTier::Full, 1'000'000, false},
-                               {0, MlsaTier::Reduced, 500'000, false}};
-    EXPECT_EQ(choose_candidate(c, 0, 10'000'000), 0);    // preferred one fits
-    EXPECT_EQ(choose_candidate(c, 0, 2'000'000), 1);     // primary too slow: fallback
-    EXPECT_EQ(choose_candidate(c, 0, 700'000), 2);       // only the reduced tier fits
-    EXPECT_EQ(choose_candidate(c, 0, 100'000), 2);       // nothing fits: the quickest
-    EXPECT_EQ(choose_candidate(c, 0, 2'000'000, 1), 2);  // fallback excluded
-    const PlanCandidate busy[] = {{0, MlsaTier::Full, 1, true}, {1, MlsaTier::Full, 1, true}};
-    EXPECT_EQ(choose_candidate(busy, 0, 10), -1);
-}
 
 TEST(LatencyEstimator, plans_with_a_high_percentile_not_the_mean) {
     LatencyEstimator e(0.95, 0.0, 0);
