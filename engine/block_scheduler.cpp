@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "engine/deadline.h"
@@ -20,23 +18,11 @@ namespace {
 constexpr std::int64_t kWakeAllowanceNs = 1'000'000;
 constexpr int kMaxChoices = 4;
 
-FaultPlan fault_from_environment(FaultPlan plan) {
-    // ETUDE_FAULT_SLOW=PROBABILITY:MILLISECONDS slows the primary processor.
-    if (const char* env = std::getenv("ETUDE_FAULT_SLOW")) {
-        double p = 0, ms = 0;
-        if (std::sscanf(env, "%lf:%lf", &p, &ms) == 2 && p > 0 && ms > 0) {
-            plan.slow_probability = p;
-            plan.slow_ms = ms;
-        }
-    }
-    return plan;
-}
-
 }  // namespace
 
 BlockScheduler::BlockScheduler(EngineWorkers& workers, const StreamOptions& options,
-                               const FliteVoice& voice, const PlaybackRing& ring, BlockSink& sink,
-                               BlockRecorder& records)
+                               const FaultSpec& faults, const FliteVoice& voice,
+                               const PlaybackRing& ring, BlockSink& sink, BlockRecorder& records)
     : options_(options),
       rate_(options.sample_rate),
       ring_(ring),
@@ -44,11 +30,10 @@ BlockScheduler::BlockScheduler(EngineWorkers& workers, const StreamOptions& opti
       records_(records),
       frames_per_block_(
           std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(options.block_ms / 5.0)))),
-      primary_("cpu-primary", options.realtime_workers,
-               fault_from_environment(options.primary_fault)),
-      fallback_("cpu-fallback", options.realtime_workers, options.fallback_fault),
+      primary_("cpu-primary", options.realtime_workers, faults.primary),
+      fallback_("cpu-fallback", options.realtime_workers, faults.fallback),
       spectral_(options.vocoder == "spectral") {
-    if (spectral_) open_gpu(workers);
+    if (spectral_) open_gpu(workers, faults);
     // Estimators per (processor, tier): Full and Reduced on each. The
     // margin is at least kWakeAllowanceNs: a block costs ~0.1 ms, so with
     // the estimator's default 0.2 ms floor a fallback sent at its cut-off
@@ -110,7 +95,7 @@ std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> BlockSchedul
 // The spectral vocoder may run on a GPU: open the requested (or best)
 // device; if it is the CPU, or cannot be opened, the CPU processors do
 // the work and the reason is kept for the statistics.
-void BlockScheduler::open_gpu(EngineWorkers& workers) {
+void BlockScheduler::open_gpu(EngineWorkers& workers, const FaultSpec& faults) {
     try {
         auto& registry = gpu::DeviceRegistry::instance();
         const auto request =
@@ -121,16 +106,14 @@ void BlockScheduler::open_gpu(EngineWorkers& workers) {
             return;
         }
         auto backend = registry.open(request);
-        if (options_.gpu_fault.kind != gpu::GpuFault::None)
-            backend->inject_fault(options_.gpu_fault);
+        if (faults.device) backend->inject_fault(*faults.device);
         gpu_forced_ = request.kind != "auto";
         // One processor per device, shared by every stream on it, so the
         // device gets one batch of launches for all of them.
         gpu_ = workers.shared_gpu_processor(
             std::string(gpu::to_string(d.kind)) + ":" + std::to_string(d.index), [&] {
                 return std::make_shared<BlockProcessor>(
-                    std::string("gpu-") + gpu::to_string(d.kind), false, options_.primary_fault,
-                    backend);
+                    std::string("gpu-") + gpu::to_string(d.kind), false, FaultPlan{}, backend);
             });
         gpu_name_ = d.name;
     } catch (const std::exception& e) {

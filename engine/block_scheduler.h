@@ -32,6 +32,7 @@
 #include "engine/block_records.h"
 #include "engine/block_sink.h"
 #include "engine/engine.h"
+#include "engine/fault_plan.h"
 #include "engine/latency_estimator.h"
 #include "engine/playback_ring.h"
 #include "engine/work_items.h"
@@ -42,8 +43,9 @@ class EngineWorkers;
 
 class BlockScheduler {
   public:
-    BlockScheduler(EngineWorkers& workers, const StreamOptions& options, const FliteVoice& voice,
-                   const PlaybackRing& ring, BlockSink& sink, BlockRecorder& records);
+    BlockScheduler(EngineWorkers& workers, const StreamOptions& options, const FaultSpec& faults,
+                   const FliteVoice& voice, const PlaybackRing& ring, BlockSink& sink,
+                   BlockRecorder& records);
     ~BlockScheduler();
     BlockScheduler(const BlockScheduler&) = delete;
     BlockScheduler& operator=(const BlockScheduler&) = delete;
@@ -79,7 +81,7 @@ class BlockScheduler {
         Choice choice;
     };
 
-    void open_gpu(EngineWorkers& workers);
+    void open_gpu(EngineWorkers& workers, const FaultSpec& faults);
     void prepare_voice(const FliteVoice& v);
     LatencyEstimator& estimator(const Choice& c);
     BlockJob* free_job();

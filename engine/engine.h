@@ -23,8 +23,6 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/fault_plan.h"
-#include "gpu/backend.h"
 
 /** \class etude::Error
  * What the C++ API throws: a std::runtime_error whose message names the file,
@@ -55,15 +53,18 @@ struct StreamOptions {
     bool render_ahead = true;        ///< let engine workers vocode later sentences early
     bool allow_reduced_tier = true;  ///< may the scheduler fall to the cheaper vocoder tier
     bool realtime_workers = true;    ///< SCHED_FIFO for the block processors where allowed
-    FaultPlan primary_fault;         ///< test hook: make the primary processor slow on purpose
-    FaultPlan fallback_fault;        ///< test hook: the same for the fallback processor
     /// "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
     /// on the device chosen by `backend`/`device` (see gpu/registry.h), with
     /// the CPU processors as fallback.
     std::string vocoder = "mlsa";
     std::string backend = "auto";  ///< auto, cpu, cuda, opencl
     int device = -1;               ///< device index within `backend`; -1: the best one
-    gpu::GpuFault gpu_fault;       ///< test hook: make the GPU fail, run out of memory, or be late
+    /// Test and drill hook: faults to inject, in the vocabulary of the
+    /// ETUDE_FAULT environment variable (which adds to it), e.g.
+    /// "slow:0.05:30" (the primary processor 30 ms late on 5 % of its blocks)
+    /// or "kernel:1:0:1500" (the GPU fails one operation after 1500); see
+    /// docs/troubleshooting.md. Malformed text: create_stream() throws.
+    std::string faults;
     /// Spectral only: create_stream() waits (up to 60 s) until the device has
     /// built its state and baked its FFT plans. Otherwise the CPU makes the
     /// blocks until the device is ready, which for a cold OpenCL device can

@@ -6,6 +6,7 @@
 
 #include "engine/deadline.h"
 #include "engine/engine_workers.h"
+#include "engine/fault_plan.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
 #include "rt/monotonic_clock.h"
@@ -35,7 +36,9 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
       rate_(options_.sample_rate),
       ring_(rate_, static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0),
             options_.cancel_fade_ms) {
-    blocks_ = std::make_unique<BlockScheduler>(*engine_, options_, voice, ring_, *this, records_);
+    const FaultSpec faults = faults_for_stream(options_.faults);
+    blocks_ =
+        std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
     if (!options_.model.empty()) {
         MelSchedulerOptions m;
         m.model_path = options_.model;
@@ -43,7 +46,7 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
         m.backend = options_.backend;
         m.device = options_.device;
         m.output_rate = rate_;
-        m.gpu_fault = options_.gpu_fault;
+        if (faults.device) m.gpu_fault = *faults.device;
         m.allow_phase_fallback = options_.allow_phase_fallback;
         mel_ = std::make_unique<MelScheduler>(m);
     }

@@ -188,9 +188,6 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
             throw DeviceError("cannot open CUDA device " + std::to_string(d.index) + ": " + error);
         b = std::shared_ptr<Backend>(raw);
     }
-    // Drills: ETUDE_GPU_FAULT="kernel|oom|late:COUNT[:DELAY_MS[:AFTER_OPS]]".
-    if (const char* env = std::getenv("ETUDE_GPU_FAULT"))
-        if (auto f = parse_gpu_fault(env)) b->inject_fault(*f);
     return b;
 }
 

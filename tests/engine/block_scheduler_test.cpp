@@ -105,8 +105,8 @@ TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns
     // back (the scheduler's included), which no plan could absorb.
     o.latency_ms = 60;
     o.block_ms = 10;
-    o.render_ahead = false;  // every block goes through the scheduler
-    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 80, .seed = 7};  // 1 in 20
+    o.render_ahead = false;       // every block goes through the scheduler
+    o.faults = "slow:0.05:80:7";  // the primary, 80 ms late on 1 block in 20
     const auto offline = render_offline(engine, o);
 
     auto s = engine.create_stream(o);
@@ -136,8 +136,7 @@ TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
     o.render_ahead = false;
     o.allow_reduced_tier = false;  // keep the math exact so positions can be compared
     // Both processors sometimes far slower than the budget: underruns happen.
-    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 3};
-    o.fallback_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 4};
+    o.faults = "slow:0.05:40:3,fallback-slow:0.05:40:4";
     const auto offline = render_offline(engine, o);  // faults slow it, never change it
 
     auto s = engine.create_stream(o);
