@@ -9,8 +9,8 @@ void DeviceHealthBreaker::record_failure(std::int64_t now_ns, const std::string&
     ++consecutive_;
     ++total_;
     last_error_ = what;
-    std::int64_t backoff = kFirstBackoffNs;
-    for (int i = 1; i < consecutive_ && backoff < kMaxBackoffNs; ++i) backoff *= 2;
+    std::int64_t backoff = consecutive_ == 1 ? 0 : kFirstBackoffNs;
+    for (int i = 2; i < consecutive_ && backoff < kMaxBackoffNs; ++i) backoff *= 2;
     retry_at_ns_ = now_ns + std::min(backoff, kMaxBackoffNs);
 }
 

@@ -3,10 +3,14 @@
 // tier of a mel stream (MelScheduler) both report each device error and
 // each success here, and ask it whether the device may be tried.
 //
-// The rule: after a device error the device is out for a backoff (2 ms,
-// doubling with each further error in a row, at most 1 s) while its owner
-// rebuilds its device state; kMaxConsecutiveFailures errors in a row turn
-// it off for good; a success resets the run and the backoff.
+// The rule: after a device error its owner rebuilds the device state and
+// the device may be tried again at once; after a second error in a row it
+// is out for a backoff (2 ms, doubling with each further error in a row, at
+// most 1 s); kMaxConsecutiveFailures errors in a row turn it off for good;
+// a success resets the run and the backoff. (The first retry is immediate
+// because one error is the common transient case: a mel stream's next
+// chunk, made tens of microseconds later, goes back to the GPU, as its
+// tests require.)
 //
 // Why consecutive rather than total: a long-lived stream (a server, a
 // voice assistant) meets transient errors now and then (an out-of-memory
@@ -43,7 +47,8 @@ class DeviceHealthBreaker {
     bool disabled() const;
     // Not disabled and not inside a backoff.
     bool may_try(std::int64_t now_ns) const;
-    // When the backoff after the last error ends (rebuild then retry).
+    // When the backoff after the last error ends (the time of the error,
+    // for the first in a run).
     std::int64_t retry_at_ns() const;
     std::uint64_t failures() const;  // all errors, for the statistics
     std::string last_error() const;

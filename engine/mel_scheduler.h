@@ -14,7 +14,7 @@
 // percentile of their recent cost per frame, with margin) against the time
 // left before the audio is due (deadline.h); the first that fits is chosen,
 // else the quickest. A GPU error makes the CPU redo the chunk; the GPU's
-// DeviceHealthBreaker (device_health.h) keeps it out for a backoff and turns
+// DeviceHealthBreaker (device_health.h) retries it, backs off after a second error and turns
 // it off after repeated errors in a row, as for text streams. Switching between tiers 0 and 1 is
 // seamless with one model (the stream state does not depend on where the network runs); with two
 // models each keeps its own context, so every chunk is exactly what its model makes (Vocos reruns

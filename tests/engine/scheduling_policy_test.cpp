@@ -122,17 +122,19 @@ TEST(DeviceHealthBreaker, a_success_ends_the_run_of_failures) {
     EXPECT_EQ(b.failures(), 10u);  // all of them counted for the statistics
 }
 
-TEST(DeviceHealthBreaker, keeps_the_device_out_for_a_backoff_that_doubles_in_a_run) {
+TEST(DeviceHealthBreaker, retries_at_once_after_one_error_then_backs_off_in_a_run) {
     DeviceHealthBreaker b;
     const std::int64_t t0 = 1'000 * kMs;
     EXPECT_TRUE(b.may_try(t0));
     b.record_failure(t0, "x");
-    EXPECT_FALSE(b.may_try(t0 + DeviceHealthBreaker::kFirstBackoffNs - 1));
-    EXPECT_TRUE(b.may_try(t0 + DeviceHealthBreaker::kFirstBackoffNs));
+    EXPECT_TRUE(b.may_try(t0));  // one error: rebuilt and retried at once
     const std::int64_t t1 = t0 + 50 * kMs;
-    b.record_failure(t1, "x");
-    EXPECT_EQ(b.retry_at_ns(), t1 + 2 * DeviceHealthBreaker::kFirstBackoffNs);
+    b.record_failure(t1, "x");  // a second in a row: out for the first backoff
+    EXPECT_FALSE(b.may_try(t1 + DeviceHealthBreaker::kFirstBackoffNs - 1));
+    EXPECT_TRUE(b.may_try(t1 + DeviceHealthBreaker::kFirstBackoffNs));
     b.record_success();
-    b.record_failure(t1 + kMs, "x");  // a new run starts from the first backoff
-    EXPECT_EQ(b.retry_at_ns(), t1 + kMs + DeviceHealthBreaker::kFirstBackoffNs);
+    b.record_failure(t1 + kMs, "x");  // a new run: at once again
+    EXPECT_TRUE(b.may_try(t1 + kMs));
+    b.record_failure(t1 + 2 * kMs, "x");
+    EXPECT_EQ(b.retry_at_ns(), t1 + 2 * kMs + DeviceHealthBreaker::kFirstBackoffNs);
 }
