@@ -70,8 +70,10 @@ void BlockProcessor::run() {
         {
             std::unique_lock lock(mu_);
             if (!healthy_ && !disabled() && queue_.empty()) {
-                // Rebuild the device state off the audio path, with backoff.
-                cv_.wait_for(lock, retry_delay_, [&] { return stop_; });
+                // Rebuild the device state off the audio path, after the
+                // breaker's backoff.
+                const auto wait = std::max<std::int64_t>(0, health_.retry_at_ns() - rt::now_ns());
+                cv_.wait_for(lock, std::chrono::nanoseconds(wait), [&] { return stop_; });
                 if (stop_) return;
                 lock.unlock();
                 rebuild();
@@ -92,6 +94,7 @@ void BlockProcessor::run() {
         try {
             if (batch.front()->kind == VocoderKind::Spectral) {
                 compute_spectral(batch);
+                health_.record_success();
             } else {
                 for (BlockJob* job : batch) compute(*job);
             }
@@ -146,19 +149,9 @@ void BlockProcessor::compute(BlockJob& job) {
 
 namespace etude::engine {
 
-std::string BlockProcessor::last_error() const {
-    std::lock_guard lock(mu_);
-    return last_error_;
-}
-
 void BlockProcessor::note_failure(const std::string& what) {
     spectral_.reset();
-    {
-        std::lock_guard lock(mu_);
-        last_error_ = what;
-        retry_delay_ = std::min(retry_delay_ * 2, std::chrono::milliseconds(1000));
-    }
-    failures_.fetch_add(1);
+    health_.record_failure(rt::now_ns(), what);
     healthy_ = false;
 }
 

@@ -1,5 +1,5 @@
-// Processors: the places a block of vocoder frames can be computed. Today
-// they are CPU worker threads; GPU backends will implement the same shape.
+// Processors: the places a block of vocoder frames can be computed: worker
+// threads, each computing on one gpu::Backend (the CPU backend, or a GPU).
 //
 // A BlockJob carries everything a block needs: the frames, the tier, and a
 // snapshot of the synthesis state (vocoder + noise generator) at the block's
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "dsp/mlsa_vocoder.h"
+#include "engine/device_health.h"
 #include "engine/fault_plan.h"
 #include "engine/flite_voice.h"
 #include "engine/models/spectral_vocoder.h"
@@ -78,11 +79,12 @@ struct BlockJob {
 // run on the host; spectral blocks run on the processor's backend (the CPU
 // backend, or a GPU). A device error fails the job (the scheduler then hands
 // it to a CPU processor), marks the processor unhealthy, and schedules a
-// re-initialisation of its device state off the audio path; after
-// kMaxFailures it stays off.
+// re-initialisation of its device state off the audio path, after the
+// backoff its DeviceHealthBreaker sets; after the breaker's
+// kMaxConsecutiveFailures errors in a row it stays off.
 class BlockProcessor {
   public:
-    static constexpr int kMaxFailures = 3;
+    static constexpr int kMaxFailures = DeviceHealthBreaker::kMaxConsecutiveFailures;
     static constexpr std::size_t kMaxBatch = 256;  // jobs computed together
 
     BlockProcessor(std::string name, bool realtime_priority, FaultPlan fault = {},
@@ -95,11 +97,11 @@ class BlockProcessor {
     // True while a job is queued or running.
     bool busy() const { return pending_.load(std::memory_order_acquire) > 0; }
     // False after a device error until the device state is rebuilt; false for
-    // good after kMaxFailures.
+    // good after kMaxFailures in a row.
     bool healthy() const { return healthy_.load(std::memory_order_acquire); }
-    bool disabled() const { return failures_.load() >= kMaxFailures; }
-    int failures() const { return failures_.load(); }
-    std::string last_error() const;
+    bool disabled() const { return health_.disabled(); }
+    int failures() const { return static_cast<int>(health_.failures()); }
+    std::string last_error() const { return health_.last_error(); }
     bool realtime() const { return realtime_; }
     gpu::Backend* backend() const { return backend_.get(); }
     gpu::MemoryUsage memory_usage() const { return pool_->usage(); }
@@ -130,7 +132,6 @@ class BlockProcessor {
     std::unique_ptr<gpu::MemoryPool> pool_;           // device buffers of this processor
     std::unique_ptr<gpu::SpectralVocoder> spectral_;  // built on first use, rebuilt after errors
     std::optional<gpu::SpectralVocoderConfig> spectral_config_;
-    std::chrono::milliseconds retry_delay_{2};
     std::atomic<std::int64_t> calibrated_ns_{0};
     rt::Counter batches_, batch_jobs_;
     rt::MaxGauge max_batch_;
@@ -139,8 +140,7 @@ class BlockProcessor {
     std::deque<BlockJob*> queue_;
     std::atomic<int> pending_{0};
     std::atomic<bool> healthy_{true};
-    std::atomic<int> failures_{0};
-    std::string last_error_;
+    DeviceHealthBreaker health_;
     bool stop_ = false;
     bool realtime_ = false;
     bool want_realtime_;

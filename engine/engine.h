@@ -23,8 +23,6 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "engine/fault_plan.h"
-#include "gpu/backend.h"
 
 /** \class etude::Error
  * What the C++ API throws: a std::runtime_error whose message names the file,
@@ -36,7 +34,7 @@
 namespace etude::engine {
 
 class StreamCore;
-class EngineCore;
+class EngineWorkers;
 
 /// How a stream speaks: voice, output rate, latency budget, vocoder and device.
 /// Engine::create_stream() checks it; the defaults make a 16 kHz stream with
@@ -55,15 +53,18 @@ struct StreamOptions {
     bool render_ahead = true;        ///< let engine workers vocode later sentences early
     bool allow_reduced_tier = true;  ///< may the scheduler fall to the cheaper vocoder tier
     bool realtime_workers = true;    ///< SCHED_FIFO for the block processors where allowed
-    FaultPlan primary_fault;         ///< test hook: make the primary processor slow on purpose
-    FaultPlan fallback_fault;        ///< test hook: the same for the fallback processor
     /// "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
     /// on the device chosen by `backend`/`device` (see gpu/registry.h), with
     /// the CPU processors as fallback.
     std::string vocoder = "mlsa";
     std::string backend = "auto";  ///< auto, cpu, cuda, opencl
     int device = -1;               ///< device index within `backend`; -1: the best one
-    gpu::GpuFault gpu_fault;       ///< test hook: make the GPU fail, run out of memory, or be late
+    /// Test and drill hook: faults to inject, in the vocabulary of the
+    /// ETUDE_FAULT environment variable (which adds to it), e.g.
+    /// "slow:0.05:30" (the primary processor 30 ms late on 5 % of its blocks)
+    /// or "kernel:1:0:1500" (the GPU fails one operation after 1500); see
+    /// docs/troubleshooting.md. Malformed text: create_stream() throws.
+    std::string faults;
     /// Spectral only: create_stream() waits (up to 60 s) until the device has
     /// built its state and baked its FFT plans. Otherwise the CPU makes the
     /// blocks until the device is ready, which for a cold OpenCL device can
@@ -79,19 +80,28 @@ struct StreamOptions {
     bool allow_phase_fallback = true;  ///< may the mel scheduler fall to phase reconstruction
 };
 
-/// One scheduled block: who made it, at what tier, how long it took, and how
-/// much time was left before the audio callback needed it.
+/// The quality a block or mel chunk was made at.
+enum class Quality : std::uint8_t {
+    Full,                ///< the stream's vocoder or model, exact
+    Reduced,             ///< the cheaper MLSA tier (StreamOptions::allow_reduced_tier)
+    PhaseReconstruction  ///< mel streams: phase reconstruction from the mel, no network
+};
+
+/// One scheduled block: who made it, at what quality, how long it took, and
+/// how much time was left before the audio callback needed it.
 struct BlockRecord {
     /// Who made the block.
     enum Processor : std::uint8_t {
-        Primary,   ///< the stream's first CPU processor
+        Primary,   ///< the stream's first CPU processor (mel streams: the CPU)
         Fallback,  ///< the second CPU processor, after the first missed its cut-off
         Ahead,     ///< copied from a sentence a render worker vocoded ahead of time
         Gpu        ///< the device processor of the spectral vocoder
     };
-    std::uint64_t index = 0;         ///< block number within the stream, from 0
-    Processor processor = Primary;   ///< who made it
-    bool reduced_tier = false;       ///< made by the cheaper vocoder tier
+    std::uint64_t index = 0;          ///< block number within the stream, from 0
+    Processor processor = Primary;    ///< who made it
+    Quality quality = Quality::Full;  ///< at what quality
+    /// Made at less than full quality (quality != Quality::Full).
+    bool reduced_tier = false;
     bool fell_back = false;          ///< the first processor missed its cut-off
     std::int64_t dispatched_ns = 0;  ///< handed to a processor (rt::now_ns() clock)
     std::int64_t started_ns = 0;     ///< the processor began it
@@ -126,7 +136,7 @@ struct StreamStats {
         blocks_ahead = 0;                   ///< blocks copied from BlockRecord::Ahead
     std::uint64_t fallbacks = 0;            ///< blocks re-dispatched after a missed cut-off
     std::uint64_t late_blocks = 0;          ///< blocks finished after their deadline
-    std::uint64_t reduced_tier_blocks = 0;  ///< blocks made by the cheaper vocoder tier
+    std::uint64_t reduced_tier_blocks = 0;  ///< blocks made at less than full quality
     std::uint64_t blocks_gpu = 0;           ///< blocks made by BlockRecord::Gpu
     double latency_ms = 0.0;                ///< the fixed latency in force
     std::string vocoder;                    ///< "mlsa" or "spectral"
@@ -242,7 +252,7 @@ class Engine {
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
 
   private:
-    std::shared_ptr<EngineCore> core_;
+    std::shared_ptr<EngineWorkers> core_;
 };
 
 }  // namespace etude::engine

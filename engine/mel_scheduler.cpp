@@ -13,8 +13,6 @@
 namespace etude::engine {
 namespace {
 
-// Consecutive device errors after which the GPU tier stays off.
-constexpr int kMaxGpuFailures = 3;
 // Frames run once per tier at start-up to measure it (and warm it up: plans,
 // kernel compilation, first allocations).
 constexpr int kCalibrationFrames = 16;
@@ -161,17 +159,30 @@ long MelScheduler::frames_to_run(int tier) const {
     return std::max<long>(1, s.frames_to_run(m));
 }
 
-int MelScheduler::choose(std::int64_t budget_ns) {
+int MelScheduler::choose(std::int64_t budget_ns, bool may_reduce_quality) {
     ++stamp_;
     for (auto& e : per_frame_) e.set_now(stamp_);
-    for (int tier = 0; tier < 2; ++tier) {
-        if (tier == 0 && (!gpu_model_ || stats_.gpu_disabled)) continue;
-        // Priced by the frames the network will run (context only when the
-        // stream must prime or recompute it).
-        const std::int64_t cost = per_frame_[tier].estimate_ns() * frames_to_run(tier);
-        if (cost <= budget_ns) return tier;
+    // Tiers 0-2 as candidates, best first. The models are priced by the
+    // frames the network will run (context only when the stream must prime
+    // or recompute it); phase reconstruction by the chunk's frames.
+    Candidate c[3];
+    int tier_of[3];
+    int n = 0;
+    if (gpu_model_) {
+        c[n] = {Processor::Gpu, Quality::Full, per_frame_[0].estimate_ns() * frames_to_run(0),
+                gpu_health_.may_try(rt::now_ns())};
+        tier_of[n++] = 0;
     }
-    return phase_ ? 2 : 1;
+    c[n] = {Processor::CpuPrimary, Quality::Full, per_frame_[1].estimate_ns() * frames_to_run(1),
+            true};
+    tier_of[n++] = 1;
+    if (phase_ && may_reduce_quality) {
+        c[n] = {Processor::CpuPrimary, Quality::PhaseReconstruction, per_frame_[2].estimate_ns(),
+                true};
+        tier_of[n++] = 2;
+    }
+    const int i = choose_candidate(std::span(c, static_cast<std::size_t>(n)), 0, budget_ns);
+    return tier_of[i];  // the CPU model is always available
 }
 
 std::uint64_t MelScheduler::frames_run() const {
@@ -200,7 +211,8 @@ std::vector<float> MelScheduler::run_model(int tier, bool last) {
 }
 
 std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
-                                             std::int64_t budget_ns, MelChunkReport& report) {
+                                             std::int64_t budget_ns, MelChunkReport& report,
+                                             bool may_reduce_quality) {
     const auto& a = cpu_model_->audio();
     report = {};
     report.started_ns = rt::now_ns();
@@ -229,23 +241,20 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
         }
     }
 
-    int tier = choose(budget_ns);
+    int tier = choose(budget_ns, may_reduce_quality);
     const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();
     if (tier < 2) {
         try {
             audio = run_model(tier, last);
-            if (tier == 0) consecutive_gpu_failures_ = 0;
+            if (tier == 0) gpu_health_.record_success();
         } catch (const gpu::DeviceError& e) {
             if (tier != 0) throw;
-            // The CPU copy of the model remakes the chunk from the same state.
-            {
-                std::lock_guard lock(stats_mu_);
-                ++stats_.gpu_failures;
-                stats_.gpu_last_error = e.what();
-                if (++consecutive_gpu_failures_ >= kMaxGpuFailures) stats_.gpu_disabled = true;
-            }
+            // The CPU copy of the model remakes the chunk from the same
+            // state; the device's state is the backend's, rebuilt by
+            // reset_health() (the model's weights and runners stay valid).
+            gpu_health_.record_failure(rt::now_ns(), e.what());
             gpu_model_->backend().reset_health();
             report.fell_back = true;
             tier = 1;
@@ -303,6 +312,8 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     }
 
     report.tier = tier;
+    report.processor = tier == 0 ? Processor::Gpu : Processor::CpuPrimary;
+    report.quality = tier == 2 ? Quality::PhaseReconstruction : Quality::Full;
     report.finished_ns = rt::now_ns();
     if (!resampler_) {
         out_ = std::move(audio);
@@ -314,8 +325,15 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
 }
 
 MelSchedulerStats MelScheduler::stats() const {
-    std::lock_guard lock(stats_mu_);
-    return stats_;
+    MelSchedulerStats s;
+    {
+        std::lock_guard lock(stats_mu_);
+        s = stats_;
+    }
+    s.gpu_failures = gpu_health_.failures();
+    s.gpu_disabled = gpu_health_.disabled();
+    s.gpu_last_error = gpu_health_.last_error();
+    return s;
 }
 
 }  // namespace etude::engine

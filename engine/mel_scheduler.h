@@ -9,15 +9,17 @@
 //   2. phase reconstruction from the mel magnitude (no weights; RTPGHI),
 //      which always keeps up and runs in the shadow of the others so that it
 //      can take over any chunk without a warm-up.
-// A tier is chosen if its estimated cost for the chunk (a high percentile of
-// its recent cost per frame, with margin) fits the time left before the
-// audio is due. A GPU error makes the CPU redo the chunk; after repeated
-// errors the GPU stays off. Switching between tiers 0 and 1 is seamless with
-// one model (the stream state does not depend on where the network runs);
-// with two models each keeps its own context, so every chunk is exactly what
-// its model makes (Vocos reruns the few skipped frames whose windows overlap
-// the chunk). Tier 2's chunks are its own audio, and counted; the model's
-// output is exact again from its first chunk after them.
+// The tiers are candidates of the scheduling policy's chooser
+// (block_plan.h), priced by their estimated cost for the chunk (a high
+// percentile of their recent cost per frame, with margin) against the time
+// left before the audio is due (deadline.h); the first that fits is chosen,
+// else the quickest. A GPU error makes the CPU redo the chunk; the GPU's
+// DeviceHealthBreaker (device_health.h) retries it, backs off after a second error and turns
+// it off after repeated errors in a row, as for text streams. Switching between tiers 0 and 1 is
+// seamless with one model (the stream state does not depend on where the network runs); with two
+// models each keeps its own context, so every chunk is exactly what its model makes (Vocos reruns
+// the few skipped frames whose windows overlap the chunk). Tier 2's chunks are its own audio, and
+// counted; the model's output is exact again from its first chunk after them.
 //
 // Threads: one owner (the stream's producer thread). Not real-time safe.
 #pragma once
@@ -32,6 +34,8 @@
 
 #include "dsp/phase_reconstruction.h"
 #include "dsp/resampler.h"
+#include "engine/block_plan.h"
+#include "engine/device_health.h"
 #include "engine/latency_estimator.h"
 #include "engine/models/mel_vocoder_stream.h"
 #include "gpu/backend.h"
@@ -49,7 +53,9 @@ struct MelSchedulerOptions {
 };
 
 struct MelChunkReport {
-    int tier = 1;            // 0 GPU model, 1 CPU model, 2 phase reconstruction
+    int tier = 1;  // 0 GPU model, 1 CPU model, 2 phase reconstruction (as processor, quality:)
+    Processor processor = Processor::CpuPrimary;  // Gpu, or CpuPrimary (this thread)
+    Quality quality = Quality::Full;              // Full, or PhaseReconstruction
     bool fell_back = false;  // the tier first tried failed, another remade the chunk
     std::int64_t started_ns = 0, finished_ns = 0;
 };
@@ -60,7 +66,7 @@ struct MelSchedulerStats {
     std::string gpu_note;    // why there is no tier 0
     std::uint64_t chunks[3] = {0, 0, 0};
     std::uint64_t frames = 0;
-    std::uint64_t gpu_failures = 0;
+    std::uint64_t gpu_failures = 0;  // (from the breaker, at stats())
     bool gpu_disabled = false;
     std::string gpu_last_error;
     double latency_ms = 0;  // the model's added streaming latency
@@ -80,16 +86,18 @@ class MelScheduler {
     // ends the utterance (flushes the context). `budget_ns` is the time left
     // before this audio is due. Returns the audio at the output rate (valid
     // until the next call).
+    // `may_reduce_quality` (deadline.h): phase reconstruction may be chosen.
     std::span<const float> process(std::span<const float> mel, int frames, bool last,
-                                   std::int64_t budget_ns, MelChunkReport& report);
+                                   std::int64_t budget_ns, MelChunkReport& report,
+                                   bool may_reduce_quality = true);
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
 
   private:
     std::vector<float> run_model(int tier, bool last);
-    int choose(std::int64_t budget_ns);
+    int choose(std::int64_t budget_ns, bool may_reduce_quality);
     long frames_to_run(int tier) const;  // the network's frames for this chunk
-    std::uint64_t frames_run() const;  // by both streams
+    std::uint64_t frames_run() const;    // by both streams
     long ready_end() const;
 
     MelSchedulerOptions options_;
@@ -111,7 +119,7 @@ class MelScheduler {
     long timeline_ = 0;            // model-rate samples handed out this utterance
     mutable std::mutex stats_mu_;  // stats() may be called from any thread
     MelSchedulerStats stats_;
-    int consecutive_gpu_failures_ = 0;
+    DeviceHealthBreaker gpu_health_;
 };
 
 }  // namespace etude::engine

@@ -146,15 +146,15 @@ struct KernelTiming {
 enum class Health { Ok, Failed };
 
 // Test/drill hook: make `count` operations (after `after` normal ones) fail,
-// run out of memory, or finish `delay_ms` late. The registry also applies
-// ETUDE_GPU_FAULT to every GPU backend it opens.
+// run out of memory, or finish `delay_ms` late. The engine applies the
+// device faults of ETUDE_FAULT (engine/fault_plan.h) to the devices it opens.
 struct GpuFault {
     enum Kind { None, KernelFailure, OutOfMemory, Late } kind = None;
     int count = 0;        // how many operations are affected
     double delay_ms = 0;  // Late: by how much
     int after = 0;        // operations that run normally first
 };
-// Parses ETUDE_GPU_FAULT-style text "KIND:COUNT[:DELAY_MS[:AFTER]]" with KIND
+// Parses one device item of ETUDE_FAULT, "KIND:COUNT[:DELAY_MS[:AFTER]]" with KIND
 // one of kernel, oom, late (e.g. "kernel:2:0:500"); nullopt if malformed.
 std::optional<GpuFault> parse_gpu_fault(const std::string& text);
 

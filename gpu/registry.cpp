@@ -233,9 +233,6 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
     if (b) return b;
     for (const Module& m : kModules)
         if (m.kind == d.kind) b = m.open(*impl_, d.index);
-    // Drills: ETUDE_GPU_FAULT="kernel|oom|late:COUNT[:DELAY_MS[:AFTER_OPS]]".
-    if (const char* env = std::getenv("ETUDE_GPU_FAULT"))
-        if (auto f = parse_gpu_fault(env)) b->inject_fault(*f);
     return b;
 }
 

@@ -319,7 +319,7 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
             const auto run = run_etude(
                 "jack --server " + server.name() +
                     " --name etude-gpu --vocoder spectral --backend opencl --connect capture:in",
-                in, std::string("ETUDE_GPU_FAULT=") + fault);
+                in, std::string("ETUDE_FAULT=") + fault);
             std::printf("[jack gpu fault %s, attempt %d] %s", fault, attempt, run.err.c_str());
             if (run.err.find("no GPU processor") != std::string::npos ||
                 run.err.find("no OpenCL device") != std::string::npos)

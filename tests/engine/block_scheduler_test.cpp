@@ -7,12 +7,10 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/block_plan.h"
 #include "engine/engine.h"
 #include "engine/latency_estimator.h"
 
 using namespace etude::engine;
-using etude::dsp::MlsaTier;
 
 namespace {
 
@@ -77,19 +75,6 @@ std::vector<float> trim(const std::vector<float>& x) {
 
 }  // namespace
 
-TEST(BlockPlan, picks_the_first_free_candidate_that_meets_the_deadline) {
-    const PlanCandidate c[] = {{0, MlsaTier::Full, 5'000'000, false},
-                               {1, MlsaTier::Full, 1'000'000, false},
-                               {0, MlsaTier::Reduced, 500'000, false}};
-    EXPECT_EQ(choose_candidate(c, 0, 10'000'000), 0);    // preferred one fits
-    EXPECT_EQ(choose_candidate(c, 0, 2'000'000), 1);     // primary too slow: fallback
-    EXPECT_EQ(choose_candidate(c, 0, 700'000), 2);       // only the reduced tier fits
-    EXPECT_EQ(choose_candidate(c, 0, 100'000), 2);       // nothing fits: the quickest
-    EXPECT_EQ(choose_candidate(c, 0, 2'000'000, 1), 2);  // fallback excluded
-    const PlanCandidate busy[] = {{0, MlsaTier::Full, 1, true}, {1, MlsaTier::Full, 1, true}};
-    EXPECT_EQ(choose_candidate(busy, 0, 10), -1);
-}
-
 TEST(LatencyEstimator, plans_with_a_high_percentile_not_the_mean) {
     LatencyEstimator e(0.95, 0.0, 0);
     std::uint64_t t = 0;
@@ -122,7 +107,7 @@ TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns
     o.latency_ms = 60;
     o.block_ms = 10;
     o.render_ahead = false;  // every block goes through the scheduler
-    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 80, .seed = 7};  // 1 in 20
+    o.faults = "slow:0.05:80:7";  // the primary, 80 ms late on 1 block in 20
     // The reference is exact by construction: an offline render has
     // deadlines too (the latency budget, before playback), so with the
     // reduced tier allowed it could take a cheaper block of its own, which
@@ -166,8 +151,7 @@ TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
     o.render_ahead = false;
     o.allow_reduced_tier = false;  // keep the math exact so positions can be compared
     // Both processors sometimes far slower than the budget: underruns happen.
-    o.primary_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 3};
-    o.fallback_fault = {.slow_probability = 0.05, .slow_ms = 40, .seed = 4};
+    o.faults = "slow:0.05:40:3,fallback-slow:0.05:40:4";
     const auto offline = render_offline(engine, o);  // faults slow it, never change it
 
     auto s = engine.create_stream(o);

@@ -1,0 +1,87 @@
+#include "engine/engine_workers.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "engine/stream_core.h"
+
+namespace etude::engine {
+
+EngineWorkers::EngineWorkers() {
+    front_end_ = std::thread([this] { run_front_end(); });
+    // Render workers pre-vocode upcoming sentences on the other cores.
+    const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
+        renderers_.emplace_back([this] { run_renderer(); });
+}
+
+void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
+    std::lock_guard lock(mu_);
+    streams_.push_back(s);
+}
+
+void EngineWorkers::stop() {
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (front_end_.joinable()) front_end_.join();
+    for (auto& t : renderers_)
+        if (t.joinable()) t.join();
+}
+
+bool EngineWorkers::stopping() {
+    std::lock_guard lock(mu_);
+    return stopping_;
+}
+
+template <typename Job, typename Take>
+std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        if (stopping_) return {};
+        streams_.remove_if([](const auto& w) { return w.expired(); });
+        const std::size_t count = streams_.size();
+        auto it = streams_.begin();
+        if (count) std::advance(it, round_robin_ % count);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (auto s = it->lock()) {
+                if (auto job = take(*s)) {
+                    ++round_robin_;
+                    return {std::move(s), std::move(job)};
+                }
+            }
+            if (++it == streams_.end()) it = streams_.begin();
+        }
+        cv_.wait(lock);
+    }
+}
+
+void EngineWorkers::run_front_end() {
+    for (;;) {
+        auto [stream, sentence] =
+            next_job<std::optional<Sentence>>([](StreamCore& s) { return s.take_sentence(); });
+        if (!stream) return;
+        stream->analyse(std::move(*sentence));
+    }
+}
+
+void EngineWorkers::run_renderer() {
+    // Rendering ahead is less urgent than the sentence being spoken, which
+    // the streams' block schedulers produce: yield the CPU to them.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
+    for (;;) {
+        auto [stream, sentence] = next_job<std::shared_ptr<AnalysedSentence>>(
+            [](StreamCore& s) { return s.take_render_job(); });
+        if (!stream) return;
+        stream->render_ahead(sentence);
+    }
+}
+
+}  // namespace etude::engine

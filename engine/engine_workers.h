@@ -1,0 +1,71 @@
+// The engine's workers, shared by all its streams: one front-end thread
+// analyses text into acoustic frames (Flite), and render workers vocode
+// sentences ahead of the one being spoken. Both take work from the streams
+// round-robin. Also keeps one GPU block processor per device, shared by the
+// streams on it, so the device gets one batch of launches for all of them.
+//
+// Threads: add(), wake(), stop(), stopping() and shared_gpu_processor() from
+// any thread; the workers take their stream's lock only through the
+// StreamCore calls, never while holding it.
+#pragma once
+
+#include <condition_variable>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engine/block_processor.h"
+
+namespace etude::engine {
+
+class StreamCore;
+
+class EngineWorkers {
+  public:
+    EngineWorkers();
+    ~EngineWorkers() { stop(); }
+    EngineWorkers(const EngineWorkers&) = delete;
+    EngineWorkers& operator=(const EngineWorkers&) = delete;
+
+    void add(const std::shared_ptr<StreamCore>& s);
+    // A stream has work for the workers.
+    void wake() { cv_.notify_all(); }
+    void stop();
+    bool stopping();
+
+    // The GPU processor of a device, created by `make` on first use and
+    // shared by the streams using that device while any of them lives.
+    template <typename Make>
+    std::shared_ptr<BlockProcessor> shared_gpu_processor(const std::string& device, Make make) {
+        std::lock_guard lock(gpu_mu_);
+        auto& weak = gpu_processors_[device];
+        if (auto p = weak.lock()) return p;
+        auto p = make();
+        weak = p;
+        return p;
+    }
+
+  private:
+    // Finds work with `take` over the streams, round-robin; waits if none.
+    template <typename Job, typename Take>
+    std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
+    void run_front_end();
+    void run_renderer();
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool stopping_ = false;
+    std::list<std::weak_ptr<StreamCore>> streams_;
+    std::size_t round_robin_ = 0;
+    std::thread front_end_;
+    std::vector<std::thread> renderers_;
+    std::mutex gpu_mu_;
+    std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
+};
+
+}  // namespace etude::engine

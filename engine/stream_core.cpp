@@ -1,0 +1,468 @@
+#include "engine/stream_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "engine/deadline.h"
+#include "engine/engine_workers.h"
+#include "engine/fault_plan.h"
+#include "engine/text_input.h"
+#include "engine/utterance_renderer.h"
+#include "rt/monotonic_clock.h"
+
+namespace etude::engine {
+namespace {
+
+// Sentences analysed ahead of the one being spoken: enough to keep the
+// vocoder and the render workers fed, few enough that a long text costs
+// memory for only a few.
+constexpr std::size_t kLookaheadSentences = 3;
+// How often a producer blocked on a full ring rechecks it: a real-time
+// reader never signals (it must not), so the writer polls.
+constexpr auto kSpacePoll = std::chrono::milliseconds(1);
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
+                       StreamOptions options)
+    : engine_(std::move(engine)),
+      voice_(&voice),
+      options_(std::move(options)),
+      rate_(options_.sample_rate),
+      ring_(rate_, static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0),
+            options_.cancel_fade_ms) {
+    const FaultSpec faults = faults_for_stream(options_.faults);
+    blocks_ =
+        std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
+    if (!options_.model.empty()) {
+        MelSchedulerOptions m;
+        m.model_path = options_.model;
+        m.cpu_model_path = options_.cpu_model;
+        m.backend = options_.backend;
+        m.device = options_.device;
+        m.output_rate = rate_;
+        if (faults.device) m.gpu_fault = *faults.device;
+        m.allow_phase_fallback = options_.allow_phase_fallback;
+        mel_ = std::make_unique<MelScheduler>(m);
+    }
+}
+
+void StreamCore::start() {
+    producer_ = std::thread([this] { produce(); });
+    if (options_.wait_for_device) blocks_->wait_for_device();
+}
+
+StreamCore::~StreamCore() {
+    {
+        std::lock_guard lock(mu_);
+        shutdown_ = true;
+    }
+    work_cv_.notify_all();
+    space_cv_.notify_all();
+    data_cv_.notify_all();
+    blocks_->stop();
+    if (producer_.joinable()) producer_.join();
+}
+
+std::size_t StreamCore::mel_bands() const {
+    return mel_ ? static_cast<std::size_t>(mel_->audio().n_mels) : 0;
+}
+
+void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
+    if (!mel_) throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
+    const std::size_t n_mels = static_cast<std::size_t>(mel_->audio().n_mels);
+    if (mel.size() != frames * n_mels)
+        throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
+                    std::to_string(n_mels) + " mels x " + std::to_string(frames) + " frames");
+    for (float v : mel)
+        if (!std::isfinite(v)) throw Error("push_mel: the chunk holds a value that is not finite");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    if (frames == 0 && !last) return;
+    auto c = std::make_shared<MelChunk>();
+    c->mel.assign(mel.begin(), mel.end());
+    c->frames = frames;
+    c->last = last;
+    c->origin.pushed = Clock::now();
+    {
+        std::lock_guard lock(mu_);
+        c->origin.generation = ring_.generation();
+        c->origin.first_of_push = outstanding_ == 0;
+        mel_open_ = !last;
+        queue_.push_back(std::move(c));
+        ++outstanding_;
+        ++sentences_queued_;
+    }
+    work_cv_.notify_all();
+}
+
+std::size_t StreamCore::push_text(std::string_view text) {
+    if (mel_) throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    if (auto bad = find_invalid_utf8(text))
+        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    auto pieces = split_sentences(text);
+    if (pieces.empty()) return 0;
+    const auto now = Clock::now();
+    {
+        std::lock_guard lock(mu_);
+        const auto gen = ring_.generation();
+        // First-audio latency is measured from a push into an idle stream.
+        bool first = outstanding_ == 0;
+        for (auto& p : pieces) {
+            text_queue_.push_back({std::move(p), next_voice_, {gen, now, first}});
+            first = false;
+        }
+        outstanding_ += pieces.size();
+        sentences_queued_ += pieces.size();
+    }
+    engine_->wake();
+    return pieces.size();
+}
+
+void StreamCore::set_voice(std::string_view name) {
+    const FliteVoice& v = FliteVoice::load(name);
+    std::lock_guard lock(mu_);
+    next_voice_ = &v;
+}
+
+void StreamCore::cancel() {
+    std::size_t dropped;
+    {
+        std::lock_guard lock(mu_);
+        dropped = text_queue_.size() + queue_.size();
+        outstanding_ -= dropped;
+        text_queue_.clear();
+        queue_.clear();
+        mel_open_ = false;  // the next push_mel starts a new utterance
+        ring_.cancel();
+        ++cancels_;
+    }
+    sentences_dropped_.add(dropped);
+    work_cv_.notify_all();
+    space_cv_.notify_all();
+    data_cv_.notify_all();
+}
+
+bool StreamCore::busy() const {
+    std::lock_guard lock(mu_);
+    // An open mel utterance (its `last` chunk not yet pushed) is unfinished work.
+    return outstanding_ > 0 || mel_open_ || ring_.read_available() > 0;
+}
+
+double StreamCore::latency_ms() const {
+    return static_cast<double>(ring_.effective_latency_samples()) * 1000.0 / rate_;
+}
+
+StreamStats StreamCore::stats() const {
+    StreamStats s;
+    s.samples_delivered = ring_.delivered();
+    s.underruns = ring_.underruns();
+    s.underrun_samples = ring_.underrun_samples();
+    s.sentences_spoken = sentences_spoken_.get();
+    s.sentences_dropped = sentences_dropped_.get();
+    s.frames_vocoded = frames_rendered_ahead_.get();
+    s.latency_ms = latency_ms();
+    s.vocoder = mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
+    blocks_->fill_stats(s);
+    if (mel_) {
+        const auto m = mel_->stats();
+        s.model = m.model;
+        s.mel_frames = m.frames;
+        s.mel_chunks_gpu = m.chunks[0];
+        s.mel_chunks_cpu = m.chunks[1];
+        s.mel_chunks_phase = m.chunks[2];
+        s.model_latency_ms = m.latency_ms;
+        s.gpu_device = m.gpu_device;
+        s.gpu_note = m.gpu_note;
+        s.gpu_failures = m.gpu_failures;
+        s.gpu_disabled = m.gpu_disabled;
+        s.gpu_last_error = m.gpu_last_error;
+    }
+    records_.fill_stats(s);
+    std::lock_guard lock(mu_);
+    s.sentences_queued = sentences_queued_;
+    s.cancels = cancels_;
+    s.sentences_unspeakable = sentences_unspeakable_;
+    s.first_audio_ms = first_audio_ms_;
+    s.frontend_seconds = frontend_seconds_;
+    s.vocoder_seconds = vocoder_seconds_;
+    return s;
+}
+
+void StreamCore::write_trace(const std::string& path) const {
+    write_chrome_trace(path, records_.records(BlockRecorder::kCapacity), blocks_->kernel_timings());
+}
+
+// ---- offline consumer -------------------------------------------------------
+
+std::size_t StreamCore::read(std::span<float> out) {
+    std::size_t got = 0;
+    while (got < out.size()) {
+        if (ring_.cancel_pending()) {
+            got += ring_.pull_cancelled(out.subspan(got));
+            continue;
+        }
+        const std::size_t n = ring_.read_audio(out.subspan(got));
+        got += n;
+        if (n > 0) {
+            space_cv_.notify_one();
+            continue;
+        }
+        std::unique_lock lock(mu_);
+        data_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+            return ring_.read_available() > 0 || (outstanding_ == 0 && !mel_open_) || shutdown_;
+        });
+        if (ring_.read_available() == 0 && ((outstanding_ == 0 && !mel_open_) || shutdown_)) break;
+    }
+    return got;
+}
+
+// ---- engine workers ---------------------------------------------------------
+
+// Takes the next sentence to analyse if this stream has room for more
+// look-ahead. Called with the engine's lock held, never this stream's.
+std::optional<Sentence> StreamCore::take_sentence() {
+    std::lock_guard lock(mu_);
+    if (shutdown_ || text_queue_.empty() || analysing_ || queue_.size() >= kLookaheadSentences)
+        return std::nullopt;
+    Sentence s = std::move(text_queue_.front());
+    text_queue_.pop_front();
+    analysing_ = true;
+    return s;
+}
+
+void StreamCore::analyse(Sentence sentence) {
+    const auto t0 = Clock::now();
+    AcousticFrames frames;
+    try {
+        frames = sentence.voice->analyse(sentence.text);
+    } catch (const Error&) {
+        frames = AcousticFrames{};  // counted as dropped below
+    }
+    {
+        std::lock_guard lock(mu_);
+        analysing_ = false;
+        frontend_seconds_ += seconds_since(t0);
+        const bool current = !ring_.cancelled(sentence.origin.generation);
+        if (current && frames.frames > 1) {
+            auto u = std::make_shared<AnalysedSentence>();
+            u->frames = std::move(frames);
+            u->voice = sentence.voice;
+            u->origin = sentence.origin;
+            queue_.push_back(std::move(u));
+        } else {
+            // Nothing to say (only symbols Flite skips, or a front-end
+            // error), or cancelled while being analysed: cancel() counts
+            // only the queued sentences, so this one is settled here.
+            --outstanding_;
+            sentences_dropped_.add();
+            if (current) ++sentences_unspeakable_;
+        }
+    }
+    work_cv_.notify_all();
+    data_cv_.notify_all();
+    engine_->wake();  // a render worker may take it
+}
+
+// Claims an analysed sentence that is not about to be scheduled by this
+// stream's own producer (that one goes block by block, for the lowest
+// latency). Called with the engine's lock held.
+std::shared_ptr<AnalysedSentence> StreamCore::take_render_job() {
+    std::lock_guard lock(mu_);
+    // Spectral streams give every block to the scheduler (and the GPU).
+    if (shutdown_ || !options_.render_ahead || blocks_->spectral()) return nullptr;
+    // While the producer is idle it will take the head itself.
+    for (std::size_t i = producer_busy_ ? 0 : 1; i < queue_.size(); ++i) {
+        auto* s = std::get_if<std::shared_ptr<AnalysedSentence>>(&queue_[i]);
+        if (s && (*s)->state == AnalysedSentence::Pending) {
+            (*s)->state = AnalysedSentence::WorkerRendering;
+            return *s;
+        }
+    }
+    return nullptr;
+}
+
+void StreamCore::render_ahead(const std::shared_ptr<AnalysedSentence>& u) {
+    const auto t0 = Clock::now();
+    const auto start_ns = rt::now_ns();
+    UtteranceRenderer renderer(*u->voice, rate_);
+    std::vector<float> audio;
+    audio.reserve(static_cast<std::size_t>(static_cast<double>(u->frames.frames) *
+                                           u->voice->vocoder_config().frame_period * rate_ /
+                                           u->voice->sample_rate()) +
+                  1024);
+    const bool done = renderer.render(u->frames, [&](std::span<const float> chunk, bool) {
+        audio.insert(audio.end(), chunk.begin(), chunk.end());
+        return !ring_.cancelled(u->origin.generation);
+    });
+    {
+        std::lock_guard lock(mu_);
+        u->audio = std::move(audio);
+        u->render_started_ns = start_ns;
+        u->render_finished_ns = rt::now_ns();
+        u->state = done ? AnalysedSentence::Rendered : AnalysedSentence::Abandoned;
+        vocoder_seconds_ += seconds_since(t0);
+    }
+    if (done) frames_rendered_ahead_.add(u->frames.frames);
+    work_cv_.notify_all();
+}
+
+// ---- producer thread --------------------------------------------------------
+
+void StreamCore::produce() {
+    std::uint64_t seen_generation = ring_.generation();
+    for (;;) {
+        std::unique_lock lock(mu_);
+        producer_busy_ = false;
+        work_cv_.wait(lock, [&] {
+            return shutdown_ || !queue_.empty() || ring_.generation() != seen_generation;
+        });
+        if (shutdown_) return;
+        const auto gen = ring_.generation();
+        if (gen != seen_generation) {
+            seen_generation = gen;
+            if (mel_) mel_->reset();
+            ring_.acknowledge(gen);
+            continue;
+        }
+        WorkItem item = std::move(queue_.front());
+        queue_.pop_front();
+        producer_busy_ = true;
+        if (auto* chunk = std::get_if<std::shared_ptr<MelChunk>>(&item)) {
+            lock.unlock();
+            first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
+            mel_compute_ns_ = 0;
+            const bool complete = vocode_mel(**chunk);
+            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
+            continue;
+        }
+        auto u = std::get<std::shared_ptr<AnalysedSentence>>(std::move(item));
+        const bool mine = u->state == AnalysedSentence::Pending;
+        if (mine) u->state = AnalysedSentence::Scheduled;
+        if (!mine) {
+            // A render worker has it: wait for its audio (or the cancel).
+            work_cv_.wait(lock, [&] {
+                return shutdown_ || u->state == AnalysedSentence::Rendered ||
+                       u->state == AnalysedSentence::Abandoned ||
+                       ring_.cancelled(u->origin.generation);
+            });
+            if (shutdown_) return;
+        }
+        lock.unlock();
+        engine_->wake();  // room for more look-ahead
+        first_audio_pending_ = true;
+        const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
+        finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
+    }
+}
+
+// One chunk of a mel stream: the mel scheduler picks the tier by the
+// time left before this audio is due and makes the audio.
+bool StreamCore::vocode_mel(const MelChunk& c) {
+    if (ring_.cancelled(c.origin.generation)) {
+        mel_->reset();
+        return false;
+    }
+    // The same deadline as text blocks (deadline.h).
+    MelChunkReport report;
+    const auto dispatched = rt::now_ns();
+    const PlaybackState playback = ring_.playback_state();
+    const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
+    std::span<const float> audio;
+    try {
+        audio = mel_->process(c.mel, static_cast<int>(c.frames), c.last, budget_ns, report,
+                              may_reduce_quality(playback));
+    } catch (const std::exception&) {
+        mel_->reset();  // a device error the CPU could not cover either
+        return false;
+    }
+    mel_compute_ns_ += report.finished_ns - report.started_ns;
+    BlockRecord rec;
+    rec.index = records_.next_index();
+    rec.processor = to_record(report.processor);
+    rec.quality = report.quality;
+    rec.reduced_tier = report.quality != Quality::Full;
+    rec.fell_back = report.fell_back;
+    rec.dispatched_ns = dispatched;
+    rec.started_ns = report.started_ns;
+    rec.finished_ns = report.finished_ns;
+    rec.deadline_ns = dispatched + budget_ns;
+    records_.record(rec);
+    if (report.fell_back) records_.note_fallback();
+    if (!c.last && audio.empty()) return true;
+    return write(audio, c.origin, c.last);
+}
+
+void StreamCore::finish_item(bool complete, double vocoder_seconds) {
+    std::lock_guard lock(mu_);
+    vocoder_seconds_ += vocoder_seconds;
+    if (complete) {
+        --outstanding_;
+        sentences_spoken_.add();
+    } else if (!shutdown_) {
+        --outstanding_;
+        sentences_dropped_.add();
+    }
+    data_cv_.notify_all();
+}
+
+bool StreamCore::shutting_down() {
+    std::lock_guard lock(mu_);
+    return shutdown_;
+}
+
+bool StreamCore::wait_for_room(std::size_t block_samples, std::uint64_t gen) {
+    for (;;) {
+        if (ring_.cancelled(gen)) return false;
+        const std::size_t fill = ring_.read_available();
+        if (fill < std::max<std::size_t>(ring_.effective_latency_samples(), 1) &&
+            ring_.write_available() >= block_samples + 16384 / 4)
+            return true;
+        std::unique_lock lock(mu_);
+        if (shutdown_) return false;
+        space_cv_.wait_for(lock, kSpacePoll);
+    }
+}
+
+bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) {
+    for (;;) {
+        if (ring_.cancelled(origin.generation)) return false;
+        const bool fits = ring_.write_available() >= samples.size();
+        if (fits || !last_chunk) {
+            if (last_chunk) mark_end_if_last(samples.size());
+            const std::size_t n = ring_.write(samples);
+            if (n > 0) {
+                note_first_audio(origin);
+                data_cv_.notify_all();
+            }
+            samples = samples.subspan(n);
+            if (samples.empty()) return true;
+        }
+        std::unique_lock lock(mu_);
+        if (shutdown_) return false;
+        space_cv_.wait_for(lock, kSpacePoll);
+    }
+}
+
+// Before the final chunk of the final queued item goes in, publish where
+// speech will end, so that pull() can tell "finished" from "late".
+void StreamCore::mark_end_if_last(std::size_t final_chunk) {
+    std::lock_guard lock(mu_);
+    if (outstanding_ == 1 && text_queue_.empty() && queue_.empty() && !analysing_)
+        ring_.mark_end(ring_.write_position() + final_chunk);
+}
+
+void StreamCore::note_first_audio(const ItemOrigin& origin) {
+    if (first_audio_pending_ && origin.first_of_push) {
+        first_audio_pending_ = false;
+        std::lock_guard lock(mu_);
+        first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
+    }
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,115 @@
+// One stream's insides, behind the Stream facade: its intake (push_text,
+// push_mel, cancel), the queue between the engine's workers and its
+// producer thread, and the producer loop, which hands each item to its
+// executor: an analysed sentence to the BlockScheduler, a mel chunk to the
+// MelScheduler. Audio goes into the PlaybackRing, which the consumer reads.
+//
+// Threads: the public calls from any non-real-time thread, except pull()
+// (the audio callback, real-time) and read() (one offline consumer). The
+// take_/analyse/render_ahead calls come from the engine's workers.
+// mu_ guards the queues and slow statistics; pull() never takes it.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engine/block_records.h"
+#include "engine/block_scheduler.h"
+#include "engine/block_sink.h"
+#include "engine/engine.h"
+#include "engine/mel_scheduler.h"
+#include "engine/playback_ring.h"
+#include "engine/work_items.h"
+#include "rt/counters.h"
+
+namespace etude::engine {
+
+class EngineWorkers;
+
+class StreamCore final : public BlockSink {
+  public:
+    StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
+               StreamOptions options);
+    ~StreamCore() override;
+    // Starts the producer thread (after the stream is fully built).
+    void start();
+
+    // ---- any thread -------------------------------------------------------
+    std::size_t mel_bands() const;
+    void push_mel(std::span<const float> mel, std::size_t frames, bool last);
+    std::size_t push_text(std::string_view text);
+    void set_voice(std::string_view name);
+    void cancel();
+    bool busy() const;
+    double latency_ms() const;
+    StreamStats stats() const;
+    std::vector<BlockRecord> block_records(std::size_t max) const { return records_.records(max); }
+    void write_trace(const std::string& path) const;
+    const FliteVoice& voice() const { return *voice_; }
+    const StreamOptions& options() const { return options_; }
+
+    // ---- consumers --------------------------------------------------------
+    std::size_t pull(std::span<float> out) noexcept { return ring_.pull(out); }
+    std::size_t read(std::span<float> out);
+
+    // ---- engine workers (called with the engine's lock held for take_*) ----
+    std::optional<Sentence> take_sentence();
+    void analyse(Sentence sentence);
+    std::shared_ptr<AnalysedSentence> take_render_job();
+    void render_ahead(const std::shared_ptr<AnalysedSentence>& s);
+
+    // ---- BlockSink (producer thread) --------------------------------------
+    bool wait_for_room(std::size_t samples, std::uint64_t generation) override;
+    bool write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) override;
+    bool cancelled(std::uint64_t generation) const override { return ring_.cancelled(generation); }
+    bool shutting_down() override;
+
+  private:
+    void produce();
+    bool vocode_mel(const MelChunk& chunk);
+    void finish_item(bool complete, double vocoder_seconds);
+    void mark_end_if_last(std::size_t final_chunk);
+    void note_first_audio(const ItemOrigin& origin);
+
+    std::shared_ptr<EngineWorkers> engine_;
+    const FliteVoice* voice_;
+    const StreamOptions options_;
+    const double rate_;
+
+    mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
+    std::condition_variable work_cv_, space_cv_, data_cv_;
+    std::deque<Sentence> text_queue_;
+    std::deque<WorkItem> queue_;  // analysed sentences or mel chunks, in order
+    const FliteVoice* next_voice_ = voice_;
+    bool producer_busy_ = false;   // the producer is speaking an item
+    std::size_t outstanding_ = 0;  // items queued and not yet fully written or dropped
+    bool analysing_ = false;
+    bool shutdown_ = false;
+    bool mel_open_ = false;  // a mel utterance has begun and not ended
+    std::uint64_t sentences_queued_ = 0, cancels_ = 0, sentences_unspeakable_ = 0;
+    double first_audio_ms_ = -1.0, frontend_seconds_ = 0.0, vocoder_seconds_ = 0.0;
+    rt::Counter sentences_spoken_, sentences_dropped_, frames_rendered_ahead_;
+
+    PlaybackRing ring_;
+    BlockRecorder records_;
+    std::unique_ptr<BlockScheduler> blocks_;
+    std::unique_ptr<MelScheduler> mel_;  // mel streams only
+
+    // Producer-thread state.
+    bool first_audio_pending_ = false;
+    std::int64_t mel_compute_ns_ = 0;
+    std::thread producer_;
+};
+
+}  // namespace etude::engine

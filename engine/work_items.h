@@ -1,0 +1,63 @@
+// The work a stream queues between its intake (push_text, push_mel) and its
+// producer thread: text waiting for the front end, an analysed sentence
+// waiting to be vocoded, or a chunk of mel frames waiting for the neural
+// vocoder. Each carries where it came from (ItemOrigin), which decides
+// whether a cancel has made it obsolete and when its first audio counts.
+//
+// Threads: created by the intake or the front-end worker, then owned by the
+// stream's queue; fields marked "stream mutex" are guarded by it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/flite_voice.h"
+
+namespace etude::engine {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a piece of work came from.
+struct ItemOrigin {
+    std::uint64_t generation = 0;  // the cancel count when it was pushed
+    Clock::time_point pushed;      // when push_text/push_mel took it
+    bool first_of_push = false;    // first audio of a push into an idle stream
+};
+
+// A sentence of pushed text, before the front end has analysed it.
+struct Sentence {
+    std::string text;
+    const FliteVoice* voice = nullptr;
+    ItemOrigin origin;
+};
+
+// An analysed sentence. Its audio is made either block by block by the
+// stream's BlockScheduler (the sentence being spoken), or ahead of time into
+// `audio` by an engine render worker (the sentences after it).
+struct AnalysedSentence {
+    enum State { Pending, Scheduled, WorkerRendering, Rendered, Abandoned };
+    AcousticFrames frames;
+    const FliteVoice* voice = nullptr;
+    ItemOrigin origin;
+    State state = Pending;     // stream mutex
+    std::vector<float> audio;  // valid once state == Rendered
+    std::int64_t render_started_ns = 0, render_finished_ns = 0;
+};
+
+// A chunk of log-mel frames for a mel stream (Stream::push_mel).
+struct MelChunk {
+    std::vector<float> mel;  // [n_mels][frames]
+    std::size_t frames = 0;
+    bool last = false;  // ends the utterance: the vocoder flushes its context
+    ItemOrigin origin;
+};
+
+// What the producer thread takes off a stream's queue.
+using WorkItem = std::variant<std::shared_ptr<AnalysedSentence>, std::shared_ptr<MelChunk>>;
+
+}  // namespace etude::engine

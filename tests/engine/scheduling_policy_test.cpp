@@ -1,0 +1,140 @@
+// The scheduling policy shared by text and mel streams, on its own with a
+// fake clock (times are plain numbers): the deadline (deadline.h), the
+// chooser (block_plan.h) and the device-health breaker (device_health.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "engine/block_plan.h"
+#include "engine/deadline.h"
+#include "engine/device_health.h"
+
+using namespace etude::engine;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+
+// 1 kHz: one sample is one millisecond, so deadlines read in samples.
+PlaybackState state(std::size_t buffered, bool playing, std::size_t pull_period = 0) {
+    return {.rate = 1000.0,
+            .buffered = buffered,
+            .prebuffer = 100,
+            .pull_period = pull_period,
+            .playing = playing,
+            .live_consumer = true};
+}
+
+}  // namespace
+
+// ---- deadline ---------------------------------------------------------------
+
+TEST(Deadline, before_playback_the_latency_budget_is_the_least_time_there_is) {
+    const std::int64_t now = 5'000 * kMs;
+    EXPECT_EQ(deadline_ns(now, state(0, false)), now + 100 * kMs);
+    EXPECT_EQ(deadline_ns(now, state(30, false)), now + 100 * kMs);
+    EXPECT_EQ(deadline_ns(now, state(250, false)), now + 250 * kMs);  // more buffered: more time
+}
+
+TEST(Deadline, once_playing_it_counts_only_what_the_ring_holds) {
+    const std::int64_t now = 7 * kMs;
+    // One block buffered right after a late fallback: 10 ms, not the 100 ms budget.
+    EXPECT_EQ(deadline_ns(now, state(10, true)), now + 10 * kMs);
+    EXPECT_EQ(deadline_ns(now, state(0, true)), now);
+}
+
+TEST(Deadline, leaves_the_consumers_period_out) {
+    EXPECT_EQ(deadline_ns(0, state(40, true, 16)), 24 * kMs);
+    EXPECT_EQ(deadline_ns(0, state(10, true, 16)), 0);  // less than a period: due now
+    EXPECT_EQ(deadline_ns(0, state(0, false, 16)), 84 * kMs);
+}
+
+TEST(Deadline, an_offline_reader_has_the_budget_but_never_reduced_quality) {
+    PlaybackState offline = state(0, false);
+    offline.live_consumer = false;
+    // A late device is still covered by the CPU for read() ...
+    EXPECT_EQ(deadline_ns(0, offline), 100 * kMs);
+    // ... but no block is made worse for a reader who hears nothing late.
+    EXPECT_FALSE(may_reduce_quality(offline));
+    EXPECT_TRUE(may_reduce_quality(state(0, false)));
+}
+
+// ---- chooser ----------------------------------------------------------------
+
+TEST(Chooser, picks_the_first_available_candidate_that_meets_the_deadline) {
+    const Candidate c[] = {{Processor::CpuPrimary, Quality::Full, 5 * kMs, true},
+                           {Processor::CpuFallback, Quality::Full, 1 * kMs, true},
+                           {Processor::CpuPrimary, Quality::Reduced, kMs / 2, true}};
+    EXPECT_EQ(choose_candidate(c, 0, 10 * kMs), 0);  // the preferred one fits
+    EXPECT_EQ(choose_candidate(c, 0, 2 * kMs), 1);   // the primary is too slow
+    EXPECT_EQ(choose_candidate(c, 0, kMs * 7 / 10), 2);
+    EXPECT_EQ(choose_candidate(c, 8 * kMs, 10 * kMs), 1);  // `now` counts
+}
+
+TEST(Chooser, takes_the_quickest_when_none_meets_the_deadline) {
+    const Candidate c[] = {{Processor::Gpu, Quality::Full, 3 * kMs, true},
+                           {Processor::CpuPrimary, Quality::Full, 9 * kMs, true},
+                           {Processor::CpuPrimary, Quality::PhaseReconstruction, 2 * kMs, true}};
+    EXPECT_EQ(choose_candidate(c, 0, kMs), 2);
+    EXPECT_EQ(choose_candidate(c, 0, 4 * kMs), 0);  // the GPU model fits: no phase
+}
+
+TEST(Chooser, skips_unavailable_candidates_and_the_excluded_processor) {
+    const Candidate c[] = {{Processor::Gpu, Quality::Full, 1 * kMs, false},
+                           {Processor::CpuPrimary, Quality::Full, 2 * kMs, true},
+                           {Processor::CpuFallback, Quality::Full, 2 * kMs, true}};
+    EXPECT_EQ(choose_candidate(c, 0, 10 * kMs), 1);
+    EXPECT_EQ(choose_candidate(c, 0, 10 * kMs, Processor::CpuPrimary), 2);
+    const Candidate none[] = {{Processor::CpuPrimary, Quality::Full, 1, false},
+                              {Processor::CpuFallback, Quality::Full, 1, true}};
+    EXPECT_EQ(choose_candidate(none, 0, 10, Processor::CpuFallback), -1);
+}
+
+// ---- device-health breaker ----------------------------------------------------
+
+TEST(DeviceHealthBreaker, turns_the_device_off_after_three_failures_in_a_row) {
+    DeviceHealthBreaker b;
+    std::int64_t t = 0;
+    for (int i = 0; i < DeviceHealthBreaker::kMaxConsecutiveFailures; ++i) {
+        EXPECT_FALSE(b.disabled()) << i;
+        b.record_failure(t, "kernel failed");
+        t += 10'000 * kMs;  // far past any backoff
+    }
+    EXPECT_TRUE(b.disabled());
+    EXPECT_FALSE(b.may_try(t));
+    b.record_success();  // a late success does not bring it back
+    EXPECT_TRUE(b.disabled());
+    EXPECT_EQ(b.failures(), 3u);
+    EXPECT_EQ(b.last_error(), "kernel failed");
+}
+
+TEST(DeviceHealthBreaker, a_success_ends_the_run_of_failures) {
+    DeviceHealthBreaker b;
+    std::int64_t t = 0;
+    for (int round = 0; round < 5; ++round) {
+        b.record_failure(t, "oom");
+        b.record_failure(t + 100 * kMs, "oom");
+        t += 10'000 * kMs;
+        ASSERT_TRUE(b.may_try(t)) << round;
+        b.record_success();
+    }
+    EXPECT_FALSE(b.disabled());
+    EXPECT_EQ(b.failures(), 10u);  // all of them counted for the statistics
+}
+
+TEST(DeviceHealthBreaker, retries_at_once_after_one_error_then_backs_off_in_a_run) {
+    DeviceHealthBreaker b;
+    const std::int64_t t0 = 1'000 * kMs;
+    EXPECT_TRUE(b.may_try(t0));
+    b.record_failure(t0, "x");
+    EXPECT_TRUE(b.may_try(t0));  // one error: rebuilt and retried at once
+    const std::int64_t t1 = t0 + 50 * kMs;
+    b.record_failure(t1, "x");  // a second in a row: out for the first backoff
+    EXPECT_FALSE(b.may_try(t1 + DeviceHealthBreaker::kFirstBackoffNs - 1));
+    EXPECT_TRUE(b.may_try(t1 + DeviceHealthBreaker::kFirstBackoffNs));
+    b.record_success();
+    b.record_failure(t1 + kMs, "x");  // a new run: at once again
+    EXPECT_TRUE(b.may_try(t1 + kMs));
+    b.record_failure(t1 + 2 * kMs, "x");
+    EXPECT_EQ(b.retry_at_ns(), t1 + 2 * kMs + DeviceHealthBreaker::kFirstBackoffNs);
+}
