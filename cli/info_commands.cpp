@@ -5,6 +5,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/kernel_registry.h"
+#include "engine/device_choice.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
 #include "gpu/registry.h"
@@ -54,12 +55,19 @@ int devices_command(int argc, char** argv) {
                         d.compute_units,
                         static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0));
         for (const auto& n : reg.notes()) std::printf("  note: %s\n", n.c_str());
+        // The GPU tier that streams get with --backend auto (engine/device_choice.h).
         try {
-            const auto chosen = reg.resolve(gpu::with_environment({}));
-            std::printf("chosen for --vocoder spectral --backend auto: %s %d (%s)\n",
-                        gpu::to_string(chosen.kind), chosen.index, chosen.name.c_str());
+            const auto request = gpu::with_environment({});
+            const auto tier = engine::choose_gpu_tier(request, reg.resolve(request));
+            if (tier.use)
+                std::printf("GPU tier for --backend auto: %s %d (%s)\n",
+                            gpu::to_string(tier.device.kind), tier.device.index,
+                            tier.device.name.c_str());
+            else
+                std::printf("GPU tier for --backend auto: none, the CPU does it all (%s)\n",
+                            tier.note.c_str());
         } catch (const std::exception& e) {
-            std::printf("chosen: none (%s)\n", e.what());
+            std::printf("GPU tier for --backend auto: none (%s)\n", e.what());
         }
 
         if (args.flag("--calibrate")) {

@@ -63,7 +63,7 @@ void BlockProcessor::submit(BlockJob* job) {
 
 void BlockProcessor::run() {
     // Below the audio callback's priority (JACK uses ~10 above its own), above normal work.
-    if (want_realtime_) realtime_ = rt::make_current_thread_realtime(5);
+    if (want_realtime_) realtime_ = rt::make_current_thread_realtime(kProcessorPriority);
     std::vector<BlockJob*> batch;
     for (;;) {
         batch.clear();

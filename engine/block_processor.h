@@ -35,6 +35,10 @@
 
 namespace etude::engine {
 
+// SCHED_FIFO priority of the block processors' threads and of a text
+// stream's producer thread, which waits on them (below an audio callback's).
+inline constexpr int kProcessorPriority = 5;
+
 enum class VocoderKind { Mlsa, Spectral };
 
 // The spectral vocoder's settings for a voice.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/deadline.h"
+#include "engine/device_choice.h"
 #include "engine/engine_workers.h"
 #include "gpu/registry.h"
 #include "rt/monotonic_clock.h"
@@ -97,17 +98,17 @@ std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>> BlockSchedul
 // the work and the reason is kept for the statistics.
 void BlockScheduler::open_gpu(EngineWorkers& workers, const FaultSpec& faults) {
     try {
-        auto& registry = gpu::DeviceRegistry::instance();
-        const auto request =
-            gpu::with_environment(gpu::parse_backend_request(options_.backend, options_.device));
-        const gpu::DeviceInfo d = registry.resolve(request);
-        if (d.kind == gpu::BackendKind::Cpu) {
-            gpu_note_ = "the spectral vocoder runs on the CPU backend";
+        // The one "auto" policy (engine/device_choice.h): an explicitly named
+        // device is always used; auto takes a GPU only.
+        GpuTier tier = open_gpu_tier(options_.backend, options_.device);
+        if (!tier.backend) {
+            gpu_note_ = "the spectral vocoder runs on the CPU backend (" + tier.choice.note + ")";
             return;
         }
-        auto backend = registry.open(request);
+        const gpu::DeviceInfo d = tier.choice.device;
+        auto backend = tier.backend;
         if (faults.device) backend->inject_fault(*faults.device);
-        gpu_forced_ = request.kind != "auto";
+        gpu_forced_ = tier.choice.named;
         // One processor per device, shared by every stream on it, so the
         // device gets one batch of launches for all of them.
         gpu_ = workers.shared_gpu_processor(

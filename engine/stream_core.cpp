@@ -10,6 +10,7 @@
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
 #include "rt/monotonic_clock.h"
+#include "rt/realtime_thread.h"
 
 namespace etude::engine {
 namespace {
@@ -53,7 +54,18 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
 }
 
 void StreamCore::start() {
-    producer_ = std::thread([this] { produce(); });
+    producer_ = std::thread([this] {
+        // The producer is on every block's critical path (it waits for the
+        // result, commits it, resamples it and writes the ring), so it runs
+        // at the block processors' priority: left at normal priority behind a
+        // CPU-bound load it was held back long enough for the ring to run dry
+        // with every block computed in time (BlockScheduler.slow_primary_...:
+        // 6 of 15 runs failed with both cores loaded, 0 of 15 after). Mel
+        // streams run their networks on this thread and stay normal.
+        if (options_.realtime_workers && options_.model.empty())
+            rt::make_current_thread_realtime(kProcessorPriority);
+        produce();
+    });
     if (options_.wait_for_device) blocks_->wait_for_device();
 }
 
@@ -298,17 +310,22 @@ void StreamCore::render_ahead(const std::shared_ptr<AnalysedSentence>& u) {
                   1024);
     const bool done = renderer.render(u->frames, [&](std::span<const float> chunk, bool) {
         audio.insert(audio.end(), chunk.begin(), chunk.end());
-        return !ring_.cancelled(u->origin.generation);
+        return !ring_.cancelled(u->origin.generation) &&
+               !u->taken_over.load(std::memory_order_relaxed);
     });
+    bool kept = false;
     {
         std::lock_guard lock(mu_);
-        u->audio = std::move(audio);
-        u->render_started_ns = start_ns;
-        u->render_finished_ns = rt::now_ns();
-        u->state = done ? AnalysedSentence::Rendered : AnalysedSentence::Abandoned;
+        kept = u->state == AnalysedSentence::WorkerRendering;  // not taken over
+        if (kept) {
+            u->audio = std::move(audio);
+            u->render_started_ns = start_ns;
+            u->render_finished_ns = rt::now_ns();
+            u->state = done ? AnalysedSentence::Rendered : AnalysedSentence::Abandoned;
+        }
         vocoder_seconds_ += seconds_since(t0);
     }
-    if (done) frames_rendered_ahead_.add(u->frames.frames);
+    if (done && kept) frames_rendered_ahead_.add(u->frames.frames);
     work_cv_.notify_all();
 }
 
@@ -342,10 +359,19 @@ void StreamCore::produce() {
             continue;
         }
         auto u = std::get<std::shared_ptr<AnalysedSentence>>(std::move(item));
-        const bool mine = u->state == AnalysedSentence::Pending;
+        // A sentence a render worker is still making is taken over and
+        // scheduled block by block: the producer gets here once the previous
+        // sentence is in the ring, so the worker is late, and waiting for it
+        // had no deadline and no fallback (with both cores loaded the ring
+        // ran dry at the sentence boundary; the workers run at normal
+        // priority).
+        if (u->state == AnalysedSentence::WorkerRendering)
+            u->taken_over.store(true, std::memory_order_relaxed);
+        const bool mine =
+            u->state == AnalysedSentence::Pending || u->state == AnalysedSentence::WorkerRendering;
         if (mine) u->state = AnalysedSentence::Scheduled;
         if (!mine) {
-            // A render worker has it: wait for its audio (or the cancel).
+            // A render worker has finished it (or the cancel came).
             work_cv_.wait(lock, [&] {
                 return shutdown_ || u->state == AnalysedSentence::Rendered ||
                        u->state == AnalysedSentence::Abandoned ||

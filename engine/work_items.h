@@ -8,6 +8,7 @@
 // stream's queue; fields marked "stream mutex" are guarded by it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +48,9 @@ struct AnalysedSentence {
     State state = Pending;     // stream mutex
     std::vector<float> audio;  // valid once state == Rendered
     std::int64_t render_started_ns = 0, render_finished_ns = 0;
+    // The producer reached this sentence before its render worker finished
+    // and makes it itself, block by block; the worker stops and drops its audio.
+    std::atomic<bool> taken_over{false};
 };
 
 // A chunk of log-mel frames for a mel stream (Stream::push_mel).
