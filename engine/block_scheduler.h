@@ -1,6 +1,6 @@
 // The block scheduler of a text stream: vocodes the sentence being spoken
 // block by block. For each block it picks the processor and tier expected
-// to finish before the block's deadline (block_plan.h), waits until a
+// to finish before the block's deadline (processor_chooser.h), waits until a
 // cut-off that leaves time for a fallback, and if the first choice has not
 // finished by then (or its device failed) gives the same block, from the
 // same starting state, to another processor; a late result is discarded.
@@ -27,7 +27,6 @@
 
 #include "dsp/mlsa_vocoder.h"
 #include "dsp/resampler.h"
-#include "engine/block_plan.h"
 #include "engine/block_processor.h"
 #include "engine/block_records.h"
 #include "engine/block_sink.h"
@@ -35,6 +34,7 @@
 #include "engine/fault_plan.h"
 #include "engine/latency_estimator.h"
 #include "engine/playback_ring.h"
+#include "engine/processor_chooser.h"
 #include "engine/work_items.h"
 
 namespace etude::engine {

@@ -10,7 +10,7 @@
 //      which always keeps up and runs in the shadow of the others so that it
 //      can take over any chunk without a warm-up.
 // The tiers are candidates of the scheduling policy's chooser
-// (block_plan.h), priced by their estimated cost for the chunk (a high
+// (processor_chooser.h), priced by their estimated cost for the chunk (a high
 // percentile of their recent cost per frame, with margin) against the time
 // left before the audio is due (deadline.h); the first that fits is chosen,
 // else the quickest. A GPU error makes the CPU redo the chunk; the GPU's
@@ -34,10 +34,10 @@
 
 #include "dsp/phase_reconstruction.h"
 #include "dsp/resampler.h"
-#include "engine/block_plan.h"
 #include "engine/device_health.h"
 #include "engine/latency_estimator.h"
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/processor_chooser.h"
 #include "gpu/backend.h"
 
 namespace etude::engine {

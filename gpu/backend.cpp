@@ -1,8 +1,8 @@
 #include "gpu/backend.h"
 
-#include <stdexcept>
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 

@@ -29,8 +29,9 @@ packages=(
 
 # Only for `test`: the model converter (tools/convert.py) and its test run on
 # Debian's PyTorch, under /usr/bin/python3; doxygen builds the API reference
-# and its test (docs.api_reference) fails on an undocumented public member.
-test_packages=(python3-torch python3-numpy python3-yaml doxygen)
+# and its test (docs.api_reference) fails on an undocumented public member;
+# clang-format is the formatting check (style.clang_format).
+test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format)
 
 install_missing() {
   local missing=()

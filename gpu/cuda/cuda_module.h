@@ -20,5 +20,4 @@ bool etude_cuda_list_devices(std::vector<etude::gpu::DeviceInfo>* out, std::stri
 // Opens CUDA device `index` (0-based among the listed ones). Returns nullptr
 // and sets `error` on failure. The caller owns the result.
 etude::gpu::Backend* etude_cuda_open_device(int index, std::string* error);
-
 }

@@ -5,7 +5,8 @@
 namespace etude::gpu {
 
 std::vector<DeviceInfo> list_opencl_devices(std::vector<std::string>& notes) {
-    notes.push_back("OpenCL: this build has no OpenCL backend (configured with ETUDE_WITH_OPENCL=OFF)");
+    notes.push_back(
+        "OpenCL: this build has no OpenCL backend (configured with ETUDE_WITH_OPENCL=OFF)");
     return {};
 }
 

@@ -106,7 +106,7 @@ TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns
     // back (the scheduler's included), which no plan could absorb.
     o.latency_ms = 60;
     o.block_ms = 10;
-    o.render_ahead = false;  // every block goes through the scheduler
+    o.render_ahead = false;       // every block goes through the scheduler
     o.faults = "slow:0.05:80:7";  // the primary, 80 ms late on 1 block in 20
     // The reference is exact by construction: an offline render has
     // deadlines too (the latency budget, before playback), so with the

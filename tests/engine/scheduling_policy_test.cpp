@@ -1,13 +1,13 @@
 // The scheduling policy shared by text and mel streams, on its own with a
 // fake clock (times are plain numbers): the deadline (deadline.h), the
-// chooser (block_plan.h) and the device-health breaker (device_health.h).
+// chooser (processor_chooser.h) and the device-health breaker (device_health.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "engine/block_plan.h"
 #include "engine/deadline.h"
 #include "engine/device_health.h"
+#include "engine/processor_chooser.h"
 
 using namespace etude::engine;
 
