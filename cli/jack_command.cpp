@@ -229,8 +229,9 @@ int jack_command(int argc, char** argv) {
                     "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
             .option("--vocoder", "NAME",
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, GPU-capable)")
-            .option("--backend", "NAME",
-                    "for --vocoder spectral: auto (default: best device), cpu, cuda, opencl")
+            .option(
+                "--backend", "NAME",
+                "for --vocoder spectral: auto (default: a GPU if there is one), cpu, cuda, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')");

@@ -290,8 +290,9 @@ int say_command(int argc, char** argv) {
                     "the fixed latency budget the engine adds, 5-10000 (default 100)")
             .option("--vocoder", "NAME",
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)")
-            .option("--backend", "NAME",
-                    "for --vocoder spectral: auto (default: best device), cpu, cuda, opencl")
+            .option(
+                "--backend", "NAME",
+                "for --vocoder spectral: auto (default: a GPU if there is one), cpu, cuda, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")

@@ -214,8 +214,21 @@ TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
         // At 16-frame periods this VM's scheduling jitter makes the dummy
         // driver xrun even with trivial clients, and a skipped cycle drops
         // samples between clients; compare exactly only when none happened.
-        if (server.xruns() == 0) {
+        // A 4096-frame pull takes 85 ms out of the ring at once, so right
+        // after one the next block's deadline is short; on a loaded machine
+        // the scheduler may then make a block at the reduced tier rather
+        // than risk an underrun (seen: 1 of 364 blocks in one of 5 rounds
+        // with both cores busy). That block, and the filter state it hands
+        // on, differ from the offline render by design; the stream reports
+        // it, and the exact comparison needs none.
+        const long long reduced = stat_value(run.err, "reduced tier");
+        ASSERT_GE(reduced, 0) << "no 'reduced tier' count in the statistics: " << run.err;
+        if (server.xruns() == 0 && reduced == 0) {
             expect_contains_render(capture.recorded(), offline);
+        } else if (server.xruns() == 0) {
+            std::printf("[jack -p %d] %lld reduced-tier block(s): exact comparison skipped\n",
+                        period, reduced);
+            EXPECT_GE(capture.recorded().size(), offline.size());
         } else {
             std::printf("[jack -p %d] %d xrun(s) not caused by etude: exact comparison skipped\n",
                         period, server.xruns());
