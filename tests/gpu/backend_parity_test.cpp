@@ -56,18 +56,6 @@ struct Target {
     int index;
 };
 
-const char* request_kind(BackendKind k) {
-    switch (k) {
-        case BackendKind::Cpu:
-            return "cpu";
-        case BackendKind::OpenCl:
-            return "opencl";
-        case BackendKind::Cuda:
-            return "cuda";
-    }
-    return "?";
-}
-
 // Every device the registry lists, plus one placeholder for a kind it found
 // none of, so that the absence shows up as a skip with its reason.
 std::vector<Target> targets() {
@@ -86,11 +74,11 @@ std::vector<Target> targets() {
 }
 
 void PrintTo(const Target& t, std::ostream* os) {
-    *os << request_kind(t.kind) << " device " << t.index;
+    *os << to_string(t.kind) << " device " << t.index;
 }
 
 std::string target_name(const ::testing::TestParamInfo<Target>& info) {
-    return std::string(request_kind(info.param.kind)) + std::to_string(info.param.index);
+    return std::string(to_string(info.param.kind)) + std::to_string(info.param.index);
 }
 
 struct Tolerances {
@@ -153,7 +141,7 @@ class BackendParity : public ::testing::TestWithParam<Target> {
 
     void SetUp() override {
         const Target t = GetParam();
-        const BackendRequest request{request_kind(t.kind), t.index};
+        const BackendRequest request{to_string(t.kind), t.index};
         try {
             DeviceRegistry::instance().resolve(request);
         } catch (const std::exception& e) {
@@ -180,7 +168,7 @@ class BackendParity : public ::testing::TestWithParam<Target> {
     }
 
     bool is_reference() const { return kind_ == BackendKind::Cpu; }
-    const char* label() const { return request_kind(kind_); }
+    const char* label() const { return to_string(kind_); }
 
     Pair upload(const std::vector<float>& v) {
         Pair p{ref_.allocate(v.size(), "test"), dev_->allocate(v.size(), "test"), v.size()};
