@@ -31,7 +31,7 @@ packages=(
 # Debian's PyTorch, under /usr/bin/python3; doxygen builds the API reference
 # and its test (docs.api_reference) fails on an undocumented public member;
 # clang-format is the formatting check (style.clang_format).
-test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format)
+test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv)
 
 install_missing() {
   local missing=()
@@ -48,6 +48,22 @@ install_missing() {
     cat "$log" >&2
     echo "bootstrap: apt-get failed (log above)" >&2
     exit 1
+  fi
+  rm -f "$log"
+}
+
+# Only for `test`: the peers we test against that Debian does not package come
+# from PyPI (tests/python-requirements.txt) into BUILD/pyenv, a virtual
+# environment that also sees Debian's torch, onnx and numpy. When PyPI cannot
+# be reached the tests that need these skip and say why; the rest still run.
+python_env() {
+  local venv=$build_dir/pyenv log
+  log=$(mktemp)
+  if ! { [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"; } >"$log" 2>&1 ||
+     ! "$venv/bin/pip" install -q --disable-pip-version-check \
+         -r "$here/tests/python-requirements.txt" >>"$log" 2>&1; then
+    tail -5 "$log" >&2
+    echo "bootstrap: could not install the PyPI test peers into $venv; the tests that need them will skip" >&2
   fi
   rm -f "$log"
 }
@@ -84,6 +100,7 @@ case "$mode" in
   test)
     install_missing "${test_packages[@]}"
     build
+    python_env
     # One test at a time: several tests run audio in real time and judge
     # deadlines; running two at once on two cores would test the machine.
     ctest --test-dir "$build_dir" --output-on-failure
