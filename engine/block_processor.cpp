@@ -114,13 +114,17 @@ void BlockProcessor::run() {
         const auto finished = rt::now_ns();
         for (BlockJob* job : batch) {
             job->finished_ns = finished;
-            {
-                std::lock_guard lock(*job->done_mutex);
-                job->done.store(true, std::memory_order_release);
-                job->in_use.store(false, std::memory_order_release);
-            }
             pending_.fetch_sub(1, std::memory_order_acq_rel);
-            job->done_cv->notify_all();
+            // The last touch of the job and of its scheduler's condition
+            // variable happens under the scheduler's mutex: once in_use reads
+            // false, the scheduler may free the job (a voice change) or
+            // itself (shutdown), and it takes this mutex before it does, so
+            // it cannot free them while this block still notifies.
+            std::condition_variable* cv = job->done_cv;
+            std::lock_guard lock(*job->done_mutex);
+            job->done.store(true, std::memory_order_release);
+            job->in_use.store(false, std::memory_order_release);
+            cv->notify_all();
         }
         batches_.add();
         batch_jobs_.add(batch.size());

@@ -48,8 +48,16 @@ BlockScheduler::BlockScheduler(EngineWorkers& workers, const StreamOptions& opti
 BlockScheduler::~BlockScheduler() {
     // Jobs may still sit on a processor; wait until they are off it.
     for (auto& j : jobs_)
-        while (j && j->in_use.load(std::memory_order_acquire))
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (j) wait_until_off_processor(*j);
+}
+
+void BlockScheduler::wait_until_off_processor(const BlockJob& job) {
+    while (job.in_use.load(std::memory_order_acquire))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // A processor clears in_use and notifies inside done_mu_; taking it once
+    // here waits out that notify, after which nothing touches the job or
+    // done_cv_ again.
+    std::lock_guard lock(done_mu_);
 }
 
 void BlockScheduler::stop() {
@@ -128,9 +136,7 @@ void BlockScheduler::prepare_voice(const FliteVoice& v) {
     const auto& cfg = v.vocoder_config();
     for (auto& j : jobs_) {
         // Old jobs may still be on a processor (abandoned after a cut-off).
-        if (j)
-            while (j->in_use.load(std::memory_order_acquire))
-                std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (j) wait_until_off_processor(*j);
         j = std::make_unique<BlockJob>(cfg);
         j->samples.resize(frames_per_block_ * cfg.frame_period);
         j->done_mutex = &done_mu_;

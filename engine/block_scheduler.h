@@ -83,6 +83,8 @@ class BlockScheduler {
 
     void open_gpu(EngineWorkers& workers, const FaultSpec& faults);
     void prepare_voice(const FliteVoice& v);
+    // Blocks until no processor holds or still signals about the job.
+    void wait_until_off_processor(const BlockJob& job);
     LatencyEstimator& estimator(const Choice& c);
     BlockJob* free_job();
     const std::vector<Choice>& candidates();
