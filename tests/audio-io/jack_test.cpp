@@ -106,7 +106,7 @@ void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
         ASSERT_GE(best, std::min(period, n - best_from))
             << "offline sample " << i << " differs and no shift by whole periods explains it";
         std::printf(
-            "[portaudio] capture shifted by %ld samples from offline sample %ld (%ld "
+            "[capture] shifted by %ld samples from offline sample %ld (%ld "
             "samples lost)\n",
             best_shift - shift, best_from, best_from - i);
         shift = best_shift;
@@ -151,7 +151,16 @@ TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
     // capture below still has to equal the offline render sample for sample.
     EXPECT_EQ(ours, 0) << server.log();
     EXPECT_NE(run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << run.err;
-    expect_contains_render(capture.recorded(), offline);
+    // A cycle jackd skips shifts what the capture client records by whole
+    // periods, as in the PortAudio test below (seen in a loaded round: 7
+    // xruns, none while our callback ran, no underrun, and the capture
+    // shifted from offline sample 91,776, period 717, on). Exact, then, but
+    // for whole periods at no more places than jackd logged xruns.
+    if (xruns == 0) {
+        expect_contains_render(capture.recorded(), offline);
+    } else {
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 128, xruns);
+    }
 }
 
 TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
