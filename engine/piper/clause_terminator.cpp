@@ -12,10 +12,61 @@ bool is_space(char32_t c) {
            c == 0xA0 || c == 0x3000 || (c >= 0x2000 && c <= 0x200B);
 }
 
-// Closing marks espeak reads past after a clause's punctuation: ("hi.") 'x.'
-bool is_closing(char32_t c) {
-    return c == U'"' || c == U'\'' || c == U')' || c == U']' || c == U'}' || c == 0x201D ||
-           c == 0x2019 || c == 0xBB || c == 0x300D || c == 0x300F || c == 0xFF09;
+// Quotes and brackets around a clause's punctuation ("hi." or (Hello.)).
+bool is_quote_or_bracket(char32_t c) {
+    switch (c) {
+        case U'"':
+        case U'\'':
+        case U'(':
+        case U')':
+        case U'[':
+        case U']':
+        case U'{':
+        case U'}':
+        case 0x00AB:
+        case 0x00BB:  // « »
+        case 0x2018:
+        case 0x2019:
+        case 0x201A:  // ‘ ’ ‚
+        case 0x201C:
+        case 0x201D:
+        case 0x201E:  // “ ” „
+        case 0x300C:
+        case 0x300D:
+        case 0x300E:
+        case 0x300F:  // 「 」 『 』
+        case 0xFF08:
+        case 0xFF09:  // （ ）
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Marks that only ever open: espeak's read-ahead character when the next
+// clause starts with one.
+bool is_opening(char32_t c) {
+    switch (c) {
+        case U'(':
+        case U'[':
+        case U'{':
+        case 0x00AB:
+        case 0x201A:
+        case 0x201E:
+        case 0x300C:
+        case 0x300E:
+        case 0xFF08:
+        case 0x00BF:
+        case 0x00A1:  // ... ¿ ¡
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Quotes that open or close: opening when white space comes before them.
+bool is_either_quote(char32_t c) {
+    return c == U'"' || c == U'\'' || c == 0x2018 || c == 0x2019 || c == 0x201C || c == 0x201D;
 }
 
 struct Mark {
@@ -28,13 +79,14 @@ struct Mark {
 // the terminator Piper compares is not the plain one: no mark, and the
 // sentence type stays.
 constexpr Mark kMarks[] = {
-    {U'.', '.', true},   {U'?', '?', true},    {U'!', '!', true},    {U',', ',', false},
-    {U':', ':', false},  {U';', ';', false},   {0x037E, '?', true},   // Greek question mark
-    {0x061F, '?', true}, {0x060C, ',', false}, {0x061B, ';', false},  // Arabic
-    {0x0964, '.', true},                                              // Devanagari danda
-    {0x2026, 0, false},                                               // ellipsis
-    {0x3002, 0, true},   {0xFF0E, 0, true},    {0xFF1F, 0, true},    {0xFF01, 0, true},
-    {0xFF0C, 0, false},  {0x3001, 0, false},   {0xFF1A, 0, false},   {0xFF1B, 0, false},
+    {U'.', '.', true},    {U'?', '?', true},    {U'!', '!', true},    {U',', ',', false},
+    {U':', ':', false},   {U';', ';', false},   {0x037E, '?', true},   // Greek question mark
+    {0x061F, '?', true},  {0x060C, ',', false}, {0x061B, ';', false},  // Arabic
+    {0x0964, 0, true},                                                 // Devanagari danda
+    {0x2013, ';', false}, {0x2014, ';', false},                        // en and em dash
+    {0x2026, 0, false},                                                // ellipsis
+    {0x3002, 0, true},    {0xFF0E, 0, true},    {0xFF1F, 0, true},    {0xFF01, 0, true},
+    {0xFF0C, 0, false},   {0x3001, 0, false},   {0xFF1A, 0, false},   {0xFF1B, 0, false},
 };
 
 const Mark* mark_of(char32_t c) {
@@ -61,12 +113,15 @@ ClauseTerminator recover_clause_terminator(std::string_view consumed, bool last)
     ClauseTerminator t;
     std::size_t end = consumed.size();
     // The read-ahead character: the first of the next clause (a letter, a
-    // digit, an opening mark), unless espeak stopped on white space or on
-    // the clause's own closing marks.
+    // digit, an opening mark or quote), unless espeak stopped on white
+    // space or on this clause's own closing marks.
     if (!last && end > 0) {
         const std::size_t s = last_codepoint_start(consumed, end);
         const char32_t c = codepoint_at(consumed, s, end);
-        if (!is_space(c) && !mark_of(c) && !is_closing(c)) end = s;
+        const char32_t before =
+            s > 0 ? codepoint_at(consumed, last_codepoint_start(consumed, s), s) : U' ';
+        const bool opens = is_opening(c) || (is_either_quote(c) && is_space(before));
+        if (opens || (!is_space(c) && !mark_of(c) && !is_quote_or_bracket(c))) end = s;
     }
     const std::size_t body_end = end;
     while (end > 0) {
@@ -75,12 +130,17 @@ ClauseTerminator recover_clause_terminator(std::string_view consumed, bool last)
         end = s;
     }
     t.clause_bytes = end;
-    // A blank line ends a sentence (espeak's paragraph) whatever came before.
+    // A blank line is espeak's paragraph: it ends the sentence, and what
+    // Piper is told is the paragraph, not the punctuation before it.
     const std::string_view tail = consumed.substr(end, body_end - end);
-    const bool paragraph = tail.find('\n') != tail.rfind('\n');
+    if (tail.find('\n') != tail.rfind('\n')) {
+        t.ends_sentence = true;
+        return t;
+    }
     while (end > 0) {
         const std::size_t s = last_codepoint_start(consumed, end);
-        if (!is_closing(codepoint_at(consumed, s, end))) break;
+        const char32_t c = codepoint_at(consumed, s, end);
+        if (!is_quote_or_bracket(c) && !is_space(c)) break;
         end = s;
     }
     // A run of marks ("?!", "!!", "...") counts as its first, as espeak reads
@@ -100,7 +160,7 @@ ClauseTerminator recover_clause_terminator(std::string_view consumed, bool last)
         t.mark = m->mark;
         t.ends_sentence = m->sentence;
     }
-    if (last || paragraph) t.ends_sentence = true;
+    if (last) t.ends_sentence = true;
     return t;
 }
 

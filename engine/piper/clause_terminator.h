@@ -1,11 +1,14 @@
 // What ended an espeak-ng clause, recovered from the text. Piper asks
 // espeak_TextToPhonemesWithTerminator; Debian's espeak-ng 1.51 lacks it,
 // so we read the punctuation from the text espeak consumed for the clause.
-// The rules reproduce what the newer espeak-ng reports to Piper: "." "?"
-// "!" end a sentence and are put back; "," ":" ";" end a clause; an
-// ellipsis ends a clause with no mark; full-width CJK marks end a clause or
-// a sentence with no mark; a clause without punctuation ends a sentence at
-// a blank line or at the end of the text.
+// The rules reproduce what the newer espeak-ng reports to Piper (checked by
+// the test piper.phonemes against piper-tts): "." "?" "!" end a sentence
+// and are put back (a run such as "?!" counts as its first mark); "," ":"
+// ";" end a clause, and so does a dash (as ";"); an ellipsis ends a clause
+// with no mark; full-width CJK marks and the Devanagari danda end a clause
+// or a sentence with no mark; a blank line ends a sentence with no mark
+// (espeak's paragraph replaces the punctuation before it); a clause without
+// punctuation ends a sentence only at the end of the text.
 #pragma once
 
 #include <cstddef>

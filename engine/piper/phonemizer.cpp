@@ -95,7 +95,9 @@ std::vector<PhonemizedSentence> Phonemizer::phonemize_espeak(const std::string& 
         if (phonemes.empty()) sentence_begin = clause.text_begin;
         sentence_end = clause.text_end;
         std::string ipa = remove_language_flags(clause.phonemes);
-        const char mark = clause.terminator.mark;
+        // A clause without words ("...", a lone "?") gets no mark: espeak-ng
+        // reports none for it to Piper.
+        const char mark = clause.phonemes.empty() ? 0 : clause.terminator.mark;
         if (mark) ipa += mark;
         if (mark == ',' || mark == ':' || mark == ';') ipa += ' ';
         append_codepoints(phonemes, ipa);

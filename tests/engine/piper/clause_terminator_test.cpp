@@ -30,6 +30,18 @@ TEST(PiperClauseTerminator, closing_quotes_and_brackets_keep_the_mark_before_the
     expect("(Hello.)", false, '.', true, 8);
 }
 
+TEST(PiperClauseTerminator, an_opening_quote_read_ahead_belongs_to_the_next_clause) {
+    expect("He said, \"", false, ',', false, 8);
+    expect("She said: \"", false, ':', false, 9);
+    expect("He said, '", false, ',', false, 8);
+    expect("He said, (", false, ',', false, 8);
+}
+
+TEST(PiperClauseTerminator, dashes_end_a_clause_as_a_semicolon) {
+    expect("A \xE2\x80\x93 B", false, ';', false, 5);  // en dash
+    expect(" \xE2\x80\x94 d", false, ';', false, 4);   // em dash
+}
+
 TEST(PiperClauseTerminator, a_run_of_marks_counts_as_its_first) {
     expect("Wait?! R", false, '?', true, 6);
     expect("eally!! Y", false, '!', true, 7);
@@ -44,9 +56,14 @@ TEST(PiperClauseTerminator, text_end_and_blank_lines_end_a_sentence_without_a_ma
     expect("k", true, 0, true, 1);
     expect("Line one\nline two\n\nP", false, 0, true, 17);
     expect("Line one\nline two w", false, 0, false, 17);  // espeak's clause buffer was full
+    // A blank line is espeak's paragraph, which replaces the mark before it.
+    expect("Is it?\n\nY", false, 0, true, 6);
+    expect("Hi,\n\nt", false, 0, true, 3);
 }
 
 TEST(PiperClauseTerminator, full_width_marks_end_without_a_mark_as_piper_reports_them) {
     expect("\xE4\xBD\xA0\xE5\xA5\xBD\xE3\x80\x82\xE4\xB8\x96", false, 0, true, 9);  // 你好。世
     expect("\xE7\x95\x8C\xEF\xBC\x8C\xE4\xBD\xA0", false, 0, false, 6);             // 界，你
+    expect("\xE0\xA4\xA8\xE0\xA5\x87\xE0\xA5\xA4 \xE0\xA4\x86", false, 0, true,
+           9);  // Devanagari danda
 }
