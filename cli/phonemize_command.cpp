@@ -16,14 +16,11 @@ namespace etude::cli {
 namespace {
 
 piper::VoiceConfig piper_voice_config(const std::string& voice) {
-    const auto files = piper::find_voice(voice);
-    if (!files) {
-        std::string folders;
-        for (const auto& f : piper::voice_folders()) folders += (folders.empty() ? "" : ", ") + f;
-        throw Error("no Piper voice '" + voice + "' (looked in: " + folders +
-                    "; see 'etude voices')");
+    try {
+        return piper::read_voice_config(piper::require_voice(voice).config_path);
+    } catch (const piper::VoiceNotFound& e) {
+        throw Error(std::string(e.what()) + "; see 'etude voices'");
     }
-    return piper::read_voice_config(files->config_path);
 }
 
 // Prints the sentences of one piece of text; returns the phonemes skipped.

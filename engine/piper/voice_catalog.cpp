@@ -83,6 +83,13 @@ std::optional<VoiceFiles> find_voice(const std::string& name_or_path) {
     return std::nullopt;
 }
 
+VoiceFiles require_voice(const std::string& name_or_path) {
+    if (auto v = find_voice(name_or_path)) return *v;
+    std::string folders;
+    for (const auto& f : voice_folders()) folders += (folders.empty() ? "" : ", ") + f;
+    throw VoiceNotFound("no Piper voice '" + name_or_path + "' (looked in: " + folders + ")");
+}
+
 std::vector<VoiceFiles> list_voices() {
     std::vector<VoiceFiles> voices;
     std::set<std::string> seen;

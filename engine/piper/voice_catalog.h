@@ -10,7 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/error.h"
+
 namespace etude::piper {
+
+// No voice of that name in the voice folders.
+struct VoiceNotFound : Error {
+    using Error::Error;
+};
 
 struct VoiceFiles {
     std::string name;         // "en_US-joe-medium"
@@ -30,6 +37,10 @@ bool looks_like_path(const std::string& voice);
 // (the caller may then try its built-in voices). A path whose config is
 // missing is an error (etude::Error naming the file expected).
 std::optional<VoiceFiles> find_voice(const std::string& name_or_path);
+
+// The same, but a voice that is not found is an error (VoiceNotFound) that
+// lists the folders searched.
+VoiceFiles require_voice(const std::string& name_or_path);
 
 // Every voice in the voice folders (a name found twice: the first folder's).
 std::vector<VoiceFiles> list_voices();

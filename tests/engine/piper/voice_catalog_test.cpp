@@ -58,6 +58,12 @@ TEST(PiperVoiceCatalog, voices_are_found_by_name_in_the_folders_in_order) {
     EXPECT_FALSE(z->model_present);
     EXPECT_FALSE(find_voice("de-y-high"));
     EXPECT_FALSE(find_voice("slt"));
+    try {
+        require_voice("slt");
+        ADD_FAILURE() << "found a voice that is not there";
+    } catch (const VoiceNotFound& e) {
+        EXPECT_NE(std::string(e.what()).find((root / "b").string()), std::string::npos) << e.what();
+    }
 
     const auto all = list_voices();
     ASSERT_EQ(all.size(), 2u);
