@@ -1,5 +1,7 @@
 #include "engine/piper/phonemizer.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/piper/unicode_text.h"
@@ -81,30 +83,123 @@ PhonemizedSentence Phonemizer::finish(std::string text, std::vector<std::string>
     return s;
 }
 
-std::vector<PhonemizedSentence> Phonemizer::phonemize_espeak(const std::string& text) const {
-    std::vector<PhonemizedSentence> sentences;
+namespace {
+
+// A sentence being built: its phonemes and where its text lies.
+struct PendingSentence {
+    std::size_t text_begin = 0, text_end = 0;
     std::vector<std::string> phonemes;
-    std::size_t sentence_begin = 0, sentence_end = 0;
-    auto close = [&] {
-        if (!phonemes.empty())
-            sentences.push_back(finish(text.substr(sentence_begin, sentence_end - sentence_begin),
-                                       std::move(phonemes)));
-        phonemes.clear();
-    };
-    for (const EspeakClause& clause : EspeakSession::phonemize(voice_.espeak_voice, text)) {
-        if (phonemes.empty()) sentence_begin = clause.text_begin;
-        sentence_end = clause.text_end;
+};
+
+// Piper's EspeakPhonemizer.phonemize for one piece of text: a sentence per
+// sentence end espeak-ng reports (empty ones included, as Piper keeps them;
+// they matter where a [[ phoneme block ]] follows), then what is left.
+std::vector<PendingSentence> espeak_sentences(const std::string& voice, const std::string& text,
+                                              std::size_t offset) {
+    std::vector<PendingSentence> sentences;
+    PendingSentence current;
+    bool started = false;
+    for (const EspeakClause& clause : EspeakSession::phonemize(voice, text)) {
+        if (!started) current.text_begin = offset + clause.text_begin;
+        started = true;
+        current.text_end = offset + clause.text_end;
         std::string ipa = remove_language_flags(clause.phonemes);
         // A clause without words ("...", a lone "?") gets no mark: espeak-ng
         // reports none for it to Piper.
         const char mark = clause.phonemes.empty() ? 0 : clause.terminator.mark;
         if (mark) ipa += mark;
         if (mark == ',' || mark == ':' || mark == ';') ipa += ' ';
-        append_codepoints(phonemes, ipa);
-        if (clause.terminator.ends_sentence || phonemes.size() >= kMaxSentencePhonemes) close();
+        append_codepoints(current.phonemes, ipa);
+        if (clause.terminator.ends_sentence ||
+            current.phonemes.size() >= Phonemizer::kMaxSentencePhonemes) {
+            sentences.push_back(std::move(current));
+            current = PendingSentence{};
+            started = false;
+        }
     }
-    close();
+    if (!current.phonemes.empty()) sentences.push_back(std::move(current));
     return sentences;
+}
+
+// Piper's raw phoneme blocks: "[[ ... ]]" on one line.
+struct TextPart {
+    bool raw = false;
+    std::size_t begin = 0, end = 0;  // of the whole part, brackets included
+};
+
+std::vector<TextPart> split_phoneme_blocks(const std::string& text) {
+    std::vector<TextPart> parts;
+    std::size_t pos = 0;
+    for (;;) {
+        std::size_t open = text.find("[[", pos);
+        std::size_t close = std::string::npos;
+        // Python's re "\[\[.*?\]\]": the nearest "]]" not past a line end.
+        while (open != std::string::npos) {
+            close = text.find("]]", open + 2);
+            const std::size_t newline = text.find('\n', open + 2);
+            if (close != std::string::npos && (newline == std::string::npos || close < newline))
+                break;
+            open = text.find("[[", open + 1);
+        }
+        if (open == std::string::npos) break;
+        parts.push_back({false, pos, open});
+        parts.push_back({true, open, close + 2});
+        pos = close + 2;
+    }
+    parts.push_back({false, pos, text.size()});
+    return parts;
+}
+
+bool is_python_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+}  // namespace
+
+// Piper's PiperVoice.phonemize: text and [[ phoneme ]] blocks in turn; a
+// block's phonemes are its characters as written (no NFD), joined to the
+// sentence before it, and the text after a block continues that sentence.
+std::vector<PhonemizedSentence> Phonemizer::phonemize_espeak(const std::string& text) const {
+    const std::vector<TextPart> parts = split_phoneme_blocks(text);
+    std::vector<PendingSentence> sentences;
+    bool previous_raw = false;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const TextPart& part = parts[i];
+        if (part.raw) {
+            previous_raw = true;
+            if (sentences.empty()) sentences.push_back({part.begin, part.begin, {}});
+            PendingSentence& s = sentences.back();
+            s.text_end = part.end;
+            if (i > 0 && parts[i - 1].end > parts[i - 1].begin && text[part.begin - 1] == ' ')
+                s.phonemes.push_back(" ");
+            std::size_t b = part.begin + 2, e = part.end - 2;
+            while (b < e && is_python_space(text[b])) ++b;
+            while (e > b && is_python_space(text[e - 1])) --e;
+            for (char32_t c : utf8_to_codepoints(std::string_view(text).substr(b, e - b)))
+                s.phonemes.push_back(codepoint_to_utf8(c));
+            if (i + 1 < parts.size() && parts[i + 1].end > parts[i + 1].begin &&
+                text[part.end] == ' ')
+                s.phonemes.push_back(" ");
+            continue;
+        }
+        std::vector<PendingSentence> more = espeak_sentences(
+            voice_.espeak_voice, text.substr(part.begin, part.end - part.begin), part.begin);
+        std::size_t first = 0;
+        if (previous_raw && !more.empty()) {
+            PendingSentence& s = sentences.back();
+            s.phonemes.insert(s.phonemes.end(), more[0].phonemes.begin(), more[0].phonemes.end());
+            s.text_end = std::max(s.text_end, more[0].text_end);
+            first = 1;
+        }
+        for (std::size_t k = first; k < more.size(); ++k) sentences.push_back(std::move(more[k]));
+        previous_raw = false;
+    }
+    std::vector<PhonemizedSentence> out;
+    for (PendingSentence& s : sentences)
+        if (!s.phonemes.empty())
+            out.push_back(finish(text.substr(s.text_begin, s.text_end - s.text_begin),
+                                 std::move(s.phonemes)));
+    return out;
 }
 
 // phoneme_type "text": the phonemes are the text's own codepoints (NFD).

@@ -4,7 +4,8 @@
 // clause, language-switch flags such as "(en)" removed, the clause's
 // punctuation put back ("." "?" "!" closing a sentence; "," ":" ";" followed
 // by a space), Unicode NFD, then one codepoint per phoneme; sentences end
-// where espeak-ng says a sentence ends.
+// where espeak-ng says a sentence ends. Piper's "[[ phoneme ]]" blocks in the
+// text are phonemes as written.
 #pragma once
 
 #include <cstddef>

@@ -139,6 +139,20 @@ TEST(PhonemizeCommand, a_megabyte_line_is_phonemized_without_crashing) {
     EXPECT_GT(lines_of(r.out).size(), 30000u);
 }
 
+TEST(PhonemizeCommand, phoneme_blocks_in_brackets_are_pipers) {
+    REQUIRE_ESPEAK();
+    // Piper's [[ phoneme ]] blocks: the block's characters are the phonemes.
+    // (On standard input: CLI11 2.1 splits an argument in brackets at its
+    // commas, so "[[a]] b" as an argument would not arrive as written.)
+    const auto r = run_etude("phonemize --voice " + quote(kVoice), "[[a]] b. c[[d]]\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto lines = lines_of(r.out);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["text"], "[[a]] b. c[[d]]");
+    EXPECT_EQ(lines[0]["phonemes"].front(), "a");
+    EXPECT_EQ(lines[0]["phonemes"].back(), "d");
+}
+
 TEST(PhonemizeCommand, voice_is_required) {
     const auto r = run_etude("phonemize hi");
     EXPECT_EQ(r.status, 2);

@@ -72,6 +72,10 @@ PIPER_ONLY = {
         ", , ,",
         "...",
         " ".join(["word"] * 150) + " and an end.",
+        "Say [[ hˈɛloʊ ]] to them. And [[wˈɜːld]], too!",
+        "[[bˈaɪ]] Next sentence. Last[[ə]]",
+        "Before. [[ ʃˈʊɹ ]]",
+        "Broken [[ block\nover ]] two lines.",
     ],
     "fr": ["\u00ab Bonjour \u00bb, dit-il. \u00c7a va ?"],
     "de": ["\u201eHallo\u201c, sagte er. Wie geht\u2019s?"],
@@ -153,8 +157,15 @@ def ids_of(phonemes, id_map):
 
 
 def etude_sentences(etude, config, text):
-    out = subprocess.run([etude, "phonemize", "--voice", config, text],
-                         capture_output=True, text=True)
+    # One line goes in on standard input (CLI11 2.1 would split an argument
+    # such as "[[a]] b, c[[d]]" at its commas); text with line breaks, which
+    # standard input would cut into lines, as the argument.
+    if "\n" in text:
+        out = subprocess.run([etude, "phonemize", "--voice", config, text],
+                             capture_output=True, text=True)
+    else:
+        out = subprocess.run([etude, "phonemize", "--voice", config], input=text + "\n",
+                             capture_output=True, text=True)
     if out.returncode != 0:
         raise AssertionError(f"etude phonemize failed ({out.returncode}): {out.stderr}")
     return [json.loads(line) for line in out.stdout.splitlines()]
@@ -170,14 +181,18 @@ def bounded_split(piper, got):
     return joined == piper[0] and all(len(g["phonemes"]) >= 400 for g in got[:-1])
 
 
+# piper-tts's own front end (PiperVoice.phonemize: [[ phoneme ]] blocks, then
+# EspeakPhonemizer with its bundled espeak-ng); no network is loaded.
 PIPER_SCRIPT = r"""
 import json, sys
-from piper import espeakbridge
-from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
-phonemizer = EspeakPhonemizer(ESPEAK_DATA_DIR)
+from piper.config import PiperConfig
+from piper.voice import PiperVoice
+base = json.loads(sys.stdin.readline())
 for line in sys.stdin:
     voice, text = json.loads(line)
-    print(json.dumps(phonemizer.phonemize(voice, text), ensure_ascii=False), flush=True)
+    config = PiperConfig.from_dict(dict(base, espeak={"voice": voice}))
+    sentences = PiperVoice(session=None, config=config).phonemize(text)
+    print(json.dumps([s for s in sentences if s], ensure_ascii=False), flush=True)
 """
 
 
@@ -230,6 +245,7 @@ def main():
         else:
             proc = subprocess.Popen([args.piper_python, "-c", PIPER_SCRIPT], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, text=True, encoding="utf-8")
+            proc.stdin.write(json.dumps(base) + "\n")
             differing = 0
             for voice, text, got in cases:
                 proc.stdin.write(json.dumps([voice, text]) + "\n")

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -55,6 +56,26 @@ TEST(PiperPhonemizer, sentences_end_where_espeak_ends_them_with_their_punctuatio
     EXPECT_EQ(ids.size(), 2 + 2 * s[1].phonemes.size() + 1);
     EXPECT_EQ(ids.front(), 1);
     EXPECT_EQ(ids.back(), 2);
+}
+
+TEST(PiperPhonemizer, phoneme_blocks_join_the_sentence_as_written_as_in_piper) {
+    REQUIRE_ESPEAK();
+    const Phonemizer ph(test_voice());
+    auto s = ph.phonemize("Say [[ h\xC3\xA7 ]] now. Next.");
+    ASSERT_EQ(s.size(), 2u);
+    // A space on each side of the block, its characters not decomposed.
+    EXPECT_EQ(joined(s[0]), "sˈeɪ h\xC3\xA7 nˈaʊ.");
+    EXPECT_EQ(s[0].text, "Say [[ h\xC3\xA7 ]] now.");
+    s = ph.phonemize("Before. [[a]]");
+    ASSERT_EQ(s.size(), 1u) << "a block after a sentence joins it, as Piper does";
+    EXPECT_EQ(joined(s[0]), "bᵻfˈoːɹ. a");
+    // Not a block: no "]]" before the line ends (a block would hold the
+    // line break as a phoneme; espeak-ng reads the text instead).
+    s = ph.phonemize("[[ open\nend ]]");
+    ASSERT_FALSE(s.empty());
+    for (const auto& sentence : s)
+        EXPECT_EQ(std::find(sentence.phonemes.begin(), sentence.phonemes.end(), "\n"),
+                  sentence.phonemes.end());
 }
 
 TEST(PiperPhonemizer, phonemes_are_single_codepoints_after_nfd) {
