@@ -79,7 +79,6 @@ TEST(PiperPhonemizer, phoneme_blocks_join_the_sentence_as_written_as_in_piper) {
 }
 
 TEST(PiperPhonemizer, phonemes_are_single_codepoints_after_nfd) {
-    REQUIRE_ESPEAK();
     VoiceConfig v = test_voice();
     v.phoneme_type = PhonemeType::Text;
     const auto s = Phonemizer(v).phonemize("\xC3\xA7");  // ç -> c + combining cedilla
@@ -118,6 +117,18 @@ TEST(PiperPhonemizer, an_espeak_voice_that_does_not_exist_is_named) {
                   std::string::npos)
             << what;
     }
+}
+
+TEST(PiperPhonemizer, without_espeak_an_espeak_voice_is_refused_saying_why) {
+    if (EspeakSession::available()) GTEST_SKIP() << "this build has espeak-ng";
+    try {
+        Phonemizer ph(test_voice());
+        FAIL() << "an espeak voice was accepted without espeak-ng";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("ETUDE_WITH_ESPEAK=OFF"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(EspeakSession::phonemize("en-us", "Hello."), Error);
 }
 
 TEST(PiperPhonemizer, unsupported_phoneme_types_are_refused) {
