@@ -12,6 +12,7 @@ venv or no package: scripts/bootstrap.sh test installs it).
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -43,8 +44,20 @@ def main():
     if failures:
         print("\n".join(failures))
         return 1
-    print(open(os.path.join(data, "MODEL_CARD"), encoding="utf-8").read())
+    card = open(os.path.join(data, "MODEL_CARD"), encoding="utf-8").read()
+    print(card)
     config = json.load(open(model + ".json", encoding="utf-8"))
+    # The model card and the config must tell the same voice.
+    said = {k.strip().lower(): v.strip() for k, v in
+            re.findall(r"^\* (\w+): (.+)$", card, flags=re.MULTILINE)}
+    rate = said.get("samplerate", "").replace(",", "").replace("Hz", "").strip()
+    for what, card_value, config_value in (
+            ("sample rate", rate, str(config["audio"]["sample_rate"])),
+            ("speakers", said.get("speakers"), str(config["num_speakers"])),
+            ("quality", said.get("quality"), config["audio"].get("quality")),
+            ("language", said.get("language", "").split(" ")[0], config["language"]["code"])):
+        if card_value != config_value:
+            failures.append(f"MODEL_CARD says {what} {card_value!r}, the config {config_value!r}")
 
     # A Piper export, read with Debian's python3-onnx (seen from the venv).
     graph = subprocess.run([args.python, "-c", """
