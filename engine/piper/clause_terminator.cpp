@@ -1,6 +1,7 @@
 #include "engine/piper/clause_terminator.h"
 
 #include <string>
+#include <string_view>
 
 #include "engine/piper/unicode_text.h"
 
@@ -12,61 +13,24 @@ bool is_space(char32_t c) {
            c == 0xA0 || c == 0x3000 || (c >= 0x2000 && c <= 0x200B);
 }
 
+bool one_of(std::u32string_view set, char32_t c) {
+    return set.find(c) != set.npos;
+}
+
 // Quotes and brackets around a clause's punctuation ("hi." or (Hello.)).
 bool is_quote_or_bracket(char32_t c) {
-    switch (c) {
-        case U'"':
-        case U'\'':
-        case U'(':
-        case U')':
-        case U'[':
-        case U']':
-        case U'{':
-        case U'}':
-        case 0x00AB:
-        case 0x00BB:  // « »
-        case 0x2018:
-        case 0x2019:
-        case 0x201A:  // ‘ ’ ‚
-        case 0x201C:
-        case 0x201D:
-        case 0x201E:  // “ ” „
-        case 0x300C:
-        case 0x300D:
-        case 0x300E:
-        case 0x300F:  // 「 」 『 』
-        case 0xFF08:
-        case 0xFF09:  // （ ）
-            return true;
-        default:
-            return false;
-    }
+    return one_of(U"\"'()[]{}«»‘’‚“”„「」『』（）", c);
 }
 
 // Marks that only ever open: espeak's read-ahead character when the next
 // clause starts with one.
 bool is_opening(char32_t c) {
-    switch (c) {
-        case U'(':
-        case U'[':
-        case U'{':
-        case 0x00AB:
-        case 0x201A:
-        case 0x201E:
-        case 0x300C:
-        case 0x300E:
-        case 0xFF08:
-        case 0x00BF:
-        case 0x00A1:  // ... ¿ ¡
-            return true;
-        default:
-            return false;
-    }
+    return one_of(U"([{«‚„「『（¿¡", c);
 }
 
 // Quotes that open or close: opening when white space comes before them.
 bool is_either_quote(char32_t c) {
-    return c == U'"' || c == U'\'' || c == 0x2018 || c == 0x2019 || c == 0x201C || c == 0x201D;
+    return one_of(U"\"'‘’“”", c);
 }
 
 struct Mark {

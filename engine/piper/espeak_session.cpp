@@ -93,6 +93,11 @@ std::vector<EspeakClause> EspeakSession::phonemize(const std::string& voice,
             cursor ? static_cast<std::size_t>(static_cast<const char*>(cursor) - start)
                    : owned.size();
         const std::size_t consumed_begin = static_cast<std::size_t>(before - start);
+        // espeak-ng always moves on (to the end, then nullptr); were it ever
+        // to stop, this loop would never end: an error, not a hang.
+        if (cursor && (consumed_end <= consumed_begin || consumed_end > owned.size()))
+            throw Error("espeak-ng stopped advancing through the text at byte " +
+                        std::to_string(consumed_begin));
         EspeakClause c;
         c.phonemes = ipa ? ipa : "";
         c.terminator = recover_clause_terminator(
