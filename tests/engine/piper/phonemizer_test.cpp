@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,6 +149,58 @@ TEST(PiperPhonemizer, text_in_a_script_the_voice_lacks_is_spoken_or_skipped_neve
         const auto s = ph.phonemize(text);
         for (const auto& sentence : s)
             for (auto id : sentence.ids.ids) EXPECT_TRUE(id >= 0 && id < 256);
+    }
+}
+
+TEST(PiperPhonemizer, random_text_gives_valid_ids_or_a_clear_error_never_a_crash) {
+    REQUIRE_ESPEAK();
+    const Phonemizer ph(test_voice());
+    std::mt19937 rng(1234);  // fixed: a failure names a reproducible text
+    // Letters, digits, punctuation espeak-ng splits at, brackets of phoneme
+    // blocks, control characters, and codepoints from every plane.
+    const std::vector<std::string> pieces = {"a",
+                                             "Z",
+                                             "7",
+                                             " ",
+                                             "\n",
+                                             "\n\n",
+                                             ".",
+                                             "?",
+                                             "!",
+                                             ",",
+                                             ":",
+                                             ";",
+                                             "...",
+                                             "\"",
+                                             "'",
+                                             "(",
+                                             ")",
+                                             "[[",
+                                             "]]",
+                                             "-",
+                                             "\t",
+                                             "\x01",
+                                             "\xC3\xA9",
+                                             "\xE2\x80\x94",
+                                             "\xE2\x80\xA6",
+                                             "\xE3\x80\x82",
+                                             "\xEF\xBC\x8C",
+                                             "\xD8\x9F",
+                                             "\xF0\x9F\x98\x80",
+                                             "\xCC\x81",
+                                             "\xE0\xA4\xA4"};
+    for (int i = 0; i < 300; ++i) {
+        std::string text;
+        const int n = static_cast<int>(rng() % 40);
+        for (int k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+        try {
+            for (const auto& sentence : ph.phonemize(text)) {
+                EXPECT_FALSE(sentence.phonemes.empty()) << text;
+                for (auto id : sentence.ids.ids) ASSERT_TRUE(id >= 0 && id < 256) << text;
+            }
+        } catch (const Error& e) {
+            ADD_FAILURE() << "valid UTF-8 refused: " << e.what() << " for: " << text;
+        }
     }
 }
 
