@@ -22,6 +22,8 @@ packages=(
   libopenblas-dev                        # GEMM on the CPU backend
   zlib1g-dev nlohmann-json3-dev          # model files: CRC32 checksums, JSON metadata
   libcli11-dev                           # the etude program's option parsing and --help
+  libespeak-ng-dev                       # Piper voices' phonemes (GPL-3.0; ETUDE_WITH_ESPEAK=OFF leaves it out)
+  libicu-dev                             # Unicode NFD of Piper voices' phonemes
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
@@ -30,8 +32,9 @@ packages=(
 # Only for `test`: the model converter (tools/convert.py) and its test run on
 # Debian's PyTorch, under /usr/bin/python3; doxygen builds the API reference
 # and its test (docs.api_reference) fails on an undocumented public member;
-# clang-format is the formatting check (style.clang_format).
-test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv)
+# clang-format is the formatting check (style.clang_format); the espeak-ng
+# program is the independent reference of the Phonemes test (piper.phonemes).
+test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv espeak-ng)
 
 install_missing() {
   local missing=()

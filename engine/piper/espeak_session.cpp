@@ -1,0 +1,141 @@
+#include "engine/piper/espeak_session.h"
+
+#include "engine/error.h"
+
+#ifdef ETUDE_WITH_ESPEAK
+#include <espeak-ng/speak_lib.h>
+
+#include <algorithm>
+#include <mutex>
+#endif
+
+namespace etude::piper {
+
+#ifdef ETUDE_WITH_ESPEAK
+namespace {
+
+// The process's espeak-ng. Constructed on first use (under the mutex of the
+// function-local static), espeak_Terminate at exit.
+class EspeakOwner {
+  public:
+    static EspeakOwner& get() {
+        static EspeakOwner owner;
+        return owner;
+    }
+    std::mutex mutex;
+
+    // Call with the mutex held.
+    void select_voice(const std::string& voice) {
+        if (voice == voice_) return;
+        if (espeak_SetVoiceByName(voice.c_str()) != EE_OK) {
+            voice_.clear();
+            throw Error("espeak-ng has no voice '" + voice + "' (list them: espeak-ng --voices)");
+        }
+        voice_ = voice;
+    }
+    const std::string& version() const { return version_; }
+
+  private:
+    EspeakOwner() {
+        // Synchronous and silent: we only ask for phonemes. DONT_EXIT: a
+        // missing data folder must be an error, not the end of the process.
+        const int rate =
+            espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, espeakINITIALIZE_DONT_EXIT);
+        if (rate <= 0)
+            throw Error("espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)");
+        const char* path = nullptr;
+        version_ = std::string("espeak-ng ") + espeak_Info(&path);
+    }
+    ~EspeakOwner() { espeak_Terminate(); }
+    std::string voice_;
+    std::string version_;
+};
+
+}  // namespace
+
+bool EspeakSession::available() {
+    return true;
+}
+
+std::string EspeakSession::version() {
+    EspeakOwner& owner = EspeakOwner::get();
+    std::lock_guard lock(owner.mutex);
+    return owner.version();
+}
+
+bool EspeakSession::voice_exists(const std::string& voice) {
+    EspeakOwner& owner = EspeakOwner::get();
+    std::lock_guard lock(owner.mutex);
+    try {
+        owner.select_voice(voice);
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+std::vector<EspeakClause> EspeakSession::phonemize(const std::string& voice,
+                                                   std::string_view text) {
+    if (text.find('\0') != std::string_view::npos)
+        throw Error("text holds a NUL byte; espeak-ng reads C strings");
+    const std::string owned(text);  // NUL-terminated for espeak
+    EspeakOwner& owner = EspeakOwner::get();
+    std::lock_guard lock(owner.mutex);
+    owner.select_voice(voice);
+    std::vector<EspeakClause> clauses;
+    const char* const start = owned.c_str();
+    const void* cursor = start;
+    std::size_t clause_begin = 0;
+    while (cursor) {
+        const char* before = static_cast<const char*>(cursor);
+        const char* ipa = espeak_TextToPhonemes(&cursor, espeakCHARS_AUTO, espeakPHONEMES_IPA);
+        const std::size_t consumed_end =
+            cursor ? static_cast<std::size_t>(static_cast<const char*>(cursor) - start)
+                   : owned.size();
+        const std::size_t consumed_begin = static_cast<std::size_t>(before - start);
+        // espeak-ng always moves on (to the end, then nullptr); were it ever
+        // to stop, this loop would never end: an error, not a hang.
+        if (cursor && (consumed_end <= consumed_begin || consumed_end > owned.size()))
+            throw Error("espeak-ng stopped advancing through the text at byte " +
+                        std::to_string(consumed_begin));
+        EspeakClause c;
+        c.phonemes = ipa ? ipa : "";
+        c.terminator = recover_clause_terminator(
+            std::string_view(owned).substr(consumed_begin, consumed_end - consumed_begin),
+            cursor == nullptr);
+        // espeak read one character of this clause with the previous call.
+        c.text_begin = clause_begin;
+        c.text_end = std::max(clause_begin, consumed_begin + c.terminator.clause_bytes);
+        clause_begin = c.text_end;
+        clauses.push_back(std::move(c));
+    }
+    return clauses;
+}
+
+#else  // built without espeak-ng
+
+namespace {
+[[noreturn]] void refuse() {
+    throw Error(
+        "this build has no espeak-ng (ETUDE_WITH_ESPEAK=OFF, it is GPL-3.0), so Piper voices "
+        "cannot turn text into phonemes; give phoneme ids instead (--json-input "
+        "{\"phoneme_ids\": [...]})");
+}
+}  // namespace
+
+bool EspeakSession::available() {
+    return false;
+}
+std::string EspeakSession::version() {
+    return "none (built with ETUDE_WITH_ESPEAK=OFF)";
+}
+bool EspeakSession::voice_exists(const std::string&) {
+    refuse();
+}
+std::vector<EspeakClause> EspeakSession::phonemize(const std::string&, std::string_view) {
+    refuse();
+}
+
+#endif
+
+}  // namespace etude::piper

@@ -1,0 +1,88 @@
+#include "engine/piper/voice_catalog.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/error.h"
+
+using namespace etude::piper;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Sets an environment variable for one test and puts the old value back.
+class ScopedEnv {
+  public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = getenv(name)) old_ = old;
+        setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
+
+  private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+void touch(const fs::path& p) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << "{}";
+}
+
+}  // namespace
+
+TEST(PiperVoiceCatalog, voices_are_found_by_name_in_the_folders_in_order) {
+    const fs::path root = fs::path(ETUDE_TEST_TMP) / "piper_catalog";
+    fs::remove_all(root);
+    touch(root / "a/en_US-x-low.onnx.json");
+    touch(root / "a/en_US-x-low.onnx");
+    touch(root / "b/en_US-x-low.onnx.json");              // shadowed by a/
+    touch(root / "b/de/de-y-high/de-y-high.onnx.json");   // too deep: not found
+    touch(root / "b/fr-z-medium/fr-z-medium.onnx.json");  // in a folder of its own
+    ScopedEnv path("ETUDE_VOICE_PATH", (root / "a").string() + ":" + (root / "b").string());
+    ScopedEnv xdg("XDG_DATA_HOME", (root / "xdg").string());
+
+    const auto folders = voice_folders();
+    ASSERT_EQ(folders.size(), 3u);
+    EXPECT_EQ(folders[2], (root / "xdg/libetude/voices").string());
+
+    const auto x = find_voice("en_US-x-low");
+    ASSERT_TRUE(x);
+    EXPECT_EQ(x->model_path, (root / "a/en_US-x-low.onnx").string());
+    EXPECT_TRUE(x->model_present);
+    const auto z = find_voice("fr-z-medium");
+    ASSERT_TRUE(z);
+    EXPECT_FALSE(z->model_present);
+    EXPECT_FALSE(find_voice("de-y-high"));
+    EXPECT_FALSE(find_voice("slt"));
+    try {
+        require_voice("slt");
+        ADD_FAILURE() << "found a voice that is not there";
+    } catch (const VoiceNotFound& e) {
+        EXPECT_NE(std::string(e.what()).find((root / "b").string()), std::string::npos) << e.what();
+    }
+
+    const auto all = list_voices();
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].name, "en_US-x-low");
+    EXPECT_EQ(all[1].name, "fr-z-medium");
+}
+
+TEST(PiperVoiceCatalog, a_path_finds_the_config_beside_the_model) {
+    const fs::path root = fs::path(ETUDE_TEST_TMP) / "piper_catalog_path";
+    fs::remove_all(root);
+    touch(root / "v.onnx.json");
+    const auto by_model = find_voice((root / "v.onnx").string());
+    ASSERT_TRUE(by_model);
+    EXPECT_EQ(by_model->config_path, (root / "v.onnx.json").string());
+    const auto by_config = find_voice((root / "v.onnx.json").string());
+    ASSERT_TRUE(by_config);
+    EXPECT_EQ(by_config->model_path, (root / "v.onnx").string());
+    EXPECT_THROW(find_voice((root / "missing.onnx").string()), etude::Error);
+    EXPECT_THROW(find_voice((root / "v.txt/").string()), etude::Error);
+    EXPECT_TRUE(looks_like_path("x.onnx"));
+    EXPECT_FALSE(looks_like_path("en_US-joe-medium"));
+}
