@@ -133,16 +133,16 @@ void BlockProcessor::run() {
 }
 
 void BlockProcessor::compute(BlockJob& job) {
-    const AcousticFrames& f = *job.frames;
+    const AcousticFrames& f = job.frames;
     const std::size_t period = job.vocoder.config().frame_period;
     if (scratch_.size() < period) {
         scratch_.resize(period);
         noise_.resize(period);
     }
     job.vocoder.set_tier(job.tier);
-    if (job.samples.size() < job.frame_count * period) job.samples.resize(job.frame_count * period);
+    if (job.samples.size() < f.frames * period) job.samples.resize(f.frames * period);
     std::size_t n_out = 0;
-    for (std::size_t i = job.first_frame; i < job.first_frame + job.frame_count; ++i)
+    for (std::size_t i = 0; i < f.frames; ++i)
         n_out += vocode_frame(job.vocoder, job.noise, f, i, std::span(noise_).first(period),
                               std::span(scratch_).first(period),
                               std::span(job.samples).subspan(n_out, period));
@@ -217,14 +217,12 @@ void BlockProcessor::compute_spectral(const std::vector<BlockJob*>& batch) {
     std::vector<gpu::SpectralRequest> requests;
     requests.reserve(batch.size());
     for (BlockJob* job : batch) {
-        const AcousticFrames& f = *job->frames;
+        const AcousticFrames& f = job->frames;
         job->spectral_out.clear();
-        requests.push_back(
-            {&job->spectral, std::span(f.f0).subspan(job->first_frame, job->frame_count),
-             std::span(f.mcep).subspan(job->first_frame * f.mcep_order,
-                                       job->frame_count * f.mcep_order),
-             std::span(f.strengths).subspan(job->first_frame * f.bands, job->frame_count * f.bands),
-             job->last_block, &job->spectral_out});
+        requests.push_back({&job->spectral, std::span(f.f0).first(f.frames),
+                            std::span(f.mcep).first(f.frames * f.mcep_order),
+                            std::span(f.strengths).first(f.frames * f.bands), job->last_block,
+                            &job->spectral_out});
     }
     spectral_->render(requests);
     for (BlockJob* job : batch) {

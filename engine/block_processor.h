@@ -51,8 +51,12 @@ struct BlockJob {
 
     // Inputs.
     VocoderKind kind = VocoderKind::Mlsa;
-    const AcousticFrames* frames = nullptr;
-    std::size_t first_frame = 0, frame_count = 0;
+    // The block's own frames, copied at dispatch: a job may outlive the
+    // sentence it came from (abandoned at its cut-off, or running when its
+    // stream was cancelled, whose sentence the producer then frees), so it
+    // must not point into it. A block is a few frames; the copy reuses the
+    // job's capacity.
+    AcousticFrames frames;
     bool last_block = false;  // the utterance ends with this block (spectral: flush)
     dsp::MlsaTier tier = dsp::MlsaTier::Full;
     dsp::MlsaVocoder vocoder;  // state at the block start; advanced by the processor

@@ -343,6 +343,25 @@ void BlockScheduler::measure_abandoned() {
     });
 }
 
+namespace {
+
+// Frames [first, first + count) of `from` into `to`, reusing its capacity.
+void copy_frames(const AcousticFrames& from, std::size_t first, std::size_t count,
+                 AcousticFrames& to) {
+    to.frames = count;
+    to.mcep_order = from.mcep_order;
+    to.bands = from.bands;
+    const auto rows = [&](const std::vector<float>& v, std::size_t width, std::vector<float>& out) {
+        out.assign(v.begin() + static_cast<std::ptrdiff_t>(first * width),
+                   v.begin() + static_cast<std::ptrdiff_t>((first + count) * width));
+    };
+    rows(from.f0, 1, to.f0);
+    rows(from.mcep, from.mcep_order, to.mcep);
+    rows(from.strengths, from.bands, to.strengths);
+}
+
+}  // namespace
+
 BlockJob* BlockScheduler::dispatch(const Choice& choice, const dsp::MlsaVocoder& state,
                                    const NoiseSource& noise, const AcousticFrames& f,
                                    std::size_t first, std::size_t count, bool last) {
@@ -352,9 +371,7 @@ BlockJob* BlockScheduler::dispatch(const Choice& choice, const dsp::MlsaVocoder&
     job->vocoder = state;
     job->noise = noise;
     job->spectral = *spectral_state_;
-    job->frames = &f;
-    job->first_frame = first;
-    job->frame_count = count;
+    copy_frames(f, first, count, job->frames);
     job->last_block = last;
     job->tier = tier_of(choice.quality);
     job->processor = static_cast<int>(choice.processor);
