@@ -108,7 +108,8 @@ class StructureReader {
         return true;
     }
 
-    bool next_is(const char* op, const std::vector<std::int64_t>& dims, std::size_t ahead = 0) const {
+    bool next_is(const char* op, const std::vector<std::int64_t>& dims,
+                 std::size_t ahead = 0) const {
         const Use* u = peek(ahead);
         return u && u->node->op_type == op && dims_match(u->weight->dims, dims);
     }
@@ -128,11 +129,13 @@ class StructureReader {
             fail("expected " + what + " (" + wanted + "), found " + describe(*u));
         const bool is_conv = u->node->op_type == "Conv" || u->node->op_type == "ConvTranspose";
         if (is_conv && with_bias != (u->bias != nullptr))
-            fail(what + " should " + (with_bias ? "" : "not ") + "have a bias (" + describe(*u) + ")");
+            fail(what + " should " + (with_bias ? "" : "not ") + "have a bias (" + describe(*u) +
+                 ")");
         if (is_conv) {
             store(role + ".weight", u->weight_name, *u->weight);
             if (u->bias) {
-                if (u->bias->dims != std::vector<std::int64_t>{u->weight->dims[op == std::string("Conv") ? 0 : 1]})
+                if (u->bias->dims !=
+                    std::vector<std::int64_t>{u->weight->dims[op == std::string("Conv") ? 0 : 1]})
                     fail(what + " has a bias of " + shape_text(u->bias->dims));
                 store(role + ".bias", u->bias_name, *u->bias);
             }
@@ -171,7 +174,8 @@ class StructureReader {
             std::string have;
             for (const auto& n : names) have += (have.empty() ? "" : ", ") + n;
             fail("its inputs are (" + have +
-                 "); a Piper voice has (input, input_lengths, scales) and, with several speakers, sid");
+                 "); a Piper voice has (input, input_lengths, scales) and, with several speakers, "
+                 "sid");
         }
         if (g_.outputs().size() != 1 || g_.outputs()[0].name != "output")
             fail("a Piper voice has one output named 'output'");
@@ -185,9 +189,10 @@ class StructureReader {
         const Use* first = peek();
         if (!first || first->node->op_type != "Gather" || first->node->inputs.size() < 2 ||
             first->node->inputs[1] != "input" || first->weight->dims.size() != 2)
-            fail("the first weight the graph uses should be the phoneme embedding, a Gather "
-                 "of 'input' from a [symbols, channels] table" +
-                 std::string(first ? "; found " + describe(*first) : ""));
+            fail(
+                "the first weight the graph uses should be the phoneme embedding, a Gather "
+                "of 'input' from a [symbols, channels] table" +
+                std::string(first ? "; found " + describe(*first) : ""));
         hp.num_symbols = int(first->weight->dims[0]);
         hp.hidden_channels = int(first->weight->dims[1]);
         const std::int64_t h = hp.hidden_channels;
@@ -203,8 +208,10 @@ class StructureReader {
             if (!rel || rel->node->op_type != "Pad" || rel->weight->dims.size() != 3 ||
                 rel->weight->dims[0] != 1 || rel->weight->dims[1] % 2 != 1 ||
                 h % rel->weight->dims[2] != 0)
-                fail("expected " + what + "'s relative-position key table (Pad of [1, 2*window+1, "
-                     "channels/heads])" + (rel ? ", found " + describe(*rel) : std::string()));
+                fail("expected " + what +
+                     "'s relative-position key table (Pad of [1, 2*window+1, "
+                     "channels/heads])" +
+                     (rel ? ", found " + describe(*rel) : std::string()));
             const int window = int(rel->weight->dims[1] / 2);
             const int heads = int(h / rel->weight->dims[2]);
             if (l == 0) {
@@ -227,14 +234,18 @@ class StructureReader {
             const std::int64_t fc = hp.filter_channels, k = hp.ffn_kernel;
             conv(f + ".conv_1", what + " feed-forward in", {fc, h, k});
             conv(f + ".conv_2", what + " feed-forward out", {h, fc, k});
-            layer_norm("enc_p.encoder.norm_layers_2." + std::to_string(l), what + " second norm", h);
+            layer_norm("enc_p.encoder.norm_layers_2." + std::to_string(l), what + " second norm",
+                       h);
             hp.n_layers = l + 1;
         }
         if (hp.n_layers == 0) fail("the text encoder has no transformer layers");
         const Use* proj = peek();
         if (!proj || proj->weight->dims.size() != 3 || proj->weight->dims[0] % 2)
-            fail("expected the text encoder's projection to mean and log-scale (Conv with [2*inter, " +
-                 std::to_string(h) + ", 1])" + (proj ? ", found " + describe(*proj) : std::string()));
+            fail(
+                "expected the text encoder's projection to mean and log-scale (Conv with "
+                "[2*inter, " +
+                std::to_string(h) + ", 1])" +
+                (proj ? ", found " + describe(*proj) : std::string()));
         hp.inter_channels = int(proj->weight->dims[0] / 2);
         conv("enc_p.proj", "the text encoder's projection", {2 * hp.inter_channels, h, 1});
     }
@@ -249,8 +260,9 @@ class StructureReader {
             return;
         }
         if (!gather_sid || u->weight->dims.size() != 2)
-            fail("it has a 'sid' input but no speaker embedding (a Gather of 'sid' from a "
-                 "[speakers, channels] table) after the text encoder");
+            fail(
+                "it has a 'sid' input but no speaker embedding (a Gather of 'sid' from a "
+                "[speakers, channels] table) after the text encoder");
         hp.num_speakers = int(u->weight->dims[0]);
         hp.gin_channels = int(u->weight->dims[1]);
         take("emb_g.weight", "the speaker embedding", "Gather", {-1, -1}, false);
@@ -283,7 +295,8 @@ class StructureReader {
         auto& hp = out_.hp;
         const std::int64_t h = hp.hidden_channels;
         conv("dp.pre", "the duration predictor's input conv", {h, h, 1});
-        if (hp.gin_channels) conv("dp.cond", "the duration predictor's speaker conv", {h, hp.gin_channels, 1});
+        if (hp.gin_channels)
+            conv("dp.cond", "the duration predictor's speaker conv", {h, hp.gin_channels, 1});
         dds_conv("dp.convs", "the duration predictor's", h);
         conv("dp.proj", "the duration predictor's projection", {h, h, 1});
         // Piper builds ElementwiseAffine then 4 (ConvFlow, Flip) pairs at
@@ -308,12 +321,14 @@ class StructureReader {
         // torch 1.13 as Exp of a folded -logs.
         const Use* scale = peek();
         if (scale && scale->node->op_type == "Exp" && dims_match(scale->weight->dims, {2, 1})) {
-            VitsTensor t{"dp.flows.0.exp_neg_logs", scale->weight_name, {2, 1}, scale->weight->floats};
+            VitsTensor t{
+                "dp.flows.0.exp_neg_logs", scale->weight_name, {2, 1}, scale->weight->floats};
             for (float& v : t.values) v = std::exp(v);
             out_.tensors.push_back(std::move(t));
             ++pos_;
         } else {
-            take("dp.flows.0.exp_neg_logs", "the duration flow's affine scale", "Mul", {2, 1}, false);
+            take("dp.flows.0.exp_neg_logs", "the duration flow's affine scale", "Mul", {2, 1},
+                 false);
         }
     }
 
@@ -325,7 +340,8 @@ class StructureReader {
         const Use* first = peek();
         if (!first || first->weight->dims.size() != 3 || first->weight->dims[1] != half)
             fail("expected the flow's first coupling input conv (Conv with [hidden, " +
-                 std::to_string(half) + ", 1])" + (first ? ", found " + describe(*first) : std::string()));
+                 std::to_string(half) + ", 1])" +
+                 (first ? ", found " + describe(*first) : std::string()));
         const std::int64_t hid = first->weight->dims[0];
         if (hid != hp.hidden_channels) fail("the flow's width differs from the text encoder's");
         // Couplings come in the graph in reverse order (flows.6, 4, 2, 0);
@@ -339,29 +355,38 @@ class StructureReader {
             conv(role + ".pre", what + " input conv", {hid, half, 1});
             if (hp.gin_channels) {
                 const Use* cond = peek();
-                const std::int64_t width = cond && cond->weight->dims.size() == 3 ? cond->weight->dims[0] : 0;
-                if (width % (2 * hid)) fail(what + "'s speaker conv is not a multiple of 2*hidden wide");
+                const std::int64_t width =
+                    cond && cond->weight->dims.size() == 3 ? cond->weight->dims[0] : 0;
+                if (width % (2 * hid))
+                    fail(what + "'s speaker conv is not a multiple of 2*hidden wide");
                 conv(role + ".enc.cond_layer", what + " speaker conv", {width, hp.gin_channels, 1});
             }
             int l = 0;
             for (;; ++l) {
                 const std::string n = std::to_string(l);
                 const Use* in = peek();
-                if (c == 0 && l == 0 && in && in->weight->dims.size() == 3) hp.wn_kernel = int(in->weight->dims[2]);
+                if (c == 0 && l == 0 && in && in->weight->dims.size() == 3)
+                    hp.wn_kernel = int(in->weight->dims[2]);
                 const Use& inl = conv(role + ".enc.in_layers." + n, what + " WaveNet layer " + n,
                                       {2 * hid, hid, hp.wn_kernel});
                 if (attr_int(*inl.node, "dilations", 1) != 1)
-                    fail(what + " WaveNet layer " + n + " should not be dilated (Piper's dilation rate is 1)");
+                    fail(what + " WaveNet layer " + n +
+                         " should not be dilated (Piper's dilation rate is 1)");
                 if (next_is("Conv", {2 * hid, hid, 1})) {
-                    conv(role + ".enc.res_skip_layers." + n, what + " residual/skip conv " + n, {2 * hid, hid, 1});
+                    conv(role + ".enc.res_skip_layers." + n, what + " residual/skip conv " + n,
+                         {2 * hid, hid, 1});
                 } else {
-                    conv(role + ".enc.res_skip_layers." + n, what + " last skip conv", {hid, hid, 1});
+                    conv(role + ".enc.res_skip_layers." + n, what + " last skip conv",
+                         {hid, hid, 1});
                     break;
                 }
             }
-            if (c == 0) hp.wn_layers = l + 1;
-            else if (l + 1 != hp.wn_layers) fail(what + " has a different WaveNet depth from coupling 0");
-            if (hp.gin_channels && out_.tensors[starts.back() + 2].dims[0] != 2 * hid * hp.wn_layers)
+            if (c == 0)
+                hp.wn_layers = l + 1;
+            else if (l + 1 != hp.wn_layers)
+                fail(what + " has a different WaveNet depth from coupling 0");
+            if (hp.gin_channels &&
+                out_.tensors[starts.back() + 2].dims[0] != 2 * hid * hp.wn_layers)
                 fail(what + "'s speaker conv width does not match its WaveNet depth");
             conv(role + ".post", what + " output conv (mean only)", {half, hid, 1});
             ++c;
@@ -384,16 +409,20 @@ class StructureReader {
         if (!pre || pre->node->op_type != "Conv" || pre->weight->dims.size() != 3 ||
             pre->weight->dims[1] != hp.inter_channels)
             fail("expected the decoder's input conv (Conv with [channels, " +
-                 std::to_string(hp.inter_channels) + ", 7])" + (pre ? ", found " + describe(*pre) : std::string()));
+                 std::to_string(hp.inter_channels) + ", 7])" +
+                 (pre ? ", found " + describe(*pre) : std::string()));
         hp.upsample_initial_channel = int(pre->weight->dims[0]);
         std::int64_t ch = hp.upsample_initial_channel;
-        conv("dec.conv_pre", "the decoder's input conv", {ch, hp.inter_channels, pre->weight->dims[2]});
-        if (hp.gin_channels) conv("dec.cond", "the decoder's speaker conv", {ch, hp.gin_channels, 1});
+        conv("dec.conv_pre", "the decoder's input conv",
+             {ch, hp.inter_channels, pre->weight->dims[2]});
+        if (hp.gin_channels)
+            conv("dec.cond", "the decoder's speaker conv", {ch, hp.gin_channels, 1});
 
         int block = 0;
         for (int i = 0; next_is("ConvTranspose", {ch, ch / 2, -1}); ++i) {
             const std::string n = std::to_string(i);
-            const Use& up = take("dec.ups." + n, "upsampler " + n, "ConvTranspose", {ch, ch / 2, -1}, true);
+            const Use& up =
+                take("dec.ups." + n, "upsampler " + n, "ConvTranspose", {ch, ch / 2, -1}, true);
             const int stride = attr_int(*up.node, "strides", 1);
             const int kernel = int(up.weight->dims[2]);
             if (attr_int(*up.node, "pads", -1) != (kernel - stride) / 2)
@@ -423,16 +452,21 @@ class StructureReader {
                 std::vector<int> d;
                 const std::string r = "dec.resblocks." + std::to_string(block);
                 if (hp.resblock == '1') {
-                    if (run.size() % 2) fail("residual block " + std::to_string(block) + " has an odd number of convolutions");
+                    if (run.size() % 2)
+                        fail("residual block " + std::to_string(block) +
+                             " has an odd number of convolutions");
                     for (std::size_t j = 0; j < run.size() / 2; ++j) {
                         d.push_back(attr_int(*run[2 * j], "dilations", 1));
-                        conv(r + ".convs1." + std::to_string(j), "residual block " + std::to_string(block), {ch, ch, k});
-                        conv(r + ".convs2." + std::to_string(j), "residual block " + std::to_string(block), {ch, ch, k});
+                        conv(r + ".convs1." + std::to_string(j),
+                             "residual block " + std::to_string(block), {ch, ch, k});
+                        conv(r + ".convs2." + std::to_string(j),
+                             "residual block " + std::to_string(block), {ch, ch, k});
                     }
                 } else {
                     for (std::size_t j = 0; j < run.size(); ++j) {
                         d.push_back(attr_int(*run[j], "dilations", 1));
-                        conv(r + ".convs." + std::to_string(j), "residual block " + std::to_string(block), {ch, ch, k});
+                        conv(r + ".convs." + std::to_string(j),
+                             "residual block " + std::to_string(block), {ch, ch, k});
                     }
                 }
                 kernels.push_back(k);
@@ -487,7 +521,9 @@ const VitsTensor& VitsWeights::get(const std::string& role) const {
     throw Error("VITS weights: no tensor '" + role + "'");
 }
 
-VitsWeights read_vits_weights(const OnnxGraph& graph) { return StructureReader(graph).read(); }
+VitsWeights read_vits_weights(const OnnxGraph& graph) {
+    return StructureReader(graph).read();
+}
 
 VitsWeights read_vits_weights(const std::string& onnx_path) {
     return read_vits_weights(OnnxGraph::load(onnx_path));

@@ -32,12 +32,12 @@ struct VitsHyperparameters {
     int filter_channels = 0;  // text encoder's feed-forward
     int inter_channels = 0;   // latent (prior, flow, decoder input)
     int n_heads = 0;
-    int n_layers = 0;     // transformer layers
-    int window = 0;       // relative attention reaches -window..window
+    int n_layers = 0;  // transformer layers
+    int window = 0;    // relative attention reaches -window..window
     int ffn_kernel = 0;
-    int dp_kernel = 0;     // duration predictor's depthwise convolutions
-    int dp_flows = 0;      // spline flows run at inference (Piper: 3 of its 4)
-    int spline_bins = 0;   // rational-quadratic spline bins
+    int dp_kernel = 0;    // duration predictor's depthwise convolutions
+    int dp_flows = 0;     // spline flows run at inference (Piper: 3 of its 4)
+    int spline_bins = 0;  // rational-quadratic spline bins
     int flow_couplings = 0;
     int wn_layers = 0;  // WaveNet layers per coupling
     int wn_kernel = 0;
