@@ -118,13 +118,14 @@ TEST_P(VitsParity, decoder_chunked_equals_whole_for_chunks_of_1_to_64_frames) {
     auto all = voices();
     // Every chunk size from 1 to 64 for the multi-speaker voice; a spread of
     // them for the others (the x_low, low and medium decoders have one shape;
-    // on devices only high's other decoder shape is added: PoCL is slow).
+    // on devices only high's other decoder shape is added: PoCL is slow). The
+    // CPU run takes 15 s on a quiet 2-core machine, minutes on a loaded one.
     const bool cpu = GetParam() == gpu::BackendKind::Cpu;
     for (const auto& v : all) {
         if (!cpu && v.name != "test_medium_multi" && v.name != "test_high") continue;
         std::vector<int> sizes;
         for (int c = 1; c <= 64; ++c)
-            if (v.name == "test_medium_multi" || c <= 2 || c == 13 || c == 64) sizes.push_back(c);
+            if (v.name == "test_medium_multi" || c == 2 || c == 13 || c == 64) sizes.push_back(c);
         SCOPED_TRACE(v.name);
         const VitsTextToLatent prior(v.weights);
         std::mt19937_64 rng(1);

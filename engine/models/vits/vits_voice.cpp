@@ -1,0 +1,78 @@
+#include "engine/models/vits/vits_voice.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+#include "engine/models/vits/vits_decoder.h"
+
+namespace etude::engine {
+
+std::shared_ptr<VitsVoice> VitsVoice::open(const std::string& onnx_path, int sample_rate,
+                                           std::shared_ptr<gpu::Backend> backend) {
+    if (!backend) throw Error(onnx_path + ": no compute backend to load the voice on");
+    if (sample_rate < 8000 || sample_rate > 192000)
+        throw Error(onnx_path + ": sample rate " + std::to_string(sample_rate) +
+                    " is out of range");
+    auto weights = std::make_shared<const VitsWeights>(read_vits_weights(onnx_path));
+    return std::shared_ptr<VitsVoice>(
+        new VitsVoice(onnx_path, sample_rate, std::move(weights), std::move(backend)));
+}
+
+VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<const VitsWeights> weights,
+                     std::shared_ptr<gpu::Backend> backend)
+    : path_(std::move(path)),
+      sample_rate_(sample_rate),
+      weights_(std::move(weights)),
+      prior_(weights_),
+      backend_(std::move(backend)) {}
+
+std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
+    if (num_speakers() == 1) speaker = 0;
+    if (speaker < 0 || speaker >= num_speakers())
+        throw Error(path_ + ": speaker " + std::to_string(speaker) + " is outside the voice's " +
+                    std::to_string(num_speakers()) + " speakers");
+    std::lock_guard lock(decoders_mu_);
+    auto& d = decoders_[speaker];
+    if (!d) d = load_vits_decoder(*weights_, sample_rate_, speaker, path_, backend_);
+    return d;
+}
+
+std::vector<float> VitsVoice::render(std::span<const std::int64_t> ids, int speaker,
+                                     const VitsScales& scales, std::uint64_t seed) const {
+    std::mt19937_64 noise(seed);
+    const VitsLatent latent = prior_.run(ids, speaker, scales, noise);
+    return decoder(speaker)->vocode(latent.z, latent.frames);
+}
+
+VitsSentenceStream::VitsSentenceStream(std::shared_ptr<const VitsVoice> voice, std::uint64_t seed)
+    : voice_(std::move(voice)), noise_(seed) {
+    if (!voice_) throw Error("VITS stream: no voice");
+}
+
+void VitsSentenceStream::start(std::span<const std::int64_t> ids, int speaker,
+                               const VitsScales& scales) {
+    latent_ = voice_->text_to_latent().run(ids, speaker, scales, noise_);
+    decoder_ = std::make_unique<MelVocoderStream>(voice_->decoder(speaker));
+    next_frame_ = 0;
+    finished_ = false;
+}
+
+std::vector<float> VitsSentenceStream::next(int frames) {
+    if (!decoder_ || finished_) return {};
+    const int n = std::clamp(frames, 0, latent_.frames - next_frame_);
+    std::vector<float> out;
+    if (n > 0) {
+        std::vector<float> part;
+        copy_mel_frames(latent_.z, latent_.channels, latent_.frames, next_frame_, n, part);
+        out = decoder_->push(part, n);
+        next_frame_ += n;
+    }
+    if (next_frame_ >= latent_.frames) {
+        const auto rest = decoder_->finish();
+        out.insert(out.end(), rest.begin(), rest.end());
+        finished_ = true;
+    }
+    return out;
+}
+
+}  // namespace etude::engine
