@@ -340,6 +340,11 @@ VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
         if (id < 0 || id >= hp.num_symbols)
             throw Error("VITS: phoneme id " + std::to_string(id) + " is outside the voice's " +
                         std::to_string(hp.num_symbols) + " symbols");
+    const auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
+    if (!finite_at_least(scales.noise_scale, 0) || !finite_at_least(scales.noise_w, 0))
+        throw Error("VITS: noise_scale and noise_w must be finite and not negative");
+    if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
+        throw Error("VITS: length_scale must be finite and positive");
     std::vector<double> g;
     if (hp.num_speakers > 1) {
         if (speaker < 0 || speaker >= hp.num_speakers)
@@ -361,10 +366,16 @@ VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
     int total = 0;
     for (double lw : logw) {
         const double d = std::ceil(std::exp(lw) * double(scales.length_scale));
-        const int frames = d > 0 ? int(std::min(d, 1e6)) : 0;
+        const int frames = d > 0 ? int(std::min(d, double(kMaxFrames) + 1)) : 0;
         out.durations.push_back(frames);
-        total += frames;
+        total = int(std::min<long long>(static_cast<long long>(total) + frames, kMaxFrames + 1LL));
     }
+    // A sentence longer than this is a broken voice or an absurd
+    // length_scale; refusing it keeps memory bounded (the latent is
+    // inter_channels doubles per frame).
+    if (total > kMaxFrames)
+        throw Error("VITS: the durations add up to " + std::to_string(total) + " frames (at most " +
+                    std::to_string(kMaxFrames) + "): length_scale too large, or a broken voice");
     out.frames = std::max(total, 1);
     // Expand the prior over the frames and sample it: z_p = m + eps*exp(logs)*noise_scale.
     Signal z(hp.inter_channels, out.frames);

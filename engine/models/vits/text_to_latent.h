@@ -40,10 +40,16 @@ struct VitsLatent {
 
 class VitsTextToLatent {
   public:
+    // At most this many frames per sentence (about 20 minutes at 22050 Hz
+    // with a hop of 256): more is refused.
+    static constexpr int kMaxFrames = 100000;
+
     explicit VitsTextToLatent(std::shared_ptr<const VitsWeights> weights);
 
     // `speaker` is ignored by single-speaker voices; throws etude::Error for
-    // an id outside the embedding table or a speaker out of range.
+    // no ids, an id outside the embedding table, a speaker out of range,
+    // negative or non-finite scales (length_scale must be positive), or
+    // durations adding up to more than kMaxFrames.
     VitsLatent run(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                    std::mt19937_64& noise) const;
 

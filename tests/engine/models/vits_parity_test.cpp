@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -161,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, VitsParity,
                                            gpu::BackendKind::Cuda),
                          [](const auto& info) { return std::string(gpu::to_string(info.param)); });
 
-TEST(VitsTextToLatent, ids_and_speakers_out_of_range_are_refused) {
+TEST(VitsTextToLatent, ids_speakers_and_scales_out_of_range_are_refused) {
     auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
     const VitsTextToLatent prior(w);
     std::mt19937_64 rng(1);
@@ -171,6 +172,18 @@ TEST(VitsTextToLatent, ids_and_speakers_out_of_range_are_refused) {
     EXPECT_THROW(prior.run(ok, 4, {}, rng), etude::Error);
     EXPECT_THROW(prior.run(ok, -1, {}, rng), etude::Error);
     EXPECT_NO_THROW(prior.run(ok, 3, {}, rng));
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, 0.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, -1.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {NAN, 1.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, 1.0f, -0.1f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, INFINITY, 0.8f}, rng), etude::Error);
+    // An absurd length_scale: refused, not a latent of gigabytes.
+    try {
+        prior.run(ok, 0, {0.0f, 1e7f, 0.0f}, rng);
+        ADD_FAILURE() << "accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("frames"), std::string::npos) << e.what();
+    }
 }
 
 // The noise comes from the caller's generator: the same seed gives the
@@ -206,13 +219,22 @@ TEST(VitsParityFullSize, published_sizes_match_pytorch_within_1e4) {
         const int rate = read_json(base + ".onnx.json")["audio"]["sample_rate"].get<int>();
         const auto want = audio_io::read_npy(base + "_audio.npy").data;
         std::mt19937_64 rng(1);
+        const auto t0 = std::chrono::steady_clock::now();
         const VitsLatent latent = VitsTextToLatent(w).run(ids, 0, {0.0f, 1.0f, 0.0f}, rng);
+        const auto t1 = std::chrono::steady_clock::now();
         auto decoder = load_vits_decoder(*w, rate, 0, base, gpu::shared_cpu_backend());
+        const auto t2 = std::chrono::steady_clock::now();
         const auto audio = decoder->vocode(latent.z, latent.frames);
+        const auto t3 = std::chrono::steady_clock::now();
         ASSERT_EQ(audio.size(), want.size());
         const double diff = max_abs_diff(audio, want);
-        std::printf("[ cpu      ] full_%-8s max |ours - PyTorch| = %.3g over %zu samples\n", size,
-                    diff, audio.size());
+        const auto ms = [](auto a, auto b) {
+            return std::chrono::duration<double, std::milli>(b - a).count();
+        };
+        std::printf(
+            "[ cpu      ] full_%-8s max |ours - PyTorch| = %.3g over %zu samples; text to latent "
+            "%.0f ms, decoder %.0f ms, for %.2f s of audio\n",
+            size, diff, audio.size(), ms(t0, t1), ms(t2, t3), double(audio.size()) / rate);
         EXPECT_LE(diff, 1e-4);
     }
 }
