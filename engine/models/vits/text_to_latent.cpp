@@ -334,6 +334,12 @@ VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
 
 VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
                                  const VitsScales& scales, std::mt19937_64& noise) const {
+    return sample_prior(ids, speaker, scales, noise, true);
+}
+
+VitsLatent VitsTextToLatent::sample_prior(std::span<const std::int64_t> ids, int speaker,
+                                          const VitsScales& scales, std::mt19937_64& noise,
+                                          bool with_flow) const {
     const auto& hp = w_->hp;
     if (ids.empty()) throw Error("VITS: no phoneme ids");
     for (auto id : ids)
@@ -390,7 +396,7 @@ VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
             const double logs = p < 0 ? 0.0 : stats.row(hp.inter_channels + c)[p];
             z.row(c)[f] = m + normal(noise) * std::exp(logs) * double(scales.noise_scale);
         }
-    net.flow(z, gp);
+    if (with_flow) net.flow(z, gp);
     out.z.assign(z.v.begin(), z.v.end());
     return out;
 }

@@ -53,6 +53,12 @@ class VitsTextToLatent {
     VitsLatent run(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                    std::mt19937_64& noise) const;
 
+    // The same without the flow (with_flow false): the sampled prior, for
+    // the flow to run elsewhere (VitsFlowNetwork on a backend).
+    VitsLatent sample_prior(std::span<const std::int64_t> ids, int speaker,
+                            const VitsScales& scales, std::mt19937_64& noise,
+                            bool with_flow = false) const;
+
     const VitsHyperparameters& hp() const { return w_->hp; }
 
   private:

@@ -37,10 +37,21 @@ std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
     return d;
 }
 
+VitsLatent VitsVoice::latent(std::span<const std::int64_t> ids, int speaker,
+                             const VitsScales& scales, std::mt19937_64& noise) const {
+    VitsLatent l = prior_.sample_prior(ids, speaker, scales, noise);
+    const int key = num_speakers() == 1 ? 0 : speaker;
+    std::lock_guard lock(flows_mu_);
+    auto& flow = flows_[key];
+    if (!flow) flow = std::make_unique<VitsFlowNetwork>(*weights_, key, backend_);
+    flow->run(l.z, l.frames);
+    return l;
+}
+
 std::vector<float> VitsVoice::render(std::span<const std::int64_t> ids, int speaker,
                                      const VitsScales& scales, std::uint64_t seed) const {
     std::mt19937_64 noise(seed);
-    const VitsLatent latent = prior_.run(ids, speaker, scales, noise);
+    const VitsLatent latent = this->latent(ids, speaker, scales, noise);
     return decoder(speaker)->vocode(latent.z, latent.frames);
 }
 
@@ -51,7 +62,7 @@ VitsSentenceStream::VitsSentenceStream(std::shared_ptr<const VitsVoice> voice, s
 
 void VitsSentenceStream::start(std::span<const std::int64_t> ids, int speaker,
                                const VitsScales& scales) {
-    latent_ = voice_->text_to_latent().run(ids, speaker, scales, noise_);
+    latent_ = voice_->latent(ids, speaker, scales, noise_);
     decoder_ = std::make_unique<MelVocoderStream>(voice_->decoder(speaker));
     next_frame_ = 0;
     finished_ = false;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
@@ -48,6 +49,10 @@ class VitsVoice {
     const VitsTextToLatent& text_to_latent() const { return prior_; }
     // The decoder of `speaker` (made and uploaded on first use).
     std::shared_ptr<const NeuralModel> decoder(int speaker) const;
+    // Phoneme ids to the decoder's input: the prior on the host, the flow on
+    // the voice's backend.
+    VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                      std::mt19937_64& noise) const;
 
     // One sentence offline, with a generator seeded with `seed`: what a
     // VitsSentenceStream made with that seed says for its first sentence.
@@ -64,6 +69,8 @@ class VitsVoice {
     std::shared_ptr<gpu::Backend> backend_;
     mutable std::mutex decoders_mu_;
     mutable std::map<int, std::shared_ptr<const NeuralModel>> decoders_;
+    mutable std::mutex flows_mu_;  // also serialises runs: a flow has one workspace
+    mutable std::map<int, std::unique_ptr<VitsFlowNetwork>> flows_;
 };
 
 class VitsSentenceStream {

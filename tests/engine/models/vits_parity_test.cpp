@@ -20,6 +20,7 @@
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_decoder.h"
+#include "engine/models/vits/vits_voice.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {
@@ -157,6 +158,44 @@ TEST_P(VitsParity, decoder_chunked_equals_whole_for_chunks_of_1_to_64_frames) {
     }
 }
 
+// The flow on the backend (float, mirrored couplings instead of flips,
+// speaker folded into the biases) against the host's (double, as Piper).
+TEST_P(VitsParity, flow_on_the_backend_matches_the_host_flow) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent prior(v.weights);
+        std::mt19937_64 rng(3);
+        const VitsScales scales{0.667f, v.length_scale, 0.8f};  // noise on: a richer latent
+        VitsLatent device = prior.sample_prior(ids, v.speaker, scales, rng);
+        std::mt19937_64 rng2(3);
+        const VitsLatent host = prior.run(ids, v.speaker, scales, rng2);
+        ASSERT_EQ(device.z.size(), host.z.size());
+        VitsFlowNetwork flow(*v.weights, v.speaker, backend_);
+        flow.run(device.z, device.frames);
+        const double diff = max_abs_diff(device.z, host.z);
+        std::printf("[ %-8s ] %-18s flow max |backend - host| = %.3g over %zu values\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), diff, device.z.size());
+        EXPECT_LE(diff, 1e-5);
+    }
+}
+
+// The whole voice as the engine runs it (prior on the host, flow and
+// decoder on the backend) against PyTorch.
+TEST_P(VitsParity, voice_render_matches_pytorch_within_1e4) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        auto voice = VitsVoice::open(kData + v.name + ".onnx", v.sample_rate, backend_);
+        const auto audio = voice->render(ids, v.speaker, {0.0f, v.length_scale, 0.0f}, 1);
+        ASSERT_EQ(audio.size(), v.audio.size());
+        const double diff = max_abs_diff(audio, v.audio);
+        std::printf("[ %-8s ] %-18s voice max |ours - PyTorch| = %.3g\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), diff);
+        EXPECT_LE(diff, 1e-4);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, VitsParity,
                          ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
                                            gpu::BackendKind::Cuda),
@@ -236,6 +275,20 @@ TEST(VitsParityFullSize, published_sizes_match_pytorch_within_1e4) {
             "%.0f ms, decoder %.0f ms, for %.2f s of audio\n",
             size, diff, audio.size(), ms(t0, t1), ms(t2, t3), double(audio.size()) / rate);
         EXPECT_LE(diff, 1e-4);
+        // The engine's own path: the flow on the backend.
+        auto voice = VitsVoice::open(base + ".onnx", rate, gpu::shared_cpu_backend());
+        voice->render(ids, 0, {0.0f, 1.0f, 0.0f}, 1);  // uploads the flow and decoder
+        const auto t4 = std::chrono::steady_clock::now();
+        std::mt19937_64 rng2(1);
+        const VitsLatent l2 = voice->latent(ids, 0, {0.0f, 1.0f, 0.0f}, rng2);
+        const auto t5 = std::chrono::steady_clock::now();
+        const auto audio2 = voice->decoder(0)->vocode(l2.z, l2.frames);
+        const double diff2 = max_abs_diff(audio2, want);
+        std::printf(
+            "[ cpu      ] full_%-8s voice (flow on the backend) max |ours - PyTorch| = %.3g; "
+            "text to latent %.0f ms\n",
+            size, diff2, ms(t4, t5));
+        EXPECT_LE(diff2, 1e-4);
     }
 }
 
