@@ -40,6 +40,14 @@ class StructureReader {
         read_duration_predictor();
         read_flow();
         read_decoder();
+        // The network keeps every sequence's length only with odd kernels
+        // where it pads symmetrically; anything else would read past the ends.
+        const auto& hp = out_.hp;
+        for (auto [k, what] : {std::pair{hp.dp_kernel, "duration predictor kernel"},
+                               std::pair{hp.wn_kernel, "flow WaveNet kernel"}})
+            if (k % 2 == 0)
+                fail(std::string("the ") + what + " is " + std::to_string(k) + ", not odd");
+        if (hp.ffn_kernel < 1) fail("the feed-forward kernel is empty");
         if (pos_ != uses_.size())
             fail("after the decoder's last convolution the graph still uses weights (" +
                  describe(uses_[pos_]) + ")");
@@ -70,6 +78,9 @@ class StructureReader {
                 if (n.inputs.size() < 2 || !(u.weight = float_constant(n.inputs[1])))
                     fail(n.op_type + " node '" + n.name +
                          "' computes its weights in the graph (weight norm not folded?)");
+                if (u.weight->dims.size() != 3 || u.weight->elements() == 0)
+                    fail(n.op_type + " node '" + n.name + "' has a weight of " +
+                         shape_text(u.weight->dims) + ", not a non-empty 1-D convolution kernel");
                 u.weight_name = n.inputs[1];
                 if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
                     if (!(u.bias = float_constant(n.inputs[2])))
