@@ -258,6 +258,9 @@ class StructureReader {
                 std::to_string(h) + ", 1])" +
                 (proj ? ", found " + describe(*proj) : std::string()));
         hp.inter_channels = int(proj->weight->dims[0] / 2);
+        if (hp.inter_channels % 2)
+            fail("the latent has " + std::to_string(hp.inter_channels) +
+                 " channels; the flow splits it in halves, so it must be even");
         conv("enc_p.proj", "the text encoder's projection", {2 * hp.inter_channels, h, 1});
     }
 
