@@ -289,6 +289,20 @@ TEST(VitsParityFullSize, published_sizes_match_pytorch_within_1e4) {
             "text to latent %.0f ms\n",
             size, diff2, ms(t4, t5));
         EXPECT_LE(diff2, 1e-4);
+        // Time to first audio (printed, not asserted) for a sentence of
+        // about 28 words: the reference phrase's ids six times, ~200 ids.
+        std::vector<std::int64_t> long_ids{1, 0};
+        for (int r = 0; r < 6; ++r) long_ids.insert(long_ids.end(), ids.begin() + 2, ids.end() - 1);
+        long_ids.push_back(2);
+        VitsSentenceStream stream(voice, 9);
+        const auto t6 = std::chrono::steady_clock::now();
+        // noise_w 0: random weights give wild durations with noise on.
+        stream.start(long_ids, 0, {0.667f, 1.0f, 0.0f});
+        std::size_t got = 0;
+        while (got == 0 && !stream.done()) got = stream.next(8).size();
+        const auto t7 = std::chrono::steady_clock::now();
+        std::printf("[ cpu      ] full_%-8s %zu ids, %d frames: first audio after %.0f ms\n", size,
+                    long_ids.size(), stream.frames(), ms(t6, t7));
     }
 }
 
