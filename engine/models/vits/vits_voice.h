@@ -4,10 +4,12 @@
 // voice's .onnx.json) lives elsewhere; this takes ids, a speaker id, the
 // scales and a seed, and the sample rate the config names.
 //
-// VitsSentenceStream speaks one sentence at a time in decoder chunks: the
-// encoder, the durations and the flow run when a sentence starts, then each
-// call to next() decodes the next frames with exact context, so the audio
-// streamed equals the whole sentence's (the decoder's MelVocoderStream).
+// VitsSentenceStream speaks one sentence at a time in chunks: the encoder
+// and the durations run when a sentence starts; each call to next() runs the
+// flow on the next block of frames (with its exact context) when needed and
+// decodes the next frames with exact context, so the audio streamed equals
+// the whole sentence's (the decoder's MelVocoderStream) and first audio
+// waits for one block, not the sentence.
 // The noise comes from a generator the stream owns, seeded when it is
 // made: the same seed and sentences give the same audio, and
 // VitsVoice::render() with that seed gives the sentence offline.
@@ -49,6 +51,15 @@ class VitsVoice {
     const VitsTextToLatent& text_to_latent() const { return prior_; }
     // The decoder of `speaker` (made and uploaded on first use).
     std::shared_ptr<const NeuralModel> decoder(int speaker) const;
+    // Frames of context the flow needs on each side for an exact block: its
+    // couplings' WaveNets see (kernel-1)/2 frames a side per layer.
+    int flow_context() const;
+    // The flow's output for frames [first, first + count) of a sampled prior
+    // ([inter][frames]), written into the same columns of z: the flow run
+    // over the block and flow_context() frames a side, which is exact
+    // (equal to the whole sentence's flow up to float rounding).
+    void flow(int speaker, const std::vector<float>& prior, int frames, int first, int count,
+              std::vector<float>& z) const;
     // Phoneme ids to the decoder's input: the prior on the host, the flow on
     // the voice's backend.
     VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
@@ -92,6 +103,12 @@ class VitsSentenceStream {
     std::mt19937_64 noise_;
     VitsLatent latent_;
     std::unique_ptr<MelVocoderStream> decoder_;
+    std::vector<float> prior_;  // the sampled prior, before the flow
+    int speaker_ = 0;
+    int flowed_ = 0;  // frames of latent_.z the flow has made
+    // The flow runs ahead in blocks of at least this many frames, so that
+    // its context (flow_context() a side) is recomputed rarely.
+    static constexpr int kFlowBlock = 64;
     int next_frame_ = 0;
     bool finished_ = true;
 };
