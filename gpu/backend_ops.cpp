@@ -246,4 +246,13 @@ void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer&
     minimum_phase_fold_impl(q, n, batch, x, y);
 }
 
+void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer& x,
+                         DeviceBuffer& y) {
+    const std::size_t half = count(channels) * count(length);
+    need(x, 2 * half, "x", "gated_tanh");
+    need(y, half, "y", "gated_tanh");
+    if (half > 0) distinct(x, y, "x and y", "gated_tanh");
+    gated_tanh_impl(q, channels, length, x, y);
+}
+
 }  // namespace etude::gpu

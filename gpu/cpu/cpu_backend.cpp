@@ -18,6 +18,7 @@
 #include "gpu/cpu/cpu_conv.h"
 #include "gpu/cpu/cpu_parallel.h"
 #include "gpu/cpu/cpu_vector_math.h"
+#include "gpu/kernels/kernel_bodies.h"
 
 namespace etude::gpu {
 namespace {
@@ -398,6 +399,17 @@ void CpuBackend::complex_exp_impl(Queue&, const DeviceBuffer& x, DeviceBuffer& y
         f(y)[2 * i] = m * std::cos(ph);
         f(y)[2 * i + 1] = m * std::sin(ph);
     }
+}
+
+void CpuBackend::gated_tanh_impl(Queue&, int channels, int length, const DeviceBuffer& x,
+                                 DeviceBuffer& y) {
+    Timer t(*this, "gated_tanh");
+    const std::size_t n = static_cast<std::size_t>(channels) * static_cast<std::size_t>(length);
+    const float* in = f(x);
+    float* out = f(y);
+    for_elements(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) bodies::gated_tanh_at(i, n, in, out);
+    });
 }
 
 void CpuBackend::minimum_phase_fold_impl(Queue&, int n, int batch, const DeviceBuffer& x,

@@ -203,6 +203,11 @@ __global__ void minimum_phase_fold_kernel(int n, const float* x, float* y, std::
         bodies::minimum_phase_fold_at(idx, n, x, y);
 }
 
+__global__ void gated_tanh_kernel(const float* x, float* y, std::size_t n) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::gated_tanh_at(i, n, x, y);
+}
+
 // One thread per row (grid-stride, like the rest: the grid is capped).
 __global__ void hermitian_edges_kernel(int batch, int n, float* x) {
     for (std::size_t row = first_index(); row < static_cast<std::size_t>(batch);
@@ -354,6 +359,13 @@ cudaError_t minimum_phase_fold(cudaStream_t stream, int n, int batch, const floa
     if (n <= 0 || batch <= 0) return cudaSuccess;
     const std::size_t total = static_cast<std::size_t>(n) * batch;
     minimum_phase_fold_kernel<<<grid_for(total), kBlock, 0, stream>>>(n, x, y, total);
+    return cudaGetLastError();
+}
+
+cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const float* x, float* y) {
+    if (channels <= 0 || length <= 0) return cudaSuccess;
+    const std::size_t n = static_cast<std::size_t>(channels) * length;
+    gated_tanh_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n);
     return cudaGetLastError();
 }
 

@@ -48,5 +48,7 @@ cudaError_t complex_multiply(cudaStream_t stream, const float* a, const float* b
                              std::size_t n_complex);
 cudaError_t complex_exp(cudaStream_t stream, const float* x, float* y, std::size_t n_complex);
 cudaError_t minimum_phase_fold(cudaStream_t stream, int n, int batch, const float* x, float* y);
+// y[c][t] = tanh(x[c][t]) * sigmoid(x[channels + c][t]); x and y distinct.
+cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const float* x, float* y);
 
 }  // namespace etude::gpu::kernels

@@ -157,6 +157,15 @@ ETUDE_BODY void complex_exp_at(etude_index i, ETUDE_GLOBAL const float* x, ETUDE
     y[2 * i + 1] = m * ETUDE_SIN(ph);
 }
 
+// WaveNet's gate, element gid of the first half: tanh of it times the
+// logistic sigmoid of its partner `gate_offset` elements on.
+ETUDE_BODY void gated_tanh_at(etude_index gid, etude_index gate_offset, ETUDE_GLOBAL const float* x,
+                              ETUDE_GLOBAL float* y) {
+    const float a = x[gid];
+    const float b = x[gid + gate_offset];
+    y[gid] = ETUDE_TANH(a) / (1.0f + ETUDE_EXP(-b));
+}
+
 // Real cepstrum -> minimum-phase cepstrum, element gid of rows of length n.
 ETUDE_BODY void minimum_phase_fold_at(etude_index gid, int n, ETUDE_GLOBAL const float* x,
                                       ETUDE_GLOBAL float* y) {

@@ -182,6 +182,7 @@ enum KernelId : int {
     kComplexMultiply,
     kComplexExp,
     kMinimumPhaseFold,
+    kGatedTanh,
     kKernelCount
 };
 constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
@@ -199,7 +200,8 @@ constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                 "overlap_add",
                                                                 "complex_multiply",
                                                                 "complex_exp",
-                                                                "minimum_phase_fold"};
+                                                                "minimum_phase_fold",
+                                                                "gated_tanh"};
 
 // Must match TS, LN_WG and TT in kernels/tiled_kernels.cl.
 constexpr std::size_t kGemmTile = 16;
@@ -872,6 +874,18 @@ void OpenClBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const De
     auto& cq = queue_of(q, op);
     const std::size_t total = static_cast<std::size_t>(n) * static_cast<std::size_t>(batch);
     launch(cq, op, kMinimumPhaseFold, range1d(total), cl_int{n}, cl_int{batch}, mem(x), mem(y));
+}
+
+void OpenClBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
+                                    DeviceBuffer& y) {
+    const char* op = "gated_tanh";
+    begin(op);
+    const std::size_t n = static_cast<std::size_t>(std::max(channels, 0)) *
+                          static_cast<std::size_t>(std::max(length, 0));
+    if (n == 0) return;
+    auto& cq = queue_of(q, op);
+    const cl_ulong count = n;
+    launch(cq, op, kGatedTanh, range1d(n), mem(x), mem(y), count);
 }
 
 // ---- FFT ----

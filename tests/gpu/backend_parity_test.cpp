@@ -655,6 +655,25 @@ TEST_P(BackendParity, minimum_phase_fold_matches_the_cpu) {
     }
 }
 
+// WaveNet's gate (VITS' flow): tanh of the first half times the sigmoid of
+// the second, against the definition in double.
+TEST_P(BackendParity, gated_tanh_is_tanh_times_sigmoid) {
+    for (auto [channels, length] :
+         std::initializer_list<P2>{{1, 1}, {4, 37}, {192, 140}, {7, 1001}}) {
+        const std::size_t n = std::size_t(channels) * length;
+        const auto v = random_vector(2 * n, 1700 + channels, -6.0f, 6.0f);
+        std::vector<float> want(n);
+        for (std::size_t i = 0; i < n; ++i)
+            want[i] = float(std::tanh(double(v[i])) / (1.0 + std::exp(-double(v[n + i]))));
+        const auto x = upload(v);
+        auto y = output(n);
+        ref_.gated_tanh(*rq_, channels, length, x.ref, y.ref);
+        dev_->gated_tanh(*dq_, channels, length, x.dev, y.dev);
+        expect_equal_to("gated_tanh " + std::to_string(channels) + "x" + std::to_string(length), y,
+                        want, tol_.elementwise);
+    }
+}
+
 // gpu::Backend checks arguments once for every backend, before anything is
 // queued (on a GPU an out-of-bounds access corrupts the context).
 TEST_P(BackendParity, bad_arguments_are_rejected_before_anything_runs) {
@@ -666,6 +685,8 @@ TEST_P(BackendParity, bad_arguments_are_rejected_before_anything_runs) {
     EXPECT_THROW(dev_->copy_rows(*dq_, 1, 2, y.dev, 0, 2, y.dev, 4, 2), std::invalid_argument);
     EXPECT_THROW(dev_->activation(*dq_, Activation::Tanh, x.dev, y.dev, 11), std::invalid_argument);
     EXPECT_THROW(dev_->axpby(*dq_, 13, 1.0f, x.dev, 0.0f, x.dev), std::invalid_argument);
+    EXPECT_THROW(dev_->gated_tanh(*dq_, 2, 3, x.dev, x.dev), std::invalid_argument);
+    EXPECT_THROW(dev_->gated_tanh(*dq_, 2, 4, x.dev, y.dev), std::invalid_argument);
     EXPECT_THROW(dev_->complex_multiply(*dq_, x.dev, x.dev, y.dev, 6), std::invalid_argument);
     EXPECT_THROW(dev_->gemm(*dq_, false, false, 3, 4, 3, 1.0f, x.dev, 2, x.dev, 4, 0.0f, x.dev, 4),
                  std::invalid_argument);  // lda below the row length

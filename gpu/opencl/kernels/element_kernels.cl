@@ -89,3 +89,8 @@ __kernel void conv_transpose1d(__global const float* x, __global const float* w,
         conv_transpose1d_at(gid, x, w, bias, has_bias, y, in_ch, out_ch, in_len, taps, stride,
                             dilation, padding, groups, out_len);
 }
+
+__kernel void gated_tanh(__global const float* x, __global float* y, ulong n) {
+    const size_t i = get_global_id(0);
+    if (i < n) gated_tanh_at(i, n, x, y);
+}

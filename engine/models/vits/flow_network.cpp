@@ -1,0 +1,179 @@
+#include "engine/models/vits/flow_network.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace etude::engine {
+
+namespace {
+
+gpu::DeviceBuffer upload(gpu::Backend& b, gpu::Queue& q, const std::vector<float>& v,
+                         std::vector<std::vector<float>>& staged) {
+    staged.push_back(v);
+    gpu::DeviceBuffer d = b.allocate(v.size(), kWeightsTag);
+    b.copy_to_device(q, d, 0, staged.back().data(), v.size());
+    return d;
+}
+
+struct Conv {
+    gpu::DeviceBuffer w, b;
+    int in = 0, out = 0, k = 1;
+};
+
+}  // namespace
+
+struct VitsFlowNetwork::Coupling {
+    bool mirrored = false;  // runs on the flipped latent: halves swapped
+    Conv pre, post;
+    std::vector<Conv> in_layers, res, skip;  // res is empty for the last layer
+};
+
+VitsFlowNetwork::~VitsFlowNetwork() = default;
+
+VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
+                                 std::shared_ptr<gpu::Backend> backend)
+    : backend_(std::move(backend)), work_(*backend_) {
+    const auto& hp = w.hp;
+    channels_ = hp.inter_channels;
+    hidden_ = hp.hidden_channels;
+    kernel_ = hp.wn_kernel;
+    const int half = channels_ / 2, hid = hidden_;
+    if (hp.num_speakers > 1 && (speaker < 0 || speaker >= hp.num_speakers))
+        throw Error("VITS flow: speaker " + std::to_string(speaker) + " is outside the voice's " +
+                    std::to_string(hp.num_speakers) + " speakers");
+    queue_ = backend_->create_queue();
+    auto& b = *backend_;
+    std::vector<std::vector<float>> staged;
+    const auto conv = [&](std::vector<float> weight, std::vector<float> bias, int out, int in,
+                          int k) {
+        Conv c;
+        c.in = in;
+        c.out = out;
+        c.k = k;
+        c.w = upload(b, *queue_, weight, staged);
+        c.b = upload(b, *queue_, bias, staged);
+        return c;
+    };
+    std::vector<double> g;
+    if (hp.num_speakers > 1) {
+        const auto& emb = w.get("emb_g.weight").values;
+        g.assign(emb.begin() + std::ptrdiff_t(speaker) * hp.gin_channels,
+                 emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels);
+    }
+    // Piper runs flows.(2(n-1)), ..., flows.0 after a flip each: the k-th run
+    // sees the latent flipped k+1 times.
+    for (int k = 0; k < hp.flow_couplings; ++k) {
+        const std::string r = "flow.flows." + std::to_string(2 * (hp.flow_couplings - 1 - k));
+        Coupling c;
+        c.mirrored = k % 2 == 0;
+        auto pre_w = w.get(r + ".pre.weight").values;  // [hid][half][1]
+        if (c.mirrored)
+            for (int o = 0; o < hid; ++o)
+                std::reverse(pre_w.begin() + o * half, pre_w.begin() + (o + 1) * half);
+        c.pre = conv(pre_w, w.get(r + ".pre.bias").values, hid, half, 1);
+        std::vector<float> cond;  // cond_layer(g): per WaveNet layer, 2*hid values
+        if (!g.empty()) {
+            const auto& cw = w.get(r + ".enc.cond_layer.weight").values;
+            const auto& cb = w.get(r + ".enc.cond_layer.bias").values;
+            cond.resize(cb.size());
+            for (std::size_t o = 0; o < cb.size(); ++o) {
+                double acc = cb[o];
+                for (std::size_t i = 0; i < g.size(); ++i)
+                    acc += double(cw[o * g.size() + i]) * g[i];
+                cond[o] = float(acc);
+            }
+        }
+        for (int l = 0; l < hp.wn_layers; ++l) {
+            const std::string n = std::to_string(l);
+            auto in_b = w.get(r + ".enc.in_layers." + n + ".bias").values;
+            if (!cond.empty())
+                for (int o = 0; o < 2 * hid; ++o)
+                    in_b[std::size_t(o)] += cond[std::size_t(l * 2 * hid + o)];
+            c.in_layers.push_back(conv(w.get(r + ".enc.in_layers." + n + ".weight").values, in_b,
+                                       2 * hid, hid, kernel_));
+            const auto& rs_w = w.get(r + ".enc.res_skip_layers." + n + ".weight").values;
+            const auto& rs_b = w.get(r + ".enc.res_skip_layers." + n + ".bias").values;
+            const std::size_t rows = std::size_t(hid) * hid;
+            if (l < hp.wn_layers - 1) {
+                c.res.push_back(conv({rs_w.begin(), rs_w.begin() + std::ptrdiff_t(rows)},
+                                     {rs_b.begin(), rs_b.begin() + hid}, hid, hid, 1));
+                c.skip.push_back(conv({rs_w.begin() + std::ptrdiff_t(rows), rs_w.end()},
+                                      {rs_b.begin() + hid, rs_b.end()}, hid, hid, 1));
+            } else {
+                c.skip.push_back(conv(rs_w, rs_b, hid, hid, 1));
+            }
+        }
+        auto post_w = w.get(r + ".post.weight").values;  // [half][hid][1]
+        auto post_b = w.get(r + ".post.bias").values;
+        if (c.mirrored) {
+            for (int o = 0; o < half / 2; ++o) {
+                std::swap_ranges(post_w.begin() + o * hid, post_w.begin() + (o + 1) * hid,
+                                 post_w.begin() + (half - 1 - o) * hid);
+                std::swap(post_b[std::size_t(o)], post_b[std::size_t(half - 1 - o)]);
+            }
+        }
+        c.post = conv(post_w, post_b, half, hid, 1);
+        couplings_.push_back(std::move(c));
+    }
+    ends_flipped_ = hp.flow_couplings % 2 == 1;
+    b.synchronize(*queue_);
+}
+
+void VitsFlowNetwork::run(std::vector<float>& z, int frames) {
+    const int half = channels_ / 2, hid = hidden_;
+    if (frames <= 0) return;
+    if (z.size() != std::size_t(channels_) * std::size_t(frames))
+        throw Error("VITS flow: the latent holds " + std::to_string(z.size()) + " values, not " +
+                    std::to_string(channels_) + " x " + std::to_string(frames));
+    auto& b = *backend_;
+    auto& q = *queue_;
+    const std::size_t hT = std::size_t(half) * frames, T = std::size_t(hid) * frames;
+    gpu::DeviceBuffer& first = work_.get(0, hT);
+    gpu::DeviceBuffer& second = work_.get(1, hT);
+    gpu::DeviceBuffer& x = work_.get(2, T);
+    gpu::DeviceBuffer& in = work_.get(3, 2 * T);
+    gpu::DeviceBuffer& acts = work_.get(4, T);
+    gpu::DeviceBuffer& res = work_.get(5, T);
+    gpu::DeviceBuffer& out = work_.get(6, T);
+    gpu::DeviceBuffer& tmp = work_.get(7, T);
+    b.copy_to_device(q, first, 0, z.data(), hT);
+    b.copy_to_device(q, second, 0, z.data() + hT, hT);
+    const auto apply = [&](const Conv& c, const gpu::DeviceBuffer& src, gpu::DeviceBuffer& dst) {
+        gpu::Conv1dShape s;
+        s.in_channels = c.in;
+        s.out_channels = c.out;
+        s.in_length = frames;
+        s.kernel = c.k;
+        s.padding = (c.k - 1) / 2;
+        b.conv1d(q, s, src, c.w, c.b, dst);
+    };
+    for (const Coupling& c : couplings_) {
+        gpu::DeviceBuffer& from = c.mirrored ? second : first;  // the half the WaveNet reads
+        gpu::DeviceBuffer& to = c.mirrored ? first : second;    // the half it shifts
+        apply(c.pre, from, x);
+        b.fill(q, out, 0.0f, T);
+        for (std::size_t l = 0; l < c.in_layers.size(); ++l) {
+            apply(c.in_layers[l], x, in);
+            b.gated_tanh(q, hid, frames, in, acts);
+            if (l < c.res.size()) {
+                apply(c.res[l], acts, res);
+                b.axpby(q, T, 1.0f, res, 1.0f, x);
+            }
+            apply(c.skip[l], acts, tmp);
+            b.axpby(q, T, 1.0f, tmp, 1.0f, out);
+        }
+        apply(c.post, out, tmp);
+        b.axpby(q, hT, -1.0f, tmp, 1.0f, to);
+    }
+    b.copy_to_host(q, z.data(), first, 0, hT);
+    b.copy_to_host(q, z.data() + hT, second, 0, hT);
+    b.synchronize(q);
+    if (ends_flipped_)
+        for (int a = 0, e = channels_ - 1; a < e; ++a, --e)
+            std::swap_ranges(z.begin() + std::ptrdiff_t(a) * frames,
+                             z.begin() + std::ptrdiff_t(a + 1) * frames,
+                             z.begin() + std::ptrdiff_t(e) * frames);
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,404 @@
+#include "engine/models/vits/text_to_latent.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "engine/error.h"
+
+namespace etude::engine {
+
+namespace {
+
+// A [channels][length] signal in double precision. One sentence, batch 1,
+// no padding: every mask of Piper's code is all ones here.
+struct Signal {
+    int c = 0, t = 0;
+    std::vector<double> v;
+    Signal() = default;
+    Signal(int channels, int length)
+        : c(channels), t(length), v(std::size_t(channels) * length, 0.0) {}
+    double* row(int i) { return v.data() + std::size_t(i) * t; }
+    const double* row(int i) const { return v.data() + std::size_t(i) * t; }
+};
+
+struct Conv {
+    const VitsTensor* w = nullptr;
+    const VitsTensor* b = nullptr;  // may be null
+};
+
+// PyTorch's conv1d: y[o][t] = b[o] + sum_{i,k} w[o][i][k] x[g*in/g + i][t*1 + k*d - pad_l].
+Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int pad_right,
+              int groups = 1) {
+    const auto& dims = conv.w->dims;
+    const int out = int(dims[0]), in_per_group = int(dims[1]), k = int(dims[2]);
+    const int length = x.t + pad_left + pad_right - dilation * (k - 1);
+    Signal y(out, std::max(length, 0));
+    const int out_per_group = out / groups;
+    const float* w = conv.w->values.data();
+    for (int o = 0; o < out; ++o) {
+        double* yr = y.row(o);
+        const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
+        std::fill(yr, yr + y.t, bias);
+        const int g = o / out_per_group;
+        for (int i = 0; i < in_per_group; ++i) {
+            const double* xr = x.row(g * in_per_group + i);
+            for (int kk = 0; kk < k; ++kk) {
+                const double wv = w[(std::size_t(o) * in_per_group + i) * k + kk];
+                const int shift = kk * dilation - pad_left;
+                const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
+                for (int t = t0; t < t1; ++t) yr[t] += wv * xr[t + shift];
+            }
+        }
+    }
+    return y;
+}
+
+void layer_norm(Signal& x, const VitsTensor& gamma, const VitsTensor& beta) {
+    for (int t = 0; t < x.t; ++t) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < x.c; ++c) mean += x.row(c)[t];
+        mean /= x.c;
+        for (int c = 0; c < x.c; ++c) {
+            const double d = x.row(c)[t] - mean;
+            var += d * d;
+        }
+        var /= x.c;
+        const double inv = 1.0 / std::sqrt(var + 1e-5);
+        for (int c = 0; c < x.c; ++c)
+            x.row(c)[t] = (x.row(c)[t] - mean) * inv * gamma.values[std::size_t(c)] +
+                          beta.values[std::size_t(c)];
+    }
+}
+
+void add(Signal& x, const Signal& y) {
+    for (std::size_t i = 0; i < x.v.size(); ++i) x.v[i] += y.v[i];
+}
+
+double gelu(double x) {
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+double softplus(double x) {
+    return x > 20 ? x : std::log1p(std::exp(x));
+}
+
+class Network {
+  public:
+    explicit Network(const VitsWeights& w) : w_(w), hp_(w.hp) {}
+
+    Conv conv(const std::string& role, bool bias = true) const {
+        return {&w_.get(role + ".weight"), bias ? &w_.get(role + ".bias") : nullptr};
+    }
+    const VitsTensor& t(const std::string& role) const { return w_.get(role); }
+
+    // ---- text encoder ----
+
+    Signal attention(const Signal& x, const std::string& a) const {
+        const Signal q = conv1d(x, conv(a + ".conv_q"), 1, 0, 0);
+        const Signal k = conv1d(x, conv(a + ".conv_k"), 1, 0, 0);
+        const Signal v = conv1d(x, conv(a + ".conv_v"), 1, 0, 0);
+        const auto& rel_k = t(a + ".emb_rel_k").values;
+        const auto& rel_v = t(a + ".emb_rel_v").values;
+        const int heads = hp_.n_heads, kc = hp_.hidden_channels / heads, n = x.t, win = hp_.window;
+        const double scale = 1.0 / std::sqrt(double(kc));
+        Signal out(x.c, n);
+        std::vector<double> p(static_cast<std::size_t>(n));
+        for (int h = 0; h < heads; ++h) {
+            for (int i = 0; i < n; ++i) {
+                double top = -INFINITY;
+                for (int j = 0; j < n; ++j) {
+                    double s = 0;
+                    const int off = j - i + win;
+                    const bool near = off >= 0 && off <= 2 * win;
+                    for (int c = 0; c < kc; ++c) {
+                        const double qv = q.row(h * kc + c)[i] * scale;
+                        s += qv * k.row(h * kc + c)[j];
+                        if (near) s += qv * rel_k[std::size_t(off) * kc + c];
+                    }
+                    p[std::size_t(j)] = s;
+                    top = std::max(top, s);
+                }
+                double sum = 0;
+                for (int j = 0; j < n; ++j)
+                    sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - top));
+                for (int j = 0; j < n; ++j) p[std::size_t(j)] /= sum;
+                for (int c = 0; c < kc; ++c) {
+                    double acc = 0;
+                    for (int j = 0; j < n; ++j) {
+                        acc += p[std::size_t(j)] * v.row(h * kc + c)[j];
+                        const int off = j - i + win;
+                        if (off >= 0 && off <= 2 * win)
+                            acc += p[std::size_t(j)] * rel_v[std::size_t(off) * kc + c];
+                    }
+                    out.row(h * kc + c)[i] = acc;
+                }
+            }
+        }
+        return conv1d(out, conv(a + ".conv_o"), 1, 0, 0);
+    }
+
+    Signal feed_forward(const Signal& x, const std::string& f) const {
+        const int k = hp_.ffn_kernel;
+        Signal y = conv1d(x, conv(f + ".conv_1"), 1, (k - 1) / 2, k / 2);
+        for (double& e : y.v) e = std::max(e, 0.0);
+        return conv1d(y, conv(f + ".conv_2"), 1, (k - 1) / 2, k / 2);
+    }
+
+    Signal text_encoder(std::span<const std::int64_t> ids) const {
+        const auto& emb = t("enc_p.emb.weight");
+        const int h = hp_.hidden_channels;
+        Signal x(h, int(ids.size()));
+        const double scale = std::sqrt(double(h));
+        for (int i = 0; i < x.t; ++i)
+            for (int c = 0; c < h; ++c)
+                x.row(c)[i] = emb.values[std::size_t(ids[std::size_t(i)]) * h + c] * scale;
+        for (int l = 0; l < hp_.n_layers; ++l) {
+            const std::string n = std::to_string(l);
+            add(x, attention(x, "enc_p.encoder.attn_layers." + n));
+            layer_norm(x, t("enc_p.encoder.norm_layers_1." + n + ".gamma"),
+                       t("enc_p.encoder.norm_layers_1." + n + ".beta"));
+            add(x, feed_forward(x, "enc_p.encoder.ffn_layers." + n));
+            layer_norm(x, t("enc_p.encoder.norm_layers_2." + n + ".gamma"),
+                       t("enc_p.encoder.norm_layers_2." + n + ".beta"));
+        }
+        return x;
+    }
+
+    // ---- duration predictor ----
+
+    void dds(Signal& x, const std::string& r) const {
+        const int k = hp_.dp_kernel;
+        int dilation = 1;
+        for (int i = 0; i < 3; ++i, dilation *= k) {
+            const std::string n = std::to_string(i);
+            const int pad = (k * dilation - dilation) / 2;
+            Signal y = conv1d(x, conv(r + ".convs_sep." + n), dilation, pad, pad, x.c);
+            layer_norm(y, t(r + ".norms_1." + n + ".gamma"), t(r + ".norms_1." + n + ".beta"));
+            for (double& e : y.v) e = gelu(e);
+            y = conv1d(y, conv(r + ".convs_1x1." + n), 1, 0, 0);
+            layer_norm(y, t(r + ".norms_2." + n + ".gamma"), t(r + ".norms_2." + n + ".beta"));
+            for (double& e : y.v) e = gelu(e);
+            add(x, y);
+        }
+    }
+
+    // Inverse of the rational-quadratic spline on [-bound, bound] (identity
+    // outside), as piper_train/vits/transforms.py computes it.
+    static double inverse_spline(double x, const double* uw, const double* uh, const double* ud,
+                                 int bins) {
+        const double bound = 5.0, min_bin = 1e-3, min_d = 1e-3;
+        if (x < -bound || x > bound) return x;
+        auto knots = [&](const double* raw, std::vector<double>& cum) {
+            double top = -INFINITY, sum = 0;
+            for (int i = 0; i < bins; ++i) top = std::max(top, raw[i]);
+            std::vector<double> e(static_cast<std::size_t>(bins));
+            for (int i = 0; i < bins; ++i) sum += (e[std::size_t(i)] = std::exp(raw[i] - top));
+            cum.assign(std::size_t(bins) + 1, 0.0);
+            double acc = 0;
+            for (int i = 0; i < bins; ++i) {
+                acc += min_bin + (1 - min_bin * bins) * (e[std::size_t(i)] / sum);
+                cum[std::size_t(i) + 1] = 2 * bound * acc - bound;
+            }
+            cum[0] = -bound;
+            cum[std::size_t(bins)] = bound;
+        };
+        std::vector<double> cw, ch;
+        knots(uw, cw);
+        knots(uh, ch);
+        auto derivative = [&](int i) {  // knots 0..bins; the ends have derivative 1
+            if (i == 0 || i == bins) return 1.0;
+            return min_d + softplus(ud[i - 1]);
+        };
+        int k = -1;
+        for (int i = 0; i <= bins; ++i)
+            k += x >= (i == bins ? ch[std::size_t(i)] + 1e-6 : ch[std::size_t(i)]);
+        k = std::clamp(k, 0, bins - 1);
+        const double w = cw[std::size_t(k) + 1] - cw[std::size_t(k)];
+        const double h = ch[std::size_t(k) + 1] - ch[std::size_t(k)];
+        const double slope = h / w, d0 = derivative(k), d1 = derivative(k + 1);
+        const double dy = x - ch[std::size_t(k)];
+        const double curve = d0 + d1 - 2 * slope;
+        const double a = dy * curve + h * (slope - d0);
+        const double b = h * d0 - dy * curve;
+        const double c = -slope * dy;
+        const double theta = (2 * c) / (-b - std::sqrt(b * b - 4 * a * c));
+        return theta * w + cw[std::size_t(k)];
+    }
+
+    std::vector<double> log_durations(const Signal& enc, const std::vector<double>* g,
+                                      double noise_w, std::mt19937_64& rng) const {
+        Signal x = conv1d(enc, conv("dp.pre"), 1, 0, 0);
+        if (g) add_speaker(x, "dp.cond", *g);
+        dds(x, "dp.convs");
+        x = conv1d(x, conv("dp.proj"), 1, 0, 0);
+        Signal z(2, x.t);
+        std::normal_distribution<double> normal(0.0, 1.0);
+        for (double& e : z.v) e = normal(rng) * noise_w;
+        const int bins = hp_.spline_bins;
+        const double scale = 1.0 / std::sqrt(double(hp_.hidden_channels));
+        for (int f = 0; f < hp_.dp_flows; ++f) {
+            std::swap_ranges(z.row(0), z.row(0) + z.t, z.row(1));  // Flip
+            const std::string r = "dp.flows." + std::to_string(7 - 2 * f);
+            Signal x0(1, z.t);
+            std::copy(z.row(0), z.row(0) + z.t, x0.row(0));
+            Signal h = conv1d(x0, conv(r + ".pre"), 1, 0, 0);
+            add(h, x);
+            dds(h, r + ".convs");
+            h = conv1d(h, conv(r + ".proj"), 1, 0, 0);
+            const std::size_t nb = static_cast<std::size_t>(bins);
+            std::vector<double> uw(nb), uh(nb), ud(nb - 1);
+            for (int t = 0; t < z.t; ++t) {
+                for (int i = 0; i < bins; ++i) {
+                    uw[std::size_t(i)] = h.row(i)[t] * scale;
+                    uh[std::size_t(i)] = h.row(bins + i)[t] * scale;
+                    if (i < bins - 1) ud[std::size_t(i)] = h.row(2 * bins + i)[t];
+                }
+                z.row(1)[t] = inverse_spline(z.row(1)[t], uw.data(), uh.data(), ud.data(), bins);
+            }
+        }
+        std::swap_ranges(z.row(0), z.row(0) + z.t, z.row(1));  // the last Flip
+        const auto& m = t("dp.flows.0.m").values;
+        const auto& e = t("dp.flows.0.exp_neg_logs").values;
+        std::vector<double> logw(static_cast<std::size_t>(z.t));
+        for (int i = 0; i < z.t; ++i) logw[std::size_t(i)] = (z.row(0)[i] - m[0]) * e[0];
+        return logw;
+    }
+
+    // Adds conv(g) (a 1x1 conv of the speaker vector) to every frame.
+    void add_speaker(Signal& x, const std::string& role, const std::vector<double>& g) const {
+        Signal gs(int(g.size()), 1);
+        gs.v = g;
+        const Signal c = conv1d(gs, conv(role), 1, 0, 0);
+        for (int ch = 0; ch < x.c; ++ch)
+            for (int i = 0; i < x.t; ++i) x.row(ch)[i] += c.v[std::size_t(ch)];
+    }
+
+    // ---- flow (reverse) ----
+
+    void flow(Signal& z, const std::vector<double>* g) const {
+        const int half = z.c / 2, hid = hp_.hidden_channels, k = hp_.wn_kernel;
+        for (int f = hp_.flow_couplings - 1; f >= 0; --f) {
+            for (int a = 0, b = z.c - 1; a < b; ++a, --b)  // Flip: reverse the channels
+                std::swap_ranges(z.row(a), z.row(a) + z.t, z.row(b));
+            const std::string r = "flow.flows." + std::to_string(2 * f);
+            Signal x0(half, z.t);
+            std::copy(z.v.begin(), z.v.begin() + std::ptrdiff_t(x0.v.size()), x0.v.begin());
+            Signal x = conv1d(x0, conv(r + ".pre"), 1, 0, 0);
+            Signal cond;
+            if (g) {
+                Signal gs(int(g->size()), 1);
+                gs.v = *g;
+                cond = conv1d(gs, conv(r + ".enc.cond_layer"), 1, 0, 0);
+            }
+            Signal output(hid, z.t);
+            for (int l = 0; l < hp_.wn_layers; ++l) {
+                const std::string n = std::to_string(l);
+                Signal in = conv1d(x, conv(r + ".enc.in_layers." + n), 1, (k - 1) / 2, (k - 1) / 2);
+                if (g)
+                    for (int c = 0; c < 2 * hid; ++c)
+                        for (int i = 0; i < in.t; ++i)
+                            in.row(c)[i] += cond.v[std::size_t(l * 2 * hid + c)];
+                Signal acts(hid, z.t);
+                for (int c = 0; c < hid; ++c)
+                    for (int i = 0; i < z.t; ++i)
+                        acts.row(c)[i] =
+                            std::tanh(in.row(c)[i]) / (1.0 + std::exp(-in.row(hid + c)[i]));
+                const Signal rs = conv1d(acts, conv(r + ".enc.res_skip_layers." + n), 1, 0, 0);
+                if (l < hp_.wn_layers - 1) {
+                    for (int c = 0; c < hid; ++c)
+                        for (int i = 0; i < z.t; ++i) {
+                            x.row(c)[i] += rs.row(c)[i];
+                            output.row(c)[i] += rs.row(hid + c)[i];
+                        }
+                } else {
+                    add(output, rs);
+                }
+            }
+            const Signal m = conv1d(output, conv(r + ".post"), 1, 0, 0);
+            for (int c = 0; c < half; ++c)
+                for (int i = 0; i < z.t; ++i) z.row(half + c)[i] -= m.row(c)[i];
+        }
+    }
+
+  private:
+    const VitsWeights& w_;
+    const VitsHyperparameters& hp_;
+};
+
+}  // namespace
+
+VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
+    : w_(std::move(weights)) {
+    if (!w_) throw Error("VITS: no weights");
+}
+
+VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
+                                 const VitsScales& scales, std::mt19937_64& noise) const {
+    return sample_prior(ids, speaker, scales, noise, true);
+}
+
+VitsLatent VitsTextToLatent::sample_prior(std::span<const std::int64_t> ids, int speaker,
+                                          const VitsScales& scales, std::mt19937_64& noise,
+                                          bool with_flow) const {
+    const auto& hp = w_->hp;
+    if (ids.empty()) throw Error("VITS: no phoneme ids");
+    for (auto id : ids)
+        if (id < 0 || id >= hp.num_symbols)
+            throw Error("VITS: phoneme id " + std::to_string(id) + " is outside the voice's " +
+                        std::to_string(hp.num_symbols) + " symbols");
+    const auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
+    if (!finite_at_least(scales.noise_scale, 0) || !finite_at_least(scales.noise_w, 0))
+        throw Error("VITS: noise_scale and noise_w must be finite and not negative");
+    if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
+        throw Error("VITS: length_scale must be finite and positive");
+    std::vector<double> g;
+    if (hp.num_speakers > 1) {
+        if (speaker < 0 || speaker >= hp.num_speakers)
+            throw Error("VITS: speaker " + std::to_string(speaker) + " is outside the voice's " +
+                        std::to_string(hp.num_speakers) + " speakers");
+        const auto& emb = w_->get("emb_g.weight").values;
+        g.assign(emb.begin() + std::ptrdiff_t(speaker) * hp.gin_channels,
+                 emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels);
+    }
+    const Network net(*w_);
+    const std::vector<double>* gp = g.empty() ? nullptr : &g;
+
+    const Signal enc = net.text_encoder(ids);
+    const Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
+    const std::vector<double> logw = net.log_durations(enc, gp, scales.noise_w, noise);
+
+    VitsLatent out;
+    out.channels = hp.inter_channels;
+    int total = 0;
+    for (double lw : logw) {
+        const double d = std::ceil(std::exp(lw) * double(scales.length_scale));
+        const int frames = d > 0 ? int(std::min(d, double(kMaxFrames) + 1)) : 0;
+        out.durations.push_back(frames);
+        total = int(std::min<long long>(static_cast<long long>(total) + frames, kMaxFrames + 1LL));
+    }
+    // A sentence longer than this is a broken voice or an absurd
+    // length_scale; refusing it keeps memory bounded (the latent is
+    // inter_channels doubles per frame).
+    if (total > kMaxFrames)
+        throw Error("VITS: the durations add up to " + std::to_string(total) + " frames (at most " +
+                    std::to_string(kMaxFrames) + "): length_scale too large, or a broken voice");
+    out.frames = std::max(total, 1);
+    // Expand the prior over the frames and sample it: z_p = m + eps*exp(logs)*noise_scale.
+    Signal z(hp.inter_channels, out.frames);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<int> owner(static_cast<std::size_t>(out.frames), -1);
+    for (int p = 0, f = 0; p < int(out.durations.size()); ++p)
+        for (int i = 0; i < out.durations[std::size_t(p)]; ++i) owner[std::size_t(f++)] = p;
+    for (int c = 0; c < hp.inter_channels; ++c)
+        for (int f = 0; f < out.frames; ++f) {
+            const int p = owner[std::size_t(f)];
+            const double m = p < 0 ? 0.0 : stats.row(c)[p];
+            const double logs = p < 0 ? 0.0 : stats.row(hp.inter_channels + c)[p];
+            z.row(c)[f] = m + normal(noise) * std::exp(logs) * double(scales.noise_scale);
+        }
+    if (with_flow) net.flow(z, gp);
+    out.z.assign(z.v.begin(), z.v.end());
+    return out;
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,116 @@
+// A Piper voice ready to speak phoneme ids: its weights (read from the
+// .onnx by structure), the text-to-latent network, and one decoder per
+// speaker on one backend. The text front end (espeak-ng phonemes, the
+// voice's .onnx.json) lives elsewhere; this takes ids, a speaker id, the
+// scales and a seed, and the sample rate the config names.
+//
+// VitsSentenceStream speaks one sentence at a time in chunks: the encoder
+// and the durations run when a sentence starts; each call to next() runs the
+// flow on the next block of frames (with its exact context) when needed and
+// decodes the next frames with exact context, so the audio streamed equals
+// the whole sentence's (the decoder's MelVocoderStream) and first audio
+// waits for one block, not the sentence.
+// The noise comes from a generator the stream owns, seeded when it is
+// made: the same seed and sentences give the same audio, and
+// VitsVoice::render() with that seed gives the sentence offline.
+//
+// Thread safety: a VitsVoice is immutable after open() except its decoder
+// cache (guarded); share it between streams. A stream is used from one
+// thread. Not real-time safe: runs on compute workers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/flow_network.h"
+#include "engine/models/vits/text_to_latent.h"
+#include "engine/models/vits/vits_weights.h"
+#include "gpu/backend.h"
+
+namespace etude::engine {
+
+class VitsVoice {
+  public:
+    // Throws etude::Error naming the file for an unreadable or unsupported
+    // graph, or a sample rate out of range.
+    static std::shared_ptr<VitsVoice> open(const std::string& onnx_path, int sample_rate,
+                                           std::shared_ptr<gpu::Backend> backend);
+
+    const std::string& path() const { return path_; }
+    int sample_rate() const { return sample_rate_; }
+    int num_speakers() const { return weights_->hp.num_speakers; }
+    int hop() const { return weights_->hp.hop(); }
+    const VitsHyperparameters& hyperparameters() const { return weights_->hp; }
+    const VitsTextToLatent& text_to_latent() const { return prior_; }
+    // The decoder of `speaker` (made and uploaded on first use).
+    std::shared_ptr<const NeuralModel> decoder(int speaker) const;
+    // Frames of context the flow needs on each side for an exact block: its
+    // couplings' WaveNets see (kernel-1)/2 frames a side per layer.
+    int flow_context() const;
+    // The flow's output for frames [first, first + count) of a sampled prior
+    // ([inter][frames]), written into the same columns of z: the flow run
+    // over the block and flow_context() frames a side, which is exact
+    // (equal to the whole sentence's flow up to float rounding).
+    void flow(int speaker, const std::vector<float>& prior, int frames, int first, int count,
+              std::vector<float>& z) const;
+    // Phoneme ids to the decoder's input: the prior on the host, the flow on
+    // the voice's backend.
+    VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                      std::mt19937_64& noise) const;
+
+    // One sentence offline, with a generator seeded with `seed`: what a
+    // VitsSentenceStream made with that seed says for its first sentence.
+    std::vector<float> render(std::span<const std::int64_t> ids, int speaker,
+                              const VitsScales& scales, std::uint64_t seed) const;
+
+  private:
+    VitsVoice(std::string path, int sample_rate, std::shared_ptr<const VitsWeights> weights,
+              std::shared_ptr<gpu::Backend> backend);
+    std::string path_;
+    int sample_rate_;
+    std::shared_ptr<const VitsWeights> weights_;
+    VitsTextToLatent prior_;
+    std::shared_ptr<gpu::Backend> backend_;
+    mutable std::mutex decoders_mu_;
+    mutable std::map<int, std::shared_ptr<const NeuralModel>> decoders_;
+    mutable std::mutex flows_mu_;  // also serialises runs: a flow has one workspace
+    mutable std::map<int, std::unique_ptr<VitsFlowNetwork>> flows_;
+};
+
+class VitsSentenceStream {
+  public:
+    VitsSentenceStream(std::shared_ptr<const VitsVoice> voice, std::uint64_t seed);
+
+    // Runs the encoder, the durations and the flow for a sentence; the
+    // previous sentence, if unfinished, is dropped.
+    void start(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales);
+    // Decodes up to `frames` more latent frames; returns the audio that
+    // became final (the last call, once every frame is in, returns the rest).
+    std::vector<float> next(int frames);
+    bool done() const { return next_frame_ >= latent_.frames && finished_; }
+    int frames() const { return latent_.frames; }
+    const std::vector<int>& durations() const { return latent_.durations; }
+
+  private:
+    std::shared_ptr<const VitsVoice> voice_;
+    std::mt19937_64 noise_;
+    VitsLatent latent_;
+    std::unique_ptr<MelVocoderStream> decoder_;
+    std::vector<float> prior_;  // the sampled prior, before the flow
+    int speaker_ = 0;
+    int flowed_ = 0;  // frames of latent_.z the flow has made
+    // The flow runs ahead in blocks of at least this many frames, so that
+    // its context (flow_context() a side) is recomputed rarely.
+    static constexpr int kFlowBlock = 64;
+    int next_frame_ = 0;
+    bool finished_ = true;
+};
+
+}  // namespace etude::engine

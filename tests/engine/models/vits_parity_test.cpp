@@ -1,0 +1,337 @@
+// Piper voices (VITS) against PyTorch: for the reference phoneme ids with
+// noise_scale = noise_w = 0, the engine's text-to-latent network and its
+// HiFi-GAN decoder on each backend make the audio tools/piper_reference
+// stored (PyTorch, float64) within 1e-4, with the same durations; and the
+// decoder streamed in chunks of 1 to 64 frames equals the whole sentence
+// within 1e-5.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "audio-io/npy_file.h"
+#include "engine/error.h"
+#include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/text_to_latent.h"
+#include "engine/models/vits/vits_decoder.h"
+#include "engine/models/vits/vits_voice.h"
+#include "gpu/registry.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kData = ETUDE_TEST_DATA "/piper/";
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+struct Voice {
+    std::string name;
+    std::shared_ptr<const VitsWeights> weights;
+    int sample_rate = 0;
+    int speaker = 0;
+    float length_scale = 1;
+    std::vector<int> durations;
+    std::vector<float> audio;
+};
+
+std::vector<std::int64_t> reference_ids() {
+    return read_json(kData + "reference.json")["phoneme_ids"].get<std::vector<std::int64_t>>();
+}
+
+std::vector<Voice> voices() {
+    std::vector<Voice> out;
+    const auto ref = read_json(kData + "reference.json");
+    for (const auto& [name, v] : ref["voices"].items()) {
+        Voice voice;
+        voice.name = name;
+        voice.weights = std::make_shared<VitsWeights>(read_vits_weights(kData + name + ".onnx"));
+        voice.sample_rate =
+            read_json(kData + name + ".onnx.json")["audio"]["sample_rate"].get<int>();
+        voice.speaker = v["speaker_id"].is_null() ? 0 : v["speaker_id"].get<int>();
+        voice.length_scale = v["length_scale"].get<float>();
+        voice.durations = v["durations"].get<std::vector<int>>();
+        voice.audio = audio_io::read_npy(kData + v["audio"].get<std::string>()).data;
+        out.push_back(std::move(voice));
+    }
+    return out;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        const double e = std::abs(double(a[i]) - b[i]);
+        d = std::max(d, std::isnan(e) ? INFINITY : e);
+    }
+    return d;
+}
+
+std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::string& why_not) {
+    if (kind == gpu::BackendKind::Cpu) return gpu::shared_cpu_backend();
+    auto& reg = gpu::DeviceRegistry::instance();
+    for (const auto& d : reg.devices())
+        if (d.kind == kind) return reg.open({gpu::to_string(kind), d.index});
+    why_not = std::string("no ") + gpu::to_string(kind) + " device";
+    for (const auto& n : reg.notes()) why_not += "; " + n;
+    return nullptr;
+}
+
+class VitsParity : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << " — the Piper voice parity tests are skipped here";
+        backend_->reset_health();
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+};
+
+}  // namespace
+
+TEST_P(VitsParity, matches_pytorch_within_1e4_for_every_size_and_the_multi_speaker_voice) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent prior(v.weights);
+        std::mt19937_64 rng(1);
+        const VitsLatent latent = prior.run(ids, v.speaker, {0.0f, v.length_scale, 0.0f}, rng);
+        EXPECT_EQ(latent.durations, v.durations);
+        auto decoder = load_vits_decoder(*v.weights, v.sample_rate, v.speaker, v.name, backend_);
+        const auto audio = decoder->vocode(latent.z, latent.frames);
+        ASSERT_EQ(audio.size(), v.audio.size());
+        const double diff = max_abs_diff(audio, v.audio);
+        std::printf("[ %-8s ] %-18s max |ours - PyTorch| = %.3g over %zu samples\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), diff, audio.size());
+        EXPECT_LE(diff, 1e-4);
+    }
+}
+
+TEST_P(VitsParity, decoder_chunked_equals_whole_for_chunks_of_1_to_64_frames) {
+    const auto ids = reference_ids();
+    auto all = voices();
+    // Every chunk size from 1 to 64 for the multi-speaker voice; a spread of
+    // them for the others (the x_low, low and medium decoders have one shape;
+    // on devices only high's other decoder shape is added: PoCL is slow). The
+    // CPU run takes 15 s on a quiet 2-core machine, minutes on a loaded one.
+    const bool cpu = GetParam() == gpu::BackendKind::Cpu;
+    for (const auto& v : all) {
+        if (!cpu && v.name != "test_medium_multi" && v.name != "test_high") continue;
+        std::vector<int> sizes;
+        for (int c = 1; c <= 64; ++c)
+            if (v.name == "test_medium_multi" || c == 2 || c == 13 || c == 64) sizes.push_back(c);
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent prior(v.weights);
+        std::mt19937_64 rng(1);
+        const VitsLatent latent = prior.run(ids, v.speaker, {0.0f, v.length_scale, 0.0f}, rng);
+        auto decoder = load_vits_decoder(*v.weights, v.sample_rate, v.speaker, v.name, backend_);
+        const auto whole = decoder->vocode(latent.z, latent.frames);
+        double worst = 0;
+        for (int chunk : sizes) {
+            SCOPED_TRACE("chunk " + std::to_string(chunk));
+            MelVocoderStream stream(decoder);
+            std::vector<float> got;
+            for (int f0 = 0; f0 < latent.frames; f0 += chunk) {
+                const int n = std::min(chunk, latent.frames - f0);
+                std::vector<float> part;
+                copy_mel_frames(latent.z, latent.channels, latent.frames, f0, n, part);
+                const auto out = stream.push(part, n);
+                got.insert(got.end(), out.begin(), out.end());
+            }
+            const auto rest = stream.finish();
+            got.insert(got.end(), rest.begin(), rest.end());
+            ASSERT_EQ(got.size(), whole.size());
+            const double diff = max_abs_diff(got, whole);
+            worst = std::max(worst, diff);
+            EXPECT_LE(diff, 1e-5);
+        }
+        std::printf("[ %-8s ] %-18s %zu chunk sizes, worst chunked difference %.2e\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), sizes.size(), worst);
+    }
+}
+
+// The flow on the backend (float, mirrored couplings instead of flips,
+// speaker folded into the biases) against the host's (double, as Piper).
+TEST_P(VitsParity, flow_on_the_backend_matches_the_host_flow) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent prior(v.weights);
+        std::mt19937_64 rng(3);
+        const VitsScales scales{0.667f, v.length_scale, 0.8f};  // noise on: a richer latent
+        VitsLatent device = prior.sample_prior(ids, v.speaker, scales, rng);
+        std::mt19937_64 rng2(3);
+        const VitsLatent host = prior.run(ids, v.speaker, scales, rng2);
+        ASSERT_EQ(device.z.size(), host.z.size());
+        VitsFlowNetwork flow(*v.weights, v.speaker, backend_);
+        flow.run(device.z, device.frames);
+        const double diff = max_abs_diff(device.z, host.z);
+        std::printf("[ %-8s ] %-18s flow max |backend - host| = %.3g over %zu values\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), diff, device.z.size());
+        EXPECT_LE(diff, 1e-5);
+    }
+}
+
+// The whole voice as the engine runs it (prior on the host, flow and
+// decoder on the backend) against PyTorch.
+TEST_P(VitsParity, voice_render_matches_pytorch_within_1e4) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        auto voice = VitsVoice::open(kData + v.name + ".onnx", v.sample_rate, backend_);
+        const auto audio = voice->render(ids, v.speaker, {0.0f, v.length_scale, 0.0f}, 1);
+        ASSERT_EQ(audio.size(), v.audio.size());
+        const double diff = max_abs_diff(audio, v.audio);
+        std::printf("[ %-8s ] %-18s voice max |ours - PyTorch| = %.3g\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), diff);
+        EXPECT_LE(diff, 1e-4);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, VitsParity,
+                         ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
+                                           gpu::BackendKind::Cuda),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
+TEST(VitsTextToLatent, ids_speakers_and_scales_out_of_range_are_refused) {
+    auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
+    const VitsTextToLatent prior(w);
+    std::mt19937_64 rng(1);
+    const std::vector<std::int64_t> bad_id{1, 0, 256, 0, 2}, ok{1, 0, 20, 0, 2}, none;
+    EXPECT_THROW(prior.run(bad_id, 0, {}, rng), etude::Error);
+    EXPECT_THROW(prior.run(none, 0, {}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 4, {}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, -1, {}, rng), etude::Error);
+    EXPECT_NO_THROW(prior.run(ok, 3, {}, rng));
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, 0.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, -1.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {NAN, 1.0f, 0.8f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, 1.0f, -0.1f}, rng), etude::Error);
+    EXPECT_THROW(prior.run(ok, 0, {0.667f, INFINITY, 0.8f}, rng), etude::Error);
+    // An absurd length_scale: refused, not a latent of gigabytes.
+    try {
+        prior.run(ok, 0, {0.0f, 1e7f, 0.0f}, rng);
+        ADD_FAILURE() << "accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("frames"), std::string::npos) << e.what();
+    }
+}
+
+// The noise comes from the caller's generator: the same seed gives the
+// same latent, another seed another one.
+TEST(VitsTextToLatent, a_seed_reproduces_the_noise) {
+    auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + "test_x_low.onnx"));
+    const VitsTextToLatent prior(w);
+    const auto ids = reference_ids();
+    std::mt19937_64 a(7), b(7), c(8);
+    const auto la = prior.run(ids, 0, {}, a), lb = prior.run(ids, 0, {}, b),
+               lc = prior.run(ids, 0, {}, c);
+    EXPECT_EQ(la.z, lb.z);
+    EXPECT_EQ(la.durations, lb.durations);
+    EXPECT_NE(la.z, lc.z);
+}
+
+}  // namespace etude::engine
+
+namespace etude::engine {
+
+// Full-size voices (tools/piper_reference/make_voices.py --full-size DIR,
+// about 260 MB, not stored): run when ETUDE_PIPER_FULL_DIR names that
+// folder, on the CPU.
+TEST(VitsParityFullSize, published_sizes_match_pytorch_within_1e4) {
+    const char* dir = std::getenv("ETUDE_PIPER_FULL_DIR");
+    if (!dir)
+        GTEST_SKIP() << "set ETUDE_PIPER_FULL_DIR to the --full-size output of make_voices.py";
+    const auto ids = reference_ids();
+    for (const char* size : {"x_low", "low", "medium", "high"}) {
+        const std::string base = std::string(dir) + "/full_" + size;
+        SCOPED_TRACE(base);
+        auto w = std::make_shared<VitsWeights>(read_vits_weights(base + ".onnx"));
+        const int rate = read_json(base + ".onnx.json")["audio"]["sample_rate"].get<int>();
+        const auto want = audio_io::read_npy(base + "_audio.npy").data;
+        std::mt19937_64 rng(1);
+        const auto t0 = std::chrono::steady_clock::now();
+        const VitsLatent latent = VitsTextToLatent(w).run(ids, 0, {0.0f, 1.0f, 0.0f}, rng);
+        const auto t1 = std::chrono::steady_clock::now();
+        auto decoder = load_vits_decoder(*w, rate, 0, base, gpu::shared_cpu_backend());
+        const auto t2 = std::chrono::steady_clock::now();
+        const auto audio = decoder->vocode(latent.z, latent.frames);
+        const auto t3 = std::chrono::steady_clock::now();
+        ASSERT_EQ(audio.size(), want.size());
+        const double diff = max_abs_diff(audio, want);
+        const auto ms = [](auto a, auto b) {
+            return std::chrono::duration<double, std::milli>(b - a).count();
+        };
+        std::printf(
+            "[ cpu      ] full_%-8s max |ours - PyTorch| = %.3g over %zu samples; text to latent "
+            "%.0f ms, decoder %.0f ms, for %.2f s of audio\n",
+            size, diff, audio.size(), ms(t0, t1), ms(t2, t3), double(audio.size()) / rate);
+        EXPECT_LE(diff, 1e-4);
+        // The engine's own path: the flow on the backend.
+        auto voice = VitsVoice::open(base + ".onnx", rate, gpu::shared_cpu_backend());
+        voice->render(ids, 0, {0.0f, 1.0f, 0.0f}, 1);  // uploads the flow and decoder
+        const auto t4 = std::chrono::steady_clock::now();
+        std::mt19937_64 rng2(1);
+        const VitsLatent l2 = voice->latent(ids, 0, {0.0f, 1.0f, 0.0f}, rng2);
+        const auto t5 = std::chrono::steady_clock::now();
+        const auto audio2 = voice->decoder(0)->vocode(l2.z, l2.frames);
+        const double diff2 = max_abs_diff(audio2, want);
+        std::printf(
+            "[ cpu      ] full_%-8s voice (flow on the backend) max |ours - PyTorch| = %.3g; "
+            "text to latent %.0f ms\n",
+            size, diff2, ms(t4, t5));
+        EXPECT_LE(diff2, 1e-4);
+        // Time to first audio (printed, not asserted) for a sentence of
+        // about 28 words: the reference phrase's ids six times, ~200 ids.
+        std::vector<std::int64_t> long_ids{1, 0};
+        for (int r = 0; r < 6; ++r) long_ids.insert(long_ids.end(), ids.begin() + 2, ids.end() - 1);
+        long_ids.push_back(2);
+        VitsSentenceStream stream(voice, 9);
+        const auto t6 = std::chrono::steady_clock::now();
+        // noise_w 0: random weights give wild durations with noise on.
+        stream.start(long_ids, 0, {0.667f, 1.0f, 0.0f});
+        std::size_t got = 0;
+        while (got == 0 && !stream.done()) got = stream.next(8).size();
+        const auto t7 = std::chrono::steady_clock::now();
+        std::printf("[ cpu      ] full_%-8s %zu ids, %d frames: first audio after %.0f ms\n", size,
+                    long_ids.size(), stream.frames(), ms(t6, t7));
+    }
+}
+
+}  // namespace etude::engine
+
+namespace etude::engine {
+
+// The real en_US-joe-medium against ONNX Runtime running the same file: set
+// ETUDE_PIPER_JOE_ONNX to the voice and ETUDE_PIPER_JOE_AUDIO to ONNX
+// Runtime's output (float32 .npy) for reference.json's phoneme ids with
+// scales [0, 1, 0] (tests/tools/joe_reference.py writes it).
+TEST(VitsParityRealVoice, joe_medium_matches_onnxruntime_within_1e4) {
+    const char* onnx = std::getenv("ETUDE_PIPER_JOE_ONNX");
+    const char* npy = std::getenv("ETUDE_PIPER_JOE_AUDIO");
+    if (!onnx || !npy)
+        GTEST_SKIP()
+            << "set ETUDE_PIPER_JOE_ONNX and ETUDE_PIPER_JOE_AUDIO (tests/tools/joe_reference.py)";
+    auto w = std::make_shared<VitsWeights>(read_vits_weights(onnx));
+    const int rate = read_json(std::string(onnx) + ".json")["audio"]["sample_rate"].get<int>();
+    const auto want = audio_io::read_npy(npy).data;
+    std::mt19937_64 rng(1);
+    const VitsLatent latent = VitsTextToLatent(w).run(reference_ids(), 0, {0.0f, 1.0f, 0.0f}, rng);
+    auto decoder = load_vits_decoder(*w, rate, 0, onnx, gpu::shared_cpu_backend());
+    const auto audio = decoder->vocode(latent.z, latent.frames);
+    ASSERT_EQ(audio.size(), want.size());
+    const double diff = max_abs_diff(audio, want);
+    std::printf("[ cpu      ] en_US-joe-medium max |ours - onnxruntime| = %.3g over %zu samples\n",
+                diff, audio.size());
+    EXPECT_LE(diff, 1e-4);
+}
+
+}  // namespace etude::engine
