@@ -12,5 +12,6 @@ int jack_command(int argc, char** argv);
 int info_command(int argc, char** argv);
 int vocode_command(int argc, char** argv);
 int resynth_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 
 }  // namespace etude::cli

@@ -20,6 +20,7 @@ commands:
   info      validate a LEF model file and list what it holds
   vocode    turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)
   resynth   copy synthesis: speech -> the model's mel -> speech
+  serve     serve speech to voice assistants (Wyoming, for Home Assistant)
 
 Run 'etude <command> --help' for the options of each command.
 )";
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
     if (cmd == "info") return etude::cli::info_command(argc, argv);
     if (cmd == "vocode") return etude::cli::vocode_command(argc, argv);
     if (cmd == "resynth") return etude::cli::resynth_command(argc, argv);
+    if (cmd == "serve") return etude::cli::serve_command(argc, argv);
     std::fprintf(stderr, "etude: unknown command '%s' (try 'etude --help')\n", cmd.c_str());
     return 2;
 }
