@@ -8,6 +8,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "server/http_server.h"
 #include "server/wyoming_server.h"
 
 namespace etude::cli {
@@ -40,7 +41,9 @@ std::chrono::milliseconds seconds_option(const CommandLine& args, const std::str
 
 int run_serve(const CommandLine& args) {
     const auto wyoming = args.values("--wyoming");
-    if (wyoming.empty()) throw UsageError("nothing to serve: give --wyoming URI");
+    const auto http = args.values("--http");
+    if (wyoming.empty() && http.empty())
+        throw UsageError("nothing to serve: give --wyoming URI and/or --http HOST:PORT");
     server::ServerLimits limits;
     limits.max_syntheses = count_option(args, "--max-syntheses", limits.max_syntheses, 1, 1024);
     limits.max_waiting = count_option(args, "--max-waiting", limits.max_waiting, 0, 100000);
@@ -58,7 +61,8 @@ int run_serve(const CommandLine& args) {
         } catch (const Error& e) {
             throw UsageError(e.what());
         }
-        if (endpoints.back().kind == server::Endpoint::Kind::Stdio && wyoming.size() > 1)
+        if (endpoints.back().kind == server::Endpoint::Kind::Stdio &&
+            wyoming.size() + http.size() > 1)
             throw UsageError("stdio:// serves one client and cannot be combined with others");
     }
 
@@ -75,16 +79,32 @@ int run_serve(const CommandLine& args) {
     for (const auto& e : endpoints)
         servers.push_back(std::make_unique<server::WyomingServer>(context, e));
 
+    std::vector<std::unique_ptr<server::HttpServer>> http_servers;
+    for (const auto& hp : http) {
+        try {
+            http_servers.push_back(std::make_unique<server::HttpServer>(context, hp));
+        } catch (const Error& e) {
+            if (std::string(e.what()).find("not HOST:PORT") != std::string::npos)
+                throw UsageError(e.what());
+            throw;
+        }
+    }
+
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     std::signal(SIGPIPE, SIG_IGN);
     for (const auto& s : servers)
         std::fprintf(stderr, "etude serve: wyoming on %s (%zu voices, %zu syntheses at once)\n",
                      s->address().c_str(), voices.voices().size(), limits.max_syntheses);
+    for (const auto& s : http_servers)
+        std::fprintf(stderr,
+                     "etude serve: http on %s (POST /v1/audio/speech, GET /v1/audio/voices)\n",
+                     s->address().c_str());
     std::fflush(stderr);
 
     std::vector<std::thread> threads;
     for (auto& s : servers) threads.emplace_back([&s] { s->run(g_stop); });
+    for (auto& s : http_servers) threads.emplace_back([&s] { s->run(g_stop); });
     for (auto& t : threads) t.join();
     return 0;
 }
@@ -94,16 +114,20 @@ int run_serve(const CommandLine& args) {
 int serve_command(int argc, char** argv) {
     return run_command("serve", [&] {
         CommandLine args(
-            "etude serve --wyoming URI [options]",
-            "Serves speech to voice assistants over the Wyoming protocol (Home Assistant's):\n"
-            "one process, one shared engine, each connection its own stream. Audio goes out\n"
-            "as it is made (16-bit mono PCM at the voice's rate), also inside a sentence;\n"
-            "streamed text (synthesize-start/-chunk/-stop) is spoken sentence by sentence\n"
-            "as each is complete. Runs until SIGINT or SIGTERM; docs/server.md tells more.");
+            "etude serve [--wyoming URI] [--http HOST:PORT] [options]",
+            "Serves speech to voice assistants: the Wyoming protocol (Home Assistant's) and\n"
+            "an OpenAI-style HTTP endpoint. One process, one shared engine, each request its\n"
+            "own stream. Audio goes out as it is made (16-bit mono PCM at the voice's rate),\n"
+            "also inside a sentence; streamed text (synthesize-start/-chunk/-stop) is spoken\n"
+            "sentence by sentence as each is complete. Runs until SIGINT or SIGTERM;\n"
+            "docs/server.md tells more.");
         args.group("where to listen (repeatable)")
             .option("--wyoming", "URI",
                     "tcp://HOST:PORT (port 0: any free port, printed at start), unix://PATH or "
-                    "stdio:// (one client on standard input and output)");
+                    "stdio:// (one client on standard input and output)")
+            .option("--http", "HOST:PORT",
+                    "POST /v1/audio/speech (OpenAI style: wav or pcm, streamed as made) and GET "
+                    "/v1/audio/voices (port 0: any free port, printed at start)");
         args.group("limits")
             .option("--max-syntheses", "N", "syntheses running at once, all clients (default 8)")
             .option("--max-waiting", "N",
@@ -129,7 +153,8 @@ int serve_command(int argc, char** argv) {
             "\n"
             "examples:\n"
             "  etude serve --wyoming tcp://0.0.0.0:10200\n"
-            "  etude serve --wyoming unix:///run/etude.sock --max-syntheses 4\n");
+            "  etude serve --wyoming unix:///run/etude.sock --max-syntheses 4\n"
+            "  etude serve --http 127.0.0.1:8000\n");
         if (!args.parse(argc, argv)) return 0;
         return run_serve(args);
     });

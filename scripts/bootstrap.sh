@@ -22,6 +22,7 @@ packages=(
   libopenblas-dev                        # GEMM on the CPU backend
   zlib1g-dev nlohmann-json3-dev          # model files: CRC32 checksums, JSON metadata
   libcli11-dev                           # the etude program's option parsing and --help
+  libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)

@@ -47,6 +47,30 @@ void SpeechJob::cancel() {
     cv_.notify_all();
 }
 
+SpeechJob::~SpeechJob() {
+    if (has_turn_) context_.slots.release();
+}
+
+SpeechJob::Outcome SpeechJob::take_turn() {
+    if (has_turn_) return Outcome::Spoken;
+    const auto abandoned = [&] {
+        std::lock_guard lock(mu_);
+        return cancelled_;
+    };
+    switch (context_.slots.acquire(context_.limits.queue_timeout, abandoned)) {
+        case SynthesisSlots::Outcome::Granted:
+            has_turn_ = true;
+            return Outcome::Spoken;
+        case SynthesisSlots::Outcome::Busy:
+            return Outcome::Busy;
+        case SynthesisSlots::Outcome::TimedOut:
+            return Outcome::TimedOut;
+        case SynthesisSlots::Outcome::Abandoned:
+            return Outcome::Cancelled;
+    }
+    return Outcome::Failed;
+}
+
 std::size_t SpeechJob::characters() const {
     std::lock_guard lock(mu_);
     return characters_;
@@ -55,27 +79,17 @@ std::size_t SpeechJob::characters() const {
 SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
                                  const std::function<bool(std::span<const float>)>& audio) {
     Result result;
-    const auto abandoned = [&] {
-        std::lock_guard lock(mu_);
-        return cancelled_;
-    };
-    switch (context_.slots.acquire(context_.limits.queue_timeout, abandoned)) {
-        case SynthesisSlots::Outcome::Granted:
-            break;
-        case SynthesisSlots::Outcome::Busy:
-            result.outcome = Outcome::Busy;
-            return result;
-        case SynthesisSlots::Outcome::TimedOut:
-            result.outcome = Outcome::TimedOut;
-            return result;
-        case SynthesisSlots::Outcome::Abandoned:
-            result.outcome = Outcome::Cancelled;
-            return result;
+    if (!has_turn_) {
+        result.outcome = take_turn();
+        if (result.outcome != Outcome::Spoken) return result;
     }
-    struct SlotGuard {
-        SynthesisSlots& slots;
-        ~SlotGuard() { slots.release(); }
-    } slot{context_.slots};
+    struct TurnGuard {
+        SpeechJob& job;
+        ~TurnGuard() {
+            job.context_.slots.release();
+            job.has_turn_ = false;
+        }
+    } turn{*this};
 
     std::unique_ptr<engine::Stream> stream;
     try {

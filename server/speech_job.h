@@ -25,6 +25,9 @@ namespace etude::server {
 class SpeechJob {
   public:
     SpeechJob(const ServerContext& context, const VoiceEntry& voice);
+    ~SpeechJob();  // gives back a turn taken and not used
+    SpeechJob(const SpeechJob&) = delete;
+    SpeechJob& operator=(const SpeechJob&) = delete;
 
     // Text for the stream; sentences are spoken in the order given.
     void add_text(std::string text);
@@ -34,6 +37,11 @@ class SpeechJob {
     void cancel();
 
     enum class Outcome { Spoken, Cancelled, Busy, TimedOut, Failed };
+    // Waits for a synthesis slot (SynthesisSlots: bounded waiting, then
+    // busy). run() does this itself; a protocol that must answer "busy"
+    // before it starts its reply (HTTP's status line) calls it first.
+    // Returns Spoken when the turn is granted.
+    Outcome take_turn();
     struct Result {
         Outcome outcome = Outcome::Failed;
         std::string error;           // for Failed
@@ -62,6 +70,7 @@ class SpeechJob {
     Clock::time_point first_text_{};
     bool have_text_ = false;
     engine::Stream* stream_ = nullptr;  // while run() has one; guarded by mu_
+    bool has_turn_ = false;             // holds a synthesis slot
 };
 
 }  // namespace etude::server
