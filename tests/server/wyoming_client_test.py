@@ -62,6 +62,7 @@ class Server:
     def __init__(self, *extra):
         self.proc = subprocess.Popen([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *extra],
                                      stderr=subprocess.PIPE, text=True)
+        self.extra = extra
         line = self.proc.stderr.readline()
         m = re.search(r"tcp://127\.0\.0\.1:(\d+)", line)
         if not m:
@@ -315,6 +316,88 @@ async def case_malformed(srv):
     assert grown < 64 * 1024, f"memory grew by {grown} KiB over 1000 malformed frames"
 
 
+async def case_unix_and_stdio(srv):
+    """The other two transports: a Unix socket, and one client on a child's stdin/stdout."""
+    import tempfile
+    from wyoming.client import AsyncUnixClient
+    path = os.path.join(tempfile.mkdtemp(), "etude.sock")
+    proc = subprocess.Popen([ETUDE, "serve", "-q", "--wyoming", f"unix://{path}"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "unix://" in proc.stderr.readline()
+        async with AsyncUnixClient(path) as c:
+            await c.write_event(Synthesize(text=TEXTS[5]).event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        check_equal(pcm, TEXTS[5], "slt", "unix socket")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    assert not os.path.exists(path), "the socket file is left behind"
+
+    proc = await asyncio.create_subprocess_exec(ETUDE, "serve", "-q", "--wyoming", "stdio://",
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    from wyoming.event import async_write_event
+    await async_write_event(SynthesizeStart(voice=SynthesizeVoice(name="awb")).event(), proc.stdin)
+    for piece in [TEXTS[6][:9], TEXTS[6][9:30], TEXTS[6][30:]]:
+        await async_write_event(SynthesizeChunk(text=piece).event(), proc.stdin)
+    await async_write_event(SynthesizeStop().event(), proc.stdin)
+    pcm = bytearray()
+    while True:
+        ev = await asyncio.wait_for(async_read_event(proc.stdout), TIMEOUT)
+        assert ev is not None
+        if AudioChunk.is_type(ev.type):
+            pcm += AudioChunk.from_event(ev).audio
+        if SynthesizeStopped.is_type(ev.type):
+            break
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 30) == 0, "stdio server did not end with its client"
+    check_equal(bytes(pcm), TEXTS[6], "awb", "stdio")
+
+
+async def expect_error(client, code):
+    while True:
+        ev = await asyncio.wait_for(client.read_event(), TIMEOUT)
+        assert ev is not None, f"closed before an error {code}"
+        if Error.is_type(ev.type):
+            assert ev.data.get("code") == code, ev.data
+            return
+
+
+async def case_limits(srv):
+    """Busy, text-too-long and idle, on a server with small limits."""
+    small = Server("--max-syntheses", "1", "--max-waiting", "0", "--max-text", "300",
+                   "--idle-timeout", "1")
+    try:
+        long_text = " ".join(TEXTS) * 3
+        async with AsyncTcpClient("127.0.0.1", small.port) as a, \
+                AsyncTcpClient("127.0.0.1", small.port) as b:
+            await a.write_event(SynthesizeStart().event())  # holds the one slot
+            await asyncio.sleep(0.3)
+            await b.write_event(Synthesize(text=TEXTS[0]).event())
+            await expect_error(b, "busy")
+            await a.write_event(SynthesizeChunk(text=long_text[:200]).event())
+            await a.write_event(SynthesizeChunk(text=long_text[200:400]).event())
+            await expect_error(a, "text-too-long")
+        # The stream stopped by the limit gives its slot back as its log line is written.
+        deadline = time.monotonic() + 10
+        while not any(" stream " in l and l.endswith("cancelled") for l in small.log):
+            assert time.monotonic() < deadline, small.log
+            await asyncio.sleep(0.05)
+        async with AsyncTcpClient("127.0.0.1", small.port) as c:
+            await c.write_event(Synthesize(text=long_text).event())
+            await expect_error(c, "text-too-long")
+            # Still usable, and speaks once the slot is free again.
+            await c.write_event(Synthesize(text=TEXTS[0]).event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+            check_equal(pcm, TEXTS[0], "slt", "after the limits")
+            t0 = time.monotonic()
+            await expect_error(c, "idle")
+            assert await asyncio.wait_for(c.read_event(), TIMEOUT) is None, "idle connection kept"
+            assert 0.8 < time.monotonic() - t0 < 5, time.monotonic() - t0
+    finally:
+        small.stop()
+
+
 CASES = {
     "describe": case_describe,
     "synthesize": case_synthesize,
@@ -322,6 +405,8 @@ CASES = {
     "concurrent": case_concurrent,
     "dropped": case_dropped,
     "malformed": case_malformed,
+    "unix_and_stdio": case_unix_and_stdio,
+    "limits": case_limits,
 }
 
 
