@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "server/http_server.h"
 #include "server/wyoming_server.h"
+#include "server/zeroconf_advertiser.h"
 
 namespace etude::cli {
 namespace {
@@ -90,6 +91,23 @@ int run_serve(const CommandLine& args) {
         }
     }
 
+    std::unique_ptr<server::ZeroconfAdvertiser> zeroconf;
+    if (args.flag("--zeroconf") || args.value("--zeroconf-name")) {
+        int port = -1;
+        for (std::size_t i = 0; i < endpoints.size() && port < 0; ++i)
+            if (endpoints[i].kind == server::Endpoint::Kind::Tcp) {
+                const auto address = servers[i]->address();  // the bound port, also for port 0
+                port = std::stoi(address.substr(address.rfind(':') + 1));
+            }
+        if (port < 0)
+            throw UsageError("--zeroconf advertises a --wyoming tcp:// address; give one");
+        // Not the request log: discovery problems are said even with --quiet.
+        zeroconf = std::make_unique<server::ZeroconfAdvertiser>(
+            args.value_or("--zeroconf-name", ""), port, [](const std::string& line) {
+                std::fprintf(stderr, "etude serve: %s\n", line.c_str());
+            });
+    }
+
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     std::signal(SIGPIPE, SIG_IGN);
@@ -128,6 +146,13 @@ int serve_command(int argc, char** argv) {
             .option("--http", "HOST:PORT",
                     "POST /v1/audio/speech (OpenAI style: wav or pcm, streamed as made) and GET "
                     "/v1/audio/voices (port 0: any free port, printed at start)");
+        args.group("discovery")
+            .flag("--zeroconf",
+                  "advertise the first --wyoming tcp:// address as _wyoming._tcp through "
+                  "avahi-daemon, so Home Assistant finds it (waits for the daemon if it is not "
+                  "running)")
+            .option("--zeroconf-name", "NAME",
+                    "the advertised name (default: etude-HOSTNAME); implies --zeroconf");
         args.group("limits")
             .option("--max-syntheses", "N", "syntheses running at once, all clients (default 8)")
             .option("--max-waiting", "N",

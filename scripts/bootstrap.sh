@@ -23,6 +23,7 @@ packages=(
   zlib1g-dev nlohmann-json3-dev          # model files: CRC32 checksums, JSON metadata
   libcli11-dev                           # the etude program's option parsing and --help
   libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
+  libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
@@ -33,6 +34,9 @@ packages=(
 # and its test (docs.api_reference) fails on an undocumented public member;
 # clang-format is the formatting check (style.clang_format).
 test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv)
+# The server tests (tests/server/): two instances behind HAProxy; curl fetches
+# from --http; a private avahi-daemon and D-Bus for --zeroconf, avahi-browse.
+test_packages+=(haproxy curl avahi-daemon avahi-utils dbus)
 
 install_missing() {
   local missing=()
