@@ -34,7 +34,9 @@ struct WyomingEvent {
 struct FrameLimits {
     std::size_t max_header_bytes = 64 * 1024;  // the JSON line, newline excluded
     std::size_t max_data_bytes = 1024 * 1024;
-    std::size_t max_payload_bytes = 4 * 1024 * 1024;
+    // A TTS server takes no audio from its clients: payloads are refused
+    // past this, which keeps a connection's buffer near 1 MiB at most.
+    std::size_t max_payload_bytes = 64 * 1024;
     int max_json_depth = 32;  // nesting of arrays and objects
 };
 

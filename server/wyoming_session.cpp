@@ -249,6 +249,7 @@ bool Session::handle(const WyomingEvent& ev) {
         if (const auto t = ev.data.find("text"); t != ev.data.end()) data["text"] = *t;
         return send("pong", data);
     }
+    reap(false);  // a synthesis that has just ended no longer counts as running
     if (ev.type == "synthesize") {
         // Home Assistant follows its synthesize-chunks with the whole text
         // for servers that cannot stream; speaking it would say it twice.

@@ -107,6 +107,18 @@ def main():
             except (ValueError, KeyError, TypeError):
                 ok = False
             check(f"bad request ({name}) -> {want} JSON error", ok, (status, data[:200]))
+        # A client that goes away mid-reply cancels it (and the server goes on).
+        long_input = json.dumps({"input": (TEXT + " ") * 60, "response_format": "pcm"})
+        aborted = subprocess.run(["curl", "-sS", "-N", "--max-time", "0.5", "-o", "/dev/null",
+                                  "--data-binary", "@-", base + "/v1/audio/speech"],
+                                 input=long_input.encode(), capture_output=True)
+        check("long reply: curl gave up mid-stream", aborted.returncode == 28, aborted.returncode)
+        import time
+        deadline = time.monotonic() + 15
+        while not any(l.rstrip().endswith("cancelled") for l in log) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check("the abandoned reply is cancelled", any(l.rstrip().endswith("cancelled") for l in log),
+              log[-3:])
         status, _, data = curl(base + "/v1/nothing")
         check("unknown path -> 404 JSON error", status == 404 and "error" in json.loads(data),
               (status, data[:100]))

@@ -398,6 +398,39 @@ async def case_limits(srv):
         small.stop()
 
 
+async def case_slow_client(srv):
+    """A client that stops reading stalls only itself: others are served at once, and it is
+    dropped after --write-timeout with its speech cancelled."""
+    import socket
+    from wyoming.event import async_write_event
+    server = Server("--write-timeout", "2")
+    try:
+        await synthesize(server.port, TEXTS[0], "slt")  # warm-up
+        baseline = server.threads()
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once
+        sock.connect(("127.0.0.1", server.port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        long_text = " ".join(TEXTS) * 40  # about 15 minutes of speech
+        await async_write_event(Synthesize(text=long_text).event(), writer)
+        t0 = time.monotonic()
+        for i in range(4):  # meanwhile, others get their replies whole and promptly
+            text = TEXTS[i + 1]
+            start = time.monotonic()
+            check_equal(await synthesize(server.port, text, "slt"), text, "slt", "beside a stalled client")
+            assert time.monotonic() - start < 5, f"served in {time.monotonic() - start:.1f} s"
+        deadline = t0 + 15
+        while not any(l.endswith("cancelled") and " synthesize " in l for l in server.log):
+            assert time.monotonic() < deadline, "the stalled client was not dropped"
+            await asyncio.sleep(0.1)
+        dropped_after = time.monotonic() - t0
+        await settle(server, baseline, "after dropping the stalled client")
+        writer.transport.abort()
+        print(f"  stalled client dropped after {dropped_after:.1f} s (write timeout 2 s)")
+    finally:
+        server.stop()
+
+
 CASES = {
     "describe": case_describe,
     "synthesize": case_synthesize,
@@ -407,6 +440,7 @@ CASES = {
     "malformed": case_malformed,
     "unix_and_stdio": case_unix_and_stdio,
     "limits": case_limits,
+    "slow_client": case_slow_client,
 }
 
 
