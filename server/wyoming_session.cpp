@@ -33,7 +33,7 @@ json wyoming_info(const VoiceCatalog& voices) {
                         {"speakers", speakers}});
     }
     json program = {{"name", "etude"},
-                    {"attribution", {{"name", "LibEtude"}, {"url", "https://github.com/libetude"}}},
+                    {"attribution", {{"name", "LibEtude"}, {"url", ""}}},  // no public address yet
                     {"installed", true},
                     {"description", "LibEtude: real-time streaming speech synthesis"},
                     {"version", "0.1.0"},
