@@ -2,9 +2,11 @@
 
 #include <httplib.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "engine/text_input.h"
@@ -185,9 +187,12 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
             });
     });
 
+    errno = 0;  // the library says only that binding failed; the reason is left in errno
     const int bound =
         port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, port) ? port : -1);
-    if (bound < 0) throw Error("cannot listen on http://" + host_port);
+    if (bound < 0)
+        throw Error("cannot listen on http://" + host_port +
+                    (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
     address_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                std::to_string(bound);
 }
