@@ -32,8 +32,8 @@ REPLY = ("The living room lights are off and the front door is locked. "
 assert len(REPLY.split()) == 20
 
 
-async def one_shot(port, voice):
-    async with AsyncTcpClient("127.0.0.1", port) as c:
+async def one_shot(host, port, voice):
+    async with AsyncTcpClient(host, port) as c:
         await c.write_event(Synthesize(text=REPLY, voice=SynthesizeVoice(name=voice)).event())
         t0 = time.perf_counter()
         first = None
@@ -45,9 +45,9 @@ async def one_shot(port, voice):
                 return first
 
 
-async def streaming(port, voice):
+async def streaming(host, port, voice):
     words = REPLY.split(" ")
-    async with AsyncTcpClient("127.0.0.1", port) as c:
+    async with AsyncTcpClient(host, port) as c:
         await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name=voice)).event())
         t0 = None
         for i, w in enumerate(words):
@@ -90,16 +90,16 @@ def main():
     ap.add_argument("--port", type=int)
     args = ap.parse_args()
     proc = None
-    port = args.port
+    host, port = args.host or "127.0.0.1", args.port
     if port is None:
         proc = subprocess.Popen([args.etude, "serve", "-q", "--wyoming", "tcp://127.0.0.1:0"],
                                 stderr=subprocess.PIPE, text=True)
         port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))
     try:
         print(f"first audio over Wyoming, 20-word reply, voice {args.voice}; CPU: {cpu_model()}")
-        asyncio.run(one_shot(port, args.voice))  # warm-up
-        summary("synthesize", [asyncio.run(one_shot(port, args.voice)) for _ in range(args.n)])
-        summary("streaming", [asyncio.run(streaming(port, args.voice)) for _ in range(args.n)])
+        asyncio.run(one_shot(host, port, args.voice))  # warm-up
+        summary("synthesize", [asyncio.run(one_shot(host, port, args.voice)) for _ in range(args.n)])
+        summary("streaming", [asyncio.run(streaming(host, port, args.voice)) for _ in range(args.n)])
     finally:
         if proc:
             proc.terminate()
