@@ -69,7 +69,12 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
         if (res.status == 404)
             send_error(res, 404, "no such endpoint: " + req.method + " " + req.path, "not_found");
         else if (res.status == 413)
-            send_error(res, 413, "the request body is too large", "too_large");
+            send_error(res, 413,
+                       // cpp-httplib caps a form-encoded body (curl -d's default type)
+                       // at 8 KiB in its compiled part: JSON bodies reach our own cap.
+                       "the request body is too large (send it as Content-Type: "
+                       "application/json; other types are capped at 8 KiB)",
+                       "too_large");
         else
             send_error(res, res.status, "request failed", "http_" + std::to_string(res.status));
     });
@@ -168,7 +173,10 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
             [this, job, encoder, state, who](std::size_t, httplib::DataSink& sink) {
                 *state = [&sink](std::string_view b) { return sink.write(b.data(), b.size()); };
                 const auto r = job->run([&](int rate) { return encoder->start(rate); },
-                                        [&](std::span<const float> s) { return encoder->add(s); });
+                                        [&](std::span<const float> s) {
+                                            // Shutting down: end the reply rather than wait for it.
+                                            return !stopping_ && encoder->add(s);
+                                        });
                 const bool ok = r.outcome == SpeechJob::Outcome::Spoken && encoder->finish();
                 *state = [](std::string_view) { return false; };
                 const double rate = job->voice().options.sample_rate;
@@ -202,6 +210,7 @@ HttpServer::~HttpServer() = default;
 void HttpServer::run(const std::atomic<bool>& stop) {
     std::thread watcher([&] {
         while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        stopping_ = true;
         server_->stop();
     });
     server_->listen_after_bind();

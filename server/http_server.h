@@ -35,6 +35,7 @@ class HttpServer {
     const ServerContext& context_;
     std::unique_ptr<httplib::Server> server_;
     std::string address_;
+    std::atomic<bool> stopping_{false};  // replies in progress end at their next audio
 };
 
 }  // namespace etude::server

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 ETUDE = sys.argv[1]
 if not shutil.which("curl"):
@@ -113,7 +114,6 @@ def main():
                                   "--data-binary", "@-", base + "/v1/audio/speech"],
                                  input=long_input.encode(), capture_output=True)
         check("long reply: curl gave up mid-stream", aborted.returncode == 28, aborted.returncode)
-        import time
         deadline = time.monotonic() + 15
         while not any(l.rstrip().endswith("cancelled") for l in log) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -124,10 +124,25 @@ def main():
               (status, data[:100]))
         status, _, data = curl(base + "/v1/audio/speech", method="GET")
         check("wrong method -> 4xx", 400 <= status < 500, status)
+        # SIGTERM in the middle of a long reply: the reply is cut (curl sees the chunked
+        # transfer end early), the server exits at once with status 0.
+        long_reply = subprocess.Popen(
+            ["curl", "-sS", "-N", "-H", "Content-Type: application/json",
+             "--data-binary", "@-", base + "/v1/audio/speech"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        long_reply.stdin.write(json.dumps({"input": (TEXT + " ") * 150}).encode())
+        long_reply.stdin.close()
+        long_reply.stdout.read(4096)  # the reply is under way
+        threading.Thread(target=lambda: long_reply.stdout.read(), daemon=True).start()
     finally:
+        t0 = time.monotonic()
         proc.terminate()
         rc = proc.wait(timeout=30)
+        stopped_in = time.monotonic() - t0
     check("server exits 0 on SIGTERM", rc == 0, rc)
+    check("SIGTERM ends a reply in progress at once", stopped_in < 5, f"{stopped_in:.1f} s")
+    check("the cut reply is not a complete one to curl", long_reply.wait(timeout=30) == 18,
+          long_reply.returncode)
     if failures:
         print("server log:\n" + "".join(log[-20:]))
         sys.exit(1)
