@@ -83,6 +83,7 @@ class Session {
         bool stopped = false;  // synthesize-stop seen
         SentenceAccumulator sentences;
         std::atomic<bool> done{false};
+        std::atomic<bool> over_limit{false};  // stopped for text past --max-text
     };
 
     bool send(const std::string& type, json data = json::object(), std::string payload = {});
@@ -209,6 +210,12 @@ void Session::synthesis_thread(Active& a) {
         case SpeechJob::Outcome::Cancelled:
             break;
     }
+    // Home Assistant reads a stream until synthesize-stopped and passes over
+    // error events: a stream that ends otherwise than with its client gone
+    // still says it has stopped, so the client is not left waiting.
+    const bool client_left = result.outcome == SpeechJob::Outcome::Cancelled && !a.over_limit;
+    if (a.streaming && result.outcome != SpeechJob::Outcome::Spoken && !client_left)
+        send("synthesize-stopped");
     const double audio_s = rate > 0 ? static_cast<double>(result.samples) / rate : 0.0;
     char line[512];
     std::snprintf(line, sizeof line,
@@ -309,6 +316,7 @@ bool Session::handle(const WyomingEvent& ev) {
                            std::to_string(ctx_.limits.max_text_bytes) + " bytes; speech stopped",
                        "text-too-long");
             a.stopped = true;
+            a.over_limit = true;
             a.job->cancel();
             return true;
         }

@@ -379,6 +379,9 @@ async def case_limits(srv):
             await a.write_event(SynthesizeChunk(text=long_text[:200]).event())
             await a.write_event(SynthesizeChunk(text=long_text[200:400]).event())
             await expect_error(a, "text-too-long")
+            # ... and the stream still ends as Home Assistant waits for it to.
+            while not SynthesizeStopped.is_type((await asyncio.wait_for(a.read_event(), TIMEOUT)).type):
+                pass
         # The stream stopped by the limit gives its slot back as its log line is written.
         deadline = time.monotonic() + 10
         while not any(" stream " in l and l.endswith("cancelled") for l in small.log):
