@@ -98,6 +98,10 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
         // equal the offline render: never trade quality for time. (read()
         // already never does; this says it for the block scheduler too.)
         options.allow_reduced_tier = false;
+        // No audio callback waits on this stream: its reader is a socket. At
+        // real-time priority, streams computing as fast as their clients take
+        // audio would starve the connection threads that send it.
+        options.realtime_workers = false;
         stream = context_.engine.create_stream(options);
     } catch (const std::exception& e) {
         result.error = e.what();
