@@ -47,7 +47,11 @@ BlockScheduler::BlockScheduler(EngineWorkers& workers, const StreamOptions& opti
 
 BlockScheduler::~BlockScheduler() {
     // Jobs may still sit on a processor; wait until they are off it.
-    for (auto& j : jobs_)
+    wait_jobs_off_processors();
+}
+
+void BlockScheduler::wait_jobs_off_processors() const {
+    for (const auto& j : jobs_)
         while (j && j->in_use.load(std::memory_order_acquire))
             std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
@@ -176,6 +180,16 @@ BlockJob* BlockScheduler::free_job() {
 bool BlockScheduler::schedule(const AnalysedSentence& u) {
     compute_ns_ = 0;
     prepare_voice(*u.voice);
+    // A job points at this sentence's frames, and the caller frees the
+    // sentence once this returns: no job may still be on a processor then.
+    // One can be: a job abandoned after its cut-off, or the one running when
+    // the stream was cancelled (a server cancelling streams of clients that
+    // left read freed frames in BlockProcessor::compute). The wait is for
+    // one block's compute at most, and only when such a job is out.
+    struct JobsOffProcessors {
+        const BlockScheduler& scheduler;
+        ~JobsOffProcessors() { scheduler.wait_jobs_off_processors(); }
+    } jobs_off_processors{*this};
     dsp::MlsaVocoder& state = *state_;
     state.reset();
     NoiseSource noise;

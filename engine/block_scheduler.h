@@ -93,6 +93,9 @@ class BlockScheduler {
                                              : *gpu_;
     }
     void measure_abandoned();
+    // Returns once none of this scheduler's jobs is queued or running on a
+    // processor (they point at frames their caller owns).
+    void wait_jobs_off_processors() const;
     BlockJob* dispatch(const Choice& choice, const dsp::MlsaVocoder& state,
                        const NoiseSource& noise, const AcousticFrames& f, std::size_t first,
                        std::size_t count, bool last);
