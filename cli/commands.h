@@ -13,5 +13,6 @@ int info_command(int argc, char** argv);
 int vocode_command(int argc, char** argv);
 int resynth_command(int argc, char** argv);
 int phonemize_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 
 }  // namespace etude::cli

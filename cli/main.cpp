@@ -21,6 +21,7 @@ commands:
   vocode    turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)
   resynth   copy synthesis: speech -> the model's mel -> speech
   phonemize  a Piper voice's phonemes and phoneme ids for text (JSON lines)
+  serve     serve speech to voice assistants (Wyoming, for Home Assistant)
 
 Run 'etude <command> --help' for the options of each command.
 )";
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
     if (cmd == "vocode") return etude::cli::vocode_command(argc, argv);
     if (cmd == "resynth") return etude::cli::resynth_command(argc, argv);
     if (cmd == "phonemize") return etude::cli::phonemize_command(argc, argv);
+    if (cmd == "serve") return etude::cli::serve_command(argc, argv);
     std::fprintf(stderr, "etude: unknown command '%s' (try 'etude --help')\n", cmd.c_str());
     return 2;
 }

@@ -24,6 +24,8 @@ packages=(
   libcli11-dev                           # the etude program's option parsing and --help
   libespeak-ng-dev                       # Piper voices' phonemes (GPL-3.0; ETUDE_WITH_ESPEAK=OFF leaves it out)
   libicu-dev                             # Unicode NFD of Piper voices' phonemes
+  libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
+  libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
@@ -35,6 +37,9 @@ packages=(
 # clang-format is the formatting check (style.clang_format); the espeak-ng
 # program is the independent reference of the Phonemes test (piper.phonemes).
 test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv espeak-ng)
+# The server tests (tests/server/): two instances behind HAProxy; curl fetches
+# from --http; a private avahi-daemon and D-Bus for --zeroconf, avahi-browse.
+test_packages+=(haproxy curl avahi-daemon avahi-utils dbus)
 
 install_missing() {
   local missing=()

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""First audio over Wyoming: how soon a client hears a 20-word reply.
+
+Starts `etude serve --wyoming tcp://127.0.0.1:0` (or talks to --host/--port: any Wyoming TTS
+server, e.g. wyoming-piper, for a side-by-side), and with the real `wyoming` client measures, per
+request, the time from the request's last byte written to the first audio-chunk read:
+
+  synthesize   the whole reply in one `synthesize` event
+  streaming    Home Assistant's flow: synthesize-start, the reply word by word in
+               synthesize-chunk events, the compatibility synthesize, synthesize-stop;
+               timed from the chunk that completes the first sentence
+
+Prints median, 90th percentile and best of N requests, and the CPU (lscpu).
+Usage: wyoming_first_audio.py [--etude build/cli/etude] [--voice slt] [-n 30]
+       [--host H --port P]
+"""
+import argparse
+import asyncio
+import re
+import statistics
+import subprocess
+import time
+
+from wyoming.audio import AudioChunk, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,
+                         SynthesizeStopped, SynthesizeVoice)
+
+# 20 words, two sentences: an assistant's typical answer.
+REPLY = ("The living room lights are off and the front door is locked. "
+         "Tomorrow will be sunny with a light breeze.")
+assert len(REPLY.split()) == 20
+
+
+async def one_shot(host, port, voice):
+    async with AsyncTcpClient(host, port) as c:
+        await c.write_event(Synthesize(text=REPLY, voice=SynthesizeVoice(name=voice)).event())
+        t0 = time.perf_counter()
+        first = None
+        while True:
+            ev = await c.read_event()
+            if AudioChunk.is_type(ev.type) and first is None:
+                first = time.perf_counter() - t0
+            if AudioStop.is_type(ev.type):
+                return first
+
+
+async def streaming(host, port, voice):
+    words = REPLY.split(" ")
+    async with AsyncTcpClient(host, port) as c:
+        await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name=voice)).event())
+        t0 = None
+        for i, w in enumerate(words):
+            await c.write_event(SynthesizeChunk(text=(" " if i else "") + w).event())
+            if w.endswith(".") and t0 is None:
+                # The next piece (its leading space) is what proves the sentence complete.
+                await c.write_event(SynthesizeChunk(text=" ").event())
+                t0 = time.perf_counter()
+        await c.write_event(Synthesize(text=REPLY, voice=SynthesizeVoice(name=voice)).event())
+        await c.write_event(SynthesizeStop().event())
+        first = None
+        while True:
+            ev = await c.read_event()
+            if AudioChunk.is_type(ev.type) and first is None:
+                first = time.perf_counter() - t0
+            if SynthesizeStopped.is_type(ev.type):
+                return first
+
+
+def cpu_model():
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    m = re.search(r"Model name:\s*(.+)", out)
+    cpus = re.search(r"^CPU\(s\):\s*(\d+)", out, re.M)
+    return f"{m.group(1).strip() if m else '?'}, {cpus.group(1) if cpus else '?'} CPUs"
+
+
+def summary(name, times):
+    ms = sorted(t * 1000 for t in times)
+    p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
+    print(f"  {name:11s} median {statistics.median(ms):6.1f} ms   p90 {p90:6.1f} ms   "
+          f"best {ms[0]:6.1f} ms   ({len(ms)} requests)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--etude", default="build/cli/etude")
+    ap.add_argument("--voice", default="slt")
+    ap.add_argument("-n", type=int, default=30)
+    ap.add_argument("--host")
+    ap.add_argument("--port", type=int)
+    args = ap.parse_args()
+    proc = None
+    host, port = args.host or "127.0.0.1", args.port
+    if port is None:
+        proc = subprocess.Popen([args.etude, "serve", "-q", "--wyoming", "tcp://127.0.0.1:0"],
+                                stderr=subprocess.PIPE, text=True)
+        port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))
+    try:
+        print(f"first audio over Wyoming, 20-word reply, voice {args.voice}; CPU: {cpu_model()}")
+        asyncio.run(one_shot(host, port, args.voice))  # warm-up
+        summary("synthesize", [asyncio.run(one_shot(host, port, args.voice)) for _ in range(args.n)])
+        summary("streaming", [asyncio.run(streaming(host, port, args.voice)) for _ in range(args.n)])
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    main()

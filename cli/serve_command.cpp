@@ -1,0 +1,188 @@
+// etude serve: the engine as a network service (Wyoming for Home Assistant).
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command_line.h"
+#include "cli/commands.h"
+#include "server/http_server.h"
+#include "server/wyoming_server.h"
+#include "server/zeroconf_advertiser.h"
+
+namespace etude::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) {
+    g_stop.store(true);
+}
+
+std::size_t count_option(const CommandLine& args, const std::string& name, std::size_t fallback,
+                         double low, double high) {
+    const auto v = args.value(name);
+    if (!v) return fallback;
+    const double x = parse_number(name, *v);
+    if (x < low || x > high || x != static_cast<double>(static_cast<std::size_t>(x)))
+        throw UsageError(name + " must be a whole number from " + std::to_string(int(low)) +
+                         " to " + std::to_string(static_cast<long long>(high)));
+    return static_cast<std::size_t>(x);
+}
+
+std::chrono::milliseconds seconds_option(const CommandLine& args, const std::string& name,
+                                         std::chrono::milliseconds fallback) {
+    const auto v = args.value(name);
+    if (!v) return fallback;
+    const double s = parse_number(name, *v);
+    if (!(s > 0 && s <= 86400)) throw UsageError(name + " must be from 0 to 86400 seconds");
+    return std::chrono::milliseconds(static_cast<long long>(s * 1000));
+}
+
+int run_serve(const CommandLine& args) {
+    const auto wyoming = args.values("--wyoming");
+    const auto http = args.values("--http");
+    if (wyoming.empty() && http.empty())
+        throw UsageError("nothing to serve: give --wyoming URI and/or --http HOST:PORT");
+    server::ServerLimits limits;
+    limits.max_syntheses = count_option(args, "--max-syntheses", limits.max_syntheses, 1, 1024);
+    limits.max_waiting = count_option(args, "--max-waiting", limits.max_waiting, 0, 100000);
+    limits.max_connections =
+        count_option(args, "--max-connections", limits.max_connections, 1, 100000);
+    limits.max_text_bytes = count_option(args, "--max-text", limits.max_text_bytes, 1, 1e8);
+    limits.idle_timeout = seconds_option(args, "--idle-timeout", limits.idle_timeout);
+    limits.queue_timeout = seconds_option(args, "--queue-timeout", limits.queue_timeout);
+    limits.write_timeout = seconds_option(args, "--write-timeout", limits.write_timeout);
+
+    std::vector<server::Endpoint> endpoints;
+    for (const auto& uri : wyoming) {
+        try {
+            endpoints.push_back(server::parse_endpoint(uri));
+        } catch (const Error& e) {
+            throw UsageError(e.what());
+        }
+        if (endpoints.back().kind == server::Endpoint::Kind::Stdio &&
+            wyoming.size() + http.size() > 1)
+            throw UsageError("stdio:// serves one client and cannot be combined with others");
+    }
+
+    const auto voices = server::VoiceCatalog::builtin();
+    engine::Engine::Options engine_options;
+    engine_options.preload_voices.clear();
+    for (const auto& v : voices.voices()) engine_options.preload_voices.push_back(v.options.voice);
+    engine::Engine engine(engine_options);
+    server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
+    server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
+    const server::ServerContext context{engine, voices, slots, limits, log};
+
+    std::vector<std::unique_ptr<server::WyomingServer>> servers;
+    for (const auto& e : endpoints)
+        servers.push_back(std::make_unique<server::WyomingServer>(context, e));
+
+    std::vector<std::unique_ptr<server::HttpServer>> http_servers;
+    for (const auto& hp : http) {
+        try {
+            http_servers.push_back(std::make_unique<server::HttpServer>(context, hp));
+        } catch (const Error& e) {
+            if (std::string(e.what()).find("not HOST:PORT") != std::string::npos)
+                throw UsageError(e.what());
+            throw;
+        }
+    }
+
+    std::unique_ptr<server::ZeroconfAdvertiser> zeroconf;
+    if (args.flag("--zeroconf") || args.value("--zeroconf-name")) {
+        int port = -1;
+        for (std::size_t i = 0; i < endpoints.size() && port < 0; ++i)
+            if (endpoints[i].kind == server::Endpoint::Kind::Tcp) {
+                const auto address = servers[i]->address();  // the bound port, also for port 0
+                port = std::stoi(address.substr(address.rfind(':') + 1));
+            }
+        if (port < 0)
+            throw UsageError("--zeroconf advertises a --wyoming tcp:// address; give one");
+        // Not the request log: discovery problems are said even with --quiet.
+        zeroconf = std::make_unique<server::ZeroconfAdvertiser>(
+            args.value_or("--zeroconf-name", ""), port, [](const std::string& line) {
+                std::fprintf(stderr, "etude serve: %s\n", line.c_str());
+            });
+    }
+
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    for (const auto& s : servers)
+        std::fprintf(stderr, "etude serve: wyoming on %s (%zu voices, %zu syntheses at once)\n",
+                     s->address().c_str(), voices.voices().size(), limits.max_syntheses);
+    for (const auto& s : http_servers)
+        std::fprintf(stderr,
+                     "etude serve: http on %s (POST /v1/audio/speech, GET /v1/audio/voices)\n",
+                     s->address().c_str());
+    std::fflush(stderr);
+
+    std::vector<std::thread> threads;
+    for (auto& s : servers) threads.emplace_back([&s] { s->run(g_stop); });
+    for (auto& s : http_servers) threads.emplace_back([&s] { s->run(g_stop); });
+    for (auto& t : threads) t.join();
+    return 0;
+}
+
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+    return run_command("serve", [&] {
+        CommandLine args(
+            "etude serve [--wyoming URI] [--http HOST:PORT] [options]",
+            "Serves speech to voice assistants: the Wyoming protocol (Home Assistant's) and\n"
+            "an OpenAI-style HTTP endpoint. One process, one shared engine, each request its\n"
+            "own stream. Audio goes out as it is made (16-bit mono PCM at the voice's rate),\n"
+            "also inside a sentence; streamed text (synthesize-start/-chunk/-stop) is spoken\n"
+            "sentence by sentence as each is complete. Runs until SIGINT or SIGTERM;\n"
+            "docs/server.md tells more.");
+        args.group("where to listen (repeatable)")
+            .option("--wyoming", "URI",
+                    "tcp://HOST:PORT (port 0: any free port, printed at start), unix://PATH or "
+                    "stdio:// (one client on standard input and output)")
+            .option("--http", "HOST:PORT",
+                    "POST /v1/audio/speech (OpenAI style: wav or pcm, streamed as made) and GET "
+                    "/v1/audio/voices (port 0: any free port, printed at start)");
+        args.group("discovery")
+            .flag("--zeroconf",
+                  "advertise the first --wyoming tcp:// address as _wyoming._tcp through "
+                  "avahi-daemon, so Home Assistant finds it (waits for the daemon if it is not "
+                  "running)")
+            .option("--zeroconf-name", "NAME",
+                    "the advertised name (default: etude-HOSTNAME); implies --zeroconf");
+        args.group("limits")
+            .option("--max-syntheses", "N", "syntheses running at once, all clients (default 8)")
+            .option("--max-waiting", "N",
+                    "requests waiting for a turn (default 32); past that a request gets a "
+                    "'busy' error at once")
+            .option("--queue-timeout", "S",
+                    "longest wait for a turn, in seconds (default 30), then a 'busy' error")
+            .option("--max-connections", "N", "open connections (default 256)")
+            .option("--max-text", "BYTES",
+                    "text per request, a stream's chunks together (default 100000)")
+            .option("--idle-timeout", "S",
+                    "close a connection that sends nothing for S seconds while no audio is "
+                    "owed to it (default 60)")
+            .option("--write-timeout", "S",
+                    "drop a client that takes no audio for S seconds (default 10)");
+        args.group("options").flag("-q,--quiet", "no log line per request on standard error");
+        args.footer(
+            "Each request logs one line on standard error: client, voice, characters, time\n"
+            "to first audio, real-time factor (wall time / audio time).\n"
+            "\n"
+            "exit status: 0 after SIGINT/SIGTERM (stdio: after the client closes),\n"
+            "1 runtime error (address in use), 2 usage error.\n"
+            "\n"
+            "examples:\n"
+            "  etude serve --wyoming tcp://0.0.0.0:10200\n"
+            "  etude serve --wyoming unix:///run/etude.sock --max-syntheses 4\n"
+            "  etude serve --http 127.0.0.1:8000\n");
+        if (!args.parse(argc, argv)) return 0;
+        return run_serve(args);
+    });
+}
+
+}  // namespace etude::cli

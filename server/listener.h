@@ -1,0 +1,44 @@
+// Where a server listens: "tcp://HOST:PORT" (port 0: any free port),
+// "unix://PATH" or "stdio://" (one client on standard input and output).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "server/connection.h"
+
+namespace etude::server {
+
+struct Endpoint {
+    enum class Kind { Tcp, Unix, Stdio } kind = Kind::Tcp;
+    std::string host;  // Tcp
+    int port = 0;      // Tcp
+    std::string path;  // Unix
+};
+
+// Throws etude::Error saying what a well-formed address looks like.
+Endpoint parse_endpoint(const std::string& uri);
+
+// A listening TCP or Unix socket (not stdio).
+class Listener {
+  public:
+    // Binds and listens; throws etude::Error naming the address and the reason.
+    explicit Listener(const Endpoint& endpoint);
+    ~Listener();  // closes, and removes a Unix socket file it made
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
+
+    // The next client, or nothing after `timeout` (so the caller can check
+    // whether to stop) or on a transient accept error.
+    std::optional<Connection> accept(std::chrono::milliseconds timeout);
+    // The bound address as a URI, with the real port when 0 was asked for.
+    const std::string& address() const { return address_; }
+
+  private:
+    int fd_ = -1;
+    Endpoint endpoint_;
+    std::string address_;
+};
+
+}  // namespace etude::server

@@ -1,0 +1,52 @@
+// What every connection of a server shares: the one engine, the voices, the
+// synthesis slots, the limits and the request log.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/synthesis_slots.h"
+#include "server/voice_catalog.h"
+#include "server/wyoming_frame.h"
+
+namespace etude::server {
+
+struct ServerLimits {
+    std::size_t max_syntheses = 8;  // running at once, all connections
+    std::size_t max_waiting = 32;   // waiting for a turn; past that: busy
+    std::size_t max_connections = 256;
+    std::size_t max_text_bytes = 100000;  // per request (a whole stream's chunks together)
+    std::chrono::milliseconds queue_timeout{30000};  // longest wait for a turn
+    std::chrono::milliseconds idle_timeout{60000};   // a connection that sends nothing
+    std::chrono::milliseconds write_timeout{10000};  // a client that reads nothing
+    FrameLimits frames;
+};
+
+// One line per request on standard error, whole lines from any thread.
+class RequestLog {
+  public:
+    explicit RequestLog(bool enabled) : enabled_(enabled) {}
+    void write(const std::string& line) {
+        if (!enabled_) return;
+        std::lock_guard lock(mu_);
+        std::fprintf(stderr, "%s\n", line.c_str());
+        std::fflush(stderr);
+    }
+
+  private:
+    bool enabled_;
+    std::mutex mu_;
+};
+
+struct ServerContext {
+    engine::Engine& engine;
+    const VoiceCatalog& voices;
+    SynthesisSlots& slots;
+    const ServerLimits& limits;
+    RequestLog& log;
+};
+
+}  // namespace etude::server

@@ -1,0 +1,191 @@
+#include "server/speech_job.h"
+
+#include <algorithm>
+
+namespace etude::server {
+
+namespace {
+
+// Audio goes out in pieces that start small (the first arrives after 16 ms
+// of speech is made) and grow to 256 ms, so a reply starts at once and a
+// long one is not sent as thousands of tiny events.
+constexpr std::size_t kFirstPiece = 256, kLargestPiece = 4096;
+
+}  // namespace
+
+SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice)
+    : context_(context), voice_(voice) {}
+
+void SpeechJob::add_text(std::string text) {
+    {
+        std::lock_guard lock(mu_);
+        if (finished_ || cancelled_) return;
+        if (!have_text_) {
+            first_text_ = Clock::now();
+            have_text_ = true;
+        }
+        characters_ += text.size();
+        pending_.push_back(std::move(text));
+    }
+    cv_.notify_all();
+}
+
+void SpeechJob::finish() {
+    {
+        std::lock_guard lock(mu_);
+        finished_ = true;
+    }
+    cv_.notify_all();
+}
+
+void SpeechJob::cancel() {
+    {
+        std::lock_guard lock(mu_);
+        cancelled_ = true;
+        if (stream_) stream_->cancel();
+    }
+    cv_.notify_all();
+}
+
+SpeechJob::~SpeechJob() {
+    if (has_turn_) context_.slots.release();
+}
+
+SpeechJob::Outcome SpeechJob::take_turn() {
+    if (has_turn_) return Outcome::Spoken;
+    const auto abandoned = [&] {
+        std::lock_guard lock(mu_);
+        return cancelled_;
+    };
+    switch (context_.slots.acquire(context_.limits.queue_timeout, abandoned)) {
+        case SynthesisSlots::Outcome::Granted:
+            has_turn_ = true;
+            return Outcome::Spoken;
+        case SynthesisSlots::Outcome::Busy:
+            return Outcome::Busy;
+        case SynthesisSlots::Outcome::TimedOut:
+            return Outcome::TimedOut;
+        case SynthesisSlots::Outcome::Abandoned:
+            return Outcome::Cancelled;
+    }
+    return Outcome::Failed;
+}
+
+std::size_t SpeechJob::characters() const {
+    std::lock_guard lock(mu_);
+    return characters_;
+}
+
+SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
+                                 const std::function<bool(std::span<const float>)>& audio) {
+    Result result;
+    if (!has_turn_) {
+        result.outcome = take_turn();
+        if (result.outcome != Outcome::Spoken) return result;
+    }
+    struct TurnGuard {
+        SpeechJob& job;
+        ~TurnGuard() {
+            job.context_.slots.release();
+            job.has_turn_ = false;
+        }
+    } turn{*this};
+
+    std::unique_ptr<engine::Stream> stream;
+    try {
+        engine::StreamOptions options = voice_.options;
+        // Nobody hears a network client's audio late, and its audio must
+        // equal the offline render: never trade quality for time. (read()
+        // already never does; this says it for the block scheduler too.)
+        options.allow_reduced_tier = false;
+        // No audio callback waits on this stream: its reader is a socket. At
+        // real-time priority, streams computing as fast as their clients take
+        // audio would starve the connection threads that send it.
+        options.realtime_workers = false;
+        stream = context_.engine.create_stream(options);
+    } catch (const std::exception& e) {
+        result.error = e.what();
+        return result;
+    }
+    {
+        std::lock_guard lock(mu_);
+        stream_ = stream.get();
+        if (cancelled_) stream_->cancel();
+    }
+    // Unpublish before the stream dies, so cancel() never touches a dead one.
+    struct Unpublish {
+        SpeechJob& job;
+        ~Unpublish() {
+            std::lock_guard lock(job.mu_);
+            job.stream_ = nullptr;
+        }
+    } unpublish{*this};
+
+    const int rate = static_cast<int>(stream->sample_rate());
+    bool client_gone = !start(rate);
+    std::vector<float> buffer(kLargestPiece);
+    std::size_t piece = kFirstPiece;
+    Clock::time_point last_audio{};
+    while (!client_gone) {
+        std::deque<std::string> text;
+        bool finished;
+        {
+            std::unique_lock lock(mu_);
+            if (cancelled_) break;
+            text.swap(pending_);
+            finished = finished_;
+        }
+        try {
+            for (const auto& t : text) stream->push_text(t);
+        } catch (const std::exception& e) {
+            result.error = e.what();
+            return result;
+        }
+        const std::size_t n = stream->read(std::span(buffer).first(piece));
+        if (n > 0) {
+            {
+                std::lock_guard lock(mu_);
+                if (cancelled_) break;
+            }
+            if (!audio(std::span<const float>(buffer).first(n))) {
+                client_gone = true;
+                break;
+            }
+            last_audio = Clock::now();
+            if (result.samples == 0) {
+                std::lock_guard lock(mu_);
+                result.first_audio_ms =
+                    std::chrono::duration<double, std::milli>(last_audio - first_text_).count();
+            }
+            result.samples += n;
+            piece = std::min(piece * 2, kLargestPiece);
+            continue;
+        }
+        // Everything pushed has been delivered.
+        if (finished && text.empty()) {
+            std::lock_guard lock(mu_);
+            if (pending_.empty()) break;
+            continue;
+        }
+        if (!text.empty()) continue;  // pushed just now: read it
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return cancelled_ || finished_ || !pending_.empty(); });
+        piece = kFirstPiece;  // the next sentence's first audio goes out at once
+    }
+    bool cancelled;
+    {
+        std::lock_guard lock(mu_);
+        cancelled = cancelled_;
+        if (have_text_ && result.samples > 0)
+            result.seconds = std::chrono::duration<double>(last_audio - first_text_).count();
+    }
+    if (client_gone || cancelled) {
+        stream->cancel();
+        result.outcome = Outcome::Cancelled;
+    } else {
+        result.outcome = Outcome::Spoken;
+    }
+    return result;
+}
+
+}  // namespace etude::server

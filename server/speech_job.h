@@ -1,0 +1,76 @@
+// One request's speech, whatever the protocol: text in (all at once, or
+// sentence by sentence as a stream delivers it), audio out through a
+// callback as the engine makes it, on a stream of its own opened on the
+// server's one engine once a synthesis slot is free.
+//
+// Threads: run() on one thread (it blocks until the speech is done);
+// add_sentences(), finish() and cancel() from any other.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "server/server_context.h"
+
+namespace etude::server {
+
+class SpeechJob {
+  public:
+    SpeechJob(const ServerContext& context, const VoiceEntry& voice);
+    ~SpeechJob();  // gives back a turn taken and not used
+    SpeechJob(const SpeechJob&) = delete;
+    SpeechJob& operator=(const SpeechJob&) = delete;
+
+    // Text for the stream; sentences are spoken in the order given.
+    void add_text(std::string text);
+    // No more text will come: run() returns once the rest is spoken.
+    void finish();
+    // Stop now: the stream is cancelled and run() returns soon.
+    void cancel();
+
+    enum class Outcome { Spoken, Cancelled, Busy, TimedOut, Failed };
+    // Waits for a synthesis slot (SynthesisSlots: bounded waiting, then
+    // busy). run() does this itself; a protocol that must answer "busy"
+    // before it starts its reply (HTTP's status line) calls it first.
+    // Returns Spoken when the turn is granted.
+    Outcome take_turn();
+    struct Result {
+        Outcome outcome = Outcome::Failed;
+        std::string error;           // for Failed
+        std::uint64_t samples = 0;   // audio delivered
+        double first_audio_ms = -1;  // first text given to first audio delivered
+        double seconds = 0;          // first text to the last audio delivered
+    };
+    // `start` is called once with the output rate before any audio;
+    // `audio` with each piece as it is made; either returning false means
+    // the client is gone and cancels the job.
+    Result run(const std::function<bool(int rate)>& start,
+               const std::function<bool(std::span<const float>)>& audio);
+
+    const VoiceEntry& voice() const { return voice_; }
+    std::size_t characters() const;  // text given so far, in bytes
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    const ServerContext& context_;
+    const VoiceEntry& voice_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::string> pending_;
+    std::size_t characters_ = 0;
+    bool finished_ = false, cancelled_ = false;
+    Clock::time_point first_text_{};
+    bool have_text_ = false;
+    engine::Stream* stream_ = nullptr;  // while run() has one; guarded by mu_
+    bool has_turn_ = false;             // holds a synthesis slot
+};
+
+}  // namespace etude::server

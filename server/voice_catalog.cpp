@@ -1,0 +1,81 @@
+#include "server/voice_catalog.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace etude::server {
+
+namespace {
+
+// "en-US", "en_us" and "EN_US" name one language; "en" matches any English.
+std::string normalise_language(const std::string& s) {
+    std::string out;
+    for (char c : s)
+        out += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+}  // namespace
+
+VoiceCatalog VoiceCatalog::builtin() {
+    VoiceCatalog c;
+    struct Builtin {
+        const char* name;
+        const char* language;
+        const char* description;
+    };
+    // Flite's clustergen voices from the CMU ARCTIC databases, vocoded by
+    // LibEtude's MLSA vocoder at their own 16 kHz.
+    static constexpr Builtin kVoices[] = {
+        {"slt", "en_US", "US English female (CMU ARCTIC slt), Flite front end, LibEtude vocoder"},
+        {"rms", "en_US", "US English male (CMU ARCTIC rms), Flite front end, LibEtude vocoder"},
+        {"awb", "en_GB",
+         "Scottish English male (CMU ARCTIC awb), Flite front end, LibEtude vocoder"},
+    };
+    for (const auto& b : kVoices) {
+        VoiceEntry e;
+        e.name = b.name;
+        e.languages = {b.language};
+        e.description = b.description;
+        e.attribution_name = "CMU Flite / CMU ARCTIC";
+        e.attribution_url = "http://www.festvox.org/flite/";
+        e.version = "flite-2.2";
+        e.options.voice = b.name;
+        e.options.sample_rate = 16000.0;
+        c.add(std::move(e));
+    }
+    return c;
+}
+
+void VoiceCatalog::add(VoiceEntry entry) {
+    if (entry.name.empty()) throw Error("a server voice needs a name");
+    if (by_name(entry.name)) throw Error("two server voices are called '" + entry.name + "'");
+    voices_.push_back(std::move(entry));
+}
+
+const VoiceEntry& VoiceCatalog::default_voice() const {
+    if (voices_.empty()) throw Error("the server has no voices");
+    return voices_.front();
+}
+
+const VoiceEntry* VoiceCatalog::by_name(const std::string& name) const {
+    for (const auto& v : voices_)
+        if (v.name == name) return &v;
+    return nullptr;
+}
+
+const VoiceEntry* VoiceCatalog::by_language(const std::string& language) const {
+    const auto want = normalise_language(language);
+    if (want.empty()) return nullptr;
+    for (const auto& v : voices_)
+        for (const auto& l : v.languages)
+            if (normalise_language(l) == want) return &v;
+    for (const auto& v : voices_)
+        for (const auto& l : v.languages) {
+            const auto have = normalise_language(l);
+            if (have.rfind(want + "_", 0) == 0) return &v;
+        }
+    return nullptr;
+}
+
+}  // namespace etude::server

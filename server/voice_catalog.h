@@ -1,0 +1,47 @@
+// The voices a server offers: what `describe` lists and what a request's
+// voice (by name, by language, or none) resolves to. Each entry carries the
+// StreamOptions that make its streams, so any voice the engine's public API
+// can open (a Piper voice once engine/piper/ lands: its StreamOptions and
+// metadata) is added with add() and nothing else changes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace etude::server {
+
+struct VoiceEntry {
+    std::string name;                    // what clients ask for ("slt")
+    std::vector<std::string> languages;  // BCP 47 style, e.g. "en_US" as Piper writes it
+    std::vector<std::string> speakers;   // empty: a single-speaker voice
+    std::string description;
+    std::string attribution_name, attribution_url;
+    std::string version;
+    engine::StreamOptions options;  // opens this voice; options.sample_rate is the output rate
+};
+
+class VoiceCatalog {
+  public:
+    // Flite's embedded voices (slt first: the default).
+    static VoiceCatalog builtin();
+
+    // Adds a voice; throws etude::Error if its name is taken or empty.
+    void add(VoiceEntry entry);
+
+    const std::vector<VoiceEntry>& voices() const { return voices_; }
+    // The first voice added is the default.
+    const VoiceEntry& default_voice() const;
+    // By exact name; else nullptr.
+    const VoiceEntry* by_name(const std::string& name) const;
+    // The first voice listing `language` ("en_US"; "en-us" and "en" match
+    // too); else nullptr.
+    const VoiceEntry* by_language(const std::string& language) const;
+
+  private:
+    std::vector<VoiceEntry> voices_;
+};
+
+}  // namespace etude::server

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""etude serve --http: the OpenAI-style speech endpoint, fetched with curl.
+
+A WAV streamed with chunked transfer holds exactly the samples of the offline render
+(`etude say --raw`, same text and voice), after a 44-byte header; pcm is those samples alone;
+bad requests get a 4xx status and a JSON {"error": {...}} body.
+
+Usage: http_speech_test.py ETUDE. Exit 77 (skip) without curl.
+"""
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+ETUDE = sys.argv[1]
+if not shutil.which("curl"):
+    print("SKIP: curl is not installed")
+    sys.exit(77)
+
+TEXT = "Your timer for ten minutes has started. The front door is locked!"
+
+
+def curl(url, body=None, method=None):
+    """(status, headers, body bytes)"""
+    cmd = ["curl", "-sS", "-N", "-D", "-", "--max-time", "60", url]
+    if body is not None:  # from standard input: a long body does not fit in argv
+        cmd += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+    if method:
+        cmd += ["-X", method]
+    out = subprocess.run(cmd, check=True, capture_output=True,
+                         input=body.encode() if body is not None else None).stdout
+    head, _, data = out.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (l.partition(":") for l in lines[1:])}
+    return status, headers, data
+
+
+def main():
+    proc = subprocess.Popen([ETUDE, "serve", "--http", "127.0.0.1:0"], stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stderr.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert m, line
+    log = []
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    base = f"http://127.0.0.1:{m.group(1)}"
+    failures = []
+
+    def check(name, cond, detail=""):
+        print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
+        if not cond:
+            failures.append(name)
+
+    try:
+        for voice in ["slt", "awb"]:
+            ref = subprocess.run([ETUDE, "say", "--voice", voice, "--raw", TEXT], check=True,
+                                 capture_output=True).stdout
+            req = json.dumps({"model": "tts-1", "input": TEXT, "voice": voice,
+                              "response_format": "wav"})
+            status, headers, wav = curl(base + "/v1/audio/speech", req)
+            check(f"wav {voice}: 200, chunked, audio/wav",
+                  status == 200 and headers.get("transfer-encoding") == "chunked"
+                  and headers.get("content-type") == "audio/wav", (status, headers))
+            check(f"wav {voice}: header says 16 kHz, 16-bit mono",
+                  wav[:4] == b"RIFF" and wav[8:16] == b"WAVEfmt "
+                  and int.from_bytes(wav[22:24], "little") == 1
+                  and int.from_bytes(wav[24:28], "little") == 16000
+                  and int.from_bytes(wav[34:36], "little") == 16, wav[:44])
+            check(f"wav {voice}: samples equal the offline render", wav[44:] == ref,
+                  f"{len(wav) - 44} bytes against {len(ref)}")
+        status, _, pcm = curl(base + "/v1/audio/speech",
+                              json.dumps({"input": TEXT, "response_format": "pcm"}))
+        ref = subprocess.run([ETUDE, "say", "--raw", TEXT], check=True, capture_output=True).stdout
+        check("pcm (default voice) equals the offline render", status == 200 and pcm == ref,
+              (status, len(pcm), len(ref)))
+        status, headers, flac = curl(base + "/v1/audio/speech",
+                                     json.dumps({"input": TEXT, "response_format": "flac"}))
+        check("flac: 200, audio/flac, fLaC stream",
+              status == 200 and headers.get("content-type") == "audio/flac"
+              and flac[:4] == b"fLaC" and len(flac) < len(ref), (status, flac[:4], len(flac)))
+        status, _, body = curl(base + "/v1/audio/voices")
+        voices = json.loads(body)["voices"]
+        check("voices listed", status == 200 and [v["id"] for v in voices][:3] == ["slt", "rms", "awb"],
+              body[:200])
+
+        bad = [
+            ("not json", "{nope", 400),
+            ("not an object", "[1, 2]", 400),
+            ("no input", "{}", 400),
+            ("input not a string", '{"input": 5}', 400),
+            ("empty input", '{"input": "   "}', 400),
+            ("unknown voice", '{"input": "Hi.", "voice": "alloy"}', 400),
+            ("unknown format", '{"input": "Hi.", "response_format": "mp3"}', 400),
+            ("speed", '{"input": "Hi.", "speed": 1.5}', 400),
+            ("speed not a number", '{"input": "Hi.", "speed": "fast"}', 400),
+            ("too long", json.dumps({"input": "word " * 30000}), 400),
+            ("deep nesting", '{"input": "Hi.", "x": ' + "[" * 100 + "]" * 100 + "}", 400),
+        ]
+        for name, body, want in bad:
+            status, headers, data = curl(base + "/v1/audio/speech", body)
+            try:
+                err = json.loads(data)["error"]
+                ok = status == want and err["message"] and headers.get("content-type") == "application/json"
+            except (ValueError, KeyError, TypeError):
+                ok = False
+            check(f"bad request ({name}) -> {want} JSON error", ok, (status, data[:200]))
+        # A client that goes away mid-reply cancels it (and the server goes on).
+        long_input = json.dumps({"input": (TEXT + " ") * 60, "response_format": "pcm"})
+        aborted = subprocess.run(["curl", "-sS", "-N", "--max-time", "0.5", "-o", "/dev/null",
+                                  "--data-binary", "@-", base + "/v1/audio/speech"],
+                                 input=long_input.encode(), capture_output=True)
+        check("long reply: curl gave up mid-stream", aborted.returncode == 28, aborted.returncode)
+        deadline = time.monotonic() + 15
+        while not any(l.rstrip().endswith("cancelled") for l in log) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check("the abandoned reply is cancelled", any(l.rstrip().endswith("cancelled") for l in log),
+              log[-3:])
+        status, _, data = curl(base + "/v1/nothing")
+        check("unknown path -> 404 JSON error", status == 404 and "error" in json.loads(data),
+              (status, data[:100]))
+        status, _, data = curl(base + "/v1/audio/speech", method="GET")
+        check("wrong method -> 4xx", 400 <= status < 500, status)
+        # SIGTERM in the middle of a long reply: the reply is cut (curl sees the chunked
+        # transfer end early), the server exits at once with status 0.
+        long_reply = subprocess.Popen(
+            ["curl", "-sS", "-N", "-H", "Content-Type: application/json",
+             "--data-binary", "@-", base + "/v1/audio/speech"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        long_reply.stdin.write(json.dumps({"input": (TEXT + " ") * 150}).encode())
+        long_reply.stdin.close()
+        long_reply.stdout.read(4096)  # the reply is under way
+        threading.Thread(target=lambda: long_reply.stdout.read(), daemon=True).start()
+    finally:
+        t0 = time.monotonic()
+        proc.terminate()
+        rc = proc.wait(timeout=30)
+        stopped_in = time.monotonic() - t0
+    check("server exits 0 on SIGTERM", rc == 0, rc)
+    check("SIGTERM ends a reply in progress at once", stopped_in < 5, f"{stopped_in:.1f} s")
+    check("the cut reply is not a complete one to curl", long_reply.wait(timeout=30) == 18,
+          long_reply.returncode)
+    if failures:
+        print("server log:\n" + "".join(log[-20:]))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
