@@ -12,16 +12,16 @@ constexpr const char* kUsage = R"(usage: etude <command> [options]
 LibEtude speaks text while it plays: a real-time streaming speech synthesizer.
 
 commands:
-  say       speak text (argument or standard input) to a WAV file, a pipe or the speakers
-  jack      a JACK client that speaks lines from standard input as they arrive
-  voices    list the embedded voices
-  devices   list compute devices (CPU, OpenCL, CUDA) and audio outputs
-  bench     measure synthesis speed, time to first audio and memory
-  info      validate a LEF model file and list what it holds
-  vocode    turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)
-  resynth   copy synthesis: speech -> the model's mel -> speech
+  say        speak text (argument or standard input) to a WAV file, a pipe or the speakers
+  jack       a JACK client that speaks lines from standard input as they arrive
+  voices     list the voices: the embedded ones and Piper voices found in the voice folders
+  devices    list compute devices (CPU, OpenCL, CUDA) and audio outputs
+  bench      measure synthesis speed, time to first audio and memory
+  info       validate a LEF model file and list what it holds
+  vocode     turn a mel spectrogram (.npy) into speech with a neural vocoder (LEF model)
+  resynth    copy synthesis: speech -> the model's mel -> speech
   phonemize  a Piper voice's phonemes and phoneme ids for text (JSON lines)
-  serve     serve speech to voice assistants (Wyoming, for Home Assistant)
+  serve      serve speech to voice assistants (Wyoming, for Home Assistant)
 
 Run 'etude <command> --help' for the options of each command.
 )";
