@@ -263,7 +263,7 @@ TEST(JackClient, missing_server_and_missing_port_give_clear_errors) {
 }
 
 TEST(JackClient, server_going_away_is_reported_not_a_hang) {
-    JackServer server(48000, 256, "gone");
+    JackServer server(48000, 256, "gone", /*reused_name=*/true);  // see JackServer
     ASSERT_TRUE(server.ready());
     // A long text kept open on stdin (a fifo would also do): the client is
     // mid-speech when the server dies.

@@ -33,10 +33,21 @@ inline std::string slurp(const std::string& path) {
 inline void quiet_jack(const char*) {}
 
 // jackd -n NAME -d dummy -r RATE -p PERIOD, real-time (-R) when root.
+//
+// NAME is etude-test-TAG-PID, so that test programs running at once do not
+// share a server. A test whose server dies with a client still connected
+// passes `reused_name`: such a jackd leaves its entry in JACK's server
+// registry (/dev/shm/jack-shm-registry), which has 8 places and frees a dead
+// server's place only when a server of the same name starts. With a name
+// per process, the 8th run of that test on one machine (a round of
+// scripts/realtime-rounds.sh each) left every later jackd unable to start
+// ("Too many servers already active"); with one name, each run frees the
+// last one's place.
 class JackServer {
   public:
-    JackServer(int rate, int period, const std::string& tag) {
-        name_ = "etude-test-" + tag + "-" + std::to_string(::getpid());
+    JackServer(int rate, int period, const std::string& tag, bool reused_name = false) {
+        name_ = "etude-test-" + tag;
+        if (!reused_name) name_ += "-" + std::to_string(::getpid());
         log_ = std::string(ETUDE_TEST_TMP) + "/" + name_ + ".log";
         std::vector<std::string> args{"jackd", "-n", name_};
         if (::geteuid() == 0) args.push_back("-R");
