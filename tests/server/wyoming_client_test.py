@@ -247,7 +247,11 @@ async def case_dropped(srv):
         check_equal(await synthesize(srv.port, TEXTS[1], "slt"), TEXTS[1], "slt", "after drops")
         rss.append(srv.rss_kib())
     grown = rss[-1] - rss[0]
-    assert grown < 8 * 1024, f"memory grew by {grown} KiB over 128 more dropped connections: {rss}"
+    # glibc's allocator keeps freed large blocks as cache once its mmap threshold has risen:
+    # RSS moves in steps of about 16 MB that come and go (46-63 MB after the same first
+    # round in six runs; once 52 -> 68 MB within one), so the bound sits above one step.
+    # A leak of 200 KB per dropped connection still fails it.
+    assert grown < 24 * 1024, f"memory grew by {grown} KiB over 128 more dropped connections: {rss}"
     outcomes = {k: sum(l.endswith(" " + k) for l in srv.log) for k in ("cancelled", "busy")}
     # Per round 8 run, 32 wait (the default limits), the rest are told "busy" at once.
     print(f"  3 x 64 drops: syntheses logged {outcomes}; threads back to {baseline} each time; "

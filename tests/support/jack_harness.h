@@ -39,10 +39,9 @@ inline void quiet_jack(const char*) {}
 // passes `reused_name`: such a jackd leaves its entry in JACK's server
 // registry (/dev/shm/jack-shm-registry), which has 8 places and frees a dead
 // server's place only when a server of the same name starts. With a name
-// per process, the 8th run of that test on one machine (a round of
-// scripts/realtime-rounds.sh each) left every later jackd unable to start
-// ("Too many servers already active"); with one name, each run frees the
-// last one's place.
+// per process such entries piled up (8 dead servers of that test after 13
+// runs of it), and then no jackd could start ("Too many servers already
+// active"); with one name, each run frees the last one's place.
 class JackServer {
   public:
     JackServer(int rate, int period, const std::string& tag, bool reused_name = false) {
