@@ -18,9 +18,13 @@
 #include "engine/models/lef_file.h"
 #include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
+#include "support/model_parity.h"
 
 namespace etude::engine {
 namespace {
+
+using test::backend_of;
+using test::max_abs_diff;
 
 const std::string kData = ETUDE_TEST_DATA "/neural/";
 const char* const kModels[] = {"hifigan_v1", "hifigan_v2", "hifigan_v3", "vocos"};
@@ -41,31 +45,10 @@ Reference reference(const std::string& name) {
     return r;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0;
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-        const double e = std::abs(static_cast<double>(a[i]) - b[i]);
-        d = std::max(d, std::isnan(e) ? INFINITY : e);
-    }
-    return d;
-}
-
 double rms(const std::vector<float>& a) {
     double s = 0;
     for (float v : a) s += static_cast<double>(v) * v;
     return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
-}
-
-// The backends to run on: the CPU always, the first OpenCL device when
-// there is one (PoCL in CI), the first CUDA device when there is one.
-std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::string& why_not) {
-    if (kind == gpu::BackendKind::Cpu) return gpu::shared_cpu_backend();
-    auto& reg = gpu::DeviceRegistry::instance();
-    for (const auto& d : reg.devices())
-        if (d.kind == kind) return reg.open({gpu::to_string(kind), d.index});
-    why_not = std::string("no ") + gpu::to_string(kind) + " device";
-    for (const auto& n : reg.notes()) why_not += "; " + n;
-    return nullptr;
 }
 
 class NeuralVocoder : public ::testing::TestWithParam<gpu::BackendKind> {

@@ -22,9 +22,13 @@
 #include "engine/models/vits/vits_decoder.h"
 #include "engine/models/vits/vits_voice.h"
 #include "gpu/registry.h"
+#include "support/model_parity.h"
 
 namespace etude::engine {
 namespace {
+
+using test::backend_of;
+using test::max_abs_diff;
 
 const std::string kData = ETUDE_TEST_DATA "/piper/";
 
@@ -63,25 +67,6 @@ std::vector<Voice> voices() {
         out.push_back(std::move(voice));
     }
     return out;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0;
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-        const double e = std::abs(double(a[i]) - b[i]);
-        d = std::max(d, std::isnan(e) ? INFINITY : e);
-    }
-    return d;
-}
-
-std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::string& why_not) {
-    if (kind == gpu::BackendKind::Cpu) return gpu::shared_cpu_backend();
-    auto& reg = gpu::DeviceRegistry::instance();
-    for (const auto& d : reg.devices())
-        if (d.kind == kind) return reg.open({gpu::to_string(kind), d.index});
-    why_not = std::string("no ") + gpu::to_string(kind) + " device";
-    for (const auto& n : reg.notes()) why_not += "; " + n;
-    return nullptr;
 }
 
 class VitsParity : public ::testing::TestWithParam<gpu::BackendKind> {

@@ -13,25 +13,19 @@
 
 #include "engine/error.h"
 #include "gpu/registry.h"
+#include "support/model_parity.h"
 
 using namespace etude::engine;
 
 namespace {
+
+using etude::test::max_abs_diff;
 
 const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
 
 std::vector<std::int64_t> reference_ids() {
     std::ifstream in(kData + "reference.json");
     return nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double d = 0;
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-        const double e = std::abs(double(a[i]) - b[i]);
-        d = std::max(d, std::isnan(e) ? INFINITY : e);
-    }
-    return d;
 }
 
 // Streams a sentence in chunks of `chunk` frames; `frames_to_first_audio`

@@ -1,0 +1,39 @@
+// What the model parity tests (neural vocoders, Piper's VITS) share: the
+// backend a parameterised test runs on, and the distance they are judged by.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "gpu/registry.h"
+
+namespace etude::test {
+
+// The CPU backend, or the first device of `kind` the registry opens (PoCL
+// for OpenCL in CI); nullptr with the reason in `why_not` when there is none.
+inline std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::string& why_not) {
+    if (kind == gpu::BackendKind::Cpu) return gpu::shared_cpu_backend();
+    auto& reg = gpu::DeviceRegistry::instance();
+    for (const auto& d : reg.devices())
+        if (d.kind == kind) return reg.open({gpu::to_string(kind), d.index});
+    why_not = std::string("no ") + gpu::to_string(kind) + " device";
+    for (const auto& n : reg.notes()) why_not += "; " + n;
+    return nullptr;
+}
+
+// The largest difference over the common length; a NaN on either side
+// counts as infinitely far, so it can never pass a bound.
+inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
+    double d = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        const double e = std::abs(static_cast<double>(a[i]) - b[i]);
+        d = std::max(d, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+    }
+    return d;
+}
+
+}  // namespace etude::test
