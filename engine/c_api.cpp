@@ -129,6 +129,97 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
     });
 }
 
+void etude_piper_stream_options_init(etude_piper_stream_options* options, size_t struct_size) {
+    if (!options || struct_size == 0) return;
+    etude_piper_stream_options d{};
+    d.noise_scale = d.length_scale = d.noise_w = -1.0f;
+    d.backend = "auto";
+    d.device = -1;
+    d.sample_rate = 0.0;
+    d.latency_ms = 100.0;
+    d.struct_size = std::min(struct_size, sizeof d);
+    std::memcpy(options, &d, d.struct_size);
+}
+
+etude_status etude_stream_create_piper(etude_engine* engine,
+                                       const etude_piper_stream_options* options,
+                                       etude_stream** out) {
+    if (!engine) return null_argument("engine");
+    if (!options) return null_argument("options");
+    if (options->struct_size < offsetof(etude_piper_stream_options, latency_ms) + sizeof(double)) {
+        last_error = "options->struct_size is " + std::to_string(options->struct_size) +
+                     ": fill the options with etude_piper_stream_options_init(&options, "
+                     "sizeof options)";
+        return ETUDE_ERROR_INVALID_ARGUMENT;
+    }
+    if (!options->voice) return null_argument("options->voice");
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        etude::engine::StreamOptions o;
+        o.piper_voice = options->voice;
+        if (options->speaker) o.speaker = options->speaker;
+        auto scale = [](float v) { return v < 0.0f ? std::optional<float>() : v; };
+        o.noise_scale = scale(options->noise_scale);
+        o.length_scale = scale(options->length_scale);
+        o.noise_w = scale(options->noise_w);
+        o.seed = options->seed;
+        if (options->backend) o.backend = options->backend;
+        o.device = options->device;
+        o.sample_rate = options->sample_rate;
+        o.latency_ms = options->latency_ms;
+        *out = new etude_stream{engine->engine.create_stream(o)};
+    });
+}
+
+etude_status etude_stream_push_phoneme_ids(etude_stream* stream, const int64_t* ids, size_t count) {
+    if (!stream) return null_argument("stream");
+    if (!ids && count > 0) return null_argument("ids");
+    return guarded(
+        [&] { stream->stream->push_phoneme_ids(std::span<const std::int64_t>(ids, count)); });
+}
+
+struct etude_voice_info {
+    etude::engine::VoiceInfo info;
+};
+
+etude_status etude_voice_info_open(const char* voice, etude_voice_info** out) {
+    if (!voice) return null_argument("voice");
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded(
+        [&] { *out = new etude_voice_info{etude::engine::Engine::describe_voice(voice)}; });
+}
+
+void etude_voice_info_destroy(etude_voice_info* info) {
+    delete info;
+}
+
+const char* etude_voice_info_name(const etude_voice_info* info) {
+    return info ? info->info.name.c_str() : nullptr;
+}
+
+const char* etude_voice_info_language(const etude_voice_info* info) {
+    return info ? info->info.language.c_str() : nullptr;
+}
+
+const char* etude_voice_info_quality(const etude_voice_info* info) {
+    return info ? info->info.quality.c_str() : nullptr;
+}
+
+int etude_voice_info_sample_rate(const etude_voice_info* info) {
+    return info ? info->info.sample_rate : 0;
+}
+
+size_t etude_voice_info_speaker_count(const etude_voice_info* info) {
+    return info ? info->info.speakers.size() : 0;
+}
+
+const char* etude_voice_info_speaker(const etude_voice_info* info, size_t id) {
+    if (!info || id >= info->info.speakers.size()) return nullptr;
+    return info->info.speakers[id].c_str();
+}
+
 void etude_stream_destroy(etude_stream* stream) {
     delete stream;
 }

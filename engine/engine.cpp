@@ -2,14 +2,20 @@
 // factory) and Stream (forwards to its StreamCore, engine/stream_core.h).
 #include "engine/engine.h"
 
+#include <algorithm>
+
 #include "engine/engine_workers.h"
 #include "engine/flite_voice.h"
+#include "engine/models/model_metadata.h"
+#include "engine/piper/voice_catalog.h"
+#include "engine/piper_voice.h"
 #include "engine/stream_core.h"
 
 namespace etude::engine {
 namespace {
 
 constexpr double kMinRate = 8000.0, kMaxRate = 192000.0;
+constexpr double kFliteRate = 16000.0;  // the built-in voices' own rate
 
 }  // namespace
 
@@ -19,6 +25,9 @@ Stream::Stream(std::shared_ptr<StreamCore> core) : core_(std::move(core)) {}
 Stream::~Stream() = default;
 void Stream::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
     core_->push_mel(mel, frames, last);
+}
+void Stream::push_phoneme_ids(std::span<const std::int64_t> ids) {
+    core_->push_phoneme_ids(ids);
 }
 std::size_t Stream::mel_bands() const {
     return core_->mel_bands();
@@ -48,7 +57,7 @@ double Stream::sample_rate() const {
     return core_->options().sample_rate;
 }
 const std::string& Stream::voice() const {
-    return core_->voice().name();
+    return core_->voice_name();
 }
 StreamStats Stream::stats() const {
     return core_->stats();
@@ -66,7 +75,18 @@ void Stream::write_trace(const std::string& path) const {
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options) : core_(std::make_shared<EngineWorkers>()) {
-    for (const auto& v : options.preload_voices) FliteVoice::load(v);
+    const auto& builtin = FliteVoice::names();
+    for (const auto& v : options.preload_voices) {
+        if (std::find(builtin.begin(), builtin.end(), v) != builtin.end())
+            FliteVoice::load(v);
+        else
+            try {
+                piper_voices_.push_back(PiperVoice::open(v));
+            } catch (const piper::VoiceNotFound&) {
+                FliteVoice::load(v);  // throws, listing the built-in voices
+                throw;
+            }
+    }
 }
 
 Engine::~Engine() {
@@ -77,7 +97,31 @@ const std::vector<std::string>& Engine::voices() {
     return FliteVoice::names();
 }
 
-std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& options) {
+VoiceInfo Engine::describe_voice(const std::string& name_or_path) {
+    const auto voice = PiperVoice::open(name_or_path);
+    VoiceInfo info;
+    info.name = voice->name();
+    info.model_path = voice->model_path();
+    info.language = voice->config().language.code;
+    info.quality = piper::to_string(voice->config().quality);
+    info.sample_rate = voice->sample_rate();
+    info.speakers = voice->speaker_names();
+    return info;
+}
+
+std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
+    StreamOptions options = requested;
+    std::shared_ptr<const PiperVoice> piper;
+    if (!options.piper_voice.empty()) {
+        if (!options.model.empty())
+            throw Error("a stream speaks a Piper voice or vocodes mel frames, not both");
+        piper = PiperVoice::open(options.piper_voice);
+    }
+    // 0: the voice's own rate.
+    if (options.sample_rate == 0.0)
+        options.sample_rate = piper                    ? piper->sample_rate()
+                              : !options.model.empty() ? read_model_audio(options.model).sample_rate
+                                                       : kFliteRate;
     if (!(options.sample_rate >= kMinRate && options.sample_rate <= kMaxRate))
         throw Error("output sample rate " +
                     std::to_string(static_cast<long long>(options.sample_rate)) +
@@ -87,7 +131,7 @@ std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& options) {
     if (!(options.block_ms >= 5.0 && options.block_ms <= 200.0))
         throw Error("block length must be between 5 and 200 ms");
     const FliteVoice& voice = FliteVoice::load(options.voice);
-    auto core = std::make_shared<StreamCore>(core_, voice, options);
+    auto core = std::make_shared<StreamCore>(core_, voice, std::move(piper), options);
     core->start();
     core_->add(core);
     return std::unique_ptr<Stream>(new Stream(std::move(core)));

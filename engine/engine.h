@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,13 +36,16 @@ namespace etude::engine {
 
 class StreamCore;
 class EngineWorkers;
+class PiperVoice;
 
 /// How a stream speaks: voice, output rate, latency budget, vocoder and device.
 /// Engine::create_stream() checks it; the defaults make a 16 kHz stream with
 /// the "slt" voice, the exact MLSA vocoder and a 100 ms latency budget.
 struct StreamOptions {
-    std::string voice = "slt";     ///< "slt", "rms" or "awb"
-    double sample_rate = 16000.0;  ///< output rate, 8000..192000 Hz
+    std::string voice = "slt";  ///< "slt", "rms" or "awb" (see also piper_voice)
+    /// Output rate, 8000..192000 Hz; 0: the voice's own (16000 for the
+    /// built-in voices, the model's for mel and Piper streams).
+    double sample_rate = 16000.0;
     /// The latency the engine adds, from a block being produced to it being
     /// played (5..10000 ms): the scheduler keeps this much audio ready ahead
     /// of pull(), and every block's deadline follows from it. Fixed for the
@@ -78,6 +82,37 @@ struct StreamOptions {
     /// HiFi-GAN V3 while V1 runs on the GPU); empty: `model` on the CPU too.
     std::string cpu_model;
     bool allow_phase_fallback = true;  ///< may the mel scheduler fall to phase reconstruction
+    /// A Piper voice (docs/voices.md): PATH/VOICE.onnx with VOICE.onnx.json
+    /// beside it, the .json, or a name found in the voice folders. Makes this
+    /// a Piper stream: push_text() goes through the voice's own front end
+    /// (espeak-ng phonemes) and network (VITS), `voice` is ignored, and
+    /// `backend`/`device` say where the decoder's GPU tier runs. A voice is
+    /// read once per process and shared by its streams.
+    std::string piper_voice;
+    /// Piper streams: a speaker by name (the voice's speaker_id_map) or id;
+    /// empty: the voice's default.
+    std::string speaker;
+    /// Piper streams: the prior's noise, 0 or more; unset: the voice's own
+    /// (its config's "inference" object, as for the next two).
+    std::optional<float> noise_scale;
+    /// Piper streams: the speaking pace, above 0 (larger: slower).
+    std::optional<float> length_scale;
+    /// Piper streams: the durations' noise, 0 or more.
+    std::optional<float> noise_w;
+    /// Piper streams: seeds the stream's noise generator. The same seed and
+    /// text give the same audio, whether pulled live or read offline.
+    std::uint64_t seed = 0;
+};
+
+/// A Piper voice as its files describe it (Engine::describe_voice()).
+struct VoiceInfo {
+    std::string name;        ///< "en_US-joe-medium"
+    std::string model_path;  ///< the .onnx
+    std::string language;    ///< "en_US"
+    std::string quality;     ///< "x_low", "low", "medium", "high" or "unknown"
+    int sample_rate = 0;     ///< the voice's own rate in Hz
+    /// Every speaker's name, by id (a number where the voice names none).
+    std::vector<std::string> speakers;
 };
 
 /// The quality a block or mel chunk was made at.
@@ -139,9 +174,9 @@ struct StreamStats {
     std::uint64_t reduced_tier_blocks = 0;  ///< blocks made at less than full quality
     std::uint64_t blocks_gpu = 0;           ///< blocks made by BlockRecord::Gpu
     double latency_ms = 0.0;                ///< the fixed latency in force
-    std::string vocoder;                    ///< "mlsa" or "spectral"
-    std::string gpu_device;                 ///< the GPU the spectral vocoder uses, if any
-    std::string gpu_note;                   ///< why none is used
+    std::string vocoder;     ///< "mlsa", "spectral", "neural" (mel streams) or "vits" (Piper)
+    std::string gpu_device;  ///< the GPU the spectral vocoder uses, if any
+    std::string gpu_note;    ///< why none is used
     std::uint64_t gpu_failures = 0;      ///< device errors (each such block was remade on the CPU)
     bool gpu_disabled = false;           ///< off after repeated failures
     std::string gpu_last_error;          ///< the last device error's message
@@ -180,6 +215,11 @@ class Stream {
     /// without new frames. Throws etude::Error for a text stream or a chunk of
     /// the wrong size or with NaN values.
     void push_mel(std::span<const float> mel, std::size_t frames, bool last = false);
+    /// Piper streams only: queues one sentence given as the voice's phoneme
+    /// ids (as `etude phonemize` prints them, laid out ^ _ (p _)* $). Throws
+    /// etude::Error for another stream, no ids, or an id outside the voice's
+    /// symbols.
+    void push_phoneme_ids(std::span<const std::int64_t> ids);
     /// Mel bands the model of a mel stream takes (0 for a text stream).
     std::size_t mel_bands() const;
 
@@ -230,7 +270,10 @@ class Engine {
   public:
     /// What the Engine does at construction.
     struct Options {
-        /// Voices loaded now rather than at their first use.
+        /// Voices loaded now rather than at their first use: built-in
+        /// voices by name, and Piper voices (as StreamOptions::piper_voice),
+        /// which the engine then keeps open for its life, so that a stream
+        /// of one does not read its network again.
         std::vector<std::string> preload_voices{"slt"};
     };
     /// Starts the workers and loads the default voice, "slt".
@@ -246,6 +289,10 @@ class Engine {
     /// The embedded voices: "slt", "rms", "awb".
     static const std::vector<std::string>& voices();
 
+    /// The Piper voice `name_or_path` names (see StreamOptions::piper_voice),
+    /// read from its files. Throws etude::Error naming the file and field.
+    static VoiceInfo describe_voice(const std::string& name_or_path);
+
     /// A new stream with `options`. Throws etude::Error for an unknown voice,
     /// a rate outside 8-192 kHz, a latency or block length out of range, or a
     /// model file that cannot be loaded.
@@ -253,6 +300,7 @@ class Engine {
 
   private:
     std::shared_ptr<EngineWorkers> core_;
+    std::vector<std::shared_ptr<const PiperVoice>> piper_voices_;  // preloaded
 };
 
 }  // namespace etude::engine

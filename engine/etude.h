@@ -122,6 +122,83 @@ void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t str
 etude_status etude_stream_create_mel_ex(etude_engine* engine,
                                         const etude_mel_stream_options* options,
                                         etude_stream** out);
+/** Everything a Piper stream can be made with (etude_stream_create_piper()).
+ * Fill it with etude_piper_stream_options_init(&options, sizeof options),
+ * then set what you need; struct_size works as for etude_mel_stream_options. */
+typedef struct etude_piper_stream_options {
+    /** sizeof(etude_piper_stream_options) where the caller was compiled. */
+    size_t struct_size;
+    /** A Piper voice (required): PATH/VOICE.onnx with VOICE.onnx.json beside
+     * it, the .json, or a voice's name in the voice folders (ETUDE_VOICE_PATH,
+     * then ~/.local/share/libetude/voices). */
+    const char* voice;
+    /** A speaker by name or id; NULL (the default): the voice's default. */
+    const char* speaker;
+    /** The prior's noise; a negative value (the default, -1) keeps the
+     * voice's own, as for the next two. */
+    float noise_scale;
+    /** The speaking pace (larger: slower). */
+    float length_scale;
+    /** The durations' noise. */
+    float noise_w;
+    /** Seeds the stream's noise: the same seed and text give the same audio. */
+    uint64_t seed;
+    /** Where the decoder's GPU tier runs: "auto" (the default), "cpu",
+     * "cuda" or "opencl". */
+    const char* backend;
+    /** Device index within backend; -1 (the default) picks the best. */
+    int device;
+    /** Output rate, 8000..192000 Hz; 0 (the default): the voice's own. */
+    double sample_rate;
+    /** The latency budget, 5..10000 ms (default 100). */
+    double latency_ms;
+} etude_piper_stream_options;
+
+/** Sets struct_size and every field to its default (voice NULL).
+ * \param options the struct to fill
+ * \param struct_size sizeof *options, as the caller was compiled */
+void etude_piper_stream_options_init(etude_piper_stream_options* options, size_t struct_size);
+
+/** A Piper stream: text is spoken with a Piper voice (VITS), streamed
+ * within the sentence.
+ * \param engine the engine whose workers it uses
+ * \param options see etude_piper_stream_options
+ * \param out receives the stream (NULL on failure)
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL argument, a voice that is
+ *         missing or malformed (the message names the file and field), an
+ *         unknown speaker, a bad scale, backend or rate */
+etude_status etude_stream_create_piper(etude_engine* engine,
+                                       const etude_piper_stream_options* options,
+                                       etude_stream** out);
+
+/** Piper streams only: queues one sentence as the voice's phoneme ids.
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for another stream, no ids or an id
+ *         outside the voice's symbols */
+etude_status etude_stream_push_phoneme_ids(etude_stream* stream, const int64_t* ids, size_t count);
+
+/** A Piper voice's description, read from its files. Opaque; made by
+ * etude_voice_info_open(), freed by etude_voice_info_destroy(). */
+typedef struct etude_voice_info etude_voice_info;
+
+/** Reads the Piper voice `voice` names (as etude_piper_stream_options::voice).
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a missing or malformed voice */
+etude_status etude_voice_info_open(const char* voice, etude_voice_info** out);
+/** Frees a voice description; NULL is ignored. */
+void etude_voice_info_destroy(etude_voice_info* info);
+/** The voice's name ("en_US-joe-medium"); lives as long as info. */
+const char* etude_voice_info_name(const etude_voice_info* info);
+/** The voice's language code ("en_US"); lives as long as info. */
+const char* etude_voice_info_language(const etude_voice_info* info);
+/** The voice's quality: "x_low", "low", "medium", "high" or "unknown". */
+const char* etude_voice_info_quality(const etude_voice_info* info);
+/** The voice's own sample rate in Hz. */
+int etude_voice_info_sample_rate(const etude_voice_info* info);
+/** The number of speakers (1 for a single-speaker voice). */
+size_t etude_voice_info_speaker_count(const etude_voice_info* info);
+/** Speaker `id`'s name (its number where the voice names none); NULL for an
+ * id out of range. */
+const char* etude_voice_info_speaker(const etude_voice_info* info, size_t id);
+
 /** Frees a stream; NULL is ignored. Stop the audio callback that pulls from
  * it first. */
 void etude_stream_destroy(etude_stream* stream);

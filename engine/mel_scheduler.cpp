@@ -43,16 +43,20 @@ void check_compatible(const ModelAudioParams& a, const std::string& gpu_label,
 MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(options)) {
     const std::string cpu_path =
         options_.cpu_model_path.empty() ? options_.model_path : options_.cpu_model_path;
-    cpu_model_ = NeuralModel::load(cpu_path, gpu::shared_cpu_backend());
+    auto load = [&](const std::string& path, std::shared_ptr<gpu::Backend> backend) {
+        return options_.load_model ? options_.load_model(std::move(backend))
+                                   : NeuralModel::load(path, std::move(backend));
+    };
+    cpu_model_ = load(cpu_path, gpu::shared_cpu_backend());
     const auto& a = cpu_model_->audio();
-    stats_.model = a.architecture + " (" + cpu_path + ")";
+    stats_.model = options_.load_model ? options_.label : a.architecture + " (" + cpu_path + ")";
     stats_.latency_ms = 1000.0 * cpu_model_->streaming_latency_samples() / a.sample_rate;
     if (options_.backend != "cpu") {
         try {
             std::string where;
             auto backend = open_model_backend(options_.backend, options_.device, &where);
             if (backend.get() != gpu::shared_cpu_backend().get()) {
-                gpu_model_ = NeuralModel::load(options_.model_path, backend);
+                gpu_model_ = load(options_.model_path, backend);
                 stats_.gpu_device = where;
                 if (cpu_path != options_.model_path) {
                     check_compatible(gpu_model_->audio(), gpu_model_->label(), a,
@@ -99,8 +103,14 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                            static_cast<float>(std::log(a.log_floor)));
     std::vector<float> values(static_cast<std::size_t>(n) * cpu_model_->values_per_frame());
     auto per_frame = [&](std::int64_t ns) { return ns / window; };
-    const auto cpu_ns = time_run(
-        [&] { cpu_model_->run(mel.data(), window, cpu_model_->left_context(), n, values.data()); });
+    // With the CPU model the only tier there is nothing to choose between,
+    // and a stream should not wait for a measurement nobody reads (a Piper
+    // voice's decoder took a tenth of a second per new server stream);
+    // its estimate then starts at 0 and learns from the chunks it makes.
+    const std::int64_t cpu_ns = gpu_model_ || phase_ ? time_run([&] {
+        cpu_model_->run(mel.data(), window, cpu_model_->left_context(), n, values.data());
+    })
+                                                     : 0;
     per_frame_[1] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(cpu_ns));
     if (gpu_model_) {
         try {

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,7 +44,11 @@
 namespace etude::engine {
 
 struct MelSchedulerOptions {
-    std::string model_path;        // the model (on the GPU tier, and the CPU tier by default)
+    std::string model_path;  // the model (on the GPU tier, and the CPU tier by default)
+    // Instead of model_path: makes the model on a backend (a Piper voice's
+    // decoder, which is no file of its own); `label` names it in stats().
+    std::function<std::shared_ptr<NeuralModel>(std::shared_ptr<gpu::Backend>)> load_model;
+    std::string label;
     std::string cpu_model_path;    // optional: a cheaper model of the same family for the CPU tier
     std::string backend = "auto";  // where tier 0 runs: auto (a GPU if any), cpu, cuda, opencl
     int device = -1;

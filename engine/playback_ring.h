@@ -65,6 +65,10 @@ class PlaybackRing {
     void cancel() { generation_.fetch_add(1, std::memory_order_release); }
     std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
     bool cancelled(std::uint64_t generation) const { return this->generation() != generation; }
+    // The producer has acknowledged the latest cancel.
+    bool cancel_acknowledged() const {
+        return producer_generation_.load(std::memory_order_acquire) == generation();
+    }
     std::size_t read_available() const { return ring_.read_available(); }
     // Speech is playing (the consumer is past its prebuffer): a hint for planning.
     bool playing() const { return in_speech_.load(std::memory_order_relaxed); }

@@ -22,6 +22,13 @@ constexpr std::size_t kLookaheadSentences = 3;
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
 constexpr auto kSpacePoll = std::chrono::milliseconds(1);
+// The most latent frames a Piper stream decodes at once (about 0.37 s at
+// 22050 Hz): a larger latency budget gains nothing from larger chunks.
+constexpr int kMaxLatentChunkFrames = 32;
+// Frames the producer runs a Piper voice's flow on at once (at least): its
+// context (VitsVoice::flow_context(), 32 frames a side for Piper's sizes) is
+// recomputed per block, so blocks much smaller would cost it again and again.
+constexpr int kFlowBlockFrames = 64;
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -30,7 +37,7 @@ double seconds_since(Clock::time_point t) {
 }  // namespace
 
 StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
-                       StreamOptions options)
+                       std::shared_ptr<const PiperVoice> piper, StreamOptions options)
     : engine_(std::move(engine)),
       voice_(&voice),
       options_(std::move(options)),
@@ -40,15 +47,34 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
     const FaultSpec faults = faults_for_stream(options_.faults);
     blocks_ =
         std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
-    if (!options_.model.empty()) {
+    if (piper) {
+        piper_ = std::move(piper);
+        piper_speaker_ = piper_->speaker_id(options_.speaker);
+        piper_scales_ =
+            piper_->scales(options_.noise_scale, options_.length_scale, options_.noise_w);
+        piper_noise_.seed(options_.seed);
+        // Half the latency budget per chunk: a chunk is decoded well before
+        // the audio ahead of it has played, and first audio waits for one.
+        const double frame_ms = 1000.0 * piper_->hop() / piper_->sample_rate();
+        latent_chunk_frames_ = std::clamp(static_cast<int>(options_.latency_ms / 2.0 / frame_ms), 1,
+                                          kMaxLatentChunkFrames);
+    }
+    if (!options_.model.empty() || piper_) {
         MelSchedulerOptions m;
         m.model_path = options_.model;
         m.cpu_model_path = options_.cpu_model;
+        if (piper_) {
+            m.load_model = [voice = piper_, speaker = piper_speaker_](auto backend) {
+                return voice->load_decoder(speaker, std::move(backend));
+            };
+            m.label = "VITS (" + piper_->model_path() + ")";
+        }
         m.backend = options_.backend;
         m.device = options_.device;
         m.output_rate = rate_;
         if (faults.device) m.gpu_fault = *faults.device;
-        m.allow_phase_fallback = options_.allow_phase_fallback;
+        // Phase reconstruction needs a mel; a Piper decoder takes the VITS latent.
+        m.allow_phase_fallback = options_.allow_phase_fallback && !piper_;
         mel_ = std::make_unique<MelScheduler>(m);
     }
 }
@@ -61,8 +87,14 @@ void StreamCore::start() {
         // CPU-bound load it was held back long enough for the ring to run dry
         // with every block computed in time (BlockScheduler.slow_primary_...:
         // 6 of 15 runs failed with both cores loaded, 0 of 15 after). Mel
-        // streams run their networks on this thread and stay normal.
-        if (options_.realtime_workers && options_.model.empty())
+        // streams run their networks on this thread and stay normal. Piper
+        // streams run their decoder here too, but a live Piper stream has
+        // nothing else to cover a late chunk: at normal priority behind two
+        // busy loops, a JACK client underran 211 times in 8 s of speech (the
+        // CPU backend's OpenMP team, made by this thread, inherits its
+        // priority too). The ring bounds how far ahead it works, so it
+        // sleeps once it is ahead.
+        if (options_.realtime_workers && (!mel_ || piper_))
             rt::make_current_thread_realtime(kProcessorPriority);
         produce();
     });
@@ -82,11 +114,12 @@ StreamCore::~StreamCore() {
 }
 
 std::size_t StreamCore::mel_bands() const {
-    return mel_ ? static_cast<std::size_t>(mel_->audio().n_mels) : 0;
+    return mel_ && !piper_ ? static_cast<std::size_t>(mel_->audio().n_mels) : 0;
 }
 
 void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
-    if (!mel_) throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
+    if (!mel_ || piper_)
+        throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
     const std::size_t n_mels = static_cast<std::size_t>(mel_->audio().n_mels);
     if (mel.size() != frames * n_mels)
         throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
@@ -113,10 +146,12 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
 }
 
 std::size_t StreamCore::push_text(std::string_view text) {
-    if (mel_) throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    if (mel_ && !piper_)
+        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
     if (auto bad = find_invalid_utf8(text))
         throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    if (piper_) return push_piper_text(text);
     auto pieces = split_sentences(text);
     if (pieces.empty()) return 0;
     const auto now = Clock::now();
@@ -136,7 +171,71 @@ std::size_t StreamCore::push_text(std::string_view text) {
     return pieces.size();
 }
 
+// A Piper voice's front end finds the sentences and their phonemes here,
+// on the caller's thread (espeak-ng takes a few milliseconds a sentence);
+// the engine's workers run the network's text-to-latent part. A long text
+// goes paragraph by paragraph (at blank lines, which no sentence crosses),
+// each queued as soon as it is phonemized, so a chapter starts playing
+// after its first paragraph rather than after all of it.
+std::size_t StreamCore::push_piper_text(std::string_view text) {
+    const auto pushed = Clock::now();
+    std::size_t n = 0;
+    while (!text.empty()) {
+        std::size_t end = text.find("\n\n");
+        end = end == std::string_view::npos ? text.size() : end + 2;
+        std::vector<std::vector<std::int64_t>> sentences;
+        for (auto& s : piper_->phonemize(text.substr(0, end)))
+            sentences.push_back(std::move(s.ids.ids));
+        const std::size_t count = sentences.size();
+        queue_phoneme_ids(std::move(sentences), pushed, n > 0);
+        n += count;
+        text.remove_prefix(end);
+    }
+    return n;
+}
+
+void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
+    if (!piper_)
+        throw Error(
+            "push_phoneme_ids needs a Piper stream: create it with "
+            "StreamOptions::piper_voice set");
+    if (ids.empty()) throw Error(piper_->name() + ": no phoneme ids to speak");
+    const auto pushed = Clock::now();
+    std::vector<std::int64_t> copy(ids.begin(), ids.end());
+    piper_->check_ids(copy);
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    std::vector<std::vector<std::int64_t>> one;
+    one.push_back(std::move(copy));
+    queue_phoneme_ids(std::move(one), pushed);
+}
+
+// `pushed`: when the caller handed the text over (first audio counts from
+// there, the front end included); `continuing`: more of the same push,
+// whose first audio was counted already.
+void StreamCore::queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
+                                   Clock::time_point pushed, bool continuing) {
+    if (sentences.empty()) return;
+    {
+        std::lock_guard lock(mu_);
+        const auto gen = ring_.generation();
+        bool first = !continuing && outstanding_ == 0;
+        for (auto& ids : sentences) {
+            Sentence s;
+            s.origin = {gen, pushed, first};
+            s.phoneme_ids = std::move(ids);
+            text_queue_.push_back(std::move(s));
+            first = false;
+        }
+        outstanding_ += sentences.size();
+        sentences_queued_ += sentences.size();
+    }
+    engine_->wake();
+}
+
 void StreamCore::set_voice(std::string_view name) {
+    if (piper_)
+        throw Error("a Piper stream speaks its one voice (" + piper_->name() +
+                    "); create another stream for another voice");
     const FliteVoice& v = FliteVoice::load(name);
     std::lock_guard lock(mu_);
     next_voice_ = &v;
@@ -179,7 +278,7 @@ StreamStats StreamCore::stats() const {
     s.sentences_dropped = sentences_dropped_.get();
     s.frames_vocoded = frames_rendered_ahead_.get();
     s.latency_ms = latency_ms();
-    s.vocoder = mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
+    s.vocoder = piper_ ? "vits" : mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
     blocks_->fill_stats(s);
     if (mel_) {
         const auto m = mel_->stats();
@@ -216,7 +315,18 @@ std::size_t StreamCore::read(std::span<float> out) {
     std::size_t got = 0;
     while (got < out.size()) {
         if (ring_.cancel_pending()) {
-            got += ring_.pull_cancelled(out.subspan(got));
+            const std::size_t n = ring_.pull_cancelled(out.subspan(got));
+            got += n;
+            if (n == 0 && ring_.cancel_pending()) {
+                // Wait for the producer to acknowledge the cancel (it does
+                // once its current chunk or block is done) instead of
+                // spinning: a server's synthesis threads spun here at full
+                // CPU while their producers waited for a core.
+                std::unique_lock lock(mu_);
+                data_cv_.wait_for(lock, std::chrono::milliseconds(50),
+                                  [&] { return ring_.cancel_acknowledged() || shutdown_; });
+                if (shutdown_) break;
+            }
             continue;
         }
         const std::size_t n = ring_.read_audio(out.subspan(got));
@@ -249,6 +359,7 @@ std::optional<Sentence> StreamCore::take_sentence() {
 }
 
 void StreamCore::analyse(Sentence sentence) {
+    if (piper_) return analyse_piper(std::move(sentence));
     const auto t0 = Clock::now();
     AcousticFrames frames;
     try {
@@ -279,6 +390,50 @@ void StreamCore::analyse(Sentence sentence) {
     work_cv_.notify_all();
     data_cv_.notify_all();
     engine_->wake();  // a render worker may take it
+}
+
+// A Piper sentence's ids to its sampled prior: the text encoder, the
+// durations, and the prior sampled with this stream's noise. One
+// engine worker at a time does this for the stream (analysing_), in the
+// order the sentences were pushed, so the noise is drawn in that order and
+// a seed reproduces the audio.
+void StreamCore::analyse_piper(Sentence sentence) {
+    const auto t0 = Clock::now();
+    std::shared_ptr<LatentSentence> item;
+    try {
+        // The flow runs later, on the producer, block by block (vocode_latent).
+        VitsLatent latent = piper_->network().text_to_latent().sample_prior(
+            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
+        if (latent.frames > 0) {
+            item = std::make_shared<LatentSentence>();
+            item->prior = std::move(latent.z);
+            item->z.assign(item->prior.size(), 0.0f);
+            item->channels = latent.channels;
+            item->frames = latent.frames;
+            item->origin = sentence.origin;
+        }
+    } catch (const std::exception&) {
+        // Refused ids or durations past the limit (etude::Error), or no
+        // memory: this sentence is counted as unspeakable below; the
+        // stream and the shared worker go on.
+        item.reset();
+    }
+    {
+        std::lock_guard lock(mu_);
+        analysing_ = false;
+        frontend_seconds_ += seconds_since(t0);
+        const bool current = !ring_.cancelled(sentence.origin.generation);
+        if (current && item) {
+            queue_.push_back(std::move(item));
+        } else {
+            --outstanding_;
+            sentences_dropped_.add();
+            if (current) ++sentences_unspeakable_;
+        }
+    }
+    work_cv_.notify_all();
+    data_cv_.notify_all();
+    engine_->wake();
 }
 
 // Claims an analysed sentence that is not about to be scheduled by this
@@ -345,6 +500,7 @@ void StreamCore::produce() {
             seen_generation = gen;
             if (mel_) mel_->reset();
             ring_.acknowledge(gen);
+            data_cv_.notify_all();  // an offline reader waits for this (read())
             continue;
         }
         WorkItem item = std::move(queue_.front());
@@ -355,6 +511,15 @@ void StreamCore::produce() {
             first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
             mel_compute_ns_ = 0;
             const bool complete = vocode_mel(**chunk);
+            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
+            continue;
+        }
+        if (auto* latent = std::get_if<std::shared_ptr<LatentSentence>>(&item)) {
+            lock.unlock();
+            engine_->wake();  // room for the next sentence's latent
+            first_audio_pending_ = true;
+            mel_compute_ns_ = 0;
+            const bool complete = vocode_latent(**latent);
             finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
             continue;
         }
@@ -390,7 +555,43 @@ void StreamCore::produce() {
 // One chunk of a mel stream: the mel scheduler picks the tier by the
 // time left before this audio is due and makes the audio.
 bool StreamCore::vocode_mel(const MelChunk& c) {
-    if (ring_.cancelled(c.origin.generation)) {
+    return vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
+}
+
+// A Piper sentence, chunk by chunk: the flow runs ahead in blocks (each with
+// its context a side, which makes it exact), the decoder streams with exact
+// context, and each chunk's audio goes out as soon as it is made, so first
+// audio waits for one flow block and one chunk, not for the sentence. The
+// last chunk ends the utterance at the sentence's end, as Piper's model
+// calls do.
+bool StreamCore::vocode_latent(LatentSentence& s) {
+    std::vector<float> chunk;
+    for (int first = 0; first < s.frames; first += latent_chunk_frames_) {
+        const int count = std::min(latent_chunk_frames_, s.frames - first);
+        if (ring_.cancelled(s.origin.generation)) {
+            mel_->reset();
+            return false;
+        }
+        if (first + count > s.flowed) {
+            const int n =
+                std::min(std::max(first + count - s.flowed, kFlowBlockFrames), s.frames - s.flowed);
+            try {
+                piper_->network().flow(piper_speaker_, s.prior, s.frames, s.flowed, n, s.z);
+            } catch (const std::exception&) {
+                mel_->reset();  // a device error in the flow: the sentence is dropped
+                return false;
+            }
+            s.flowed += n;
+        }
+        copy_mel_frames(s.z, s.channels, s.frames, first, count, chunk);
+        if (!vocode_frames(chunk, count, first + count == s.frames, s.origin)) return false;
+    }
+    return true;
+}
+
+bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool last,
+                               const ItemOrigin& origin) {
+    if (ring_.cancelled(origin.generation)) {
         mel_->reset();
         return false;
     }
@@ -401,8 +602,7 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
     const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
     std::span<const float> audio;
     try {
-        audio = mel_->process(c.mel, static_cast<int>(c.frames), c.last, budget_ns, report,
-                              may_reduce_quality(playback));
+        audio = mel_->process(frames, count, last, budget_ns, report, may_reduce_quality(playback));
     } catch (const std::exception&) {
         mel_->reset();  // a device error the CPU could not cover either
         return false;
@@ -420,8 +620,8 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
     rec.deadline_ns = dispatched + budget_ns;
     records_.record(rec);
     if (report.fell_back) records_.note_fallback();
-    if (!c.last && audio.empty()) return true;
-    return write(audio, c.origin, c.last);
+    if (!last && audio.empty()) return true;
+    return write(audio, origin, last);
 }
 
 void StreamCore::finish_item(bool complete, double vocoder_seconds) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "engine/block_sink.h"
 #include "engine/engine.h"
 #include "engine/mel_scheduler.h"
+#include "engine/piper_voice.h"
 #include "engine/playback_ring.h"
 #include "engine/work_items.h"
 #include "rt/counters.h"
@@ -39,8 +41,9 @@ class EngineWorkers;
 
 class StreamCore final : public BlockSink {
   public:
+    // `piper`: the Piper voice of a Piper stream (StreamOptions::piper_voice), else null.
     StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
-               StreamOptions options);
+               std::shared_ptr<const PiperVoice> piper, StreamOptions options);
     ~StreamCore() override;
     // Starts the producer thread (after the stream is fully built).
     void start();
@@ -49,6 +52,7 @@ class StreamCore final : public BlockSink {
     std::size_t mel_bands() const;
     void push_mel(std::span<const float> mel, std::size_t frames, bool last);
     std::size_t push_text(std::string_view text);
+    void push_phoneme_ids(std::span<const std::int64_t> ids);
     void set_voice(std::string_view name);
     void cancel();
     bool busy() const;
@@ -56,7 +60,7 @@ class StreamCore final : public BlockSink {
     StreamStats stats() const;
     std::vector<BlockRecord> block_records(std::size_t max) const { return records_.records(max); }
     void write_trace(const std::string& path) const;
-    const FliteVoice& voice() const { return *voice_; }
+    const std::string& voice_name() const { return piper_ ? piper_->name() : voice_->name(); }
     const StreamOptions& options() const { return options_; }
 
     // ---- consumers --------------------------------------------------------
@@ -78,6 +82,14 @@ class StreamCore final : public BlockSink {
   private:
     void produce();
     bool vocode_mel(const MelChunk& chunk);
+    bool vocode_latent(LatentSentence& sentence);
+    // One chunk of frames through the mel scheduler, its audio into the ring.
+    bool vocode_frames(std::span<const float> frames, int count, bool last,
+                       const ItemOrigin& origin);
+    std::size_t push_piper_text(std::string_view text);
+    void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
+                           Clock::time_point pushed, bool continuing = false);
+    void analyse_piper(Sentence sentence);
     void finish_item(bool complete, double vocoder_seconds);
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
@@ -104,7 +116,14 @@ class StreamCore final : public BlockSink {
     PlaybackRing ring_;
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
-    std::unique_ptr<MelScheduler> mel_;  // mel streams only
+    std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only
+    // Piper streams: the voice, the speaker and scales fixed at creation, and
+    // the stream's noise (used by one engine worker at a time: analysing_).
+    std::shared_ptr<const PiperVoice> piper_;
+    int piper_speaker_ = 0;
+    VitsScales piper_scales_;
+    std::mt19937_64 piper_noise_;
+    int latent_chunk_frames_ = 1;  // frames the producer decodes per chunk
 
     // Producer-thread state.
     bool first_audio_pending_ = false;

@@ -1,8 +1,9 @@
 // The work a stream queues between its intake (push_text, push_mel) and its
 // producer thread: text waiting for the front end, an analysed sentence
-// waiting to be vocoded, or a chunk of mel frames waiting for the neural
-// vocoder. Each carries where it came from (ItemOrigin), which decides
-// whether a cancel has made it obsolete and when its first audio counts.
+// waiting to be vocoded, a chunk of mel frames waiting for the neural
+// vocoder, or a Piper sentence's latent frames waiting for its decoder. Each carries where it came
+// from (ItemOrigin), which decides whether a cancel has made it obsolete and when its first audio
+// counts.
 //
 // Threads: created by the intake or the front-end worker, then owned by the
 // stream's queue; fields marked "stream mutex" are guarded by it.
@@ -30,11 +31,14 @@ struct ItemOrigin {
     bool first_of_push = false;    // first audio of a push into an idle stream
 };
 
-// A sentence of pushed text, before the front end has analysed it.
+// A sentence of pushed text, before the front end has analysed it. For a
+// Piper stream the text has been phonemized already (its own front end
+// finds the sentences): what remains is the network's text-to-latent part.
 struct Sentence {
     std::string text;
     const FliteVoice* voice = nullptr;
     ItemOrigin origin;
+    std::vector<std::int64_t> phoneme_ids;  // Piper streams
 };
 
 // An analysed sentence. Its audio is made either block by block by the
@@ -61,7 +65,20 @@ struct MelChunk {
     ItemOrigin origin;
 };
 
+// A Piper stream's sentence as its network's sampled prior. The producer
+// runs the flow on it block by block and decodes the flow's output chunk by
+// chunk through the mel scheduler (the decoder is the model of its tiers).
+struct LatentSentence {
+    std::vector<float> prior;  // [channels][frames], before the flow
+    std::vector<float> z;      // the flow's output, valid for frames [0, flowed)
+    int channels = 0;
+    int frames = 0;
+    int flowed = 0;  // producer thread
+    ItemOrigin origin;
+};
+
 // What the producer thread takes off a stream's queue.
-using WorkItem = std::variant<std::shared_ptr<AnalysedSentence>, std::shared_ptr<MelChunk>>;
+using WorkItem = std::variant<std::shared_ptr<AnalysedSentence>, std::shared_ptr<MelChunk>,
+                              std::shared_ptr<LatentSentence>>;
 
 }  // namespace etude::engine

@@ -198,7 +198,8 @@ TEST(Engine, rejects_bad_input_with_clear_errors) {
         EXPECT_NE(std::string(e.what()).find("unknown voice 'kal'"), std::string::npos);
         EXPECT_NE(std::string(e.what()).find("slt"), std::string::npos);
     }
-    for (double rate : {0.0, 7999.0, 192001.0, -1.0, std::nan("")}) {
+    // (0 is not here: it asks for the voice's own rate; piper_stream_test.cpp.)
+    for (double rate : {7999.0, 192001.0, -1.0, std::nan("")}) {
         StreamOptions o;
         o.sample_rate = rate;
         EXPECT_THROW(engine.create_stream(o), etude::Error) << rate;

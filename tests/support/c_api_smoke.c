@@ -31,3 +31,47 @@ int etude_c_api_smoke(size_t* samples_out) {
     *samples_out = total;
     return 0;
 }
+
+/* A Piper voice from C: its description, a stream with options, phoneme
+ * ids in, audio out; bad speakers and ids refused. Returns 0 or the number
+ * of the first failed check. */
+int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
+    static const int64_t ids[] = {1, 0, 20, 0, 21, 0, 22, 0, 2};
+    const int64_t bad_ids[] = {1, 0, 99999, 0, 2};
+    etude_engine* engine = NULL;
+    etude_stream* stream = NULL;
+    etude_voice_info* info = NULL;
+    etude_piper_stream_options options;
+    float block[512];
+    size_t n, total = 0;
+
+    if (etude_voice_info_open(voice_path, &info) != ETUDE_OK) return 101;
+    if (etude_voice_info_speaker_count(info) != 4) return 102;
+    if (strcmp(etude_voice_info_speaker(info, 2), "speaker_2") != 0) return 103;
+    if (etude_voice_info_speaker(info, 4) != NULL) return 104;
+    if (etude_voice_info_sample_rate(info) != 22050) return 105;
+    if (strcmp(etude_voice_info_quality(info), "medium") != 0) return 106;
+    etude_voice_info_destroy(info);
+    if (etude_voice_info_open("no-such-voice", &info) != ETUDE_ERROR_INVALID_ARGUMENT) return 107;
+
+    if (etude_engine_create(&engine) != ETUDE_OK) return 108;
+    etude_piper_stream_options_init(&options, sizeof options);
+    options.voice = voice_path;
+    options.speaker = "nobody";
+    if (etude_stream_create_piper(engine, &options, &stream) != ETUDE_ERROR_INVALID_ARGUMENT)
+        return 109;
+    if (strstr(etude_last_error(), "nobody") == NULL) return 110;
+    options.speaker = "speaker_1";
+    options.seed = 9;
+    options.backend = "cpu";
+    if (etude_stream_create_piper(engine, &options, &stream) != ETUDE_OK) return 111;
+    if (etude_stream_push_phoneme_ids(stream, bad_ids, 5) != ETUDE_ERROR_INVALID_ARGUMENT)
+        return 112;
+    if (etude_stream_push_phoneme_ids(stream, ids, 9) != ETUDE_OK) return 113;
+    while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
+    if (total == 0 || total % 256 != 0) return 114;
+    etude_stream_destroy(stream);
+    etude_engine_destroy(engine);
+    *samples_out = total;
+    return 0;
+}

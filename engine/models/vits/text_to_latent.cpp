@@ -1,5 +1,7 @@
 #include "engine/models/vits/text_to_latent.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -36,6 +38,32 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
     Signal y(out, std::max(length, 0));
     const int out_per_group = out / groups;
     const float* w = conv.w->values.data();
+    if (groups == 1 && y.t > 0) {
+        // One GEMM on the input's columns (im2col), in double: the text
+        // encoder's convolutions are most of the work before a sentence's
+        // first audio, and the loops below ran them at a few GFLOP/s.
+        const int rows = in_per_group * k;
+        std::vector<double> columns;
+        const double* b = x.v.data();
+        if (k != 1 || pad_left != 0 || y.t != x.t) {
+            columns.assign(std::size_t(rows) * y.t, 0.0);
+            for (int i = 0; i < in_per_group; ++i)
+                for (int kk = 0; kk < k; ++kk) {
+                    double* cr = columns.data() + (std::size_t(i) * k + kk) * y.t;
+                    const double* xr = x.row(i);
+                    const int shift = kk * dilation - pad_left;
+                    const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
+                    for (int t = t0; t < t1; ++t) cr[t] = xr[t + shift];
+                }
+            b = columns.data();
+        }
+        const std::vector<double> a(w, w + std::size_t(out) * rows);  // [out][in * k]
+        for (int o = 0; o < out; ++o)
+            std::fill(y.row(o), y.row(o) + y.t, conv.b ? conv.b->values[std::size_t(o)] : 0.0);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, y.t, rows, 1.0, a.data(), rows,
+                    b, y.t, 1.0, y.v.data(), y.t);
+        return y;
+    }
     for (int o = 0; o < out; ++o) {
         double* yr = y.row(o);
         const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
@@ -103,17 +131,26 @@ class Network {
         const double scale = 1.0 / std::sqrt(double(kc));
         Signal out(x.c, n);
         std::vector<double> p(static_cast<std::size_t>(n));
+        // A head's scaled queries and keys as [position][channel], so that
+        // the scores read contiguous memory.
+        std::vector<double> qt(std::size_t(n) * kc), kt(std::size_t(n) * kc);
         for (int h = 0; h < heads; ++h) {
+            for (int c = 0; c < kc; ++c)
+                for (int i = 0; i < n; ++i) {
+                    qt[std::size_t(i) * kc + c] = q.row(h * kc + c)[i] * scale;
+                    kt[std::size_t(i) * kc + c] = k.row(h * kc + c)[i];
+                }
             for (int i = 0; i < n; ++i) {
                 double top = -INFINITY;
+                const double* qi = qt.data() + std::size_t(i) * kc;
                 for (int j = 0; j < n; ++j) {
+                    const double* kj = kt.data() + std::size_t(j) * kc;
                     double s = 0;
+                    for (int c = 0; c < kc; ++c) s += qi[c] * kj[c];
                     const int off = j - i + win;
-                    const bool near = off >= 0 && off <= 2 * win;
-                    for (int c = 0; c < kc; ++c) {
-                        const double qv = q.row(h * kc + c)[i] * scale;
-                        s += qv * k.row(h * kc + c)[j];
-                        if (near) s += qv * rel_k[std::size_t(off) * kc + c];
+                    if (off >= 0 && off <= 2 * win) {
+                        const float* r = rel_k.data() + std::size_t(off) * kc;
+                        for (int c = 0; c < kc; ++c) s += qi[c] * r[c];
                     }
                     p[std::size_t(j)] = s;
                     top = std::max(top, s);

@@ -5,7 +5,8 @@
 // durations scaled and rounded up, the prior expanded over the frames and
 // sampled with noise_scale, and the residual-coupling flow in reverse.
 //
-// For now this runs on the host, in double precision, with plain loops: it is
+// For now this runs on the host, in double precision (its convolutions as
+// double GEMMs through BLAS, the rest in plain loops): it is
 // a small part of the work (the decoder makes 256 samples per frame through
 // hundreds of channels; this makes one frame of `inter_channels` values),
 // and it is exact enough to be the engine's reference for the backend

@@ -48,6 +48,7 @@ class VitsVoice {
     int num_speakers() const { return weights_->hp.num_speakers; }
     int hop() const { return weights_->hp.hop(); }
     const VitsHyperparameters& hyperparameters() const { return weights_->hp; }
+    const VitsWeights& weights() const { return *weights_; }
     const VitsTextToLatent& text_to_latent() const { return prior_; }
     // The decoder of `speaker` (made and uploaded on first use).
     std::shared_ptr<const NeuralModel> decoder(int speaker) const;

@@ -1,0 +1,98 @@
+// A Piper voice as the engine's streams speak it: its files found by path or
+// by name (piper/voice_catalog.h), its config and text front end (piper/),
+// and its network (models/vits/): the text-to-latent part runs on the CPU
+// for every stream, and each stream loads its own copy of the decoder for
+// the speaker it speaks with, on the CPU and on the GPU if it has one (a
+// NeuralModel runs one network at a time, so streams sharing one decoder
+// would take turns on it).
+//
+// open() reads a voice once per process: streams of the same file share it
+// for as long as one of them holds it.
+//
+// Thread safety: immutable after open(); every method may be called from
+// any thread (the phonemizer serialises espeak-ng, the network its flow).
+// Not real-time safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/models/lef_file.h"
+#include "engine/models/neural_model.h"
+#include "engine/models/vits/vits_voice.h"
+#include "engine/piper/phonemizer.h"
+#include "engine/piper/voice_config.h"
+#include "gpu/backend.h"
+
+namespace etude::engine {
+
+class PiperVoice {
+  public:
+    // A path (VOICE.onnx with VOICE.onnx.json beside it, or the .json) or a
+    // name in the voice folders. Throws etude::Error naming the file and the
+    // field for a voice that is missing, malformed, or whose network and
+    // config disagree (speakers, symbols, hop).
+    static std::shared_ptr<const PiperVoice> open(const std::string& name_or_path);
+
+    const std::string& name() const { return name_; }
+    const std::string& model_path() const { return network_->path(); }
+    const piper::VoiceConfig& config() const { return config_; }
+    int sample_rate() const { return network_->sample_rate(); }
+    int num_speakers() const { return network_->num_speakers(); }
+    // Latent channels per frame and samples per frame of the decoder.
+    int channels() const { return network_->hyperparameters().inter_channels; }
+    int hop() const { return network_->hop(); }
+
+    // A speaker by name (speaker_id_map) or number; "" is the voice's
+    // default speaker. Throws etude::Error naming the voice otherwise.
+    int speaker_id(const std::string& name_or_id) const;
+    // Every speaker's name, by id (a number where the map names none).
+    std::vector<std::string> speaker_names() const;
+    // The scales of the config's "inference" object, each replaced by the
+    // caller's where given. Throws etude::Error for a negative or non-finite
+    // scale, or a length_scale of 0.
+    VitsScales scales(std::optional<float> noise_scale, std::optional<float> length_scale,
+                      std::optional<float> noise_w) const;
+
+    // Sentences of text with their phoneme ids (Piper's front end). Throws
+    // etude::Error when the front end cannot run (a build without
+    // espeak-ng, or a phoneme type it does not produce): phoneme ids still
+    // can be spoken.
+    std::vector<piper::PhonemizedSentence> phonemize(std::string_view text) const;
+    // Throws etude::Error naming the voice for an id outside its symbols.
+    void check_ids(const std::vector<std::int64_t>& ids) const;
+    // Phoneme ids to the decoder's input, noise from `noise`.
+    VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                      std::mt19937_64& noise) const;
+    // A decoder of `speaker` of the stream's own, on `backend`.
+    std::shared_ptr<NeuralModel> load_decoder(int speaker,
+                                              std::shared_ptr<gpu::Backend> backend) const;
+    // The network itself (for offline rendering and tests).
+    const VitsVoice& network() const { return *network_; }
+
+  private:
+    PiperVoice(std::string name, piper::VoiceConfig config, std::shared_ptr<VitsVoice> network);
+    std::string name_;
+    piper::VoiceConfig config_;
+    std::optional<piper::Phonemizer> phonemizer_;
+    std::string phonemizer_error_;        // why there is none
+    std::shared_ptr<VitsVoice> network_;  // on the CPU backend
+    // Each speaker's decoder as a LEF image, made once: a stream loads its
+    // own decoder from it (building it takes longer than loading it).
+    struct DecoderImage {
+        std::vector<std::uint8_t> bytes;
+        std::optional<LefFile> file;  // reads `bytes`
+    };
+    mutable std::mutex images_mu_;
+    mutable std::map<int, std::shared_ptr<const DecoderImage>> images_;
+};
+
+}  // namespace etude::engine

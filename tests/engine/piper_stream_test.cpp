@@ -1,0 +1,250 @@
+// Piper voices through the engine's streams: the audio read or pulled from
+// a stream equals the offline render (the whole sentence's latent and
+// decoder, noise drawn in sentence order from the stream's seed) within the
+// chunked decoder's bound, for any chunk size the latency budget picks; bad
+// requests are refused with the reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/piper/espeak_session.h"
+#include "engine/piper_voice.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+
+using namespace etude::engine;
+using etude::test::max_abs_diff;
+
+namespace {
+
+const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kMulti = kData + "test_medium_multi.onnx";
+
+// The chunked decoder's streamed audio against the whole sentence's: the
+// bound tests/engine/models/vits_voice_test.cpp holds the VITS stream to.
+constexpr double kChunkedBound = 1e-5;
+
+std::vector<std::vector<std::int64_t>> sentences() {
+    std::ifstream in(kData + "reference.json");
+    auto ids = nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
+    // A second sentence: the same phonemes in another order, kept in the
+    // ^ _ (p _)* $ layout.
+    std::vector<std::int64_t> other(ids.begin() + 1, ids.end() - 1);
+    std::reverse(other.begin(), other.end());
+    other.insert(other.begin(), ids.front());
+    other.push_back(ids.back());
+    return {ids, other};
+}
+
+// What a stream with this seed says for these sentences, made offline.
+std::vector<float> offline(const std::string& path, const std::vector<std::vector<std::int64_t>>& s,
+                           const std::string& speaker, std::uint64_t seed) {
+    const auto voice = PiperVoice::open(path);
+    const int id = voice->speaker_id(speaker);
+    const VitsScales scales = voice->scales({}, {}, {});
+    const auto decoder = voice->load_decoder(id, etude::gpu::shared_cpu_backend());
+    std::mt19937_64 noise(seed);
+    std::vector<float> out;
+    for (const auto& ids : s) {
+        const auto latent = voice->latent(ids, id, scales, noise);
+        const auto audio = decoder->vocode(latent.z, latent.frames);
+        out.insert(out.end(), audio.begin(), audio.end());
+    }
+    return out;
+}
+
+StreamOptions piper_options(const std::string& speaker, std::uint64_t seed, double latency_ms) {
+    StreamOptions o;
+    o.piper_voice = kMulti;
+    o.speaker = speaker;
+    o.seed = seed;
+    o.sample_rate = 0;  // the voice's own, 22050 Hz
+    o.latency_ms = latency_ms;
+    o.backend = "cpu";
+    return o;
+}
+
+std::vector<float> read_all(Stream& stream) {
+    std::vector<float> out, block(1000);
+    std::size_t n;
+    while ((n = stream.read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
+    return out;
+}
+
+}  // namespace
+
+TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
+    Engine engine;
+    const auto s = sentences();
+    const auto expected = offline(kMulti, s, "speaker_2", 7);
+    ASSERT_GT(expected.size(), 0u);
+    // 20 ms: chunks of 1 frame; 100 ms: 4 frames; 800 ms: 32 frames.
+    for (double latency : {20.0, 100.0, 800.0}) {
+        SCOPED_TRACE(latency);
+        auto stream = engine.create_stream(piper_options("speaker_2", 7, latency));
+        EXPECT_EQ(stream->sample_rate(), 22050.0);
+        for (const auto& ids : s) stream->push_phoneme_ids(ids);
+        const auto got = read_all(*stream);
+        ASSERT_EQ(got.size(), expected.size());
+        EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
+        const auto stats = stream->stats();
+        EXPECT_EQ(stats.sentences_spoken, 2u);
+        EXPECT_EQ(stats.vocoder, "vits");
+        EXPECT_EQ(stats.mel_chunks_phase, 0u);
+    }
+}
+
+TEST(PiperStream, a_seed_reproduces_the_audio_and_another_seed_and_speaker_differ) {
+    Engine engine;
+    const auto s = sentences();
+    auto speak = [&](const std::string& speaker, std::uint64_t seed) {
+        auto stream = engine.create_stream(piper_options(speaker, seed, 100));
+        stream->push_phoneme_ids(s[0]);
+        return read_all(*stream);
+    };
+    const auto a = speak("speaker_1", 3);
+    EXPECT_EQ(speak("speaker_1", 3), a);
+    EXPECT_GT(max_abs_diff(speak("speaker_1", 4), a), 1e-3);
+    EXPECT_GT(max_abs_diff(speak("2", 3), a), 1e-3);  // a speaker by id
+}
+
+TEST(PiperStream, pulled_live_equals_the_offline_render) {
+    Engine engine;
+    const auto s = sentences();
+    const auto expected = offline(kMulti, s, "", 11);
+    auto stream = engine.create_stream(piper_options("", 11, 200));
+    for (const auto& ids : s) stream->push_phoneme_ids(ids);
+    // A consumer at the audio clock: 256 samples every 256/22050 s.
+    std::vector<float> got, block(256);
+    auto next = std::chrono::steady_clock::now();
+    const auto give_up = next + std::chrono::seconds(60);
+    while ((stream->busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
+        const std::size_t n = stream->pull(block);
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+        next += std::chrono::microseconds(256 * 1000000 / 22050);
+        std::this_thread::sleep_until(next);
+    }
+    const auto stats = stream->stats();
+    EXPECT_EQ(stats.underruns, 0u) << "the producer fell behind a real-time consumer";
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
+}
+
+TEST(PiperStream, text_is_spoken_through_the_voices_own_front_end) {
+    if (!etude::piper::EspeakSession::available())
+        GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
+    Engine engine;
+    const std::string text = "The wind rose at dawn. Did the boats come home?";
+    const auto voice = PiperVoice::open(kMulti);
+    std::vector<std::vector<std::int64_t>> ids;
+    for (const auto& sentence : voice->phonemize(text)) ids.push_back(sentence.ids.ids);
+    ASSERT_EQ(ids.size(), 2u);
+    auto stream = engine.create_stream(piper_options("speaker_0", 5, 100));
+    EXPECT_EQ(stream->push_text(text), 2u);
+    const auto got = read_all(*stream);
+    const auto expected = offline(kMulti, ids, "speaker_0", 5);
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
+}
+
+TEST(PiperStream, a_cancel_stops_the_sentence_and_the_stream_speaks_again) {
+    Engine engine;
+    const auto s = sentences();
+    auto stream = engine.create_stream(piper_options("", 1, 100));
+    for (int i = 0; i < 4; ++i) stream->push_phoneme_ids(s[i % 2]);
+    std::vector<float> block(512);
+    ASSERT_GT(stream->read(block), 0u);
+    stream->cancel();
+    read_all(*stream);  // the fade, then nothing: returns
+    EXPECT_FALSE(stream->busy());
+    stream->push_phoneme_ids(s[0]);
+    EXPECT_GT(read_all(*stream).size(), 0u);
+}
+
+TEST(PiperStream, bad_requests_are_refused_with_the_reason) {
+    Engine engine;
+    auto message = [&](const StreamOptions& o) -> std::string {
+        try {
+            engine.create_stream(o);
+        } catch (const etude::Error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    EXPECT_NE(message(piper_options("nobody", 0, 100)).find("nobody"), std::string::npos);
+    EXPECT_NE(message(piper_options("7", 0, 100)).find("speaker 7"), std::string::npos);
+    auto o = piper_options("", 0, 100);
+    o.noise_scale = -1.0f;
+    EXPECT_NE(message(o).find("noise_scale"), std::string::npos);
+    o = piper_options("", 0, 100);
+    o.length_scale = 0.0f;
+    EXPECT_NE(message(o).find("length_scale"), std::string::npos);
+    o = piper_options("", 0, 100);
+    o.piper_voice = kData + "missing.onnx";
+    EXPECT_NE(message(o).find("missing.onnx.json"), std::string::npos);
+    o = piper_options("", 0, 100);
+    o.piper_voice = "no-such-voice-anywhere";
+    EXPECT_NE(message(o).find("no-such-voice-anywhere"), std::string::npos);
+    o = piper_options("", 0, 100);
+    o.model = kData + "test_x_low.onnx";
+    EXPECT_NE(message(o).find("not both"), std::string::npos);
+
+    auto stream = engine.create_stream(piper_options("", 0, 100));
+    EXPECT_THROW(stream->push_phoneme_ids(std::vector<std::int64_t>{1, 0, 99999, 0, 2}),
+                 etude::Error);
+    EXPECT_THROW(stream->push_phoneme_ids({}), etude::Error);
+    EXPECT_THROW(stream->push_mel(std::vector<float>(192), 1), etude::Error);
+    EXPECT_THROW(stream->set_voice("rms"), etude::Error);
+    EXPECT_THROW(stream->push_text("\xff\xfe"), etude::Error);
+    EXPECT_EQ(stream->mel_bands(), 0u);
+
+    // The built-in voices take no phoneme ids; rate 0 is their own 16 kHz.
+    StreamOptions flite;
+    flite.sample_rate = 0;
+    auto text = engine.create_stream(flite);
+    EXPECT_EQ(text->sample_rate(), 16000.0);
+    EXPECT_THROW(text->push_phoneme_ids(sentences()[0]), etude::Error);
+}
+
+TEST(PiperStream, a_voice_is_described_from_its_files) {
+    const auto info = Engine::describe_voice(kMulti);
+    EXPECT_EQ(info.name, "test_medium_multi");
+    EXPECT_EQ(info.language, "en_US");
+    EXPECT_EQ(info.quality, "medium");
+    EXPECT_EQ(info.sample_rate, 22050);
+    EXPECT_EQ(info.speakers,
+              (std::vector<std::string>{"speaker_0", "speaker_1", "speaker_2", "speaker_3"}));
+    // A graph that is no VITS network, with a good config beside it: the
+    // network is what is refused, by name.
+    const std::filesystem::path dir = std::filesystem::path(ETUDE_TEST_TMP) / "not-vits-voice";
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(kData + "not_vits.onnx", dir / "not_vits.onnx",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(kData + "test_x_low.onnx.json", dir / "not_vits.onnx.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    try {
+        Engine::describe_voice((dir / "not_vits.onnx").string());
+        ADD_FAILURE() << "a graph that is not VITS was accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("not_vits.onnx"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find(".onnx.json"), std::string::npos) << e.what();
+    }
+}
+
+TEST(PiperStream, an_engine_keeps_preloaded_voices_open) {
+    Engine engine(Engine::Options{{"slt", kMulti}});
+    // The stream finds the same voice already read.
+    auto stream = engine.create_stream(piper_options("", 0, 100));
+    stream->push_phoneme_ids(sentences()[0]);
+    EXPECT_GT(read_all(*stream).size(), 0u);
+    EXPECT_THROW(Engine(Engine::Options{{"bogus"}}), etude::Error);
+}
