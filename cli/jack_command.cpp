@@ -12,6 +12,7 @@
 #include "audio-io/jack_output.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/voice_options.h"
 #include "engine/engine.h"
 #include "gpu/registry.h"
 
@@ -61,7 +62,7 @@ void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s)
     if (s.sentences_unspeakable > 0)
         std::fprintf(
             stderr,
-            "etude jack: %llu sentence(s) had nothing Flite could pronounce and were skipped\n",
+            "etude jack: %llu sentence(s) had nothing the voice could pronounce and were skipped\n",
             (unsigned long long)s.sentences_unspeakable);
 }
 
@@ -69,12 +70,14 @@ int run_jack(const CommandLine& args) {
     audio_io::JackOptions opts;
     opts.client_name = args.value_or("--name", "etude");
     opts.server_name = args.value_or("--server", "");
-    opts.stream.voice = args.value_or("--voice", "slt");
+    apply_voice_options(args, opts.stream);
     if (auto l = args.value("--latency-ms"))
         opts.stream.latency_ms = parse_number("--latency-ms", *l);
     opts.stream.vocoder = args.value_or("--vocoder", "mlsa");
     if (opts.stream.vocoder != "mlsa" && opts.stream.vocoder != "spectral")
         throw UsageError("unknown vocoder '" + opts.stream.vocoder + "' (choose mlsa or spectral)");
+    if (!opts.stream.piper_voice.empty() && opts.stream.vocoder != "mlsa")
+        throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
     opts.stream.backend = args.value_or("--backend", "auto");
     if (auto d = args.value("--gpu-device"))
         opts.stream.device = static_cast<int>(parse_number("--gpu-device", *d));
@@ -221,7 +224,6 @@ int jack_command(int argc, char** argv) {
             .option("--connect", "PORT",
                     "connect 'out' to PORT; 'system' means the physical playback ports; "
                     "repeatable (default: connect nothing)")
-            .option("--voice", "NAME", "initial voice: slt (default), rms or awb")
             .option("--latency-ms", "MS",
                     "the fixed latency budget the engine adds, 5-10000 (default: 100); raised to "
                     "twice the JACK period if that is larger")
@@ -229,12 +231,15 @@ int jack_command(int argc, char** argv) {
                     "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
             .option("--vocoder", "NAME",
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, GPU-capable)")
-            .option(
-                "--backend", "NAME",
-                "for --vocoder spectral: auto (default: a GPU if there is one), cpu, cuda, opencl")
+            .option("--backend", "NAME",
+                    "for --vocoder spectral and Piper voices: auto (default: a GPU if there is "
+                    "one), cpu, "
+                    "cuda, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')");
+        declare_voice_options(args, std::string("initial voice: ") + kVoiceOptionHelp +
+                                        " (a Piper voice speaks every line; /voice then keeps it)");
         args.footer(
             "The server's sample rate is used (speech is resampled to it). No server is\n"
             "started: run jackd yourself (e.g. 'jackd -d dummy -r 48000 -p 128' headless).\n"

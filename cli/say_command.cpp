@@ -17,7 +17,12 @@
 #include "audio-io/wav_writer.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/voice_options.h"
 #include "engine/engine.h"
+#include "engine/piper/json_input.h"
+#include "engine/piper/phoneme_ids.h"
+#include "engine/piper/voice_catalog.h"
+#include "engine/piper/voice_config.h"
 #include "engine/text_input.h"
 #include "gpu/registry.h"
 
@@ -113,8 +118,79 @@ bool write_raw(std::span<const float> samples) {
     return n == samples.size() && std::fflush(stdout) == 0;
 }
 
+// What one stream speaks: a Piper speaker's run of --json-input lines, or
+// all the text.
+struct Utterances {
+    std::string speaker;  // Piper streams: as --speaker takes it; "" the default
+    std::vector<std::string> texts;
+    std::vector<std::vector<std::int64_t>> phoneme_ids;
+    std::vector<bool> is_ids;  // per item, in order: ids or text
+};
+
+// How StreamOptions::speaker names speaker `id`: by its name where the
+// voice names it (a number could be another speaker's name), else by number.
+std::string speaker_name(const piper::VoiceConfig& voice, int id) {
+    for (const auto& [name, i] : voice.speaker_id_map)
+        if (i == id) return name;
+    return std::to_string(id);
+}
+
+// Piper's --json-input: one JSON object per line; consecutive lines with
+// the same speaker share a stream (a Piper stream speaks with one speaker).
+std::vector<Utterances> read_json_input(const std::string& input,
+                                        const engine::StreamOptions& opts) {
+    const auto voice = piper::read_voice_config(piper::require_voice(opts.piper_voice).config_path);
+    const int fallback =
+        opts.speaker.empty() ? voice.default_speaker_id : voice.speaker_id(opts.speaker);
+    std::vector<Utterances> runs;
+    std::size_t number = 0, begin = 0;
+    while (begin < input.size()) {
+        std::size_t end = input.find('\n', begin);
+        if (end == std::string::npos) end = input.size();
+        const std::string_view line(input.data() + begin, end - begin);
+        begin = end + 1;
+        ++number;
+        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        const auto parsed = piper::parse_json_input_line(line, "stdin:" + std::to_string(number));
+        const std::string speaker =
+            speaker_name(voice, piper::speaker_for(parsed, voice, fallback));
+        if (runs.empty() || runs.back().speaker != speaker) runs.push_back({speaker, {}, {}, {}});
+        auto& run = runs.back();
+        if (parsed.phoneme_ids) {
+            piper::check_phoneme_ids(*parsed.phoneme_ids, voice);
+            run.phoneme_ids.push_back(*parsed.phoneme_ids);
+            run.is_ids.push_back(true);
+        } else {
+            run.texts.push_back(parsed.text.value_or(""));
+            run.is_ids.push_back(false);
+        }
+    }
+    if (runs.empty()) throw Error("no text to speak: standard input holds no JSON lines");
+    return runs;
+}
+
+std::size_t push(engine::Stream& stream, const Utterances& u) {
+    std::size_t sentences = 0, text = 0, ids = 0;
+    for (bool is_ids : u.is_ids) {
+        if (is_ids) {
+            stream.push_phoneme_ids(u.phoneme_ids[ids++]);
+            ++sentences;
+        } else {
+            sentences += stream.push_text(u.texts[text++]);
+        }
+    }
+    return sentences;
+}
+
 int run_say(const CommandLine& args) {
     // ---- validate everything before any work -------------------------------
+    engine::StreamOptions opts;
+    apply_voice_options(args, opts);
+    const bool piper = !opts.piper_voice.empty();
+    const bool json_input = args.flag("--json-input");
+    if (json_input && !piper) throw UsageError("--json-input needs a Piper voice (--voice)");
+    if (json_input && !args.positional().empty())
+        throw UsageError("--json-input reads standard input; give no TEXT");
     std::string text;
     if (!args.positional().empty()) {
         for (const auto& w : args.positional()) text += (text.empty() ? "" : " ") + w;
@@ -123,15 +199,23 @@ int run_say(const CommandLine& args) {
     }
     if (auto bad = engine::find_invalid_utf8(text))
         throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
-    if (!engine::has_speakable_text(text))
-        throw Error("no text to speak: the input is empty or only white space");
+    std::vector<Utterances> runs;
+    if (json_input) {
+        runs = read_json_input(text, opts);
+    } else {
+        if (!engine::has_speakable_text(text))
+            throw Error("no text to speak: the input is empty or only white space");
+        runs.push_back({opts.speaker, {std::move(text)}, {}, {false}});
+    }
+    text.clear();
+    text.shrink_to_fit();
 
-    engine::StreamOptions opts;
-    opts.voice = args.value_or("--voice", "slt");
     if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
     opts.vocoder = args.value_or("--vocoder", "mlsa");
     if (opts.vocoder != "mlsa" && opts.vocoder != "spectral")
         throw UsageError("unknown vocoder '" + opts.vocoder + "' (choose mlsa or spectral)");
+    if (piper && opts.vocoder != "mlsa")
+        throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
     opts.backend = args.value_or("--backend", "auto");
     if (auto d = args.value("--gpu-device"))
         opts.device = static_cast<int>(parse_number("--gpu-device", *d));
@@ -144,6 +228,8 @@ int run_say(const CommandLine& args) {
         // Fail early and clearly on a device that does not exist.
         gpu::DeviceRegistry::instance().resolve(gpu::with_environment({opts.backend, opts.device}));
     }
+    // Without --rate: the voice's own rate.
+    if (piper) opts.sample_rate = 0;
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
     const auto out_path = args.value("-o") ? args.value("-o") : args.value("--output");
     const bool raw = args.flag("--raw");
@@ -155,6 +241,9 @@ int run_say(const CommandLine& args) {
             "redirect it or pipe it to a player");
     if (raw && play) throw UsageError("--raw and --play cannot be combined");
     if (args.flag("--float") && !out_path) throw UsageError("--float needs -o FILE");
+    if (play && runs.size() > 1)
+        throw UsageError("--play speaks with one speaker; these JSON lines ask for " +
+                         std::to_string(runs.size()) + " runs of different speakers");
 
     // Playing: find the device first, and without --rate synthesise at the
     // device's own rate (a JACK server, for one, accepts nothing else).
@@ -171,7 +260,10 @@ int run_say(const CommandLine& args) {
                     opts.sample_rate = d.default_sample_rate;
     }
 
-    engine::Engine engine(engine::Engine::Options{{}});
+    // A Piper voice is read once and kept for every run of speakers.
+    engine::Engine engine(engine::Engine::Options{piper ? std::vector{opts.piper_voice}
+                                                        : std::vector<std::string>{}});
+    opts.speaker = runs.front().speaker;
     auto stream = engine.create_stream(opts);  // checks voice and rate
     const double rate = stream->sample_rate();
 
@@ -193,15 +285,18 @@ int run_say(const CommandLine& args) {
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
 
+    std::size_t input_bytes = 0;
+    for (const auto& run : runs)
+        for (const auto& t : run.texts) input_bytes += t.size();
     Progress progress(
-        !args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) && text.size() > 200,
+        !args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) && input_bytes > 200,
         rate);
-    stream->push_text(text);
-    text.clear();
-    text.shrink_to_fit();
 
     std::vector<float> block(4096);
+    std::uint64_t delivered = 0, unspeakable = 0;
+    engine::StreamStats stats;
     if (player) {
+        push(*stream, runs.front());
         player->start();
         while (!g_interrupted && stream->busy()) {
             if (tap) {
@@ -221,18 +316,32 @@ int run_say(const CommandLine& args) {
             if (player->tap_overflows())
                 throw Error("the WAV copy of the played audio overflowed; nothing was written");
         }
+        stats = stream->stats();
+        delivered = stats.samples_delivered;
+        unspeakable = stats.sentences_unspeakable;
     } else {
-        std::size_t n;
-        while (!g_interrupted && (n = stream->read(block)) > 0) {
-            const auto chunk = std::span<const float>(block).first(n);
-            if (wav) wav->write(chunk);
-            if (raw && !write_raw(chunk)) {
-                progress.finish();
-                throw Error("standard output was closed after " +
-                            std::to_string(stream->stats().samples_delivered) +
-                            " samples; stopping");
+        for (std::size_t r = 0; r < runs.size() && !g_interrupted; ++r) {
+            if (r > 0) {  // the next speaker's lines: a stream of its own
+                opts.speaker = runs[r].speaker;
+                stream.reset();
+                stream = engine.create_stream(opts);
             }
-            progress.update(stream->stats());
+            push(*stream, runs[r]);
+            std::size_t n;
+            while (!g_interrupted && (n = stream->read(block)) > 0) {
+                const auto chunk = std::span<const float>(block).first(n);
+                if (wav) wav->write(chunk);
+                if (raw && !write_raw(chunk)) {
+                    progress.finish();
+                    throw Error("standard output was closed after " +
+                                std::to_string(delivered + stream->stats().samples_delivered) +
+                                " samples; stopping");
+                }
+                progress.update(stream->stats());
+            }
+            stats = stream->stats();
+            delivered += stats.samples_delivered;
+            unspeakable += stats.sentences_unspeakable;
         }
     }
     progress.update(stream->stats(), true);
@@ -241,15 +350,15 @@ int run_say(const CommandLine& args) {
         stream->cancel();
         throw Error("interrupted; no output file written");
     }
-    const auto stats = stream->stats();
-    if (stats.samples_delivered == 0)
-        throw Error("the text produced no speech (nothing Flite could pronounce)");
+    const char* front_end = piper ? "the voice" : "Flite";
+    if (delivered == 0)
+        throw Error(std::string("the text produced no speech (nothing ") + front_end +
+                    " could pronounce)");
     if (wav) wav->commit();
-    if (stats.sentences_unspeakable > 0)
+    if (unspeakable > 0)
         std::fprintf(
-            stderr,
-            "etude say: %llu sentence(s) had nothing Flite could pronounce and were skipped\n",
-            static_cast<unsigned long long>(stats.sentences_unspeakable));
+            stderr, "etude say: %llu sentence(s) had nothing %s could pronounce and were skipped\n",
+            static_cast<unsigned long long>(unspeakable), front_end);
     if (auto trace = args.value("--trace")) stream->write_trace(*trace);
     if (args.flag("--stats")) {
         print_stats(stats, rate);
@@ -264,7 +373,8 @@ int say_command(int argc, char** argv) {
     return run_command("say", [&] {
         CommandLine args(
             "etude say [TEXT...] [options]",
-            "Speaks TEXT (or standard input when no TEXT is given) with the embedded voice.\n"
+            "Speaks TEXT (or standard input when no TEXT is given) with a built-in voice or\n"
+            "a Piper voice.\n"
             "Long text is split into sentences and streamed: audio starts after the first\n"
             "sentence, not after the whole text.");
         args.positionals("TEXT...", "the words to speak, joined with single spaces");
@@ -273,12 +383,15 @@ int say_command(int argc, char** argv) {
                     "write a WAV file (16-bit PCM; --float for 32-bit float), atomically")
             .flag("--raw", "write 16-bit signed little-endian mono PCM to standard output")
             .flag("--play", "play through PortAudio while synthesising");
+        args.group("voice");
+        declare_voice_options(args, kVoiceOptionHelp);
+        args.flag("--json-input",
+                  "Piper voices: standard input is Piper's JSON lines, {\"text\": ...} or "
+                  "{\"phoneme_ids\": [...]}, each with an optional \"speaker\" or \"speaker_id\"");
         args.group("options")
-            .option("--voice", "NAME",
-                    "slt (default, female US English), rms (male), awb (male, Scottish)")
             .option("--rate", "HZ",
-                    "output sample rate, 8000-192000 (default: 16000, the voices' own; with "
-                    "--play, the device's own rate)")
+                    "output sample rate, 8000-192000 (default: the voice's own, 16000 for the "
+                    "built-in voices; with --play, the device's own rate)")
             .flag("--float", "with -o: write 32-bit float samples")
             .option("--device", "DEV",
                     "with --play: output device index or part of its name (default: the default "
@@ -290,9 +403,10 @@ int say_command(int argc, char** argv) {
                     "the fixed latency budget the engine adds, 5-10000 (default 100)")
             .option("--vocoder", "NAME",
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)")
-            .option(
-                "--backend", "NAME",
-                "for --vocoder spectral: auto (default: a GPU if there is one), cpu, cuda, opencl")
+            .option("--backend", "NAME",
+                    "for --vocoder spectral and Piper voices: auto (default: a GPU if there is "
+                    "one), cpu, "
+                    "cuda, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")
@@ -307,6 +421,7 @@ int say_command(int argc, char** argv) {
             "examples:\n"
             "  etude say \"Hello world.\" -o hello.wav\n"
             "  etude say --voice rms --rate 48000 --play < chapter.txt\n"
+            "  etude say --voice en_US-joe-medium --seed 7 \"A natural voice.\" -o joe.wav\n"
             "  etude say --raw \"Piping speech.\" | aplay -f S16_LE -r 16000 -c 1\n");
         if (!args.parse(argc, argv)) return 0;
         return run_say(args);

@@ -8,6 +8,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "engine/piper/voice_catalog.h"
 #include "server/http_server.h"
 #include "server/wyoming_server.h"
 #include "server/zeroconf_advertiser.h"
@@ -67,10 +68,37 @@ int run_serve(const CommandLine& args) {
             throw UsageError("stdio:// serves one client and cannot be combined with others");
     }
 
-    const auto voices = server::VoiceCatalog::builtin();
+    // The voices: each --voice (the first is the default), the built-in
+    // ones, then the Piper voices in the voice folders.
+    server::VoiceCatalog voices;
+    const auto builtin = server::VoiceCatalog::builtin();
+    for (const auto& v : args.values("--voice")) {
+        if (voices.by_name(v)) continue;
+        if (const auto* b = builtin.by_name(v))
+            voices.add(*b);
+        else
+            voices.add(server::VoiceCatalog::piper_voice(v));
+    }
+    for (const auto& v : builtin.voices())
+        if (!voices.by_name(v.name)) voices.add(v);
+    // The voice folders' voices, each checked by reading it (a voice that
+    // fails is skipped, not fatal); said after the listening lines, which
+    // scripts read first.
+    std::vector<std::string> skipped;
+    for (const auto& files : piper::list_voices()) {
+        if (voices.by_name(files.name) || !files.model_present) continue;
+        try {
+            engine::Engine::describe_voice(files.model_path);
+            voices.add(server::VoiceCatalog::piper_voice(files.model_path));
+        } catch (const std::exception& e) {
+            skipped.push_back(e.what());
+        }
+    }
     engine::Engine::Options engine_options;
     engine_options.preload_voices.clear();
-    for (const auto& v : voices.voices()) engine_options.preload_voices.push_back(v.options.voice);
+    for (const auto& v : voices.voices())
+        engine_options.preload_voices.push_back(
+            v.options.piper_voice.empty() ? v.options.voice : v.options.piper_voice);
     engine::Engine engine(engine_options);
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
@@ -118,6 +146,9 @@ int run_serve(const CommandLine& args) {
         std::fprintf(stderr,
                      "etude serve: http on %s (POST /v1/audio/speech, GET /v1/audio/voices)\n",
                      s->address().c_str());
+    for (const auto& why : skipped)
+        std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
+                     why.c_str());
     std::fflush(stderr);
 
     std::vector<std::thread> threads;
@@ -146,6 +177,12 @@ int serve_command(int argc, char** argv) {
             .option("--http", "HOST:PORT",
                     "POST /v1/audio/speech (OpenAI style: wav or pcm, streamed as made) and GET "
                     "/v1/audio/voices (port 0: any free port, printed at start)");
+        args.group("voices").option(
+            "--voice", "VOICE",
+            "a voice to serve: a Piper voice, PATH/VOICE.onnx (VOICE.onnx.json beside "
+            "it) or a name from 'etude voices', or a built-in one; repeatable, the first "
+            "is the default (default: slt). The built-in voices and every voice in the "
+            "voice folders are served too");
         args.group("discovery")
             .flag("--zeroconf",
                   "advertise the first --wyoming tcp:// address as _wyoming._tcp through "

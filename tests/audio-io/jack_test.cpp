@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
+#include "engine/piper/espeak_session.h"
 #include "support/jack_harness.h"
 
 using namespace etude::test;
@@ -160,6 +161,80 @@ TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
         expect_contains_render(capture.recorded(), offline);
     } else {
         expect_render_but_for_skipped_cycles(capture.recorded(), offline, 128, xruns);
+    }
+}
+
+// A Piper voice (the small test voice, reduced channels) through etude jack
+// and through PortAudio's JACK host API: live equals `etude say` of the same
+// text and seed, with no underrun, while both cores are loaded.
+TEST(JackClient, a_piper_voice_speaks_live_equal_to_its_offline_render) {
+    if (!etude::piper::EspeakSession::available())
+        GTEST_SKIP() << "built without espeak-ng: Piper voices take no text";
+    // --backend cpu: the same tier live and offline wherever a GPU exists.
+    const std::string voice = "--voice " + std::string(ETUDE_TEST_DATA) +
+                              "/piper/test_medium.onnx --seed 3 --backend cpu";
+    JackServer server(48000, 256, "piper");
+    ASSERT_TRUE(server.ready()) << server.log();
+    CaptureClient capture(server.name(), 40.0);
+    ASSERT_TRUE(capture.ok());
+    const auto offline = offline_render(48000, joined(), voice);
+
+    std::string input;
+    for (const auto& l : kLines) input += l + "\n";
+    const std::string in = write_input("piper-lines.txt", input);
+    ProgramRun run;
+    int xruns = 0, ours = 0;
+    {
+        CpuLoad load(2);
+        run = run_etude(
+            "jack --server " + server.name() + " --name etude-piper --connect capture:in " + voice,
+            in);
+        xruns = server.xruns();
+        ours = server.xruns_while_running("etude-piper");
+    }
+    std::printf("[jack piper] %s", run.err.c_str());
+    std::printf("[jack piper] jackd logged %d xrun(s), %d while our callback ran\n", xruns, ours);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
+    EXPECT_EQ(ours, 0) << server.log();
+    EXPECT_NE(run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << run.err;
+    if (xruns == 0) {
+        expect_contains_render(capture.recorded(), offline);
+    } else {
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
+    }
+}
+
+TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_render) {
+    if (!etude::piper::EspeakSession::available())
+        GTEST_SKIP() << "built without espeak-ng: Piper voices take no text";
+    const std::string voice = "--voice " + std::string(ETUDE_TEST_DATA) +
+                              "/piper/test_medium.onnx --seed 4 --backend cpu";
+    JackServer server(48000, 256, "papiper");
+    ASSERT_TRUE(server.ready()) << server.log();
+    CaptureClient capture(server.name(), 30.0);
+    ASSERT_TRUE(capture.ok());
+    const std::string text = kLines[1];
+    const auto offline = offline_render(48000, text, voice);
+    const std::string in = write_input("pa-piper.txt", text);
+    std::thread connector(
+        [&] { capture.connect_when_present("PortAudio:out_0", std::chrono::seconds(20)); });
+    ProgramRun run;
+    {
+        CpuLoad load(2);
+        run = run_etude("say --play --host-api JACK --rate 48000 --stats " + voice, in,
+                        "JACK_DEFAULT_SERVER=" + server.name());
+    }
+    connector.join();
+    const int xruns = server.xruns(), ours = server.xruns_while_running("PortAudio");
+    std::printf("[portaudio piper] %s", run.err.c_str());
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
+    EXPECT_EQ(ours, 0) << server.log();
+    if (xruns == 0) {
+        expect_contains_render(capture.recorded(), offline);
+    } else {
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
     }
 }
 

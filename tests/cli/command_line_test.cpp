@@ -73,7 +73,8 @@ TEST(CliOptions, words_after_a_double_dash_and_negative_numbers_are_text) {
 TEST(CliOptions, help_lists_every_option_with_what_it_does) {
     const CliRun r = run_etude("say --help");
     ASSERT_EQ(r.status, 0) << r.err;
-    for (const char* line : {"  -o, --output FILE    write a WAV file", "      --raw            ",
-                             "      --latency-ms MS  ", "(default 100)", "  -h, --help  "})
+    for (const char* line :
+         {"  -o, --output FILE      write a WAV file", "      --raw              ",
+          "      --latency-ms MS    ", "(default 100)", "  -h, --help  "})
         EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
 }

@@ -1,0 +1,73 @@
+#include "cli/voice_options.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/piper/voice_catalog.h"
+
+namespace etude::cli {
+
+const char* const kVoiceOptionHelp =
+    "slt (default, female US English), rms (male), awb (male, Scottish), or a Piper voice: "
+    "PATH/VOICE.onnx (VOICE.onnx.json beside it) or a name from 'etude voices'";
+
+void declare_voice_options(CommandLine& args, const std::string& voice_help) {
+    args.option("--voice", "VOICE", voice_help)
+        .option("--speaker", "NAME|ID",
+                "Piper voices with several speakers: a name from the voice's speaker_id_map, "
+                "else an id (default: the voice's default speaker)")
+        .option("--noise-scale", "X",
+                "Piper voices: the prior's noise, 0 or more (default: the voice's, often 0.667)")
+        .option("--length-scale", "X",
+                "Piper voices: the speaking pace, above 0; larger is slower (default: the "
+                "voice's, often 1)")
+        .option("--noise-w", "X",
+                "Piper voices: the durations' noise, 0 or more (default: the voice's, often 0.8)")
+        .option("--seed", "N",
+                "Piper voices: seeds the noise; the same seed and text give the same audio "
+                "(default 0)");
+}
+
+namespace {
+
+std::optional<float> scale_option(const CommandLine& args, const char* name) {
+    auto v = args.value(name);
+    if (!v) return std::nullopt;
+    return static_cast<float>(parse_number(name, *v));
+}
+
+}  // namespace
+
+void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
+    const std::string voice = args.value_or("--voice", "slt");
+    const auto& builtin = engine::Engine::voices();
+    const bool piper = std::find(builtin.begin(), builtin.end(), voice) == builtin.end();
+    if (piper) {
+        try {
+            opts.piper_voice = piper::require_voice(voice).model_path;
+        } catch (const piper::VoiceNotFound& e) {
+            throw Error("unknown voice '" + voice + "' (choose one of: slt, rms, awb); " +
+                        e.what() + "; see 'etude voices'");
+        }
+    } else {
+        opts.voice = voice;
+    }
+    for (const char* name : {"--speaker", "--noise-scale", "--length-scale", "--noise-w", "--seed"})
+        if (args.value(name) && !piper)
+            throw UsageError(std::string(name) + " applies to Piper voices; '" + voice +
+                             "' is a built-in voice");
+    if (!piper) return;
+    opts.speaker = args.value_or("--speaker", "");
+    opts.noise_scale = scale_option(args, "--noise-scale");
+    opts.length_scale = scale_option(args, "--length-scale");
+    opts.noise_w = scale_option(args, "--noise-w");
+    if (auto s = args.value("--seed")) {
+        const double seed = parse_number("--seed", *s);
+        if (!(seed >= 0 && seed <= 9007199254740992.0 && seed == std::floor(seed)))
+            throw UsageError("--seed must be a whole number from 0 to 2^53, not '" + *s + "'");
+        opts.seed = static_cast<std::uint64_t>(seed);
+    }
+}
+
+}  // namespace etude::cli

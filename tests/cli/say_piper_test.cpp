@@ -1,0 +1,114 @@
+// `etude say` with a Piper voice: Piper's files by path, at the voice's own
+// rate unless --rate says otherwise, Piper's options and --json-input; bad
+// voices, speakers, scales and JSON lines get a one-line error, a non-zero
+// status and no output file.
+#include <gtest/gtest.h>
+#include <sndfile.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/cli_runner.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using etude::test::CliRun;
+using etude::test::quote;
+using etude::test::run_etude;
+using etude::test::tmpdir;
+
+const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kMulti = kData + "test_medium_multi.onnx";
+// Valid ids of the test voices, in Piper's ^ _ (p _)* $ layout.
+const std::string kIds = "[1, 0, 20, 0, 21, 0, 22, 0, 23, 0, 2]";
+
+struct Wav {
+    int rate = 0;
+    std::vector<float> samples;
+};
+
+Wav read_wav(const fs::path& p) {
+    SF_INFO info{};
+    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
+    Wav w;
+    if (!f) return w;
+    w.rate = info.samplerate;
+    w.samples.resize(static_cast<std::size_t>(info.frames));
+    sf_readf_float(f, w.samples.data(), info.frames);
+    sf_close(f);
+    return w;
+}
+
+void expect_clean_error(const CliRun& r, const std::string& needle, int status = 1) {
+    EXPECT_EQ(r.status, status) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(CliSayPiper, json_input_ids_speak_at_the_voices_rate_and_a_seed_repeats_them) {
+    const fs::path a = tmpdir() / "piper_a.wav", b = tmpdir() / "piper_b.wav",
+                   c = tmpdir() / "piper_c.wav";
+    const std::string lines = "{\"phoneme_ids\": " + kIds + "}\n\n{\"phoneme_ids\": " + kIds +
+                              ", \"speaker\": \"speaker_3\"}\n";
+    auto say = [&](const fs::path& out, const std::string& extra) {
+        return run_etude("say --voice " + quote(kMulti) + " --json-input --float -o " +
+                             out.string() + " " + extra,
+                         lines);
+    };
+    ASSERT_EQ(say(a, "--seed 5").status, 0);
+    ASSERT_EQ(say(b, "--seed 5").status, 0);
+    ASSERT_EQ(say(c, "--seed 6 --noise-scale 0.5 --length-scale 1.2 --noise-w 0.3").status, 0);
+    const Wav wa = read_wav(a), wb = read_wav(b), wc = read_wav(c);
+    EXPECT_EQ(wa.rate, 22050);
+    ASSERT_GT(wa.samples.size(), 0u);
+    EXPECT_EQ(wa.samples.size() % 256, 0u);  // whole frames of both sentences
+    EXPECT_EQ(wa.samples, wb.samples);
+    EXPECT_NE(wa.samples, wc.samples);
+}
+
+TEST(CliSayPiper, rate_resamples_and_speaker_is_taken_by_name_or_id) {
+    const fs::path out = tmpdir() / "piper_rate.wav";
+    const auto r = run_etude("say --voice " + quote(kMulti) + " --json-input --speaker 2 --rate " +
+                                 "48000 -o " + out.string(),
+                             "{\"phoneme_ids\": " + kIds + "}\n");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_wav(out).rate, 48000);
+}
+
+TEST(CliSayPiper, bad_voices_options_and_lines_are_refused_without_output) {
+    const fs::path out = tmpdir() / "piper_bad.wav";
+    const std::string say = "say -o " + out.string() + " --voice ";
+    const std::string ids_line = "{\"phoneme_ids\": " + kIds + "}\n";
+    expect_clean_error(run_etude(say + quote(kData + "missing.onnx") + " hi"), "missing.onnx.json");
+    // A graph that is no VITS network, with a good config beside it.
+    const fs::path bad = tmpdir() / "not-vits";
+    fs::create_directories(bad);
+    fs::copy_file(kData + "not_vits.onnx", bad / "not_vits.onnx",
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(kData + "test_x_low.onnx.json", bad / "not_vits.onnx.json",
+                  fs::copy_options::overwrite_existing);
+    const auto not_vits =
+        run_etude(say + quote((bad / "not_vits.onnx").string()) + " --json-input", ids_line);
+    expect_clean_error(not_vits, "not_vits.onnx");
+    EXPECT_EQ(not_vits.err.find(".onnx.json"), std::string::npos) << not_vits.err;
+    expect_clean_error(run_etude(say + quote(kMulti) + " --json-input --speaker nobody", ids_line),
+                       "nobody");
+    expect_clean_error(run_etude(say + quote(kMulti) + " --json-input",
+                                 ids_line + "{\"phoneme_ids\": [1, 0, 70000, 0, 2]}\n"),
+                       "70000");
+    expect_clean_error(
+        run_etude(say + quote(kMulti) + " --json-input", ids_line + "{\"text\": 3\n"), "stdin:2");
+    expect_clean_error(run_etude(say + quote(kMulti) + " --json-input --noise-scale -1", ids_line),
+                       "noise_scale");
+    expect_clean_error(run_etude(say + "no-such-voice-here hi"), "no-such-voice-here");
+    // Piper's options belong to Piper voices; --json-input too.
+    expect_clean_error(run_etude(say + "slt --speaker 1 hi"), "--speaker", 2);
+    expect_clean_error(run_etude(say + "slt --json-input", ids_line), "--json-input", 2);
+    EXPECT_FALSE(fs::exists(out));
+}
