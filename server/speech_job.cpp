@@ -13,8 +13,8 @@ constexpr std::size_t kFirstPiece = 256, kLargestPiece = 4096;
 
 }  // namespace
 
-SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice)
-    : context_(context), voice_(voice) {}
+SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice, std::string speaker)
+    : context_(context), voice_(voice), speaker_(std::move(speaker)) {}
 
 void SpeechJob::add_text(std::string text) {
     {
@@ -94,6 +94,7 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
     std::unique_ptr<engine::Stream> stream;
     try {
         engine::StreamOptions options = voice_.options;
+        if (!speaker_.empty()) options.speaker = speaker_;
         // Nobody hears a network client's audio late, and its audio must
         // equal the offline render: never trade quality for time. (read()
         // already never does; this says it for the block scheduler too.)

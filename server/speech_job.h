@@ -24,7 +24,8 @@ namespace etude::server {
 
 class SpeechJob {
   public:
-    SpeechJob(const ServerContext& context, const VoiceEntry& voice);
+    // `speaker`: a speaker of a voice with several, by name; "" its default.
+    SpeechJob(const ServerContext& context, const VoiceEntry& voice, std::string speaker = {});
     ~SpeechJob();  // gives back a turn taken and not used
     SpeechJob(const SpeechJob&) = delete;
     SpeechJob& operator=(const SpeechJob&) = delete;
@@ -62,6 +63,7 @@ class SpeechJob {
     using Clock = std::chrono::steady_clock;
     const ServerContext& context_;
     const VoiceEntry& voice_;
+    const std::string speaker_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<std::string> pending_;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engine/piper/voice_catalog.h"
+#include "engine/piper/voice_config.h"
+
 namespace etude::server {
 
 namespace {
@@ -45,6 +48,31 @@ VoiceCatalog VoiceCatalog::builtin() {
         c.add(std::move(e));
     }
     return c;
+}
+
+VoiceEntry VoiceCatalog::piper_voice(const std::string& name_or_path) {
+    const auto files = piper::require_voice(name_or_path);
+    const auto config = piper::read_voice_config(files.config_path);
+    VoiceEntry e;
+    e.name = files.name;
+    // As wyoming-piper lists a voice: its language code, else its espeak voice.
+    e.languages = {!config.language.code.empty()  ? config.language.code
+                   : !config.espeak_voice.empty() ? config.espeak_voice
+                                                  : files.name.substr(0, files.name.find('_'))};
+    if (config.num_speakers > 1) {
+        // By id, named where the voice names them (as Piper's speaker_id_map).
+        e.speakers.resize(static_cast<std::size_t>(config.num_speakers));
+        for (std::size_t id = 0; id < e.speakers.size(); ++id) e.speakers[id] = std::to_string(id);
+        for (const auto& [name, id] : config.speaker_id_map) e.speakers[id] = name;
+    }
+    e.description = "Piper voice " + files.name + " (" + piper::to_string(config.quality) +
+                    ", VITS, " + std::to_string(config.sample_rate) + " Hz)";
+    e.attribution_name = "rhasspy";
+    e.attribution_url = "https://github.com/rhasspy/piper";
+    e.version = config.piper_version.empty() ? "1.0.0" : config.piper_version;
+    e.options.piper_voice = files.model_path;
+    e.options.sample_rate = config.sample_rate;
+    return e;
 }
 
 void VoiceCatalog::add(VoiceEntry entry) {

@@ -1,8 +1,8 @@
 // The voices a server offers: what `describe` lists and what a request's
 // voice (by name, by language, or none) resolves to. Each entry carries the
 // StreamOptions that make its streams, so any voice the engine's public API
-// can open (a Piper voice once engine/piper/ lands: its StreamOptions and
-// metadata) is added with add() and nothing else changes.
+// can open (a Piper voice: piper_voice()) is added with add() and nothing
+// else changes.
 #pragma once
 
 #include <optional>
@@ -27,6 +27,9 @@ class VoiceCatalog {
   public:
     // Flite's embedded voices (slt first: the default).
     static VoiceCatalog builtin();
+    // A Piper voice by path or name (engine::StreamOptions::piper_voice),
+    // described from its config; throws etude::Error naming the file.
+    static VoiceEntry piper_voice(const std::string& name_or_path);
 
     // Adds a voice; throws etude::Error if its name is taken or empty.
     void add(VoiceEntry entry);

@@ -92,8 +92,10 @@ class Session {
     }
     // false: close the connection.
     bool handle(const WyomingEvent& ev);
-    const VoiceEntry* choose_voice(const json& data, std::string& error) const;
-    void start_job(const VoiceEntry& voice, bool streaming);
+    // The voice (and the speaker, "" for the default) a request asks for.
+    const VoiceEntry* choose_voice(const json& data, std::string& speaker,
+                                   std::string& error) const;
+    void start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming);
     void synthesis_thread(Active& active);
     void reap(bool cancel);
 
@@ -119,7 +121,9 @@ bool Session::send(const std::string& type, json data, std::string payload) {
     return true;
 }
 
-const VoiceEntry* Session::choose_voice(const json& data, std::string& error) const {
+const VoiceEntry* Session::choose_voice(const json& data, std::string& speaker_out,
+                                        std::string& error) const {
+    speaker_out.clear();
     const auto it = data.find("voice");
     if (it == data.end() || it->is_null()) return &ctx_.voices.default_voice();
     if (!it->is_object()) {
@@ -149,19 +153,24 @@ const VoiceEntry* Session::choose_voice(const json& data, std::string& error) co
         voice = &ctx_.voices.default_voice();
     }
     if (auto speaker = field("speaker"); speaker && !voice->speakers.empty()) {
+        // By name, or by id as Piper's tools take it (wyoming-piper too).
         bool known = false;
         for (const auto& s : voice->speakers) known = known || s == *speaker;
+        const bool numeric = !speaker->empty() && speaker->size() <= 9 &&
+                             speaker->find_first_not_of("0123456789") == std::string::npos;
+        known = known || (numeric && std::stoul(*speaker) < voice->speakers.size());
         if (!known) {
             error = "voice '" + voice->name + "' has no speaker '" + *speaker + "'";
             return nullptr;
         }
+        speaker_out = *speaker;
     }
     return voice;
 }
 
-void Session::start_job(const VoiceEntry& voice, bool streaming) {
+void Session::start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming) {
     active_ = std::make_unique<Active>();
-    active_->job = std::make_unique<SpeechJob>(ctx_, voice);
+    active_->job = std::make_unique<SpeechJob>(ctx_, voice, speaker);
     active_->streaming = streaming;
     Active& a = *active_;
     a.thread = std::thread([this, &a] { synthesis_thread(a); });
@@ -273,12 +282,13 @@ bool Session::handle(const WyomingEvent& ev) {
                        "text-too-long");
             return true;
         }
-        const VoiceEntry* voice = choose_voice(ev.data, why);
+        std::string speaker;
+        const VoiceEntry* voice = choose_voice(ev.data, speaker, why);
         if (!voice) {
             send_error(why, "unknown-voice");
             return true;
         }
-        start_job(*voice, false);
+        start_job(*voice, speaker, false);
         active_->job->add_text(std::move(text));
         active_->job->finish();
         return true;
@@ -289,12 +299,13 @@ bool Session::handle(const WyomingEvent& ev) {
             return true;
         }
         std::string why;
-        const VoiceEntry* voice = choose_voice(ev.data, why);
+        std::string speaker;
+        const VoiceEntry* voice = choose_voice(ev.data, speaker, why);
         if (!voice) {
             send_error(why, "unknown-voice");
             return true;
         }
-        start_job(*voice, true);
+        start_job(*voice, speaker, true);
         return true;
     }
     if (ev.type == "synthesize-chunk" || ev.type == "synthesize-stop") {

@@ -453,6 +453,58 @@ async def case_slow_client(srv):
         server.stop()
 
 
+PIPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "piper",
+                     "test_medium_multi.onnx")
+
+
+def offline_piper(text, speaker):
+    """A Piper voice's offline render: etude say --raw at the voice's 22050 Hz (seed 0, as the
+    server's streams)."""
+    return subprocess.run([ETUDE, "say", "--voice", PIPER, "--speaker", speaker, "--raw", text],
+                          check=True, capture_output=True).stdout
+
+
+async def case_piper(_srv):
+    """A Piper voice served with --voice: listed first with its speakers, spoken by name and
+    speaker (one-shot and streamed), equal to its offline render; an unknown speaker is an
+    error event."""
+    probe = subprocess.run([ETUDE, "phonemize", "--voice", PIPER, "hi"], capture_output=True)
+    if probe.returncode != 0:
+        print("  SKIP piper: this build cannot phonemize text (no espeak-ng)")
+        return
+    server = Server("--voice", PIPER)
+    try:
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Describe().event())
+            info = Info.from_event(await asyncio.wait_for(c.read_event(), TIMEOUT))
+            first = info.tts[0].voices[0]
+            assert first.name == "test_medium_multi", first
+            assert first.languages == ["en_US"], first
+            assert [s.name for s in first.speakers] == [f"speaker_{i}" for i in range(4)], first
+        voice = SynthesizeVoice(name="test_medium_multi", speaker="speaker_2")
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text=REPLY, voice=voice).event())
+            start, pcm, _ = await read_utterance(c, streaming=False)
+        assert (start.rate, start.width, start.channels) == (22050, 2, 1), start
+        ref = offline_piper(REPLY, "speaker_2")
+        assert pcm == ref, f"synthesize: {len(pcm)} bytes, offline render {len(ref)}"
+        cuts = [round(i * len(REPLY) / 40) for i in range(41)]
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(SynthesizeStart(voice=voice).event())
+            for a, b in zip(cuts, cuts[1:]):
+                await c.write_event(SynthesizeChunk(text=REPLY[a:b]).event())
+            await c.write_event(Synthesize(text=REPLY, voice=voice).event())
+            await c.write_event(SynthesizeStop().event())
+            _, pcm, _ = await read_utterance(c, streaming=True)
+        assert pcm == ref, f"stream of 40 pieces: {len(pcm)} bytes, offline render {len(ref)}"
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(
+                name="test_medium_multi", speaker="nobody")).event())
+            await expect_error(c, "unknown-voice")
+    finally:
+        server.stop()
+
+
 CASES = {
     "describe": case_describe,
     "synthesize": case_synthesize,
@@ -463,6 +515,7 @@ CASES = {
     "unix_and_stdio": case_unix_and_stdio,
     "limits": case_limits,
     "slow_client": case_slow_client,
+    "piper": case_piper,
 }
 
 
