@@ -12,7 +12,8 @@ request, the time from the request's last byte written to the first audio-chunk 
 
 Prints median, 90th percentile and best of N requests, and the CPU (lscpu).
 Usage: wyoming_first_audio.py [--etude build/cli/etude] [--voice slt] [-n 30]
-       [--host H --port P]
+       [--serve-voice PATH.onnx] [--host H --port P]
+(--serve-voice: a Piper voice for etude serve --voice; ask for it with --voice NAME.)
 """
 import argparse
 import asyncio
@@ -86,14 +87,16 @@ def main():
     ap.add_argument("--etude", default="build/cli/etude")
     ap.add_argument("--voice", default="slt")
     ap.add_argument("-n", type=int, default=30)
+    ap.add_argument("--serve-voice", help="a Piper voice etude serve loads (--voice PATH)")
     ap.add_argument("--host")
     ap.add_argument("--port", type=int)
     args = ap.parse_args()
     proc = None
     host, port = args.host or "127.0.0.1", args.port
     if port is None:
-        proc = subprocess.Popen([args.etude, "serve", "-q", "--wyoming", "tcp://127.0.0.1:0"],
-                                stderr=subprocess.PIPE, text=True)
+        extra = ["--voice", args.serve_voice] if args.serve_voice else []
+        proc = subprocess.Popen([args.etude, "serve", "-q", "--wyoming", "tcp://127.0.0.1:0",
+                                 *extra], stderr=subprocess.PIPE, text=True)
         port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))
     try:
         print(f"first audio over Wyoming, 20-word reply, voice {args.voice}; CPU: {cpu_model()}")
