@@ -154,6 +154,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--voices", default="/tmp/etude_piper_full",
                     help="folder of full-size voices (made when missing)")
+    ap.add_argument("--sentences", type=int, default=len(SENTENCES),
+                    help=f"how many of the {len(SENTENCES)} sentences to speak (default all)")
     args = ap.parse_args()
     etude = os.path.join(args.build, "cli", "etude")
 
@@ -173,7 +175,8 @@ def main():
     # The same ids for every voice (they share Piper's en_US symbol map):
     # the sentences as Piper's front end makes them for the medium voice.
     ids_voice = joe or voices["medium"]
-    sentences = [ids for text in SENTENCES for ids in phoneme_ids(etude, ids_voice, text)]
+    sentences = [ids for text in SENTENCES[:args.sentences]
+                 for ids in phoneme_ids(etude, ids_voice, text)]
     ids_file = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
     for ids in sentences:
         ids_file.write(json.dumps({"phoneme_ids": ids}) + "\n")
