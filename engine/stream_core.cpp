@@ -367,21 +367,30 @@ void StreamCore::analyse(Sentence sentence) {
     } catch (const Error&) {
         frames = AcousticFrames{};  // counted as dropped below
     }
+    std::optional<WorkItem> item;
+    if (frames.frames > 1) {  // else only symbols Flite skips, or a front-end error
+        auto u = std::make_shared<AnalysedSentence>();
+        u->frames = std::move(frames);
+        u->voice = sentence.voice;
+        u->origin = sentence.origin;
+        item = std::move(u);
+    }
+    finish_analysis(t0, sentence.origin, std::move(item));
+}
+
+// The front end is done with a sentence: its work item is queued, or, with
+// nothing to say or cancelled while being analysed, it is settled here as
+// dropped (cancel() counts only the queued sentences).
+void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& origin,
+                                 std::optional<WorkItem> item) {
     {
         std::lock_guard lock(mu_);
         analysing_ = false;
-        frontend_seconds_ += seconds_since(t0);
-        const bool current = !ring_.cancelled(sentence.origin.generation);
-        if (current && frames.frames > 1) {
-            auto u = std::make_shared<AnalysedSentence>();
-            u->frames = std::move(frames);
-            u->voice = sentence.voice;
-            u->origin = sentence.origin;
-            queue_.push_back(std::move(u));
+        frontend_seconds_ += seconds_since(started);
+        const bool current = !ring_.cancelled(origin.generation);
+        if (current && item) {
+            queue_.push_back(std::move(*item));
         } else {
-            // Nothing to say (only symbols Flite skips, or a front-end
-            // error), or cancelled while being analysed: cancel() counts
-            // only the queued sentences, so this one is settled here.
             --outstanding_;
             sentences_dropped_.add();
             if (current) ++sentences_unspeakable_;
@@ -389,7 +398,7 @@ void StreamCore::analyse(Sentence sentence) {
     }
     work_cv_.notify_all();
     data_cv_.notify_all();
-    engine_->wake();  // a render worker may take it
+    engine_->wake();  // a render worker or the next analysis may start
 }
 
 // A Piper sentence's ids to its sampled prior: the text encoder, the
@@ -399,41 +408,27 @@ void StreamCore::analyse(Sentence sentence) {
 // a seed reproduces the audio.
 void StreamCore::analyse_piper(Sentence sentence) {
     const auto t0 = Clock::now();
-    std::shared_ptr<LatentSentence> item;
+    std::optional<WorkItem> item;
     try {
         // The flow runs later, on the producer, block by block (vocode_latent).
         VitsLatent latent = piper_->network().text_to_latent().sample_prior(
             sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
         if (latent.frames > 0) {
-            item = std::make_shared<LatentSentence>();
-            item->prior = std::move(latent.z);
-            item->z.assign(item->prior.size(), 0.0f);
-            item->channels = latent.channels;
-            item->frames = latent.frames;
-            item->origin = sentence.origin;
+            auto l = std::make_shared<LatentSentence>();
+            l->prior = std::move(latent.z);
+            l->z.assign(l->prior.size(), 0.0f);
+            l->channels = latent.channels;
+            l->frames = latent.frames;
+            l->origin = sentence.origin;
+            item = std::move(l);
         }
     } catch (const std::exception&) {
         // Refused ids or durations past the limit (etude::Error), or no
-        // memory: this sentence is counted as unspeakable below; the
-        // stream and the shared worker go on.
+        // memory: this sentence is counted as unspeakable; the stream and
+        // the shared worker go on.
         item.reset();
     }
-    {
-        std::lock_guard lock(mu_);
-        analysing_ = false;
-        frontend_seconds_ += seconds_since(t0);
-        const bool current = !ring_.cancelled(sentence.origin.generation);
-        if (current && item) {
-            queue_.push_back(std::move(item));
-        } else {
-            --outstanding_;
-            sentences_dropped_.add();
-            if (current) ++sentences_unspeakable_;
-        }
-    }
-    work_cv_.notify_all();
-    data_cv_.notify_all();
-    engine_->wake();
+    finish_analysis(t0, sentence.origin, std::move(item));
 }
 
 // Claims an analysed sentence that is not about to be scheduled by this

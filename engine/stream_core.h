@@ -90,6 +90,8 @@ class StreamCore final : public BlockSink {
     void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
                            Clock::time_point pushed, bool continuing = false);
     void analyse_piper(Sentence sentence);
+    void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
+                         std::optional<WorkItem> item);
     void finish_item(bool complete, double vocoder_seconds);
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
