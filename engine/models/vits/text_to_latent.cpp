@@ -128,48 +128,55 @@ class Network {
         const auto& rel_k = t(a + ".emb_rel_k").values;
         const auto& rel_v = t(a + ".emb_rel_v").values;
         const int heads = hp_.n_heads, kc = hp_.hidden_channels / heads, n = x.t, win = hp_.window;
+        const int rel = 2 * win + 1;  // relative positions -win..win
         const double scale = 1.0 / std::sqrt(double(kc));
         Signal out(x.c, n);
-        std::vector<double> p(static_cast<std::size_t>(n));
-        // A head's scaled queries and keys as [position][channel], so that
-        // the scores read contiguous memory.
-        std::vector<double> qt(std::size_t(n) * kc), kt(std::size_t(n) * kc);
+        // Per head, as GEMMs (the loops this replaced were most of a
+        // sentence's time before its first audio): the scores
+        // S = (q/sqrt(kc))^T k plus, on the band |j - i| <= win, the scaled
+        // query times the relative key of offset j - i; a softmax per row;
+        // then out = P v^T plus, on the same band, P times the relative
+        // values. Rows of `scores` are query positions.
+        std::vector<double> scores(std::size_t(n) * n), band(std::size_t(n) * rel),
+            qt(std::size_t(n) * kc), head_out(std::size_t(n) * kc);
+        std::vector<double> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
+            rv(rel_v.begin(), rel_v.begin() + std::ptrdiff_t(rel) * kc);
         for (int h = 0; h < heads; ++h) {
+            const double* qh = q.row(h * kc);  // [kc][n]
+            const double* kh = k.row(h * kc);
+            const double* vh = v.row(h * kc);
             for (int c = 0; c < kc; ++c)
-                for (int i = 0; i < n; ++i) {
-                    qt[std::size_t(i) * kc + c] = q.row(h * kc + c)[i] * scale;
-                    kt[std::size_t(i) * kc + c] = k.row(h * kc + c)[i];
-                }
+                for (int i = 0; i < n; ++i) qt[std::size_t(i) * kc + c] = qh[std::size_t(c) * n + i] * scale;
+            // scores[i][j] = sum_c qt[i][c] k[c][j]
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, kc, 1.0, qt.data(), kc,
+                        kh, n, 0.0, scores.data(), n);
+            // band[i][r] = sum_c qt[i][c] rel_k[r][c]
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rel, kc, 1.0, qt.data(), kc,
+                        rk.data(), kc, 0.0, band.data(), rel);
             for (int i = 0; i < n; ++i) {
-                double top = -INFINITY;
-                const double* qi = qt.data() + std::size_t(i) * kc;
-                for (int j = 0; j < n; ++j) {
-                    const double* kj = kt.data() + std::size_t(j) * kc;
-                    double s = 0;
-                    for (int c = 0; c < kc; ++c) s += qi[c] * kj[c];
-                    const int off = j - i + win;
-                    if (off >= 0 && off <= 2 * win) {
-                        const float* r = rel_k.data() + std::size_t(off) * kc;
-                        for (int c = 0; c < kc; ++c) s += qi[c] * r[c];
-                    }
-                    p[std::size_t(j)] = s;
-                    top = std::max(top, s);
-                }
+                double* row = scores.data() + std::size_t(i) * n;
+                double* bi = band.data() + std::size_t(i) * rel;
+                const int j0 = std::max(0, i - win), j1 = std::min(n - 1, i + win);
+                for (int j = j0; j <= j1; ++j) row[j] += bi[j - i + win];
+                const double top = *std::max_element(row, row + n);
                 double sum = 0;
-                for (int j = 0; j < n; ++j)
-                    sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - top));
-                for (int j = 0; j < n; ++j) p[std::size_t(j)] /= sum;
-                for (int c = 0; c < kc; ++c) {
-                    double acc = 0;
-                    for (int j = 0; j < n; ++j) {
-                        acc += p[std::size_t(j)] * v.row(h * kc + c)[j];
-                        const int off = j - i + win;
-                        if (off >= 0 && off <= 2 * win)
-                            acc += p[std::size_t(j)] * rel_v[std::size_t(off) * kc + c];
-                    }
-                    out.row(h * kc + c)[i] = acc;
+                for (int j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - top));
+                for (int j = 0; j < n; ++j) row[j] /= sum;
+                // band now holds the probabilities on the band, for the
+                // relative values.
+                for (int r = 0; r < rel; ++r) {
+                    const int j = i + r - win;
+                    bi[r] = j >= 0 && j < n ? row[j] : 0.0;
                 }
             }
+            // head_out[i][c] = sum_j P[i][j] v[c][j] + sum_r band[i][r] rel_v[r][c]
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, kc, n, 1.0, scores.data(), n,
+                        vh, n, 0.0, head_out.data(), kc);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, kc, rel, 1.0, band.data(), rel,
+                        rv.data(), kc, 1.0, head_out.data(), kc);
+            for (int c = 0; c < kc; ++c)
+                for (int i = 0; i < n; ++i)
+                    out.row(h * kc + c)[i] = head_out[std::size_t(i) * kc + c];
         }
         return conv1d(out, conv(a + ".conv_o"), 1, 0, 0);
     }
