@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/error.h"
+#include "gpu/cpu/cpu_parallel.h"
 
 namespace etude::engine {
 
@@ -39,29 +40,37 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
     const int out_per_group = out / groups;
     const float* w = conv.w->values.data();
     if (groups == 1 && y.t > 0) {
-        // One GEMM on the input's columns (im2col), in double: the text
+        // One single-precision GEMM on the input's columns (im2col), cut
+        // into time slices over the CPU backend's workers: the text
         // encoder's convolutions are most of the work before a sentence's
-        // first audio, and the loops below ran them at a few GFLOP/s.
+        // first audio. The products are float, as in Piper's own ONNX
+        // Runtime; the sums around them (residuals, norms, softmax) stay
+        // double. The weights are used where they lie.
         const int rows = in_per_group * k;
-        std::vector<double> columns;
-        const double* b = x.v.data();
-        if (k != 1 || pad_left != 0 || y.t != x.t) {
-            columns.assign(std::size_t(rows) * y.t, 0.0);
-            for (int i = 0; i < in_per_group; ++i)
-                for (int kk = 0; kk < k; ++kk) {
-                    double* cr = columns.data() + (std::size_t(i) * k + kk) * y.t;
-                    const double* xr = x.row(i);
-                    const int shift = kk * dilation - pad_left;
-                    const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
-                    for (int t = t0; t < t1; ++t) cr[t] = xr[t + shift];
-                }
-            b = columns.data();
+        std::vector<float> columns(std::size_t(rows) * y.t, 0.0f);
+        for (int i = 0; i < in_per_group; ++i)
+            for (int kk = 0; kk < k; ++kk) {
+                float* cr = columns.data() + (std::size_t(i) * k + kk) * y.t;
+                const double* xr = x.row(i);
+                const int shift = kk * dilation - pad_left;
+                const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
+                for (int t = t0; t < t1; ++t) cr[t] = static_cast<float>(xr[t + shift]);
+            }
+        std::vector<float> product(std::size_t(out) * y.t);
+        const std::size_t macs = std::size_t(out) * rows * y.t;
+        gpu::cpu::parallel_ranges(
+            std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
+            [&](std::size_t begin, std::size_t end) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, int(end - begin), rows,
+                            1.0f, w, rows, columns.data() + begin, y.t, 0.0f,
+                            product.data() + begin, y.t);
+            });
+        for (int o = 0; o < out; ++o) {
+            const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
+            const float* pr = product.data() + std::size_t(o) * y.t;
+            double* yr = y.row(o);
+            for (int t = 0; t < y.t; ++t) yr[t] = bias + pr[t];
         }
-        const std::vector<double> a(w, w + std::size_t(out) * rows);  // [out][in * k]
-        for (int o = 0; o < out; ++o)
-            std::fill(y.row(o), y.row(o) + y.t, conv.b ? conv.b->values[std::size_t(o)] : 0.0);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, y.t, rows, 1.0, a.data(), rows,
-                    b, y.t, 1.0, y.v.data(), y.t);
         return y;
     }
     for (int o = 0; o < out; ++o) {
@@ -83,19 +92,26 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
 }
 
 void layer_norm(Signal& x, const VitsTensor& gamma, const VitsTensor& beta) {
-    for (int t = 0; t < x.t; ++t) {
-        double mean = 0, var = 0;
-        for (int c = 0; c < x.c; ++c) mean += x.row(c)[t];
-        mean /= x.c;
-        for (int c = 0; c < x.c; ++c) {
-            const double d = x.row(c)[t] - mean;
-            var += d * d;
+    // Over the channels at each time, in passes along the rows (contiguous).
+    std::vector<double> mean(std::size_t(x.t), 0.0), var(std::size_t(x.t), 0.0);
+    for (int c = 0; c < x.c; ++c) {
+        const double* r = x.row(c);
+        for (int t = 0; t < x.t; ++t) mean[std::size_t(t)] += r[t];
+    }
+    for (double& m : mean) m /= x.c;
+    for (int c = 0; c < x.c; ++c) {
+        const double* r = x.row(c);
+        for (int t = 0; t < x.t; ++t) {
+            const double d = r[t] - mean[std::size_t(t)];
+            var[std::size_t(t)] += d * d;
         }
-        var /= x.c;
-        const double inv = 1.0 / std::sqrt(var + 1e-5);
-        for (int c = 0; c < x.c; ++c)
-            x.row(c)[t] = (x.row(c)[t] - mean) * inv * gamma.values[std::size_t(c)] +
-                          beta.values[std::size_t(c)];
+    }
+    for (double& v : var) v = 1.0 / std::sqrt(v / x.c + 1e-5);
+    for (int c = 0; c < x.c; ++c) {
+        double* r = x.row(c);
+        const double g = gamma.values[std::size_t(c)], b = beta.values[std::size_t(c)];
+        for (int t = 0; t < x.t; ++t)
+            r[t] = (r[t] - mean[std::size_t(t)]) * var[std::size_t(t)] * g + b;
     }
 }
 

@@ -5,12 +5,14 @@
 // durations scaled and rounded up, the prior expanded over the frames and
 // sampled with noise_scale, and the residual-coupling flow in reverse.
 //
-// For now this runs on the host, in double precision (its convolutions as
-// double GEMMs through BLAS, the rest in plain loops): it is
-// a small part of the work (the decoder makes 256 samples per frame through
-// hundreds of channels; this makes one frame of `inter_channels` values),
-// and it is exact enough to be the engine's reference for the backend
-// version still to come (engine/models/vits/README.md says what is left).
+// This runs on the host: its convolutions and the attention's products as
+// BLAS GEMMs (the convolutions in single precision, as Piper's ONNX Runtime
+// runs them, sliced over the CPU backend's workers; the attention in
+// double), everything around them (residual sums, layer norms, softmax,
+// splines) in double. It is most of the time before a sentence's first
+// audio: the text encoder is a transformer over the whole sentence, so it
+// cannot start on part of one. The decoder, by far the most work per
+// second of audio, runs on a backend (engine/models/vits/README.md).
 //
 // Noise comes from the caller's generator, so that a seed reproduces a
 // sentence. Not real-time safe (allocates); runs on compute workers.
