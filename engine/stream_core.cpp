@@ -25,10 +25,6 @@ constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 // The most latent frames a Piper stream decodes at once (about 0.37 s at
 // 22050 Hz): a larger latency budget gains nothing from larger chunks.
 constexpr int kMaxLatentChunkFrames = 32;
-// Frames the producer runs a Piper voice's flow on at once (at least): its
-// context (VitsVoice::flow_context(), 32 frames a side for Piper's sizes) is
-// recomputed per block, so blocks much smaller would cost it again and again.
-constexpr int kFlowBlockFrames = 64;
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -53,6 +49,7 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
         piper_scales_ =
             piper_->scales(options_.noise_scale, options_.length_scale, options_.noise_w);
         piper_noise_.seed(options_.seed);
+        piper_flow_ = piper_->network().open_flow(piper_speaker_);
         // Half the latency budget per chunk: a chunk is decoded well before
         // the audio ahead of it has played, and first audio waits for one.
         const double frame_ms = 1000.0 * piper_->hop() / piper_->sample_rate();
@@ -553,14 +550,16 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
     return vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
 }
 
-// A Piper sentence, chunk by chunk: the flow runs ahead in blocks (each with
-// its context a side, which makes it exact), the decoder streams with exact
-// context, and each chunk's audio goes out as soon as it is made, so first
-// audio waits for one flow block and one chunk, not for the sentence. The
+// A Piper sentence, chunk by chunk: the flow and the decoder both stream
+// with exact context (each frame through each once), and each chunk's
+// audio goes out as soon as it is made, so first audio waits for the flow's
+// first block (the chunk and the flow's 32 frames of look-ahead) and one
+// chunk, not for the sentence. The
 // last chunk ends the utterance at the sentence's end, as Piper's model
 // calls do.
 bool StreamCore::vocode_latent(LatentSentence& s) {
     std::vector<float> chunk;
+    piper_flow_->reset();
     for (int first = 0; first < s.frames; first += latent_chunk_frames_) {
         const int count = std::min(latent_chunk_frames_, s.frames - first);
         if (ring_.cancelled(s.origin.generation)) {
@@ -568,15 +567,12 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
             return false;
         }
         if (first + count > s.flowed) {
-            const int n =
-                std::min(std::max(first + count - s.flowed, kFlowBlockFrames), s.frames - s.flowed);
             try {
-                piper_->network().flow(piper_speaker_, s.prior, s.frames, s.flowed, n, s.z);
+                s.flowed = piper_flow_->run_until(s.prior, s.frames, first + count, s.z);
             } catch (const std::exception&) {
                 mel_->reset();  // a device error in the flow: the sentence is dropped
                 return false;
             }
-            s.flowed += n;
         }
         copy_mel_frames(s.z, s.channels, s.frames, first, count, chunk);
         if (!vocode_frames(chunk, count, first + count == s.frames, s.origin)) return false;

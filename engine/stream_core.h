@@ -128,6 +128,7 @@ class StreamCore final : public BlockSink {
     int latent_chunk_frames_ = 1;  // frames the producer decodes per chunk
 
     // Producer-thread state.
+    std::unique_ptr<VitsFlowStream> piper_flow_;  // Piper streams: the sentence's flow
     bool first_audio_pending_ = false;
     std::int64_t mel_compute_ns_ = 0;
     std::thread producer_;

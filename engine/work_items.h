@@ -66,7 +66,7 @@ struct MelChunk {
 };
 
 // A Piper stream's sentence as its network's sampled prior. The producer
-// runs the flow on it block by block and decodes the flow's output chunk by
+// runs the flow on it as far as each chunk needs and decodes the flow's output chunk by
 // chunk through the mel scheduler (the decoder is the model of its tiers).
 struct LatentSentence {
     std::vector<float> prior;  // [channels][frames], before the flow

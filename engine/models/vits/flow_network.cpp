@@ -1,8 +1,11 @@
 #include "engine/models/vits/flow_network.h"
 
 #include <algorithm>
+#include <string>
 
 #include "engine/error.h"
+#include "engine/models/device_weights.h"
+#include "engine/models/vits/flow_stream.h"
 
 namespace etude::engine {
 
@@ -16,24 +19,15 @@ gpu::DeviceBuffer upload(gpu::Backend& b, gpu::Queue& q, const std::vector<float
     return d;
 }
 
-struct Conv {
-    gpu::DeviceBuffer w, b;
-    int in = 0, out = 0, k = 1;
-};
+using Conv = VitsFlowConv;
 
 }  // namespace
-
-struct VitsFlowNetwork::Coupling {
-    bool mirrored = false;  // runs on the flipped latent: halves swapped
-    Conv pre, post;
-    std::vector<Conv> in_layers, res, skip;  // res is empty for the last layer
-};
 
 VitsFlowNetwork::~VitsFlowNetwork() = default;
 
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
-    : backend_(std::move(backend)), work_(*backend_) {
+    : backend_(std::move(backend)) {
     const auto& hp = w.hp;
     channels_ = hp.inter_channels;
     hidden_ = hp.hidden_channels;
@@ -42,7 +36,7 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
     if (hp.num_speakers > 1 && (speaker < 0 || speaker >= hp.num_speakers))
         throw Error("VITS flow: speaker " + std::to_string(speaker) + " is outside the voice's " +
                     std::to_string(hp.num_speakers) + " speakers");
-    queue_ = backend_->create_queue();
+    auto queue = backend_->create_queue();
     auto& b = *backend_;
     std::vector<std::vector<float>> staged;
     const auto conv = [&](std::vector<float> weight, std::vector<float> bias, int out, int in,
@@ -51,8 +45,8 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
         c.in = in;
         c.out = out;
         c.k = k;
-        c.w = upload(b, *queue_, weight, staged);
-        c.b = upload(b, *queue_, bias, staged);
+        c.w = upload(b, *queue, weight, staged);
+        c.b = upload(b, *queue, bias, staged);
         return c;
     };
     std::vector<double> g;
@@ -65,7 +59,7 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
     // sees the latent flipped k+1 times.
     for (int k = 0; k < hp.flow_couplings; ++k) {
         const std::string r = "flow.flows." + std::to_string(2 * (hp.flow_couplings - 1 - k));
-        Coupling c;
+        VitsFlowCoupling c;
         c.mirrored = k % 2 == 0;
         auto pre_w = w.get(r + ".pre.weight").values;  // [hid][half][1]
         if (c.mirrored)
@@ -117,63 +111,24 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
         couplings_.push_back(std::move(c));
     }
     ends_flipped_ = hp.flow_couplings % 2 == 1;
-    b.synchronize(*queue_);
+    b.synchronize(*queue);
 }
 
-void VitsFlowNetwork::run(std::vector<float>& z, int frames) {
-    const int half = channels_ / 2, hid = hidden_;
+int VitsFlowNetwork::context() const {
+    return static_cast<int>(couplings_.size()) *
+           static_cast<int>(couplings_.empty() ? 0 : couplings_[0].in_layers.size()) *
+           ((kernel_ - 1) / 2);
+}
+
+void VitsFlowNetwork::run(std::vector<float>& z, int frames) const {
     if (frames <= 0) return;
     if (z.size() != std::size_t(channels_) * std::size_t(frames))
         throw Error("VITS flow: the latent holds " + std::to_string(z.size()) + " values, not " +
                     std::to_string(channels_) + " x " + std::to_string(frames));
-    auto& b = *backend_;
-    auto& q = *queue_;
-    const std::size_t hT = std::size_t(half) * frames, T = std::size_t(hid) * frames;
-    gpu::DeviceBuffer& first = work_.get(0, hT);
-    gpu::DeviceBuffer& second = work_.get(1, hT);
-    gpu::DeviceBuffer& x = work_.get(2, T);
-    gpu::DeviceBuffer& in = work_.get(3, 2 * T);
-    gpu::DeviceBuffer& acts = work_.get(4, T);
-    gpu::DeviceBuffer& res = work_.get(5, T);
-    gpu::DeviceBuffer& out = work_.get(6, T);
-    gpu::DeviceBuffer& tmp = work_.get(7, T);
-    b.copy_to_device(q, first, 0, z.data(), hT);
-    b.copy_to_device(q, second, 0, z.data() + hT, hT);
-    const auto apply = [&](const Conv& c, const gpu::DeviceBuffer& src, gpu::DeviceBuffer& dst) {
-        gpu::Conv1dShape s;
-        s.in_channels = c.in;
-        s.out_channels = c.out;
-        s.in_length = frames;
-        s.kernel = c.k;
-        s.padding = (c.k - 1) / 2;
-        b.conv1d(q, s, src, c.w, c.b, dst);
-    };
-    for (const Coupling& c : couplings_) {
-        gpu::DeviceBuffer& from = c.mirrored ? second : first;  // the half the WaveNet reads
-        gpu::DeviceBuffer& to = c.mirrored ? first : second;    // the half it shifts
-        apply(c.pre, from, x);
-        b.fill(q, out, 0.0f, T);
-        for (std::size_t l = 0; l < c.in_layers.size(); ++l) {
-            apply(c.in_layers[l], x, in);
-            b.gated_tanh(q, hid, frames, in, acts);
-            if (l < c.res.size()) {
-                apply(c.res[l], acts, res);
-                b.axpby(q, T, 1.0f, res, 1.0f, x);
-            }
-            apply(c.skip[l], acts, tmp);
-            b.axpby(q, T, 1.0f, tmp, 1.0f, out);
-        }
-        apply(c.post, out, tmp);
-        b.axpby(q, hT, -1.0f, tmp, 1.0f, to);
-    }
-    b.copy_to_host(q, z.data(), first, 0, hT);
-    b.copy_to_host(q, z.data() + hT, second, 0, hT);
-    b.synchronize(q);
-    if (ends_flipped_)
-        for (int a = 0, e = channels_ - 1; a < e; ++a, --e)
-            std::swap_ranges(z.begin() + std::ptrdiff_t(a) * frames,
-                             z.begin() + std::ptrdiff_t(a + 1) * frames,
-                             z.begin() + std::ptrdiff_t(e) * frames);
+    VitsFlowStream stream(*this);
+    std::vector<float> out(z.size());
+    stream.run_until(z, frames, frames, out);
+    z = std::move(out);
 }
 
 }  // namespace etude::engine

@@ -11,17 +11,30 @@
 // embedding, the same for every frame) folds into the WaveNet biases, so a
 // flow is made for one speaker.
 //
-// Not thread-safe (one workspace); not real-time safe.
+// The network holds the weights only (read-only once built, so any number
+// of VitsFlowStreams on its backend may run it at once, each on its own
+// queue); a VitsFlowStream (flow_stream.h) holds one sentence's state.
+// Not real-time safe.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "engine/models/device_weights.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
 
 namespace etude::engine {
+
+struct VitsFlowConv {
+    gpu::DeviceBuffer w, b;
+    int in = 0, out = 0, k = 1;
+};
+
+struct VitsFlowCoupling {
+    bool mirrored = false;  // runs on the flipped latent: halves swapped
+    VitsFlowConv pre, post;
+    std::vector<VitsFlowConv> in_layers, res, skip;  // res is empty for the last layer
+};
 
 class VitsFlowNetwork {
   public:
@@ -29,17 +42,27 @@ class VitsFlowNetwork {
     ~VitsFlowNetwork();
 
     // z is [inter_channels][frames], the sampled prior; replaced by the
-    // decoder's input.
-    void run(std::vector<float>& z, int frames);
+    // decoder's input. The whole sentence at once (a VitsFlowStream pushed
+    // the whole prior and flushed).
+    void run(std::vector<float>& z, int frames) const;
+
+    gpu::Backend& backend() const { return *backend_; }
+    int channels() const { return channels_; }
+    int hidden() const { return hidden_; }
+    int kernel() const { return kernel_; }
+    // Frames the output lags the input when run incrementally: each WaveNet
+    // layer's half kernel, over every layer of every coupling.
+    int context() const;
+    const std::vector<VitsFlowCoupling>& couplings() const { return couplings_; }
+    // Whether the output's channels come out in reverse order (an odd
+    // number of Piper's flips).
+    bool ends_flipped() const { return ends_flipped_; }
 
   private:
-    struct Coupling;
     std::shared_ptr<gpu::Backend> backend_;
-    std::unique_ptr<gpu::Queue> queue_;
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
-    std::vector<Coupling> couplings_;  // in the order they run (Piper's last first)
+    std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;
-    Workspace work_;
 };
 
 }  // namespace etude::engine

@@ -37,39 +37,23 @@ std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
     return d;
 }
 
-int VitsVoice::flow_context() const {
-    const auto& hp = weights_->hp;
-    return hp.flow_couplings * hp.wn_layers * (hp.wn_kernel - 1) / 2;
+std::shared_ptr<const VitsFlowNetwork> VitsVoice::flow_network(int speaker) const {
+    const int key = num_speakers() == 1 ? 0 : speaker;
+    std::lock_guard lock(flows_mu_);
+    auto& f = flows_[key];
+    if (!f) f = std::make_shared<const VitsFlowNetwork>(*weights_, key, backend_);
+    return f;
+}
+
+std::unique_ptr<VitsFlowStream> VitsVoice::open_flow(int speaker) const {
+    return std::make_unique<VitsFlowStream>(flow_network(speaker));
 }
 
 VitsLatent VitsVoice::latent(std::span<const std::int64_t> ids, int speaker,
                              const VitsScales& scales, std::mt19937_64& noise) const {
     VitsLatent l = prior_.sample_prior(ids, speaker, scales, noise);
-    std::vector<float> z(l.z.size());
-    flow(speaker, l.z, l.frames, 0, l.frames, z);
-    l.z = std::move(z);
+    flow_network(speaker)->run(l.z, l.frames);
     return l;
-}
-
-void VitsVoice::flow(int speaker, const std::vector<float>& prior, int frames, int first, int count,
-                     std::vector<float>& z) const {
-    if (count <= 0) return;
-    const int channels = weights_->hp.inter_channels;
-    const int lo = std::max(0, first - flow_context());
-    const int hi = std::min(frames, first + count + flow_context());
-    std::vector<float> window;
-    copy_mel_frames(prior, channels, frames, lo, hi - lo, window);
-    {
-        const int key = num_speakers() == 1 ? 0 : speaker;
-        std::lock_guard lock(flows_mu_);
-        auto& f = flows_[key];
-        if (!f) f = std::make_unique<VitsFlowNetwork>(*weights_, key, backend_);
-        f->run(window, hi - lo);
-    }
-    const int width = hi - lo;
-    for (int c = 0; c < channels; ++c)
-        std::copy_n(window.begin() + std::ptrdiff_t(c) * width + (first - lo), count,
-                    z.begin() + std::ptrdiff_t(c) * frames + first);
 }
 
 std::vector<float> VitsVoice::render(std::span<const std::int64_t> ids, int speaker,
@@ -88,8 +72,11 @@ void VitsSentenceStream::start(std::span<const std::int64_t> ids, int speaker,
                                const VitsScales& scales) {
     latent_ = voice_->text_to_latent().sample_prior(ids, speaker, scales, noise_);
     prior_ = latent_.z;  // latent_.z fills with the flow's output block by block
-    speaker_ = speaker;
-    flowed_ = 0;
+    if (!flow_ || flow_speaker_ != speaker) {
+        flow_ = voice_->open_flow(speaker);
+        flow_speaker_ = speaker;
+    }
+    flow_->reset();
     decoder_ = std::make_unique<MelVocoderStream>(voice_->decoder(speaker));
     next_frame_ = 0;
     finished_ = false;
@@ -100,11 +87,7 @@ std::vector<float> VitsSentenceStream::next(int frames) {
     const int n = std::clamp(frames, 0, latent_.frames - next_frame_);
     std::vector<float> out;
     if (n > 0) {
-        if (next_frame_ + n > flowed_) {
-            const int count = std::min(std::max(n, kFlowBlock), latent_.frames - flowed_);
-            voice_->flow(speaker_, prior_, latent_.frames, flowed_, count, latent_.z);
-            flowed_ += count;
-        }
+        flow_->run_until(prior_, latent_.frames, next_frame_ + n, latent_.z);
         std::vector<float> part;
         copy_mel_frames(latent_.z, latent_.channels, latent_.frames, next_frame_, n, part);
         out = decoder_->push(part, n);

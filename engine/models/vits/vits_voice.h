@@ -5,9 +5,9 @@
 // scales and a seed, and the sample rate the config names.
 //
 // VitsSentenceStream speaks one sentence at a time in chunks: the encoder
-// and the durations run when a sentence starts; each call to next() runs the
-// flow on the next block of frames (with its exact context) when needed and
-// decodes the next frames with exact context, so the audio streamed equals
+// and the durations run when a sentence starts; each call to next() pushes
+// the flow on (VitsFlowStream: incremental, each frame once) as far as
+// needed and decodes the next frames with exact context, so the audio streamed equals
 // the whole sentence's (the decoder's MelVocoderStream) and first audio
 // waits for one block, not the sentence.
 // The noise comes from a generator the stream owns, seeded when it is
@@ -30,6 +30,7 @@
 
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/vits/flow_network.h"
+#include "engine/models/vits/flow_stream.h"
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
@@ -52,15 +53,10 @@ class VitsVoice {
     const VitsTextToLatent& text_to_latent() const { return prior_; }
     // The decoder of `speaker` (made and uploaded on first use).
     std::shared_ptr<const NeuralModel> decoder(int speaker) const;
-    // Frames of context the flow needs on each side for an exact block: its
-    // couplings' WaveNets see (kernel-1)/2 frames a side per layer.
-    int flow_context() const;
-    // The flow's output for frames [first, first + count) of a sampled prior
-    // ([inter][frames]), written into the same columns of z: the flow run
-    // over the block and flow_context() frames a side, which is exact
-    // (equal to the whole sentence's flow up to float rounding).
-    void flow(int speaker, const std::vector<float>& prior, int frames, int first, int count,
-              std::vector<float>& z) const;
+    // The flow of `speaker` (made and uploaded on first use; shared).
+    std::shared_ptr<const VitsFlowNetwork> flow_network(int speaker) const;
+    // A stream of that flow for one stream's sentences, on its own queue.
+    std::unique_ptr<VitsFlowStream> open_flow(int speaker) const;
     // Phoneme ids to the decoder's input: the prior on the host, the flow on
     // the voice's backend.
     VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
@@ -81,8 +77,8 @@ class VitsVoice {
     std::shared_ptr<gpu::Backend> backend_;
     mutable std::mutex decoders_mu_;
     mutable std::map<int, std::shared_ptr<const NeuralModel>> decoders_;
-    mutable std::mutex flows_mu_;  // also serialises runs: a flow has one workspace
-    mutable std::map<int, std::unique_ptr<VitsFlowNetwork>> flows_;
+    mutable std::mutex flows_mu_;
+    mutable std::map<int, std::shared_ptr<const VitsFlowNetwork>> flows_;
 };
 
 class VitsSentenceStream {
@@ -105,11 +101,8 @@ class VitsSentenceStream {
     VitsLatent latent_;
     std::unique_ptr<MelVocoderStream> decoder_;
     std::vector<float> prior_;  // the sampled prior, before the flow
-    int speaker_ = 0;
-    int flowed_ = 0;  // frames of latent_.z the flow has made
-    // The flow runs ahead in blocks of at least this many frames, so that
-    // its context (flow_context() a side) is recomputed rarely.
-    static constexpr int kFlowBlock = 64;
+    std::unique_ptr<VitsFlowStream> flow_;
+    int flow_speaker_ = -1;
     int next_frame_ = 0;
     bool finished_ = true;
 };

@@ -18,6 +18,7 @@
 #include "audio-io/npy_file.h"
 #include "engine/error.h"
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/flow_stream.h"
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_decoder.h"
 #include "engine/models/vits/vits_voice.h"
@@ -162,6 +163,48 @@ TEST_P(VitsParity, flow_on_the_backend_matches_the_host_flow) {
         std::printf("[ %-8s ] %-18s flow max |backend - host| = %.3g over %zu values\n",
                     gpu::to_string(GetParam()), v.name.c_str(), diff, device.z.size());
         EXPECT_LE(diff, 1e-5);
+    }
+}
+
+// The flow streamed (VitsFlowStream: each layer keeps the frames its kernel
+// still needs) in pushes of 1 to 64 frames, asked for its output a few
+// frames at a time, against the whole sentence's flow on the same backend.
+TEST_P(VitsParity, streamed_flow_equals_the_whole_flow_for_pushes_of_1_to_64_frames) {
+    const auto ids = reference_ids();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent prior(v.weights);
+        std::mt19937_64 rng(5);
+        const VitsLatent latent = prior.sample_prior(ids, v.speaker, {0.667f, v.length_scale, 0.8f}, rng);
+        VitsFlowNetwork flow(*v.weights, v.speaker, backend_);
+        std::vector<float> whole = latent.z;
+        flow.run(whole, latent.frames);
+        EXPECT_EQ(flow.context(), 32);  // 4 couplings x 4 layers x (5 - 1) / 2
+        const std::vector<int> pushes =
+            v.name == "test_medium_multi" ? std::vector<int>{1, 2, 3, 5, 7, 16, 31, 33, 64}
+                                          : std::vector<int>{1, 13, 64};
+        // Output asked for in steps of 3 frames: each call pushes what that
+        // needs, at least `push` frames at a time.
+        const auto streamed = [&](VitsFlowStream& stream) {
+            std::vector<float> z(latent.z.size(), NAN);
+            for (int until = 3; stream.made() < latent.frames; until += 3) {
+                const int made = stream.run_until(latent.z, latent.frames, until, z);
+                EXPECT_GE(made, std::min(until, latent.frames));
+            }
+            return max_abs_diff(z, whole);
+        };
+        double worst = 0;
+        for (const int push : pushes) {
+            VitsFlowStream stream(flow, push);
+            const double diff = streamed(stream);
+            worst = std::max(worst, diff);
+            EXPECT_LE(diff, 1e-5) << "pushes of " << push;
+            // A second sentence on the same stream, after reset().
+            stream.reset();
+            EXPECT_LE(streamed(stream), 1e-5) << "pushes of " << push << ", after reset()";
+        }
+        std::printf("[ %-8s ] %-18s %zu push sizes, worst streamed flow difference %.2e\n",
+                    gpu::to_string(GetParam()), v.name.c_str(), pushes.size(), worst);
     }
 }
 

@@ -1,0 +1,77 @@
+// A Piper voice's flow run incrementally over one sentence's sampled prior,
+// pushed in blocks: every convolution keeps the frames its kernel still
+// needs (stream_layers.h) and the residual, skip and coupling paths are
+// delayed to line up with them, so each frame goes through the flow once
+// and the output equals the whole sentence's flow to float rounding, for
+// any block sizes. The output lags the input by VitsFlowNetwork::context()
+// frames (32 for Piper's 4 couplings of 4 layers of kernel 5): the first
+// output needs that many frames of prior beyond it, and the end of the
+// sentence (flush) gives the rest.
+//
+// The weights are the network's (shared, read-only); the state here (each
+// layer's held frames and the chunk-sized buffers) is this stream's, on its
+// own queue of the network's backend. One sentence at a time: reset()
+// starts the next.
+//
+// Threads: one owner. Not real-time safe (device calls; allocates when a
+// block is longer than any before).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/models/stream_layers.h"
+#include "engine/models/vits/flow_network.h"
+
+namespace etude::engine {
+
+class VitsFlowStream {
+  public:
+    // Frames pushed at once, at least (fewer only at the sentence's end):
+    // the GEMMs of shorter pushes run far below the device's speed.
+    static constexpr int kMinPush = 32;
+
+    // The network must outlive the stream (the second form keeps it alive).
+    // `min_push`: frames pushed at once, at least (tests push fewer).
+    explicit VitsFlowStream(const VitsFlowNetwork& network, int min_push = kMinPush);
+    explicit VitsFlowStream(std::shared_ptr<const VitsFlowNetwork> network,
+                            int min_push = kMinPush);
+    ~VitsFlowStream();
+    VitsFlowStream(const VitsFlowStream&) = delete;
+    VitsFlowStream& operator=(const VitsFlowStream&) = delete;
+
+    // Starts a new sentence.
+    void reset();
+
+    // prior and z are [channels][frames] for the whole sentence. Pushes the
+    // prior's next frames until the output reaches `until` frames (at least
+    // min_push at a time, the rest of the sentence at its end), writing each
+    // new output frame into the same column of z. Returns the frames of z
+    // made so far (>= min(until, frames)).
+    int run_until(const std::vector<float>& prior, int frames, int until, std::vector<float>& z);
+    int made() const { return made_; }
+
+  private:
+    struct Layer;
+    struct Coupling;
+    SignalRef push(const SignalRef& a, const SignalRef& b, bool flush, SignalRef& b_out);
+
+    std::shared_ptr<const VitsFlowNetwork> owner_;  // may be empty
+    const VitsFlowNetwork& net_;
+    std::unique_ptr<gpu::Queue> queue_;
+    StreamScratch scratch_;
+    // Chunk-sized buffers by role, shared by the couplings (one coupling
+    // runs at a time): the halves of the latent (two pairs, in and out),
+    // the WaveNet's residual signal (two, alternating), a convolution's
+    // output, the gated activations, the residual and skip products, a
+    // delayed skip, the skip sum and the coupling's shift.
+    ScratchBuffer halves_[4], x_[2], conv_, acts_, res_, skip_, skip_delayed_, skip_sum_, shift_;
+    std::vector<Coupling> couplings_;
+    // One push's input and its output on the host. Separate: the upload
+    // reads the input asynchronously until the push's synchronize().
+    std::vector<float> host_in_, host_out_;
+    int min_push_;
+    int pushed_ = 0, made_ = 0;
+};
+
+}  // namespace etude::engine
