@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <sndfile.h>
 
+#include <optional>
+#include <thread>
+
 #include "engine/piper/espeak_session.h"
 #include "support/jack_harness.h"
 
@@ -117,6 +120,83 @@ void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
         ASSERT_EQ(captured[static_cast<std::size_t>(k)], 0.0f) << "audio after the render at " << k;
 }
 
+// What a live run left: etude's exit and output, and the xruns jackd
+// logged while it ran (all of them, and those while the named client's
+// callback was running).
+struct LiveRun {
+    ProgramRun run;
+    int xruns = 0, ours = 0;
+};
+
+// `etude jack` speaking the lines of `in` into the capture client; with
+// `loaded`, both cores are kept busy at normal priority for the whole run.
+LiveRun jack_client_run(JackServer& server, const std::string& name, const std::string& in,
+                        const std::string& options, bool loaded) {
+    LiveRun r;
+    std::optional<CpuLoad> load;
+    if (loaded) load.emplace(2);
+    r.run = run_etude(
+        "jack --server " + server.name() + " --name " + name + " --connect capture:in " + options,
+        in);
+    r.xruns = server.xruns();
+    r.ours = server.xruns_while_running(name);
+    std::printf("[jack %s] %s", name.c_str(), r.run.err.c_str());
+    std::printf("[jack %s] jackd logged %d xrun(s) in total, %d naming it, %d while its callback ran\n",
+                name.c_str(), r.xruns, server.xruns_blaming(name), r.ours);
+    return r;
+}
+
+// `etude say --play` through PortAudio's JACK host API, its output port
+// connected to the capture client as soon as it appears.
+LiveRun portaudio_run(JackServer& server, CaptureClient& capture, const std::string& in,
+                      const std::string& options, bool loaded) {
+    std::thread connector(
+        [&] { capture.connect_when_present("PortAudio:out_0", std::chrono::seconds(20)); });
+    LiveRun r;
+    {
+        std::optional<CpuLoad> load;
+        if (loaded) load.emplace(2);
+        r.run = run_etude("say --play --host-api JACK --rate 48000 --stats " + options, in,
+                          "JACK_DEFAULT_SERVER=" + server.name());
+    }
+    connector.join();
+    r.xruns = server.xruns();
+    r.ours = server.xruns_while_running("PortAudio");
+    std::printf("[portaudio] %s", r.run.err.c_str());
+    std::printf("[portaudio] jackd: %d xrun(s), %d while PortAudio's callback ran\n", r.xruns,
+                r.ours);
+    return r;
+}
+
+// The checks every live test makes: etude exited 0 with no underrun, no
+// xrun came while our callback ran, and the capture equals the offline
+// render sample for sample. An xrun that is not ours ("triggered": a client
+// not yet scheduled, the VM's jitter, which hits the trivial capture client
+// alike) is reported, not counted; a cycle jackd skips shifts what the
+// capture records by whole periods (seen in a loaded round: 7 xruns, none
+// while our callback ran, no underrun, the capture shifted from offline
+// sample 91,776 on), so with xruns logged the render must still be there
+// exactly, but for whole periods lost or repeated at no more places than
+// there were xruns.
+void expect_live_equals_offline(const LiveRun& r, const CaptureClient& capture,
+                                const std::vector<float>& offline, JackServer& server,
+                                long period) {
+    ASSERT_EQ(r.run.status, 0) << r.run.err;
+    EXPECT_EQ(stat_value(r.run.err, "underruns"), 0);
+    EXPECT_EQ(r.ours, 0) << server.log();
+    if (r.xruns == 0) {
+        expect_contains_render(capture.recorded(), offline);
+    } else {
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, period, r.xruns);
+    }
+}
+
+std::string lines_input(const std::string& name) {
+    std::string input;
+    for (const auto& l : kLines) input += l + "\n";
+    return write_input(name, input);
+}
+
 }  // namespace
 
 TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
@@ -125,43 +205,9 @@ TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
     CaptureClient capture(server.name(), 40.0);
     ASSERT_TRUE(capture.ok());
     const auto offline = offline_render(48000, joined());
-
-    std::string input;
-    for (const auto& l : kLines) input += l + "\n";
-    const std::string in = write_input("lines.txt", input);
-    ProgramRun run;
-    int xruns = 0, naming = 0, ours = 0;
-    {
-        CpuLoad load(2);  // both cores busy at normal priority for the whole run
-        run = run_etude(
-            "jack --server " + server.name() + " --name etude-live --connect capture:in", in);
-        xruns = server.xruns();
-        naming = server.xruns_blaming("etude-live");
-        ours = server.xruns_while_running("etude-live");
-    }
-    std::printf("[jack] %s", run.err.c_str());
-    std::printf(
-        "[jack] jackd logged %d xrun(s) in total, %d naming etude-live, %d while its "
-        "callback ran\n",
-        xruns, naming, ours);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
-    // Ours are the cycles our callback was still running at the end of.
-    // "Triggered" (not yet scheduled: the VM's jitter, which hits the
-    // trivial capture client alike) is reported above, not counted; the
-    // capture below still has to equal the offline render sample for sample.
-    EXPECT_EQ(ours, 0) << server.log();
-    EXPECT_NE(run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << run.err;
-    // A cycle jackd skips shifts what the capture client records by whole
-    // periods, as in the PortAudio test below (seen in a loaded round: 7
-    // xruns, none while our callback ran, no underrun, and the capture
-    // shifted from offline sample 91,776, period 717, on). Exact, then, but
-    // for whole periods at no more places than jackd logged xruns.
-    if (xruns == 0) {
-        expect_contains_render(capture.recorded(), offline);
-    } else {
-        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 128, xruns);
-    }
+    const auto r = jack_client_run(server, "etude-live", lines_input("lines.txt"), "", true);
+    EXPECT_NE(r.run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << r.run.err;
+    expect_live_equals_offline(r, capture, offline, server, 128);
 }
 
 // A Piper voice (the small test voice, reduced channels) through etude jack
@@ -178,31 +224,10 @@ TEST(JackClient, a_piper_voice_speaks_live_equal_to_its_offline_render) {
     CaptureClient capture(server.name(), 40.0);
     ASSERT_TRUE(capture.ok());
     const auto offline = offline_render(48000, joined(), voice);
-
-    std::string input;
-    for (const auto& l : kLines) input += l + "\n";
-    const std::string in = write_input("piper-lines.txt", input);
-    ProgramRun run;
-    int xruns = 0, ours = 0;
-    {
-        CpuLoad load(2);
-        run = run_etude(
-            "jack --server " + server.name() + " --name etude-piper --connect capture:in " + voice,
-            in);
-        xruns = server.xruns();
-        ours = server.xruns_while_running("etude-piper");
-    }
-    std::printf("[jack piper] %s", run.err.c_str());
-    std::printf("[jack piper] jackd logged %d xrun(s), %d while our callback ran\n", xruns, ours);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
-    EXPECT_EQ(ours, 0) << server.log();
-    EXPECT_NE(run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << run.err;
-    if (xruns == 0) {
-        expect_contains_render(capture.recorded(), offline);
-    } else {
-        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
-    }
+    const auto r =
+        jack_client_run(server, "etude-piper", lines_input("piper-lines.txt"), voice, true);
+    EXPECT_NE(r.run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << r.run.err;
+    expect_live_equals_offline(r, capture, offline, server, 256);
 }
 
 TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_render) {
@@ -214,28 +239,9 @@ TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_rend
     ASSERT_TRUE(server.ready()) << server.log();
     CaptureClient capture(server.name(), 30.0);
     ASSERT_TRUE(capture.ok());
-    const std::string text = kLines[1];
-    const auto offline = offline_render(48000, text, voice);
-    const std::string in = write_input("pa-piper.txt", text);
-    std::thread connector(
-        [&] { capture.connect_when_present("PortAudio:out_0", std::chrono::seconds(20)); });
-    ProgramRun run;
-    {
-        CpuLoad load(2);
-        run = run_etude("say --play --host-api JACK --rate 48000 --stats " + voice, in,
-                        "JACK_DEFAULT_SERVER=" + server.name());
-    }
-    connector.join();
-    const int xruns = server.xruns(), ours = server.xruns_while_running("PortAudio");
-    std::printf("[portaudio piper] %s", run.err.c_str());
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
-    EXPECT_EQ(ours, 0) << server.log();
-    if (xruns == 0) {
-        expect_contains_render(capture.recorded(), offline);
-    } else {
-        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
-    }
+    const auto offline = offline_render(48000, kLines[1], voice);
+    const auto r = portaudio_run(server, capture, write_input("pa-piper.txt", kLines[1]), voice, true);
+    expect_live_equals_offline(r, capture, offline, server, 256);
 }
 
 TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
@@ -243,31 +249,10 @@ TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
     ASSERT_TRUE(server.ready()) << server.log();
     CaptureClient capture(server.name(), 30.0);
     ASSERT_TRUE(capture.ok());
-    const std::string text = kLines[0];
-    const auto offline = offline_render(48000, text);
-    const std::string in = write_input("pa.txt", text);
-    std::thread connector(
-        [&] { capture.connect_when_present("PortAudio:out_0", std::chrono::seconds(20)); });
-    const auto run = run_etude("say --play --host-api JACK --rate 48000 --stats", in,
-                               "JACK_DEFAULT_SERVER=" + server.name());
-    connector.join();
-    const int xruns = server.xruns(), ours = server.xruns_while_running("PortAudio");
-    std::printf("[portaudio] %s", run.err.c_str());
-    std::printf("[portaudio] jackd: %d xrun(s), %d while PortAudio's callback ran\n", xruns, ours);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(stat_value(run.err, "underruns"), 0);
-    EXPECT_EQ(ours, 0) << server.log();
-    // A cycle jackd skips (its dummy driver late, or a client not yet
-    // scheduled, on a loaded VM) can lose or repeat a period between
-    // clients: the capture then differs from there on (it once did from
-    // offline sample 128,768, 503 periods of 256, to the end of the render).
-    // With xruns logged, the render must still be there exactly, but for
-    // whole periods lost or repeated at no more places than there were xruns.
-    if (xruns == 0) {
-        expect_contains_render(capture.recorded(), offline);
-    } else {
-        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 256, xruns);
-    }
+    const auto offline = offline_render(48000, kLines[0]);
+    // Unloaded: the plain path (the Piper case above runs it loaded).
+    const auto r = portaudio_run(server, capture, write_input("pa.txt", kLines[0]), "", false);
+    expect_live_equals_offline(r, capture, offline, server, 256);
 }
 
 TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
