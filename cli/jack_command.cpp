@@ -59,11 +59,14 @@ void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s)
         else
             std::fprintf(stderr, "  spectral vocoder on the CPU (%s)\n", s.gpu_note.c_str());
     }
-    if (s.sentences_unspeakable > 0)
+    if (s.sentences_unspeakable > 0 && s.unspeakable_reason.empty())
         std::fprintf(
             stderr,
             "etude jack: %llu sentence(s) had nothing the voice could pronounce and were skipped\n",
             (unsigned long long)s.sentences_unspeakable);
+    else if (s.sentences_unspeakable > 0)
+        std::fprintf(stderr, "etude jack: %llu sentence(s) were refused and skipped (last: %s)\n",
+                     (unsigned long long)s.sentences_unspeakable, s.unspeakable_reason.c_str());
 }
 
 int run_jack(const CommandLine& args) {

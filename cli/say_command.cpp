@@ -294,6 +294,7 @@ int run_say(const CommandLine& args) {
 
     std::vector<float> block(4096);
     std::uint64_t delivered = 0, unspeakable = 0;
+    std::string refusal;  // why the voice's network refused a sentence, if it did
     engine::StreamStats stats;
     if (player) {
         push(*stream, runs.front());
@@ -319,6 +320,7 @@ int run_say(const CommandLine& args) {
         stats = stream->stats();
         delivered = stats.samples_delivered;
         unspeakable = stats.sentences_unspeakable;
+        if (!stats.unspeakable_reason.empty()) refusal = stats.unspeakable_reason;
     } else {
         for (std::size_t r = 0; r < runs.size() && !g_interrupted; ++r) {
             if (r > 0) {  // the next speaker's lines: a stream of its own
@@ -342,6 +344,7 @@ int run_say(const CommandLine& args) {
             stats = stream->stats();
             delivered += stats.samples_delivered;
             unspeakable += stats.sentences_unspeakable;
+            if (!stats.unspeakable_reason.empty()) refusal = stats.unspeakable_reason;
         }
     }
     progress.update(stream->stats(), true);
@@ -351,14 +354,20 @@ int run_say(const CommandLine& args) {
         throw Error("interrupted; no output file written");
     }
     const char* front_end = piper ? "the voice" : "Flite";
+    // A sentence the voice's network refused says why (the last such
+    // reason), not that there was nothing to pronounce.
     if (delivered == 0)
-        throw Error(std::string("the text produced no speech (nothing ") + front_end +
-                    " could pronounce)");
+        throw Error(refusal.empty() ? std::string("the text produced no speech (nothing ") +
+                                          front_end + " could pronounce)"
+                                    : "the text produced no speech: " + refusal);
     if (wav) wav->commit();
-    if (unspeakable > 0)
+    if (unspeakable > 0 && refusal.empty())
         std::fprintf(
             stderr, "etude say: %llu sentence(s) had nothing %s could pronounce and were skipped\n",
             static_cast<unsigned long long>(unspeakable), front_end);
+    else if (unspeakable > 0)
+        std::fprintf(stderr, "etude say: %llu sentence(s) were refused and skipped (last: %s)\n",
+                     static_cast<unsigned long long>(unspeakable), refusal.c_str());
     if (auto trace = args.value("--trace")) stream->write_trace(*trace);
     if (args.flag("--stats")) {
         print_stats(stats, rate);

@@ -159,6 +159,10 @@ struct StreamStats {
     std::uint64_t sentences_dropped = 0;  ///< not spoken: cancelled, or unspeakable (below)
     /// The front end made nothing of them (e.g. symbols only).
     std::uint64_t sentences_unspeakable = 0;
+    /// Why the last unspeakable sentence was refused, when the voice's
+    /// network refused it (e.g. "VITS: the durations add up to ... frames");
+    /// empty when the front end simply found nothing to pronounce.
+    std::string unspeakable_reason;
     std::uint64_t frames_vocoded = 0;  ///< 5 ms parameter frames turned into audio
     std::uint64_t cancels = 0;         ///< cancel() calls
     double first_audio_ms = -1.0;      ///< push_text() to first sample ready, last utterance

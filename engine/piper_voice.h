@@ -10,7 +10,8 @@
 // for as long as one of them holds it.
 //
 // Thread safety: immutable after open(); every method may be called from
-// any thread (the phonemizer serialises espeak-ng, the network its flow).
+// any thread (the phonemizer serialises espeak-ng; each stream runs the
+// flow through a VitsFlowStream of its own).
 // Not real-time safe.
 #pragma once
 

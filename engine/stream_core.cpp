@@ -296,6 +296,7 @@ StreamStats StreamCore::stats() const {
     s.sentences_queued = sentences_queued_;
     s.cancels = cancels_;
     s.sentences_unspeakable = sentences_unspeakable_;
+    s.unspeakable_reason = unspeakable_reason_;
     s.first_audio_ms = first_audio_ms_;
     s.frontend_seconds = frontend_seconds_;
     s.vocoder_seconds = vocoder_seconds_;
@@ -379,7 +380,7 @@ void StreamCore::analyse(Sentence sentence) {
 // nothing to say or cancelled while being analysed, it is settled here as
 // dropped (cancel() counts only the queued sentences).
 void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& origin,
-                                 std::optional<WorkItem> item) {
+                                 std::optional<WorkItem> item, std::string refusal) {
     {
         std::lock_guard lock(mu_);
         analysing_ = false;
@@ -390,7 +391,10 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
         } else {
             --outstanding_;
             sentences_dropped_.add();
-            if (current) ++sentences_unspeakable_;
+            if (current) {
+                ++sentences_unspeakable_;
+                if (!refusal.empty()) unspeakable_reason_ = std::move(refusal);
+            }
         }
     }
     work_cv_.notify_all();
@@ -406,8 +410,9 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
 void StreamCore::analyse_piper(Sentence sentence) {
     const auto t0 = Clock::now();
     std::optional<WorkItem> item;
+    std::string refusal;
     try {
-        // The flow runs later, on the producer, block by block (vocode_latent).
+        // The flow runs later, on the producer (vocode_latent).
         VitsLatent latent = piper_->network().text_to_latent().sample_prior(
             sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
         if (latent.frames > 0) {
@@ -419,13 +424,14 @@ void StreamCore::analyse_piper(Sentence sentence) {
             l->origin = sentence.origin;
             item = std::move(l);
         }
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
         // Refused ids or durations past the limit (etude::Error), or no
-        // memory: this sentence is counted as unspeakable; the stream and
-        // the shared worker go on.
+        // memory: this sentence is counted as unspeakable, and why is kept
+        // for stats(); the stream and the shared worker go on.
         item.reset();
+        refusal = e.what();
     }
-    finish_analysis(t0, sentence.origin, std::move(item));
+    finish_analysis(t0, sentence.origin, std::move(item), std::move(refusal));
 }
 
 // Claims an analysed sentence that is not about to be scheduled by this

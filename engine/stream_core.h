@@ -90,8 +90,9 @@ class StreamCore final : public BlockSink {
     void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
                            Clock::time_point pushed, bool continuing = false);
     void analyse_piper(Sentence sentence);
+    // `refusal`: why the network refused the sentence (no item), if it did.
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
-                         std::optional<WorkItem> item);
+                         std::optional<WorkItem> item, std::string refusal = {});
     void finish_item(bool complete, double vocoder_seconds);
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
@@ -112,6 +113,7 @@ class StreamCore final : public BlockSink {
     bool shutdown_ = false;
     bool mel_open_ = false;  // a mel utterance has begun and not ended
     std::uint64_t sentences_queued_ = 0, cancels_ = 0, sentences_unspeakable_ = 0;
+    std::string unspeakable_reason_;
     double first_audio_ms_ = -1.0, frontend_seconds_ = 0.0, vocoder_seconds_ = 0.0;
     rt::Counter sentences_spoken_, sentences_dropped_, frames_rendered_ahead_;
 

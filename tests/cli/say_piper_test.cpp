@@ -106,6 +106,12 @@ TEST(CliSayPiper, bad_voices_options_and_lines_are_refused_without_output) {
         run_etude(say + quote(kMulti) + " --json-input", ids_line + "{\"text\": 3\n"), "stdin:2");
     expect_clean_error(run_etude(say + quote(kMulti) + " --json-input --noise-scale -1", ids_line),
                        "noise_scale");
+    // The network refuses a sentence whose durations pass the frame limit:
+    // the reason, not "nothing to pronounce".
+    const auto too_long =
+        run_etude(say + quote(kMulti) + " --json-input --length-scale 100000", ids_line);
+    expect_clean_error(too_long, "durations add up to");
+    EXPECT_EQ(too_long.err.find("could pronounce"), std::string::npos) << too_long.err;
     expect_clean_error(run_etude(say + "no-such-voice-here hi"), "no-such-voice-here");
     // Piper's options belong to Piper voices; --json-input too.
     expect_clean_error(run_etude(say + "slt --speaker 1 hi"), "--speaker", 2);

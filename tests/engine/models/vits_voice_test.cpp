@@ -1,5 +1,5 @@
-// A Piper voice speaking a sentence in chunks (the flow in blocks with its
-// context, the decoder chunk by chunk): the stream's seeded noise
+// A Piper voice speaking a sentence in chunks (the flow streamed, the
+// decoder chunk by chunk): the stream's seeded noise
 // reproduces the sentence, and the streamed audio equals the offline render
 // (whole-sentence flow and decoder) with the same seed, noise on.
 #include "engine/models/vits/vits_voice.h"
@@ -64,7 +64,7 @@ TEST(VitsVoice, streamed_sentence_equals_the_offline_render_with_the_same_seed) 
         ASSERT_EQ(streamed.size(), offline.size());
         const double diff = max_abs_diff(streamed, offline);
         std::printf(
-            "[ cpu      ] chunks of %2d frames (flow in blocks of 64 + context): max |streamed - "
+            "[ cpu      ] chunks of %2d frames (flow streamed): max |streamed - "
             "offline| = %.3g, first audio after %d of %zu frames\n",
             chunk, diff, first, offline.size() / 256);
         EXPECT_LE(diff, 1e-5);
