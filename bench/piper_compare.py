@@ -39,7 +39,13 @@ SENTENCES = [
     "Your package was delivered to the neighbour at half past three.",
 ]
 FIRST_AUDIO_SENTENCE = SENTENCES[0]  # 28 words
-SCALES = [0.667, 1.0, 0.8]  # noise_scale, length_scale, noise_w: Piper's defaults
+def scales(voice):
+    """noise_scale, length_scale, noise_w: the voice's own defaults (its
+    .onnx.json), as LibEtude's streams take them. Piper's are 0.667, 1, 0.8;
+    the random full-size voices have noise_w 0 (make_voices.py says why)."""
+    with open(voice + ".json") as f:
+        inference = json.load(f)["inference"]
+    return [inference["noise_scale"], inference["length_scale"], inference["noise_w"]]
 
 
 def joe_voice():
@@ -80,7 +86,7 @@ def ort_rtf(voice, sentences, threads):
     def run(ids):
         inputs = {"input": np.array([ids], dtype=np.int64),
                   "input_lengths": np.array([len(ids)], dtype=np.int64),
-                  "scales": np.array(SCALES, dtype=np.float32)}
+                  "scales": np.array(scales(voice), dtype=np.float32)}
         if any(i.name == "sid" for i in session.get_inputs()):
             inputs["sid"] = np.array([0], dtype=np.int64)
         return session.run(None, inputs)[0]
@@ -102,7 +108,8 @@ def piper_voice(voice, threads):
 def piper_rtf(voice, sentences, threads):
     from piper import SynthesisConfig
     v = piper_voice(voice, threads)
-    config = SynthesisConfig(noise_scale=SCALES[0], length_scale=SCALES[1], noise_w_scale=SCALES[2])
+    s = scales(voice)
+    config = SynthesisConfig(noise_scale=s[0], length_scale=s[1], noise_w_scale=s[2])
     rate = sample_rate(voice)
     v.phoneme_ids_to_audio(sentences[0], config)
     samples, t0 = 0, time.perf_counter()
@@ -135,18 +142,23 @@ def etude_bench(build, env, pattern):
 
 
 def peak_rss_mb(cmd, env=None, stdin_text=None):
-    """Peak resident memory of one child process, in MB (wait4's rusage)."""
-    with tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=err, text=True)
-        p.stdin.write(stdin_text or "")
-        p.stdin.close()
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = 0  # reaped by wait4
-        if status != 0:
+    """Peak resident memory of one program, in MB, as GNU time (Debian's
+    `time` package) reports it. Not wait4()'s rusage of our own child:
+    Linux carries a process's peak RSS across fork and exec, so a child of
+    this script (by then holding ONNX Runtime sessions) would report this
+    script's peak, not its own; the child of the small `time` program does
+    not."""
+    if not os.path.exists("/usr/bin/time"):
+        raise RuntimeError("peak memory needs GNU time: apt-get install time")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss, \
+            tempfile.TemporaryFile("w+") as err:
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd, env=env,
+                           input=stdin_text or "", stdout=subprocess.DEVNULL, stderr=err,
+                           text=True)
+        if p.returncode != 0:
             err.seek(0)
             raise RuntimeError(f"{cmd[0]} failed: {err.read()[-2000:]}")
-    return usage.ru_maxrss / 1024
+        return int(rss.read().strip().splitlines()[-1]) / 1024
 
 
 def main():
@@ -156,6 +168,8 @@ def main():
                     help="folder of full-size voices (made when missing)")
     ap.add_argument("--sentences", type=int, default=len(SENTENCES),
                     help=f"how many of the {len(SENTENCES)} sentences to speak (default all)")
+    ap.add_argument("--parts", default="rtf,first,memory",
+                    help="which tables to make, comma-separated: rtf, first, memory (default all)")
     args = ap.parse_args()
     etude = os.path.join(args.build, "cli", "etude")
 
@@ -182,8 +196,9 @@ def main():
         ids_file.write(json.dumps({"phoneme_ids": ids}) + "\n")
     ids_file.close()
 
+    parts = set(args.parts.split(","))
     rows = []
-    for threads in (1, 2):
+    for threads in (1, 2) if "rtf" in parts else ():
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), ETUDE_PIPER_VOICES=args.voices,
                    ETUDE_PIPER_EXTRA=joe or "", ETUDE_PIPER_IDS=ids_file.name)
         ours = etude_bench(args.build, env, "Piper/sentences")
@@ -201,6 +216,16 @@ def main():
             print(f"{name} threads={threads}: etude {e[100]:.3f}/{e[800]:.3f} piper {pip:.3f} "
                   f"ort {ort:.3f}", file=sys.stderr)
 
+    if rows:
+        print_rtf_table(rows)
+    if "first" in parts:
+        print_first_audio(args, voices, joe, ids_file.name)
+    if "memory" in parts:
+        print_memory(etude, voices, sentences, ids_file.name)
+    os.unlink(ids_file.name)
+
+
+def print_rtf_table(rows):
     print("| voice | threads | LibEtude RTF, 100 ms budget | LibEtude RTF, 800 ms budget | "
           "Piper (piper-tts) RTF | ONNX Runtime RTF | ORT / LibEtude (800 ms) |")
     print("|---|---|---|---|---|---|---|")
@@ -208,6 +233,8 @@ def main():
         print(f"| {name} | {threads} | {e4:.3f} | {e32:.3f} | {p:.3f} | {o:.3f} | "
               f"{o / e32:.2f}x |")
 
+
+def print_first_audio(args, voices, joe, ids_path):
     print()
     print("| voice | LibEtude first audio (ms) | Piper first audio (ms) |")
     print("|---|---|---|")
@@ -217,11 +244,13 @@ def main():
         voice = voices[name]
         stem = os.path.splitext(os.path.basename(voice))[0]
         env = dict(os.environ, OMP_NUM_THREADS="2", ETUDE_PIPER_VOICES=args.voices,
-                   ETUDE_PIPER_EXTRA=joe or "", ETUDE_PIPER_IDS=ids_file.name)
+                   ETUDE_PIPER_EXTRA=joe or "", ETUDE_PIPER_IDS=ids_path)
         ours = etude_bench(args.build, env, f"Piper/first_audio/{stem}/")
         e = ours[f"Piper/first_audio/{stem}"]["first_audio_ms"]
         print(f"| {name} | {e:.1f} | {piper_first_audio_ms(voice, 2):.1f} |")
 
+
+def print_memory(etude, voices, sentences, ids_path):
     print()
     print("| voice | LibEtude peak RSS (MB) | Piper peak RSS (MB) | ONNX Runtime peak RSS (MB) |")
     print("|---|---|---|---|")
@@ -231,13 +260,12 @@ def main():
                            env=dict(os.environ, OMP_NUM_THREADS="2"), stdin_text=lines)
         script = ("import sys; sys.path.insert(0, %r); import piper_compare as p; "
                   "p.%s(%r, p.SENTENCES_IDS, 2)")
-        child_env = dict(os.environ, PIPER_COMPARE_IDS=ids_file.name)
+        child_env = dict(os.environ, PIPER_COMPARE_IDS=ids_path)
         pip = peak_rss_mb([sys.executable, "-c", script % (os.path.dirname(__file__),
                                                            "piper_rtf", voice)], env=child_env)
         ort = peak_rss_mb([sys.executable, "-c", script % (os.path.dirname(__file__),
                                                            "ort_rtf", voice)], env=child_env)
         print(f"| {name} | {ours:.0f} | {pip:.0f} | {ort:.0f} |")
-    os.unlink(ids_file.name)
 
 
 # In the memory children: the ids the parent wrote.

@@ -103,13 +103,13 @@ for ph in PHONEMES:
 REFERENCE_IDS += [2]
 
 
-def piper_config(name, size, hp):
+def piper_config(name, size, hp, noise_w=0.8):
     speakers = {f"speaker_{i}": i for i in range(hp["num_speakers"])} \
         if hp["num_speakers"] > 1 else {}
     return {
         "audio": {"sample_rate": hp["sample_rate"], "quality": size},
         "espeak": {"voice": "en-us"},
-        "inference": {"noise_scale": 0.667, "length_scale": 1, "noise_w": 0.8},
+        "inference": {"noise_scale": 0.667, "length_scale": 1, "noise_w": noise_w},
         "phoneme_type": "espeak",
         "phoneme_map": {},
         "phoneme_id_map": {s: [i] for i, s in enumerate(SYMBOLS)},
@@ -354,8 +354,15 @@ def build_voice(name, size, hp, sid, length_scale, out_dir, seed, shorten):
     export(model, onnx_path, hp["num_speakers"])
     if shorten:
         shorten_names(onnx_path)
+    # The full-size voices speak benchmark sentences, not just the reference
+    # ids their durations were tuned on: with random weights the duration
+    # predictor's noise (noise_w 0.8) can make thousands of frames per
+    # phoneme (the high voice passed 100,000 frames, the engine's limit, for
+    # a 28-word sentence), so their configs default to noise_w 0, which
+    # keeps sentences near speech length (11-26 s for those 28 words).
+    config = piper_config(name, size, hp, noise_w=0.8 if shorten else 0.0)
     with open(onnx_path + ".json", "w", encoding="utf-8") as f:
-        json.dump(piper_config(name, size, hp), f, ensure_ascii=False, indent=2)
+        json.dump(config, f, ensure_ascii=False, indent=2)
         f.write("\n")
 
     ref64 = torch_audio(model, REFERENCE_IDS, sid, length_scale, torch.float64)
