@@ -141,8 +141,9 @@ LiveRun jack_client_run(JackServer& server, const std::string& name, const std::
     r.xruns = server.xruns();
     r.ours = server.xruns_while_running(name);
     std::printf("[jack %s] %s", name.c_str(), r.run.err.c_str());
-    std::printf("[jack %s] jackd logged %d xrun(s) in total, %d naming it, %d while its callback ran\n",
-                name.c_str(), r.xruns, server.xruns_blaming(name), r.ours);
+    std::printf(
+        "[jack %s] jackd logged %d xrun(s) in total, %d naming it, %d while its callback ran\n",
+        name.c_str(), r.xruns, server.xruns_blaming(name), r.ours);
     return r;
 }
 
@@ -240,7 +241,8 @@ TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_rend
     CaptureClient capture(server.name(), 30.0);
     ASSERT_TRUE(capture.ok());
     const auto offline = offline_render(48000, kLines[1], voice);
-    const auto r = portaudio_run(server, capture, write_input("pa-piper.txt", kLines[1]), voice, true);
+    const auto r =
+        portaudio_run(server, capture, write_input("pa-piper.txt", kLines[1]), voice, true);
     expect_live_equals_offline(r, capture, offline, server, 256);
 }
 

@@ -61,11 +61,11 @@ VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
         const int out_pair = 1 - static_cast<int>(k % 2);
         const int layers = static_cast<int>(w.in_layers.size());
         for (int l = 0; l < layers; ++l) {
-            auto layer = std::make_unique<Layer>(Layer{
-                StreamConv(b, q, conv_shape(w.in_layers[std::size_t(l)], 0),
-                           w.in_layers[std::size_t(l)].w, w.in_layers[std::size_t(l)].b,
-                           std::nullopt, scratch_, conv_),
-                std::nullopt, std::nullopt});
+            auto layer = std::make_unique<Layer>(
+                Layer{StreamConv(b, q, conv_shape(w.in_layers[std::size_t(l)], 0),
+                                 w.in_layers[std::size_t(l)].w, w.in_layers[std::size_t(l)].b,
+                                 std::nullopt, scratch_, conv_),
+                      std::nullopt, std::nullopt});
             if (l < layers - 1) {
                 layer->residual_delay.emplace(b, q, hid, pad, x_[(l + 1) % 2]);
                 layer->skip_delay.emplace(b, q, hid, (layers - 1 - l) * pad, skip_delayed_);
@@ -137,14 +137,13 @@ SignalRef VitsFlowStream::push(const SignalRef& a_in, const SignalRef& b_in, boo
             }
             auto& s = skip_.need(b, std::max<std::size_t>(T, 1));
             if (n > 0) b.conv1d(q, conv_shape(w.skip[l], n), acts, w.skip[l].w, w.skip[l].b, s);
-            const SignalRef skip =
-                layer.skip_delay ? layer.skip_delay->push(q, {&s, hid, n}, flush)
-                                 : SignalRef{&s, hid, n};
+            const SignalRef skip = layer.skip_delay ? layer.skip_delay->push(q, {&s, hid, n}, flush)
+                                                    : SignalRef{&s, hid, n};
             if (l == 0) {
                 auto& total = skip_sum_.need(b, std::size_t(hid) * std::max(skip.length, 1));
                 if (skip.length > 0)
-                    b.copy_rows(q, hid, skip.length, *skip.buffer, 0, std::size_t(skip.length), total, 0,
-                                std::size_t(skip.length));
+                    b.copy_rows(q, hid, skip.length, *skip.buffer, 0, std::size_t(skip.length),
+                                total, 0, std::size_t(skip.length));
                 sum = {&total, hid, skip.length};
             } else if (skip.length > 0) {
                 b.axpby(q, std::size_t(hid) * skip.length, 1.0f, *skip.buffer, 1.0f, *sum.buffer);
@@ -154,8 +153,8 @@ SignalRef VitsFlowStream::push(const SignalRef& a_in, const SignalRef& b_in, boo
         const SignalRef shifted = c.to_delay->push(q, to, flush);
         if (shifted.length != sum.length || kept.length != sum.length)
             throw Error("VITS flow stream: paths out of step (" + std::to_string(kept.length) +
-                        ", " + std::to_string(shifted.length) + ", " +
-                        std::to_string(sum.length) + " frames)");
+                        ", " + std::to_string(shifted.length) + ", " + std::to_string(sum.length) +
+                        " frames)");
         if (sum.length > 0) {
             const std::size_t hT = std::size_t(w.post.out) * std::size_t(sum.length);
             auto& m = shift_.need(b, hT);

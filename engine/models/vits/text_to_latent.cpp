@@ -58,13 +58,13 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
             }
         std::vector<float> product(std::size_t(out) * y.t);
         const std::size_t macs = std::size_t(out) * rows * y.t;
-        gpu::cpu::parallel_ranges(
-            std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
-            [&](std::size_t begin, std::size_t end) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, int(end - begin), rows,
-                            1.0f, w, rows, columns.data() + begin, y.t, 0.0f,
-                            product.data() + begin, y.t);
-            });
+        gpu::cpu::parallel_ranges(std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22),
+                                  16, [&](std::size_t begin, std::size_t end) {
+                                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out,
+                                                  int(end - begin), rows, 1.0f, w, rows,
+                                                  columns.data() + begin, y.t, 0.0f,
+                                                  product.data() + begin, y.t);
+                                  });
         for (int o = 0; o < out; ++o) {
             const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
             const float* pr = product.data() + std::size_t(o) * y.t;
@@ -162,10 +162,11 @@ class Network {
             const double* kh = k.row(h * kc);
             const double* vh = v.row(h * kc);
             for (int c = 0; c < kc; ++c)
-                for (int i = 0; i < n; ++i) qt[std::size_t(i) * kc + c] = qh[std::size_t(c) * n + i] * scale;
+                for (int i = 0; i < n; ++i)
+                    qt[std::size_t(i) * kc + c] = qh[std::size_t(c) * n + i] * scale;
             // scores[i][j] = sum_c qt[i][c] k[c][j]
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, kc, 1.0, qt.data(), kc,
-                        kh, n, 0.0, scores.data(), n);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, kc, 1.0, qt.data(), kc, kh,
+                        n, 0.0, scores.data(), n);
             // band[i][r] = sum_c qt[i][c] rel_k[r][c]
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rel, kc, 1.0, qt.data(), kc,
                         rk.data(), kc, 0.0, band.data(), rel);
@@ -188,8 +189,8 @@ class Network {
             // head_out[i][c] = sum_j P[i][j] v[c][j] + sum_r band[i][r] rel_v[r][c]
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, kc, n, 1.0, scores.data(), n,
                         vh, n, 0.0, head_out.data(), kc);
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, kc, rel, 1.0, band.data(), rel,
-                        rv.data(), kc, 1.0, head_out.data(), kc);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, kc, rel, 1.0, band.data(),
+                        rel, rv.data(), kc, 1.0, head_out.data(), kc);
             for (int c = 0; c < kc; ++c)
                 for (int i = 0; i < n; ++i)
                     out.row(h * kc + c)[i] = head_out[std::size_t(i) * kc + c];

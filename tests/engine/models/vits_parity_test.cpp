@@ -175,14 +175,15 @@ TEST_P(VitsParity, streamed_flow_equals_the_whole_flow_for_pushes_of_1_to_64_fra
         SCOPED_TRACE(v.name);
         const VitsTextToLatent prior(v.weights);
         std::mt19937_64 rng(5);
-        const VitsLatent latent = prior.sample_prior(ids, v.speaker, {0.667f, v.length_scale, 0.8f}, rng);
+        const VitsLatent latent =
+            prior.sample_prior(ids, v.speaker, {0.667f, v.length_scale, 0.8f}, rng);
         VitsFlowNetwork flow(*v.weights, v.speaker, backend_);
         std::vector<float> whole = latent.z;
         flow.run(whole, latent.frames);
         EXPECT_EQ(flow.context(), 32);  // 4 couplings x 4 layers x (5 - 1) / 2
-        const std::vector<int> pushes =
-            v.name == "test_medium_multi" ? std::vector<int>{1, 2, 3, 5, 7, 16, 31, 33, 64}
-                                          : std::vector<int>{1, 13, 64};
+        const std::vector<int> pushes = v.name == "test_medium_multi"
+                                            ? std::vector<int>{1, 2, 3, 5, 7, 16, 31, 33, 64}
+                                            : std::vector<int>{1, 13, 64};
         // Output asked for in steps of 3 frames: each call pushes what that
         // needs, at least `push` frames at a time.
         const auto streamed = [&](VitsFlowStream& stream) {
