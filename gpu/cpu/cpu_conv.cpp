@@ -32,6 +32,12 @@ constexpr int kDepthwiseBlock = 1024;
 // A chunk shortened so that every worker gets one keeps at least this many
 // columns: below it, a job's SGEMM costs less than waking a thread.
 constexpr int kMinParallelColumns = 64;
+// A convolution whose time axis is one chunk (a streamed layer's few
+// columns: the VITS flow pushes 32-36 frames through 384 x 960 weights) is
+// split by output channels instead, each job at least this many of them,
+// once it has at least kRowSplitGrain multiply-adds.
+constexpr int kMinSliceChannels = 32;
+constexpr std::size_t kRowSplitGrain = std::size_t{1} << 21;
 // Multiply-adds per job below which a depthwise layer runs on one thread.
 constexpr std::size_t kDepthwiseGrain = std::size_t{1} << 16;
 
@@ -195,6 +201,34 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     const int rows = icg * s.kernel;  // reduction length of the GEMM
     const int chunk = shared_chunk_columns(rows, out_len);
     const int chunks = (out_len + chunk - 1) / chunk;
+    const std::size_t macs = static_cast<std::size_t>(ocg) * rows * out_len;
+    if (chunks == 1 && s.batch * s.groups == 1 && worker_count() > 1 &&
+        ocg >= 2 * kMinSliceChannels && macs >= kRowSplitGrain) {
+        // Each job: the whole (short) time axis for a slice of the output
+        // channels, from its own im2col (a small copy next to its GEMM).
+        const int slices = std::min(worker_count(), ocg / kMinSliceChannels);
+        parallel_for(slices, [&](int j) {
+            const int o0 = static_cast<int>(static_cast<long long>(ocg) * j / slices);
+            const int o1 = static_cast<int>(static_cast<long long>(ocg) * (j + 1) / slices);
+            const float* b = x;
+            int ldb = s.in_length;
+            if (!pointwise) {
+                float* col = scratch(static_cast<std::size_t>(rows) * out_len);
+                im2col(s, icg, x, 0, out_len, col);
+                b = col;
+                ldb = out_len;
+            }
+            float* ys = y + static_cast<std::size_t>(o0) * out_len;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o1 - o0, out_len, rows, 1.0f,
+                        w + static_cast<std::size_t>(o0) * rows, rows, b, ldb, 0.0f, ys, out_len);
+            if (bias)
+                for (int o = o0; o < o1; ++o) {
+                    float* yr = y + static_cast<std::size_t>(o) * out_len;
+                    for (int t = 0; t < out_len; ++t) yr[t] += bias[o];
+                }
+        });
+        return;
+    }
     // One job per (batch item, group, chunk of the time axis): its own
     // im2col, SGEMM and bias, into its own columns of y.
     parallel_for(s.batch * s.groups * chunks, [&](int job) {
