@@ -46,7 +46,9 @@ class JackServer {
   public:
     JackServer(int rate, int period, const std::string& tag, bool reused_name = false) {
         name_ = "etude-test-" + tag;
-        if (!reused_name) name_ += "-" + std::to_string(::getpid());
+        // Appended in two steps: GCC 12 warns (-Wrestrict, a false positive
+        // of its own) on "-" + std::to_string(...) inlined here.
+        if (!reused_name) name_.append("-").append(std::to_string(::getpid()));
         log_ = std::string(ETUDE_TEST_TMP) + "/" + name_ + ".log";
         std::vector<std::string> args{"jackd", "-n", name_};
         if (::geteuid() == 0) args.push_back("-R");
