@@ -282,6 +282,22 @@ etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_sta
     return ETUDE_OK;
 }
 
+size_t etude_stream_unspeakable_reason(const etude_stream* stream, char* buf, size_t size) {
+    if (!stream) return 0;
+    try {
+        const std::string reason = stream->stream->stats().unspeakable_reason;
+        if (buf && size > 0) {
+            const std::size_t n = std::min(reason.size(), size - 1);
+            std::memcpy(buf, reason.data(), n);
+            buf[n] = '\0';
+        }
+        return reason.size();
+    } catch (...) {  // no memory for the copy: nothing to report
+        if (buf && size > 0) buf[0] = '\0';
+        return 0;
+    }
+}
+
 etude_status etude_stream_get_mel_stats(const etude_stream* stream, etude_mel_stats* out) {
     if (!stream) return null_argument("stream");
     if (!out) return null_argument("out");

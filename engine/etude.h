@@ -239,6 +239,13 @@ etude_status etude_stream_cancel(etude_stream* stream);
 int etude_stream_busy(const etude_stream* stream);
 /** Copies the stream's counters into *out. */
 etude_status etude_stream_get_stats(const etude_stream* stream, etude_stream_stats* out);
+/** Why the voice's network refused the stream's last unspeakable sentence
+ * (e.g. "VITS: the durations add up to ... frames"), copied into buf as a
+ * NUL-terminated string cut to `size` bytes (buf may be NULL when size is
+ * 0). Returns the reason's full length without the NUL: 0 when no sentence
+ * was refused (or the front end only found nothing to pronounce), or for a
+ * NULL stream. */
+size_t etude_stream_unspeakable_reason(const etude_stream* stream, char* buf, size_t size);
 
 /** A mel stream's counters: which tier made its chunks. */
 typedef struct etude_mel_stats {

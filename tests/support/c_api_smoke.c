@@ -1,5 +1,6 @@
 /* Compiled as C: proves etude.h is a valid C header and that the C API
  * speaks, reports errors and cancels. Called from tests/engine/c_api_test.cpp. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/etude.h"
@@ -70,6 +71,26 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
     if (etude_stream_push_phoneme_ids(stream, ids, 9) != ETUDE_OK) return 113;
     while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
     if (total == 0 || total % 256 != 0) return 114;
+    if (etude_stream_unspeakable_reason(stream, NULL, 0) != 0) return 115;
+    etude_stream_destroy(stream);
+    /* A sentence the network refuses says why. */
+    options.length_scale = 100000.0f;
+    if (etude_stream_create_piper(engine, &options, &stream) != ETUDE_OK) return 116;
+    if (etude_stream_push_phoneme_ids(stream, ids, 9) != ETUDE_OK) return 117;
+    while ((n = etude_stream_read(stream, block, 512)) > 0) return 118;
+    {
+        char reason[16];
+        const size_t length = etude_stream_unspeakable_reason(stream, reason, sizeof reason);
+        char* whole;
+        int found;
+        if (length < sizeof reason || strlen(reason) != sizeof reason - 1) return 119;
+        whole = (char*)malloc(length + 1);
+        if (!whole) return 120;
+        found = etude_stream_unspeakable_reason(stream, whole, length + 1) == length &&
+                strstr(whole, "durations add up to") != NULL;
+        free(whole);
+        if (!found) return 121;
+    }
     etude_stream_destroy(stream);
     etude_engine_destroy(engine);
     *samples_out = total;
