@@ -88,6 +88,40 @@ void print_stats(const engine::StreamStats& s, double rate) {
                  static_cast<unsigned long long>(s.reduced_tier_blocks));
 }
 
+// A run of --json-input lines with another speaker is a stream of its own:
+// its counters add to the runs' before it (the first run keeps its first
+// audio; the rest, the latency and devices, are the last run's).
+void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool first) {
+    if (first) {
+        total = run;
+        return;
+    }
+    const double first_audio_ms = total.first_audio_ms;
+    engine::StreamStats sum = run;
+    sum.first_audio_ms = first_audio_ms;
+    sum.samples_delivered += total.samples_delivered;
+    sum.underruns += total.underruns;
+    sum.underrun_samples += total.underrun_samples;
+    sum.sentences_queued += total.sentences_queued;
+    sum.sentences_spoken += total.sentences_spoken;
+    sum.sentences_dropped += total.sentences_dropped;
+    sum.sentences_unspeakable += total.sentences_unspeakable;
+    if (sum.unspeakable_reason.empty()) sum.unspeakable_reason = total.unspeakable_reason;
+    sum.frames_vocoded += total.frames_vocoded;
+    sum.frontend_seconds += total.frontend_seconds;
+    sum.vocoder_seconds += total.vocoder_seconds;
+    sum.blocks += total.blocks;
+    sum.blocks_primary += total.blocks_primary;
+    sum.blocks_fallback += total.blocks_fallback;
+    sum.blocks_ahead += total.blocks_ahead;
+    sum.fallbacks += total.fallbacks;
+    sum.late_blocks += total.late_blocks;
+    sum.reduced_tier_blocks += total.reduced_tier_blocks;
+    sum.blocks_gpu += total.blocks_gpu;
+    sum.gpu_failures += total.gpu_failures;
+    total = std::move(sum);
+}
+
 void print_gpu_stats(const engine::StreamStats& s, const engine::StreamOptions& o) {
     if (!s.gpu_device.empty()) {
         std::fprintf(
@@ -336,16 +370,17 @@ int run_say(const CommandLine& args) {
                 if (raw && !write_raw(chunk)) {
                     progress.finish();
                     throw Error("standard output was closed after " +
-                                std::to_string(delivered + stream->stats().samples_delivered) +
+                                std::to_string((r > 0 ? stats.samples_delivered : 0) +
+                                               stream->stats().samples_delivered) +
                                 " samples; stopping");
                 }
                 progress.update(stream->stats());
             }
-            stats = stream->stats();
-            delivered += stats.samples_delivered;
-            unspeakable += stats.sentences_unspeakable;
-            if (!stats.unspeakable_reason.empty()) refusal = stats.unspeakable_reason;
+            add_run(stats, stream->stats(), r == 0);
         }
+        delivered = stats.samples_delivered;
+        unspeakable = stats.sentences_unspeakable;
+        refusal = stats.unspeakable_reason;
     }
     progress.update(stream->stats(), true);
     progress.finish();

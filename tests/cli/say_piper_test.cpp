@@ -6,6 +6,7 @@
 #include <sndfile.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -62,10 +63,17 @@ TEST(CliSayPiper, json_input_ids_speak_at_the_voices_rate_and_a_seed_repeats_the
                          lines);
     };
     ASSERT_EQ(say(a, "--seed 5").status, 0);
-    ASSERT_EQ(say(b, "--seed 5").status, 0);
+    // Two speakers are two streams; --stats counts both.
+    const auto b_run = say(b, "--seed 5 --stats");
+    ASSERT_EQ(b_run.status, 0) << b_run.err;
+    EXPECT_NE(b_run.err.find("2 sentences spoken, 0 dropped"), std::string::npos) << b_run.err;
     ASSERT_EQ(say(c, "--seed 6 --noise-scale 0.5 --length-scale 1.2 --noise-w 0.3").status, 0);
     const Wav wa = read_wav(a), wb = read_wav(b), wc = read_wav(c);
     EXPECT_EQ(wa.rate, 22050);
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "stats: %.2f s of audio",
+                  static_cast<double>(wa.samples.size()) / 22050.0);
+    EXPECT_NE(b_run.err.find(seconds), std::string::npos) << b_run.err;
     ASSERT_GT(wa.samples.size(), 0u);
     EXPECT_EQ(wa.samples.size() % 256, 0u);  // whole frames of both sentences
     EXPECT_EQ(wa.samples, wb.samples);
