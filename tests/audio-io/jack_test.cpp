@@ -2,13 +2,13 @@
 // jackd with the dummy driver: live audio equals the offline render, with no
 // underruns and no xrun blamed on us, while both cores are loaded.
 #include <gtest/gtest.h>
-#include <sndfile.h>
 
 #include <optional>
 #include <thread>
 
 #include "engine/piper/espeak_session.h"
 #include "support/jack_harness.h"
+#include "support/wav_file.h"
 
 using namespace etude::test;
 
@@ -40,14 +40,7 @@ std::vector<float> offline_render(int rate, const std::string& text,
     const auto r =
         run_etude("say --float --rate " + std::to_string(rate) + " " + options + " -o " + wav, in);
     EXPECT_EQ(r.status, 0) << r.err;
-    SF_INFO info{};
-    SNDFILE* f = sf_open(wav.c_str(), SFM_READ, &info);
-    std::vector<float> x(static_cast<std::size_t>(info.frames));
-    if (f) {
-        sf_readf_float(f, x.data(), info.frames);
-        sf_close(f);
-    }
-    return x;
+    return read_wav<float>(wav).samples;
 }
 
 std::size_t first_nonzero(const std::vector<float>& x) {

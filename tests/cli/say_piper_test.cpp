@@ -3,7 +3,6 @@
 // voices, speakers, scales and JSON lines get a one-line error, a non-zero
 // status and no output file.
 #include <gtest/gtest.h>
-#include <sndfile.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "support/cli_runner.h"
+#include "support/wav_file.h"
 
 namespace fs = std::filesystem;
 
@@ -27,22 +27,8 @@ const std::string kMulti = kData + "test_medium_multi.onnx";
 // Valid ids of the test voices, in Piper's ^ _ (p _)* $ layout.
 const std::string kIds = "[1, 0, 20, 0, 21, 0, 22, 0, 23, 0, 2]";
 
-struct Wav {
-    int rate = 0;
-    std::vector<float> samples;
-};
-
-Wav read_wav(const fs::path& p) {
-    SF_INFO info{};
-    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
-    Wav w;
-    if (!f) return w;
-    w.rate = info.samplerate;
-    w.samples.resize(static_cast<std::size_t>(info.frames));
-    sf_readf_float(f, w.samples.data(), info.frames);
-    sf_close(f);
-    return w;
-}
+using Wav = etude::test::WavFile<float>;
+const auto read_wav = etude::test::read_wav<float>;
 
 void expect_clean_error(const CliRun& r, const std::string& needle, int status = 1) {
     EXPECT_EQ(r.status, status) << r.err;

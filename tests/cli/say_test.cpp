@@ -1,7 +1,6 @@
 // `etude say` end to end: speech of plausible length and level, and every
 // bad input gets a one-line error, a non-zero status and no file left behind.
 #include <gtest/gtest.h>
-#include <sndfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 
 #include "audio-io/npy_file.h"
 #include "support/cli_runner.h"
+#include "support/wav_file.h"
 
 namespace fs = std::filesystem;
 
@@ -27,22 +27,8 @@ using etude::test::run_etude;
 using etude::test::slurp;
 using etude::test::tmpdir;
 
-struct Wav {
-    int rate = 0;
-    std::vector<short> samples;
-};
-
-Wav read_wav(const fs::path& p) {
-    SF_INFO info{};
-    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
-    Wav w;
-    if (!f) return w;
-    w.rate = info.samplerate;
-    w.samples.resize(static_cast<std::size_t>(info.frames));
-    sf_readf_short(f, w.samples.data(), info.frames);
-    sf_close(f);
-    return w;
-}
+using Wav = etude::test::WavFile<short>;
+const auto read_wav = etude::test::read_wav<short>;
 
 double rms(const std::vector<short>& x) {
     double e = 0;
@@ -237,18 +223,7 @@ TEST(CliInfo, validates_a_model_file_and_names_the_problem) {
 
 namespace {
 const std::string kNeural = ETUDE_TEST_DATA "/neural/";
-
-std::vector<float> read_wav_float(const fs::path& p, int* rate = nullptr) {
-    SF_INFO info{};
-    SNDFILE* f = sf_open(p.c_str(), SFM_READ, &info);
-    std::vector<float> x;
-    if (!f) return x;
-    if (rate) *rate = info.samplerate;
-    x.resize(static_cast<std::size_t>(info.frames));
-    sf_readf_float(f, x.data(), info.frames);
-    sf_close(f);
-    return x;
-}
+const auto read_wav_float = etude::test::read_wav<float>;
 }  // namespace
 
 TEST(CliVocode, float_output_matches_pytorch_reference) {
@@ -257,10 +232,10 @@ TEST(CliVocode, float_output_matches_pytorch_reference) {
         const CliRun r = run_etude("vocode --model " + kNeural + name + ".lef --mel " + kNeural +
                                    name + "_mel.npy --float --chunk 5 -o " + wav.string());
         ASSERT_EQ(r.status, 0) << r.err;
-        int rate = 0;
-        const auto got = read_wav_float(wav, &rate);
+        const auto file = read_wav_float(wav);
+        const auto& got = file.samples;
         const auto want = etude::audio_io::read_npy(kNeural + name + "_out.npy").data;
-        EXPECT_EQ(rate, std::string(name) == "vocos" ? 24000 : 22050);
+        EXPECT_EQ(file.rate, std::string(name) == "vocos" ? 24000 : 22050);
         ASSERT_EQ(got.size(), want.size()) << name;
         double diff = 0;
         for (std::size_t i = 0; i < got.size(); ++i)
@@ -279,11 +254,11 @@ TEST(CliVocode, resampled_output_streams_to_the_file) {
     ASSERT_EQ(run_etude(base + "-o " + native.string()).status, 0);
     ASSERT_EQ(run_etude(base + "--rate 48000 --chunk 3 -o " + a.string()).status, 0);
     ASSERT_EQ(run_etude(base + "--rate 48000 -o " + b.string()).status, 0);
-    int rate_a = 0, rate_b = 0;
-    const auto x = read_wav_float(native), ya = read_wav_float(a, &rate_a),
-               yb = read_wav_float(b, &rate_b);
-    EXPECT_EQ(rate_a, 48000);
-    EXPECT_EQ(rate_b, 48000);
+    const auto file_a = read_wav_float(a), file_b = read_wav_float(b);
+    const auto x = read_wav_float(native).samples;
+    const auto &ya = file_a.samples, &yb = file_b.samples;
+    EXPECT_EQ(file_a.rate, 48000);
+    EXPECT_EQ(file_b.rate, 48000);
     ASSERT_FALSE(x.empty());
     EXPECT_NEAR(static_cast<double>(ya.size()), x.size() * 48000.0 / 22050.0, 2.0);
     ASSERT_EQ(ya.size(), yb.size());
