@@ -32,10 +32,9 @@ constexpr int kDepthwiseBlock = 1024;
 // A chunk shortened so that every worker gets one keeps at least this many
 // columns: below it, a job's SGEMM costs less than waking a thread.
 constexpr int kMinParallelColumns = 64;
-// A convolution whose time axis is one chunk (a streamed layer's few
-// columns: the VITS flow pushes 32-36 frames through 384 x 960 weights) is
-// split by output channels instead, each job at least this many of them,
-// once it has at least kRowSplitGrain multiply-adds.
+// A convolution whose time axis is one chunk is split by output channels
+// instead, each job at least this many of them, once it has at least
+// kRowSplitGrain multiply-adds.
 constexpr int kMinSliceChannels = 32;
 constexpr std::size_t kRowSplitGrain = std::size_t{1} << 21;
 // Multiply-adds per job below which a depthwise layer runs on one thread.
@@ -201,48 +200,33 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     const int rows = icg * s.kernel;  // reduction length of the GEMM
     const int chunk = shared_chunk_columns(rows, out_len);
     const int chunks = (out_len + chunk - 1) / chunk;
+    // A time axis of one chunk (a streamed layer's few columns: the VITS
+    // flow pushes 32-36 frames through 384 x 960 weights) would be one job;
+    // its output channels are then cut into slices for the workers.
     const std::size_t macs = static_cast<std::size_t>(ocg) * rows * out_len;
-    if (chunks == 1 && s.batch * s.groups == 1 && worker_count() > 1 &&
-        ocg >= 2 * kMinSliceChannels && macs >= kRowSplitGrain) {
-        // Each job: the whole (short) time axis for a slice of the output
-        // channels, from its own im2col (a small copy next to its GEMM).
-        const int slices = std::min(worker_count(), ocg / kMinSliceChannels);
-        parallel_for(slices, [&](int j) {
-            const int o0 = static_cast<int>(static_cast<long long>(ocg) * j / slices);
-            const int o1 = static_cast<int>(static_cast<long long>(ocg) * (j + 1) / slices);
-            const float* b = x;
-            int ldb = s.in_length;
-            if (!pointwise) {
-                float* col = scratch(static_cast<std::size_t>(rows) * out_len);
-                im2col(s, icg, x, 0, out_len, col);
-                b = col;
-                ldb = out_len;
-            }
-            float* ys = y + static_cast<std::size_t>(o0) * out_len;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o1 - o0, out_len, rows, 1.0f,
-                        w + static_cast<std::size_t>(o0) * rows, rows, b, ldb, 0.0f, ys, out_len);
-            if (bias)
-                for (int o = o0; o < o1; ++o) {
-                    float* yr = y + static_cast<std::size_t>(o) * out_len;
-                    for (int t = 0; t < out_len; ++t) yr[t] += bias[o];
-                }
-        });
-        return;
-    }
-    // One job per (batch item, group, chunk of the time axis): its own
-    // im2col, SGEMM and bias, into its own columns of y.
-    parallel_for(s.batch * s.groups * chunks, [&](int job) {
+    const int slices = chunks == 1 && s.batch * s.groups == 1 && worker_count() > 1 &&
+                               ocg >= 2 * kMinSliceChannels && macs >= kRowSplitGrain
+                           ? std::min(worker_count(), ocg / kMinSliceChannels)
+                           : 1;
+    // One job per (batch item, group, chunk of the time axis, slice of the
+    // output channels): its own im2col, SGEMM and bias, into its own part
+    // of y.
+    parallel_for(s.batch * s.groups * chunks * slices, [&](int job) {
+        const int slice = job % slices;
+        job /= slices;
         const int n = job / (s.groups * chunks);
         const int g = job / chunks % s.groups;
         const int t0 = job % chunks * chunk;
         const int count = std::min(chunk, out_len - t0);
+        const int o0 = static_cast<int>(static_cast<long long>(ocg) * slice / slices);
+        const int o1 = static_cast<int>(static_cast<long long>(ocg) * (slice + 1) / slices);
         const float* xg =
             x + (static_cast<std::size_t>(n) * s.in_channels + static_cast<std::size_t>(g) * icg) *
                     s.in_length;
-        const float* wg = w + static_cast<std::size_t>(g) * ocg * rows;
-        float* yg =
-            y + (static_cast<std::size_t>(n) * s.out_channels + static_cast<std::size_t>(g) * ocg) *
-                    out_len;
+        const float* wg = w + (static_cast<std::size_t>(g) * ocg + o0) * rows;
+        float* yg = y + (static_cast<std::size_t>(n) * s.out_channels +
+                         static_cast<std::size_t>(g) * ocg + o0) *
+                            out_len;
         const float* b = xg + t0;
         int ldb = s.in_length;
         if (!pointwise) {
@@ -251,11 +235,11 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
             b = col;
             ldb = count;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ocg, count, rows, 1.0f, wg, rows, b,
-                    ldb, 0.0f, yg + t0, out_len);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o1 - o0, count, rows, 1.0f, wg, rows,
+                    b, ldb, 0.0f, yg + t0, out_len);
         if (bias)
-            for (int o = 0; o < ocg; ++o) {
-                float* yr = yg + static_cast<std::size_t>(o) * out_len + t0;
+            for (int o = o0; o < o1; ++o) {
+                float* yr = yg + static_cast<std::size_t>(o - o0) * out_len + t0;
                 const float v = bias[g * ocg + o];
                 for (int j = 0; j < count; ++j) yr[j] += v;
             }
