@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "audio-io/portaudio_output.h"
@@ -155,10 +156,9 @@ bool write_raw(std::span<const float> samples) {
 // What one stream speaks: a Piper speaker's run of --json-input lines, or
 // all the text.
 struct Utterances {
+    using PhonemeIds = std::vector<std::int64_t>;
     std::string speaker;  // Piper streams: as --speaker takes it; "" the default
-    std::vector<std::string> texts;
-    std::vector<std::vector<std::int64_t>> phoneme_ids;
-    std::vector<bool> is_ids;  // per item, in order: ids or text
+    std::vector<std::variant<std::string, PhonemeIds>> items;  // text or ids, in order
 };
 
 // How StreamOptions::speaker names speaker `id`: by its name where the
@@ -188,15 +188,13 @@ std::vector<Utterances> read_json_input(const std::string& input,
         const auto parsed = piper::parse_json_input_line(line, "stdin:" + std::to_string(number));
         const std::string speaker =
             speaker_name(voice, piper::speaker_for(parsed, voice, fallback));
-        if (runs.empty() || runs.back().speaker != speaker) runs.push_back({speaker, {}, {}, {}});
-        auto& run = runs.back();
+        if (runs.empty() || runs.back().speaker != speaker) runs.push_back({speaker, {}});
+        auto& items = runs.back().items;
         if (parsed.phoneme_ids) {
             piper::check_phoneme_ids(*parsed.phoneme_ids, voice);
-            run.phoneme_ids.push_back(*parsed.phoneme_ids);
-            run.is_ids.push_back(true);
+            items.emplace_back(*parsed.phoneme_ids);
         } else {
-            run.texts.push_back(parsed.text.value_or(""));
-            run.is_ids.push_back(false);
+            items.emplace_back(parsed.text.value_or(""));
         }
     }
     if (runs.empty()) throw Error("no text to speak: standard input holds no JSON lines");
@@ -204,13 +202,13 @@ std::vector<Utterances> read_json_input(const std::string& input,
 }
 
 std::size_t push(engine::Stream& stream, const Utterances& u) {
-    std::size_t sentences = 0, text = 0, ids = 0;
-    for (bool is_ids : u.is_ids) {
-        if (is_ids) {
-            stream.push_phoneme_ids(u.phoneme_ids[ids++]);
+    std::size_t sentences = 0;
+    for (const auto& item : u.items) {
+        if (const auto* ids = std::get_if<Utterances::PhonemeIds>(&item)) {
+            stream.push_phoneme_ids(*ids);
             ++sentences;
         } else {
-            sentences += stream.push_text(u.texts[text++]);
+            sentences += stream.push_text(std::get<std::string>(item));
         }
     }
     return sentences;
@@ -239,7 +237,7 @@ int run_say(const CommandLine& args) {
     } else {
         if (!engine::has_speakable_text(text))
             throw Error("no text to speak: the input is empty or only white space");
-        runs.push_back({opts.speaker, {std::move(text)}, {}, {false}});
+        runs.push_back({opts.speaker, {std::move(text)}});
     }
     text.clear();
     text.shrink_to_fit();
@@ -321,7 +319,8 @@ int run_say(const CommandLine& args) {
 
     std::size_t input_bytes = 0;
     for (const auto& run : runs)
-        for (const auto& t : run.texts) input_bytes += t.size();
+        for (const auto& item : run.items)
+            if (const auto* t = std::get_if<std::string>(&item)) input_bytes += t->size();
     Progress progress(
         !args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) && input_bytes > 200,
         rate);
