@@ -44,6 +44,25 @@ etude_status null_argument(const char* what) {
     return ETUDE_ERROR_INVALID_ARGUMENT;
 }
 
+// An options struct's *_init(): the defaults, as far as the caller's
+// struct reaches (a caller built against an older, shorter struct gets
+// only its fields).
+template <class Options>
+void write_defaults(Options* options, std::size_t struct_size, Options defaults) {
+    if (!options || struct_size == 0) return;
+    defaults.struct_size = std::min(struct_size, sizeof defaults);
+    std::memcpy(options, &defaults, defaults.struct_size);
+}
+
+// Every field this version reads (the first `needed` bytes) must be in
+// the caller's struct; else an error naming the *_init() to call.
+etude_status check_struct_size(std::size_t struct_size, std::size_t needed, const char* init) {
+    if (struct_size >= needed) return ETUDE_OK;
+    last_error = "options->struct_size is " + std::to_string(struct_size) +
+                 ": fill the options with " + init + "(&options, sizeof options)";
+    return ETUDE_ERROR_INVALID_ARGUMENT;
+}
+
 }  // namespace
 
 extern "C" {
@@ -91,15 +110,12 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
 }
 
 void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size) {
-    if (!options || struct_size == 0) return;
     etude_mel_stream_options d{};
     d.backend = "auto";
     d.device = -1;
     d.allow_phase_fallback = 1;
     d.sample_rate = 48000.0;
-    // A caller built against an older, shorter struct gets only its fields.
-    d.struct_size = std::min(struct_size, sizeof d);
-    std::memcpy(options, &d, d.struct_size);
+    write_defaults(options, struct_size, d);
 }
 
 etude_status etude_stream_create_mel_ex(etude_engine* engine,
@@ -107,13 +123,11 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
                                         etude_stream** out) {
     if (!engine) return null_argument("engine");
     if (!options) return null_argument("options");
-    // Every field this version knows, up to sample_rate, must be there.
-    if (options->struct_size < offsetof(etude_mel_stream_options, sample_rate) + sizeof(double)) {
-        last_error = "options->struct_size is " + std::to_string(options->struct_size) +
-                     ": fill the options with etude_mel_stream_options_init(&options, "
-                     "sizeof options)";
-        return ETUDE_ERROR_INVALID_ARGUMENT;
-    }
+    if (const auto status = check_struct_size(
+            options->struct_size, offsetof(etude_mel_stream_options, sample_rate) + sizeof(double),
+            "etude_mel_stream_options_init");
+        status != ETUDE_OK)
+        return status;
     if (!options->model_path) return null_argument("options->model_path");
     if (!out) return null_argument("out");
     *out = nullptr;
@@ -130,15 +144,13 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
 }
 
 void etude_piper_stream_options_init(etude_piper_stream_options* options, size_t struct_size) {
-    if (!options || struct_size == 0) return;
     etude_piper_stream_options d{};
     d.noise_scale = d.length_scale = d.noise_w = -1.0f;
     d.backend = "auto";
     d.device = -1;
     d.sample_rate = 0.0;
     d.latency_ms = 100.0;
-    d.struct_size = std::min(struct_size, sizeof d);
-    std::memcpy(options, &d, d.struct_size);
+    write_defaults(options, struct_size, d);
 }
 
 etude_status etude_stream_create_piper(etude_engine* engine,
@@ -146,12 +158,11 @@ etude_status etude_stream_create_piper(etude_engine* engine,
                                        etude_stream** out) {
     if (!engine) return null_argument("engine");
     if (!options) return null_argument("options");
-    if (options->struct_size < offsetof(etude_piper_stream_options, latency_ms) + sizeof(double)) {
-        last_error = "options->struct_size is " + std::to_string(options->struct_size) +
-                     ": fill the options with etude_piper_stream_options_init(&options, "
-                     "sizeof options)";
-        return ETUDE_ERROR_INVALID_ARGUMENT;
-    }
+    if (const auto status = check_struct_size(
+            options->struct_size, offsetof(etude_piper_stream_options, latency_ms) + sizeof(double),
+            "etude_piper_stream_options_init");
+        status != ETUDE_OK)
+        return status;
     if (!options->voice) return null_argument("options->voice");
     if (!out) return null_argument("out");
     *out = nullptr;
