@@ -31,6 +31,14 @@ ETUDE_VECTOR_CLONES void cos(const float* in, float* out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
 }
 
+ETUDE_VECTOR_CLONES void gelu(const double* in, double* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = 0.5 * in[i] * (1.0 + std::erf(in[i] * 0.70710678118654752440));
+}
+ETUDE_VECTOR_CLONES void exp(const double* in, double* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+}
+
 ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase, float max_magnitude,
                                float* out, std::size_t bins) {
     for (std::size_t k = 0; k < bins; ++k) {

@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "gpu/cpu/cpu_parallel.h"
+#include "gpu/cpu/cpu_vector_math.h"
 
 namespace etude::engine {
 
@@ -40,37 +41,43 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
     const int out_per_group = out / groups;
     const float* w = conv.w->values.data();
     if (groups == 1 && y.t > 0) {
-        // One single-precision GEMM on the input's columns (im2col), cut
-        // into time slices over the CPU backend's workers: the text
+        // One single-precision GEMM on the input's columns (im2col) per
+        // time slice, the slices over the CPU backend's workers: the text
         // encoder's convolutions are most of the work before a sentence's
-        // first audio. The products are float, as in Piper's own ONNX
-        // Runtime; the sums around them (residuals, norms, softmax) stay
-        // double. The weights are used where they lie.
+        // first audio. Each worker gathers its own columns and writes its
+        // own outputs, so nothing around the GEMMs runs on one thread
+        // alone. The products are float, as in Piper's own ONNX Runtime;
+        // the sums around them (residuals, norms, softmax) stay double. The
+        // weights are used where they lie.
         const int rows = in_per_group * k;
-        std::vector<float> columns(std::size_t(rows) * y.t, 0.0f);
-        for (int i = 0; i < in_per_group; ++i)
-            for (int kk = 0; kk < k; ++kk) {
-                float* cr = columns.data() + (std::size_t(i) * k + kk) * y.t;
-                const double* xr = x.row(i);
-                const int shift = kk * dilation - pad_left;
-                const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
-                for (int t = t0; t < t1; ++t) cr[t] = static_cast<float>(xr[t + shift]);
-            }
-        std::vector<float> product(std::size_t(out) * y.t);
         const std::size_t macs = std::size_t(out) * rows * y.t;
-        gpu::cpu::parallel_ranges(std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22),
-                                  16, [&](std::size_t begin, std::size_t end) {
-                                      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out,
-                                                  int(end - begin), rows, 1.0f, w, rows,
-                                                  columns.data() + begin, y.t, 0.0f,
-                                                  product.data() + begin, y.t);
-                                  });
-        for (int o = 0; o < out; ++o) {
-            const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
-            const float* pr = product.data() + std::size_t(o) * y.t;
-            double* yr = y.row(o);
-            for (int t = 0; t < y.t; ++t) yr[t] = bias + pr[t];
-        }
+        gpu::cpu::parallel_ranges(
+            std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
+            [&](std::size_t begin, std::size_t end) {
+                const int t_begin = int(begin), len = int(end - begin);
+                std::vector<float> columns(std::size_t(rows) * len), product(std::size_t(out) * len);
+                for (int i = 0; i < in_per_group; ++i)
+                    for (int kk = 0; kk < k; ++kk) {
+                        float* cr = columns.data() + (std::size_t(i) * k + kk) * len;
+                        // Column j is output time t_begin + j; it reads
+                        // input time j + shift where that exists.
+                        const int shift = kk * dilation - pad_left + t_begin;
+                        const double* xr = x.row(i);
+                        const int j0 = std::clamp(-shift, 0, len);
+                        const int j1 = std::clamp(x.t - shift, j0, len);
+                        std::fill(cr, cr + j0, 0.0f);
+                        for (int j = j0; j < j1; ++j) cr[j] = static_cast<float>(xr[j + shift]);
+                        std::fill(cr + j1, cr + len, 0.0f);
+                    }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, len, rows, 1.0f, w,
+                            rows, columns.data(), len, 0.0f, product.data(), len);
+                for (int o = 0; o < out; ++o) {
+                    const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
+                    const float* pr = product.data() + std::size_t(o) * len;
+                    double* yr = y.row(o) + t_begin;
+                    for (int j = 0; j < len; ++j) yr[j] = bias + pr[j];
+                }
+            });
         return y;
     }
     for (int o = 0; o < out; ++o) {
@@ -119,9 +126,6 @@ void add(Signal& x, const Signal& y) {
     for (std::size_t i = 0; i < x.v.size(); ++i) x.v[i] += y.v[i];
 }
 
-double gelu(double x) {
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-}
 double softplus(double x) {
     return x > 20 ? x : std::log1p(std::exp(x));
 }
@@ -152,12 +156,13 @@ class Network {
         // S = (q/sqrt(kc))^T k plus, on the band |j - i| <= win, the scaled
         // query times the relative key of offset j - i; a softmax per row;
         // then out = P v^T plus, on the same band, P times the relative
-        // values. Rows of `scores` are query positions.
-        std::vector<double> scores(std::size_t(n) * n), band(std::size_t(n) * rel),
-            qt(std::size_t(n) * kc), head_out(std::size_t(n) * kc);
-        std::vector<double> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
+        // values. Rows of `scores` are query positions. The heads are
+        // independent (each writes its own rows of `out`): one per worker.
+        const std::vector<double> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
             rv(rel_v.begin(), rel_v.begin() + std::ptrdiff_t(rel) * kc);
-        for (int h = 0; h < heads; ++h) {
+        gpu::cpu::parallel_for(heads, [&](int h) {
+            std::vector<double> scores(std::size_t(n) * n), band(std::size_t(n) * rel),
+                qt(std::size_t(n) * kc), head_out(std::size_t(n) * kc);
             const double* qh = q.row(h * kc);  // [kc][n]
             const double* kh = k.row(h * kc);
             const double* vh = v.row(h * kc);
@@ -176,9 +181,12 @@ class Network {
                 const int j0 = std::max(0, i - win), j1 = std::min(n - 1, i + win);
                 for (int j = j0; j <= j1; ++j) row[j] += bi[j - i + win];
                 const double top = *std::max_element(row, row + n);
+                for (int j = 0; j < n; ++j) row[j] -= top;
+                gpu::cpu::exp(row, row, std::size_t(n));
                 double sum = 0;
-                for (int j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - top));
-                for (int j = 0; j < n; ++j) row[j] /= sum;
+                for (int j = 0; j < n; ++j) sum += row[j];
+                const double inverse = 1.0 / sum;
+                for (int j = 0; j < n; ++j) row[j] *= inverse;
                 // band now holds the probabilities on the band, for the
                 // relative values.
                 for (int r = 0; r < rel; ++r) {
@@ -194,7 +202,7 @@ class Network {
             for (int c = 0; c < kc; ++c)
                 for (int i = 0; i < n; ++i)
                     out.row(h * kc + c)[i] = head_out[std::size_t(i) * kc + c];
-        }
+        });
         return conv1d(out, conv(a + ".conv_o"), 1, 0, 0);
     }
 
@@ -235,10 +243,10 @@ class Network {
             const int pad = (k * dilation - dilation) / 2;
             Signal y = conv1d(x, conv(r + ".convs_sep." + n), dilation, pad, pad, x.c);
             layer_norm(y, t(r + ".norms_1." + n + ".gamma"), t(r + ".norms_1." + n + ".beta"));
-            for (double& e : y.v) e = gelu(e);
+            gpu::cpu::gelu(y.v.data(), y.v.data(), y.v.size());
             y = conv1d(y, conv(r + ".convs_1x1." + n), 1, 0, 0);
             layer_norm(y, t(r + ".norms_2." + n + ".gamma"), t(r + ".norms_2." + n + ".beta"));
-            for (double& e : y.v) e = gelu(e);
+            gpu::cpu::gelu(y.v.data(), y.v.data(), y.v.size());
             add(x, y);
         }
     }
