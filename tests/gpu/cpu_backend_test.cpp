@@ -5,7 +5,6 @@
 // (gpu/cpu/cpu_parallel.h). The OpenCL and CUDA parity tests compare those backends
 // with this one, so this is where the reference itself is pinned down.
 #include "gpu/cpu/cpu_backend.h"
-#include "gpu/cpu/cpu_vector_math.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "gpu/cpu/cpu_vector_math.h"
 
 namespace etude::gpu {
 namespace {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "engine/error.h"
@@ -31,6 +32,62 @@ struct Conv {
     const VitsTensor* b = nullptr;  // may be null
 };
 
+// Single-precision scratch that is written before it is read (no zeroing).
+std::unique_ptr<float[]> float_scratch(std::size_t n) {
+    return std::unique_ptr<float[]>(new float[n]);
+}
+
+// One time slice's im2col, as floats: columns[i*k + kk][j] is input channel i
+// at time t_begin + j + kk*dilation - pad_left, or 0 where the source has no
+// such time. The source holds times [src_begin, src_end): channel i's time t
+// at src[i*stride + t - src_begin].
+template <class T>
+void gather_columns(const T* src, std::size_t stride, int src_begin, int src_end, int channels,
+                    int k, int dilation, int pad_left, int t_begin, int len, float* columns) {
+    for (int i = 0; i < channels; ++i)
+        for (int kk = 0; kk < k; ++kk) {
+            float* cr = columns + (std::size_t(i) * k + kk) * len;
+            const T* row = src + std::size_t(i) * stride;
+            // Column j reads time j + shift.
+            const int shift = kk * dilation - pad_left + t_begin;
+            const int j0 = std::clamp(src_begin - shift, 0, len);
+            const int j1 = std::clamp(src_end - shift, j0, len);
+            std::fill(cr, cr + j0, 0.0f);
+            for (int j = j0; j < j1; ++j) cr[j] = static_cast<float>(row[j + shift - src_begin]);
+            std::fill(cr + j1, cr + len, 0.0f);
+        }
+}
+
+// product[out][len] = w[out][rows] columns[rows][len], on this thread.
+void slice_product(const Conv& conv, int rows, const float* columns, int len, float* product) {
+    const int out = int(conv.w->dims[0]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, len, rows, 1.0f,
+                conv.w->values.data(), rows, columns, len, 0.0f, product, len);
+}
+
+double bias_of(const Conv& conv, int o) {
+    return conv.b ? conv.b->values[std::size_t(o)] : 0.0;
+}
+
+// y[o][t_begin + j] = b[o] + product[o][j] for one time slice, in double.
+void write_slice(const Conv& conv, const float* product, int len, Signal& y, int t_begin) {
+    for (int o = 0; o < y.c; ++o) {
+        const double bias = bias_of(conv, o);
+        const float* pr = product + std::size_t(o) * len;
+        double* yr = y.row(o) + t_begin;
+        for (int j = 0; j < len; ++j) yr[j] = bias + pr[j];
+    }
+}
+
+// Time slices of a convolution's output over the CPU backend's workers,
+// enough of them for `macs` multiply-adds.
+template <class Body>
+void over_time_slices(int length, std::size_t macs, Body&& body) {
+    gpu::cpu::parallel_ranges(
+        std::size_t(length), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
+        [&](std::size_t begin, std::size_t end) { body(int(begin), int(end - begin)); });
+}
+
 // PyTorch's conv1d: y[o][t] = b[o] + sum_{i,k} w[o][i][k] x[g*in/g + i][t*1 + k*d - pad_l].
 Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int pad_right,
               int groups = 1) {
@@ -50,34 +107,14 @@ Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int
         // the sums around them (residuals, norms, softmax) stay double. The
         // weights are used where they lie.
         const int rows = in_per_group * k;
-        const std::size_t macs = std::size_t(out) * rows * y.t;
-        gpu::cpu::parallel_ranges(
-            std::size_t(y.t), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
-            [&](std::size_t begin, std::size_t end) {
-                const int t_begin = int(begin), len = int(end - begin);
-                std::vector<float> columns(std::size_t(rows) * len), product(std::size_t(out) * len);
-                for (int i = 0; i < in_per_group; ++i)
-                    for (int kk = 0; kk < k; ++kk) {
-                        float* cr = columns.data() + (std::size_t(i) * k + kk) * len;
-                        // Column j is output time t_begin + j; it reads
-                        // input time j + shift where that exists.
-                        const int shift = kk * dilation - pad_left + t_begin;
-                        const double* xr = x.row(i);
-                        const int j0 = std::clamp(-shift, 0, len);
-                        const int j1 = std::clamp(x.t - shift, j0, len);
-                        std::fill(cr, cr + j0, 0.0f);
-                        for (int j = j0; j < j1; ++j) cr[j] = static_cast<float>(xr[j + shift]);
-                        std::fill(cr + j1, cr + len, 0.0f);
-                    }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, len, rows, 1.0f, w,
-                            rows, columns.data(), len, 0.0f, product.data(), len);
-                for (int o = 0; o < out; ++o) {
-                    const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
-                    const float* pr = product.data() + std::size_t(o) * len;
-                    double* yr = y.row(o) + t_begin;
-                    for (int j = 0; j < len; ++j) yr[j] = bias + pr[j];
-                }
-            });
+        over_time_slices(y.t, std::size_t(out) * rows * y.t, [&](int t_begin, int len) {
+            const auto columns = float_scratch(std::size_t(rows) * len);
+            const auto product = float_scratch(std::size_t(out) * len);
+            gather_columns(x.v.data(), std::size_t(x.t), 0, x.t, in_per_group, k, dilation,
+                           pad_left, t_begin, len, columns.get());
+            slice_product(conv, rows, columns.get(), len, product.get());
+            write_slice(conv, product.get(), len, y, t_begin);
+        });
         return y;
     }
     for (int o = 0; o < out; ++o) {
@@ -206,11 +243,40 @@ class Network {
         return conv1d(out, conv(a + ".conv_o"), 1, 0, 0);
     }
 
+    // conv_2(relu(conv_1(x))), both of kernel k with "same" padding, one
+    // time slice per worker from start to end: each makes the hidden
+    // frames its slice reads (its own and conv_2's reach of k/2 each side,
+    // a few frames made twice) and keeps them as floats, the precision
+    // conv_2's GEMM reads them in, so the wide hidden signal never goes
+    // through memory in double.
     Signal feed_forward(const Signal& x, const std::string& f) const {
-        const int k = hp_.ffn_kernel;
-        Signal y = conv1d(x, conv(f + ".conv_1"), 1, (k - 1) / 2, k / 2);
-        for (double& e : y.v) e = std::max(e, 0.0);
-        return conv1d(y, conv(f + ".conv_2"), 1, (k - 1) / 2, k / 2);
+        const Conv c1 = conv(f + ".conv_1"), c2 = conv(f + ".conv_2");
+        const int k = hp_.ffn_kernel, pad_left = (k - 1) / 2, pad_right = k / 2, n = x.t;
+        const int hidden = int(c1.w->dims[0]), out = int(c2.w->dims[0]);
+        Signal y(out, n);
+        const std::size_t macs = std::size_t(hidden) * k * (x.c + out) * n;
+        over_time_slices(n, macs, [&](int t_begin, int len) {
+            const int h0 = std::max(0, t_begin - pad_left);
+            const int h1 = std::min(n, t_begin + len + pad_right), hl = h1 - h0;
+            const auto columns = float_scratch(
+                std::size_t(k) * std::max(std::size_t(x.c) * hl, std::size_t(hidden) * len));
+            const auto h = float_scratch(std::size_t(hidden) * hl);
+            gather_columns(x.v.data(), std::size_t(n), 0, n, x.c, k, 1, pad_left, h0, hl,
+                           columns.get());
+            slice_product(c1, x.c * k, columns.get(), hl, h.get());
+            for (int o = 0; o < hidden; ++o) {
+                const double bias = bias_of(c1, o);
+                float* hr = h.get() + std::size_t(o) * hl;
+                for (int j = 0; j < hl; ++j)
+                    hr[j] = static_cast<float>(std::max(bias + hr[j], 0.0));
+            }
+            const auto product = float_scratch(std::size_t(out) * len);
+            gather_columns(h.get(), std::size_t(hl), h0, h1, hidden, k, 1, pad_left, t_begin, len,
+                           columns.get());
+            slice_product(c2, hidden * k, columns.get(), len, product.get());
+            write_slice(c2, product.get(), len, y, t_begin);
+        });
+        return y;
     }
 
     Signal text_encoder(std::span<const std::int64_t> ids) const {
