@@ -95,6 +95,9 @@ class MelScheduler {
     std::span<const float> process(std::span<const float> mel, int frames, bool last,
                                    std::int64_t budget_ns, MelChunkReport& report,
                                    bool may_reduce_quality = true);
+    // Frames the model must receive beyond a frame before it can make that
+    // frame's audio (the larger of the two models' look-ahead).
+    int right_context_frames() const { return right_context_; }
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
 

@@ -402,8 +402,8 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
     engine_->wake();  // a render worker or the next analysis may start
 }
 
-// A Piper sentence's ids to its sampled prior: the text encoder, the
-// durations, and the prior sampled with this stream's noise. One
+// A Piper sentence's ids to its prior: the text encoder, the durations
+// and the prior's own generator, seeded from this stream's noise. One
 // engine worker at a time does this for the stream (analysing_), in the
 // order the sentences were pushed, so the noise is drawn in that order and
 // a seed reproduces the audio.
@@ -412,15 +412,16 @@ void StreamCore::analyse_piper(Sentence sentence) {
     std::optional<WorkItem> item;
     std::string refusal;
     try {
-        // The flow runs later, on the producer (vocode_latent).
-        VitsLatent latent = piper_->network().text_to_latent().sample_prior(
+        // The prior's sampling and the flow run later, on the producer
+        // (vocode_latent).
+        VitsPrior prior = piper_->network().text_to_latent().prior(
             sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
-        if (latent.frames > 0) {
+        if (prior.frames() > 0) {
             auto l = std::make_shared<LatentSentence>();
-            l->prior = std::move(latent.z);
-            l->z.assign(l->prior.size(), 0.0f);
-            l->channels = latent.channels;
-            l->frames = latent.frames;
+            l->channels = prior.channels();
+            l->frames = prior.frames();
+            l->z.assign(std::size_t(l->channels) * std::size_t(l->frames), 0.0f);
+            l->prior = std::move(prior);
             l->origin = sentence.origin;
             item = std::move(l);
         }
@@ -573,8 +574,14 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
             return false;
         }
         if (first + count > s.flowed) {
+            // The first push also covers the frames the decoder must see
+            // beyond its first chunk before it makes any audio, so first
+            // audio waits for one flow push, not two.
+            const int until = first == 0 ? count + mel_->right_context_frames() : first + count;
             try {
-                s.flowed = piper_flow_->run_until(s.prior, s.frames, first + count, s.z);
+                s.flowed = piper_flow_->run_until(
+                    [&](int f, int n, float* out) { s.prior.sample(f, n, out); }, s.frames, until,
+                    s.z);
             } catch (const std::exception&) {
                 mel_->reset();  // a device error in the flow: the sentence is dropped
                 return false;

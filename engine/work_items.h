@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/flite_voice.h"
+#include "engine/models/vits/text_to_latent.h"
 
 namespace etude::engine {
 
@@ -65,12 +66,13 @@ struct MelChunk {
     ItemOrigin origin;
 };
 
-// A Piper stream's sentence as its network's sampled prior. The producer
-// runs the flow on it as far as each chunk needs and decodes the flow's output chunk by
-// chunk through the mel scheduler (the decoder is the model of its tiers).
+// A Piper stream's sentence as its network's prior. The producer samples
+// the prior and runs the flow on it as far as each chunk needs, and decodes
+// the flow's output chunk by chunk through the mel scheduler (the decoder
+// is the model of its tiers).
 struct LatentSentence {
-    std::vector<float> prior;  // [channels][frames], before the flow
-    std::vector<float> z;      // the flow's output, valid for frames [0, flowed)
+    VitsPrior prior;       // its frames drawn as the flow asks for them
+    std::vector<float> z;  // [channels][frames], the flow's output, valid for [0, flowed)
     int channels = 0;
     int frames = 0;
     int flowed = 0;  // producer thread

@@ -170,10 +170,24 @@ SignalRef VitsFlowStream::push(const SignalRef& a_in, const SignalRef& b_in, boo
 
 int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int until,
                               std::vector<float>& z) {
+    const int channels = net_.channels();
+    if (prior.size() != std::size_t(channels) * std::size_t(std::max(frames, 0)))
+        throw Error("VITS flow stream: the prior holds " + std::to_string(prior.size()) +
+                    " values, not " + std::to_string(channels) + " x " + std::to_string(frames));
+    const PriorSource copy = [&](int first, int count, float* out) {
+        for (int c = 0; c < channels; ++c)
+            std::copy_n(prior.begin() + std::ptrdiff_t(c) * frames + first, count,
+                        out + std::ptrdiff_t(c) * count);
+    };
+    return run_until(copy, frames, until, z);
+}
+
+int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
+                              std::vector<float>& z) {
     const int channels = net_.channels(), half = channels / 2;
     const std::size_t size = std::size_t(channels) * std::size_t(std::max(frames, 0));
-    if (prior.size() != size || z.size() != size)
-        throw Error("VITS flow stream: the latent holds " + std::to_string(prior.size()) +
+    if (z.size() != size)
+        throw Error("VITS flow stream: the latent holds " + std::to_string(z.size()) +
                     " values, not " + std::to_string(channels) + " x " + std::to_string(frames));
     until = std::min(until, frames);
     auto& b = net_.backend();
@@ -184,9 +198,7 @@ int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int u
         const bool flush = pushed_ + n == frames;
         // This block of the prior, [channels][n], onto the device by halves.
         host_in_.resize(std::size_t(channels) * std::size_t(n));
-        for (int c = 0; c < channels; ++c)
-            std::copy_n(prior.begin() + std::ptrdiff_t(c) * frames + pushed_, n,
-                        host_in_.begin() + std::ptrdiff_t(c) * n);
+        prior(pushed_, n, host_in_.data());
         const std::size_t hn = std::size_t(half) * std::size_t(n);
         auto& a_in = halves_[0].need(b, hn);
         auto& b_in = halves_[1].need(b, hn);

@@ -17,6 +17,7 @@
 // block is longer than any before).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,11 +44,18 @@ class VitsFlowStream {
     // Starts a new sentence.
     void reset();
 
-    // prior and z are [channels][frames] for the whole sentence. Pushes the
-    // prior's next frames until the output reaches `until` frames (at least
+    // Where the prior's frames come from: source(first, count, out) writes
+    // frames [first, first + count) as [channels][count]. Asked for in
+    // order, each frame once, and only as far as the pushes need.
+    using PriorSource = std::function<void(int first, int count, float* out)>;
+
+    // z is [channels][frames] for the whole sentence. Pushes the prior's
+    // next frames until the output reaches `until` frames (at least
     // min_push at a time, the rest of the sentence at its end), writing each
     // new output frame into the same column of z. Returns the frames of z
     // made so far (>= min(until, frames)).
+    int run_until(const PriorSource& prior, int frames, int until, std::vector<float>& z);
+    // The same with the whole prior at hand, [channels][frames].
     int run_until(const std::vector<float>& prior, int frames, int until, std::vector<float>& z);
     int made() const { return made_; }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "engine/error.h"
@@ -462,6 +463,46 @@ class Network {
 
 }  // namespace
 
+VitsPrior::VitsPrior(int channels, std::vector<double> stats, std::vector<int> durations,
+                     int frames, double noise_scale, std::uint64_t seed)
+    : channels_(channels),
+      frames_(frames),
+      phonemes_(int(durations.size())),
+      stats_(std::move(stats)),
+      durations_(std::move(durations)),
+      noise_scale_(noise_scale),
+      noise_(seed) {
+    if (stats_.size() != std::size_t(2) * channels_ * phonemes_)
+        throw std::logic_error("VITS prior: the statistics do not match the phonemes");
+}
+
+void VitsPrior::sample(int first, int count, float* out) {
+    if (first != next_frame_ || count < 0 || first + count > frames_)
+        throw std::logic_error("VITS prior: frames " + std::to_string(first) + " to " +
+                               std::to_string(first + count) + " asked for, the next is " +
+                               std::to_string(next_frame_) + " of " + std::to_string(frames_));
+    for (int j = 0; j < count; ++j, ++next_frame_) {
+        // The phoneme this frame belongs to; none (mean 0, deviation 1)
+        // for the one frame of a sentence whose durations are all zero.
+        while (phoneme_ < phonemes_ && left_in_phoneme_ == 0)
+            left_in_phoneme_ = durations_[std::size_t(phoneme_++)];
+        const int p = left_in_phoneme_ > 0 ? phoneme_ - 1 : -1;
+        if (left_in_phoneme_ > 0) --left_in_phoneme_;
+        for (int c = 0; c < channels_; ++c) {
+            const double m = p < 0 ? 0.0 : stats_[std::size_t(c) * phonemes_ + p];
+            const double logs = p < 0 ? 0.0 : stats_[(std::size_t(channels_) + c) * phonemes_ + p];
+            out[std::size_t(c) * count + j] =
+                static_cast<float>(m + normal_(noise_) * std::exp(logs) * noise_scale_);
+        }
+    }
+}
+
+std::vector<float> VitsPrior::sample_all() {
+    std::vector<float> z(std::size_t(channels_) * frames_);
+    sample(0, frames_, z.data());
+    return z;
+}
+
 VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
     : w_(std::move(weights)) {
     if (!w_) throw Error("VITS: no weights");
@@ -469,12 +510,39 @@ VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
 
 VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
                                  const VitsScales& scales, std::mt19937_64& noise) const {
-    return sample_prior(ids, speaker, scales, noise, true);
+    VitsLatent out = sample_prior(ids, speaker, scales, noise);
+    Signal z(out.channels, out.frames);
+    std::copy(out.z.begin(), out.z.end(), z.v.begin());
+    const std::vector<double> g = speaker_vector(speaker);
+    Network(*w_).flow(z, g.empty() ? nullptr : &g);
+    out.z.assign(z.v.begin(), z.v.end());
+    return out;
 }
 
 VitsLatent VitsTextToLatent::sample_prior(std::span<const std::int64_t> ids, int speaker,
-                                          const VitsScales& scales, std::mt19937_64& noise,
-                                          bool with_flow) const {
+                                          const VitsScales& scales, std::mt19937_64& noise) const {
+    VitsPrior p = prior(ids, speaker, scales, noise);
+    VitsLatent out;
+    out.channels = p.channels();
+    out.frames = p.frames();
+    out.durations = p.durations();
+    out.z = p.sample_all();
+    return out;
+}
+
+std::vector<double> VitsTextToLatent::speaker_vector(int speaker) const {
+    const auto& hp = w_->hp;
+    if (hp.num_speakers <= 1) return {};
+    if (speaker < 0 || speaker >= hp.num_speakers)
+        throw Error("VITS: speaker " + std::to_string(speaker) + " is outside the voice's " +
+                    std::to_string(hp.num_speakers) + " speakers");
+    const auto& emb = w_->get("emb_g.weight").values;
+    return {emb.begin() + std::ptrdiff_t(speaker) * hp.gin_channels,
+            emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels};
+}
+
+VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker,
+                                  const VitsScales& scales, std::mt19937_64& noise) const {
     const auto& hp = w_->hp;
     if (ids.empty()) throw Error("VITS: no phoneme ids");
     for (auto id : ids)
@@ -486,54 +554,30 @@ VitsLatent VitsTextToLatent::sample_prior(std::span<const std::int64_t> ids, int
         throw Error("VITS: noise_scale and noise_w must be finite and not negative");
     if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
         throw Error("VITS: length_scale must be finite and positive");
-    std::vector<double> g;
-    if (hp.num_speakers > 1) {
-        if (speaker < 0 || speaker >= hp.num_speakers)
-            throw Error("VITS: speaker " + std::to_string(speaker) + " is outside the voice's " +
-                        std::to_string(hp.num_speakers) + " speakers");
-        const auto& emb = w_->get("emb_g.weight").values;
-        g.assign(emb.begin() + std::ptrdiff_t(speaker) * hp.gin_channels,
-                 emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels);
-    }
+    const std::vector<double> g = speaker_vector(speaker);
     const Network net(*w_);
     const std::vector<double>* gp = g.empty() ? nullptr : &g;
 
     const Signal enc = net.text_encoder(ids);
-    const Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
+    Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
     const std::vector<double> logw = net.log_durations(enc, gp, scales.noise_w, noise);
 
-    VitsLatent out;
-    out.channels = hp.inter_channels;
+    std::vector<int> durations;
     int total = 0;
     for (double lw : logw) {
         const double d = std::ceil(std::exp(lw) * double(scales.length_scale));
         const int frames = d > 0 ? int(std::min(d, double(kMaxFrames) + 1)) : 0;
-        out.durations.push_back(frames);
+        durations.push_back(frames);
         total = int(std::min<long long>(static_cast<long long>(total) + frames, kMaxFrames + 1LL));
     }
     // A sentence longer than this is a broken voice or an absurd
     // length_scale; refusing it keeps memory bounded (the latent is
-    // inter_channels doubles per frame).
+    // inter_channels floats per frame, twice).
     if (total > kMaxFrames)
         throw Error("VITS: the durations add up to " + std::to_string(total) + " frames (at most " +
                     std::to_string(kMaxFrames) + "): length_scale too large, or a broken voice");
-    out.frames = std::max(total, 1);
-    // Expand the prior over the frames and sample it: z_p = m + eps*exp(logs)*noise_scale.
-    Signal z(hp.inter_channels, out.frames);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    std::vector<int> owner(static_cast<std::size_t>(out.frames), -1);
-    for (int p = 0, f = 0; p < int(out.durations.size()); ++p)
-        for (int i = 0; i < out.durations[std::size_t(p)]; ++i) owner[std::size_t(f++)] = p;
-    for (int c = 0; c < hp.inter_channels; ++c)
-        for (int f = 0; f < out.frames; ++f) {
-            const int p = owner[std::size_t(f)];
-            const double m = p < 0 ? 0.0 : stats.row(c)[p];
-            const double logs = p < 0 ? 0.0 : stats.row(hp.inter_channels + c)[p];
-            z.row(c)[f] = m + normal(noise) * std::exp(logs) * double(scales.noise_scale);
-        }
-    if (with_flow) net.flow(z, gp);
-    out.z.assign(z.v.begin(), z.v.end());
-    return out;
+    return VitsPrior(hp.inter_channels, std::move(stats.v), std::move(durations),
+                     std::max(total, 1), double(scales.noise_scale), noise());
 }
 
 }  // namespace etude::engine

@@ -15,7 +15,13 @@
 // second of audio, runs on a backend (engine/models/vits/README.md).
 //
 // Noise comes from the caller's generator, so that a seed reproduces a
-// sentence. Not real-time safe (allocates); runs on compute workers.
+// sentence: the duration noise directly, the prior's through a generator
+// of the sentence's own seeded from it (VitsPrior), which draws each
+// frame's noise only when that frame is asked for. So a sentence's first
+// audio does not wait for the noise of its last frames, and the next
+// sentence's analysis, which draws from the caller's generator on another
+// thread, never races the frames still being drawn. Not real-time safe
+// (allocates); runs on compute workers.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +47,38 @@ struct VitsLatent {
     std::vector<int> durations;  // frames per phoneme id (rounded up)
 };
 
+// One sentence's prior, ready to sample: each phoneme's mean and log
+// standard deviation (the text encoder's projection), the frames each
+// lasts, and a generator of the sentence's own. z_p = m + eps exp(logs)
+// noise_scale, frame by frame, each frame's channels in order.
+class VitsPrior {
+  public:
+    VitsPrior() = default;
+    // stats: [2 * channels][phonemes], the means then the log deviations.
+    VitsPrior(int channels, std::vector<double> stats, std::vector<int> durations, int frames,
+              double noise_scale, std::uint64_t seed);
+
+    int channels() const { return channels_; }
+    int frames() const { return frames_; }
+    const std::vector<int>& durations() const { return durations_; }
+
+    // Frames [first, first + count) as [channels][count] into `out`. Frames
+    // are drawn in order: `first` must be the frame after the last one
+    // drawn (0 at the start), else std::logic_error.
+    void sample(int first, int count, float* out);
+    // Every frame, [channels][frames] (from the start only).
+    std::vector<float> sample_all();
+
+  private:
+    int channels_ = 0, frames_ = 0, phonemes_ = 0;
+    std::vector<double> stats_;
+    std::vector<int> durations_;
+    double noise_scale_ = 0;
+    std::mt19937_64 noise_;
+    std::normal_distribution<double> normal_{0.0, 1.0};       // keeps its spare draw between calls
+    int next_frame_ = 0, phoneme_ = 0, left_in_phoneme_ = 0;  // the frame sample() draws next
+};
+
 class VitsTextToLatent {
   public:
     // At most this many frames per sentence (about 20 minutes at 22050 Hz
@@ -56,15 +94,22 @@ class VitsTextToLatent {
     VitsLatent run(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                    std::mt19937_64& noise) const;
 
-    // The same without the flow (with_flow false): the sampled prior, for
-    // the flow to run elsewhere (VitsFlowNetwork on a backend).
+    // Everything before the prior's sampling: the text encoder, the
+    // durations (drawing their noise from `noise`), and the prior's own
+    // generator seeded with one more draw. The same errors as run().
+    VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                    std::mt19937_64& noise) const;
+
+    // prior() sampled whole, without the flow: for the flow to run
+    // elsewhere (VitsFlowNetwork on a backend).
     VitsLatent sample_prior(std::span<const std::int64_t> ids, int speaker,
-                            const VitsScales& scales, std::mt19937_64& noise,
-                            bool with_flow = false) const;
+                            const VitsScales& scales, std::mt19937_64& noise) const;
 
     const VitsHyperparameters& hp() const { return w_->hp; }
 
   private:
+    std::vector<double> speaker_vector(int speaker) const;
+
     std::shared_ptr<const VitsWeights> w_;
 };
 

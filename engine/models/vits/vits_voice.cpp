@@ -70,8 +70,13 @@ VitsSentenceStream::VitsSentenceStream(std::shared_ptr<const VitsVoice> voice, s
 
 void VitsSentenceStream::start(std::span<const std::int64_t> ids, int speaker,
                                const VitsScales& scales) {
-    latent_ = voice_->text_to_latent().sample_prior(ids, speaker, scales, noise_);
-    prior_ = latent_.z;  // latent_.z fills with the flow's output block by block
+    prior_ = voice_->text_to_latent().prior(ids, speaker, scales, noise_);
+    latent_ = VitsLatent{};
+    latent_.channels = prior_.channels();
+    latent_.frames = prior_.frames();
+    latent_.durations = prior_.durations();
+    // Filled with the flow's output block by block, as the prior is drawn.
+    latent_.z.assign(std::size_t(latent_.channels) * std::size_t(latent_.frames), 0.0f);
     if (!flow_ || flow_speaker_ != speaker) {
         flow_ = voice_->open_flow(speaker);
         flow_speaker_ = speaker;
@@ -87,7 +92,8 @@ std::vector<float> VitsSentenceStream::next(int frames) {
     const int n = std::clamp(frames, 0, latent_.frames - next_frame_);
     std::vector<float> out;
     if (n > 0) {
-        flow_->run_until(prior_, latent_.frames, next_frame_ + n, latent_.z);
+        flow_->run_until([&](int f, int count, float* to) { prior_.sample(f, count, to); },
+                         latent_.frames, next_frame_ + n, latent_.z);
         std::vector<float> part;
         copy_mel_frames(latent_.z, latent_.channels, latent_.frames, next_frame_, n, part);
         out = decoder_->push(part, n);

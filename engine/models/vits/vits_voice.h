@@ -100,7 +100,7 @@ class VitsSentenceStream {
     std::mt19937_64 noise_;
     VitsLatent latent_;
     std::unique_ptr<MelVocoderStream> decoder_;
-    std::vector<float> prior_;  // the sampled prior, before the flow
+    VitsPrior prior_;  // the sentence's prior, drawn as the flow asks
     std::unique_ptr<VitsFlowStream> flow_;
     int flow_speaker_ = -1;
     int next_frame_ = 0;

@@ -254,6 +254,42 @@ TEST(VitsTextToLatent, ids_speakers_and_scales_out_of_range_are_refused) {
     }
 }
 
+// The prior is drawn frame by frame as the flow asks for it: any split of
+// the frames into requests gives the same latent as drawing it whole, and
+// a request that skips or repeats frames is refused.
+TEST(VitsTextToLatent, the_prior_drawn_in_pieces_equals_the_prior_drawn_whole) {
+    auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + "test_x_low.onnx"));
+    const VitsTextToLatent net(w);
+    const auto ids = reference_ids();
+    const VitsScales scales{0.667f, 1.0f, 0.8f};
+    std::mt19937_64 a(11);
+    VitsPrior whole_prior = net.prior(ids, 0, scales, a);
+    const auto whole = whole_prior.sample_all();
+    const int channels = whole_prior.channels(), frames = whole_prior.frames();
+    ASSERT_GT(frames, 40);
+    for (const int piece : {1, 3, 7, 32, frames}) {
+        std::mt19937_64 b(11);
+        VitsPrior prior = net.prior(ids, 0, scales, b);
+        std::vector<float> drawn(whole.size(), NAN), part;
+        for (int first = 0; first < frames; first += piece) {
+            const int n = std::min(piece, frames - first);
+            part.assign(std::size_t(channels) * n, NAN);
+            prior.sample(first, n, part.data());
+            for (int c = 0; c < channels; ++c)
+                std::copy_n(part.begin() + std::ptrdiff_t(c) * n, n,
+                            drawn.begin() + std::ptrdiff_t(c) * frames + first);
+        }
+        EXPECT_EQ(drawn, whole) << "pieces of " << piece;
+    }
+    std::mt19937_64 c(11);
+    VitsPrior prior = net.prior(ids, 0, scales, c);
+    std::vector<float> part(std::size_t(channels) * 4);
+    EXPECT_THROW(prior.sample(4, 4, part.data()), std::logic_error);  // skips frames 0-3
+    prior.sample(0, 4, part.data());
+    EXPECT_THROW(prior.sample(0, 4, part.data()), std::logic_error);       // draws them again
+    EXPECT_THROW(prior.sample(4, frames, part.data()), std::logic_error);  // past the end
+}
+
 // The noise comes from the caller's generator: the same seed gives the
 // same latent, another seed another one.
 TEST(VitsTextToLatent, a_seed_reproduces_the_noise) {
