@@ -89,75 +89,59 @@ void over_time_slices(int length, std::size_t macs, Body&& body) {
         [&](std::size_t begin, std::size_t end) { body(int(begin), int(end - begin)); });
 }
 
-// PyTorch's conv1d: y[o][t] = b[o] + sum_{i,k} w[o][i][k] x[g*in/g + i][t*1 + k*d - pad_l].
-Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int pad_right,
-              int groups = 1) {
+// PyTorch's conv1d (one group): y[o][t] = b[o] + sum_{i,k} w[o][i][k] x[i][t + k*d - pad_l].
+// One single-precision GEMM on the input's columns (im2col) per time slice,
+// the slices over the CPU backend's workers: the text encoder's
+// convolutions are most of the work before a sentence's first audio. Each
+// worker gathers its own columns and writes its own outputs, so nothing
+// around the GEMMs runs on one thread alone. The products are float, as in
+// Piper's own ONNX Runtime; the sums around them (residuals, norms,
+// softmax) stay double. The weights are used where they lie.
+Signal conv1d(const Signal& x, const Conv& conv, int dilation, int pad_left, int pad_right) {
     const auto& dims = conv.w->dims;
-    const int out = int(dims[0]), in_per_group = int(dims[1]), k = int(dims[2]);
+    const int out = int(dims[0]), in = int(dims[1]), k = int(dims[2]);
     const int length = x.t + pad_left + pad_right - dilation * (k - 1);
     Signal y(out, std::max(length, 0));
-    const int out_per_group = out / groups;
-    const float* w = conv.w->values.data();
-    if (groups == 1 && y.t > 0) {
-        // One single-precision GEMM on the input's columns (im2col) per
-        // time slice, the slices over the CPU backend's workers: the text
-        // encoder's convolutions are most of the work before a sentence's
-        // first audio. Each worker gathers its own columns and writes its
-        // own outputs, so nothing around the GEMMs runs on one thread
-        // alone. The products are float, as in Piper's own ONNX Runtime;
-        // the sums around them (residuals, norms, softmax) stay double. The
-        // weights are used where they lie.
-        const int rows = in_per_group * k;
-        over_time_slices(y.t, std::size_t(out) * rows * y.t, [&](int t_begin, int len) {
-            const auto columns = float_scratch(std::size_t(rows) * len);
-            const auto product = float_scratch(std::size_t(out) * len);
-            gather_columns(x.v.data(), std::size_t(x.t), 0, x.t, in_per_group, k, dilation,
-                           pad_left, t_begin, len, columns.get());
-            slice_product(conv, rows, columns.get(), len, product.get());
-            write_slice(conv, product.get(), len, y, t_begin);
-        });
-        return y;
-    }
-    for (int o = 0; o < out; ++o) {
-        double* yr = y.row(o);
-        const double bias = conv.b ? conv.b->values[std::size_t(o)] : 0.0;
-        std::fill(yr, yr + y.t, bias);
-        const int g = o / out_per_group;
-        for (int i = 0; i < in_per_group; ++i) {
-            const double* xr = x.row(g * in_per_group + i);
-            for (int kk = 0; kk < k; ++kk) {
-                const double wv = w[(std::size_t(o) * in_per_group + i) * k + kk];
-                const int shift = kk * dilation - pad_left;
-                const int t0 = std::max(0, -shift), t1 = std::min(y.t, x.t - shift);
-                for (int t = t0; t < t1; ++t) yr[t] += wv * xr[t + shift];
-            }
-        }
-    }
+    const int rows = in * k;
+    over_time_slices(y.t, std::size_t(out) * rows * y.t, [&](int t_begin, int len) {
+        const auto columns = float_scratch(std::size_t(rows) * len);
+        const auto product = float_scratch(std::size_t(out) * len);
+        gather_columns(x.v.data(), std::size_t(x.t), 0, x.t, in, k, dilation, pad_left, t_begin,
+                       len, columns.get());
+        slice_product(conv, rows, columns.get(), len, product.get());
+        write_slice(conv, product.get(), len, y, t_begin);
+    });
     return y;
 }
 
-void layer_norm(Signal& x, const VitsTensor& gamma, const VitsTensor& beta) {
-    // Over the channels at each time, in passes along the rows (contiguous).
-    std::vector<double> mean(std::size_t(x.t), 0.0), var(std::size_t(x.t), 0.0);
+// Over the channels at each time of columns [t0, t0 + len), in passes
+// along the rows (contiguous).
+void layer_norm_columns(Signal& x, int t0, int len, const VitsTensor& gamma,
+                        const VitsTensor& beta) {
+    std::vector<double> mean(std::size_t(len), 0.0), var(std::size_t(len), 0.0);
     for (int c = 0; c < x.c; ++c) {
-        const double* r = x.row(c);
-        for (int t = 0; t < x.t; ++t) mean[std::size_t(t)] += r[t];
+        const double* r = x.row(c) + t0;
+        for (int j = 0; j < len; ++j) mean[std::size_t(j)] += r[j];
     }
     for (double& m : mean) m /= x.c;
     for (int c = 0; c < x.c; ++c) {
-        const double* r = x.row(c);
-        for (int t = 0; t < x.t; ++t) {
-            const double d = r[t] - mean[std::size_t(t)];
-            var[std::size_t(t)] += d * d;
+        const double* r = x.row(c) + t0;
+        for (int j = 0; j < len; ++j) {
+            const double d = r[j] - mean[std::size_t(j)];
+            var[std::size_t(j)] += d * d;
         }
     }
     for (double& v : var) v = 1.0 / std::sqrt(v / x.c + 1e-5);
     for (int c = 0; c < x.c; ++c) {
-        double* r = x.row(c);
+        double* r = x.row(c) + t0;
         const double g = gamma.values[std::size_t(c)], b = beta.values[std::size_t(c)];
-        for (int t = 0; t < x.t; ++t)
-            r[t] = (r[t] - mean[std::size_t(t)]) * var[std::size_t(t)] * g + b;
+        for (int j = 0; j < len; ++j)
+            r[j] = (r[j] - mean[std::size_t(j)]) * var[std::size_t(j)] * g + b;
     }
+}
+
+void layer_norm(Signal& x, const VitsTensor& gamma, const VitsTensor& beta) {
+    layer_norm_columns(x, 0, x.t, gamma, beta);
 }
 
 void add(Signal& x, const Signal& y) {
@@ -302,18 +286,53 @@ class Network {
 
     // ---- duration predictor ----
 
+    // DDSConv: each layer is a depthwise dilated convolution, layer norm,
+    // GELU, a 1x1 convolution, layer norm and GELU, added to its input.
+    // One time slice per worker from start to end: the slice reads its
+    // input with the depthwise kernel's reach each side and writes only its
+    // own columns of the layer's output, which is added once all are made.
     void dds(Signal& x, const std::string& r) const {
         const int k = hp_.dp_kernel;
         int dilation = 1;
         for (int i = 0; i < 3; ++i, dilation *= k) {
             const std::string n = std::to_string(i);
-            const int pad = (k * dilation - dilation) / 2;
-            Signal y = conv1d(x, conv(r + ".convs_sep." + n), dilation, pad, pad, x.c);
-            layer_norm(y, t(r + ".norms_1." + n + ".gamma"), t(r + ".norms_1." + n + ".beta"));
-            gpu::cpu::gelu(y.v.data(), y.v.data(), y.v.size());
-            y = conv1d(y, conv(r + ".convs_1x1." + n), 1, 0, 0);
-            layer_norm(y, t(r + ".norms_2." + n + ".gamma"), t(r + ".norms_2." + n + ".beta"));
-            gpu::cpu::gelu(y.v.data(), y.v.data(), y.v.size());
+            const Conv sep = conv(r + ".convs_sep." + n), pointwise = conv(r + ".convs_1x1." + n);
+            const VitsTensor &g1 = t(r + ".norms_1." + n + ".gamma"),
+                             &b1 = t(r + ".norms_1." + n + ".beta"),
+                             &g2 = t(r + ".norms_2." + n + ".gamma"),
+                             &b2 = t(r + ".norms_2." + n + ".beta");
+            const int pad = (k * dilation - dilation) / 2, channels = x.c;
+            Signal y(channels, x.t);
+            const std::size_t macs = std::size_t(channels) * (channels + k) * x.t;
+            over_time_slices(x.t, macs, [&](int t0, int len) {
+                // y[c][t] = b[c] + sum_kk w[c][0][kk] x[c][t + kk*dilation - pad]
+                for (int c = 0; c < channels; ++c) {
+                    double* yr = y.row(c) + t0;
+                    const double* xr = x.row(c);
+                    std::fill(yr, yr + len, bias_of(sep, c));
+                    for (int kk = 0; kk < k; ++kk) {
+                        const double w = sep.w->values[std::size_t(c) * k + kk];
+                        const int shift = kk * dilation - pad + t0;  // column j reads j + shift
+                        const int j0 = std::clamp(-shift, 0, len);
+                        const int j1 = std::clamp(x.t - shift, j0, len);
+                        for (int j = j0; j < j1; ++j) yr[j] += w * xr[j + shift];
+                    }
+                }
+                const auto gelu_columns = [&] {
+                    for (int c = 0; c < channels; ++c)
+                        gpu::cpu::gelu(y.row(c) + t0, y.row(c) + t0, std::size_t(len));
+                };
+                layer_norm_columns(y, t0, len, g1, b1);
+                gelu_columns();
+                const auto columns = float_scratch(std::size_t(channels) * len);
+                const auto product = float_scratch(std::size_t(channels) * len);
+                gather_columns(y.v.data(), std::size_t(y.t), 0, y.t, channels, 1, 1, 0, t0, len,
+                               columns.get());
+                slice_product(pointwise, channels, columns.get(), len, product.get());
+                write_slice(pointwise, product.get(), len, y, t0);
+                layer_norm_columns(y, t0, len, g2, b2);
+                gelu_columns();
+            });
             add(x, y);
         }
     }
