@@ -173,54 +173,60 @@ class Network {
         const int rel = 2 * win + 1;  // relative positions -win..win
         const double scale = 1.0 / std::sqrt(double(kc));
         Signal out(x.c, n);
-        // Per head, as GEMMs (the loops this replaced were most of a
-        // sentence's time before its first audio): the scores
-        // S = (q/sqrt(kc))^T k plus, on the band |j - i| <= win, the scaled
-        // query times the relative key of offset j - i; a softmax per row;
-        // then out = P v^T plus, on the same band, P times the relative
-        // values. Rows of `scores` are query positions. The heads are
-        // independent (each writes its own rows of `out`): one per worker.
-        const std::vector<double> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
+        // Per head, as single-precision GEMMs (the products in float, as
+        // Piper's own ONNX Runtime makes them; the softmax's sums in
+        // double): the scores S = (q/sqrt(kc))^T k plus, on the band
+        // |j - i| <= win, the scaled query times the relative key of offset
+        // j - i; a softmax per row; then out = P v^T plus, on the same band,
+        // P times the relative values. Rows of `scores` are query positions.
+        // The heads are independent (each writes its own rows of `out`):
+        // one per worker.
+        const std::vector<float> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
             rv(rel_v.begin(), rel_v.begin() + std::ptrdiff_t(rel) * kc);
         gpu::cpu::parallel_for(heads, [&](int h) {
-            std::vector<double> scores(std::size_t(n) * n), band(std::size_t(n) * rel),
-                qt(std::size_t(n) * kc), head_out(std::size_t(n) * kc);
-            const double* qh = q.row(h * kc);  // [kc][n]
-            const double* kh = k.row(h * kc);
-            const double* vh = v.row(h * kc);
-            for (int c = 0; c < kc; ++c)
-                for (int i = 0; i < n; ++i)
-                    qt[std::size_t(i) * kc + c] = qh[std::size_t(c) * n + i] * scale;
+            const std::size_t nn = std::size_t(n), nk = std::size_t(n) * kc;
+            const auto scores = float_scratch(nn * nn), band = float_scratch(nn * rel),
+                       qt = float_scratch(nk), kh = float_scratch(nk), vh = float_scratch(nk),
+                       head_out = float_scratch(nk);
+            for (int c = 0; c < kc; ++c) {
+                const double *qr = q.row(h * kc + c), *kr = k.row(h * kc + c),
+                             *vr = v.row(h * kc + c);
+                for (int i = 0; i < n; ++i) {
+                    qt[std::size_t(i) * kc + c] = static_cast<float>(qr[i] * scale);
+                    kh[std::size_t(c) * n + i] = static_cast<float>(kr[i]);
+                    vh[std::size_t(c) * n + i] = static_cast<float>(vr[i]);
+                }
+            }
             // scores[i][j] = sum_c qt[i][c] k[c][j]
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, kc, 1.0, qt.data(), kc, kh,
-                        n, 0.0, scores.data(), n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, kc, 1.0f, qt.get(), kc,
+                        kh.get(), n, 0.0f, scores.get(), n);
             // band[i][r] = sum_c qt[i][c] rel_k[r][c]
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rel, kc, 1.0, qt.data(), kc,
-                        rk.data(), kc, 0.0, band.data(), rel);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rel, kc, 1.0f, qt.get(), kc,
+                        rk.data(), kc, 0.0f, band.get(), rel);
             for (int i = 0; i < n; ++i) {
-                double* row = scores.data() + std::size_t(i) * n;
-                double* bi = band.data() + std::size_t(i) * rel;
+                float* row = scores.get() + std::size_t(i) * n;
+                float* bi = band.get() + std::size_t(i) * rel;
                 const int j0 = std::max(0, i - win), j1 = std::min(n - 1, i + win);
                 for (int j = j0; j <= j1; ++j) row[j] += bi[j - i + win];
-                const double top = *std::max_element(row, row + n);
+                const float top = *std::max_element(row, row + n);
                 for (int j = 0; j < n; ++j) row[j] -= top;
                 gpu::cpu::exp(row, row, std::size_t(n));
                 double sum = 0;
                 for (int j = 0; j < n; ++j) sum += row[j];
-                const double inverse = 1.0 / sum;
+                const float inverse = static_cast<float>(1.0 / sum);
                 for (int j = 0; j < n; ++j) row[j] *= inverse;
                 // band now holds the probabilities on the band, for the
                 // relative values.
                 for (int r = 0; r < rel; ++r) {
                     const int j = i + r - win;
-                    bi[r] = j >= 0 && j < n ? row[j] : 0.0;
+                    bi[r] = j >= 0 && j < n ? row[j] : 0.0f;
                 }
             }
             // head_out[i][c] = sum_j P[i][j] v[c][j] + sum_r band[i][r] rel_v[r][c]
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, kc, n, 1.0, scores.data(), n,
-                        vh, n, 0.0, head_out.data(), kc);
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, kc, rel, 1.0, band.data(),
-                        rel, rv.data(), kc, 1.0, head_out.data(), kc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, kc, n, 1.0f, scores.get(), n,
+                        vh.get(), n, 0.0f, head_out.get(), kc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, kc, rel, 1.0f, band.get(),
+                        rel, rv.data(), kc, 1.0f, head_out.get(), kc);
             for (int c = 0; c < kc; ++c)
                 for (int i = 0; i < n; ++i)
                     out.row(h * kc + c)[i] = head_out[std::size_t(i) * kc + c];
