@@ -418,9 +418,7 @@ void StreamCore::analyse_piper(Sentence sentence) {
             sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
         if (prior.frames() > 0) {
             auto l = std::make_shared<LatentSentence>();
-            l->channels = prior.channels();
-            l->frames = prior.frames();
-            l->z.assign(std::size_t(l->channels) * std::size_t(l->frames), 0.0f);
+            l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
             l->prior = std::move(prior);
             l->origin = sentence.origin;
             item = std::move(l);
@@ -567,8 +565,9 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
 bool StreamCore::vocode_latent(LatentSentence& s) {
     std::vector<float> chunk;
     piper_flow_->reset();
-    for (int first = 0; first < s.frames; first += latent_chunk_frames_) {
-        const int count = std::min(latent_chunk_frames_, s.frames - first);
+    const int frames = s.prior.frames();
+    for (int first = 0; first < frames; first += latent_chunk_frames_) {
+        const int count = std::min(latent_chunk_frames_, frames - first);
         if (ring_.cancelled(s.origin.generation)) {
             mel_->reset();
             return false;
@@ -579,16 +578,14 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
             // audio waits for one flow push, not two.
             const int until = first == 0 ? count + mel_->right_context_frames() : first + count;
             try {
-                s.flowed = piper_flow_->run_until(
-                    [&](int f, int n, float* out) { s.prior.sample(f, n, out); }, s.frames, until,
-                    s.z);
+                s.flowed = piper_flow_->run_until(s.prior, until, s.z);
             } catch (const std::exception&) {
                 mel_->reset();  // a device error in the flow: the sentence is dropped
                 return false;
             }
         }
-        copy_mel_frames(s.z, s.channels, s.frames, first, count, chunk);
-        if (!vocode_frames(chunk, count, first + count == s.frames, s.origin)) return false;
+        copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
+        if (!vocode_frames(chunk, count, first + count == frames, s.origin)) return false;
     }
     return true;
 }

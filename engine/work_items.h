@@ -71,10 +71,9 @@ struct MelChunk {
 // the flow's output chunk by chunk through the mel scheduler (the decoder
 // is the model of its tiers).
 struct LatentSentence {
-    VitsPrior prior;       // its frames drawn as the flow asks for them
-    std::vector<float> z;  // [channels][frames], the flow's output, valid for [0, flowed)
-    int channels = 0;
-    int frames = 0;
+    VitsPrior prior;  // its frames drawn as the flow asks for them
+    // The flow's output, [channels][frames] of the prior, valid for [0, flowed).
+    std::vector<float> z;
     int flowed = 0;  // producer thread
     ItemOrigin origin;
 };

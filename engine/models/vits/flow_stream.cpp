@@ -182,6 +182,11 @@ int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int u
     return run_until(copy, frames, until, z);
 }
 
+int VitsFlowStream::run_until(VitsPrior& prior, int until, std::vector<float>& z) {
+    return run_until([&](int first, int count, float* out) { prior.sample(first, count, out); },
+                     prior.frames(), until, z);
+}
+
 int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
                               std::vector<float>& z) {
     const int channels = net_.channels(), half = channels / 2;

@@ -23,6 +23,7 @@
 
 #include "engine/models/stream_layers.h"
 #include "engine/models/vits/flow_network.h"
+#include "engine/models/vits/text_to_latent.h"
 
 namespace etude::engine {
 
@@ -57,6 +58,9 @@ class VitsFlowStream {
     int run_until(const PriorSource& prior, int frames, int until, std::vector<float>& z);
     // The same with the whole prior at hand, [channels][frames].
     int run_until(const std::vector<float>& prior, int frames, int until, std::vector<float>& z);
+    // The same drawing a sentence's prior (VitsPrior::sample) as the pushes
+    // need its frames.
+    int run_until(VitsPrior& prior, int until, std::vector<float>& z);
     int made() const { return made_; }
 
   private:

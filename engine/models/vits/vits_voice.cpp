@@ -92,8 +92,7 @@ std::vector<float> VitsSentenceStream::next(int frames) {
     const int n = std::clamp(frames, 0, latent_.frames - next_frame_);
     std::vector<float> out;
     if (n > 0) {
-        flow_->run_until([&](int f, int count, float* to) { prior_.sample(f, count, to); },
-                         latent_.frames, next_frame_ + n, latent_.z);
+        flow_->run_until(prior_, next_frame_ + n, latent_.z);
         std::vector<float> part;
         copy_mel_frames(latent_.z, latent_.channels, latent_.frames, next_frame_, n, part);
         out = decoder_->push(part, n);
