@@ -65,6 +65,10 @@ class PlaybackRing {
     void cancel() { generation_.fetch_add(1, std::memory_order_release); }
     std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
     bool cancelled(std::uint64_t generation) const { return this->generation() != generation; }
+    // The last cancel the producer has acknowledged (0: none yet).
+    std::uint64_t acknowledged_generation() const {
+        return producer_generation_.load(std::memory_order_acquire);
+    }
     // The producer has acknowledged the latest cancel.
     bool cancel_acknowledged() const {
         return producer_generation_.load(std::memory_order_acquire) == generation();

@@ -484,7 +484,11 @@ void StreamCore::render_ahead(const std::shared_ptr<AnalysedSentence>& u) {
 // ---- producer thread --------------------------------------------------------
 
 void StreamCore::produce() {
-    std::uint64_t seen_generation = ring_.generation();
+    // From the last cancel acknowledged, not the ring's generation now: a
+    // cancel() that came before this thread first ran (a server cancels a
+    // stream it has just opened when its client is already gone) must still
+    // be acknowledged, or read() waits for that forever.
+    std::uint64_t seen_generation = ring_.acknowledged_generation();
     for (;;) {
         std::unique_lock lock(mu_);
         producer_busy_ = false;

@@ -189,6 +189,29 @@ TEST(Engine, cancel_fades_within_one_pull_and_drops_queued_text) {
     EXPECT_TRUE(again == render_offline(engine, kSentence));
 }
 
+// A cancel that comes before the stream's producer thread has first run
+// (a server cancels a stream it has just opened when its client is already
+// gone) is still acknowledged, so the stream speaks what is pushed next.
+// The producer used to start from the generation the cancel had already
+// bumped, never acknowledged it, and the stream stayed silent (read()
+// waited forever). Many streams, so that some cancels win that race.
+TEST(Engine, a_cancel_as_the_stream_opens_is_acknowledged_and_later_text_is_spoken) {
+    Engine engine;
+    std::vector<float> block(256);
+    for (int i = 0; i < 40; ++i) {
+        auto s = engine.create_stream();
+        s->cancel();
+        s->push_text("Yes.");
+        std::size_t got = 0;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (got == 0 && std::chrono::steady_clock::now() < deadline) {
+            got = s->pull(block);
+            if (got == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        ASSERT_GT(got, 0u) << "stream " << i << " stayed silent after a cancel as it opened";
+    }
+}
+
 TEST(Engine, rejects_bad_input_with_clear_errors) {
     Engine engine;
     try {
