@@ -24,6 +24,17 @@ void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
     streams_.push_back(s);
 }
 
+void EngineWorkers::wake() {
+    // A worker looks for work and then waits, both under mu_; the stream's
+    // new work was published under the stream's own lock. Taking mu_ here
+    // means the worker is either before its look (it will see the work) or
+    // already waiting (it gets the notification): without it, a notification
+    // sent between the look and the wait was lost, and the sentence waited
+    // for the next wake() (a Wyoming client's reply hung, the server with it).
+    { std::lock_guard lock(mu_); }
+    cv_.notify_all();
+}
+
 void EngineWorkers::stop() {
     {
         std::lock_guard lock(mu_);

@@ -6,7 +6,8 @@
 //
 // Threads: add(), wake(), stop(), stopping() and shared_gpu_processor() from
 // any thread; the workers take their stream's lock only through the
-// StreamCore calls, never while holding it.
+// StreamCore calls, never while holding it, and a stream calls wake() only
+// after releasing its own.
 #pragma once
 
 #include <condition_variable>
@@ -33,8 +34,8 @@ class EngineWorkers {
     EngineWorkers& operator=(const EngineWorkers&) = delete;
 
     void add(const std::shared_ptr<StreamCore>& s);
-    // A stream has work for the workers.
-    void wake() { cv_.notify_all(); }
+    // A stream has work for the workers. Call it without the stream's lock.
+    void wake();
     void stop();
     bool stopping();
 
