@@ -154,7 +154,10 @@ double softplus(double x) {
 
 class Network {
   public:
-    explicit Network(const VitsWeights& w) : w_(w), hp_(w.hp) {}
+    // ffn: each encoder layer's two feed-forward convolutions for Winograd
+    // (conv_1 then conv_2, layer by layer), or empty to run them directly.
+    Network(const VitsWeights& w, std::span<const WinogradConv3> ffn)
+        : w_(w), hp_(w.hp), ffn_(ffn) {}
 
     Conv conv(const std::string& role, bool bias = true) const {
         return {&w_.get(role + ".weight"), bias ? &w_.get(role + ".bias") : nullptr};
@@ -270,6 +273,67 @@ class Network {
         return y;
     }
 
+    // The same feed-forward block through Winograd's F(2, 3)
+    // (winograd_conv3.h), in five steps each spread over the workers: the
+    // input's transform by channel, conv_1's GEMMs by transform point,
+    // conv_1's outputs with bias and ReLU (rounded to float, as the direct
+    // path keeps them) transformed again by channel, conv_2's GEMMs by
+    // point, and its outputs by channel. Splitting the GEMMs by point rather
+    // than by time keeps each one as wide as the sentence, where OpenBLAS
+    // is fastest.
+    Signal feed_forward(const Signal& x, const WinogradConv3& c1, const WinogradConv3& c2) const {
+        constexpr int points = WinogradConv3::kPoints;
+        const int n = x.t, tiles = WinogradConv3::tiles(n);
+        const int hidden = c1.out_channels(), out = c2.out_channels();
+        const std::size_t in_plane = std::size_t(x.c) * tiles,
+                          hidden_plane = std::size_t(hidden) * tiles,
+                          out_plane = std::size_t(out) * tiles;
+        const auto v1 = float_scratch(points * in_plane), m1 = float_scratch(points * hidden_plane),
+                   v2 = float_scratch(points * hidden_plane),
+                   m2 = float_scratch(points * out_plane);
+        const auto over_channels = [&](int channels, auto&& body) {
+            gpu::cpu::parallel_ranges(
+                std::size_t(channels),
+                gpu::cpu::jobs_for(std::size_t(channels) * n * 32, std::size_t(1) << 16), 1,
+                [&](std::size_t begin, std::size_t end) { body(int(begin), int(end)); });
+        };
+        const auto gemms = [&](const WinogradConv3& c, const float* v, float* m) {
+            gpu::cpu::parallel_for(points, [&](int p) { c.multiply(p, v, tiles, m); });
+        };
+        over_channels(x.c, [&](int begin, int end) {
+            for (int c = begin; c < end; ++c)
+                WinogradConv3::transform_input(x.row(c), n, v1.get() + std::size_t(c) * tiles,
+                                               in_plane);
+        });
+        gemms(c1, v1.get(), m1.get());
+        over_channels(hidden, [&](int begin, int end) {
+            std::vector<double> row(static_cast<std::size_t>(n));
+            std::vector<float> h(static_cast<std::size_t>(n));
+            for (int o = begin; o < end; ++o) {
+                WinogradConv3::transform_output(m1.get() + std::size_t(o) * tiles, hidden_plane, n,
+                                                row.data());
+                const double bias = c1.bias(o);
+                for (int j = 0; j < n; ++j)
+                    h[std::size_t(j)] =
+                        static_cast<float>(std::max(bias + row[std::size_t(j)], 0.0));
+                WinogradConv3::transform_input(h.data(), n, v2.get() + std::size_t(o) * tiles,
+                                               hidden_plane);
+            }
+        });
+        gemms(c2, v2.get(), m2.get());
+        Signal y(out, n);
+        over_channels(out, [&](int begin, int end) {
+            for (int o = begin; o < end; ++o) {
+                double* yr = y.row(o);
+                WinogradConv3::transform_output(m2.get() + std::size_t(o) * tiles, out_plane, n,
+                                                yr);
+                const double bias = c2.bias(o);
+                for (int j = 0; j < n; ++j) yr[j] += bias;
+            }
+        });
+        return y;
+    }
+
     Signal text_encoder(std::span<const std::int64_t> ids) const {
         const auto& emb = t("enc_p.emb.weight");
         const int h = hp_.hidden_channels;
@@ -283,7 +347,9 @@ class Network {
             add(x, attention(x, "enc_p.encoder.attn_layers." + n));
             layer_norm(x, t("enc_p.encoder.norm_layers_1." + n + ".gamma"),
                        t("enc_p.encoder.norm_layers_1." + n + ".beta"));
-            add(x, feed_forward(x, "enc_p.encoder.ffn_layers." + n));
+            add(x, ffn_.empty()
+                       ? feed_forward(x, "enc_p.encoder.ffn_layers." + n)
+                       : feed_forward(x, ffn_[std::size_t(2 * l)], ffn_[std::size_t(2 * l + 1)]));
             layer_norm(x, t("enc_p.encoder.norm_layers_2." + n + ".gamma"),
                        t("enc_p.encoder.norm_layers_2." + n + ".beta"));
         }
@@ -484,6 +550,7 @@ class Network {
   private:
     const VitsWeights& w_;
     const VitsHyperparameters& hp_;
+    std::span<const WinogradConv3> ffn_;
 };
 
 }  // namespace
@@ -531,6 +598,17 @@ std::vector<float> VitsPrior::sample_all() {
 VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
     : w_(std::move(weights)) {
     if (!w_) throw Error("VITS: no weights");
+    // Piper's feed-forward convolutions all have kernel 3.
+    if (w_->hp.ffn_kernel == 3)
+        for (int l = 0; l < w_->hp.n_layers; ++l)
+            for (const char* c : {".conv_1", ".conv_2"}) {
+                const std::string role = "enc_p.encoder.ffn_layers." + std::to_string(l) + c;
+                const VitsTensor& weight = w_->get(role + ".weight");
+                if (weight.dims.size() != 3 || weight.dims[2] != 3)
+                    throw Error("VITS: " + role + " is not a kernel-3 convolution");
+                ffn_.emplace_back(weight.values.data(), w_->get(role + ".bias").values.data(),
+                                  int(weight.dims[0]), int(weight.dims[1]));
+            }
 }
 
 VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
@@ -539,7 +617,7 @@ VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,
     Signal z(out.channels, out.frames);
     std::copy(out.z.begin(), out.z.end(), z.v.begin());
     const std::vector<double> g = speaker_vector(speaker);
-    Network(*w_).flow(z, g.empty() ? nullptr : &g);
+    Network(*w_, ffn_).flow(z, g.empty() ? nullptr : &g);
     out.z.assign(z.v.begin(), z.v.end());
     return out;
 }
@@ -580,7 +658,7 @@ VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker
     if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
         throw Error("VITS: length_scale must be finite and positive");
     const std::vector<double> g = speaker_vector(speaker);
-    const Network net(*w_);
+    const Network net(*w_, ffn_);
     const std::vector<double>* gp = g.empty() ? nullptr : &g;
 
     const Signal enc = net.text_encoder(ids);

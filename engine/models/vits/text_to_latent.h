@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/models/vits/vits_weights.h"
+#include "engine/models/vits/winograd_conv3.h"
 
 namespace etude::engine {
 
@@ -111,6 +112,9 @@ class VitsTextToLatent {
     std::vector<double> speaker_vector(int speaker) const;
 
     std::shared_ptr<const VitsWeights> w_;
+    // The encoder's feed-forward convolutions transformed for Winograd's
+    // F(2, 3) (conv_1 and conv_2 of each layer); empty for another kernel.
+    std::vector<WinogradConv3> ffn_;
 };
 
 }  // namespace etude::engine
