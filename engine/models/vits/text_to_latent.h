@@ -8,8 +8,9 @@
 // This runs on the host: its convolutions and the attention's products as
 // single-precision BLAS GEMMs, as Piper's ONNX Runtime runs them (the
 // convolutions sliced in time over the CPU backend's workers, the attention
-// one head per worker), everything around them (residual sums, layer norms,
-// softmax sums, splines) in double. It is most of the time before a sentence's first
+// one head per worker, the feed-forward convolutions as Winograd F(2, 3)),
+// everything around them (residual sums, layer norms, softmax sums,
+// splines) in double. It is most of the time before a sentence's first
 // audio: the text encoder is a transformer over the whole sentence, so it
 // cannot start on part of one. The decoder, by far the most work per
 // second of audio, runs on a backend (engine/models/vits/README.md).
