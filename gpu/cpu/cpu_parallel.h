@@ -1,6 +1,7 @@
 // Work sharing for the CPU backend's ops: a loop's iterations spread over
-// the calling thread's OpenMP team (OMP_NUM_THREADS threads, by default one
-// per CPU).
+// the process's CPU worker pool (cpu_worker_pool.h: the calling thread and
+// one helper per further CPU, or ETUDE_CPU_THREADS / OMP_NUM_THREADS
+// threads in all).
 //
 // Why our own split rather than OpenBLAS's threads: the backend runs each
 // GEMM of a convolution on a slice of the time axis, with its im2col or
@@ -11,9 +12,9 @@
 // sets OpenBLAS to one thread for the process (openblas_set_num_threads(1)):
 // a host application that calls OpenBLAS itself gets it single-threaded too.
 //
-// Threads: any. A call from inside another OpenMP parallel region runs its
-// loop on the calling thread alone. No allocation of our own (OpenMP keeps a
-// pool of threads per calling thread, created on its first region).
+// Threads: any. A call from inside a job runs its loop on that thread
+// alone, and so does a call made while another thread's loop holds the
+// helpers. No allocation after the pool's first use.
 #pragma once
 
 #include <algorithm>
@@ -22,7 +23,7 @@
 
 namespace etude::gpu::cpu {
 
-// Threads a parallel_for can use (1 when nested or with OMP_NUM_THREADS=1).
+// Threads a parallel_for can use (1 inside a job or with one thread).
 int worker_count();
 
 namespace detail {
