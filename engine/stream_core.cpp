@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "engine/deadline.h"
 #include "engine/engine_workers.h"
@@ -348,7 +349,8 @@ std::size_t StreamCore::read(std::span<float> out) {
 // look-ahead. Called with the engine's lock held, never this stream's.
 std::optional<Sentence> StreamCore::take_sentence() {
     std::lock_guard lock(mu_);
-    if (shutdown_ || text_queue_.empty() || analysing_ || queue_.size() >= kLookaheadSentences)
+    if (shutdown_ || text_queue_.empty() || analysing_ || first_audio_due_ ||
+        queue_.size() >= kLookaheadSentences)
         return std::nullopt;
     Sentence s = std::move(text_queue_.front());
     text_queue_.pop_front();
@@ -516,6 +518,7 @@ void StreamCore::produce() {
             continue;
         }
         if (auto* latent = std::get_if<std::shared_ptr<LatentSentence>>(&item)) {
+            first_audio_due_ = (*latent)->origin.first_of_push;
             lock.unlock();
             engine_->wake();  // room for the next sentence's latent
             first_audio_pending_ = true;
@@ -630,8 +633,12 @@ bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool la
 }
 
 void StreamCore::finish_item(bool complete, double vocoder_seconds) {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     vocoder_seconds_ += vocoder_seconds;
+    // A sentence that ended without audio (cancelled, or a device error)
+    // holds the next analysis back no longer. (wake() after unlocking: the
+    // workers take the engine's lock before this stream's.)
+    const bool analysis_held = std::exchange(first_audio_due_, false);
     if (complete) {
         --outstanding_;
         sentences_spoken_.add();
@@ -640,6 +647,8 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds) {
         sentences_dropped_.add();
     }
     data_cv_.notify_all();
+    lock.unlock();
+    if (analysis_held) engine_->wake();
 }
 
 bool StreamCore::shutting_down() {
@@ -691,8 +700,13 @@ void StreamCore::mark_end_if_last(std::size_t final_chunk) {
 void StreamCore::note_first_audio(const ItemOrigin& origin) {
     if (first_audio_pending_ && origin.first_of_push) {
         first_audio_pending_ = false;
-        std::lock_guard lock(mu_);
-        first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
+        bool analysis_held = false;
+        {
+            std::lock_guard lock(mu_);
+            first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
+            analysis_held = std::exchange(first_audio_due_, false);
+        }
+        if (analysis_held) engine_->wake();  // the next sentence's analysis may start
     }
 }
 

@@ -110,6 +110,11 @@ class StreamCore final : public BlockSink {
     bool producer_busy_ = false;   // the producer is speaking an item
     std::size_t outstanding_ = 0;  // items queued and not yet fully written or dropped
     bool analysing_ = false;
+    // A Piper stream's producer is making the first audio of a push: the
+    // next sentence's analysis waits for it (take_sentence()), so that the
+    // prior of sentence two does not take the cores the flow and decoder of
+    // sentence one need before anything is heard.
+    bool first_audio_due_ = false;
     bool shutdown_ = false;
     bool mel_open_ = false;  // a mel utterance has begun and not ended
     std::uint64_t sentences_queued_ = 0, cancels_ = 0, sentences_unspeakable_ = 0;
