@@ -12,8 +12,11 @@ request, the time from the request's last byte written to the first audio-chunk 
 
 Prints median, 90th percentile and best of N requests, and the CPU (lscpu).
 Usage: wyoming_first_audio.py [--etude build/cli/etude] [--voice slt] [-n 30]
-       [--serve-voice PATH.onnx] [--host H --port P]
+       [--serve-voice PATH.onnx] [--host H --port P] [--against H:P]
 (--serve-voice: a Piper voice for etude serve --voice; ask for it with --voice NAME.)
+--against H:P measures a second server (e.g. wyoming-piper) in the same run, the two taking
+turns request by request, and prints the median of the per-pair ratios: on a VM whose speed
+drifts over minutes, two servers measured one after the other can differ by the drift alone.
 """
 import argparse
 import asyncio
@@ -75,11 +78,11 @@ def cpu_model():
     return f"{m.group(1).strip() if m else '?'}, {cpus.group(1) if cpus else '?'} CPUs"
 
 
-def summary(name, times):
+def summary(name, times, label=""):
     ms = sorted(t * 1000 for t in times)
     p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
     print(f"  {name:11s} median {statistics.median(ms):6.1f} ms   p90 {p90:6.1f} ms   "
-          f"best {ms[0]:6.1f} ms   ({len(ms)} requests)")
+          f"best {ms[0]:6.1f} ms   ({len(ms)} requests){label}")
 
 
 def main():
@@ -90,6 +93,7 @@ def main():
     ap.add_argument("--serve-voice", help="a Piper voice etude serve loads (--voice PATH)")
     ap.add_argument("--host")
     ap.add_argument("--port", type=int)
+    ap.add_argument("--against", help="HOST:PORT of a second server, measured in turn with the first")
     args = ap.parse_args()
     proc = None
     host, port = args.host or "127.0.0.1", args.port
@@ -100,9 +104,23 @@ def main():
         port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))
     try:
         print(f"first audio over Wyoming, 20-word reply, voice {args.voice}; CPU: {cpu_model()}")
-        asyncio.run(one_shot(host, port, args.voice))  # warm-up
-        summary("synthesize", [asyncio.run(one_shot(host, port, args.voice)) for _ in range(args.n)])
-        summary("streaming", [asyncio.run(streaming(host, port, args.voice)) for _ in range(args.n)])
+        servers = [(f"{host}:{port}", host, port)]
+        if args.against:
+            other_host, other_port = args.against.rsplit(":", 1)
+            servers.append((args.against, other_host, int(other_port)))
+        for _, h, p in servers:
+            asyncio.run(one_shot(h, p, args.voice))  # warm-up
+        for kind, request in (("synthesize", one_shot), ("streaming", streaming)):
+            times = [[] for _ in servers]
+            for _ in range(args.n):
+                for i, (_, h, p) in enumerate(servers):
+                    times[i].append(asyncio.run(request(h, p, args.voice)))
+            for (name, _, _), t in zip(servers, times):
+                summary(kind, t, f"  {name}" if len(servers) > 1 else "")
+            if len(servers) > 1:
+                ratios = [b / a for a, b in zip(*times)]
+                print(f"  {kind:11s} the second server's time over the first's, median of "
+                      f"{len(ratios)} pairs: {statistics.median(ratios):.2f}x")
     finally:
         if proc:
             proc.terminate()
