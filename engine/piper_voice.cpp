@@ -122,9 +122,12 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
     if (speaker < 0 || speaker >= num_speakers())
         throw Error(model_path() + ": speaker " + std::to_string(speaker) +
                     " is outside the voice's " + std::to_string(num_speakers()) + " speakers");
+    const bool shared_cpu = backend == gpu::shared_cpu_backend();
     std::shared_ptr<const DecoderImage> image;
     {
         std::lock_guard lock(images_mu_);
+        if (shared_cpu)
+            if (auto it = cpu_decoders_.find(speaker); it != cpu_decoders_.end()) return it->second;
         auto& slot = images_[speaker];
         if (!slot) {
             auto made = std::make_shared<DecoderImage>();
@@ -134,7 +137,13 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
         }
         image = slot;
     }
-    return NeuralModel::load(*image->file, model_path(), std::move(backend));
+    auto model = NeuralModel::load(*image->file, model_path(), std::move(backend));
+    if (shared_cpu) {
+        // Two streams may have loaded it at once: the first one stored wins.
+        std::lock_guard lock(images_mu_);
+        return cpu_decoders_.emplace(speaker, std::move(model)).first->second;
+    }
+    return model;
 }
 
 }  // namespace etude::engine

@@ -73,7 +73,12 @@ class PiperVoice {
     // Phoneme ids to the decoder's input, noise from `noise`.
     VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                       std::mt19937_64& noise) const;
-    // A decoder of `speaker` of the stream's own, on `backend`.
+    // The decoder of `speaker` on `backend`. On the process's CPU backend
+    // one per speaker, made on first use and shared by every stream (each
+    // stream runs it through state of its own: NeuralModel::open_stream);
+    // copying the weights anew took 2.7 ms of each new server stream's
+    // first audio, and as much memory again per stream. On any other
+    // backend, the stream's own.
     std::shared_ptr<NeuralModel> load_decoder(int speaker,
                                               std::shared_ptr<gpu::Backend> backend) const;
     // The network itself (for offline rendering and tests).
@@ -92,8 +97,9 @@ class PiperVoice {
         std::vector<std::uint8_t> bytes;
         std::optional<LefFile> file;  // reads `bytes`
     };
-    mutable std::mutex images_mu_;
+    mutable std::mutex images_mu_;  // guards images_ and cpu_decoders_
     mutable std::map<int, std::shared_ptr<const DecoderImage>> images_;
+    mutable std::map<int, std::shared_ptr<NeuralModel>> cpu_decoders_;
 };
 
 }  // namespace etude::engine
