@@ -147,8 +147,7 @@ void WorkerPool::run_batch(int first, int count) {
         if (i % 64 == 63 && std::chrono::steady_clock::now() > until) {
             std::unique_lock lock(sleep_mutex_);
             caller_waiting_.store(true, std::memory_order_seq_cst);
-            caller_wake_.wait(lock,
-                              [&] { return done_.load(std::memory_order_seq_cst) >= count; });
+            caller_wake_.wait(lock, [&] { return done_.load(std::memory_order_seq_cst) >= count; });
             caller_waiting_.store(false, std::memory_order_relaxed);
             break;
         }
@@ -207,9 +206,8 @@ void WorkerPool::wait_for_batch(std::uint32_t seen) {
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     // stopping_ too: the pool may stop between a helper's last look at
     // posted_ and this wait.
-    helper_wake_.wait(lock, [&] {
-        return posted_.load(std::memory_order_seq_cst) != seen || stopping_.load();
-    });
+    helper_wake_.wait(
+        lock, [&] { return posted_.load(std::memory_order_seq_cst) != seen || stopping_.load(); });
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -32,7 +32,7 @@
 namespace etude::gpu::cpu {
 
 class WorkerPool {
-public:
+  public:
     // The process's pool: ETUDE_CPU_THREADS threads, else OMP_NUM_THREADS
     // (read for the same meaning it had when these were OpenMP's), else
     // one per CPU this process may run on; the caller counts as one.
@@ -56,7 +56,7 @@ public:
     // there runs on that thread alone.
     static bool inside_job();
 
-private:
+  private:
     struct SchedulingClass {
         int policy = 0;
         int priority = 0;
