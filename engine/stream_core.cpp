@@ -416,9 +416,12 @@ void StreamCore::analyse_piper(Sentence sentence) {
     try {
         // The prior's sampling and the flow run later, on the producer
         // (vocode_latent).
+        // Staged: the later durations are made on the producer after the
+        // sentence's first audio (vocode_latent).
         VitsPrior prior = piper_->network().text_to_latent().prior(
-            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_);
-        if (prior.frames() > 0) {
+            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_,
+            PriorDurations::Staged);
+        if (prior.frames() > 0 || !prior.complete()) {
             auto l = std::make_shared<LatentSentence>();
             l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
             l->prior = std::move(prior);
@@ -572,18 +575,40 @@ bool StreamCore::vocode_mel(const MelChunk& c) {
 bool StreamCore::vocode_latent(LatentSentence& s) {
     std::vector<float> chunk;
     piper_flow_->reset();
-    const int frames = s.prior.frames();
-    for (int first = 0; first < frames; first += latent_chunk_frames_) {
+    // The first push also covers the frames the decoder must see beyond its
+    // first chunk before it makes any audio, so first audio waits for one
+    // flow push, not two.
+    const auto flow_until = [&](int first, int count) {
+        return first == 0 ? count + mel_->right_context_frames() : first + count;
+    };
+    for (int first = 0;; first += latent_chunk_frames_) {
+        // A staged prior (analyse_piper) has its first durations only; the
+        // rest are made here, after the sentence's first audio, once this
+        // chunk or the flow's push for it would reach past the known frames.
+        if (!s.prior.complete()) {
+            const int end = first + latent_chunk_frames_;
+            if (end >= s.prior.frames() || piper_flow_->frames_needed(flow_until(
+                                               first, latent_chunk_frames_)) >= s.prior.frames()) {
+                try {
+                    complete_prior(s.prior, s.z, s.flowed);
+                } catch (const std::exception& e) {
+                    // Durations past the frame limit (etude::Error), or no
+                    // memory: the rest of the sentence is unspeakable.
+                    mel_->reset();
+                    note_unspeakable(e.what());
+                    return false;
+                }
+            }
+        }
+        const int frames = s.prior.frames();
+        if (first >= frames) break;
         const int count = std::min(latent_chunk_frames_, frames - first);
         if (ring_.cancelled(s.origin.generation)) {
             mel_->reset();
             return false;
         }
         if (first + count > s.flowed) {
-            // The first push also covers the frames the decoder must see
-            // beyond its first chunk before it makes any audio, so first
-            // audio waits for one flow push, not two.
-            const int until = first == 0 ? count + mel_->right_context_frames() : first + count;
+            const int until = flow_until(first, count);
             try {
                 s.flowed = piper_flow_->run_until(s.prior, until, s.z);
             } catch (const std::exception&) {
@@ -591,8 +616,11 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
                 return false;
             }
         }
+        // (Completed above whenever this chunk could reach the known end, so
+        // `frames` still holds.)
         copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
-        if (!vocode_frames(chunk, count, first + count == frames, s.origin)) return false;
+        const bool last = s.prior.complete() && first + count == frames;
+        if (!vocode_frames(chunk, count, last, s.origin)) return false;
     }
     return true;
 }
@@ -630,6 +658,12 @@ bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool la
     if (report.fell_back) records_.note_fallback();
     if (!last && audio.empty()) return true;
     return write(audio, origin, last);
+}
+
+void StreamCore::note_unspeakable(std::string reason) {
+    std::lock_guard lock(mu_);
+    ++sentences_unspeakable_;
+    unspeakable_reason_ = std::move(reason);
 }
 
 void StreamCore::finish_item(bool complete, double vocoder_seconds) {

@@ -94,6 +94,8 @@ class StreamCore final : public BlockSink {
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
                          std::optional<WorkItem> item, std::string refusal = {});
     void finish_item(bool complete, double vocoder_seconds);
+    // Counts a sentence refused on the producer (stats()).
+    void note_unspeakable(std::string reason);
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
 

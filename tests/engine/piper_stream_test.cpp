@@ -45,6 +45,17 @@ std::vector<std::vector<std::int64_t>> sentences() {
     return {ids, other};
 }
 
+// A sentence past a staged prior's first durations and their reach
+// (VitsTextToLatent::kStagedPhonemes): the stream makes its later durations
+// after its first audio, and the audio is still the offline render's.
+std::vector<std::int64_t> long_sentence() {
+    const auto ids = sentences()[0];
+    std::vector<std::int64_t> out{ids.front()};
+    while (out.size() < 250) out.insert(out.end(), ids.begin() + 1, ids.end() - 1);
+    out.push_back(ids.back());
+    return out;
+}
+
 // What a stream with this seed says for these sentences, made offline.
 std::vector<float> offline(const std::string& path, const std::vector<std::vector<std::int64_t>>& s,
                            const std::string& speaker, std::uint64_t seed) {
@@ -84,7 +95,9 @@ std::vector<float> read_all(Stream& stream) {
 
 TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
     Engine engine;
-    const auto s = sentences();
+    // The long sentence first: the next ones' noise follows its own.
+    auto s = sentences();
+    s.insert(s.begin(), long_sentence());
     const auto expected = offline(kMulti, s, "speaker_2", 7);
     ASSERT_GT(expected.size(), 0u);
     // 20 ms: chunks of 1 frame; 100 ms: 4 frames; 800 ms: 32 frames.
@@ -97,7 +110,7 @@ TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
         ASSERT_EQ(got.size(), expected.size());
         EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
         const auto stats = stream->stats();
-        EXPECT_EQ(stats.sentences_spoken, 2u);
+        EXPECT_EQ(stats.sentences_spoken, 3u);
         EXPECT_EQ(stats.vocoder, "vits");
         EXPECT_EQ(stats.mel_chunks_phase, 0u);
     }

@@ -182,7 +182,27 @@ int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int u
     return run_until(copy, frames, until, z);
 }
 
+void complete_prior(VitsPrior& prior, std::vector<float>& z, int made) {
+    if (prior.complete()) return;
+    const int before = prior.frames(), channels = prior.channels();
+    prior.complete_durations();
+    const int after = prior.frames();
+    std::vector<float> wider(std::size_t(channels) * std::size_t(after), 0.0f);
+    for (int c = 0; c < channels; ++c)
+        std::copy_n(z.begin() + std::ptrdiff_t(c) * before, std::min(made, before),
+                    wider.begin() + std::ptrdiff_t(c) * after);
+    z = std::move(wider);
+}
+
+int VitsFlowStream::frames_needed(int until) const {
+    if (made_ >= until) return pushed_;
+    return std::max(until + net_.context(), pushed_ + min_push_);
+}
+
 int VitsFlowStream::run_until(VitsPrior& prior, int until, std::vector<float>& z) {
+    // At the known frames' end a push would flush, as at the sentence's.
+    if (!prior.complete() && frames_needed(until) >= prior.frames())
+        complete_prior(prior, z, made_);
     return run_until([&](int first, int count, float* out) { prior.sample(first, count, out); },
                      prior.frames(), until, z);
 }

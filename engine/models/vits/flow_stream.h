@@ -27,6 +27,12 @@
 
 namespace etude::engine {
 
+// Completes a staged prior's durations (VitsPrior::complete_durations) and
+// widens its latent z, [channels][frames], to the sentence's frames,
+// keeping the first `made` frames of each channel. Throws as
+// complete_durations() does (z then unchanged).
+void complete_prior(VitsPrior& prior, std::vector<float>& z, int made);
+
 class VitsFlowStream {
   public:
     // Frames pushed at once, at least (fewer only at the sentence's end):
@@ -59,9 +65,13 @@ class VitsFlowStream {
     // The same with the whole prior at hand, [channels][frames].
     int run_until(const std::vector<float>& prior, int frames, int until, std::vector<float>& z);
     // The same drawing a sentence's prior (VitsPrior::sample) as the pushes
-    // need its frames.
+    // need its frames. A staged prior whose known frames the pushes would
+    // reach is completed first (complete_prior), z widened with it.
     int run_until(VitsPrior& prior, int until, std::vector<float>& z);
     int made() const { return made_; }
+    // The prior's frames that run_until(..., until, ...) would push, from
+    // the start of the sentence (before the sentence's end caps it).
+    int frames_needed(int until) const;
 
   private:
     struct Layer;

@@ -409,6 +409,15 @@ class Network {
         }
     }
 
+    // Phonemes either side one phoneme's duration depends on: each DDSConv
+    // (3 layers of kernel k, dilations 1, k, k^2) reaches (k - 1) / 2 * (1
+    // + k + k^2) each side, and there is one before the flows and one in
+    // each flow.
+    int duration_reach() const {
+        const int k = hp_.dp_kernel;
+        return (k - 1) / 2 * (1 + k + k * k) * (1 + hp_.dp_flows);
+    }
+
     // Inverse of the rational-quadratic spline on [-bound, bound] (identity
     // outside), as piper_train/vits/transforms.py computes it.
     static double inverse_spline(double x, const double* uw, const double* uh, const double* ud,
@@ -452,15 +461,25 @@ class Network {
         return theta * w + cw[std::size_t(k)];
     }
 
+    // The duration predictor's noise for `length` phonemes, [2][length], in
+    // the order Piper's torch.randn fills it.
+    static Signal duration_noise(int length, double noise_w, std::mt19937_64& rng) {
+        Signal z(2, length);
+        std::normal_distribution<double> normal(0.0, 1.0);
+        for (double& e : z.v) e = normal(rng) * noise_w;
+        return z;
+    }
+
+    // Each phoneme's log duration from the encoder's output and the noise
+    // (duration_noise), both over the same phonemes. Every step is a
+    // convolution of known reach (Network::duration_reach) or per phoneme,
+    // so a phoneme's result depends only on the phonemes that near it.
     std::vector<double> log_durations(const Signal& enc, const std::vector<double>* g,
-                                      double noise_w, std::mt19937_64& rng) const {
+                                      Signal z) const {
         Signal x = conv1d(enc, conv("dp.pre"), 1, 0, 0);
         if (g) add_speaker(x, "dp.cond", *g);
         dds(x, "dp.convs");
         x = conv1d(x, conv("dp.proj"), 1, 0, 0);
-        Signal z(2, x.t);
-        std::normal_distribution<double> normal(0.0, 1.0);
-        for (double& e : z.v) e = normal(rng) * noise_w;
         const int bins = hp_.spline_bins;
         const double scale = 1.0 / std::sqrt(double(hp_.hidden_channels));
         for (int f = 0; f < hp_.dp_flows; ++f) {
@@ -559,12 +578,13 @@ VitsPrior::VitsPrior(int channels, std::vector<double> stats, std::vector<int> d
                      int frames, double noise_scale, std::uint64_t seed)
     : channels_(channels),
       frames_(frames),
-      phonemes_(int(durations.size())),
+      phonemes_(channels > 0 ? int(stats.size() / (2 * std::size_t(channels))) : 0),
       stats_(std::move(stats)),
       durations_(std::move(durations)),
       noise_scale_(noise_scale),
       noise_(seed) {
-    if (stats_.size() != std::size_t(2) * channels_ * phonemes_)
+    if (stats_.size() != std::size_t(2) * channels_ * phonemes_ ||
+        durations_.size() > std::size_t(phonemes_))
         throw std::logic_error("VITS prior: the statistics do not match the phonemes");
 }
 
@@ -576,7 +596,7 @@ void VitsPrior::sample(int first, int count, float* out) {
     for (int j = 0; j < count; ++j, ++next_frame_) {
         // The phoneme this frame belongs to; none (mean 0, deviation 1)
         // for the one frame of a sentence whose durations are all zero.
-        while (phoneme_ < phonemes_ && left_in_phoneme_ == 0)
+        while (phoneme_ < int(durations_.size()) && left_in_phoneme_ == 0)
             left_in_phoneme_ = durations_[std::size_t(phoneme_++)];
         const int p = left_in_phoneme_ > 0 ? phoneme_ - 1 : -1;
         if (left_in_phoneme_ > 0) --left_in_phoneme_;
@@ -644,8 +664,78 @@ std::vector<double> VitsTextToLatent::speaker_vector(int speaker) const {
             emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels};
 }
 
+namespace {
+
+// Columns [t0, t1) of a signal.
+Signal columns(const Signal& x, int t0, int t1) {
+    Signal y(x.c, t1 - t0);
+    for (int c = 0; c < x.c; ++c) std::copy(x.row(c) + t0, x.row(c) + t1, y.row(c));
+    return y;
+}
+
+// Durations of phonemes [from, to) of `logw` (indexed from phoneme 0)
+// appended to `durations`, scaled and rounded up as Piper does; returns
+// their frames, at most kMaxFrames + 1 (so a sum cannot overflow).
+int append_durations(const std::vector<double>& logw, int from, int to, double length_scale,
+                     std::vector<int>& durations) {
+    constexpr int limit = VitsTextToLatent::kMaxFrames;
+    int total = 0;
+    for (int i = from; i < to; ++i) {
+        const double d = std::ceil(std::exp(logw[std::size_t(i)]) * length_scale);
+        const int frames = d > 0 ? int(std::min(d, double(limit) + 1)) : 0;
+        durations.push_back(frames);
+        total = int(std::min<long long>(static_cast<long long>(total) + frames, limit + 1LL));
+    }
+    return total;
+}
+
+// A sentence longer than this is a broken voice or an absurd
+// length_scale; refusing it keeps memory bounded (the latent is
+// inter_channels floats per frame, twice).
+void check_total(int total) {
+    if (total > VitsTextToLatent::kMaxFrames)
+        throw Error("VITS: the durations add up to " + std::to_string(total) + " frames (at most " +
+                    std::to_string(VitsTextToLatent::kMaxFrames) +
+                    "): length_scale too large, or a broken voice");
+}
+
+}  // namespace
+
+// What a staged prior keeps for its later durations: the encoder's output
+// and the predictor's noise for the whole sentence (drawn with the first
+// ones, so the caller's generator moves as for a whole prior).
+struct VitsPrior::PendingDurations {
+    std::shared_ptr<const VitsWeights> weights;
+    Signal enc, noise;
+    std::vector<double> speaker;  // empty for one speaker
+    double length_scale = 1;
+};
+
+void VitsPrior::complete_durations() {
+    if (!pending_) return;
+    const PendingDurations& p = *pending_;
+    const Network net(*p.weights, {});
+    // The whole sentence, as a whole prior makes it; the first durations
+    // (already in use) are kept as they were made.
+    const std::vector<double> logw =
+        net.log_durations(p.enc, p.speaker.empty() ? nullptr : &p.speaker, p.noise);
+    const int known = int(durations_.size());
+    std::vector<int> rest;
+    const long long total = static_cast<long long>(frames_) +
+                            append_durations(logw, known, p.enc.t, p.length_scale, rest);
+    check_total(int(std::min<long long>(total, VitsTextToLatent::kMaxFrames + 1LL)));
+    durations_.insert(durations_.end(), rest.begin(), rest.end());
+    frames_ = std::max(int(total), 1);
+    pending_.reset();
+}
+
+int VitsTextToLatent::duration_reach() const {
+    return Network(*w_, {}).duration_reach();
+}
+
 VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker,
-                                  const VitsScales& scales, std::mt19937_64& noise) const {
+                                  const VitsScales& scales, std::mt19937_64& noise,
+                                  PriorDurations staging) const {
     const auto& hp = w_->hp;
     if (ids.empty()) throw Error("VITS: no phoneme ids");
     for (auto id : ids)
@@ -657,30 +747,47 @@ VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker
         throw Error("VITS: noise_scale and noise_w must be finite and not negative");
     if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
         throw Error("VITS: length_scale must be finite and positive");
-    const std::vector<double> g = speaker_vector(speaker);
+    std::vector<double> g = speaker_vector(speaker);
     const Network net(*w_, ffn_);
     const std::vector<double>* gp = g.empty() ? nullptr : &g;
 
-    const Signal enc = net.text_encoder(ids);
+    Signal enc = net.text_encoder(ids);
     Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
-    const std::vector<double> logw = net.log_durations(enc, gp, scales.noise_w, noise);
+    const int phonemes = enc.t;
+    Signal dp_noise = Network::duration_noise(phonemes, scales.noise_w, noise);
+    const double length_scale = scales.length_scale;
 
+    // Staged: the predictor over the first phonemes and its reach beyond
+    // them, whose durations are exact for those phonemes.
+    const int known = kStagedPhonemes, window = known + net.duration_reach();
+    const bool staged = staging == PriorDurations::Staged && phonemes > window;
     std::vector<int> durations;
     int total = 0;
-    for (double lw : logw) {
-        const double d = std::ceil(std::exp(lw) * double(scales.length_scale));
-        const int frames = d > 0 ? int(std::min(d, double(kMaxFrames) + 1)) : 0;
-        durations.push_back(frames);
-        total = int(std::min<long long>(static_cast<long long>(total) + frames, kMaxFrames + 1LL));
+    if (staged) {
+        const std::vector<double> logw =
+            net.log_durations(columns(enc, 0, window), gp, columns(dp_noise, 0, window));
+        total = append_durations(logw, 0, known, length_scale, durations);
+    } else {
+        const std::vector<double> logw = net.log_durations(enc, gp, dp_noise);
+        total = append_durations(logw, 0, phonemes, length_scale, durations);
     }
-    // A sentence longer than this is a broken voice or an absurd
-    // length_scale; refusing it keeps memory bounded (the latent is
-    // inter_channels floats per frame, twice).
-    if (total > kMaxFrames)
-        throw Error("VITS: the durations add up to " + std::to_string(total) + " frames (at most " +
-                    std::to_string(kMaxFrames) + "): length_scale too large, or a broken voice");
-    return VitsPrior(hp.inter_channels, std::move(stats.v), std::move(durations),
-                     std::max(total, 1), double(scales.noise_scale), noise());
+    check_total(total);
+    VitsPrior prior(hp.inter_channels, std::move(stats.v), std::move(durations),
+                    staged ? total : std::max(total, 1), double(scales.noise_scale), noise());
+    if (staged) {
+        auto pending = std::make_shared<VitsPrior::PendingDurations>();
+        pending->weights = w_;
+        pending->enc = std::move(enc);
+        pending->noise = std::move(dp_noise);
+        pending->speaker = std::move(g);
+        pending->length_scale = length_scale;
+        prior.pending_ = std::move(pending);
+        // A sentence whose first phonemes already promise more frames than
+        // the limit (an absurd length_scale) is refused here, before any of
+        // it is heard.
+        if (static_cast<double>(total) / known * phonemes > kMaxFrames) prior.complete_durations();
+    }
+    return prior;
 }
 
 }  // namespace etude::engine

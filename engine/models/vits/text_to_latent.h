@@ -53,6 +53,10 @@ struct VitsLatent {
 // standard deviation (the text encoder's projection), the frames each
 // lasts, and a generator of the sentence's own. z_p = m + eps exp(logs)
 // noise_scale, frame by frame, each frame's channels in order.
+//
+// A staged prior (VitsTextToLatent::prior with PriorDurations::Staged)
+// knows only its first phonemes' durations until complete_durations() is
+// called: until then frames() and durations() cover those phonemes alone.
 class VitsPrior {
   public:
     VitsPrior() = default;
@@ -61,8 +65,18 @@ class VitsPrior {
               double noise_scale, std::uint64_t seed);
 
     int channels() const { return channels_; }
+    // The sentence's frames; while durations are pending, the frames of
+    // the phonemes whose durations are known (fewer than the sentence's).
     int frames() const { return frames_; }
     const std::vector<int>& durations() const { return durations_; }
+
+    // False while a staged prior's later durations are still to be made.
+    bool complete() const { return !pending_; }
+    // Makes the rest of a staged prior's durations (nothing for a complete
+    // one): the duration predictor over the whole sentence, on this thread.
+    // Throws etude::Error, as VitsTextToLatent::prior does, when the
+    // durations add up to more than VitsTextToLatent::kMaxFrames.
+    void complete_durations();
 
     // Frames [first, first + count) as [channels][count] into `out`. Frames
     // are drawn in order: `first` must be the frame after the last one
@@ -72,6 +86,9 @@ class VitsPrior {
     std::vector<float> sample_all();
 
   private:
+    friend class VitsTextToLatent;
+    struct PendingDurations;  // what complete_durations() needs (text_to_latent.cpp)
+
     int channels_ = 0, frames_ = 0, phonemes_ = 0;
     std::vector<double> stats_;
     std::vector<int> durations_;
@@ -79,7 +96,17 @@ class VitsPrior {
     std::mt19937_64 noise_;
     std::normal_distribution<double> normal_{0.0, 1.0};       // keeps its spare draw between calls
     int next_frame_ = 0, phoneme_ = 0, left_in_phoneme_ = 0;  // the frame sample() draws next
+    std::shared_ptr<PendingDurations> pending_;               // null once every duration is known
 };
+
+// How VitsTextToLatent::prior makes the durations. Whole: all of them before
+// it returns. Staged: for a long sentence, only the first
+// VitsTextToLatent::kStagedPhonemes phonemes' (from the duration predictor
+// run over just enough of the sentence to make them exactly), the rest when
+// the prior's complete_durations() is called: so a sentence's first audio
+// waits for a fraction of the predictor. The durations are the same either
+// way (the predictor is convolutional, its reach known; a test checks).
+enum class PriorDurations { Whole, Staged };
 
 class VitsTextToLatent {
   public:
@@ -96,11 +123,22 @@ class VitsTextToLatent {
     VitsLatent run(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                    std::mt19937_64& noise) const;
 
+    // A staged prior knows this many phonemes' durations at first (about
+    // 100 frames of speech, more than the flow's first two pushes need).
+    static constexpr int kStagedPhonemes = 48;
+
     // Everything before the prior's sampling: the text encoder, the
-    // durations (drawing their noise from `noise`), and the prior's own
-    // generator seeded with one more draw. The same errors as run().
+    // durations (drawing their noise from `noise`; `durations` says whether
+    // all of them now or the first ones), and the prior's own generator
+    // seeded with one more draw. The same errors as run(). `noise` is left
+    // as a whole prior leaves it either way.
     VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
-                    std::mt19937_64& noise) const;
+                    std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
+
+    // Phonemes either side that one phoneme's duration depends on: the
+    // duration predictor's convolutions' reach (each DDSConv's dilated
+    // kernels, once before its flows and once in each).
+    int duration_reach() const;
 
     // prior() sampled whole, without the flow: for the flow to run
     // elsewhere (VitsFlowNetwork on a backend).

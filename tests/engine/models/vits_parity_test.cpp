@@ -290,6 +290,90 @@ TEST(VitsTextToLatent, the_prior_drawn_in_pieces_equals_the_prior_drawn_whole) {
     EXPECT_THROW(prior.sample(4, frames, part.data()), std::logic_error);  // past the end
 }
 
+// A sentence of about 300 ids in Piper's ^ _ (p _)* $ layout: the
+// reference's phonemes, over and over.
+std::vector<std::int64_t> long_ids() {
+    const auto ids = reference_ids();
+    std::vector<std::int64_t> out{ids.front()};
+    while (out.size() < 300) out.insert(out.end(), ids.begin() + 1, ids.end() - 1);
+    out.push_back(ids.back());
+    return out;
+}
+
+// A staged prior (its first durations now, the rest on complete_durations)
+// ends as the whole one: the same durations, frames and samples, and the
+// caller's generator left in the same state; a staged prior drawn through
+// the flow stream, which completes it when its pushes need it, gives the
+// whole sentence's flow. Every test voice, so every duration predictor
+// shape Piper has (and a speaker's conditioning).
+TEST(VitsTextToLatent, a_staged_prior_completes_to_the_whole_prior) {
+    const auto ids = long_ids();
+    const auto backend = gpu::shared_cpu_backend();
+    for (const auto& v : voices()) {
+        SCOPED_TRACE(v.name);
+        const VitsTextToLatent net(v.weights);
+        ASSERT_GT(int(ids.size()), VitsTextToLatent::kStagedPhonemes + net.duration_reach());
+        const VitsScales scales{0.667f, v.length_scale, 0.8f};
+        std::mt19937_64 a(3), b(3);
+        VitsPrior whole = net.prior(ids, v.speaker, scales, a);
+        VitsPrior staged = net.prior(ids, v.speaker, scales, b, PriorDurations::Staged);
+        EXPECT_TRUE(whole.complete());
+        ASSERT_FALSE(staged.complete());
+        EXPECT_EQ(a(), b());  // the next sentence's noise is the same
+        ASSERT_EQ(staged.durations().size(), std::size_t(VitsTextToLatent::kStagedPhonemes));
+        EXPECT_TRUE(std::equal(staged.durations().begin(), staged.durations().end(),
+                               whole.durations().begin()));
+        const int known = staged.frames();
+        EXPECT_LT(known, whole.frames());
+        // Frames drawn before the rest of the durations are made.
+        std::vector<float> first(std::size_t(staged.channels()) * known);
+        std::vector<float> first_whole(first.size());
+        staged.sample(0, known, first.data());
+        whole.sample(0, known, first_whole.data());
+        EXPECT_EQ(first, first_whole);
+        std::vector<float> more(std::size_t(staged.channels()));
+        EXPECT_THROW(staged.sample(known, 1, more.data()), std::logic_error);
+        staged.complete_durations();
+        EXPECT_TRUE(staged.complete());
+        EXPECT_EQ(staged.durations(), whole.durations());
+        ASSERT_EQ(staged.frames(), whole.frames());
+        const int rest = whole.frames() - known;
+        std::vector<float> tail(std::size_t(staged.channels()) * rest), tail_whole(tail.size());
+        staged.sample(known, rest, tail.data());
+        whole.sample(known, rest, tail_whole.data());
+        EXPECT_EQ(tail, tail_whole);
+
+        // Through the flow stream, pushes of 32 frames, output asked for
+        // 4 frames at a time.
+        std::mt19937_64 c(3), d(3);
+        VitsPrior for_flow = net.prior(ids, v.speaker, scales, c, PriorDurations::Staged);
+        const VitsLatent latent = net.sample_prior(ids, v.speaker, scales, d);
+        VitsFlowNetwork flow(*v.weights, v.speaker, backend);
+        std::vector<float> expected = latent.z;
+        flow.run(expected, latent.frames);
+        VitsFlowStream stream(flow);
+        std::vector<float> z(std::size_t(for_flow.channels()) * for_flow.frames(), NAN);
+        for (int until = 4; stream.made() < for_flow.frames() || !for_flow.complete(); until += 4)
+            stream.run_until(for_flow, until, z);
+        ASSERT_EQ(for_flow.frames(), latent.frames);
+        EXPECT_LE(max_abs_diff(z, expected), 1e-5);
+    }
+}
+
+// A staged prior whose first durations already add up past the frame
+// limit's share is refused at once, as a whole one is, before any audio.
+TEST(VitsTextToLatent, a_staged_prior_with_an_absurd_length_scale_is_refused_at_once) {
+    auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + "test_x_low.onnx"));
+    const VitsTextToLatent net(w);
+    std::mt19937_64 rng(1);
+    try {
+        net.prior(long_ids(), 0, {0.667f, 2000.0f, 0.8f}, rng, PriorDurations::Staged);
+        ADD_FAILURE() << "accepted";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("add up to"), std::string::npos) << e.what();
+    }
+}
+
 // The noise comes from the caller's generator: the same seed gives the
 // same latent, another seed another one.
 TEST(VitsTextToLatent, a_seed_reproduces_the_noise) {
