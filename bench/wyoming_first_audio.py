@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--host")
     ap.add_argument("--port", type=int)
     ap.add_argument("--against", help="HOST:PORT of a second server, measured in turn with the first")
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds of quiet before each request (default 0.3), so that no "
+                         "server's threads still spin from the request before")
     args = ap.parse_args()
     proc = None
     host, port = args.host or "127.0.0.1", args.port
@@ -114,6 +117,7 @@ def main():
             times = [[] for _ in servers]
             for _ in range(args.n):
                 for i, (_, h, p) in enumerate(servers):
+                    time.sleep(args.settle)
                     times[i].append(asyncio.run(request(h, p, args.voice)))
             for (name, _, _), t in zip(servers, times):
                 summary(kind, t, f"  {name}" if len(servers) > 1 else "")
