@@ -113,6 +113,12 @@ CommandLine& CommandLine::footer(std::string text) {
     return *this;
 }
 
+namespace {
+// Put before a bracketed positional word so that CLI11 does not split it
+// (parse()); a control character no text starts with.
+constexpr char kBracketMark = '\x1f';
+}  // namespace
+
 bool CommandLine::parse(int argc, char** argv, int first) {
     // CLI11 would take "--raw=1" as a flag's count: a flag takes no value.
     for (int i = first; i < argc && std::string(argv[i]) != "--"; ++i) {
@@ -123,12 +129,32 @@ bool CommandLine::parse(int argc, char** argv, int first) {
         if (word.substr(0, eq) == "--help" || (it != by_name_.end() && it->second->is_flag))
             throw UsageError("option " + word.substr(0, eq) + " takes no value");
     }
+    // CLI11 2.1 takes a whole word in brackets, "[Hello, world]", given to a
+    // list option (the positionals) for a list literal, and splits it at its
+    // commas, which are lost. Such a word among the positionals is handed
+    // over with a mark before its bracket, taken off after.
+    std::vector<std::string> words(argv + first - 1, argv + argc);
+    bool options_done = false;
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string& word = words[i];
+        if (!options_done && word == "--") {
+            options_done = true;
+        } else if (!options_done && word.size() > 1 && word[0] == '-') {
+            const auto it = by_name_.find(word);  // "--rate 8000": the value is no positional
+            if (it != by_name_.end() && !it->second->is_flag) ++i;
+        } else if (word.size() >= 2 && word.front() == '[' && word.back() == ']') {
+            words[i].insert(0, 1, kBracketMark);
+        }
+    }
+    std::vector<char*> marked;
+    for (auto& w : words) marked.push_back(w.data());
     // CLI11 skips argv[0] as the program's name: hand it the word before `first`.
     try {
-        app_.parse(argc - first + 1, argv + first - 1);
+        app_.parse(static_cast<int>(marked.size()), marked.data());
     } catch (const CLI::ExtrasError&) {
         const auto extra = app_.remaining();
-        const std::string word = extra.empty() ? "?" : extra.front();
+        std::string word = extra.empty() ? "?" : extra.front();
+        if (!word.empty() && word.front() == kBracketMark) word.erase(0, 1);
         if (word.size() > 1 && word[0] == '-')
             throw UsageError("unknown option " + word.substr(0, word.find('=')));
         throw UsageError("unexpected argument '" + word + "'");
@@ -139,6 +165,8 @@ bool CommandLine::parse(int argc, char** argv, int first) {
     } catch (const CLI::ParseError& e) {
         throw UsageError(e.what());
     }
+    for (auto& p : positional_)
+        if (!p.empty() && p.front() == kBracketMark) p.erase(0, 1);
     if (help_ == 0) return true;
     std::fputs(help().c_str(), stdout);
     return false;

@@ -67,6 +67,23 @@ TEST(PhonemizeCommand, prints_one_json_line_per_sentence_in_pipers_keys) {
     EXPECT_EQ(r.out.rfind("{\"text\":\"Hi there.\",\"phonemes\":[", 0), 0u) << r.out;
 }
 
+// A whole word in brackets is text, commas and all: CLI11 2.1 took it for a
+// list and split it at the commas (docs/cli.md), in any position, after
+// "--" too, and not an option's value.
+TEST(PhonemizeCommand, a_bracketed_word_keeps_its_commas) {
+    REQUIRE_ESPEAK();
+    for (const auto& [args, text] : std::vector<std::pair<std::string, std::string>>{
+             {"'[Hello, world]'", "[Hello, world]"},
+             {"Say '[one, two]' now.", "Say [one, two] now."},
+             {"-- '[a, b]'", "[a, b]"}}) {
+        const auto r = run_etude("phonemize --voice " + quote(kVoice) + " " + args);
+        ASSERT_EQ(r.status, 0) << args << ": " << r.err;
+        const auto lines = lines_of(r.out);
+        ASSERT_EQ(lines.size(), 1u) << args << ": " << r.out;
+        EXPECT_EQ(lines[0]["text"], text) << args;
+    }
+}
+
 TEST(PhonemizeCommand, standard_input_is_read_line_by_line_and_blank_lines_print_nothing) {
     REQUIRE_ESPEAK();
     const auto r = run_etude("phonemize --voice " + quote(kVoice), "One.\n\n   \nTwo, three\n");
