@@ -81,11 +81,13 @@ void write_slice(const Conv& conv, const float* product, int len, Signal& y, int
 }
 
 // Time slices of a convolution's output over the CPU backend's workers,
-// enough of them for `macs` multiply-adds.
+// one per 512 Ki multiply-adds (the worker pool's loop costs microseconds):
+// at 4 Mi, as when each loop was an OpenMP fork, a 125-phoneme sentence's
+// 1x1 convolutions and duration predictor ran on one thread.
 template <class Body>
 void over_time_slices(int length, std::size_t macs, Body&& body) {
     gpu::cpu::parallel_ranges(
-        std::size_t(length), gpu::cpu::jobs_for(macs, std::size_t(1) << 22), 16,
+        std::size_t(length), gpu::cpu::jobs_for(macs, std::size_t(1) << 19), 16,
         [&](std::size_t begin, std::size_t end) { body(int(begin), int(end - begin)); });
 }
 

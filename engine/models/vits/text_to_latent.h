@@ -105,7 +105,10 @@ class VitsPrior {
 // run over just enough of the sentence to make them exactly), the rest when
 // the prior's complete_durations() is called: so a sentence's first audio
 // waits for a fraction of the predictor. The durations are the same either
-// way (the predictor is convolutional, its reach known; a test checks).
+// way (the predictor is convolutional, its reach known; a test checks), to
+// float rounding: OpenBLAS's sums for a column can differ in the last bit
+// with the slice it is in (as with the thread count), which moves a
+// duration only where it lies within that of a whole frame.
 enum class PriorDurations { Whole, Staged };
 
 class VitsTextToLatent {
