@@ -414,10 +414,9 @@ void StreamCore::analyse_piper(Sentence sentence) {
     std::optional<WorkItem> item;
     std::string refusal;
     try {
-        // The prior's sampling and the flow run later, on the producer
+        // The prior's sampling, the flow and (staged) the later durations
+        // run on the producer, after the sentence's first audio
         // (vocode_latent).
-        // Staged: the later durations are made on the producer after the
-        // sentence's first audio (vocode_latent).
         VitsPrior prior = piper_->network().text_to_latent().prior(
             sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_,
             PriorDurations::Staged);
@@ -583,21 +582,18 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
     };
     for (int first = 0;; first += latent_chunk_frames_) {
         // A staged prior (analyse_piper) has its first durations only; the
-        // rest are made here, after the sentence's first audio, once this
-        // chunk or the flow's push for it would reach past the known frames.
-        if (!s.prior.complete()) {
-            const int end = first + latent_chunk_frames_;
-            if (end >= s.prior.frames() || piper_flow_->frames_needed(flow_until(
-                                               first, latent_chunk_frames_)) >= s.prior.frames()) {
-                try {
-                    complete_prior(s.prior, s.z, s.flowed);
-                } catch (const std::exception& e) {
-                    // Durations past the frame limit (etude::Error), or no
-                    // memory: the rest of the sentence is unspeakable.
-                    mel_->reset();
-                    note_unspeakable(e.what());
-                    return false;
-                }
+        // rest are made here, after the sentence's first audio, once the
+        // flow's push for this chunk (which covers the chunk) would reach
+        // the known frames' end.
+        if (piper_flow_->needs_complete_prior(s.prior, flow_until(first, latent_chunk_frames_))) {
+            try {
+                complete_prior(s.prior, s.z, s.flowed);
+            } catch (const std::exception& e) {
+                // Durations past the frame limit (etude::Error), or no
+                // memory: the rest of the sentence is unspeakable.
+                mel_->reset();
+                note_unspeakable(e.what());
+                return false;
             }
         }
         const int frames = s.prior.frames();

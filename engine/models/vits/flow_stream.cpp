@@ -199,10 +199,14 @@ int VitsFlowStream::frames_needed(int until) const {
     return std::max(until + net_.context(), pushed_ + min_push_);
 }
 
-int VitsFlowStream::run_until(VitsPrior& prior, int until, std::vector<float>& z) {
+bool VitsFlowStream::needs_complete_prior(const VitsPrior& prior, int until) const {
     // At the known frames' end a push would flush, as at the sentence's.
-    if (!prior.complete() && frames_needed(until) >= prior.frames())
-        complete_prior(prior, z, made_);
+    // (frames_needed(until) >= until: the pushes so far or the next reach it.)
+    return !prior.complete() && frames_needed(until) >= prior.frames();
+}
+
+int VitsFlowStream::run_until(VitsPrior& prior, int until, std::vector<float>& z) {
+    if (needs_complete_prior(prior, until)) complete_prior(prior, z, made_);
     return run_until([&](int first, int count, float* out) { prior.sample(first, count, out); },
                      prior.frames(), until, z);
 }

@@ -69,14 +69,19 @@ class VitsFlowStream {
     // reach is completed first (complete_prior), z widened with it.
     int run_until(VitsPrior& prior, int until, std::vector<float>& z);
     int made() const { return made_; }
-    // The prior's frames that run_until(..., until, ...) would push, from
-    // the start of the sentence (before the sentence's end caps it).
-    int frames_needed(int until) const;
+    // True when `prior` is staged and run_until(prior, until, ...) would
+    // push up to or past its known frames, so must complete it first. (The
+    // pushes reach at least `until`, so a caller that reads frames up to
+    // `until` is covered too.)
+    bool needs_complete_prior(const VitsPrior& prior, int until) const;
 
   private:
     struct Layer;
     struct Coupling;
     SignalRef push(const SignalRef& a, const SignalRef& b, bool flush, SignalRef& b_out);
+    // The prior's frames run_until(..., until, ...) would push, from the
+    // start of the sentence (before the sentence's end caps it).
+    int frames_needed(int until) const;
 
     std::shared_ptr<const VitsFlowNetwork> owner_;  // may be empty
     const VitsFlowNetwork& net_;
