@@ -30,6 +30,26 @@ VoiceFiles files_of(const fs::path& model) {
     return v;
 }
 
+bool is_folder(const fs::path& p) {
+    std::error_code ec;
+    return fs::is_directory(p, ec);
+}
+
+bool is_config(const fs::path& p) {
+    return ends_with(p.string(), ".onnx.json") && is_file(p);
+}
+
+// What folder holds, or as much of it as can be read. A folder that cannot be
+// opened or read to the end (another user's, removed meanwhile) gives what it
+// gave so far, so that one unreadable folder never hides the voices beside it.
+std::vector<fs::path> entries_of(const fs::path& folder) {
+    std::vector<fs::path> entries;
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        entries.push_back(it->path());
+    return entries;
+}
+
 // NAME.onnx.json in folder or in folder/NAME/.
 std::optional<VoiceFiles> find_in(const fs::path& folder, const std::string& name) {
     for (const fs::path& model : {folder / (name + ".onnx"), folder / name / (name + ".onnx")})
@@ -94,16 +114,13 @@ std::vector<VoiceFiles> list_voices() {
     std::vector<VoiceFiles> voices;
     std::set<std::string> seen;
     for (const std::string& folder : voice_folders()) {
-        std::error_code ec;
         std::vector<fs::path> configs;
-        for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end;
-             it.increment(ec)) {
-            if (it.depth() > 1) {
-                it.disable_recursion_pending();
-                continue;
-            }
-            const std::string p = it->path().string();
-            if (ends_with(p, ".onnx.json") && is_file(it->path())) configs.push_back(it->path());
+        for (const fs::path& entry : entries_of(folder)) {
+            if (is_config(entry))
+                configs.push_back(entry);
+            else if (is_folder(entry))  // a voice in a folder of its own, one level down
+                for (const fs::path& inner : entries_of(entry))
+                    if (is_config(inner)) configs.push_back(inner);
         }
         std::sort(configs.begin(), configs.end());
         for (const fs::path& config : configs) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -85,4 +88,47 @@ TEST(PiperVoiceCatalog, a_path_finds_the_config_beside_the_model) {
     EXPECT_THROW(find_voice((root / "v.txt/").string()), etude::Error);
     EXPECT_TRUE(looks_like_path("x.onnx"));
     EXPECT_FALSE(looks_like_path("en_US-joe-medium"));
+}
+
+// A folder of voices may hold a folder the server's user cannot read (a
+// container's /voices mounted from a shared folder, another user's
+// subfolder). It is skipped; the voices beside it are all listed. Read as an
+// unprivileged user: the test runs as root in CI, and root reads anything.
+TEST(PiperVoiceCatalog, an_unreadable_folder_hides_none_of_the_voices_beside_it) {
+    char pattern[] = "/tmp/etude_catalog_XXXXXX";
+    ASSERT_TRUE(mkdtemp(pattern));
+    const fs::path root = pattern;
+    const auto readable = [](const fs::path& p) {
+        using fs::perms;
+        fs::permissions(p, perms::owner_all | perms::group_read | perms::group_exec |
+                               perms::others_read | perms::others_exec);
+    };
+    readable(root);
+    const int voices = 8;  // beside the locked folder, so some come after it in any order
+    for (int i = 0; i < voices; ++i) {
+        const std::string name = "en_US-v" + std::to_string(i) + "-low";
+        touch(i % 2 ? root / (name + ".onnx.json") : root / name / (name + ".onnx.json"));
+        if (i % 2 == 0) readable(root / name);
+    }
+    touch(root / "locked/secret.onnx.json");
+    fs::permissions(root / "locked", fs::perms::none);
+    ScopedEnv path("ETUDE_VOICE_PATH", root.string());
+    ScopedEnv xdg("XDG_DATA_HOME", (root / "xdg").string());
+
+    // The listing runs in a child that is no longer root; it exits with how
+    // many voices it found (255: it could not drop root).
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(255);
+        _exit(static_cast<int>(list_voices().size()));
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    fs::permissions(root / "locked", fs::perms::owner_all);
+    fs::remove_all(root);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 255)
+        GTEST_SKIP() << "could not run as an unprivileged user (setuid)";
+    EXPECT_EQ(WEXITSTATUS(status), voices) << "voices listed as an unprivileged user";
 }
