@@ -10,7 +10,8 @@ request, the time from the request's last byte written to the first audio-chunk 
                synthesize-chunk events, the compatibility synthesize, synthesize-stop;
                timed from the chunk that completes the first sentence
 
-Prints median, 90th percentile and best of N requests, and the CPU (lscpu).
+Prints the first request's time (for the server it starts, its first since it started), then
+median, 90th percentile and best of N requests, and the CPU (lscpu).
 Usage: wyoming_first_audio.py [--etude build/cli/etude] [--voice slt] [-n 30]
        [--serve-voice PATH.onnx] [--host H --port P] [--against H:P]
 (--serve-voice: a Piper voice for etude serve --voice; ask for it with --voice NAME.)
@@ -111,8 +112,12 @@ def main():
         if args.against:
             other_host, other_port = args.against.rsplit(":", 1)
             servers.append((args.against, other_host, int(other_port)))
-        for _, h, p in servers:
-            asyncio.run(one_shot(h, p, args.voice))  # warm-up
+        # The first request doubles as the warm-up. For the server this script starts it
+        # is the first the process serves: what a user hears first after a restart.
+        for name, h, p in servers:
+            first = asyncio.run(one_shot(h, p, args.voice))
+            where = " (just started)" if proc and p == port else ""
+            print(f"  first request of the run, synthesize{where}: {1000 * first:.1f} ms  {name}")
         for kind, request in (("synthesize", one_shot), ("streaming", streaming)):
             times = [[] for _ in servers]
             for _ in range(args.n):

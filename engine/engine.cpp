@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/device_choice.h"
 #include "engine/engine_workers.h"
 #include "engine/flite_voice.h"
 #include "engine/models/model_metadata.h"
@@ -72,6 +73,23 @@ void Stream::write_trace(const std::string& path) const {
 
 // ---- Engine -----------------------------------------------------------------
 
+namespace {
+
+// A Piper stream asks for its decoder's GPU tier ("auto" by default), and the
+// first such ask in a process finds the devices (145 ms with PoCL on the test
+// VM: most of a server's first request) and opens the one chosen. An engine
+// that preloads a Piper voice asks at once. A failure is left for the
+// stream, which reports it and falls back to the CPU.
+void open_default_gpu_tier() {
+    try {
+        open_model_backend("auto", -1, nullptr);
+    } catch (const gpu::DeviceError&) {
+    } catch (const std::invalid_argument&) {  // a bad ETUDE_BACKEND
+    }
+}
+
+}  // namespace
+
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options) : core_(std::make_shared<EngineWorkers>()) {
@@ -82,11 +100,13 @@ Engine::Engine(Options options) : core_(std::make_shared<EngineWorkers>()) {
         else
             try {
                 piper_voices_.push_back(PiperVoice::open(v));
+                piper_voices_.back()->prepare(piper_voices_.back()->speaker_id(""));
             } catch (const piper::VoiceNotFound&) {
                 FliteVoice::load(v);  // throws, listing the built-in voices
                 throw;
             }
     }
+    if (!piper_voices_.empty()) open_default_gpu_tier();
 }
 
 Engine::~Engine() {

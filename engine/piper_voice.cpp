@@ -146,4 +146,9 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
     return model;
 }
 
+void PiperVoice::prepare(int speaker) const {
+    network_->flow_network(speaker);
+    load_decoder(speaker, gpu::shared_cpu_backend());
+}
+
 }  // namespace etude::engine

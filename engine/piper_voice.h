@@ -81,6 +81,12 @@ class PiperVoice {
     // backend, the stream's own.
     std::shared_ptr<NeuralModel> load_decoder(int speaker,
                                               std::shared_ptr<gpu::Backend> backend) const;
+    // Makes now what the first stream of `speaker` would make when it is
+    // created: the flow's network and the decoder on the CPU backend (and
+    // the decoder's image, from which a stream on a GPU loads its own).
+    // About 200 ms for a medium voice, which a server's first request would
+    // otherwise wait for (Engine::Options::preload_voices calls it).
+    void prepare(int speaker) const;
     // The network itself (for offline rendering and tests).
     const VitsVoice& network() const { return *network_; }
 
