@@ -13,6 +13,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/voice_options.h"
+#include "engine/block_records.h"
 #include "engine/engine.h"
 #include "gpu/registry.h"
 
@@ -91,6 +92,7 @@ int run_jack(const CommandLine& args) {
     }
     // Start-up may wait for a device to build its state; speech may not.
     opts.stream.wait_for_device = true;
+    if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
 
     engine::Engine engine(engine::Engine::Options{{}});
     audio_io::JackOutput jack(engine, opts);

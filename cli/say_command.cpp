@@ -19,6 +19,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/voice_options.h"
+#include "engine/block_records.h"
 #include "engine/engine.h"
 #include "engine/piper/json_input.h"
 #include "engine/piper/phoneme_ids.h"
@@ -304,6 +305,7 @@ int run_say(const CommandLine& args) {
         wav.emplace(
             *out_path, static_cast<int>(rate),
             args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
+    if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
 
     std::unique_ptr<audio_io::PortAudioOutput> player;
     std::unique_ptr<rt::SpscRing<float>> tap;

@@ -1,6 +1,11 @@
 #include "engine/block_records.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace etude::engine {
@@ -40,11 +45,30 @@ void BlockRecorder::fill_stats(StreamStats& s) const {
     s.reduced_tier_blocks = reduced_;
 }
 
+namespace {
+
+std::string partial_path(const std::string& path) {
+    return path + ".partial-" + std::to_string(::getpid());
+}
+
+[[noreturn]] void cannot_write(const std::string& path) {
+    throw Error("cannot write trace file '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
+void check_trace_path(const std::string& path) {
+    const std::string partial = partial_path(path);
+    if (!std::ofstream(partial)) cannot_write(path);
+    std::remove(partial.c_str());
+}
+
 void write_chrome_trace(
     const std::string& path, const std::vector<BlockRecord>& records,
     const std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>>& kernel_timings) {
-    std::ofstream out(path);
-    if (!out) throw Error("cannot write trace file '" + path + "'");
+    const std::string partial = partial_path(path);
+    std::ofstream out(partial);
+    if (!out) cannot_write(path);
     const std::int64_t t0 = records.empty() ? 0 : records.front().dispatched_ns;
     static const char* kNames[] = {"cpu-primary", "cpu-fallback", "cpu-ahead", "gpu"};
     out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -75,7 +99,13 @@ void write_chrome_trace(
         out << "}},\n";
     }
     out << "{\"name\":\"end\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":1,\"ts\":0}\n]}\n";
-    if (!out) throw Error("writing trace file '" + path + "' failed");
+    out.close();
+    if (!out || std::rename(partial.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        std::remove(partial.c_str());
+        errno = err;
+        cannot_write(path);
+    }
 }
 
 }  // namespace etude::engine

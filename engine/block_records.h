@@ -45,9 +45,16 @@ class BlockRecorder {
 };
 
 // Writes `records` as a Chrome trace (JSON; Perfetto, chrome://tracing),
-// with each device's per-kernel time as counters. Throws etude::Error.
+// with each device's per-kernel time as counters, atomically: into
+// PATH.partial-PID, renamed to `path` when whole. Throws etude::Error naming
+// the path and the reason.
 void write_chrome_trace(
     const std::string& path, const std::vector<BlockRecord>& records,
     const std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>>& kernel_timings);
+
+// Throws etude::Error, as write_chrome_trace() would, when a trace cannot be
+// written to `path` (creates and removes its partial file): a command checks
+// before it speaks rather than failing after.
+void check_trace_path(const std::string& path);
 
 }  // namespace etude::engine

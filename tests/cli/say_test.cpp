@@ -153,6 +153,23 @@ TEST(CliSay, unwritable_output_path_fails_cleanly) {
     expect_clean_error(run_etude("say hi -o " + tmpdir().string()), "cannot write");
 }
 
+// The trace is checked before speaking: no audio file is left by a run whose
+// trace could never be written, and the error says why.
+TEST(CliSay, unwritable_trace_path_fails_before_speaking) {
+    const fs::path wav = tmpdir() / "traced.wav";
+    expect_clean_error(
+        run_etude("say hi --trace /nonexistent-dir/t.json -o " + wav.string()),
+        "cannot write trace file '/nonexistent-dir/t.json': No such file or directory");
+    EXPECT_TRUE(no_files_like(wav));
+    const fs::path trace = tmpdir() / "trace.json";
+    fs::remove(trace);
+    const CliRun r = run_etude("say hi --trace " + trace.string() + " -o " +
+                               (tmpdir() / "traced_ok.wav").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(fs::is_regular_file(trace));
+    EXPECT_TRUE(no_files_like(trace.string() + ".partial"));
+}
+
 TEST(CliSay, usage_errors_exit_with_status_2) {
     EXPECT_EQ(run_etude("say hi --bogus").status, 2);
     EXPECT_EQ(run_etude("say hi -o").status, 2);
