@@ -84,6 +84,12 @@ void etude_engine_destroy(etude_engine* engine) {
     delete engine;
 }
 
+etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice) {
+    if (!engine) return null_argument("engine");
+    if (!voice) return null_argument("voice");
+    return guarded([&] { engine->engine.preload_voice(voice); });
+}
+
 etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
                                  etude_stream** out) {
     if (!engine) return null_argument("engine");

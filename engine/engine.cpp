@@ -93,20 +93,30 @@ void open_default_gpu_tier() {
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options) : core_(std::make_shared<EngineWorkers>()) {
+    for (const auto& v : options.preload_voices) preload_voice(v);
+}
+
+void Engine::preload_voice(const std::string& v) {
     const auto& builtin = FliteVoice::names();
-    for (const auto& v : options.preload_voices) {
-        if (std::find(builtin.begin(), builtin.end(), v) != builtin.end())
-            FliteVoice::load(v);
-        else
-            try {
-                piper_voices_.push_back(PiperVoice::open(v));
-                piper_voices_.back()->prepare(piper_voices_.back()->speaker_id(""));
-            } catch (const piper::VoiceNotFound&) {
-                FliteVoice::load(v);  // throws, listing the built-in voices
-                throw;
-            }
+    if (std::find(builtin.begin(), builtin.end(), v) != builtin.end()) {
+        FliteVoice::load(v);
+        return;
     }
-    if (!piper_voices_.empty()) open_default_gpu_tier();
+    std::shared_ptr<const PiperVoice> voice;
+    try {
+        voice = PiperVoice::open(v);
+    } catch (const piper::VoiceNotFound&) {
+        FliteVoice::load(v);  // throws, listing the built-in voices
+        throw;
+    }
+    voice->prepare(voice->speaker_id(""));
+    bool first;
+    {
+        std::lock_guard lock(piper_voices_mu_);
+        first = piper_voices_.empty();
+        piper_voices_.push_back(std::move(voice));
+    }
+    if (first) open_default_gpu_tier();
 }
 
 Engine::~Engine() {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -292,6 +293,11 @@ class Engine {
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
+    /// Loads `voice` now, as Options::preload_voices does (a built-in name
+    /// or a Piper voice), and keeps it for the engine's life. Throws
+    /// etude::Error for an unknown or malformed voice. Any thread.
+    void preload_voice(const std::string& voice);
+
     /// The embedded voices: "slt", "rms", "awb".
     static const std::vector<std::string>& voices();
 
@@ -306,6 +312,7 @@ class Engine {
 
   private:
     std::shared_ptr<EngineWorkers> core_;
+    std::mutex piper_voices_mu_;                                   // guards piper_voices_
     std::vector<std::shared_ptr<const PiperVoice>> piper_voices_;  // preloaded
 };
 

@@ -56,6 +56,12 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
     if (etude_voice_info_open("no-such-voice", &info) != ETUDE_ERROR_INVALID_ARGUMENT) return 107;
 
     if (etude_engine_create(&engine) != ETUDE_OK) return 108;
+    if (etude_engine_preload_voice(engine, "no-such-voice") != ETUDE_ERROR_INVALID_ARGUMENT)
+        return 122;
+    if (strstr(etude_last_error(), "no-such-voice") == NULL) return 123;
+    if (etude_engine_preload_voice(engine, NULL) != ETUDE_ERROR_INVALID_ARGUMENT) return 124;
+    if (etude_engine_preload_voice(engine, voice_path) != ETUDE_OK) return 125;
+    if (etude_engine_preload_voice(engine, "rms") != ETUDE_OK) return 126;
     etude_piper_stream_options_init(&options, sizeof options);
     options.voice = voice_path;
     options.speaker = "nobody";
