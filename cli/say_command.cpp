@@ -294,8 +294,12 @@ int run_say(const CommandLine& args) {
     }
 
     // A Piper voice is read once and kept for every run of speakers.
-    engine::Engine engine(engine::Engine::Options{piper ? std::vector{opts.piper_voice}
-                                                        : std::vector<std::string>{}});
+    engine::Engine::Options engine_options;
+    engine_options.preload_voices.clear();
+    if (piper) engine_options.preload_voices.push_back(opts.piper_voice);
+    engine_options.preload_backend = opts.backend;
+    engine_options.preload_device = opts.device;
+    engine::Engine engine(engine_options);
     opts.speaker = runs.front().speaker;
     auto stream = engine.create_stream(opts);  // checks voice and rate
     const double rate = stream->sample_rate();

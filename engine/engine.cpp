@@ -80,9 +80,10 @@ namespace {
 // VM: most of a server's first request) and opens the one chosen. An engine
 // that preloads a Piper voice asks at once. A failure is left for the
 // stream, which reports it and falls back to the CPU.
-void open_default_gpu_tier() {
+void open_gpu_tier_now(const std::string& backend, int device) {
+    if (backend == "cpu") return;
     try {
-        open_model_backend("auto", -1, nullptr);
+        open_model_backend(backend, device, nullptr);
     } catch (const gpu::DeviceError&) {
     } catch (const std::invalid_argument&) {  // a bad ETUDE_BACKEND
     }
@@ -92,7 +93,10 @@ void open_default_gpu_tier() {
 
 Engine::Engine() : Engine(Options{}) {}
 
-Engine::Engine(Options options) : core_(std::make_shared<EngineWorkers>()) {
+Engine::Engine(Options options)
+    : core_(std::make_shared<EngineWorkers>()),
+      preload_backend_(std::move(options.preload_backend)),
+      preload_device_(options.preload_device) {
     for (const auto& v : options.preload_voices) preload_voice(v);
 }
 
@@ -116,7 +120,7 @@ void Engine::preload_voice(const std::string& v) {
         first = piper_voices_.empty();
         piper_voices_.push_back(std::move(voice));
     }
-    if (first) open_default_gpu_tier();
+    if (first) open_gpu_tier_now(preload_backend_, preload_device_);
 }
 
 Engine::~Engine() {

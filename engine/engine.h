@@ -282,6 +282,11 @@ class Engine {
         /// speaker is also made ready to stream (its flow and CPU decoder),
         /// so that the first stream starts as fast as later ones.
         std::vector<std::string> preload_voices{"slt"};
+        /// The decoder backend and device the preloaded Piper voices'
+        /// streams will ask for (as StreamOptions::backend and ::device):
+        /// preloading finds and opens it too. "cpu" opens no device.
+        std::string preload_backend = "auto";
+        int preload_device = -1;
     };
     /// Starts the workers and loads the default voice, "slt".
     Engine();
@@ -312,6 +317,8 @@ class Engine {
 
   private:
     std::shared_ptr<EngineWorkers> core_;
+    std::string preload_backend_;
+    int preload_device_;
     std::mutex piper_voices_mu_;                                   // guards piper_voices_
     std::vector<std::shared_ptr<const PiperVoice>> piper_voices_;  // preloaded
 };
