@@ -282,10 +282,12 @@ class Engine {
         /// speaker is also made ready to stream (its flow and CPU decoder),
         /// so that the first stream starts as fast as later ones.
         std::vector<std::string> preload_voices{"slt"};
-        /// The decoder backend and device the preloaded Piper voices'
-        /// streams will ask for (as StreamOptions::backend and ::device):
-        /// preloading finds and opens it too. "cpu" opens no device.
+        /// The decoder backend the preloaded Piper voices' streams will ask
+        /// for (as StreamOptions::backend): preloading finds and opens its
+        /// device too. "cpu" opens none.
         std::string preload_backend = "auto";
+        /// Their device index within that backend (as
+        /// StreamOptions::device; -1: the best).
         int preload_device = -1;
     };
     /// Starts the workers and loads the default voice, "slt".
