@@ -120,6 +120,8 @@ void Engine::preload_voice(const std::string& v) {
         first = piper_voices_.empty();
         piper_voices_.push_back(std::move(voice));
     }
+    // Once per engine: the registry keeps a backend it opened, but not a
+    // failure, so every further ask would try (and compile) again.
     if (first) open_gpu_tier_now(preload_backend_, preload_device_);
 }
 

@@ -16,9 +16,10 @@ the draw. Over ten draws of these 20 sentences (2-vCPU AMD EPYC, 2026-11-24) Pip
 be unseeded, so comparing one draw with one draw failed whenever Piper drew a lucky one (0.264
 against our 0.314 in one CI run, recognised then by pocketsphinx_continuous). Both sides are
 now seeded (LibEtude's stream seed; ONNX Runtime's global seed, which its random-normal
-operator reads when the session is made, so it is set before each load), so the test gives the same answer on every run, and a mean of three
-draws per side stands for the voice rather than for one draw. The first three draws give
-LibEtude 0.321 and Piper 0.294: 0.023 inside the limit, about eleven words of the 477 heard.
+operator reads when the session is made, so it is set before each load), so the test gives
+the same answer on every run, and a mean of three draws per side stands for the voice rather
+than for one draw. The first three draws give LibEtude 0.321 and Piper 0.294: 0.023 inside
+the limit, about eleven words of the 477 heard.
 
 Usage: joe_wer_test.py ETUDE LIBETUDE   (run with the test venv's Python; LIBETUDE is the
 shared library, whose C API speaks the noisy draws without reloading the voice per sentence)
