@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cpu/cpu_direct_conv.h"
 #include "gpu/cpu/cpu_parallel.h"
 
 namespace etude::gpu::cpu {
@@ -195,6 +196,38 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
                               w + static_cast<std::size_t>(c) * s.kernel, bias ? bias[c] : 0.0f,
                               y + row * out_len);
             }
+        });
+        return;
+    }
+
+    if (direct_conv1d_applies(s)) {
+        // One job per (batch item, chunk of the time axis, slice of the
+        // output channels), as below; chunks shortened so that every worker
+        // gets one when the signal is long enough, else channel slices.
+        const int workers = worker_count();
+        int chunk = direct_conv1d_chunk(s);
+        if (workers > 1)
+            chunk =
+                std::min(chunk, std::max(kMinParallelColumns, (out_len + workers - 1) / workers));
+        const int chunks = (out_len + chunk - 1) / chunk;
+        const std::size_t macs =
+            static_cast<std::size_t>(s.out_channels) * icg * s.kernel * out_len;
+        const int slices = chunks == 1 && s.batch == 1 && workers > 1 &&
+                                   s.out_channels >= 2 * kMinSliceChannels && macs >= kRowSplitGrain
+                               ? std::min(workers, s.out_channels / kMinSliceChannels)
+                               : 1;
+        parallel_for(s.batch * chunks * slices, [&](int job) {
+            const int slice = job % slices;
+            job /= slices;
+            const int n = job / chunks;
+            const int t0 = job % chunks * chunk;
+            const int o0 =
+                static_cast<int>(static_cast<long long>(s.out_channels) * slice / slices);
+            const int o1 =
+                static_cast<int>(static_cast<long long>(s.out_channels) * (slice + 1) / slices);
+            direct_conv1d(s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w, bias,
+                          y + static_cast<std::size_t>(n) * s.out_channels * out_len, t0,
+                          std::min(chunk, out_len - t0), o0, o1);
         });
         return;
     }

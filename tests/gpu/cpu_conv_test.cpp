@@ -1,5 +1,7 @@
 // The CPU backend's convolutions (gpu/cpu/cpu_conv.cpp: im2col/col2im +
-// SGEMM, direct loops for depthwise) against a direct double-precision
+// SGEMM, direct loops for depthwise, and gpu/cpu/cpu_direct_conv.cpp's
+// register tiles on AVX2 CPUs; conv1d is checked on both of its paths)
+// against a direct double-precision
 // evaluation of the definition in gpu/backend.h, over random shapes with
 // stride, dilation, padding, groups and batch, plus the vocoders' shapes and
 // shapes long enough to cross several chunks of the time axis.
@@ -14,12 +16,14 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "gpu/cpu/cpu_backend.h"
+#include "gpu/cpu/cpu_direct_conv.h"
 
 namespace etude::gpu {
 namespace {
@@ -188,7 +192,23 @@ Conv1dShape random_shape(std::mt19937& rng, bool transpose) {
     }
 }
 
-TEST_F(CpuConv, conv1d_matches_the_definition_for_random_shapes) {
+// conv1d on each of its paths: the direct register tiles (where the CPU has
+// AVX2 and FMA) and im2col + SGEMM (everywhere; the only path elsewhere).
+enum class Conv1dPath { Direct, Im2col };
+
+class CpuConv1d : public CpuConv, public ::testing::WithParamInterface<Conv1dPath> {
+  protected:
+    void SetUp() override {
+        if (GetParam() == Conv1dPath::Im2col)
+            off_.emplace();
+        else if (!cpu::direct_conv1d_applies(make(1, 2, 2, 8, 3, 1, 1, 1, 1)))
+            GTEST_SKIP() << "the direct conv1d does not run here: the CPU lacks AVX2 or FMA, or "
+                            "ETUDE_CPU_DIRECT_CONV=0";
+    }
+    std::optional<cpu::DirectConvOff> off_;
+};
+
+TEST_P(CpuConv1d, conv1d_matches_the_definition_for_random_shapes) {
     std::mt19937 shapes(1);
     for (int i = 0; i < 300; ++i) check(Op::Conv, random_shape(shapes, false), i % 2 == 0);
 }
@@ -198,7 +218,7 @@ TEST_F(CpuConv, conv_transpose1d_matches_the_definition_for_random_shapes) {
     for (int i = 0; i < 300; ++i) check(Op::Transpose, random_shape(shapes, true), i % 2 == 0);
 }
 
-TEST_F(CpuConv, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
+TEST_P(CpuConv1d, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
     const Conv1dShape shapes[] = {
         // HiFi-GAN residual layers ('same' padding), scaled down in length.
         make(1, 128, 128, 2000, 11, 1, 5, 25, 1),
@@ -219,9 +239,60 @@ TEST_F(CpuConv, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chunk
         make(1, 64, 32, 4000, 5, 1, 2, 4, 4),
         // Strided and dilated over several chunks, batch 2.
         make(2, 96, 32, 6000, 9, 2, 3, 12, 1),
+        // The VITS flow's layers over a push of frames, and a channel
+        // count that is a multiple of neither tile's rows.
+        make(1, 192, 384, 43, 5, 1, 1, 2, 1),
+        make(1, 192, 256, 38, 7, 1, 1, 0, 1),
+        make(3, 21, 23, 517, 3, 1, 4, 4, 1),
     };
     for (const auto& s : shapes) check(Op::Conv, s, true, true);
 }
+
+// What a streamed layer relies on: the outputs of a window of the input are
+// the same floats as those outputs of the whole signal, wherever the window
+// falls (chunks, tiles and worker splits differ between the two calls).
+TEST_P(CpuConv1d, a_window_of_the_input_gives_the_same_floats_as_the_whole) {
+    if (GetParam() == Conv1dPath::Im2col)
+        GTEST_SKIP() << "SGEMM promises no summation order; the direct path does";
+    const Conv1dShape whole = make(1, 32, 40, 3000, 7, 1, 3, 0, 1);
+    const auto x = random_vector(std::size_t(whole.in_channels) * whole.in_length, rng_);
+    const auto w = random_vector(std::size_t(whole.out_channels) * whole.in_channels * 7, rng_);
+    const auto bias = random_vector(whole.out_channels, rng_);
+    const auto run = [&](int first, int length) {
+        Conv1dShape s = whole;
+        s.in_length = length;
+        std::vector<float> part(std::size_t(s.in_channels) * length);
+        for (int c = 0; c < s.in_channels; ++c)
+            std::copy_n(x.begin() + std::ptrdiff_t(c) * whole.in_length + first, length,
+                        part.begin() + std::ptrdiff_t(c) * length);
+        auto dx = upload(part), dw = upload(w), db = upload(bias);
+        auto dy = cpu_.allocate(std::size_t(s.out_channels) * s.conv_out_length(), "test");
+        cpu_.conv1d(*q_, s, dx, dw, db, dy);
+        std::vector<float> y(std::size_t(s.out_channels) * s.conv_out_length());
+        cpu_.copy_to_host(*q_, y.data(), dy, 0, y.size());
+        return y;
+    };
+    const int whole_out = whole.conv_out_length();
+    const auto all = run(0, whole.in_length);
+    const int reach = 6 * 3;
+    for (auto [first, outputs] : std::initializer_list<std::pair<int, int>>{
+             {0, 1}, {5, 17}, {100, 24}, {1000, 333}, {2961, 21}, {7, 1500}}) {
+        const auto part = run(first, outputs + reach);
+        for (int c = 0; c < whole.out_channels; ++c)
+            for (int t = 0; t < outputs; ++t)
+                ASSERT_EQ(part[std::size_t(c) * outputs + t],
+                          all[std::size_t(c) * whole_out + first + t])
+                    << "channel " << c << ", output " << first + t << " of a window of " << outputs
+                    << " from " << first;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, CpuConv1d,
+                         ::testing::Values(Conv1dPath::Direct, Conv1dPath::Im2col),
+                         [](const auto& info) {
+                             return std::string(info.param == Conv1dPath::Direct ? "direct"
+                                                                                 : "im2col");
+                         });
 
 TEST_F(CpuConv, conv_transpose1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
     const Conv1dShape shapes[] = {

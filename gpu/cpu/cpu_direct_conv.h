@@ -1,0 +1,50 @@
+// A direct conv1d for the CPU backend on AVX2 + FMA: the output computed in
+// register tiles straight from the input, without im2col or SGEMM.
+//
+// Why: the vocoders' and the VITS flow's convolutions have few channels (32
+// to 384) and long or short time axes. As im2col + SGEMM each call copied
+// its input once per tap into the column matrix, OpenBLAS then repacked
+// both operands, and only then multiplied: `perf` of a Piper voice put 26%
+// of all cycles in those copies against 43% in the multiply itself, the
+// copies costing most where the channels are fewest. Here the input is
+// copied once per call (a chunk of it, zero-extended at the edges), and the
+// weights are read where they lie (PyTorch's [out][in][kernel]).
+//
+// Each output is bias + the sum over input channels, then taps, of
+// w * x, one fused multiply-add at a time in that order, whatever the chunk
+// or tile it falls in: a streamed layer gives the same floats as the whole.
+//
+// Threads: any; the caller shares the work out (cpu_conv.cpp). Allocates
+// the calling thread's staging buffer on its first call or a wider chunk.
+#pragma once
+
+#include "gpu/backend.h"
+
+namespace etude::gpu::cpu {
+
+// Whether this CPU runs the direct path (AVX2 and FMA; checked once) and
+// the shape is one it handles: one group, stride 1. ETUDE_CPU_DIRECT_CONV=0
+// turns it off (the im2col + SGEMM path then runs every layer).
+bool direct_conv1d_applies(const Conv1dShape& s);
+
+// For tests: while one lives, direct_conv1d_applies is false on the thread
+// that made it, so the im2col + SGEMM path can be checked on any CPU.
+class DirectConvOff {
+  public:
+    DirectConvOff();
+    ~DirectConvOff();
+    DirectConvOff(const DirectConvOff&) = delete;
+    DirectConvOff& operator=(const DirectConvOff&) = delete;
+};
+
+// Outputs [t0, t0 + count) of output channels [o0, o1), batch item 0 of
+// x (in_channels x in_length) into y (out_channels x out_len, the
+// layer's conv_out_length()). The caller checked direct_conv1d_applies.
+void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const float* bias,
+                   float* y, int t0, int count, int o0, int o1);
+
+// Columns per chunk the caller should hand direct_conv1d for this shape:
+// the chunk's staged input stays in the core's L2 cache.
+int direct_conv1d_chunk(const Conv1dShape& s);
+
+}  // namespace etude::gpu::cpu
