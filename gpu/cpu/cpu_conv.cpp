@@ -290,6 +290,39 @@ void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, cons
     if (s.batch <= 0 || s.out_channels <= 0 || out_len <= 0) return;
     const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
 
+    if (direct_conv_transpose1d_applies(s)) {
+        // One job per (batch item, chunk of input steps, slice of the output
+        // channels): every step's outputs are its own, so jobs never share
+        // an output.
+        int first = 0;
+        const int steps = direct_conv_transpose1d_steps(s, first);
+        const int workers = worker_count();
+        int chunk = direct_conv_transpose1d_chunk(s);
+        if (workers > 1)
+            chunk = std::min(
+                chunk, std::max(kMinParallelColumns / s.stride, (steps + workers - 1) / workers));
+        chunk = std::max(chunk, 1);
+        const int chunks = (steps + chunk - 1) / chunk;
+        const int slices = chunks < workers && s.out_channels >= 2 * kMinSliceChannels
+                               ? std::min(workers, s.out_channels / kMinSliceChannels)
+                               : 1;
+        parallel_for(s.batch * chunks * slices, [&](int job) {
+            const int slice = job % slices;
+            job /= slices;
+            const int n = job / chunks;
+            const int q0 = first + job % chunks * chunk;
+            const int o0 =
+                static_cast<int>(static_cast<long long>(s.out_channels) * slice / slices);
+            const int o1 =
+                static_cast<int>(static_cast<long long>(s.out_channels) * (slice + 1) / slices);
+            direct_conv_transpose1d(
+                s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w, bias,
+                y + static_cast<std::size_t>(n) * s.out_channels * out_len, q0,
+                std::min(chunk, first + steps - q0), o0, o1);
+        });
+        return;
+    }
+
     // Each job owns a slice of one group's output channels: it fills them
     // with the bias, computes only their rows of W^T x (tap k of channel o is
     // row o*kernel + k) and scatters them, so no two jobs write the same

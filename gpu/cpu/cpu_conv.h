@@ -10,17 +10,19 @@
 // On CPUs with AVX2 and FMA, an ungrouped stride-1 conv1d with more than one
 // tap skips im2col and SGEMM: cpu_direct_conv.h computes it in register
 // tiles from a staged copy of the input (1.2-1.5x faster on the vocoders'
-// and the VITS flow's layers). Depthwise layers (one channel in and out per
-// group) are direct loops. The
-// column buffer is per thread, kept between calls, and bounded by the layer's
-// width, not the signal's length (1-3 MB for most of the vocoders' layers,
-// 16 MB for 512 channels x 16 taps).
+// and the VITS flow's layers), and so does a transposed one whose weights
+// fit in L2, one phase of its stride at a time. Depthwise layers (one
+// channel in and out per group) are direct loops. The column buffer is per
+// thread, kept between calls, and bounded by the layer's width, not the
+// signal's length (1-3 MB for most of the vocoders' layers, 16 MB for 512
+// channels x 16 taps).
 //
 // Threads: any thread. Each call shares its work out with
 // gpu/cpu/cpu_parallel.h: conv1d a chunk of the time axis per job (its own
-// im2col, single-threaded SGEMM and bias, or its direct tiles), conv_transpose1d a slice of the
-// output channels per job, depthwise layers a range of channels per job.
-// Allocates (the first call on a thread, or a wider layer than before).
+// im2col, single-threaded SGEMM and bias, or its direct tiles),
+// conv_transpose1d a slice of the output channels per job (direct: a chunk
+// of input steps), depthwise layers a range of channels per job. Allocates
+// (the first call on a thread, or a wider layer than before).
 #pragma once
 
 #include "gpu/backend.h"

@@ -47,4 +47,20 @@ void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const f
 // the chunk's staged input stays in the core's L2 cache.
 int direct_conv1d_chunk(const Conv1dShape& s);
 
+// The transposed convolution the same way, one phase of the stride at a
+// time: output t = q * stride + r - padding sums x[q - j] * w[in][out][r +
+// j * stride] over input channels, then taps j from the last to the first.
+// Ungrouped, undilated, stride above 1 (HiFi-GAN's upsamplers).
+bool direct_conv_transpose1d_applies(const Conv1dShape& s);
+// The input steps q whose outputs lie in the layer's output: [first, first
+// + the count returned).
+int direct_conv_transpose1d_steps(const Conv1dShape& s, int& first);
+// Every output of steps [q0, q0 + count), output channels [o0, o1),
+// batch item 0 (x in_channels x in_length, y out_channels x the layer's
+// transpose_out_length()).
+void direct_conv_transpose1d(const Conv1dShape& s, const float* x, const float* w,
+                             const float* bias, float* y, int q0, int count, int o0, int o1);
+// Steps per chunk the caller should hand direct_conv_transpose1d.
+int direct_conv_transpose1d_chunk(const Conv1dShape& s);
+
 }  // namespace etude::gpu::cpu

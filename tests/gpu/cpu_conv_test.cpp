@@ -192,14 +192,15 @@ Conv1dShape random_shape(std::mt19937& rng, bool transpose) {
     }
 }
 
-// conv1d on each of its paths: the direct register tiles (where the CPU has
-// AVX2 and FMA) and im2col + SGEMM (everywhere; the only path elsewhere).
-enum class Conv1dPath { Direct, Im2col };
+// Each convolution on each of its paths: the direct register tiles (where
+// the CPU has AVX2 and FMA) and im2col/col2im + SGEMM (everywhere; the only
+// path elsewhere).
+enum class ConvPath { Direct, Im2col };
 
-class CpuConv1d : public CpuConv, public ::testing::WithParamInterface<Conv1dPath> {
+class CpuConvPaths : public CpuConv, public ::testing::WithParamInterface<ConvPath> {
   protected:
     void SetUp() override {
-        if (GetParam() == Conv1dPath::Im2col)
+        if (GetParam() == ConvPath::Im2col)
             off_.emplace();
         else if (!cpu::direct_conv1d_applies(make(1, 2, 2, 8, 3, 1, 1, 1, 1)))
             GTEST_SKIP() << "the direct conv1d does not run here: the CPU lacks AVX2 or FMA, or "
@@ -208,17 +209,17 @@ class CpuConv1d : public CpuConv, public ::testing::WithParamInterface<Conv1dPat
     std::optional<cpu::DirectConvOff> off_;
 };
 
-TEST_P(CpuConv1d, conv1d_matches_the_definition_for_random_shapes) {
+TEST_P(CpuConvPaths, conv1d_matches_the_definition_for_random_shapes) {
     std::mt19937 shapes(1);
     for (int i = 0; i < 300; ++i) check(Op::Conv, random_shape(shapes, false), i % 2 == 0);
 }
 
-TEST_F(CpuConv, conv_transpose1d_matches_the_definition_for_random_shapes) {
+TEST_P(CpuConvPaths, conv_transpose1d_matches_the_definition_for_random_shapes) {
     std::mt19937 shapes(2);
     for (int i = 0; i < 300; ++i) check(Op::Transpose, random_shape(shapes, true), i % 2 == 0);
 }
 
-TEST_P(CpuConv1d, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
+TEST_P(CpuConvPaths, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
     const Conv1dShape shapes[] = {
         // HiFi-GAN residual layers ('same' padding), scaled down in length.
         make(1, 128, 128, 2000, 11, 1, 5, 25, 1),
@@ -251,8 +252,10 @@ TEST_P(CpuConv1d, conv1d_matches_the_definition_at_vocoder_shapes_and_across_chu
 // What a streamed layer relies on: the outputs of a window of the input are
 // the same floats as those outputs of the whole signal, wherever the window
 // falls (chunks, tiles and worker splits differ between the two calls).
-TEST_P(CpuConv1d, a_window_of_the_input_gives_the_same_floats_as_the_whole) {
-    if (GetParam() == Conv1dPath::Im2col)
+// (The transposed convolutions' streamed layers are checked whole against
+// chunked in the vocoder tests.)
+TEST_P(CpuConvPaths, a_window_of_the_input_gives_the_same_floats_as_the_whole) {
+    if (GetParam() == ConvPath::Im2col)
         GTEST_SKIP() << "SGEMM promises no summation order; the direct path does";
     const Conv1dShape whole = make(1, 32, 40, 3000, 7, 1, 3, 0, 1);
     const auto x = random_vector(std::size_t(whole.in_channels) * whole.in_length, rng_);
@@ -287,14 +290,7 @@ TEST_P(CpuConv1d, a_window_of_the_input_gives_the_same_floats_as_the_whole) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(BothPaths, CpuConv1d,
-                         ::testing::Values(Conv1dPath::Direct, Conv1dPath::Im2col),
-                         [](const auto& info) {
-                             return std::string(info.param == Conv1dPath::Direct ? "direct"
-                                                                                 : "im2col");
-                         });
-
-TEST_F(CpuConv, conv_transpose1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
+TEST_P(CpuConvPaths, conv_transpose1d_matches_the_definition_at_vocoder_shapes_and_across_chunks) {
     const Conv1dShape shapes[] = {
         // HiFi-GAN V1 upsamplers: x8 (kernel 16, padding 4), x2 (kernel 4, padding 1).
         make(1, 512, 256, 40, 16, 8, 1, 4, 1),
@@ -312,6 +308,13 @@ TEST_F(CpuConv, conv_transpose1d_matches_the_definition_at_vocoder_shapes_and_ac
     };
     for (const auto& s : shapes) check(Op::Transpose, s, true, true);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, CpuConvPaths,
+                         ::testing::Values(ConvPath::Direct, ConvPath::Im2col),
+                         [](const auto& info) {
+                             return std::string(info.param == ConvPath::Direct ? "direct"
+                                                                               : "im2col");
+                         });
 
 TEST_F(CpuConv, shapes_without_a_definition_are_rejected) {
     auto x = cpu_.allocate(64, "test"), w = cpu_.allocate(64, "test"),
