@@ -65,6 +65,18 @@ class StructureReader {
         throw Error(g_.label() + ": not a Piper VITS graph this engine supports: " + what);
     }
 
+    // A weight that is NaN or infinite would turn every sample it touches
+    // into noise or silence without a word (ONNX files carry no checksum, so
+    // a damaged one still parses): refused here, naming the weight.
+    void check_finite(const VitsTensor& t) const {
+        for (std::size_t i = 0; i < t.values.size(); ++i)
+            if (!std::isfinite(t.values[i]))
+                throw Error(g_.label() + ": weight '" + t.source + "'" +
+                            (t.role != t.source ? " (" + t.role + ")" : std::string()) + " holds " +
+                            (std::isnan(t.values[i]) ? "NaN" : "an infinity") + " at element " +
+                            std::to_string(i) + ": the file is damaged");
+    }
+
     const OnnxTensor* float_constant(const std::string& value) const {
         const OnnxTensor* t = value.empty() ? nullptr : g_.constant(value);
         return t && t->is_float() ? t : nullptr;
@@ -127,6 +139,7 @@ class StructureReader {
 
     void store(const std::string& role, const std::string& source, const OnnxTensor& t) {
         out_.tensors.push_back({role, source, t.dims, t.floats});
+        check_finite(out_.tensors.back());
     }
 
     // Takes the next use, which must be `op` with a weight of `dims` (-1: any
@@ -338,6 +351,7 @@ class StructureReader {
             VitsTensor t{
                 "dp.flows.0.exp_neg_logs", scale->weight_name, {2, 1}, scale->weight->floats};
             for (float& v : t.values) v = std::exp(v);
+            check_finite(t);
             out_.tensors.push_back(std::move(t));
             ++pos_;
         } else {

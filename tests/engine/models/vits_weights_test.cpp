@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -209,6 +210,35 @@ TEST(VitsWeights, flipped_bytes_never_crash) {
         }
     }
     EXPECT_GT(refused, 0);
+}
+
+// A weight made NaN or infinite (a flipped exponent byte can do it) still
+// parses; it is refused naming the weight, not turned into noise.
+TEST(VitsWeights, a_weight_that_is_not_finite_is_refused_naming_it) {
+    const auto bytes = read_bytes(kData + "test_x_low.onnx");
+    const VitsWeights w = read_vits_weights(OnnxGraph::parse(bytes, "good.onnx"));
+    const auto it = std::find_if(w.tensors.begin(), w.tensors.end(), [](const VitsTensor& t) {
+        return t.role == "dec.conv_pre.weight";
+    });
+    ASSERT_NE(it, w.tensors.end());
+    ASSERT_GE(it->values.size(), 8u);
+    // The tensor's first 8 floats as they lie in the file (little-endian raw data).
+    std::vector<std::uint8_t> pattern(32);
+    std::memcpy(pattern.data(), it->values.data(), pattern.size());
+    const auto at = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+    ASSERT_NE(at, bytes.end());
+    for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+        auto damaged = bytes;
+        const std::size_t third = std::size_t(at - bytes.begin()) + 2 * sizeof(float);
+        std::memcpy(damaged.data() + third, &bad, sizeof bad);
+        const std::string error = load_error(damaged, "damaged.onnx");
+        SCOPED_TRACE(error);
+        expect_one_line_naming(error, "damaged.onnx");
+        EXPECT_NE(error.find("dec.conv_pre.weight"), std::string::npos);
+        EXPECT_NE(error.find(std::isnan(bad) ? "holds NaN at element 2"
+                                             : "holds an infinity at element 2"),
+                  std::string::npos);
+    }
 }
 
 TEST(VitsWeights, files_that_are_not_piper_voices_are_refused_saying_why) {
