@@ -62,15 +62,6 @@ int shared_chunk_columns(int rows, int length) {
         1, std::min(cols, std::max(kMinParallelColumns, (length + workers - 1) / workers)));
 }
 
-// The column buffer of the calling thread, grown on demand and kept: the
-// layers of one model repeat their shapes, so after the first call there is
-// no allocation (and no page faults on freshly mapped memory).
-float* scratch(std::size_t floats) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < floats) buffer.resize(floats);
-    return buffer.data();
-}
-
 // The positions j in [0, count) for which first + j*step + offset lies in
 // [0, limit), as [lo, hi): the taps that read (or write) inside the signal.
 struct Span {
@@ -143,6 +134,33 @@ void col2im_add(const Conv1dShape& s, int channels, int out_len, const float* co
     }
 }
 
+// The direct paths' jobs: body(n, begin, count, o0, o1) for each batch
+// item n, chunk [begin, begin + count) of the axis [first, first + total)
+// and slice [o0, o1) of the output channels. Chunks are shortened so that
+// every worker gets one when the axis allows (down to min_chunk); the output
+// channels are cut into slices when there are several workers, enough
+// channels and slice_when(chunks) says so.
+template <class SliceWhen, class Body>
+void direct_jobs(const Conv1dShape& s, int first, int total, int chunk, int min_chunk,
+                 SliceWhen&& slice_when, Body&& body) {
+    const int workers = worker_count();
+    if (workers > 1) chunk = std::min(chunk, std::max(min_chunk, (total + workers - 1) / workers));
+    chunk = std::max(chunk, 1);
+    const int chunks = (total + chunk - 1) / chunk;
+    const int slices = workers > 1 && s.out_channels >= 2 * kMinSliceChannels && slice_when(chunks)
+                           ? std::min(workers, s.out_channels / kMinSliceChannels)
+                           : 1;
+    parallel_for(s.batch * chunks * slices, [&](int job) {
+        const int slice = job % slices;
+        job /= slices;
+        const int begin = first + job % chunks * chunk;
+        const int o0 = static_cast<int>(static_cast<long long>(s.out_channels) * slice / slices);
+        const int o1 =
+            static_cast<int>(static_cast<long long>(s.out_channels) * (slice + 1) / slices);
+        body(job / chunks, begin, std::min(chunk, first + total - begin), o0, o1);
+    });
+}
+
 // One channel of a depthwise conv1d:
 // y[t] = b + sum over k of w[k] * x[t*stride - padding + k*dilation].
 void depthwise_row(const Conv1dShape& s, int out_len, const float* x, const float* w, float b,
@@ -201,34 +219,18 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
     }
 
     if (direct_conv1d_applies(s)) {
-        // One job per (batch item, chunk of the time axis, slice of the
-        // output channels), as below; chunks shortened so that every worker
-        // gets one when the signal is long enough, else channel slices.
-        const int workers = worker_count();
-        int chunk = direct_conv1d_chunk(s);
-        if (workers > 1)
-            chunk =
-                std::min(chunk, std::max(kMinParallelColumns, (out_len + workers - 1) / workers));
-        const int chunks = (out_len + chunk - 1) / chunk;
+        // A signal of one chunk is cut by output channels once the layer is
+        // worth it (the same rule as the SGEMM path below).
         const std::size_t macs =
             static_cast<std::size_t>(s.out_channels) * icg * s.kernel * out_len;
-        const int slices = chunks == 1 && s.batch == 1 && workers > 1 &&
-                                   s.out_channels >= 2 * kMinSliceChannels && macs >= kRowSplitGrain
-                               ? std::min(workers, s.out_channels / kMinSliceChannels)
-                               : 1;
-        parallel_for(s.batch * chunks * slices, [&](int job) {
-            const int slice = job % slices;
-            job /= slices;
-            const int n = job / chunks;
-            const int t0 = job % chunks * chunk;
-            const int o0 =
-                static_cast<int>(static_cast<long long>(s.out_channels) * slice / slices);
-            const int o1 =
-                static_cast<int>(static_cast<long long>(s.out_channels) * (slice + 1) / slices);
-            direct_conv1d(s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w, bias,
-                          y + static_cast<std::size_t>(n) * s.out_channels * out_len, t0,
-                          std::min(chunk, out_len - t0), o0, o1);
-        });
+        direct_jobs(
+            s, 0, out_len, direct_conv1d_chunk(s), kMinParallelColumns,
+            [&](int chunks) { return chunks == 1 && s.batch == 1 && macs >= kRowSplitGrain; },
+            [&](int n, int t0, int count, int o0, int o1) {
+                direct_conv1d(s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w,
+                              bias, y + static_cast<std::size_t>(n) * s.out_channels * out_len, t0,
+                              count, o0, o1);
+            });
         return;
     }
 
@@ -267,7 +269,7 @@ void conv1d(const Conv1dShape& s, const float* x, const float* w, const float* b
         const float* b = xg + t0;
         int ldb = s.in_length;
         if (!pointwise) {
-            float* col = scratch(static_cast<std::size_t>(rows) * chunk);
+            float* col = job_scratch(static_cast<std::size_t>(rows) * chunk);
             im2col(s, icg, xg, t0, count, col);
             b = col;
             ldb = count;
@@ -291,35 +293,19 @@ void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, cons
     const int icg = s.in_channels / s.groups, ocg = s.out_channels / s.groups;
 
     if (direct_conv_transpose1d_applies(s)) {
-        // One job per (batch item, chunk of input steps, slice of the output
-        // channels): every step's outputs are its own, so jobs never share
-        // an output.
+        // Chunks of input steps: every step's outputs are its own, so jobs
+        // never share an output. Channels are sliced when the steps leave a
+        // worker without a chunk.
         int first = 0;
         const int steps = direct_conv_transpose1d_steps(s, first);
-        const int workers = worker_count();
-        int chunk = direct_conv_transpose1d_chunk(s);
-        if (workers > 1)
-            chunk = std::min(
-                chunk, std::max(kMinParallelColumns / s.stride, (steps + workers - 1) / workers));
-        chunk = std::max(chunk, 1);
-        const int chunks = (steps + chunk - 1) / chunk;
-        const int slices = chunks < workers && s.out_channels >= 2 * kMinSliceChannels
-                               ? std::min(workers, s.out_channels / kMinSliceChannels)
-                               : 1;
-        parallel_for(s.batch * chunks * slices, [&](int job) {
-            const int slice = job % slices;
-            job /= slices;
-            const int n = job / chunks;
-            const int q0 = first + job % chunks * chunk;
-            const int o0 =
-                static_cast<int>(static_cast<long long>(s.out_channels) * slice / slices);
-            const int o1 =
-                static_cast<int>(static_cast<long long>(s.out_channels) * (slice + 1) / slices);
-            direct_conv_transpose1d(
-                s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w, bias,
-                y + static_cast<std::size_t>(n) * s.out_channels * out_len, q0,
-                std::min(chunk, first + steps - q0), o0, o1);
-        });
+        direct_jobs(
+            s, first, steps, direct_conv_transpose1d_chunk(s), kMinParallelColumns / s.stride,
+            [&](int chunks) { return chunks < worker_count(); },
+            [&](int n, int q0, int count, int o0, int o1) {
+                direct_conv_transpose1d(
+                    s, x + static_cast<std::size_t>(n) * s.in_channels * s.in_length, w, bias,
+                    y + static_cast<std::size_t>(n) * s.out_channels * out_len, q0, count, o0, o1);
+            });
         return;
     }
 
@@ -353,7 +339,7 @@ void conv_transpose1d(const Conv1dShape& s, const float* x, const float* w, cons
             w + static_cast<std::size_t>(g) * icg * rows + static_cast<std::size_t>(o0) * s.kernel;
         // The whole time axis per job: the jobs already split the channels.
         const int chunk = chunk_columns(slice_rows, s.in_length);
-        float* col = scratch(static_cast<std::size_t>(slice_rows) * chunk);
+        float* col = job_scratch(static_cast<std::size_t>(slice_rows) * chunk);
         for (int t0 = 0; t0 < s.in_length; t0 += chunk) {
             const int count = std::min(chunk, s.in_length - t0);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, slice_rows, count, icg, 1.0f, ws,

@@ -4,7 +4,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
+
+#include "gpu/cpu/cpu_parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -33,12 +34,6 @@ constexpr std::size_t kStageFloats = std::size_t{1} << 15;
 // Largest transposed layer (weights, floats) the direct path takes: 256 KB,
 // half of a small L2 (see direct_conv_transpose1d_applies).
 constexpr std::size_t kTransposeWeightFloats = std::size_t{1} << 16;
-
-float* stage_buffer(std::size_t floats) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < floats) buffer.resize(floats);
-    return buffer.data();
-}
 
 bool cpu_has_avx2_fma() {
 #ifdef ETUDE_DIRECT_CONV_X86
@@ -129,7 +124,7 @@ static_assert(kRows == 4 && kVectors == 3, "kTiles lists one tile per row and ve
 // Stages input columns [first, first + width) of every channel of x
 // (channels x length) as rows of `width` floats, zero outside the signal.
 float* stage_input(const float* x, int channels, int length, std::ptrdiff_t first, int width) {
-    float* stage = stage_buffer(static_cast<std::size_t>(channels) * width);
+    float* stage = job_scratch(static_cast<std::size_t>(channels) * width);
     const std::ptrdiff_t lo = std::clamp<std::ptrdiff_t>(-first, 0, width);
     const std::ptrdiff_t hi = std::clamp<std::ptrdiff_t>(length - first, lo, width);
     for (int c = 0; c < channels; ++c) {

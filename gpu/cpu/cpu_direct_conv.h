@@ -14,8 +14,9 @@
 // w * x, one fused multiply-add at a time in that order, whatever the chunk
 // or tile it falls in: a streamed layer gives the same floats as the whole.
 //
-// Threads: any; the caller shares the work out (cpu_conv.cpp). Allocates
-// the calling thread's staging buffer on its first call or a wider chunk.
+// Threads: any; the caller shares the work out (cpu_conv.cpp). The input
+// is staged in the calling thread's job_scratch (cpu_parallel.h), which
+// grows on its first call or a wider chunk.
 #pragma once
 
 #include "gpu/backend.h"

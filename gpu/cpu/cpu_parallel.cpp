@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <mutex>
+#include <vector>
 
 #include "gpu/cpu/cpu_worker_pool.h"
 
@@ -20,6 +21,12 @@ void serial_blas_once() {
 
 int worker_count() {
     return WorkerPool::inside_job() ? 1 : WorkerPool::shared().threads();
+}
+
+float* job_scratch(std::size_t floats) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < floats) buffer.resize(floats);
+    return buffer.data();
 }
 
 namespace detail {

@@ -26,6 +26,12 @@ namespace etude::gpu::cpu {
 // Threads a parallel_for can use (1 inside a job or with one thread).
 int worker_count();
 
+// The calling thread's work buffer of at least `floats` floats (a job's
+// im2col columns or staged input), grown on demand and kept: the layers of
+// a model repeat their shapes, so after the first calls nothing allocates.
+// One buffer per thread: a job must not hold it across a call that uses it.
+float* job_scratch(std::size_t floats);
+
 namespace detail {
 void parallel_for_impl(int jobs, void (*run)(void* body, int job), void* body);
 }
