@@ -1,8 +1,16 @@
 // Writes mono audio to a WAV file through libsndfile, atomically: samples go
 // to a temporary file beside the target, which replaces the target only on
 // commit(). A failed or abandoned write leaves no partial file behind.
+//
+// WAV's sizes are 32-bit, so it holds at most 4 GiB of samples (27 hours at
+// 22050 Hz in 16 bits, 3 hours at 48 kHz in float). libsndfile writes past
+// that without a word and the header wraps: readers then see a short file.
+// An output that grew past the limit is rewritten as RF64 (EBU Tech 3306,
+// WAV with 64-bit sizes) when it is committed; anything smaller stays a
+// plain WAV, byte for byte as before.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,8 +23,15 @@ enum class WavFormat { Pcm16, Float32 };
 
 class WavWriter {
   public:
-    // Throws etude::Error naming the path and the reason if it cannot be created.
-    WavWriter(std::string path, int sample_rate, WavFormat format = WavFormat::Pcm16);
+    // The most sample bytes a WAV's data chunk can hold: its size field and
+    // the RIFF size (header included) are 32-bit.
+    static constexpr std::uint64_t kMaxWavDataBytes = 0xFFFFFFFFull - 4096;
+
+    // Throws etude::Error naming the path and the reason if it cannot be
+    // created. max_wav_bytes: past this many sample bytes the file is
+    // committed as RF64 (tests lower it).
+    WavWriter(std::string path, int sample_rate, WavFormat format = WavFormat::Pcm16,
+              std::uint64_t max_wav_bytes = kMaxWavDataBytes);
     ~WavWriter();  // removes the temporary file unless commit() succeeded
     WavWriter(const WavWriter&) = delete;
     WavWriter& operator=(const WavWriter&) = delete;
@@ -26,8 +41,13 @@ class WavWriter {
     std::size_t frames_written() const { return frames_; }
 
   private:
+    std::uint64_t data_bytes() const;
+    void rewrite_as_rf64();  // temp_path_'s samples into an RF64 file at the same path
+
     std::string path_, temp_path_;
+    int sample_rate_;
     WavFormat format_;
+    std::uint64_t max_wav_bytes_;
     std::vector<short> pcm_;
     sf_private_tag* file_ = nullptr;
     std::size_t frames_ = 0;

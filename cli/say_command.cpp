@@ -429,7 +429,8 @@ int say_command(int argc, char** argv) {
         args.positionals("TEXT...", "the words to speak, joined with single spaces");
         args.group("output (choose any; with none of them, plays on the default audio device)")
             .option("-o,--output", "FILE",
-                    "write a WAV file (16-bit PCM; --float for 32-bit float), atomically")
+                    "write a WAV file (16-bit PCM; --float for 32-bit float), atomically; "
+                    "past WAV's 4 GiB, an RF64 file")
             .flag("--raw", "write 16-bit signed little-endian mono PCM to standard output")
             .flag("--play", "play through PortAudio while synthesising");
         args.group("voice");
