@@ -18,7 +18,6 @@
 #include "gpu/cpu/cpu_conv.h"
 #include "gpu/cpu/cpu_parallel.h"
 #include "gpu/cpu/cpu_vector_math.h"
-#include "gpu/kernels/kernel_bodies.h"
 
 namespace etude::gpu {
 namespace {
@@ -407,8 +406,10 @@ void CpuBackend::gated_tanh_impl(Queue&, int channels, int length, const DeviceB
     const std::size_t n = static_cast<std::size_t>(channels) * static_cast<std::size_t>(length);
     const float* in = f(x);
     float* out = f(y);
+    // The vector loop of cpu_vector_math.h, not the scalar kernel body: the
+    // same formula through libmvec's SIMD tanh and exp.
     for_elements(n, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) bodies::gated_tanh_at(i, n, in, out);
+        cpu::gated_tanh(in + begin, in + n + begin, out + begin, end - begin);
     });
 }
 
