@@ -14,9 +14,13 @@ JsonInputLine parse_json_input_line(std::string_view line, const std::string& la
     Json j;
     try {
         j = Json::parse(line);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e999
         std::string what = e.what();
-        if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+        if (auto p = what.find("parse error"); p != std::string::npos)
+            what = what.substr(p);
+        else if (auto q = what.find("] ");
+                 what.rfind("[json.exception", 0) == 0 && q != std::string::npos)
+            what = what.substr(q + 2);
         throw Error(label + ": not a JSON object (" + what + ")");
     }
     if (!j.is_object()) throw Error(label + ": not a JSON object");

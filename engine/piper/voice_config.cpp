@@ -176,11 +176,16 @@ VoiceConfig parse_voice_config(const std::string& json_text, const std::string& 
     Json root;
     try {
         root = Json::parse(json_text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
         // nlohmann's message says where the text stopped making sense; a
-        // file cut short ends "unexpected end of input".
+        // file cut short ends "unexpected end of input". (Also a number
+        // past a double's range, out_of_range rather than parse_error.)
         std::string what = e.what();
-        if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+        if (auto p = what.find("parse error"); p != std::string::npos)
+            what = what.substr(p);
+        else if (auto q = what.find("] ");
+                 what.rfind("[json.exception", 0) == 0 && q != std::string::npos)
+            what = what.substr(q + 2);
         throw Error(label + ": not valid JSON (" + what + ")");
     }
     if (!root.is_object()) r.fail("(top level)", "must be a JSON object");

@@ -51,7 +51,10 @@ TEST(PiperJsonInput, malformed_lines_are_one_line_errors_naming_the_line) {
                             R"({"text": "a", "phoneme_ids": [1]})", R"({"phoneme_ids": []})",
                             R"({"phoneme_ids": [1, "2"]})", R"({"phoneme_ids": [1.5]})",
                             R"({"text": "a", "speaker": [1]})",
-                            R"({"text": "a", "speaker_id": "1"})", "{\"text\": \"\xFF\"}"}) {
+                            R"({"text": "a", "speaker_id": "1"})", "{\"text\": \"\xFF\"}",
+                            // past a double's range: nlohmann's out_of_range, not
+                            // parse_error (found by tests/fuzz/piper_config_fuzzer.cpp)
+                            R"({"text": "a", "speaker_id": 1e99999999})"}) {
         try {
             parse_json_input_line(bad, "stdin:7");
             ADD_FAILURE() << "accepted: " << bad;

@@ -102,6 +102,14 @@ TEST(PiperVoiceConfig, a_file_cut_short_is_refused_naming_the_file) {
     }
 }
 
+// nlohmann reports a number past a double's range as out_of_range, not as
+// a parse_error; it was an uncaught exception (tests/fuzz/piper_config_fuzzer).
+TEST(PiperVoiceConfig, a_number_too_large_for_a_double_is_refused_naming_the_file) {
+    const std::string e =
+        error_of(std::string(R"({"audio": {"sample_rate": 999000e99999999999}})"));
+    EXPECT_EQ(e.rfind("v.onnx.json: not valid JSON (number overflow", 0), 0u) << e;
+}
+
 TEST(PiperVoiceConfig, each_missing_required_field_is_named) {
     for (const char* field : {"audio", "espeak", "num_symbols", "num_speakers", "phoneme_id_map"}) {
         Json j = valid_config();
