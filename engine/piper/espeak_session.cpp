@@ -1,6 +1,8 @@
 #include "engine/piper/espeak_session.h"
 
 #include "engine/error.h"
+#include "engine/piper/espeak_text_guard.h"
+#include "engine/piper/unicode_text.h"
 
 #ifdef ETUDE_WITH_ESPEAK
 #include <espeak-ng/speak_lib.h>
@@ -78,7 +80,11 @@ std::vector<EspeakClause> EspeakSession::phonemize(const std::string& voice,
                                                    std::string_view text) {
     if (text.find('\0') != std::string_view::npos)
         throw Error("text holds a NUL byte; espeak-ng reads C strings");
-    const std::string owned(text);  // NUL-terminated for espeak
+    // NUL-terminated for espeak, without what espeak-ng 1.51 mishandles
+    // (espeak_text_guard.h); clause positions are mapped back to `text` at
+    // the end.
+    std::vector<std::size_t> spaces;
+    const std::string owned = guard_espeak_text(text, voice, spaces);
     EspeakOwner& owner = EspeakOwner::get();
     std::lock_guard lock(owner.mutex);
     owner.select_voice(voice);
@@ -109,6 +115,11 @@ std::vector<EspeakClause> EspeakSession::phonemize(const std::string& voice,
         clause_begin = c.text_end;
         clauses.push_back(std::move(c));
     }
+    if (!spaces.empty())
+        for (EspeakClause& c : clauses) {
+            c.text_begin = original_offset(c.text_begin, spaces);
+            c.text_end = original_offset(c.text_end, spaces);
+        }
     return clauses;
 }
 

@@ -1,7 +1,11 @@
 #include "engine/piper/unicode_text.h"
 
 #include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/uscript.h>
+
+#include <algorithm>
 
 #include "engine/error.h"
 
@@ -65,6 +69,86 @@ std::u32string nfd(std::u32string_view codepoints) {
                 status);
     if (U_FAILURE(status)) throw Error(std::string("ICU: NFD failed: ") + u_errorName(status));
     return result;
+}
+
+namespace {
+
+// The script a letter belongs to for separate_scripts: its ICU script, with
+// the East Asian scripts that mix within a Japanese word as one. -1 for a
+// codepoint of no script of its own (spaces, digits, punctuation: Common)
+// and -2 for one that takes the script of the letter before it (combining
+// marks: Inherited).
+int script_group(char32_t c) {
+    UErrorCode status = U_ZERO_ERROR;
+    const UScriptCode script = uscript_getScript(static_cast<UChar32>(c), &status);
+    if (U_FAILURE(status) || script == USCRIPT_COMMON || script == USCRIPT_UNKNOWN) return -1;
+    if (script == USCRIPT_INHERITED) return -2;
+    switch (script) {
+        case USCRIPT_HAN:
+        case USCRIPT_HIRAGANA:
+        case USCRIPT_KATAKANA:
+        case USCRIPT_BOPOMOFO:
+        case USCRIPT_HANGUL:
+            return USCRIPT_HAN;
+        default:
+            return script;
+    }
+}
+
+}  // namespace
+
+std::string separate_scripts(std::string_view text, std::vector<std::size_t>& inserted) {
+    inserted.clear();
+    std::string out;
+    out.reserve(text.size());
+    int word_script = -1;  // the script of the word so far; -1 outside a word
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char lead = s[i];
+        const std::size_t len = lead < 0x80             ? 1
+                                : (lead & 0xE0) == 0xC0 ? 2
+                                : (lead & 0xF0) == 0xE0 ? 3
+                                                        : 4;
+        const std::string_view bytes = text.substr(i, len);
+        const int group = script_group(utf8_to_codepoints(bytes).at(0));
+        if (group >= 0) {
+            if (word_script >= 0 && group != word_script) {
+                inserted.push_back(out.size());
+                out += ' ';
+            }
+            word_script = group;
+        } else if (group == -1) {
+            word_script = -1;  // a space, digit or mark of punctuation ends the word
+        }
+        out += bytes;
+        i += len;
+    }
+    return out;
+}
+
+void blank_non_characters(std::string& text) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned char lead = s[i];
+        const std::size_t len = lead < 0x80             ? 1
+                                : (lead & 0xE0) == 0xC0 ? 2
+                                : (lead & 0xF0) == 0xE0 ? 3
+                                                        : 4;
+        if (len > 1) {
+            const auto c = static_cast<UChar32>(
+                utf8_to_codepoints(std::string_view(text).substr(i, len)).at(0));
+            const auto type = static_cast<UCharCategory>(u_charType(c));
+            if (type == U_UNASSIGNED || type == U_PRIVATE_USE_CHAR || type == U_SURROGATE ||
+                u_hasBinaryProperty(c, UCHAR_NONCHARACTER_CODE_POINT))
+                std::fill_n(text.begin() + static_cast<std::ptrdiff_t>(i), len, ' ');
+        }
+        i += len;
+    }
+}
+
+std::size_t original_offset(std::size_t offset, const std::vector<std::size_t>& inserted) {
+    const auto before = std::lower_bound(inserted.begin(), inserted.end(), offset);
+    return offset - static_cast<std::size_t>(before - inserted.begin());
 }
 
 }  // namespace etude::piper

@@ -3,8 +3,10 @@
 // the combining cedilla, two phonemes with two ids.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace etude::piper {
 
@@ -14,5 +16,22 @@ std::string codepoints_to_utf8(std::u32string_view codepoints);
 std::string codepoint_to_utf8(char32_t c);
 // Canonical decomposition (Unicode NFD).
 std::u32string nfd(std::u32string_view codepoints);
+
+// Valid UTF-8 in; the same text with a space put wherever a word changes
+// script (ICU's script property; Han, Hiragana, Katakana, Bopomofo and
+// Hangul count as one, so Japanese stays whole; combining marks go with
+// the letter before them; digits and punctuation end a word). `inserted`
+// receives the byte offsets, in the returned text, of the spaces put in
+// (ascending), so positions can be mapped back (original_offset). Text
+// with one script per word comes back unchanged. (espeak_text_guard.h
+// says why espeak-ng needs it.)
+std::string separate_scripts(std::string_view text, std::vector<std::size_t>& inserted);
+// Valid UTF-8 in place: each codepoint that is no character (unassigned in
+// ICU's Unicode, private use, a noncharacter) becomes as many spaces as its
+// bytes, so offsets into the text still hold.
+void blank_non_characters(std::string& text);
+// A byte offset in separate_scripts' result to the same place in its
+// input (a space it put in maps to the character after it).
+std::size_t original_offset(std::size_t offset, const std::vector<std::size_t>& inserted);
 
 }  // namespace etude::piper

@@ -1,0 +1,74 @@
+#include "engine/piper/espeak_text_guard.h"
+
+#include <unicode/uscript.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "engine/piper/unicode_text.h"
+
+namespace etude::piper {
+namespace {
+
+struct Range {
+    char32_t first, last;
+};
+
+// Codepoints that make espeak-ng 1.51+dfsg-10+deb12u2 read or write memory
+// it should not when the en-us voice is given them alone or inside an
+// English word: `valgrind --undef-value-errors=no tools/espeak_scan`, each
+// codepoint from U+0080 to U+2FFF in a fresh fork of one initialised
+// espeak-ng (2026-11-25). Mostly digits and signs of Indic scripts,
+// unassigned codepoints inside script blocks, and archaic Hangul jamo.
+constexpr Range kEspeakMishandled[] = {
+#include "engine/piper/espeak_mishandled.inc"
+};
+
+// The scripts the language of an espeak-ng voice is written in, by ICU
+// ("en-us" -> Latin, "bn" -> Bengali); none when ICU does not know it.
+std::vector<UScriptCode> voice_scripts(const std::string& espeak_voice) {
+    std::string language = espeak_voice.substr(espeak_voice.rfind('/') + 1);
+    language = language.substr(0, language.find_first_of("-_"));
+    UScriptCode codes[8];
+    UErrorCode status = U_ZERO_ERROR;
+    const int n = uscript_getCode(language.c_str(), codes, 8, &status);
+    if (U_FAILURE(status) || n <= 0) return {};
+    return {codes, codes + n};
+}
+
+}  // namespace
+
+bool espeak_mishandles(char32_t c) {
+    const auto* end = std::end(kEspeakMishandled);
+    const auto* r = std::upper_bound(std::begin(kEspeakMishandled), end, c,
+                                     [](char32_t v, const Range& x) { return v < x.first; });
+    return r != std::begin(kEspeakMishandled) && c <= std::prev(r)->last;
+}
+
+std::string guard_espeak_text(std::string_view text, const std::string& espeak_voice,
+                              std::vector<std::size_t>& inserted) {
+    std::string blanked(text);
+    blank_non_characters(blanked);
+    const std::vector<UScriptCode> own = voice_scripts(espeak_voice);
+    const auto* s = reinterpret_cast<const unsigned char*>(blanked.data());
+    for (std::size_t i = 0; i < blanked.size();) {
+        const unsigned char lead = s[i];
+        const std::size_t len = lead < 0x80             ? 1
+                                : (lead & 0xE0) == 0xC0 ? 2
+                                : (lead & 0xF0) == 0xE0 ? 3
+                                                        : 4;
+        if (len > 1) {
+            const char32_t c = utf8_to_codepoints(std::string_view(blanked).substr(i, len)).at(0);
+            if (espeak_mishandles(c)) {
+                UErrorCode status = U_ZERO_ERROR;
+                const UScriptCode script = uscript_getScript(static_cast<UChar32>(c), &status);
+                if (std::find(own.begin(), own.end(), script) == own.end())
+                    std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), len, ' ');
+            }
+        }
+        i += len;
+    }
+    return separate_scripts(blanked, inserted);
+}
+
+}  // namespace etude::piper

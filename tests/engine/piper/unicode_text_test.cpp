@@ -1,0 +1,77 @@
+// The text clean-up before espeak-ng (engine/piper/unicode_text.h): words
+// that change script are split, codepoints that are no character are
+// blanked, and positions map back to the text as given.
+#include "engine/piper/unicode_text.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/piper/espeak_session.h"
+#include "engine/piper/espeak_text_guard.h"
+#include "engine/piper/phonemizer.h"
+
+using namespace etude::piper;
+
+TEST(PiperUnicodeText, a_word_that_changes_script_is_split_and_offsets_map_back) {
+    std::vector<std::size_t> spaces;
+    // Armenian then IPA (the word espeak-ng 1.51 mishandles), Latin then
+    // Cyrillic, Hangul jamo then Latin.
+    EXPECT_EQ(separate_scripts("x \u0543\u0259 y", spaces), "x \u0543 \u0259 y");
+    ASSERT_EQ(spaces, std::vector<std::size_t>{4});
+    EXPECT_EQ(original_offset(4, spaces), 4u);  // the space: the letter after it
+    EXPECT_EQ(original_offset(5, spaces), 4u);  // the IPA letter
+    EXPECT_EQ(original_offset(8, spaces), 7u);  // "y"
+    EXPECT_EQ(separate_scripts("iPhone\u0430 \u1190a", spaces), "iPhone \u0430 \u1190 a");
+    EXPECT_EQ(spaces, (std::vector<std::size_t>{6, 13}));
+}
+
+TEST(PiperUnicodeText, words_of_one_script_are_left_as_they_are) {
+    std::vector<std::size_t> spaces;
+    for (const std::string text :
+         {"Plain English, with digits 42 and don\u2019t.", "caf\u00e9 na\u00efve e\u0301",
+          "\u041c\u043e\u0441\u043a\u0432\u0430, London", "\u65e5\u672c\u8a9e\u3067\u3059",
+          "\ud55c\uad6d\uc5b4 \u4e2d\u6587", "\u0394\u03b5\u03bb\u03c6\u03bf\u03af 3.5 kg"}) {
+        EXPECT_EQ(separate_scripts(text, spaces), text);
+        EXPECT_TRUE(spaces.empty()) << text;
+    }
+}
+
+TEST(PiperUnicodeText, non_characters_become_spaces_of_the_same_length) {
+    // Unassigned (U+0378, U+0558), private use (U+E000), a noncharacter
+    // (U+FFFE), each in a word; real letters stay.
+    std::string text = "a\u0378b \u0558 \ue000c \ufffe \u00e9\u0543";
+    blank_non_characters(text);
+    EXPECT_EQ(text,
+              "a  b    " + std::string(3, ' ') + "c " + std::string(3, ' ') + " \u00e9\u0543");
+}
+
+TEST(PiperUnicodeText, the_phonemizer_keeps_the_text_as_given) {
+    if (!EspeakSession::available()) GTEST_SKIP() << "built without espeak-ng";
+    const Phonemizer p(
+        read_voice_config(std::string(ETUDE_TEST_DATA) + "/piper/en_US-test-medium.onnx.json"));
+    const std::string text = "Say \u0543\u0259 twice. Then stop.";
+    const auto sentences = p.phonemize(text);
+    ASSERT_EQ(sentences.size(), 2u);
+    EXPECT_EQ(sentences[0].text, "Say \u0543\u0259 twice.");
+    EXPECT_EQ(sentences[1].text, "Then stop.");
+    EXPECT_FALSE(sentences[0].phonemes.empty());
+}
+
+TEST(PiperEspeakTextGuard, what_espeak_mishandles_is_blanked_unless_it_is_the_voices_script) {
+    EXPECT_TRUE(espeak_mishandles(0x09E6));   // BENGALI DIGIT ZERO
+    EXPECT_TRUE(espeak_mishandles(0x1190));   // an archaic Hangul jamo
+    EXPECT_FALSE(espeak_mishandles(U'a'));    // ordinary letters
+    EXPECT_FALSE(espeak_mishandles(0x00E9));  // é
+    EXPECT_FALSE(espeak_mishandles(0x0915));  // DEVANAGARI LETTER KA
+    std::vector<std::size_t> spaces;
+    // Three bytes each, so three spaces each: offsets hold.
+    EXPECT_EQ(guard_espeak_text("a\u09E6b \u1190", "en-us", spaces), "a   b    ");
+    EXPECT_TRUE(spaces.empty());
+    // A Bengali voice reads Bengali digits itself.
+    EXPECT_EQ(guard_espeak_text("\u09E6\u09E7", "bn", spaces), "\u09E6\u09E7");
+    // Non-characters go whatever the voice; scripts are split.
+    EXPECT_EQ(guard_espeak_text("x\ue000 \u0543\u0259", "hy", spaces), "x    \u0543 \u0259");
+    EXPECT_EQ(spaces, std::vector<std::size_t>{7});
+}
