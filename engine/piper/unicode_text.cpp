@@ -101,7 +101,17 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
     inserted.clear();
     std::string out;
     out.reserve(text.size());
-    int word_script = -1;  // the script of the word so far; -1 outside a word
+    // Latin, Cyrillic and Greek words take non-ASCII signs inside them
+    // (don't, Ukrainian м'ясо with U+2019, IPA's length mark): those stay.
+    const auto takes_signs = [](int group) {
+        return group == USCRIPT_LATIN || group == USCRIPT_CYRILLIC || group == USCRIPT_GREEK;
+    };
+    int word_script = -1;     // the script of the word so far; -1 outside a word
+    bool after_sign = false;  // the codepoint before was a non-ASCII sign (Common)
+    const auto space = [&] {
+        inserted.push_back(out.size());
+        out += ' ';
+    };
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (std::size_t i = 0; i < text.size();) {
         const unsigned char lead = s[i];
@@ -112,13 +122,24 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         const std::string_view bytes = text.substr(i, len);
         const int group = script_group(utf8_to_codepoints(bytes).at(0));
         if (group >= 0) {
-            if (word_script >= 0 && group != word_script) {
-                inserted.push_back(out.size());
-                out += ' ';
-            }
+            // A letter: split from a word of another script, and, for the
+            // other scripts, from a sign just before it ("ːՊ").
+            if ((word_script >= 0 && group != word_script) ||
+                (word_script < 0 && after_sign && !takes_signs(group)))
+                space();
             word_script = group;
+            after_sign = false;
+        } else if (group == -1 && len == 1) {
+            word_script = -1;  // a space, digit or ASCII punctuation ends the word
+            after_sign = false;
         } else if (group == -1) {
-            word_script = -1;  // a space, digit or mark of punctuation ends the word
+            // A non-ASCII sign (Common: "ː", "’", "»", "।"): stays in a
+            // Latin, Cyrillic or Greek word, and ends any other ("Պː").
+            if (word_script >= 0 && !takes_signs(word_script)) {
+                space();
+                word_script = -1;
+            }
+            after_sign = true;
         }
         out += bytes;
         i += len;

@@ -20,11 +20,13 @@ std::u32string nfd(std::u32string_view codepoints);
 // Valid UTF-8 in; the same text with a space put wherever a word changes
 // script (ICU's script property; Han, Hiragana, Katakana, Bopomofo and
 // Hangul count as one, so Japanese stays whole; combining marks go with
-// the letter before them; digits and punctuation end a word). `inserted`
-// receives the byte offsets, in the returned text, of the spaces put in
-// (ascending), so positions can be mapped back (original_offset). Text
-// with one script per word comes back unchanged. (espeak_text_guard.h
-// says why espeak-ng needs it.)
+// the letter before them; spaces, digits and ASCII punctuation end a
+// word). A non-ASCII sign of no script ("ː", "’", "»") stays inside a
+// Latin, Cyrillic or Greek word and is split from a letter of any other
+// script on either side. `inserted` receives the byte offsets, in the
+// returned text, of the spaces put in (ascending), so positions can be
+// mapped back (original_offset). Text with one script per word comes back
+// unchanged. (espeak_text_guard.h says why espeak-ng needs it.)
 std::string separate_scripts(std::string_view text, std::vector<std::size_t>& inserted);
 // Valid UTF-8 in place: each codepoint that is no character (unassigned in
 // ICU's Unicode, private use, a noncharacter) becomes as many spaces as its

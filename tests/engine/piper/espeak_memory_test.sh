@@ -30,6 +30,7 @@ An ordinary sentence, with digits 42 and a question?
 ᆐə ᇐ ᇰ
 ՘ ֋ ֍
 Price ০১২ and ੦੧ and ૦
+ːՊ Պː
 CASES
 rm -f "${TMPDIR:-/tmp}/espeak_memory.$$"
 exit $status

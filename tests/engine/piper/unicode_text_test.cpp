@@ -27,6 +27,19 @@ TEST(PiperUnicodeText, a_word_that_changes_script_is_split_and_offsets_map_back)
     EXPECT_EQ(spaces, (std::vector<std::size_t>{6, 13}));
 }
 
+// A sign of no script (the IPA length mark) next to an Armenian letter, on
+// either side: the second word espeak-ng 1.51 read freed memory on.
+TEST(PiperUnicodeText, a_sign_is_split_from_a_letter_of_a_script_other_than_latin) {
+    std::vector<std::size_t> spaces;
+    EXPECT_EQ(separate_scripts("\u02d0\u054a", spaces), "\u02d0 \u054a");
+    EXPECT_EQ(separate_scripts("\u054a\u02d0", spaces), "\u054a \u02d0");
+    // Latin, Cyrillic and Greek keep theirs.
+    for (const std::string text : {"fo\u02d0r", "don\u2019t", "\u043c\u2019\u044f\u0441\u043e"}) {
+        EXPECT_EQ(separate_scripts(text, spaces), text);
+        EXPECT_TRUE(spaces.empty()) << text;
+    }
+}
+
 TEST(PiperUnicodeText, words_of_one_script_are_left_as_they_are) {
     std::vector<std::size_t> spaces;
     for (const std::string text :
