@@ -101,13 +101,14 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
     inserted.clear();
     std::string out;
     out.reserve(text.size());
-    // Latin, Cyrillic and Greek words take non-ASCII signs inside them
-    // (don't, Ukrainian м'ясо with U+2019, IPA's length mark): those stay.
+    // Latin, Cyrillic and Greek words take signs inside them (don't,
+    // Ukrainian м’ясо, IPA's length mark, e-mail): those stay.
     const auto takes_signs = [](int group) {
         return group == USCRIPT_LATIN || group == USCRIPT_CYRILLIC || group == USCRIPT_GREEK;
     };
-    int word_script = -1;     // the script of the word so far; -1 outside a word
-    bool after_sign = false;  // the codepoint before was a non-ASCII sign (Common)
+    constexpr int kSpace = -1, kSign = -2;  // what came before, besides a letter's script
+    int word_script = -1;  // the script of the word's letters so far; -1 outside a word
+    int before = kSpace;   // the script of the letter just before, or kSpace or kSign
     const auto space = [&] {
         inserted.push_back(out.size());
         out += ' ';
@@ -121,26 +122,26 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
                                                         : 4;
         const std::string_view bytes = text.substr(i, len);
         const int group = script_group(utf8_to_codepoints(bytes).at(0));
-        if (group >= 0) {
-            // A letter: split from a word of another script, and, for the
-            // other scripts, from a sign just before it ("ːՊ").
-            if ((word_script >= 0 && group != word_script) ||
-                (word_script < 0 && after_sign && !takes_signs(group)))
+        const bool white = len == 1 && (lead == ' ' || (lead >= '\t' && lead <= '\r'));
+        if (white) {
+            word_script = -1;
+            before = kSpace;
+        } else if (group >= 0) {
+            // A letter: apart from a letter of another script, and, unless
+            // its script takes signs and the word so far is its own, from a
+            // sign before it ("ːՊ", "한'국", "Ε^몕").
+            if ((before >= 0 && before != group) ||
+                (before == kSign &&
+                 (!takes_signs(group) || (word_script >= 0 && word_script != group))))
                 space();
-            word_script = group;
-            after_sign = false;
-        } else if (group == -1 && len == 1) {
-            word_script = -1;  // a space, digit or ASCII punctuation ends the word
-            after_sign = false;
+            word_script = before = group;
         } else if (group == -1) {
-            // A non-ASCII sign (Common: "ː", "’", "»", "।"): stays in a
-            // Latin, Cyrillic or Greek word, and ends any other ("Պː").
-            if (word_script >= 0 && !takes_signs(word_script)) {
-                space();
-                word_script = -1;
-            }
-            after_sign = true;
+            // A sign (digit, punctuation, symbol: no script of its own):
+            // apart from a letter of a script that takes no signs ("Պː").
+            if (before >= 0 && !takes_signs(before)) space();
+            before = kSign;
         }
+        // (A combining mark, group -2, goes with what is before it.)
         out += bytes;
         i += len;
     }

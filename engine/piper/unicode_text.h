@@ -17,16 +17,18 @@ std::string codepoint_to_utf8(char32_t c);
 // Canonical decomposition (Unicode NFD).
 std::u32string nfd(std::u32string_view codepoints);
 
-// Valid UTF-8 in; the same text with a space put wherever a word changes
-// script (ICU's script property; Han, Hiragana, Katakana, Bopomofo and
-// Hangul count as one, so Japanese stays whole; combining marks go with
-// the letter before them; spaces, digits and ASCII punctuation end a
-// word). A non-ASCII sign of no script ("ː", "’", "»") stays inside a
-// Latin, Cyrillic or Greek word and is split from a letter of any other
-// script on either side. `inserted` receives the byte offsets, in the
-// returned text, of the spaces put in (ascending), so positions can be
-// mapped back (original_offset). Text with one script per word comes back
-// unchanged. (espeak_text_guard.h says why espeak-ng needs it.)
+// Valid UTF-8 in; the same text with spaces put where espeak-ng 1.51 would
+// read one word across scripts (espeak_text_guard.h says why): between
+// letters of two scripts ("Ճə", and "Ε^몕": only white space ends a word
+// for espeak-ng), and between a letter of a script other than Latin,
+// Cyrillic and Greek and any digit, punctuation or symbol beside it
+// ("한'국", "ːՊ"). Latin, Cyrillic and Greek words keep theirs ("don’t",
+// "м’ясо", "fɔːr"). Scripts are ICU's; Han, Hiragana, Katakana, Bopomofo
+// and Hangul count as one, so Japanese words stay whole; combining marks
+// go with what is before them. `inserted` receives the byte offsets, in
+// the returned text, of the spaces put in (ascending), so positions can be
+// mapped back (original_offset). Text whose words are each of Latin,
+// Cyrillic or Greek letters comes back unchanged.
 std::string separate_scripts(std::string_view text, std::vector<std::size_t>& inserted);
 // Valid UTF-8 in place: each codepoint that is no character (unassigned in
 // ICU's Unicode, private use, a noncharacter) becomes as many spaces as its

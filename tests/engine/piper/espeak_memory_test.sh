@@ -31,6 +31,8 @@ An ordinary sentence, with digits 42 and a question?
 ՘ ֋ ֍
 Price ০১২ and ੦੧ and ૦
 ːՊ Պː
+몞 Ε^몕'몞 ;
+한'국 Ա'Ա
 CASES
 rm -f "${TMPDIR:-/tmp}/espeak_memory.$$"
 exit $status

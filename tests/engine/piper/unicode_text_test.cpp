@@ -25,6 +25,11 @@ TEST(PiperUnicodeText, a_word_that_changes_script_is_split_and_offsets_map_back)
     EXPECT_EQ(original_offset(8, spaces), 7u);  // "y"
     EXPECT_EQ(separate_scripts("iPhone\u0430 \u1190a", spaces), "iPhone \u0430 \u1190 a");
     EXPECT_EQ(spaces, (std::vector<std::size_t>{6, 13}));
+    // ASCII punctuation and digits do not end a word for espeak-ng: the
+    // third and fourth words it read freed memory on (Greek, "^", Hangul;
+    // Hangul, an apostrophe, Hangul).
+    EXPECT_EQ(separate_scripts("\u0395^\ubb95'\ubb9e x-1\u0430", spaces),
+              "\u0395^ \ubb95 ' \ubb9e x-1 \u0430");
 }
 
 // A sign of no script (the IPA length mark) next to an Armenian letter, on
