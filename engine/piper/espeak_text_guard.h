@@ -2,14 +2,16 @@
 // and writes memory it should not on some text, and a server that phonemises
 // what its clients send must not let a client corrupt its heap:
 //  - a word that turns from one script into another ("Ճə": an Armenian,
-//    Georgian or Hangul letter, then an IPA, phonetic or Cyrillic one);
+//    Georgian or Hangul letter, then an IPA, phonetic or Cyrillic one;
+//    "Ε^몕", since only white space ends a word), or that joins letters of
+//    such a script with a sign ("한'국", "ːՊ");
 //  - some codepoints even alone: codepoints that are no character, and the
 //    ones in kEspeakMishandled (espeak_text_guard.cpp), found by scanning
 //    every codepoint from U+0080 to U+2FFF through the en-us voice under
 //    valgrind (tools/espeak_scan/ says how; rerun it for another
 //    espeak-ng).
-// So before espeak-ng sees a text, each word is split where its script
-// changes (unicode_text.h: separate_scripts), and those codepoints become
+// So before espeak-ng sees a text, such words are split (unicode_text.h:
+// separate_scripts), and those codepoints become
 // spaces, unless the voice's own language is written in their script (a
 // Bengali digit stays for a Bengali voice, whose translator reads it without
 // switching language). Found by tests/fuzz/piper_text_fuzzer.cpp; checked by
