@@ -50,23 +50,15 @@ std::string guard_espeak_text(std::string_view text, const std::string& espeak_v
     std::string blanked(text);
     blank_non_characters(blanked);
     const std::vector<UScriptCode> own = voice_scripts(espeak_voice);
-    const auto* s = reinterpret_cast<const unsigned char*>(blanked.data());
     for (std::size_t i = 0; i < blanked.size();) {
-        const unsigned char lead = s[i];
-        const std::size_t len = lead < 0x80             ? 1
-                                : (lead & 0xE0) == 0xC0 ? 2
-                                : (lead & 0xF0) == 0xE0 ? 3
-                                                        : 4;
-        if (len > 1) {
-            const char32_t c = utf8_to_codepoints(std::string_view(blanked).substr(i, len)).at(0);
-            if (espeak_mishandles(c)) {
-                UErrorCode status = U_ZERO_ERROR;
-                const UScriptCode script = uscript_getScript(static_cast<UChar32>(c), &status);
-                if (std::find(own.begin(), own.end(), script) == own.end())
-                    std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), len, ' ');
-            }
+        const Utf8Codepoint c = utf8_codepoint_at(blanked, i);
+        if (espeak_mishandles(c.value)) {
+            UErrorCode status = U_ZERO_ERROR;
+            const UScriptCode script = uscript_getScript(static_cast<UChar32>(c.value), &status);
+            if (std::find(own.begin(), own.end(), script) == own.end())
+                std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), c.bytes, ' ');
         }
-        i += len;
+        i += c.bytes;
     }
     return separate_scripts(blanked, inserted);
 }

@@ -11,18 +11,23 @@
 
 namespace etude::piper {
 
+Utf8Codepoint utf8_codepoint_at(std::string_view text, std::size_t offset) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data()) + offset;
+    const unsigned char c = s[0];
+    const std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    if (offset + len > text.size()) throw Error("invalid UTF-8 (a sequence cut short)");
+    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (s[k] & 0x3F);
+    return {cp, len};
+}
+
 std::u32string utf8_to_codepoints(std::string_view text) {
     std::u32string out;
     out.reserve(text.size());
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (std::size_t i = 0; i < text.size();) {
-        const unsigned char c = s[i];
-        const std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
-        if (i + len > text.size()) throw Error("invalid UTF-8 (a sequence cut short)");
-        char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-        for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
-        out.push_back(cp);
-        i += len;
+        const Utf8Codepoint c = utf8_codepoint_at(text, i);
+        out.push_back(c.value);
+        i += c.bytes;
     }
     return out;
 }
@@ -113,16 +118,11 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         inserted.push_back(out.size());
         out += ' ';
     };
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (std::size_t i = 0; i < text.size();) {
-        const unsigned char lead = s[i];
-        const std::size_t len = lead < 0x80             ? 1
-                                : (lead & 0xE0) == 0xC0 ? 2
-                                : (lead & 0xF0) == 0xE0 ? 3
-                                                        : 4;
-        const std::string_view bytes = text.substr(i, len);
-        const int group = script_group(utf8_to_codepoints(bytes).at(0));
-        const bool white = len == 1 && (lead == ' ' || (lead >= '\t' && lead <= '\r'));
+        const Utf8Codepoint c = utf8_codepoint_at(text, i);
+        const std::string_view bytes = text.substr(i, c.bytes);
+        const int group = script_group(c.value);
+        const bool white = c.value == ' ' || (c.value >= '\t' && c.value <= '\r');
         if (white) {
             word_script = -1;
             before = kSpace;
@@ -143,28 +143,21 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         }
         // (A combining mark, group -2, goes with what is before it.)
         out += bytes;
-        i += len;
+        i += c.bytes;
     }
     return out;
 }
 
 void blank_non_characters(std::string& text) {
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (std::size_t i = 0; i < text.size();) {
-        const unsigned char lead = s[i];
-        const std::size_t len = lead < 0x80             ? 1
-                                : (lead & 0xE0) == 0xC0 ? 2
-                                : (lead & 0xF0) == 0xE0 ? 3
-                                                        : 4;
-        if (len > 1) {
-            const auto c = static_cast<UChar32>(
-                utf8_to_codepoints(std::string_view(text).substr(i, len)).at(0));
-            const auto type = static_cast<UCharCategory>(u_charType(c));
-            if (type == U_UNASSIGNED || type == U_PRIVATE_USE_CHAR || type == U_SURROGATE ||
-                u_hasBinaryProperty(c, UCHAR_NONCHARACTER_CODE_POINT))
-                std::fill_n(text.begin() + static_cast<std::ptrdiff_t>(i), len, ' ');
-        }
-        i += len;
+        const Utf8Codepoint c = utf8_codepoint_at(text, i);
+        const auto cp = static_cast<UChar32>(c.value);
+        const auto type = static_cast<UCharCategory>(u_charType(cp));
+        if (c.bytes > 1 &&
+            (type == U_UNASSIGNED || type == U_PRIVATE_USE_CHAR || type == U_SURROGATE ||
+             u_hasBinaryProperty(cp, UCHAR_NONCHARACTER_CODE_POINT)))
+            std::fill_n(text.begin() + static_cast<std::ptrdiff_t>(i), c.bytes, ' ');
+        i += c.bytes;
     }
 }
 
