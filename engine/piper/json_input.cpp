@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/piper/json_error.h"
 #include "engine/text_input.h"
 
 namespace etude::piper {
@@ -15,13 +16,7 @@ JsonInputLine parse_json_input_line(std::string_view line, const std::string& la
     try {
         j = Json::parse(line);
     } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e999
-        std::string what = e.what();
-        if (auto p = what.find("parse error"); p != std::string::npos)
-            what = what.substr(p);
-        else if (auto q = what.find("] ");
-                 what.rfind("[json.exception", 0) == 0 && q != std::string::npos)
-            what = what.substr(q + 2);
-        throw Error(label + ": not a JSON object (" + what + ")");
+        throw Error(label + ": not a JSON object (" + json_error_reason(e) + ")");
     }
     if (!j.is_object()) throw Error(label + ": not a JSON object");
     JsonInputLine out;

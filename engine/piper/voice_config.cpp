@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/piper/json_error.h"
 #include "engine/text_input.h"
 
 namespace etude::piper {
@@ -180,13 +181,7 @@ VoiceConfig parse_voice_config(const std::string& json_text, const std::string& 
         // nlohmann's message says where the text stopped making sense; a
         // file cut short ends "unexpected end of input". (Also a number
         // past a double's range, out_of_range rather than parse_error.)
-        std::string what = e.what();
-        if (auto p = what.find("parse error"); p != std::string::npos)
-            what = what.substr(p);
-        else if (auto q = what.find("] ");
-                 what.rfind("[json.exception", 0) == 0 && q != std::string::npos)
-            what = what.substr(q + 2);
-        throw Error(label + ": not valid JSON (" + what + ")");
+        throw Error(label + ": not valid JSON (" + json_error_reason(e) + ")");
     }
     if (!root.is_object()) r.fail("(top level)", "must be a JSON object");
 
