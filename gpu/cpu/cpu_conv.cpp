@@ -52,14 +52,10 @@ int chunk_columns(int rows, int length) {
     return std::max(1, std::min(cols, length));
 }
 
-// The same, shortened so that each worker gets a chunk when `length` allows
-// (for loops whose jobs are the chunks).
+// The same, balanced over the workers (balanced_chunk) for loops whose jobs
+// are the chunks.
 int shared_chunk_columns(int rows, int length) {
-    const int cols = chunk_columns(rows, length);
-    const int workers = worker_count();
-    if (workers <= 1) return cols;
-    return std::max(
-        1, std::min(cols, std::max(kMinParallelColumns, (length + workers - 1) / workers)));
+    return balanced_chunk(length, chunk_columns(rows, length), kMinParallelColumns, worker_count());
 }
 
 // The positions j in [0, count) for which first + j*step + offset lies in
@@ -136,16 +132,14 @@ void col2im_add(const Conv1dShape& s, int channels, int out_len, const float* co
 
 // The direct paths' jobs: body(n, begin, count, o0, o1) for each batch
 // item n, chunk [begin, begin + count) of the axis [first, first + total)
-// and slice [o0, o1) of the output channels. Chunks are shortened so that
-// every worker gets one when the axis allows (down to min_chunk); the output
-// channels are cut into slices when there are several workers, enough
-// channels and slice_when(chunks) says so.
+// and slice [o0, o1) of the output channels. Chunks as balanced_chunk
+// (cpu_parallel.h) makes them, on whole tiles; the output channels are cut into slices when there
+// are several workers, enough channels and slice_when(chunks) says so.
 template <class SliceWhen, class Body>
 void direct_jobs(const Conv1dShape& s, int first, int total, int chunk, int min_chunk,
                  SliceWhen&& slice_when, Body&& body) {
     const int workers = worker_count();
-    if (workers > 1) chunk = std::min(chunk, std::max(min_chunk, (total + workers - 1) / workers));
-    chunk = std::max(chunk, 1);
+    chunk = balanced_chunk(total, chunk, min_chunk, workers, kDirectChunkAlign);
     const int chunks = (total + chunk - 1) / chunk;
     const int slices = workers > 1 && s.out_channels >= 2 * kMinSliceChannels && slice_when(chunks)
                            ? std::min(workers, s.out_channels / kMinSliceChannels)

@@ -27,6 +27,7 @@ namespace {
 constexpr int kRows = 4;
 constexpr int kVectors = 3;
 constexpr int kTileColumns = 8 * kVectors;
+static_assert(kTileColumns == kDirectChunkAlign);
 // Staged input per chunk (floats): 128 KB, so the input rows a tile reads
 // stay in L2 while every block of output channels passes over them.
 constexpr std::size_t kStageFloats = std::size_t{1} << 15;

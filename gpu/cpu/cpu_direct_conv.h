@@ -45,8 +45,12 @@ void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const f
                    float* y, int t0, int count, int o0, int o1);
 
 // Columns per chunk the caller should hand direct_conv1d for this shape:
-// the chunk's staged input stays in the core's L2 cache.
+// the chunk's staged input stays in the core's L2 cache. A whole number of
+// kDirectChunkAlign columns (a register tile's width), as a caller that
+// shortens a chunk should keep it: a chunk's last columns take a narrower
+// tile.
 int direct_conv1d_chunk(const Conv1dShape& s);
+constexpr int kDirectChunkAlign = 24;
 
 // The transposed convolution the same way, one phase of the stride at a
 // time: output t = q * stride + r - padding sums x[q - j] * w[in][out][r +

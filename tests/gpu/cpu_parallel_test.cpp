@@ -1,12 +1,14 @@
 // gpu/cpu/cpu_parallel.h: every job runs exactly once, ranges cover [0, n)
-// exactly on their alignment, a job's exception reaches the caller, and a
-// loop started from inside a job runs on that job's thread alone.
+// exactly on their alignment, chunks come in equal numbers per worker, a
+// job's exception reaches the caller, and a loop started from inside a job
+// runs on that job's thread alone.
 #include "gpu/cpu/cpu_parallel.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace etude::gpu::cpu {
@@ -62,6 +64,37 @@ TEST(CpuParallel, jobs_for_gives_one_job_per_grain_within_the_workers) {
     EXPECT_EQ(jobs_for(0, 100), 1);
     EXPECT_EQ(jobs_for(99, 100), 1);
     EXPECT_EQ(jobs_for(100000, 100), worker_count());
+}
+
+TEST(CpuParallel, balanced_chunks_give_every_worker_the_same_number) {
+    // The case that prompted it: eight chunks of 984 and one of 382 for two
+    // workers, now ten of 840 (the last 694).
+    EXPECT_EQ(balanced_chunk(8254, 984, 64, 2, 24), 840);
+    for (int workers : {1, 2, 3, 4})
+        for (int total : {1, 23, 64, 100, 1000, 2100, 8192, 8254, 100003})
+            for (int chunk : {24, 240, 504, 984, 100000}) {
+                const int c = balanced_chunk(total, chunk, 64, workers, 24);
+                const int chunks = (total + c - 1) / c;
+                const std::string where = "total=" + std::to_string(total) +
+                                          " chunk=" + std::to_string(chunk) +
+                                          " workers=" + std::to_string(workers);
+                ASSERT_GE(c, 1) << where;
+                // Never longer than asked, never below min_chunk unless asked.
+                EXPECT_LE(c, chunk) << where;
+                if (chunks > 1) {
+                    EXPECT_GE(c, std::min(chunk, 64)) << where;
+                }
+                // One worker keeps its chunk; several get one each or an
+                // equal number of them.
+                if (workers == 1) {
+                    EXPECT_EQ(c, chunk) << where;
+                } else if (chunks > workers && c >= 64) {
+                    // The busiest worker's share, within a tile of a
+                    // tenth over an equal one.
+                    const double busiest = double((chunks + workers - 1) / workers) * c;
+                    EXPECT_LE(busiest, 1.1 * total / workers + 24) << where;
+                }
+            }
 }
 
 }  // namespace
