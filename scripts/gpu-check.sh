@@ -2,13 +2,15 @@
 # GPU checks in one folder, for a machine that has an NVIDIA GPU but none of
 # our Debian packages and no network:
 #   scripts/gpu-check.sh pack DIR [BUILD_DIR]
-# writes DIR with the CUDA tests and benchmarks, the CUDA backend module and
-# every shared library they need from this build machine; then, on the GPU
-# machine,
+# writes DIR with the CUDA tests (the backend's, and the model layer's
+# parity tests with their reference data) and benchmarks, the CUDA backend
+# module and every shared library they need from this build machine; then,
+# on the GPU machine,
 #   DIR/run.sh OUT
 # runs them and writes the results under OUT (see docs/backends.md).
 # BUILD_DIR defaults to $ETUDE_BUILD_DIR or build/; it must hold
-# etude_tests_gpu, etude_bench and gpu/cuda/libetude_cuda.so.
+# etude_tests_gpu, etude_tests_engine_models, etude_bench and
+# gpu/cuda/libetude_cuda.so.
 set -euo pipefail
 
 # Which tests and benchmarks are the CUDA ones: the only place to change
@@ -61,11 +63,12 @@ pack() {
   local dir=$1 build=$2
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
   local tests=$build/tests/etude_tests_gpu bench=$build/bench/etude_bench
+  local model_tests=$build/tests/etude_tests_engine_models
   local module=$build/gpu/cuda/libetude_cuda.so f
-  for f in "$tests" "$bench" "$module"; do
+  for f in "$tests" "$model_tests" "$bench" "$module"; do
     if [ ! -f "$f" ]; then
-      echo "gpu-check: $f is missing: build it first" \
-           "(cmake --build $build --target etude_tests_gpu etude_bench etude_cuda)" >&2
+      echo "gpu-check: $f is missing: build it first (cmake --build $build" \
+           "--target etude_tests_gpu etude_tests_engine_models etude_bench etude_cuda)" >&2
       exit 1
     fi
   done
@@ -74,8 +77,12 @@ pack() {
     exit 1
   fi
   mkdir -p "$dir/bin" "$dir/lib/cxx"
-  cp "$tests" "$bench" "$dir/bin/"
+  cp "$tests" "$model_tests" "$bench" "$dir/bin/"
   cp "$module" "$dir/lib/"
+  # The model parity tests' reference data (the test Piper voices and the
+  # small neural vocoders, 6 MB), found through ETUDE_TEST_DATA.
+  mkdir -p "$dir/data"
+  cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
   cp "$here/scripts/gpu-pack-run.sh" "$dir/run.sh"
   # The neural benchmarks need full-size models; they are made on the GPU
   # machine with its own PyTorch rather than carried (over 100 MB).
@@ -85,7 +92,7 @@ pack() {
   done
   chmod +x "$dir/run.sh"
 
-  # ldd lists the whole closure of each file, so one pass over the three
+  # ldd lists the whole closure of each file, so one pass over the four
   # files finds every library; a library that is only dlopen'ed (libcuda by
   # the CUDA runtime, the module by the registry) is not in it.
   local name arrow path rest missing=()
@@ -99,7 +106,7 @@ pack() {
     local to=$dir/lib
     if has_prefix "$name" "$cxx_libs"; then to=$dir/lib/cxx; fi
     [ -f "$to/$name" ] || cp -L "$path" "$to/$name"
-  done < <(ldd "$tests" "$bench" "$module")
+  done < <(ldd "$tests" "$model_tests" "$bench" "$module")
   if [ ${#missing[@]} -gt 0 ]; then
     echo "gpu-check: not found on this machine: ${missing[*]}" >&2
     exit 1

@@ -3,9 +3,13 @@
 # run.sh OUT: runs the CUDA tests and benchmarks of this pack (written by
 # LibEtude's scripts/gpu-check.sh pack) and writes the results under OUT:
 #   summary.txt         date, machine, GPU, pack, counts, verdict
-#   cuda-tests.xml/.log gtest results and console output
+#   cuda-tests.xml/.log gtest results and console output of the backend's
+#                       tests (etude_tests_gpu)
+#   cuda-model-tests.xml/.log the same for the model layer's parity tests
+#                       (neural vocoders, Piper voices; etude_tests_engine_models)
 #   cuda-bench.json/.log Google Benchmark results and console output
-#   cuda-tests-list.txt the tests the filter selects (written even without a GPU)
+#   cuda-tests-list.txt, cuda-model-tests-list.txt
+#                       the tests the filter selects (written even without a GPU)
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -64,14 +68,23 @@ caller_path=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH="$lib_path${caller_path:+:$caller_path}"
 export ETUDE_CUDA_MODULE="$pack/lib/libetude_cuda.so"
 
+# The model tests read their reference data from the pack.
+export ETUDE_TEST_DATA="$pack/data"
+# The two test programs and the name of each one's result files.
+programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
+
 # The programs must start from the pack alone, GPU or not.
-if ! "$pack/bin/etude_tests_gpu" --gtest_list_tests --gtest_filter="$test_filter" \
-       >"$out/cuda-tests-list.txt" 2>&1; then
-  say "FAILED: the packed test program does not start:"
-  tee -a "$summary" <"$out/cuda-tests-list.txt"
-  exit 1
-fi
-selected=$(count '^  ' "$out/cuda-tests-list.txt")
+selected=0
+for entry in $programs; do
+  program=${entry%%:*} base=${entry#*:}
+  if ! "$pack/bin/$program" --gtest_list_tests --gtest_filter="$test_filter" \
+         >"$out/$base-list.txt" 2>&1; then
+    say "FAILED: the packed test program $program does not start:"
+    tee -a "$summary" <"$out/$base-list.txt"
+    exit 1
+  fi
+  selected=$((selected + $(count '^  ' "$out/$base-list.txt")))
+done
 say "tests selected by '$test_filter': $selected"
 
 gpus=""
@@ -134,22 +147,25 @@ say "CUDA libraries ($needed_cuda_libs) from: $cuda_dirs"
 export LD_LIBRARY_PATH="$lib_path:$cuda_dirs${caller_path:+:$caller_path}"
 
 status=0
-timeout "$limit" "$pack/bin/etude_tests_gpu" --gtest_filter="$test_filter" \
-  --gtest_output="xml:$out/cuda-tests.xml" >"$out/cuda-tests.log" 2>&1
-tests_rc=$?
-ran=$(count '<testcase ' "$out/cuda-tests.xml")
-failed=$(count '<failure ' "$out/cuda-tests.xml")
-skipped=$(count '<skipped ' "$out/cuda-tests.xml")
-say "tests: exit $tests_rc; $ran run, $failed failure messages, $skipped skipped (cuda-tests.xml)"
-grep -E '^\[  (FAILED|SKIPPED) ' "$out/cuda-tests.log" | grep -v ' ms)$' | sort -u | tee -a "$summary"
-if [ "$skipped" -gt 0 ]; then
-  say "the first reason for a skip:"
-  grep -A1 -m1 ': Skipped$' "$out/cuda-tests.log" | tail -1 | tee -a "$summary"
-fi
-if [ "$tests_rc" -ne 0 ] || [ "$ran" -eq 0 ] || [ "$skipped" -eq "$ran" ]; then
-  say "tests FAILED (a run where every test skips did not check the GPU: see cuda-tests.log)"
-  status=1
-fi
+for entry in $programs; do
+  program=${entry%%:*} base=${entry#*:}
+  timeout "$limit" "$pack/bin/$program" --gtest_filter="$test_filter" \
+    --gtest_output="xml:$out/$base.xml" >"$out/$base.log" 2>&1
+  tests_rc=$?
+  ran=$(count '<testcase ' "$out/$base.xml")
+  failed=$(count '<failure ' "$out/$base.xml")
+  skipped=$(count '<skipped ' "$out/$base.xml")
+  say "$program: exit $tests_rc; $ran run, $failed failure messages, $skipped skipped ($base.xml)"
+  grep -E '^\[  (FAILED|SKIPPED) ' "$out/$base.log" | grep -v ' ms)$' | sort -u | tee -a "$summary"
+  if [ "$skipped" -gt 0 ]; then
+    say "the first reason for a skip:"
+    grep -A1 -m1 ': Skipped$' "$out/$base.log" | tail -1 | tee -a "$summary"
+  fi
+  if [ "$tests_rc" -ne 0 ] || [ "$ran" -eq 0 ] || [ "$skipped" -eq "$ran" ]; then
+    say "$program FAILED (a run where every test skips did not check the GPU: see $base.log)"
+    status=1
+  fi
+done
 
 # The neural benchmarks read full-size models (random weights, published
 # sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and

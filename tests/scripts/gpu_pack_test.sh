@@ -9,7 +9,9 @@
 #  - nothing is taken from this machine's library folders;
 #  - the whole folder is under 64 MB;
 #  - run.sh starts the packed programs and, without a GPU, says so and
-#    exits 0 (with a GPU it runs the checks and must pass).
+#    exits 0 (with a GPU it runs the checks and must pass);
+#  - the model layer's CUDA parity tests (Piper voices, neural vocoders)
+#    are among those it selects.
 # Usage: gpu_pack_test.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) when the
 # build has no CUDA module.
 set -uo pipefail
@@ -57,7 +59,8 @@ for f in "$pack"/bin/* "$pack"/lib/*.so* "$pack"/lib/cxx/*; do
   done <<<"$report"
 done
 [ "$files" -ge 3 ] || bad "only $files files packed"
-for f in bin/etude_tests_gpu bin/etude_bench lib/libetude_cuda.so run.sh pack.env; do
+for f in bin/etude_tests_gpu bin/etude_tests_engine_models bin/etude_bench lib/libetude_cuda.so \
+         run.sh pack.env data/piper/reference.json data/neural; do
   [ -e "$pack/$f" ] || bad "$f missing from the pack"
 done
 
@@ -77,5 +80,10 @@ else
 fi
 # The packed test program started from the pack alone and found CUDA tests.
 grep -q '^tests selected by .*: [1-9]' "$tmp/out/summary.txt" ||
-  bad "the packed test program selected no CUDA tests"
+  bad "the packed test programs selected no CUDA tests"
+# ... among them the Piper voices' and the neural vocoders' CUDA parity.
+for suite in VitsParity NeuralVocoder; do
+  grep -q "^Backends/$suite\." "$tmp/out/cuda-model-tests-list.txt" ||
+    bad "the packed model tests list no $suite tests"
+done
 exit "$fail"

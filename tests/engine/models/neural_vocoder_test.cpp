@@ -19,6 +19,7 @@
 #include "engine/models/mel_vocoder_stream.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/test_data.h"
 
 namespace etude::engine {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 using test::backend_of;
 using test::max_abs_diff;
 
-const std::string kData = ETUDE_TEST_DATA "/neural/";
+const std::string kData = test::test_data_dir() + "/neural/";
 const char* const kModels[] = {"hifigan_v1", "hifigan_v2", "hifigan_v3", "vocos"};
 
 struct Reference {

@@ -24,6 +24,7 @@
 #include "engine/models/vits/vits_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/test_data.h"
 
 namespace etude::engine {
 namespace {
@@ -31,7 +32,7 @@ namespace {
 using test::backend_of;
 using test::max_abs_diff;
 
-const std::string kData = ETUDE_TEST_DATA "/piper/";
+const std::string kData = test::test_data_dir() + "/piper/";
 
 nlohmann::json read_json(const std::string& path) {
     std::ifstream in(path);

@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 
@@ -21,7 +22,7 @@ namespace {
 
 using etude::test::max_abs_diff;
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 
 std::vector<std::int64_t> reference_ids() {
     std::ifstream in(kData + "reference.json");

@@ -15,13 +15,14 @@
 #include <random>
 
 #include "engine/error.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 
 std::vector<std::uint8_t> read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
