@@ -4,7 +4,9 @@
  *   gcc -O1 espeak_scan.c -o espeak_scan -lespeak-ng
  *   valgrind -q --error-limit=no --undef-value-errors=no --log-file=/dev/null \
  *       ./espeak_scan 0080 3000 en-us alone > alone.txt
- *   (the same with "word" for each codepoint inside an English word)
+ *   (the same with "word" for each codepoint inside an English word; a
+ *   last argument STEP scans every STEP-th codepoint, for a sample of a
+ *   range too large to scan whole)
  *   python3 make_table.py alone.txt word.txt > ../../engine/piper/espeak_mishandled.inc
  *
  * espeak-ng is initialised once; each codepoint is phonemised in a fork of
@@ -45,8 +47,8 @@ static int utf8(unsigned c, char* o) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: espeak_scan FIRST_HEX END_HEX VOICE alone|word\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: espeak_scan FIRST_HEX END_HEX VOICE alone|word [STEP]\n");
         return 2;
     }
     const unsigned first = (unsigned)strtoul(argv[1], 0, 16),
@@ -57,7 +59,12 @@ int main(int argc, char** argv) {
         fprintf(stderr, "espeak-ng: cannot start voice %s\n", argv[3]);
         return 1;
     }
-    for (unsigned c = first; c < end; ++c) {
+    const unsigned step = argc == 6 ? (unsigned)strtoul(argv[5], 0, 10) : 1;
+    if (step == 0) {
+        fprintf(stderr, "espeak_scan: STEP must be 1 or more\n");
+        return 2;
+    }
+    for (unsigned c = first; c < end; c += step) {
         if (c >= 0xD800 && c < 0xE000) continue; /* surrogates are not UTF-8 */
         const pid_t pid = fork();
         if (pid == 0) {
