@@ -133,8 +133,9 @@ void col2im_add(const Conv1dShape& s, int channels, int out_len, const float* co
 // The direct paths' jobs: body(n, begin, count, o0, o1) for each batch
 // item n, chunk [begin, begin + count) of the axis [first, first + total)
 // and slice [o0, o1) of the output channels. Chunks as balanced_chunk
-// (cpu_parallel.h) makes them, on whole tiles; the output channels are cut into slices when there
-// are several workers, enough channels and slice_when(chunks) says so.
+// (cpu_parallel.h) makes them, on whole tiles; the output channels are cut
+// into slices when there are several workers, enough channels and
+// slice_when(chunks) says so.
 template <class SliceWhen, class Body>
 void direct_jobs(const Conv1dShape& s, int first, int total, int chunk, int min_chunk,
                  SliceWhen&& slice_when, Body&& body) {
