@@ -62,10 +62,12 @@ newest_needed() {  # newest_needed PREFIX FILE... -> newest PREFIX_x.y the files
 pack() {
   local dir=$1 build=$2
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
-  local tests=$build/tests/etude_tests_gpu bench=$build/bench/etude_bench
-  local model_tests=$build/tests/etude_tests_engine_models
+  # The packed programs, then the module: each is copied, and ldd of all of
+  # them finds the libraries to carry.
+  local programs=("$build/tests/etude_tests_gpu" "$build/tests/etude_tests_engine_models"
+                  "$build/bench/etude_bench")
   local module=$build/gpu/cuda/libetude_cuda.so f
-  for f in "$tests" "$model_tests" "$bench" "$module"; do
+  for f in "${programs[@]}" "$module"; do
     if [ ! -f "$f" ]; then
       echo "gpu-check: $f is missing: build it first (cmake --build $build" \
            "--target etude_tests_gpu etude_tests_engine_models etude_bench etude_cuda)" >&2
@@ -77,7 +79,7 @@ pack() {
     exit 1
   fi
   mkdir -p "$dir/bin" "$dir/lib/cxx"
-  cp "$tests" "$model_tests" "$bench" "$dir/bin/"
+  cp "${programs[@]}" "$dir/bin/"
   cp "$module" "$dir/lib/"
   # The model parity tests' reference data (the test Piper voices and the
   # small neural vocoders, 6 MB), found through ETUDE_TEST_DATA.
@@ -92,8 +94,8 @@ pack() {
   done
   chmod +x "$dir/run.sh"
 
-  # ldd lists the whole closure of each file, so one pass over the four
-  # files finds every library; a library that is only dlopen'ed (libcuda by
+  # ldd lists the whole closure of each file, so one pass over the programs
+  # and the module finds every library; a library that is only dlopen'ed (libcuda by
   # the CUDA runtime, the module by the registry) is not in it.
   local name arrow path rest missing=()
   while read -r name arrow path rest; do
@@ -106,7 +108,7 @@ pack() {
     local to=$dir/lib
     if has_prefix "$name" "$cxx_libs"; then to=$dir/lib/cxx; fi
     [ -f "$to/$name" ] || cp -L "$path" "$to/$name"
-  done < <(ldd "$tests" "$model_tests" "$bench" "$module")
+  done < <(ldd "${programs[@]}" "$module")
   if [ ${#missing[@]} -gt 0 ]; then
     echo "gpu-check: not found on this machine: ${missing[*]}" >&2
     exit 1
