@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "engine/error.h"
+#include "engine/partial_path.h"
 
 namespace etude::audio_io {
 
@@ -389,7 +390,7 @@ void write_npy(const std::string& path, const std::vector<std::size_t>& shape,
             preamble += static_cast<char>((header.size() >> (8 * i)) & 0xff);
     }
 
-    const std::string temp = path + ".partial-" + std::to_string(::getpid());
+    const std::string temp = partial_path(path);
     TempFile file(temp);
     const auto fail = [&](const char* stage) {
         throw Error("cannot write " + quoted(path) + " (" + stage + "): " + std::strerror(errno));

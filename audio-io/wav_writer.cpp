@@ -1,7 +1,6 @@
 #include "audio-io/wav_writer.h"
 
 #include <sndfile.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/partial_path.h"
 
 namespace etude::audio_io {
 
@@ -23,7 +23,7 @@ WavWriter::WavWriter(std::string path, int sample_rate, WavFormat format,
       max_wav_bytes_(max_wav_bytes),
       pcm_(4096) {
     if (path_.empty()) throw Error("output path is empty");
-    temp_path_ = path_ + ".partial-" + std::to_string(::getpid());
+    temp_path_ = partial_path(path_);
     SF_INFO info{};
     info.samplerate = sample_rate;
     info.channels = 1;

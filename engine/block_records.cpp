@@ -1,12 +1,12 @@
 #include "engine/block_records.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include "engine/partial_path.h"
 
 namespace etude::engine {
 
@@ -46,10 +46,6 @@ void BlockRecorder::fill_stats(StreamStats& s) const {
 }
 
 namespace {
-
-std::string partial_path(const std::string& path) {
-    return path + ".partial-" + std::to_string(::getpid());
-}
 
 [[noreturn]] void cannot_write(const std::string& path) {
     throw Error("cannot write trace file '" + path + "': " + std::strerror(errno));

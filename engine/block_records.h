@@ -46,8 +46,8 @@ class BlockRecorder {
 
 // Writes `records` as a Chrome trace (JSON; Perfetto, chrome://tracing),
 // with each device's per-kernel time as counters, atomically: into
-// PATH.partial-PID, renamed to `path` when whole. Throws etude::Error naming
-// the path and the reason.
+// a temporary beside it (engine/partial_path.h), renamed to `path` when whole. Throws etude::Error
+// naming the path and the reason.
 void write_chrome_trace(
     const std::string& path, const std::vector<BlockRecord>& records,
     const std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>>& kernel_timings);

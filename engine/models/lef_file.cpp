@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/partial_path.h"
 
 namespace etude::engine {
 namespace {
@@ -382,7 +383,7 @@ std::vector<std::uint8_t> LefWriter::bytes() const {
 
 void LefWriter::write(const std::string& path) const {
     const auto b = bytes();
-    const std::string tmp = path + ".partial-" + std::to_string(::getpid());
+    const std::string tmp = partial_path(path);
     {
         std::ofstream f(tmp, std::ios::binary);
         if (!f) throw Error("cannot write '" + path + "': " + std::strerror(errno));

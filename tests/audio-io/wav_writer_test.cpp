@@ -98,6 +98,27 @@ TEST(WavWriter, an_output_not_committed_leaves_nothing) {
     expect_no_temporaries(path);
 }
 
+TEST(WavWriter, two_writers_of_one_path_keep_their_own_temporaries) {
+    // Both open before either commits (two threads saving one file do this):
+    // each must write its own temporary, and the last commit wins whole.
+    const std::string path = tmp_path("twice.wav");
+    fs::remove(path);
+    const auto first = ramp(1500), second = ramp(2500);
+    {
+        WavWriter a(path, 22050, WavFormat::Float32);
+        WavWriter b(path, 22050, WavFormat::Float32);
+        a.write(first);
+        b.write(second);
+        a.commit();
+        b.commit();
+    }
+    const auto back = etude::audio_io::read_audio_file(path);
+    ASSERT_EQ(back.samples.size(), second.size());
+    for (std::size_t i = 0; i < second.size(); ++i)
+        ASSERT_EQ(back.samples[i], second[i]) << "sample " << i;
+    expect_no_temporaries(path);
+}
+
 TEST(WavWriter, an_unwritable_path_is_named_in_the_error) {
     try {
         WavWriter w("/nonexistent-dir/x.wav", 22050);
