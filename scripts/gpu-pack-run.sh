@@ -41,6 +41,16 @@ count() { local n; n=$(grep -c -- "$1" "$2" 2>/dev/null); echo "${n:-0}"; }
 say "LibEtude GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n)"
 say "pack: $packed_from, packed $packed_on"
 
+# The programs, libraries, data and scripts travel gzipped (gpu-check.sh
+# says why); this run unpacks them into a folder of its own, removed at exit.
+files=$(mktemp -d) || exit 1
+models=""
+trap 'rm -rf "$files" ${models:+"$models"}' EXIT
+if ! tar -xzf "$pack/payload.tar.gz" -C "$files"; then
+  say "FAILED: cannot unpack $pack/payload.tar.gz"
+  exit 1
+fi
+
 # glibc is the one system library the pack does not carry (scripts/gpu-check.sh
 # says why). Our libstdc++ asks for a newer glibc than the rest of the pack:
 # on an older glibc the machine's own libstdc++ and libgcc_s stand in for
@@ -49,7 +59,7 @@ older() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head 
 ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
 system_lib() { "$ldconfig" -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}'; }
 have_glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
-lib_path=$pack/lib:$pack/lib/cxx
+lib_path=$files/lib:$files/lib/cxx
 if [ -n "$have_glibc" ] && older "$have_glibc" "$needed_glibc"; then
   sys_cxx=$(system_lib libstdc++.so.6)
   sys_gcc=$(system_lib libgcc_s.so.1)
@@ -61,15 +71,15 @@ if [ -n "$have_glibc" ] && older "$have_glibc" "$needed_glibc"; then
     exit 1
   fi
   say "glibc $have_glibc: using this machine's $sys_cxx instead of the pack's (which needs glibc $needed_glibc)"
-  lib_path=$pack/lib
+  lib_path=$files/lib
 fi
 
 caller_path=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH="$lib_path${caller_path:+:$caller_path}"
-export ETUDE_CUDA_MODULE="$pack/lib/libetude_cuda.so"
+export ETUDE_CUDA_MODULE="$files/lib/libetude_cuda.so"
 
 # The model tests read their reference data from the pack.
-export ETUDE_TEST_DATA="$pack/data"
+export ETUDE_TEST_DATA="$files/data"
 # The two test programs and the name of each one's result files.
 programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
 
@@ -77,7 +87,7 @@ programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
 selected=0
 for entry in $programs; do
   program=${entry%%:*} base=${entry#*:}
-  if ! "$pack/bin/$program" --gtest_list_tests --gtest_filter="$test_filter" \
+  if ! "$files/bin/$program" --gtest_list_tests --gtest_filter="$test_filter" \
          >"$out/$base-list.txt" 2>&1; then
     say "FAILED: the packed test program $program does not start:"
     tee -a "$summary" <"$out/$base-list.txt"
@@ -149,7 +159,7 @@ export LD_LIBRARY_PATH="$lib_path:$cuda_dirs${caller_path:+:$caller_path}"
 status=0
 for entry in $programs; do
   program=${entry%%:*} base=${entry#*:}
-  timeout "$limit" "$pack/bin/$program" --gtest_filter="$test_filter" \
+  timeout "$limit" "$files/bin/$program" --gtest_filter="$test_filter" \
     --gtest_output="xml:$out/$base.xml" >"$out/$base.log" 2>&1
   tests_rc=$?
   ran=$(count '<testcase ' "$out/$base.xml")
@@ -173,8 +183,7 @@ done
 if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
   if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, numpy, yaml' 2>/dev/null; then
     models=$(mktemp -d)
-    trap 'rm -rf "$models"' EXIT
-    if timeout "$limit" python3 -B "$pack/tools/make_parity_data.py" --full-size "$models" \
+    if timeout "$limit" python3 -B "$files/tools/make_parity_data.py" --full-size "$models" \
          >"$out/models.log" 2>&1; then
       export ETUDE_MODELS_DIR=$models
       say "neural benchmarks: full-size models made with this machine's PyTorch (models.log)"
@@ -188,7 +197,7 @@ else
   say "neural benchmarks: models from ETUDE_MODELS_DIR=$ETUDE_MODELS_DIR"
 fi
 
-timeout "$limit" "$pack/bin/etude_bench" --benchmark_filter="$bench_filter" \
+timeout "$limit" "$files/bin/etude_bench" --benchmark_filter="$bench_filter" \
   --benchmark_out="$out/cuda-bench.json" --benchmark_out_format=json >"$out/cuda-bench.log" 2>&1
 bench_rc=$?
 benchmarks=$(count '"run_name"' "$out/cuda-bench.json")
