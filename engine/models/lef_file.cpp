@@ -346,7 +346,11 @@ std::vector<std::uint8_t> LefWriter::bytes() const {
         out.insert(out.end(), p, p + sizeof v);
     };
     const std::uint64_t meta_off = out.size();
-    out.insert(out.end(), metadata_.begin(), metadata_.end());
+    // resize + copy rather than a range insert: GCC 12 warns (-Warray-bounds,
+    // a false positive) on inserting a string's range into this vector.
+    out.resize(meta_off + metadata_.size());
+    std::copy(metadata_.begin(), metadata_.end(),
+              out.begin() + static_cast<std::ptrdiff_t>(meta_off));
     const std::uint64_t index_off = out.size();
     std::uint64_t offset = 0;
     bool f16 = false;
