@@ -140,18 +140,20 @@ case "$mode" in
     # deadlines; running two at once on two cores would test the machine.
     ctest --test-dir "$build_dir" --output-on-failure
     # The lock-free structures again, under ThreadSanitizer (a small build:
-    # the rt/ tests need nothing but rt/ itself).
+    # the rt/ tests need nothing but rt/ itself, the worker pool's only the
+    # pool).
     tsan_dir="$build_dir-tsan"
     log=$(mktemp)
     if ! { cmake -S "$here" -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETUDE_SANITIZE=thread \
              -DETUDE_BUILD_BENCHMARKS=OFF &&
-           cmake --build "$tsan_dir" -j"$jobs" --target etude_tests_rt; } >"$log" 2>&1; then
+           cmake --build "$tsan_dir" -j"$jobs" --target etude_tests_rt etude_tests_worker_pool; } >"$log" 2>&1; then
       cat "$log" >&2
       echo "bootstrap: ThreadSanitizer build failed" >&2
       exit 1
     fi
     rm -f "$log"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_rt"
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
     ;;
   *)
     echo "usage: $0 demo [TEXT] | test" >&2

@@ -5,8 +5,10 @@
 #include <cmath>
 
 // GCC: one clone per instruction set, chosen by the loader. Other compilers
-// (clang for the fuzzing build) get the plain loops.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// (clang for the fuzzing build) get the plain loops, and so does a
+// ThreadSanitizer build: the loader runs the clones' resolvers before the
+// sanitizer's runtime is up, and an instrumented resolver crashes there.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define ETUDE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ETUDE_VECTOR_CLONES
