@@ -15,11 +15,14 @@ struct Range {
 };
 
 // Codepoints that make espeak-ng 1.51+dfsg-10+deb12u2 read or write memory
-// it should not when the en-us voice is given them alone or inside an
-// English word: `valgrind --undef-value-errors=no tools/espeak_scan`, each
-// codepoint from U+0080 to U+2FFF in a fresh fork of one initialised
+// it should not when the en-us voice is given them alone, inside an English
+// word, after a hyphen or between double quotes: `valgrind
+// --undef-value-errors=no tools/espeak_scan`, each codepoint from U+0080
+// (U+0021 beside punctuation) to U+2FFF in a fresh fork of one initialised
 // espeak-ng (2026-11-25). Mostly digits and signs of Indic scripts,
-// unassigned codepoints inside script blocks, and archaic Hangul jamo.
+// unassigned codepoints inside script blocks, archaic Hangul jamo, and
+// clause marks (the dandas, the Armenian full stop and comma) beside
+// punctuation.
 constexpr Range kEspeakMishandled[] = {
 #include "engine/piper/espeak_mishandled.inc"
 };
@@ -34,6 +37,27 @@ std::vector<UScriptCode> voice_scripts(const std::string& espeak_voice) {
     const int n = uscript_getCode(language.c_str(), codes, 8, &status);
     if (U_FAILURE(status) || n <= 0) return {};
     return {codes, codes + n};
+}
+
+// The script whose voices read mishandled codepoint c without harm: its
+// Script property, except for clause marks that Unicode gives to no one
+// script (Common) but that only one script's espeak-ng voices read safely
+// (valgrind, "}\u0964" and "\"\u0589\""): the dandas, which the Hindi,
+// Marathi and Nepali voices read and the Bengali and Tamil ones do not,
+// and the Armenian full stop, which the Armenian voice reads and the
+// Georgian one does not.
+UScriptCode harmless_in(char32_t c) {
+    switch (c) {
+        case 0x0964:
+        case 0x0965:
+            return USCRIPT_DEVANAGARI;
+        case 0x0589:
+            return USCRIPT_ARMENIAN;
+        default: {
+            UErrorCode status = U_ZERO_ERROR;
+            return uscript_getScript(static_cast<UChar32>(c), &status);
+        }
+    }
 }
 
 }  // namespace
@@ -52,12 +76,9 @@ std::string guard_espeak_text(std::string_view text, const std::string& espeak_v
     const std::vector<UScriptCode> own = voice_scripts(espeak_voice);
     for (std::size_t i = 0; i < blanked.size();) {
         const Utf8Codepoint c = utf8_codepoint_at(blanked, i);
-        if (espeak_mishandles(c.value)) {
-            UErrorCode status = U_ZERO_ERROR;
-            const UScriptCode script = uscript_getScript(static_cast<UChar32>(c.value), &status);
-            if (std::find(own.begin(), own.end(), script) == own.end())
-                std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), c.bytes, ' ');
-        }
+        if (espeak_mishandles(c.value) &&
+            std::find(own.begin(), own.end(), harmless_in(c.value)) == own.end())
+            std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), c.bytes, ' ');
         i += c.bytes;
     }
     return separate_scripts(blanked, inserted);

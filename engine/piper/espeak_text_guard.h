@@ -8,13 +8,17 @@
 //  - some codepoints even alone: codepoints that are no character, and the
 //    ones in kEspeakMishandled (espeak_text_guard.cpp), found by scanning
 //    every codepoint from U+0080 to U+2FFF through the en-us voice under
-//    valgrind (tools/espeak_scan/ says how; rerun it for another
-//    espeak-ng).
+//    valgrind, alone, inside a word, after a hyphen and between quotes
+//    (tools/espeak_scan/ says how; rerun it for another espeak-ng): clause
+//    marks of other scripts hurt it only beside punctuation ("}\u0964",
+//    the danda after a brace).
 // So before espeak-ng sees a text, such words are split (unicode_text.h:
 // separate_scripts), and those codepoints become
 // spaces, unless the voice's own language is written in their script (a
 // Bengali digit stays for a Bengali voice, whose translator reads it without
-// switching language). Found by tests/fuzz/piper_text_fuzzer.cpp; checked by
+// switching language; the danda, which Unicode gives to no one script,
+// stays for the Devanagari voices, which read it without harm, and goes for
+// the Bengali one, which does not). Found by tests/fuzz/piper_text_fuzzer.cpp; checked by
 // the ctest piper.espeak_memory (tests/engine/piper/espeak_memory_test.sh).
 #pragma once
 

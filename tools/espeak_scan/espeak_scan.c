@@ -4,7 +4,8 @@
  *   gcc -O1 espeak_scan.c -o espeak_scan -lespeak-ng
  *   valgrind -q --error-limit=no --undef-value-errors=no --log-file=/dev/null \
  *       ./espeak_scan 0080 3000 en-us alone > alone.txt
- *   (the same with "word" for each codepoint inside an English word; a
+ *   (the same with "word" for each codepoint inside an English word, "dash"
+ *   for each after a hyphen, "quoted" for each between double quotes; a
  *   last argument STEP scans every STEP-th codepoint, for a sample of a
  *   range too large to scan whole)
  *   python3 make_table.py alone.txt word.txt > ../../engine/piper/espeak_mishandled.inc
@@ -48,12 +49,28 @@ static int utf8(unsigned c, char* o) {
 
 int main(int argc, char** argv) {
     if (argc != 5 && argc != 6) {
-        fprintf(stderr, "usage: espeak_scan FIRST_HEX END_HEX VOICE alone|word [STEP]\n");
+        fprintf(stderr,
+                "usage: espeak_scan FIRST_HEX END_HEX VOICE alone|word|dash|quoted [STEP]\n");
         return 2;
     }
     const unsigned first = (unsigned)strtoul(argv[1], 0, 16),
                    end = (unsigned)strtoul(argv[2], 0, 16);
-    const int word = strcmp(argv[4], "word") == 0;
+    /* The text around each codepoint: "word" puts it inside an English word;
+     * "dash" and "quoted" beside punctuation, which is how the clause marks
+     * U+0964 (danda) and U+0589 (Armenian full stop) hurt memory ("-\u0964",
+     * "\"\u0589\""), though alone they do not. */
+    const char *before = "", *after = "";
+    if (strcmp(argv[4], "word") == 0) {
+        before = "a";
+        after = "b";
+    } else if (strcmp(argv[4], "dash") == 0) {
+        before = "-";
+    } else if (strcmp(argv[4], "quoted") == 0) {
+        before = after = "\"";
+    } else if (strcmp(argv[4], "alone") != 0) {
+        fprintf(stderr, "espeak_scan: the context is alone, word, dash or quoted\n");
+        return 2;
+    }
     if (espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL, espeakINITIALIZE_DONT_EXIT) <= 0 ||
         espeak_SetVoiceByName(argv[3]) != EE_OK) {
         fprintf(stderr, "espeak-ng: cannot start voice %s\n", argv[3]);
@@ -70,10 +87,10 @@ int main(int argc, char** argv) {
         if (pid == 0) {
             char text[16];
             int n = 0;
-            if (word) text[n++] = 'a';
+            strcpy(text, before);
+            n = (int)strlen(text);
             n += utf8(c, text + n);
-            if (word) text[n++] = 'b';
-            text[n] = 0;
+            strcpy(text + n, after);
             const unsigned before = VALGRIND_COUNT_ERRORS;
             const void* p = text;
             while (p) espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);

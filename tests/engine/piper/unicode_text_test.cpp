@@ -93,3 +93,24 @@ TEST(PiperEspeakTextGuard, what_espeak_mishandles_is_blanked_unless_it_is_the_vo
     EXPECT_EQ(guard_espeak_text("x\ue000 \u0543\u0259", "hy", spaces), "x    \u0543 \u0259");
     EXPECT_EQ(spaces, std::vector<std::size_t>{7});
 }
+
+TEST(PiperEspeakTextGuard, clause_marks_of_other_scripts_are_blanked_beside_punctuation_too) {
+    // The danda hurts espeak-ng's memory beside punctuation ("}\u0964",
+    // "-\u0964": the scan's "dash" and "quoted" contexts), though not alone.
+    EXPECT_TRUE(espeak_mishandles(0x0964));  // DEVANAGARI DANDA
+    EXPECT_TRUE(espeak_mishandles(0x0965));  // DEVANAGARI DOUBLE DANDA
+    std::vector<std::size_t> spaces;
+    EXPECT_EQ(guard_espeak_text("}\u0964", "en-us", spaces), "}   ");
+    // Unicode gives it to no one script (Common). espeak-ng's Devanagari
+    // voices read it without harm and keep it; its Bengali voice is hurt
+    // by "}\u0964" as the English one is.
+    spaces.clear();
+    EXPECT_NE(guard_espeak_text("\u0928\u0964", "hi", spaces).find("\u0964"), std::string::npos);
+    spaces.clear();
+    EXPECT_EQ(guard_espeak_text("}\u0964", "bn", spaces), "}   ");
+    // The Armenian full stop: kept for Armenian, not for Georgian.
+    spaces.clear();
+    EXPECT_NE(guard_espeak_text("\"\u0589\"", "hy", spaces).find("\u0589"), std::string::npos);
+    spaces.clear();
+    EXPECT_EQ(guard_espeak_text("\"\u0589\"", "ka", spaces), "\"  \"");
+}
