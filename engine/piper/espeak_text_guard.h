@@ -12,8 +12,11 @@
 //    (tools/espeak_scan/ says how; rerun it for another espeak-ng): clause
 //    marks of other scripts hurt it only beside punctuation ("}\u0964",
 //    the danda after a brace).
+//  - a word longer than its fixed buffers: "s'" 68 times aborts the
+//    process (a stack overflow; espeak-ng PR #2495 fixes it upstream).
 // So before espeak-ng sees a text, such words are split (unicode_text.h:
-// separate_scripts), and those codepoints become
+// separate_scripts, which also cuts words at kEspeakMaxWordBytes), and
+// those codepoints become
 // spaces, unless the voice's own language is written in their script (a
 // Bengali digit stays for a Bengali voice, whose translator reads it without
 // switching language; the danda, which Unicode gives to no one script,

@@ -112,20 +112,28 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         return group == USCRIPT_LATIN || group == USCRIPT_CYRILLIC || group == USCRIPT_GREEK;
     };
     constexpr int kSpace = -1, kSign = -2;  // what came before, besides a letter's script
-    int word_script = -1;  // the script of the word's letters so far; -1 outside a word
-    int before = kSpace;   // the script of the letter just before, or kSpace or kSign
+    int word_script = -1;        // the script of the word's letters so far; -1 outside a word
+    int before = kSpace;         // the script of the letter just before, or kSpace or kSign
+    std::size_t word_bytes = 0;  // bytes since the last white space or inserted space
     const auto space = [&] {
         inserted.push_back(out.size());
         out += ' ';
+        word_bytes = 0;
     };
     for (std::size_t i = 0; i < text.size();) {
         const Utf8Codepoint c = utf8_codepoint_at(text, i);
         const std::string_view bytes = text.substr(i, c.bytes);
         const int group = script_group(c.value);
         const bool white = c.value == ' ' || (c.value >= '\t' && c.value <= '\r');
+        if (!white && group != -2 && word_bytes > 0 && word_bytes + c.bytes > kEspeakMaxWordBytes) {
+            space();  // a word too long for espeak-ng's buffers
+            word_script = -1;
+            before = kSpace;
+        }
         if (white) {
             word_script = -1;
             before = kSpace;
+            word_bytes = 0;
         } else if (group >= 0) {
             // A letter: apart from a letter of another script, and, unless
             // its script takes signs and the word so far is its own, from a
@@ -143,6 +151,7 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         }
         // (A combining mark, group -2, goes with what is before it.)
         out += bytes;
+        if (!white) word_bytes += c.bytes;
         i += c.bytes;
     }
     return out;

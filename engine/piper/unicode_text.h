@@ -34,9 +34,18 @@ std::u32string nfd(std::u32string_view codepoints);
 // and Hangul count as one, so Japanese words stay whole; combining marks
 // go with what is before them. `inserted` receives the byte offsets, in
 // the returned text, of the spaces put in (ascending), so positions can be
-// mapped back (original_offset). Text whose words are each of Latin,
-// Cyrillic or Greek letters comes back unchanged.
+// mapped back (original_offset). Words longer than kEspeakMaxWordBytes
+// are cut too, before a codepoint that is not a combining mark. Text whose
+// words are each of Latin, Cyrillic or Greek letters, and no longer than
+// that, comes back unchanged.
 std::string separate_scripts(std::string_view text, std::vector<std::size_t>& inserted);
+// The longest word espeak-ng 1.51 is given, in UTF-8 bytes. Its per-word
+// buffers are fixed (160 bytes of text, 200 of phonemes) and a long word can
+// write past them: "s'" 68 times (136 bytes: 's is a suffix that may stack)
+// smashes its stack and aborts the process, and so does "日." before 166
+// ampersands and at signs. The longest English word in dictionaries is 45
+// letters; a German compound of 64 bytes is rare.
+inline constexpr std::size_t kEspeakMaxWordBytes = 64;
 // Valid UTF-8 in place: each codepoint that is no character (unassigned in
 // ICU's Unicode, private use, a noncharacter) becomes as many spaces as its
 // bytes, so offsets into the text still hold.

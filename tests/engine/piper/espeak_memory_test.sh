@@ -2,7 +2,8 @@
 # espeak-ng 1.51 (Debian 12) reads and writes memory it should not on some
 # text: a word that turns from Armenian, Georgian or Hangul jamo into IPA
 # or Cyrillic letters ("Ճə"), and some codepoints on their own (unassigned
-# ones, archaic Hangul jamo) or beside punctuation (the danda in "}।"). The phonemizer splits such words and blanks
+# ones, archaic Hangul jamo) or beside punctuation (the danda in "}।"),
+# and words longer than its buffers ("s'" 80 times aborts it). The phonemizer splits such words and blanks
 # such codepoints before espeak-ng sees them (engine/piper/unicode_text.h);
 # this runs `etude phonemize` on each case under valgrind's memcheck, which
 # found them, and fails on any invalid read or write.
@@ -36,6 +37,8 @@ Price ০১২ and ੦੧ and ૦
 }।
 x -॥ and "։" and -෴
 "՝" and -௰ and "৴"
+s's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's's'
+日.&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
 CASES
 rm -f "${TMPDIR:-/tmp}/espeak_memory.$$"
 exit $status

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,40 @@ TEST(PiperUnicodeText, words_of_one_script_are_left_as_they_are) {
         EXPECT_EQ(separate_scripts(text, spaces), text);
         EXPECT_TRUE(spaces.empty()) << text;
     }
+}
+
+TEST(PiperUnicodeText, words_too_long_for_espeak_are_cut_between_characters) {
+    // "s'" 68 times aborts espeak-ng 1.51 (a stack overflow): no word it is
+    // given is longer than kEspeakMaxWordBytes.
+    std::string stacked;
+    for (int i = 0; i < 220; ++i) stacked += "s'";
+    std::vector<std::size_t> inserted;
+    const std::string out = separate_scripts("Say " + stacked + " twice", inserted);
+    std::size_t longest = 0, run = 0, spaces = 0;
+    for (const char c : out) {
+        run = c == ' ' ? 0 : run + 1;
+        longest = std::max(longest, run);
+        spaces += c == ' ';
+    }
+    EXPECT_EQ(longest, kEspeakMaxWordBytes);
+    EXPECT_EQ(spaces, 2 + inserted.size());
+    EXPECT_EQ(inserted.size(), 440 / kEspeakMaxWordBytes);
+    // Only spaces were put in, and each maps back into the input.
+    std::string without;
+    for (std::size_t i = 0; i < out.size(); ++i)
+        if (std::find(inserted.begin(), inserted.end(), i) == inserted.end()) without += out[i];
+    EXPECT_EQ(without, "Say " + stacked + " twice");
+    // A word of exactly the limit stays whole.
+    const std::string at_limit(kEspeakMaxWordBytes, 'a');
+    EXPECT_EQ(separate_scripts(at_limit, inserted), at_limit);
+    EXPECT_TRUE(inserted.empty());
+    // A combining mark stays with the letter before it: "e" and U+0301
+    // (two bytes), 30 times, are cut only before an "e".
+    std::string accents;
+    for (int i = 0; i < 30; ++i) accents += "e\u0301";
+    const std::string cut = separate_scripts(accents, inserted);
+    ASSERT_EQ(inserted.size(), 1u);
+    EXPECT_EQ(cut[inserted[0] + 1], 'e');
 }
 
 TEST(PiperUnicodeText, non_characters_become_spaces_of_the_same_length) {
