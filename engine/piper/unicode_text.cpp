@@ -120,6 +120,12 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         out += ' ';
         word_bytes = 0;
     };
+    // After white space, or where a word too long for espeak-ng is cut.
+    const auto new_word = [&] {
+        word_script = -1;
+        before = kSpace;
+        word_bytes = 0;
+    };
     for (std::size_t i = 0; i < text.size();) {
         const Utf8Codepoint c = utf8_codepoint_at(text, i);
         const std::string_view bytes = text.substr(i, c.bytes);
@@ -127,13 +133,10 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         const bool white = c.value == ' ' || (c.value >= '\t' && c.value <= '\r');
         if (!white && group != -2 && word_bytes > 0 && word_bytes + c.bytes > kEspeakMaxWordBytes) {
             space();  // a word too long for espeak-ng's buffers
-            word_script = -1;
-            before = kSpace;
+            new_word();
         }
         if (white) {
-            word_script = -1;
-            before = kSpace;
-            word_bytes = 0;
+            new_word();
         } else if (group >= 0) {
             // A letter: apart from a letter of another script, and, unless
             // its script takes signs and the word so far is its own, from a
