@@ -16,6 +16,8 @@ const char* to_string(BackendKind kind) {
             return "opencl";
         case BackendKind::Cuda:
             return "cuda";
+        case BackendKind::Vulkan:
+            return "vulkan";
     }
     return "?";
 }

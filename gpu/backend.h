@@ -1,6 +1,7 @@
 // One interface over every place the engine's heavy DSP can run: the CPU,
-// OpenCL devices (GPUs, or PoCL on the CPU) and CUDA GPUs. Each backend lives
-// in its own folder (gpu/cpu, gpu/opencl, gpu/cuda) and implements this
+// OpenCL devices (GPUs, or PoCL on the CPU), CUDA GPUs and Vulkan devices
+// (any vendor's GPU, or lavapipe on the CPU). Each backend lives in its own
+// folder (gpu/cpu, gpu/opencl, gpu/cuda, gpu/vulkan) and implements this
 // class; nothing outside gpu/ knows which one it talks to.
 //
 // Data: every buffer holds 32-bit floats; complex spectra are interleaved
@@ -25,7 +26,7 @@
 
 namespace etude::gpu {
 
-enum class BackendKind { Cpu, OpenCl, Cuda };
+enum class BackendKind { Cpu, OpenCl, Cuda, Vulkan };
 const char* to_string(BackendKind kind);
 
 struct DeviceInfo {
@@ -33,12 +34,13 @@ struct DeviceInfo {
     int index = 0;     // position among the devices of its backend
     std::string name;  // e.g. "NVIDIA H100 80GB HBM3", "pthread-Intel Xeon"
     std::string vendor;
-    std::string platform;           // OpenCL platform or "CUDA 13.0"
+    std::string platform;           // OpenCL platform, "CUDA 13.0" or "Vulkan 1.3.230"
     std::string driver;             // driver / runtime version
     std::size_t global_memory = 0;  // bytes
     int compute_units = 0;
     bool is_gpu = false;
-    std::vector<std::string> capabilities;  // e.g. "fft", "gemm", "profiling", "fp64"
+    std::vector<std::string> capabilities;  // e.g. "fft", "gemm", "profiling", "fp64";
+                                            // Vulkan: its type, "discrete", "integrated", "cpu"
 };
 
 class DeviceError : public std::runtime_error {
@@ -74,7 +76,9 @@ class DeviceBuffer {
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer();
 
-    void* handle() const { return handle_; }  // cl_mem, device pointer, or host pointer
+    void* handle() const {
+        return handle_;
+    }  // cl_mem, device pointer, vk::Allocation*, or host pointer
     std::size_t bytes() const { return bytes_; }
     std::size_t floats() const { return bytes_ / sizeof(float); }
     const char* tag() const { return tag_; }
@@ -107,8 +111,9 @@ class PinnedBuffer {
     std::size_t floats_ = 0;
 };
 
-// An in-order command queue (CUDA stream, OpenCL command queue; on the CPU
-// work runs at once). Created by Backend::create_queue(); owned.
+// An in-order command queue (CUDA stream, OpenCL command queue, a Vulkan
+// command buffer submitted on synchronize(); on the CPU work runs at once). Created by
+// Backend::create_queue(); owned.
 class Queue {
   public:
     virtual ~Queue() = default;

@@ -11,15 +11,23 @@
 
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/opencl/opencl_devices.h"
+#include "gpu/vulkan/vulkan_devices.h"
 
 namespace etude::gpu {
 namespace {
 
+// Best first (the reasons are in docs/backends.md): CUDA (cuBLAS and cuFFT),
+// then Vulkan GPUs (the vendors' main compute path on every desktop driver),
+// then OpenCL GPUs, then devices that run on the host's own cores (lavapipe,
+// PoCL), then the CPU backend. "auto" never uses the ones on the host's
+// cores (engine/device_choice.h); they are there to be named.
 int rank(const DeviceInfo& d) {
     if (d.kind == BackendKind::Cuda) return 0;
-    if (d.kind == BackendKind::OpenCl && d.is_gpu) return 1;
-    if (d.kind == BackendKind::OpenCl) return 2;
-    return 3;
+    if (d.kind == BackendKind::Vulkan && d.is_gpu) return 1;
+    if (d.kind == BackendKind::OpenCl && d.is_gpu) return 2;
+    if (d.kind == BackendKind::Vulkan) return 3;
+    if (d.kind == BackendKind::OpenCl) return 4;
+    return 5;
 }
 
 bool file_exists(const char* path) {
@@ -35,6 +43,8 @@ const char* kind_label(BackendKind k) {
             return "OpenCL";
         case BackendKind::Cuda:
             return "CUDA";
+        case BackendKind::Vulkan:
+            return "Vulkan";
     }
     return "?";
 }
@@ -42,9 +52,9 @@ const char* kind_label(BackendKind k) {
 }  // namespace
 
 BackendRequest parse_backend_request(const std::string& kind, int device) {
-    if (kind != "auto" && kind != "cpu" && kind != "cuda" && kind != "opencl")
+    if (kind != "auto" && kind != "cpu" && kind != "cuda" && kind != "opencl" && kind != "vulkan")
         throw std::invalid_argument("unknown backend '" + kind +
-                                    "' (choose auto, cpu, cuda or opencl)");
+                                    "' (choose auto, cpu, cuda, opencl or vulkan)");
     return {kind, device};
 }
 
@@ -142,6 +152,13 @@ std::shared_ptr<Backend> open_opencl(DeviceRegistry::Impl&, int index) {
     return std::shared_ptr<Backend>(open_opencl_device(index));
 }
 
+std::vector<DeviceInfo> detect_vulkan(DeviceRegistry::Impl&, std::vector<std::string>& notes) {
+    return list_vulkan_devices(notes);
+}
+std::shared_ptr<Backend> open_vulkan(DeviceRegistry::Impl&, int index) {
+    return std::shared_ptr<Backend>(open_vulkan_device(index));
+}
+
 std::vector<DeviceInfo> detect_cpu(DeviceRegistry::Impl&, std::vector<std::string>&) {
     return {shared_cpu_backend()->info()};
 }
@@ -154,6 +171,7 @@ std::shared_ptr<Backend> open_cpu(DeviceRegistry::Impl&, int) {
 const DeviceRegistry::Module DeviceRegistry::kModules[] = {
     {BackendKind::Cuda, "cuda", detect_cuda, open_cuda},
     {BackendKind::OpenCl, "opencl", detect_opencl, open_opencl},
+    {BackendKind::Vulkan, "vulkan", detect_vulkan, open_vulkan},
     {BackendKind::Cpu, "cpu", detect_cpu, open_cpu},
 };
 

@@ -3,12 +3,14 @@
 // Detection runs once per process: the CPU backend always; every OpenCL
 // platform/device (through the ICD loader); every CUDA device (through the
 // optional module libetude_cuda.so, loaded at run time so that a build or a
-// machine without CUDA still runs). Whatever goes wrong on the way (no
+// machine without CUDA still runs); every Vulkan device (through the system's
+// Vulkan loader, opened at run time for the same reason). Whatever goes wrong on the way (no
 // OpenCL platform, an ICD that fails to load, a CUDA driver older than the
 // toolkit, no GPU) becomes a one-line note, never an exception.
 //
-// Ranking: CUDA GPU, then OpenCL GPU, then OpenCL CPU (e.g. PoCL), then the
-// plain CPU. A request picks a kind (auto|cpu|cuda|opencl) and optionally a
+// Ranking: CUDA GPU, then Vulkan GPU, then OpenCL GPU, then the devices that
+// run on the host's cores (Vulkan's lavapipe, then OpenCL's PoCL), then the
+// plain CPU. A request picks a kind (auto|cpu|cuda|opencl|vulkan) and optionally a
 // device index within that kind; the environment variables ETUDE_BACKEND and
 // ETUDE_DEVICE apply when the request leaves them open.
 //
@@ -26,11 +28,11 @@
 namespace etude::gpu {
 
 struct BackendRequest {
-    std::string kind = "auto";  // "auto", "cpu", "cuda", "opencl"
+    std::string kind = "auto";  // "auto", "cpu", "cuda", "opencl", "vulkan"
     int device = -1;            // index within that kind; -1 = the best one
 };
 
-// Parses "auto|cpu|cuda|opencl"; throws std::invalid_argument naming the choices.
+// Parses "auto|cpu|cuda|opencl|vulkan"; throws std::invalid_argument naming the choices.
 BackendRequest parse_backend_request(const std::string& kind, int device = -1);
 // Fills the fields the request leaves open from ETUDE_BACKEND / ETUDE_DEVICE.
 BackendRequest with_environment(BackendRequest r);

@@ -43,6 +43,7 @@
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/opencl/opencl_devices.h"
 #include "gpu/registry.h"
+#include "gpu/vulkan/vulkan_devices.h"
 
 namespace etude::gpu {
 namespace {
@@ -61,7 +62,8 @@ struct Target {
 std::vector<Target> targets() {
     std::vector<Target> out;
     const auto& devices = DeviceRegistry::instance().devices();
-    for (BackendKind kind : {BackendKind::Cpu, BackendKind::OpenCl, BackendKind::Cuda}) {
+    for (BackendKind kind :
+         {BackendKind::Cpu, BackendKind::OpenCl, BackendKind::Cuda, BackendKind::Vulkan}) {
         bool any = false;
         for (const auto& d : devices)
             if (d.kind == kind) {
@@ -241,6 +243,17 @@ TEST_P(BackendParity, device_describes_itself) {
         ASSERT_GT(list.size(), static_cast<std::size_t>(info.index));
         EXPECT_EQ(list[info.index].name, info.name);
         EXPECT_THROW(open_opencl_device(static_cast<int>(list.size())), DeviceError);
+    } else if (kind_ == BackendKind::Vulkan) {
+        std::vector<std::string> notes;
+        const auto list = list_vulkan_devices(notes);
+        ASSERT_GT(list.size(), static_cast<std::size_t>(info.index));
+        EXPECT_EQ(list[info.index].name, info.name);
+        EXPECT_EQ(info.platform.rfind("Vulkan 1.", 0), 0u) << info.platform;
+        // Its type, which says whether "auto" may use it (a GPU) or not (lavapipe).
+        const bool typed = has("discrete") || has("integrated") || has("virtual") || has("cpu");
+        EXPECT_TRUE(typed);
+        EXPECT_EQ(info.is_gpu, !has("cpu"));
+        EXPECT_THROW(open_vulkan_device(static_cast<int>(list.size())), DeviceError);
     } else {
         EXPECT_TRUE(info.is_gpu);
         EXPECT_EQ(info.vendor, "NVIDIA");

@@ -50,11 +50,20 @@ TEST(DeviceRegistry, always_has_the_cpu_last_and_explains_what_is_missing) {
     ASSERT_FALSE(r.devices().empty());
     EXPECT_EQ(r.devices().back().kind, BackendKind::Cpu);
     for (std::size_t i = 1; i < r.devices().size(); ++i) {
-        // ranked: CUDA before OpenCL GPU before OpenCL CPU before plain CPU
+        // ranked: CUDA, Vulkan GPU, OpenCL GPU, Vulkan CPU (lavapipe), OpenCL
+        // CPU (PoCL), plain CPU
         auto rank = [](const DeviceInfo& d) {
-            return d.kind == BackendKind::Cuda     ? 0
-                   : d.kind == BackendKind::OpenCl ? (d.is_gpu ? 1 : 2)
-                                                   : 3;
+            switch (d.kind) {
+                case BackendKind::Cuda:
+                    return 0;
+                case BackendKind::Vulkan:
+                    return d.is_gpu ? 1 : 3;
+                case BackendKind::OpenCl:
+                    return d.is_gpu ? 2 : 4;
+                case BackendKind::Cpu:
+                    break;
+            }
+            return 5;
         };
         EXPECT_LE(rank(r.devices()[i - 1]), rank(r.devices()[i]));
     }

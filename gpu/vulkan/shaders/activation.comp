@@ -1,0 +1,17 @@
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "gpu/vulkan/shaders/element_launch.glsl"
+#include "gpu/kernels/kernel_bodies.h"
+
+layout(push_constant) uniform Args {
+    uint64_t x;
+    uint64_t y;
+    uint64_t n;
+    int op;
+    float alpha;
+} a;
+
+// x and y may be the same buffer: each element is read before it is written.
+void main() {
+    for (uint64_t i = first_index(); i < a.n; i += grid_stride()) activation_at(i, a.op, a.alpha, a.x, a.y);
+}

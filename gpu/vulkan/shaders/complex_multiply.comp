@@ -1,0 +1,15 @@
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "gpu/vulkan/shaders/element_launch.glsl"
+#include "gpu/kernels/kernel_bodies.h"
+
+layout(push_constant) uniform Args {
+    uint64_t x;  // a
+    uint64_t b;
+    uint64_t y;  // c
+    uint64_t n;  // complex values
+} a;
+
+void main() {
+    for (uint64_t i = first_index(); i < a.n; i += grid_stride()) complex_multiply_at(i, a.x, a.b, a.y);
+}

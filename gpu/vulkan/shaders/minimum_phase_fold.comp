@@ -1,0 +1,15 @@
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "gpu/vulkan/shaders/element_launch.glsl"
+#include "gpu/kernels/kernel_bodies.h"
+
+layout(push_constant) uniform Args {
+    uint64_t x;
+    uint64_t y;
+    uint64_t total;
+    int n;
+} a;
+
+void main() {
+    for (uint64_t i = first_index(); i < a.total; i += grid_stride()) minimum_phase_fold_at(i, a.n, a.x, a.y);
+}

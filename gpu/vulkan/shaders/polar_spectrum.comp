@@ -1,0 +1,17 @@
+#version 460
+#extension GL_GOOGLE_include_directive : require
+#include "gpu/vulkan/shaders/element_launch.glsl"
+#include "gpu/kernels/kernel_bodies.h"
+
+layout(push_constant) uniform Args {
+    uint64_t x;
+    uint64_t y;
+    uint64_t total;
+    int bins;
+    float max_magnitude;
+} a;
+
+void main() {
+    for (uint64_t i = first_index(); i < a.total; i += grid_stride())
+        polar_spectrum_at(i, a.bins, a.max_magnitude, a.x, a.y);
+}

@@ -1,0 +1,68 @@
+// The Vulkan backend's private state, shared by its three source files
+// (vulkan_backend.cpp, vulkan_ops.cpp, vulkan_fft.cpp) and nothing else.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "gpu/vulkan/vulkan_backend.h"
+#include "gpu/vulkan/vulkan_device.h"
+#include "gpu/vulkan/vulkan_memory.h"
+#include "gpu/vulkan/vulkan_pipelines.h"
+#include "gpu/vulkan/vulkan_queue.h"
+
+namespace etude::gpu {
+
+struct VulkanBackend::State {
+    State(const vk::PhysicalDevice& physical, DeviceInfo i)
+        : info(std::move(i)), device(physical), pipelines(device) {}
+    ~State() {
+        for (auto& [n, table] : twiddles) vk::free_buffer(device, table);
+    }
+
+    DeviceInfo info;
+    vk::Device device;  // declared before everything made from it
+    vk::Pipelines pipelines;
+
+    mutable std::mutex timing_mu;
+    std::map<std::string, KernelTiming> timings;
+
+    std::mutex fft_mu;
+    std::map<int, vk::Allocation*> twiddles;
+};
+
+// A DeviceBuffer's allocation on this backend.
+inline vk::Allocation& allocation_of(const DeviceBuffer& b) {
+    return *static_cast<vk::Allocation*>(b.handle());
+}
+
+template <class F>
+void VulkanBackend::guarded(F&& record) {
+    try {
+        record();
+    } catch (const OutOfMemory&) {
+        throw;  // recoverable: the caller trims a pool or falls back
+    } catch (const DeviceError& e) {
+        mark_failed(e.what());
+        throw;
+    }
+}
+
+// Element-wise shaders run 256 invocations per group (element_launch.glsl)
+// and at most 65535 groups, the least maxComputeWorkGroupCount[0] a device
+// may have; the shaders' grid-stride loops cover the rest.
+template <class Args>
+void VulkanBackend::launch(vk::CommandStream& s, vk::Kernel kernel, const Args& args,
+                           std::uint64_t n, const char* op) {
+    static_assert(sizeof(Args) <= vk::Pipelines::kPushBytes);
+    const std::uint64_t groups = std::min<std::uint64_t>((n + 255) / 256, 65535);
+    guarded([&] {
+        s.dispatch(kernel, &args, sizeof(Args),
+                   static_cast<std::uint32_t>(std::max<std::uint64_t>(groups, 1)), 1, op);
+    });
+}
+
+}  // namespace etude::gpu

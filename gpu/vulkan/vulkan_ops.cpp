@@ -1,0 +1,304 @@
+// The Vulkan backend's operations: each fills its shader's push-constant
+// block (the same fields, in the same order, as the `Args` block of
+// gpu/vulkan/shaders/NAME.comp: keep the two in step) and records one
+// dispatch. Arguments were checked by gpu::Backend before these run.
+#include <cstring>
+#include <vector>
+
+#include "gpu/kernels/kernel_bodies.h"
+#include "gpu/vulkan/vulkan_backend_state.h"
+
+namespace etude::gpu {
+namespace {
+
+using Address = std::uint64_t;
+
+Address address(const DeviceBuffer& b) {
+    return allocation_of(b).address;
+}
+
+int activation_code(Activation a) {
+    switch (a) {
+        case Activation::LeakyRelu:
+            return ETUDE_ACT_LEAKY_RELU;
+        case Activation::Gelu:
+            return ETUDE_ACT_GELU;
+        case Activation::Tanh:
+            return ETUDE_ACT_TANH;
+        case Activation::Exp:
+            return ETUDE_ACT_EXP;
+        case Activation::Sin:
+            return ETUDE_ACT_SIN;
+        case Activation::Cos:
+            return ETUDE_ACT_COS;
+    }
+    return -1;
+}
+
+struct ConvArgs {
+    Address x, w, bias, y;
+    std::uint64_t total;
+    std::int32_t has_bias, in_ch, out_ch, in_len, taps, stride, dilation, padding, groups, out_len,
+        transposed;
+};
+
+}  // namespace
+
+void VulkanBackend::copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset,
+                                        const float* src, std::size_t floats) {
+    auto& s = begin(q, "h2d");
+    guarded([&] {
+        s.upload(src, allocation_of(dst).buffer, dst_offset * sizeof(float),
+                 floats * sizeof(float));
+    });
+}
+
+void VulkanBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src,
+                                      std::size_t src_offset, std::size_t floats) {
+    auto& s = begin(q, "d2h");
+    guarded([&] {
+        s.download(allocation_of(src).buffer, src_offset * sizeof(float), dst,
+                   floats * sizeof(float));
+    });
+}
+
+void VulkanBackend::fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
+    auto& s = begin(q, "fill");
+    std::uint32_t pattern;
+    std::memcpy(&pattern, &value, sizeof pattern);
+    guarded([&] { s.fill(allocation_of(dst).buffer, floats * sizeof(float), pattern, "fill"); });
+}
+
+void VulkanBackend::activation_impl(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
+                                    std::size_t n, float alpha) {
+    const char* op = to_string(f);
+    auto& s = begin(q, op);
+    struct {
+        Address x, y;
+        std::uint64_t n;
+        std::int32_t op;
+        float alpha;
+    } args{address(x), address(y), n, activation_code(f), alpha};
+    launch(s, vk::Kernel::Activation, args, n, op);
+}
+
+void VulkanBackend::axpby_impl(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x,
+                               float beta, DeviceBuffer& y) {
+    auto& s = begin(q, "axpby");
+    struct {
+        Address x, y;
+        std::uint64_t n;
+        float alpha, beta;
+    } args{address(x), address(y), n, alpha, beta};
+    launch(s, vk::Kernel::Axpby, args, n, "axpby");
+}
+
+void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, int k,
+                              float alpha, const DeviceBuffer& a, int lda, const DeviceBuffer& b,
+                              int ldb, float beta, DeviceBuffer& c, int ldc) {
+    auto& s = begin(q, "gemm");
+    constexpr int kTile = 16;  // gemm.comp's TS
+    const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
+    if (col_groups > 65535)
+        throw std::invalid_argument("gemm: more than 1048560 columns on a Vulkan device");
+    struct {
+        Address a, b, c;
+        std::int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
+        float alpha, beta;
+    } args{address(a), address(b), address(c), trans_a, trans_b, m,   n,
+           k,          lda,        ldb,        ldc,     alpha,   beta};
+    const std::uint64_t row_groups =
+        std::min<std::uint64_t>((std::uint64_t(m) + kTile - 1) / kTile, 65535);
+    guarded([&] {
+        s.dispatch(vk::Kernel::Gemm, &args, sizeof args, std::uint32_t(col_groups),
+                   std::uint32_t(row_groups), "gemm");
+    });
+}
+
+void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuffer& x,
+                                const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
+    auto& s = begin(q, "conv1d");
+    const int out_len = sh.conv_out_length();
+    const std::uint64_t total = std::uint64_t(sh.batch) * sh.out_channels * out_len;
+    // Without a bias the shader still gets a valid address (see conv1d.comp).
+    const ConvArgs args{address(x),
+                        address(w),
+                        bias ? address(bias) : address(y),
+                        address(y),
+                        total,
+                        bias ? 1 : 0,
+                        sh.in_channels,
+                        sh.out_channels,
+                        sh.in_length,
+                        sh.kernel,
+                        sh.stride,
+                        sh.dilation,
+                        sh.padding,
+                        sh.groups,
+                        out_len,
+                        0};
+    launch(s, vk::Kernel::Conv1d, args, total, "conv1d");
+}
+
+void VulkanBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuffer& x,
+                                          const DeviceBuffer& w, const DeviceBuffer& bias,
+                                          DeviceBuffer& y) {
+    auto& s = begin(q, "conv_transpose1d");
+    const int out_len = sh.transpose_out_length();
+    const std::uint64_t total = std::uint64_t(sh.batch) * sh.out_channels * out_len;
+    const ConvArgs args{address(x),
+                        address(w),
+                        bias ? address(bias) : address(y),
+                        address(y),
+                        total,
+                        bias ? 1 : 0,
+                        sh.in_channels,
+                        sh.out_channels,
+                        sh.in_length,
+                        sh.kernel,
+                        sh.stride,
+                        sh.dilation,
+                        sh.padding,
+                        sh.groups,
+                        out_len,
+                        1};
+    launch(s, vk::Kernel::Conv1d, args, total, "conv_transpose1d");
+}
+
+void VulkanBackend::layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
+                                    const DeviceBuffer& gamma, const DeviceBuffer& beta,
+                                    DeviceBuffer& y) {
+    auto& s = begin(q, "layer_norm");
+    struct {
+        Address x, gamma, beta, y;
+        std::int32_t rows, cols;
+        float eps;
+    } args{address(x), address(gamma), address(beta), address(y), rows, cols, eps};
+    guarded([&] {
+        s.dispatch(vk::Kernel::LayerNorm, &args, sizeof args, std::uint32_t(std::min(rows, 65535)),
+                   1, "layer_norm");
+    });
+}
+
+void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
+                                   std::size_t src_offset, std::size_t src_stride,
+                                   DeviceBuffer& dst, std::size_t dst_offset,
+                                   std::size_t dst_stride) {
+    auto& s = begin(q, "copy_rows");
+    std::vector<VkBufferCopy> regions(static_cast<std::size_t>(rows));
+    for (int r = 0; r < rows; ++r)
+        regions[std::size_t(r)] = {(src_offset + std::size_t(r) * src_stride) * sizeof(float),
+                                   (dst_offset + std::size_t(r) * dst_stride) * sizeof(float),
+                                   std::size_t(cols) * sizeof(float)};
+    guarded([&] {
+        s.copy(allocation_of(src).buffer, allocation_of(dst).buffer, regions.data(),
+               static_cast<std::uint32_t>(regions.size()), "copy_rows");
+    });
+}
+
+void VulkanBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                   DeviceBuffer& y) {
+    auto& s = begin(q, "transpose");
+    const std::uint64_t total = std::uint64_t(rows) * cols;
+    struct {
+        Address x, y;
+        std::uint64_t total;
+        std::int32_t rows, cols;
+    } args{address(x), address(y), total, rows, cols};
+    launch(s, vk::Kernel::Transpose, args, total, "transpose");
+}
+
+void VulkanBackend::add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias,
+                                  bool per_row, DeviceBuffer& y) {
+    auto& s = begin(q, "add_bias");
+    const std::uint64_t total = std::uint64_t(rows) * cols;
+    struct {
+        Address bias, y;
+        std::uint64_t total;
+        std::int32_t cols, per_row;
+    } args{address(bias), address(y), total, cols, per_row ? 1 : 0};
+    launch(s, vk::Kernel::AddBias, args, total, "add_bias");
+}
+
+void VulkanBackend::polar_spectrum_impl(Queue& q, int frames, int bins, float max_magnitude,
+                                        const DeviceBuffer& x, DeviceBuffer& y) {
+    auto& s = begin(q, "polar_spectrum");
+    const std::uint64_t total = std::uint64_t(frames) * bins;
+    struct {
+        Address x, y;
+        std::uint64_t total;
+        std::int32_t bins;
+        float max_magnitude;
+    } args{address(x), address(y), total, bins, max_magnitude};
+    launch(s, vk::Kernel::PolarSpectrum, args, total, "polar_spectrum");
+}
+
+void VulkanBackend::frame_signal_impl(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
+                                      int n_frames, const DeviceBuffer& window,
+                                      DeviceBuffer& frames) {
+    auto& s = begin(q, "frame_signal");
+    const std::uint64_t total = std::uint64_t(n_fft) * n_frames;
+    struct {
+        Address signal, window, frames;
+        std::uint64_t total;
+        std::int32_t n_fft, hop;
+    } args{address(signal), address(window), address(frames), total, n_fft, hop};
+    launch(s, vk::Kernel::FrameSignal, args, total, "frame_signal");
+}
+
+void VulkanBackend::overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
+                                     int n_frames, const DeviceBuffer& window, DeviceBuffer& out) {
+    auto& s = begin(q, "overlap_add");
+    const std::uint64_t total = std::uint64_t(n_frames - 1) * hop + n_fft;
+    struct {
+        Address frames, window, out;
+        std::uint64_t total;
+        std::int32_t n_fft, hop, n_frames;
+    } args{address(frames), address(window), address(out), total, n_fft, hop, n_frames};
+    launch(s, vk::Kernel::OverlapAdd, args, total, "overlap_add");
+}
+
+void VulkanBackend::complex_multiply_impl(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
+                                          DeviceBuffer& c, std::size_t n) {
+    auto& s = begin(q, "complex_multiply");
+    struct {
+        Address a, b, c;
+        std::uint64_t n;
+    } args{address(a), address(b), address(c), n};
+    launch(s, vk::Kernel::ComplexMultiply, args, n, "complex_multiply");
+}
+
+void VulkanBackend::complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y,
+                                     std::size_t n) {
+    auto& s = begin(q, "complex_exp");
+    struct {
+        Address x, y;
+        std::uint64_t n;
+    } args{address(x), address(y), n};
+    launch(s, vk::Kernel::ComplexExp, args, n, "complex_exp");
+}
+
+void VulkanBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
+                                            DeviceBuffer& y) {
+    auto& s = begin(q, "minimum_phase_fold");
+    const std::uint64_t total = std::uint64_t(n) * batch;
+    struct {
+        Address x, y;
+        std::uint64_t total;
+        std::int32_t n;
+    } args{address(x), address(y), total, n};
+    launch(s, vk::Kernel::MinimumPhaseFold, args, total, "minimum_phase_fold");
+}
+
+void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
+                                    DeviceBuffer& y) {
+    auto& s = begin(q, "gated_tanh");
+    const std::uint64_t total = std::uint64_t(channels) * length;
+    struct {
+        Address x, y;
+        std::uint64_t total;
+    } args{address(x), address(y), total};
+    launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh");
+}
+
+}  // namespace etude::gpu

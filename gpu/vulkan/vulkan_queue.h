@@ -1,0 +1,90 @@
+// A gpu::Queue on a Vulkan device: one command buffer recorded op by op and
+// submitted when the queue synchronises, like an OpenCL in-order queue
+// whose flush waits for synchronize(). Commands run in order: each waits
+// for the memory written by the ones before it (a full compute and transfer
+// barrier between any two), which is what gpu::Backend's in-order queues
+// promise.
+//
+// Copies go through a staging arena of host-visible memory: an upload is
+// copied into it when it is recorded (so the caller's memory need only live
+// for the call), a download is copied out of it after the fence. Every
+// command is timed with timestamp queries where the queue supports them.
+// One thread at a time, as every gpu::Queue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "gpu/vulkan/vulkan_memory.h"
+#include "gpu/vulkan/vulkan_pipelines.h"
+
+namespace etude::gpu::vk {
+
+struct TimedCommand {
+    const char* name;
+    double ms;  // on the device; negative when it was not timed
+};
+
+class CommandStream final : public Queue {
+  public:
+    // Throws DeviceError (or OutOfMemory) if the command pool cannot be made.
+    CommandStream(Device& device, const Pipelines& pipelines);
+    ~CommandStream() override;
+
+    // Records a dispatch of `k` over groups_x * groups_y work-groups, with
+    // `args` (a push-constant block of at most Pipelines::kPushBytes) as
+    // its arguments; `op` names it in the timings.
+    void dispatch(Kernel k, const void* args, std::uint32_t bytes, std::uint32_t groups_x,
+                  std::uint32_t groups_y, const char* op);
+    void copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions, std::uint32_t count,
+              const char* op);
+    void fill(VkBuffer dst, VkDeviceSize bytes, std::uint32_t pattern, const char* op);
+    void upload(const void* src, VkBuffer dst, VkDeviceSize dst_offset, std::size_t bytes);
+    void download(VkBuffer src, VkDeviceSize src_offset, void* dst, std::size_t bytes);
+
+    // A device buffer of at least `bytes` for intermediate results (slot 0
+    // or 1), kept by the queue; a smaller one it replaces lives on until
+    // the next finish(), since recorded commands may still use it.
+    VkDeviceAddress scratch(int slot, std::size_t bytes);
+
+    // Submits what was recorded, waits for it, copies the downloads to the
+    // host and appends each command's time to `timings`. Throws DeviceError
+    // (VK_ERROR_DEVICE_LOST, a submission that fails); the queue is then
+    // unusable and says so on every later call.
+    void finish(std::vector<TimedCommand>& timings);
+
+  private:
+    void begin_command(const char* op);
+    void end_command();
+    [[noreturn]] void fail(VkResult r, const char* call);
+    void release() noexcept;  // the destructor's work, also for a failed constructor
+
+    Device& device_;
+    const Pipelines& pipelines_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    StagingArena staging_;
+    bool recording_ = false;
+    std::string broken_;  // why the queue can no longer be used
+    std::uint32_t commands_ = 0;
+    struct Command {
+        const char* name;
+        bool timed;
+    };
+    std::vector<Command> recorded_;
+    std::uint32_t timed_ = 0;
+    struct Download {
+        const unsigned char* from;
+        void* to;
+        std::size_t bytes;
+    };
+    std::vector<Download> downloads_;
+    Allocation* scratch_[2] = {nullptr, nullptr};
+    std::vector<Allocation*> retired_;
+};
+
+}  // namespace etude::gpu::vk
