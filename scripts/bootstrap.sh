@@ -28,6 +28,7 @@ packages=(
   libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
+  libvulkan-dev glslc spirv-tools        # Vulkan backend: loader and headers, shader compiler and validator
   libgtest-dev libbenchmark-dev time     # tests and benchmarks (time: peak-memory checks)
 )
 
@@ -37,6 +38,8 @@ packages=(
 # clang-format is the formatting check (style.clang_format); the espeak-ng
 # program is the independent reference of the Phonemes test (piper.phonemes).
 test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv espeak-ng)
+# lavapipe, Mesa's Vulkan driver on the CPU: the Vulkan backend's tests run on it.
+test_packages+=(mesa-vulkan-drivers)
 # The server tests (tests/server/): two instances behind HAProxy; curl fetches
 # from --http; a private avahi-daemon and D-Bus for --zeroconf, avahi-browse.
 test_packages+=(haproxy curl avahi-daemon avahi-utils dbus)

@@ -13,8 +13,8 @@
 // with W = exp(-2 pi i / n) (the conjugate for the inverse). Every power of
 // W is read from a table of the n roots computed in double precision on the
 // host, so the twiddles are exact to float rounding whatever the radix,
-// and any n works (a prime factor p costs p products per output; the host
-// picks 4s, then 2, 3, 5 and larger primes).
+// and any n works (a prime factor p costs p products per output;
+// fft_passes() below picks the radices).
 //
 // The first pass reads the transform's input and the last writes its
 // output, converting between layouts on the way (`load` and `store` are
@@ -32,6 +32,9 @@
 #define ETUDE_GPU_KERNELS_FFT_BODIES_H
 
 #include "gpu/kernels/kernel_dialect.h"
+#if !defined(__OPENCL_VERSION__) && !defined(VULKAN) && !defined(__CUDACC__)
+#include <vector>
+#endif
 
 #define ETUDE_FFT_COMPLEX 0
 #define ETUDE_FFT_REAL 1
@@ -96,6 +99,47 @@ ETUDE_BODY void fft_pass_at(etude_index gid, int n, int radix, int span, int loa
         ETUDE_AT(dst, at + 1) = im;
     }
 }
+
+// ---- host side: the passes a transform of length n runs ----
+#if !defined(__OPENCL_VERSION__) && !defined(VULKAN) && !defined(__CUDACC__)
+
+struct FftPass {
+    int radix, span, load, store;
+};
+
+// One pass per factor of n: 4s (half the passes of 2s for the same number of
+// products), then a 2, then odd primes ascending; n = 1 is one pass of radix
+// 1. The first pass loads the transform's input, the last stores its output.
+inline std::vector<FftPass> fft_passes(int n, bool forward) {
+    std::vector<int> radices;
+    for (int p : {4, 2})
+        while (n % p == 0) {
+            radices.push_back(p);
+            n /= p;
+        }
+    for (int p = 3; n > 1; p += 2)
+        while (n % p == 0) {
+            radices.push_back(p);
+            n /= p;
+        }
+    if (radices.empty()) radices.push_back(1);
+    std::vector<FftPass> passes;
+    int span = 1;
+    for (std::size_t i = 0; i < radices.size(); ++i) {
+        const bool first = i == 0, last = i + 1 == radices.size();
+        const int load = !first    ? ETUDE_FFT_COMPLEX
+                         : forward ? ETUDE_FFT_REAL
+                                   : ETUDE_FFT_HALF_SPECTRUM;
+        const int store = !last     ? ETUDE_FFT_COMPLEX
+                          : forward ? ETUDE_FFT_HALF_SPECTRUM
+                                    : ETUDE_FFT_REAL;
+        passes.push_back({radices[i], span, load, store});
+        span *= radices[i];
+    }
+    return passes;
+}
+
+#endif
 
 #if !defined(__OPENCL_VERSION__) && !defined(VULKAN)
 }  // namespace etude::gpu::bodies

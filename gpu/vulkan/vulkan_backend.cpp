@@ -76,7 +76,7 @@ void* VulkanBackend::raw_allocate(std::size_t bytes) {
 }
 
 void VulkanBackend::raw_free(void* handle) noexcept {
-    vk::free_buffer(s_->device, static_cast<vk::Allocation*>(handle));
+    s_->frees.free_later(static_cast<vk::Allocation*>(handle));
 }
 
 float* VulkanBackend::allocate_pinned(std::size_t floats) {
@@ -93,7 +93,7 @@ void VulkanBackend::free_pinned(float* p) noexcept {
 
 std::unique_ptr<Queue> VulkanBackend::create_queue() {
     std::unique_ptr<Queue> q;
-    guarded([&] { q = std::make_unique<vk::CommandStream>(s_->device, s_->pipelines); });
+    guarded([&] { q = std::make_unique<vk::CommandStream>(s_->device, s_->pipelines, s_->frees); });
     return q;
 }
 

@@ -18,7 +18,7 @@ namespace etude::gpu {
 
 struct VulkanBackend::State {
     State(const vk::PhysicalDevice& physical, DeviceInfo i)
-        : info(std::move(i)), device(physical), pipelines(device) {}
+        : info(std::move(i)), device(physical), pipelines(device), frees(device) {}
     ~State() {
         for (auto& [n, table] : twiddles) vk::free_buffer(device, table);
     }
@@ -26,6 +26,7 @@ struct VulkanBackend::State {
     DeviceInfo info;
     vk::Device device;  // declared before everything made from it
     vk::Pipelines pipelines;
+    vk::DeferredFrees frees;  // before the queues' users free anything into it
 
     mutable std::mutex timing_mu;
     std::map<std::string, KernelTiming> timings;

@@ -13,30 +13,6 @@
 #include "gpu/vulkan/vulkan_backend_state.h"
 
 namespace etude::gpu {
-namespace {
-
-// The radices of n's passes: 4s (half the passes of 2s for the same
-// products), then a 2, then odd primes ascending. n = 1 is one pass of radix 1.
-std::vector<int> fft_factors(int n) {
-    std::vector<int> f;
-    while (n % 4 == 0) {
-        f.push_back(4);
-        n /= 4;
-    }
-    while (n % 2 == 0) {
-        f.push_back(2);
-        n /= 2;
-    }
-    for (int p = 3; n > 1; p += 2)
-        while (n % p == 0) {
-            f.push_back(p);
-            n /= p;
-        }
-    if (f.empty()) f.push_back(1);
-    return f;
-}
-
-}  // namespace
 
 std::uint64_t VulkanBackend::twiddles(int n) {
     std::lock_guard lock(s_->fft_mu);
@@ -51,7 +27,7 @@ std::uint64_t VulkanBackend::twiddles(int n) {
     }
     vk::Allocation* made = vk::allocate_buffer(s_->device, roots.size() * sizeof(float), false);
     try {
-        vk::CommandStream upload(s_->device, s_->pipelines);
+        vk::CommandStream upload(s_->device, s_->pipelines, s_->frees);
         upload.upload(roots.data(), made->buffer, 0, roots.size() * sizeof(float));
         std::vector<vk::TimedCommand> ignored;
         upload.finish(ignored);
@@ -75,29 +51,22 @@ void VulkanBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
     guarded([&] {
         args.twiddles = twiddles(n);
         args.total = std::uint64_t(n) * batch;
-        const std::vector<int> radices = fft_factors(n);
-        const std::size_t passes = radices.size();
+        const std::vector<bodies::FftPass> passes = bodies::fft_passes(n, forward);
         const std::size_t scratch_bytes = args.total * 2 * sizeof(float);
         std::uint64_t scratch[2] = {0, 0};
-        if (passes > 1) scratch[0] = s.scratch(0, scratch_bytes);
-        if (passes > 2) scratch[1] = s.scratch(1, scratch_bytes);
+        if (passes.size() > 1) scratch[0] = s.scratch(0, scratch_bytes);
+        if (passes.size() > 2) scratch[1] = s.scratch(1, scratch_bytes);
         args.n = n;
         args.inverse = forward ? 0 : 1;
         args.scale = 1.0f / static_cast<float>(n);
-        args.span = 1;
-        for (std::size_t i = 0; i < passes; ++i) {
-            const bool first = i == 0, last = i + 1 == passes;
-            args.radix = radices[i];
-            args.in = first ? allocation_of(in).address : scratch[(i - 1) % 2];
-            args.out = last ? allocation_of(out).address : scratch[i % 2];
-            args.load = !first    ? ETUDE_FFT_COMPLEX
-                        : forward ? ETUDE_FFT_REAL
-                                  : ETUDE_FFT_HALF_SPECTRUM;
-            args.store = !last     ? ETUDE_FFT_COMPLEX
-                         : forward ? ETUDE_FFT_HALF_SPECTRUM
-                                   : ETUDE_FFT_REAL;
+        for (std::size_t i = 0; i < passes.size(); ++i) {
+            args.radix = passes[i].radix;
+            args.span = passes[i].span;
+            args.load = passes[i].load;
+            args.store = passes[i].store;
+            args.in = i == 0 ? allocation_of(in).address : scratch[(i - 1) % 2];
+            args.out = i + 1 == passes.size() ? allocation_of(out).address : scratch[i % 2];
             launch(s, vk::Kernel::FftPass, args, args.total, op);
-            args.span *= args.radix;
         }
     });
 }

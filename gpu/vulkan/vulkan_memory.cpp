@@ -76,6 +76,41 @@ void free_buffer(Device& device, Allocation* a) noexcept {
     delete a;
 }
 
+DeferredFrees::~DeferredFrees() {
+    for (const Pending& p : pending_) free_buffer(device_, p.allocation);
+}
+
+std::uint64_t DeferredFrees::open_batch() {
+    std::lock_guard lock(mu_);
+    open_.push_back(next_);
+    return next_++;
+}
+
+void DeferredFrees::close_batch(std::uint64_t batch) {
+    std::lock_guard lock(mu_);
+    open_.erase(std::remove(open_.begin(), open_.end(), batch), open_.end());
+    collect();
+}
+
+void DeferredFrees::free_later(Allocation* a) {
+    if (!a) return;
+    std::lock_guard lock(mu_);
+    pending_.push_back({a, next_ - 1});
+    collect();
+}
+
+void DeferredFrees::collect() {
+    // Batches are numbered in the order they open, so a buffer is free of
+    // use once no batch numbered at or below its newest one is still open.
+    std::uint64_t oldest_open = UINT64_MAX;
+    for (std::uint64_t b : open_) oldest_open = std::min(oldest_open, b);
+    std::erase_if(pending_, [&](const Pending& p) {
+        if (p.newest_batch >= oldest_open) return false;
+        free_buffer(device_, p.allocation);
+        return true;
+    });
+}
+
 StagingArena::~StagingArena() {
     for (Allocation* c : chunks_) free_buffer(device_, c);
 }

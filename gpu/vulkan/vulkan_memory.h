@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "gpu/vulkan/vulkan_device.h"
@@ -26,6 +28,37 @@ struct Allocation {
 // allocation may be), DeviceError for any other failure.
 Allocation* allocate_buffer(Device& device, std::size_t bytes, bool host_visible);
 void free_buffer(Device& device, Allocation* a) noexcept;
+
+// Frees that wait for the device. A Vulkan buffer must outlive every
+// command that uses it, but gpu::Backend lets a caller free a buffer as soon
+// as its last operation is queued (OpenCL and CUDA keep it alive until
+// then); here commands run only when their queue synchronises. So each
+// queue's batch of commands is numbered when its recording starts, and a
+// freed buffer is destroyed only once every batch that was open when it was
+// freed has finished (or been dropped). Thread-safe.
+class DeferredFrees {
+  public:
+    explicit DeferredFrees(Device& device) : device_(device) {}
+    ~DeferredFrees();  // frees everything: the device is idle by then
+    DeferredFrees(const DeferredFrees&) = delete;
+    DeferredFrees& operator=(const DeferredFrees&) = delete;
+
+    std::uint64_t open_batch();
+    void close_batch(std::uint64_t batch);
+    void free_later(Allocation* a);
+
+  private:
+    void collect();  // with mu_ held
+    Device& device_;
+    std::mutex mu_;
+    std::uint64_t next_ = 1;
+    std::vector<std::uint64_t> open_;  // batches recording or running
+    struct Pending {
+        Allocation* allocation;
+        std::uint64_t newest_batch;  // the newest batch that may use it
+    };
+    std::vector<Pending> pending_;
+};
 
 // Host-visible chunks handed out front to back while a queue records, and
 // reused from the start after the queue has synchronised. Not thread-safe:

@@ -13,8 +13,8 @@ constexpr std::uint64_t kFenceTimeoutNs = 20'000'000'000ull;
 
 }  // namespace
 
-CommandStream::CommandStream(Device& device, const Pipelines& pipelines)
-    : device_(device), pipelines_(pipelines), staging_(device) {
+CommandStream::CommandStream(Device& device, const Pipelines& pipelines, DeferredFrees& frees)
+    : device_(device), pipelines_(pipelines), frees_(frees), staging_(device) {
     const DeviceApi& fn = device.fn();
     VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
@@ -58,6 +58,9 @@ void CommandStream::release() noexcept {
     // Nothing may still run on the device when its objects go: wait for a
     // submission that a failed finish() left behind.
     if (fence_ && !broken_.empty()) fn.vkDeviceWaitIdle(device_.handle());
+    // A batch recorded but never submitted used nothing.
+    if (batch_) frees_.close_batch(batch_);
+    batch_ = 0;
     for (Allocation* a : scratch_) free_buffer(device_, a);
     for (Allocation* a : retired_) free_buffer(device_, a);
     scratch_[0] = scratch_[1] = nullptr;
@@ -84,6 +87,7 @@ void CommandStream::begin_command(const char* op) {
         const VkResult r = fn.vkBeginCommandBuffer(cb_, &begin);
         if (r != VK_SUCCESS) fail(r, "vkBeginCommandBuffer");
         if (queries_) fn.vkCmdResetQueryPool(cb_, queries_, 0, 2 * kTimedCommands);
+        batch_ = frees_.open_batch();
         recording_ = true;
         commands_ = 0;
         timed_ = 0;
@@ -186,6 +190,8 @@ void CommandStream::finish(std::vector<TimedCommand>& timings) {
     if (r != VK_SUCCESS) fail(r, "vkWaitForFences");
     fn.vkResetFences(device_.handle(), 1, &fence_);
     recording_ = false;
+    frees_.close_batch(batch_);
+    batch_ = 0;
 
     for (const Download& d : downloads_) std::memcpy(d.to, d.from, d.bytes);
     downloads_.clear();

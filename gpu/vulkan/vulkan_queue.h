@@ -30,7 +30,7 @@ struct TimedCommand {
 class CommandStream final : public Queue {
   public:
     // Throws DeviceError (or OutOfMemory) if the command pool cannot be made.
-    CommandStream(Device& device, const Pipelines& pipelines);
+    CommandStream(Device& device, const Pipelines& pipelines, DeferredFrees& frees);
     ~CommandStream() override;
 
     // Records a dispatch of `k` over groups_x * groups_y work-groups, with
@@ -63,6 +63,8 @@ class CommandStream final : public Queue {
 
     Device& device_;
     const Pipelines& pipelines_;
+    DeferredFrees& frees_;
+    std::uint64_t batch_ = 0;  // the batch being recorded (frees_), 0 when none
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cb_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;

@@ -731,6 +731,26 @@ TEST_P(BackendParity, bad_arguments_are_rejected_before_anything_runs) {
     EXPECT_EQ(dev_->health(), Health::Ok);
 }
 
+// gpu::Backend lets a buffer go as soon as its last operation is queued
+// (OpenCL and CUDA keep the memory until then). On Vulkan, where a queue runs
+// only when it synchronises, freeing it there and then would let the device
+// read freed memory.
+TEST_P(BackendParity, a_buffer_freed_after_its_last_op_is_queued_still_feeds_that_op) {
+    const auto values = random_vector(4096, 1050);
+    auto y = output(values.size());
+    {
+        DeviceBuffer x = dev_->allocate(values.size(), "freed early");
+        dev_->copy_to_device(*dq_, x, 0, values.data(), values.size());
+        dev_->activation(*dq_, Activation::Tanh, x, y.dev, values.size(), 0.0f);
+    }  // x is freed here, before the queue synchronises
+    // New memory of the same size, written at once, may reuse x's.
+    DeviceBuffer other = dev_->allocate(values.size(), "reuse");
+    dev_->fill(*dq_, other, -7.0f, values.size());
+    const auto x = upload(values);
+    ref_.activation(*rq_, Activation::Tanh, x.ref, y.ref, values.size(), 0.0f);
+    expect_close("tanh of a buffer freed before synchronize()", y, tol_.elementwise);
+}
+
 TEST_P(BackendParity, kernel_timings_are_recorded_per_op_under_the_cpu_names) {
     dev_->reset_timings();
     const auto a = upload(random_vector(64 * 64, 1100));

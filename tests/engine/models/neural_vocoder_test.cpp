@@ -169,7 +169,7 @@ TEST(NeuralVocoderContext, context_is_exactly_the_receptive_field) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, NeuralVocoder,
                          ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
-                                           gpu::BackendKind::Cuda),
+                                           gpu::BackendKind::Cuda, gpu::BackendKind::Vulkan),
                          [](const auto& info) { return std::string(gpu::to_string(info.param)); });
 
 // The front end named by a converted model's metadata (engine::log_mel_config)

@@ -228,7 +228,7 @@ TEST_P(VitsParity, voice_render_matches_pytorch_within_1e4) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, VitsParity,
                          ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
-                                           gpu::BackendKind::Cuda),
+                                           gpu::BackendKind::Cuda, gpu::BackendKind::Vulkan),
                          [](const auto& info) { return std::string(gpu::to_string(info.param)); });
 
 TEST(VitsTextToLatent, ids_speakers_and_scales_out_of_range_are_refused) {
