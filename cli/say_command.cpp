@@ -121,6 +121,9 @@ void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool fi
     sum.reduced_tier_blocks += total.reduced_tier_blocks;
     sum.blocks_gpu += total.blocks_gpu;
     sum.gpu_failures += total.gpu_failures;
+    sum.mel_chunks_gpu += total.mel_chunks_gpu;
+    sum.mel_chunks_cpu += total.mel_chunks_cpu;
+    sum.mel_chunks_phase += total.mel_chunks_phase;
     total = std::move(sum);
 }
 
@@ -143,6 +146,22 @@ void print_gpu_stats(const engine::StreamStats& s, const engine::StreamOptions& 
     } else {
         std::fprintf(stderr, "  spectral vocoder on the CPU (%s)\n", s.gpu_note.c_str());
     }
+}
+
+// A Piper voice's decoder: which tier made its chunks, and on which device.
+void print_decoder_stats(const engine::StreamStats& s) {
+    if (s.gpu_device.empty())
+        std::fprintf(stderr, "  decoder: %llu chunks on the CPU (%s)\n",
+                     static_cast<unsigned long long>(s.mel_chunks_cpu),
+                     s.gpu_note.empty() ? "no GPU tier" : s.gpu_note.c_str());
+    else
+        std::fprintf(stderr,
+                     "  decoder: %llu chunks on %s, %llu on the CPU, %llu device failures%s%s\n",
+                     static_cast<unsigned long long>(s.mel_chunks_gpu), s.gpu_device.c_str(),
+                     static_cast<unsigned long long>(s.mel_chunks_cpu),
+                     static_cast<unsigned long long>(s.gpu_failures),
+                     s.gpu_disabled ? " (GPU now off)" : "",
+                     s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
 }
 
 bool write_raw(std::span<const float> samples) {
@@ -259,7 +278,13 @@ int run_say(const CommandLine& args) {
     }
     if (opts.vocoder == "spectral") {
         // Fail early and clearly on a device that does not exist.
-        gpu::DeviceRegistry::instance().resolve(gpu::with_environment({opts.backend, opts.device}));
+        const auto request = gpu::with_environment({opts.backend, opts.device});
+        gpu::DeviceRegistry::instance().resolve(request);
+        // A device named explicitly makes the blocks from the first one, so
+        // wait for it to be ready (as etude jack does); otherwise a short
+        // text is over before a cold device has built its state, and the
+        // named device never shows at work.
+        opts.wait_for_device = request.kind != "auto" || request.device >= 0;
     }
     // Without --rate: the voice's own rate.
     if (piper) opts.sample_rate = 0;
@@ -412,6 +437,7 @@ int run_say(const CommandLine& args) {
     if (args.flag("--stats")) {
         print_stats(stats, rate);
         if (stats.vocoder == "spectral") print_gpu_stats(stats, opts);
+        if (stats.vocoder == "vits") print_decoder_stats(stats);
     }
     return 0;
 }

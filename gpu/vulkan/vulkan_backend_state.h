@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -18,7 +19,14 @@ namespace etude::gpu {
 
 struct VulkanBackend::State {
     State(const vk::PhysicalDevice& physical, DeviceInfo i)
-        : info(std::move(i)), device(physical), pipelines(device), frees(device) {}
+        : info(std::move(i)), device(physical), pipelines(device), frees(device) {
+        // GEMM in shared-memory tiles on GPUs, one invocation per element on
+        // the host's cores (gemm_direct.comp says why); the two sum in one
+        // order. ETUDE_VULKAN_GEMM=tiled|direct picks one, so that the tests
+        // run the GPUs' path on lavapipe too.
+        const char* gemm = std::getenv("ETUDE_VULKAN_GEMM");
+        tiled_gemm = gemm && *gemm ? std::string(gemm) == "tiled" : info.is_gpu;
+    }
     ~State() {
         for (auto& [n, table] : twiddles) vk::free_buffer(device, table);
     }
@@ -27,6 +35,8 @@ struct VulkanBackend::State {
     vk::Device device;  // declared before everything made from it
     vk::Pipelines pipelines;
     vk::DeferredFrees frees;  // before the queues' users free anything into it
+
+    bool tiled_gemm = true;
 
     mutable std::mutex timing_mu;
     std::map<std::string, KernelTiming> timings;

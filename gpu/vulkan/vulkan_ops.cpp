@@ -97,16 +97,22 @@ void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n
                               float alpha, const DeviceBuffer& a, int lda, const DeviceBuffer& b,
                               int ldb, float beta, DeviceBuffer& c, int ldc) {
     auto& s = begin(q, "gemm");
-    constexpr int kTile = 16;  // gemm.comp's TS
-    const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
-    if (col_groups > 65535)
-        throw std::invalid_argument("gemm: more than 1048560 columns on a Vulkan device");
     struct {
         Address a, b, c;
         std::int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
         float alpha, beta;
     } args{address(a), address(b), address(c), trans_a, trans_b, m,   n,
            k,          lda,        ldb,        ldc,     alpha,   beta};
+    // On the host's cores (lavapipe) barriers cost more than the loads that
+    // tiles save: there, one invocation per element, in the same order.
+    if (!s_->tiled_gemm) {
+        launch(s, vk::Kernel::GemmDirect, args, std::uint64_t(m) * n, "gemm");
+        return;
+    }
+    constexpr int kTile = 16;  // gemm.comp's TS
+    const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
+    if (col_groups > 65535)
+        throw std::invalid_argument("gemm: more than 1048560 columns on a Vulkan device");
     const std::uint64_t row_groups =
         std::min<std::uint64_t>((std::uint64_t(m) + kTile - 1) / kTile, 65535);
     guarded([&] {

@@ -35,6 +35,8 @@ const char* shader_name(Kernel k) {
             return "transpose";
         case Kernel::Gemm:
             return "gemm";
+        case Kernel::GemmDirect:
+            return "gemm_direct";
         case Kernel::LayerNorm:
             return "layer_norm";
         case Kernel::Count:

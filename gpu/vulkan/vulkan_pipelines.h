@@ -37,6 +37,7 @@ enum class Kernel {
     FftPass,
     Transpose,
     Gemm,
+    GemmDirect,
     LayerNorm,
     Count
 };

@@ -58,6 +58,12 @@ bool have_opencl() {
     return false;
 }
 
+bool have_device(const std::string& kind) {
+    for (const auto& d : gpu::DeviceRegistry::instance().devices())
+        if (gpu::to_string(d.kind) == kind) return true;
+    return false;
+}
+
 std::vector<float> offline(const std::string& name, const Mel& mel) {
     auto model = NeuralModel::load(kData + name + ".lef", gpu::shared_cpu_backend());
     return model->vocode(mel.values, mel.frames);
@@ -223,20 +229,23 @@ TEST_P(MelStream, tiers_switch_without_losing_the_timeline) {
 INSTANTIATE_TEST_SUITE_P(Models, MelStream, ::testing::Values("hifigan_v1", "vocos"));
 
 // A GPU tier that fails: the CPU model remakes each failed chunk from the same
-// state, so the output is still exact, and every failure is counted.
-TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
-    if (!have_opencl()) GTEST_SKIP() << "no OpenCL device to fail";
+// state, so the output is still exact, and every failure is counted. On
+// every kind of device backend (OpenCL on PoCL, Vulkan on lavapipe here).
+class MelStreamDeviceFaults : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MelStreamDeviceFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
+    if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device to fail";
     const Mel mel = load_mel("hifigan_v1");
     const auto want = offline("hifigan_v1", mel);
     MelSchedulerOptions mo;
     mo.model_path = kData + "hifigan_v1.lef";
-    mo.backend = "opencl";
+    mo.backend = GetParam();
     mo.allow_phase_fallback = false;
     MelScheduler sched(mo);
     // The scheduler's device (the registry shares it): fail the first op of
     // two chunks in mid-stream, where the GPU's runner holds state and the
     // chunk makes audio.
-    const auto device = open_model_backend("opencl", -1);
+    const auto device = open_model_backend(GetParam(), -1);
     std::vector<float> got;
     int fell_back = 0;
     for (int f0 = 0, i = 0; f0 < mel.frames; f0 += 4, ++i) {
@@ -260,6 +269,9 @@ TEST(MelStreamFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
     EXPECT_FALSE(s.gpu_disabled);
     EXPECT_GT(s.chunks[0], 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, MelStreamDeviceFaults, ::testing::Values("opencl", "vulkan"),
+                         [](const auto& info) { return info.param; });
 
 // A device error at any point while the stream is being made (loading the
 // weights, preparing the layers' streaming state, calibrating) turns the GPU

@@ -143,9 +143,9 @@ double phase_gain(std::size_t n) {
     return worst;
 }
 
-std::shared_ptr<gpu::Backend> opencl_or_skip(std::string& why) {
+std::shared_ptr<gpu::Backend> device_or_skip(const std::string& kind, std::string& why) {
     try {
-        return gpu::DeviceRegistry::instance().open({"opencl", -1});
+        return gpu::DeviceRegistry::instance().open({kind, -1});
     } catch (const std::exception& e) {
         why = e.what();
         return nullptr;
@@ -230,18 +230,28 @@ TEST(SpectralVocoder, chunked_rendering_equals_whole_rendering_within_float_roun
     }
 }
 
-TEST(SpectralVocoder, opencl_matches_cpu_within_tolerance) {
+// The device tests below run on every kind of device backend (OpenCL on
+// PoCL and Vulkan on lavapipe here), each skipping where it has no device.
+class SpectralDevice : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        if (!device_or_skip(GetParam(), why))
+            GTEST_SKIP() << "no " << GetParam() << " device: " << why;
+    }
+};
+
+TEST_P(SpectralDevice, vocoder_matches_cpu_within_tolerance) {
     std::string why;
-    auto cl = opencl_or_skip(why);
-    if (!cl) GTEST_SKIP() << "no OpenCL device: " << why;
+    auto device = device_or_skip(GetParam(), why);
     const auto& voice = FliteVoice::load("slt");
     const AcousticFrames f = voice.analyse(kText);
     const auto cpu =
         spectral_render(gpu::DeviceRegistry::instance().cpu(), f, voice.vocoder_config(), 16);
-    const auto ocl = spectral_render(cl, f, voice.vocoder_config(), 16);
-    ASSERT_EQ(ocl.size(), cpu.size());
-    const double d = max_rel_diff(cpu, ocl);
-    std::printf("[spectral] OpenCL vs CPU: max |diff| = %.2e of peak\n", d);
+    const auto on_device = spectral_render(device, f, voice.vocoder_config(), 16);
+    ASSERT_EQ(on_device.size(), cpu.size());
+    const double d = max_rel_diff(cpu, on_device);
+    std::printf("[spectral] %s vs CPU: max |diff| = %.2e of peak\n", GetParam().c_str(), d);
     EXPECT_LT(d, 1e-3);  // float FFTs and GEMMs on different hardware paths
 }
 
@@ -281,12 +291,10 @@ std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
 
 }  // namespace
 
-TEST(SpectralEngine, runs_on_the_gpu_processor_and_matches_the_cpu) {
-    std::string why;
-    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+TEST_P(SpectralDevice, engine_runs_on_the_gpu_processor_and_matches_the_cpu) {
     engine::Engine e;
     engine::StreamStats cl_stats, cpu_stats;
-    const auto on_cl = offline(e, spectral_options("opencl"), &cl_stats);
+    const auto on_cl = offline(e, spectral_options(GetParam()), &cl_stats);
     const auto on_cpu = offline(e, spectral_options("cpu"), &cpu_stats);
     EXPECT_GT(cl_stats.blocks_gpu, 0u) << cl_stats.gpu_note;
     EXPECT_EQ(cpu_stats.blocks_gpu, 0u);
@@ -294,14 +302,12 @@ TEST(SpectralEngine, runs_on_the_gpu_processor_and_matches_the_cpu) {
     EXPECT_LT(max_rel_diff(on_cpu, on_cl), 1e-3);
 }
 
-TEST(SpectralEngine, device_failures_out_of_memory_and_lateness_are_covered_by_the_cpu) {
-    std::string why;
-    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+TEST_P(SpectralDevice, engine_device_failures_out_of_memory_and_lateness_are_covered_by_the_cpu) {
     engine::Engine e;
     const auto reference = offline(e, spectral_options("cpu"));
     for (auto kind :
          {gpu::GpuFault::KernelFailure, gpu::GpuFault::OutOfMemory, gpu::GpuFault::Late}) {
-        const auto o = spectral_options("opencl");
+        const auto o = spectral_options(GetParam());
         engine::StreamStats st;
         // Late: two ops 100 ms late each, past the 150 ms budget.
         const auto out = offline(e, o, &st, {kind, 2, 100.0});
@@ -320,13 +326,11 @@ TEST(SpectralEngine, device_failures_out_of_memory_and_lateness_are_covered_by_t
     }
 }
 
-TEST(SpectralEngine, repeated_failures_turn_the_gpu_off_and_speech_continues) {
-    std::string why;
-    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+TEST_P(SpectralDevice, engine_repeated_failures_turn_the_gpu_off_and_speech_continues) {
     engine::Engine e;
     engine::StreamStats st;
     const auto out =
-        offline(e, spectral_options("opencl"), &st, {gpu::GpuFault::KernelFailure, 1000, 0});
+        offline(e, spectral_options(GetParam()), &st, {gpu::GpuFault::KernelFailure, 1000, 0});
     const auto reference = offline(e, spectral_options("cpu"));
     ASSERT_EQ(out.size(), reference.size());
     EXPECT_TRUE(st.gpu_disabled);
@@ -334,9 +338,7 @@ TEST(SpectralEngine, repeated_failures_turn_the_gpu_off_and_speech_continues) {
     EXPECT_EQ(st.underruns, 0u);
 }
 
-TEST(SpectralEngine, streams_on_one_device_share_its_batches) {
-    std::string why;
-    if (!opencl_or_skip(why)) GTEST_SKIP() << "no OpenCL device: " << why;
+TEST_P(SpectralDevice, engine_streams_on_one_device_share_its_batches) {
     engine::Engine e;
     const auto reference = offline(e, spectral_options("cpu"));
     constexpr int kStreams = 4;
@@ -345,7 +347,7 @@ TEST(SpectralEngine, streams_on_one_device_share_its_batches) {
     std::vector<std::thread> threads;
     for (int i = 0; i < kStreams; ++i)
         threads.emplace_back(
-            [&, i] { outs[i] = offline(e, spectral_options("opencl"), &stats[i]); });
+            [&, i] { outs[i] = offline(e, spectral_options(GetParam()), &stats[i]); });
     for (auto& t : threads) t.join();
     for (int i = 0; i < kStreams; ++i) {
         ASSERT_EQ(outs[i].size(), reference.size()) << i;
@@ -360,3 +362,6 @@ TEST(SpectralEngine, streams_on_one_device_share_its_batches) {
         (unsigned long long)stats[0].gpu_batches);
     EXPECT_GT(largest, 1u) << "concurrent streams never shared a launch";
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, SpectralDevice, ::testing::Values("opencl", "vulkan"),
+                         [](const auto& info) { return info.param; });
