@@ -1,4 +1,5 @@
 // etude voices / etude devices: what the engine and the machine offer.
+#include <algorithm>
 #include <cstdio>
 
 #include "audio-io/portaudio_output.h"
@@ -92,8 +93,8 @@ int devices_command(int argc, char** argv) {
     return run_command("devices", [&] {
         CommandLine args(
             "etude devices [--calibrate]",
-            "Lists the compute devices (CUDA, OpenCL, CPU; best first, with the reason\n"
-            "for anything missing, and what --backend auto picks), then the PortAudio\n"
+            "Lists the compute devices (CUDA, Vulkan, OpenCL, CPU; best first, with the\n"
+            "reason for anything missing, and what --backend auto picks), then the PortAudio\n"
             "host APIs and audio output devices; '*' marks the default output. Use an\n"
             "output's index or part of its name with 'etude say --play --device DEV'.");
         args.flag(
@@ -104,11 +105,24 @@ int devices_command(int argc, char** argv) {
         if (!args.parse(argc, argv)) return 0;
         auto& reg = gpu::DeviceRegistry::instance();
         std::puts("compute devices (best first):");
-        for (const auto& d : reg.devices())
+        for (const auto& d : reg.devices()) {
+            const double gib = static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0);
+            if (d.kind == gpu::BackendKind::Vulkan) {
+                // Vulkan does not count compute units; its type says what it is.
+                std::string type = "unknown type";
+                for (const char* t : {"discrete", "integrated", "virtual", "cpu"})
+                    if (std::find(d.capabilities.begin(), d.capabilities.end(), t) !=
+                        d.capabilities.end())
+                        type = t;
+                std::printf("  %-6s %d: %s [%s, %s; driver %s] %.1f GiB\n", gpu::to_string(d.kind),
+                            d.index, d.name.c_str(), d.platform.c_str(), type.c_str(),
+                            d.driver.c_str(), gib);
+                continue;
+            }
             std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", gpu::to_string(d.kind),
                         d.index, d.name.c_str(), d.platform.c_str(), d.is_gpu ? ", GPU" : "",
-                        d.compute_units,
-                        static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0));
+                        d.compute_units, gib);
+        }
         for (const auto& n : reg.notes()) std::printf("  note: %s\n", n.c_str());
         // The GPU tier that streams get with --backend auto (engine/device_choice.h).
         try {

@@ -238,8 +238,7 @@ int jack_command(int argc, char** argv) {
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, GPU-capable)")
             .option("--backend", "NAME",
                     "for --vocoder spectral and Piper voices: auto (default: a GPU if there is "
-                    "one), cpu, "
-                    "cuda, opencl")
+                    "one), cpu, cuda, vulkan, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')");

@@ -155,13 +155,12 @@ void print_decoder_stats(const engine::StreamStats& s) {
                      static_cast<unsigned long long>(s.mel_chunks_cpu),
                      s.gpu_note.empty() ? "no GPU tier" : s.gpu_note.c_str());
     else
-        std::fprintf(stderr,
-                     "  decoder: %llu chunks on %s, %llu on the CPU, %llu device failures%s%s\n",
-                     static_cast<unsigned long long>(s.mel_chunks_gpu), s.gpu_device.c_str(),
-                     static_cast<unsigned long long>(s.mel_chunks_cpu),
-                     static_cast<unsigned long long>(s.gpu_failures),
-                     s.gpu_disabled ? " (GPU now off)" : "",
-                     s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
+        std::fprintf(
+            stderr, "  decoder: %llu chunks on %s, %llu on the CPU, %llu device failures%s%s\n",
+            static_cast<unsigned long long>(s.mel_chunks_gpu), s.gpu_device.c_str(),
+            static_cast<unsigned long long>(s.mel_chunks_cpu),
+            static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
+            s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
 }
 
 bool write_raw(std::span<const float> samples) {
@@ -481,8 +480,7 @@ int say_command(int argc, char** argv) {
                     "mlsa (default: exact, CPU) or spectral (frame-parallel, runs on a GPU)")
             .option("--backend", "NAME",
                     "for --vocoder spectral and Piper voices: auto (default: a GPU if there is "
-                    "one), cpu, "
-                    "cuda, opencl")
+                    "one), cpu, cuda, vulkan, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")

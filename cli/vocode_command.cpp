@@ -127,9 +127,10 @@ int vocode_command(int argc, char** argv) {
             .flag("--float", "32-bit float WAV (default: 16-bit PCM)")
             .option("--rate", "HZ",
                     "resample the output to HZ, 8000-192000 (default: the model's rate)")
-            .option("--backend", "KIND",
-                    "auto, cpu, cuda or opencl: where the network runs (default auto: a GPU if "
-                    "there is one, else the CPU)")
+            .option(
+                "--backend", "KIND",
+                "auto, cpu, cuda, vulkan or opencl: where the network runs (default auto: a GPU "
+                "if there is one, else the CPU)")
             .option("--device", "N",
                     "device index within the backend (default: the best; see 'etude devices')")
             .option("--chunk", "FRAMES",
@@ -218,7 +219,8 @@ int resynth_command(int argc, char** argv) {
             .option("--mel-out", "FILE", "also write the computed log-mel as .npy (n_mels, frames)")
             .flag("--float", "32-bit float WAV (default: 16-bit PCM)")
             .option("--backend", "KIND",
-                    "auto, cpu, cuda or opencl (default auto: a GPU if there is one, else the CPU)")
+                    "auto, cpu, cuda, vulkan or opencl (default auto: a GPU if there is one, else "
+                    "the CPU)")
             .option("--device", "N",
                     "device index within the backend (default: the best; see 'etude devices')")
             .flag("-q,--quiet", "no progress line or summary");

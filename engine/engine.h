@@ -62,7 +62,7 @@ struct StreamOptions {
     /// on the device chosen by `backend`/`device` (see gpu/registry.h), with
     /// the CPU processors as fallback.
     std::string vocoder = "mlsa";
-    std::string backend = "auto";  ///< auto, cpu, cuda, opencl
+    std::string backend = "auto";  ///< auto, cpu, cuda, vulkan, opencl
     int device = -1;               ///< device index within `backend`; -1: the best one
     /// Test and drill hook: faults to inject, in the vocabulary of the
     /// ETUDE_FAULT environment variable (which adds to it), e.g.

@@ -86,7 +86,7 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
  * \param engine the engine whose workers it uses
  * \param model_path a LEF file made by tools/convert.py
  * \param backend where the GPU tier runs: "auto" (NULL means "auto"), "cpu",
- *        "cuda" or "opencl"
+ *        "cuda", "vulkan" or "opencl"
  * \param sample_rate output rate, 8000..192000 Hz (resampled from the
  *        model's rate)
  * \param out receives the stream (NULL on failure) */
@@ -104,7 +104,7 @@ typedef struct etude_mel_stream_options {
     /** A LEF file made by tools/convert.py (required). */
     const char* model_path;
     /** Where model_path runs: "auto" (the default; a GPU if there is one),
-     * "cpu", "cuda" or "opencl". */
+     * "cpu", "cuda", "vulkan" or "opencl". */
     const char* backend;
     /** Device index within backend; -1 (the default) picks the best. */
     int device;
@@ -155,7 +155,7 @@ typedef struct etude_piper_stream_options {
     /** Seeds the stream's noise: the same seed and text give the same audio. */
     uint64_t seed;
     /** Where the decoder's GPU tier runs: "auto" (the default), "cpu",
-     * "cuda" or "opencl". */
+     * "cuda", "vulkan" or "opencl". */
     const char* backend;
     /** Device index within backend; -1 (the default) picks the best. */
     int device;
