@@ -57,6 +57,13 @@ const InstanceApi* make_instance(std::string* why) {
     auto* api = new InstanceApi;
     api->version = version;
     const VkResult r = create(&info, nullptr, &api->instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+        *why =
+            "no Vulkan driver on this machine (the loader found none; install the GPU's "
+            "driver, or mesa-vulkan-drivers for Mesa's and lavapipe)";
+        delete api;
+        return nullptr;
+    }
     if (r != VK_SUCCESS) {
         *why = std::string("vkCreateInstance failed: ") + result_name(r);
         delete api;

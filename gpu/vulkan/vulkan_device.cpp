@@ -146,7 +146,7 @@ std::vector<PhysicalDevice> physical_devices(std::string* why) {
     std::vector<VkPhysicalDevice> handles(n);
     api->vkEnumeratePhysicalDevices(api->instance, &n, handles.data());
     handles.resize(n);
-    if (handles.empty()) *why = "the Vulkan loader found no driver with a device";
+    if (handles.empty()) *why = "no Vulkan driver with a device on this machine";
     std::vector<PhysicalDevice> out;
     for (VkPhysicalDevice h : handles) out.push_back(describe(*api, h));
     return out;

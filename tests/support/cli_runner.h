@@ -42,12 +42,15 @@ inline std::string quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs etude with `args` (already shell-quoted where needed) and `input` on stdin.
-inline CliRun run_etude(const std::string& args, const std::string& input = "") {
+// Runs etude with `args` (already shell-quoted where needed) and `input` on
+// stdin; `env`, if given, is VAR=VALUE words set for it alone.
+inline CliRun run_etude(const std::string& args, const std::string& input = "",
+                        const std::string& env = "") {
     const fs::path in = tmpdir() / "stdin", out = tmpdir() / "stdout", err = tmpdir() / "stderr";
     std::ofstream(in, std::ios::binary) << input;
-    const std::string cmd = std::string(ETUDE_CLI_PATH) + " " + args + " < " + in.string() + " > " +
-                            out.string() + " 2> " + err.string();
+    const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(ETUDE_CLI_PATH) +
+                            " " + args + " < " + in.string() + " > " + out.string() + " 2> " +
+                            err.string();
     CliRun r;
     const int rc = std::system(cmd.c_str());
     r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
