@@ -9,6 +9,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/piper/voice_catalog.h"
+#include "gpu/registry.h"
 #include "server/http_server.h"
 #include "server/wyoming_server.h"
 #include "server/zeroconf_advertiser.h"
@@ -68,19 +69,44 @@ int run_serve(const CommandLine& args) {
             throw UsageError("stdio:// serves one client and cannot be combined with others");
     }
 
+    // Where the Piper voices' decoders run (the built-in voices' MLSA
+    // vocoder is the CPU's): checked now, so a device that does not exist
+    // stops the server before it listens.
+    const std::string backend = args.value_or("--backend", "auto");
+    int device = -1;
+    if (auto d = args.value("--gpu-device"))
+        device = static_cast<int>(parse_number("--gpu-device", *d));
+    try {
+        gpu::parse_backend_request(backend, device);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    if (backend != "auto" || device >= 0) {
+        try {
+            gpu::DeviceRegistry::instance().resolve(gpu::with_environment({backend, device}));
+        } catch (const std::invalid_argument& e) {
+            throw Error(e.what());
+        }
+    }
+
     // The voices: each --voice (the first is the default), the built-in
     // ones, then the Piper voices in the voice folders.
     server::VoiceCatalog voices;
+    const auto add_voice = [&](server::VoiceEntry v) {
+        v.options.backend = backend;
+        v.options.device = device;
+        voices.add(std::move(v));
+    };
     const auto builtin = server::VoiceCatalog::builtin();
     for (const auto& v : args.values("--voice")) {
         if (voices.by_name(v)) continue;
         if (const auto* b = builtin.by_name(v))
-            voices.add(*b);
+            add_voice(*b);
         else
-            voices.add(server::VoiceCatalog::piper_voice(v));
+            add_voice(server::VoiceCatalog::piper_voice(v));
     }
     for (const auto& v : builtin.voices())
-        if (!voices.by_name(v.name)) voices.add(v);
+        if (!voices.by_name(v.name)) add_voice(v);
     // The voice folders' voices, each checked by reading it (a voice that
     // fails is skipped, not fatal); said after the listening lines, which
     // scripts read first.
@@ -89,12 +115,14 @@ int run_serve(const CommandLine& args) {
         if (voices.by_name(files.name) || !files.model_present) continue;
         try {
             engine::Engine::describe_voice(files.model_path);
-            voices.add(server::VoiceCatalog::piper_voice(files.model_path));
+            add_voice(server::VoiceCatalog::piper_voice(files.model_path));
         } catch (const std::exception& e) {
             skipped.push_back(e.what());
         }
     }
     engine::Engine::Options engine_options;
+    engine_options.preload_backend = backend;
+    engine_options.preload_device = device;
     engine_options.preload_voices.clear();
     for (const auto& v : voices.voices())
         engine_options.preload_voices.push_back(
@@ -183,6 +211,13 @@ int serve_command(int argc, char** argv) {
             "it) or a name from 'etude voices', or a built-in one; repeatable, the first "
             "is the default (default: slt). The built-in voices and every voice in the "
             "voice folders are served too");
+        args.group("compute")
+            .option("--backend", "NAME",
+                    "where the Piper voices' decoders run: auto (default: a GPU if there is "
+                    "one), cpu, cuda, vulkan, opencl; the device is opened at start")
+            .option("--gpu-device", "N",
+                    "index of the device within that backend (default: the best; see 'etude "
+                    "devices')");
         args.group("discovery")
             .flag("--zeroconf",
                   "advertise the first --wyoming tcp:// address as _wyoming._tcp through "

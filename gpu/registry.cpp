@@ -213,9 +213,9 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
     if (request.kind == "auto") {
         if (request.device < 0) return devices_.front();
         if (request.device >= static_cast<int>(devices_.size()))
-            throw std::invalid_argument("--device " + std::to_string(request.device) +
-                                        ": there are only " + std::to_string(devices_.size()) +
-                                        " devices (see 'etude devices')");
+            throw std::invalid_argument("there is no device " + std::to_string(request.device) +
+                                        "; there are " + std::to_string(devices_.size()) +
+                                        " (see 'etude devices')");
         return devices_[static_cast<std::size_t>(request.device)];
     }
     BackendKind kind = BackendKind::Cpu;
@@ -233,10 +233,11 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
     if (request.device < 0) return of_kind.front();
     for (const auto& d : of_kind)
         if (d.index == request.device) return d;
-    throw std::invalid_argument("--device " + std::to_string(request.device) + ": there is no " +
-                                kind_label(kind) + " device " + std::to_string(request.device) +
-                                "; found " + std::to_string(of_kind.size()) +
-                                " (see 'etude devices')");
+    // Named by the device index alone: the option that gave it is
+    // --gpu-device in etude say, jack and serve, --device in etude vocode.
+    throw std::invalid_argument("there is no " + std::string(kind_label(kind)) + " device " +
+                                std::to_string(request.device) + "; found " +
+                                std::to_string(of_kind.size()) + " (see 'etude devices')");
 }
 
 std::shared_ptr<Backend> DeviceRegistry::cpu() {

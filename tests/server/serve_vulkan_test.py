@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""etude serve --backend vulkan: a Piper voice's decoder on Vulkan (lavapipe here) serves
+the CPU's audio over HTTP.
+
+The pcm of a request equals `etude say --backend cpu --raw` of the same text and voice
+within the decoder's parity bound across backends (1e-4 of full scale,
+tests/engine/models/vits_parity_test.cpp), which in 16-bit samples is 1e-4 * 32767 plus one
+step of rounding: at most 5. A device index that does not exist stops the server before it
+listens, with one line.
+
+Usage: serve_vulkan_test.py ETUDE VOICE.onnx. Exit 77 (skip) without curl or a Vulkan device.
+"""
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+
+ETUDE, VOICE = sys.argv[1], sys.argv[2]
+TEXT = "Hello there from the server. The decoder runs on the Vulkan device."
+
+if not shutil.which("curl"):
+    print("SKIP: curl is not installed")
+    sys.exit(77)
+devices = subprocess.run([ETUDE, "devices"], capture_output=True, text=True).stdout
+if "  vulkan " not in devices:
+    print("SKIP: no Vulkan device (etude devices lists none)")
+    sys.exit(77)
+
+
+def samples(raw):
+    return struct.unpack("<%dh" % (len(raw) // 2), raw)
+
+
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
+    if not cond:
+        failures.append(name)
+
+
+bad = subprocess.run([ETUDE, "serve", "--http", "127.0.0.1:0", "--backend", "vulkan",
+                      "--gpu-device", "9"], capture_output=True, text=True, timeout=60)
+check("a missing device stops the server with one line",
+      bad.returncode == 1 and bad.stderr.count("\n") == 1
+      and "there is no Vulkan device 9" in bad.stderr, (bad.returncode, bad.stderr))
+
+proc = subprocess.Popen([ETUDE, "serve", "--http", "127.0.0.1:0", "--backend", "vulkan",
+                         "--voice", VOICE], stderr=subprocess.PIPE, text=True)
+try:
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
+    assert m, "no listening line"
+    log = []
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    voice = VOICE.rsplit("/", 1)[-1].removesuffix(".onnx")
+    body = '{"input": "%s", "voice": "%s", "response_format": "pcm"}' % (TEXT, voice)
+    got = subprocess.run(["curl", "-sS", "--max-time", "120", "-H",
+                          "Content-Type: application/json", "--data-binary", body,
+                          f"http://127.0.0.1:{m.group(1)}/v1/audio/speech"],
+                         check=True, capture_output=True).stdout
+    want = subprocess.run([ETUDE, "say", "--voice", VOICE, "--backend", "cpu", "--raw", TEXT],
+                          check=True, capture_output=True).stdout
+    a, b = samples(got), samples(want)
+    check("as many samples as the offline render", len(a) == len(b) and len(a) > 0,
+          (len(a), len(b)))
+    worst = max((abs(x - y) for x, y in zip(a, b)), default=1 << 16)
+    check("within 5 steps of the CPU's offline render", worst <= 5, worst)
+    print(f"worst difference: {worst} steps of 32768 over {len(a)} samples")
+finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+sys.exit(1 if failures else 0)
