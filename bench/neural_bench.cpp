@@ -118,10 +118,12 @@ void run_concurrent(benchmark::State& state, const std::string& name, const std:
 
 void register_all() {
     for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"})
-        // OpenCL at full size only on request (ETUDE_BENCH_OPENCL=1): on PoCL,
-        // the CPU device here, one V1 utterance takes minutes.
-        for (const char* backend : {"cpu", "opencl", "cuda"})
-            if (std::string(backend) != "opencl" || std::getenv("ETUDE_BENCH_OPENCL"))
+        // OpenCL and Vulkan at full size only on request (ETUDE_BENCH_OPENCL=1,
+        // ETUDE_BENCH_VULKAN=1: the GPU pack sets the latter): on PoCL and
+        // lavapipe, the CPU devices here, one V1 utterance takes minutes.
+        for (const char* backend : {"cpu", "opencl", "vulkan", "cuda"})
+            if ((std::string(backend) != "opencl" || std::getenv("ETUDE_BENCH_OPENCL")) &&
+                (std::string(backend) != "vulkan" || std::getenv("ETUDE_BENCH_VULKAN")))
                 for (const char* mode : {"whole", "chunk32", "chunk32_recompute"}) {
                     const std::string m = mode;
                     const int chunk = m == "whole" ? 0 : 32;
@@ -144,8 +146,10 @@ void register_concurrent() {
         const char* backend;
         std::vector<int> streams;
     };
-    // On a GPU, enough streams to fill it (skipped without CUDA).
-    const Counts counts[] = {{"cpu", {1, 2, 4}}, {"cuda", {1, 16, 64, 256}}};
+    // On a GPU, enough streams to fill it (skipped without CUDA; Vulkan on
+    // request, as above).
+    std::vector<Counts> counts = {{"cpu", {1, 2, 4}}, {"cuda", {1, 16, 64, 256}}};
+    if (std::getenv("ETUDE_BENCH_VULKAN")) counts.push_back({"vulkan", {1, 16, 64, 256}});
     for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"})
         for (const Counts& c : counts)
             for (int n : c.streams) {

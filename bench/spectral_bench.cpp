@@ -50,6 +50,7 @@ void BM_SpectralStreams(benchmark::State& state, const char* backend_kind) {
 BENCHMARK_CAPTURE(BM_SpectralStreams, cpu, "cpu")->Arg(1)->Arg(8)->Arg(32)->UseRealTime();
 // Each batch size is a clFFT plan to bake (seconds on PoCL): few sizes here.
 BENCHMARK_CAPTURE(BM_SpectralStreams, opencl, "opencl")->Arg(1)->Arg(8)->UseRealTime();
+BENCHMARK_CAPTURE(BM_SpectralStreams, vulkan, "vulkan")->Arg(1)->Arg(8)->Arg(32)->UseRealTime();
 BENCHMARK_CAPTURE(BM_SpectralStreams, cuda, "cuda")
     ->Arg(1)
     ->Arg(32)

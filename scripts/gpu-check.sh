@@ -2,9 +2,10 @@
 # GPU checks in one folder, for a machine that has an NVIDIA GPU but none of
 # our Debian packages and no network:
 #   scripts/gpu-check.sh pack DIR [BUILD_DIR]
-# writes DIR with the CUDA tests (the backend's, and the model layer's
-# parity tests with their reference data) and benchmarks, the CUDA backend
-# module and every shared library they need from this build machine, in
+# writes DIR with the CUDA and Vulkan tests (the backends', and the model
+# layer's parity tests with their reference data) and benchmarks, the CUDA
+# backend module, the Vulkan loader and every shared library they need from
+# this build machine, in
 # DIR/payload.tar.gz beside DIR/run.sh and DIR/pack.env; then, on the GPU
 # machine,
 #   DIR/run.sh OUT
@@ -14,12 +15,14 @@
 # gpu/cuda/libetude_cuda.so.
 set -euo pipefail
 
-# Which tests and benchmarks are the CUDA ones: the only place to change
+# Which tests and benchmarks are the GPU ones: the only place to change
 # when test or benchmark names change. gtest filter: suites named Cuda*
-# and every parameterised instance whose device name says cuda (the
-# backend parity suite's .../cuda0). Benchmark filter: a regular expression.
-cuda_test_filter='*Cuda*:*cuda*'
-cuda_bench_filter='cuda|Cuda'
+# and every parameterised instance whose device name says cuda or vulkan
+# (the backend parity suite's .../cuda0 and .../vulkan0), so that one run
+# measures CUDA and Vulkan side by side on the same GPU. Benchmark filter: a
+# regular expression.
+cuda_test_filter='*Cuda*:*cuda*:*vulkan*'
+cuda_bench_filter='cuda|Cuda|vulkan'
 
 # Libraries the pack does not carry, by soname prefix.
 # - glibc (libc, libm, libmvec, libdl, libpthread, librt, the dynamic loader):
@@ -41,6 +44,11 @@ cxx_libs='libstdc++.so libgcc_s.so'
 # the toolkit here has no static cuFFT or cuBLAS to link instead. run.sh finds
 # them on the GPU machine without assuming a path.
 target_libs='libcuda.so libcufft.so libcublas.so libcublasLt.so'
+# The Vulkan loader: LibEtude opens it at run time (gpu/vulkan/vulkan_api.h),
+# so ldd does not see it; carried because the GPU machine may have NVIDIA's
+# driver (whose Vulkan ICD the loader finds) without the loader itself.
+# 0.5 MB.
+vulkan_loader='libvulkan.so.1'
 
 usage() {
   sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -110,6 +118,14 @@ pack() {
     if has_prefix "$name" "$cxx_libs"; then to=$dir/lib/cxx; fi
     [ -f "$to/$name" ] || cp -L "$path" "$to/$name"
   done < <(ldd "${programs[@]}" "$module")
+  local loader ldconfig
+  ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+  loader=$("$ldconfig" -p 2>/dev/null | awk -v n="$vulkan_loader" '$1 == n && /x86-64/ {print $NF; exit}' || true)
+  if [ -z "$loader" ]; then
+    missing+=("$vulkan_loader (the libvulkan1 package)")
+  else
+    cp -L "$loader" "$dir/lib/$vulkan_loader"
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "gpu-check: not found on this machine: ${missing[*]}" >&2
     exit 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2154  # pack.env, sourced below, sets the filters and needed_* versions
-# run.sh OUT: runs the CUDA tests and benchmarks of this pack (written by
-# LibEtude's scripts/gpu-check.sh pack) and writes the results under OUT:
+# run.sh OUT: runs the CUDA and Vulkan tests and benchmarks of this pack
+# (written by LibEtude's scripts/gpu-check.sh pack) and writes the results
+# under OUT (the cuda-* files hold both, CUDA's and Vulkan's, side by side):
 #   summary.txt         date, machine, GPU, pack, counts, verdict
 #   cuda-tests.xml/.log gtest results and console output of the backend's
 #                       tests (etude_tests_gpu)
@@ -80,6 +81,11 @@ export ETUDE_CUDA_MODULE="$files/lib/libetude_cuda.so"
 
 # The model tests read their reference data from the pack.
 export ETUDE_TEST_DATA="$files/data"
+# Vulkan runs on the machine's own driver (NVIDIA's ICD), found by the
+# packed loader: never on a driver a caller forced for tests elsewhere.
+unset VK_ICD_FILENAMES VK_DRIVER_FILES
+# The neural vocoders' benchmarks on Vulkan too (bench/neural_bench.cpp).
+export ETUDE_BENCH_VULKAN=1
 # The two test programs and the name of each one's result files.
 programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
 

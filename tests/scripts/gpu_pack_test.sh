@@ -12,7 +12,8 @@
 #  - run.sh starts the packed programs and, without a GPU, says so and
 #    exits 0 (with a GPU it runs the checks and must pass);
 #  - the model layer's CUDA parity tests (Piper voices, neural vocoders)
-#    are among those it selects.
+#    are among those it selects, and so are the Vulkan tests, whose loader
+#    travels in the pack.
 # Usage: gpu_pack_test.sh SOURCE_DIR BUILD_DIR. Exit 77 (skipped) when the
 # build has no CUDA module.
 set -uo pipefail
@@ -70,7 +71,7 @@ for f in run.sh pack.env payload.tar.gz; do
   [ -e "$pack/$f" ] || bad "$f missing from the pack"
 done
 for f in bin/etude_tests_gpu bin/etude_tests_engine_models bin/etude_bench lib/libetude_cuda.so \
-         data/piper/reference.json data/neural; do
+         lib/libvulkan.so.1 data/piper/reference.json data/neural; do
   [ -e "$files/$f" ] || bad "$f missing from the pack's payload"
 done
 
@@ -101,4 +102,12 @@ for suite in VitsParity NeuralVocoder; do
   grep -q "^Backends/$suite\." "$tmp/out/cuda-model-tests-list.txt" ||
     bad "the packed model tests list no $suite tests"
 done
+# The Vulkan tests are selected too: where lavapipe is installed, the packed
+# loader finds it and the parity suite has a vulkan0 instance.
+if ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
+  grep -q 'vulkan0' "$tmp/out/cuda-tests-list.txt" ||
+    bad "the packed backend tests select no Vulkan tests (with lavapipe installed)"
+  grep -q '/vulkan ' "$tmp/out/cuda-model-tests-list.txt" ||
+    bad "the packed model tests select no Vulkan tests"
+fi
 exit "$fail"

@@ -1,12 +1,16 @@
-// The CPU reference backend against OpenCL device 0 on the vocoder's heavy
-// ops, plus the cost of moving data to and from the device. main() comes
-// from bench/main.cpp.
+// The CPU reference backend against OpenCL device 0 and Vulkan device 0 on
+// the vocoder's heavy ops, plus the cost of moving data to and from the
+// device. Here those are PoCL and lavapipe, both on the CPU, so the numbers
+// compare the two stacks' overheads, not GPUs; on a GPU machine the same
+// benchmarks run on its OpenCL and Vulkan drivers (the GPU pack runs the
+// Vulkan ones). main() comes from bench/main.cpp.
 //
-// Each benchmark makes one untimed call first (plans, JIT, caches). Every
-// iteration ends with synchronize(), so the numbers are complete
-// round trips (enqueue + device work + wait), and real time is reported:
-// with OpenCL the calling thread mostly waits while the device (or PoCL's
-// worker threads) computes, so its CPU time would say nothing.
+// Each benchmark makes one untimed call first (plans, pipelines, caches:
+// clFFT bakes a plan on its first call, seconds on PoCL). Every iteration
+// ends with synchronize(), so the numbers are complete round trips (enqueue
+// + device work + wait), and real time is reported: the calling thread
+// mostly waits while the device (or PoCL's and lavapipe's worker threads)
+// computes, so its CPU time would say nothing.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -15,39 +19,37 @@
 
 #include "bench/random_buffer.h"
 #include "gpu/cpu/cpu_backend.h"
-#include "gpu/opencl/opencl_backend.h"
-#include "gpu/opencl/opencl_devices.h"
+#include "gpu/registry.h"
 
 namespace {
 
 using namespace etude::gpu;
 
-enum class Which { Cpu, OpenCl };
+enum class Which { Cpu, OpenCl, Vulkan };
 
-// One backend of each kind for the whole run: opening a device compiles
-// kernels, and FFT plans are baked once per device.
-Backend* backend(Which which) {
-    if (which == Which::Cpu) {
-        static CpuBackend cpu;
-        return &cpu;
+struct Opened {
+    std::shared_ptr<Backend> backend;
+    std::string why;  // when there is none
+};
+
+// Device 0 of a kind through the registry (which keeps it open for the run:
+// opening a device compiles its kernels or pipelines).
+Opened open(const char* kind) {
+    try {
+        return {DeviceRegistry::instance().open({kind, 0}), ""};
+    } catch (const std::exception& e) {
+        return {nullptr, std::string("no ") + kind + " device: " + e.what()};
     }
-    static const std::unique_ptr<Backend> ocl = []() -> std::unique_ptr<Backend> {
-        std::vector<std::string> notes;
-        if (list_opencl_devices(notes).empty()) return nullptr;
-        try {
-            return open_opencl_device(0);
-        } catch (const DeviceError&) {
-            return nullptr;
-        }
-    }();
-    return ocl.get();
 }
 
 // Returns the backend, or null after marking the benchmark skipped.
 Backend* backend_or_skip(benchmark::State& state, Which which) {
-    Backend* b = backend(which);
-    if (!b) state.SkipWithError("no OpenCL device");
-    return b;
+    static CpuBackend cpu;
+    static const Opened opencl = open("opencl"), vulkan = open("vulkan");
+    if (which == Which::Cpu) return &cpu;
+    const Opened& o = which == Which::OpenCl ? opencl : vulkan;
+    if (!o.backend) state.SkipWithError(o.why.c_str());
+    return o.backend.get();
 }
 
 using etude::bench::random_buffer;
@@ -72,6 +74,7 @@ void BM_Gemm(benchmark::State& state, Which which) {
 }
 BENCHMARK_CAPTURE(BM_Gemm, cpu, Which::Cpu)->Arg(64)->Arg(256)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gemm, opencl, Which::OpenCl)->Arg(64)->Arg(256)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gemm, vulkan, Which::Vulkan)->Arg(64)->Arg(256)->Arg(512)->UseRealTime();
 
 // A vocoder-sized layer: 256 -> 256 channels, kernel 7, 1024 samples.
 void BM_Conv1d(benchmark::State& state, Which which) {
@@ -100,6 +103,7 @@ void BM_Conv1d(benchmark::State& state, Which which) {
 }
 BENCHMARK_CAPTURE(BM_Conv1d, cpu, Which::Cpu)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Conv1d, opencl, Which::OpenCl)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Conv1d, vulkan, Which::Vulkan)->UseRealTime();
 
 // A vocoder upsampler: 256 -> 128 channels, kernel 16, stride 8, 128 frames in.
 void BM_ConvTranspose1d(benchmark::State& state, Which which) {
@@ -130,6 +134,7 @@ void BM_ConvTranspose1d(benchmark::State& state, Which which) {
 }
 BENCHMARK_CAPTURE(BM_ConvTranspose1d, cpu, Which::Cpu)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ConvTranspose1d, opencl, Which::OpenCl)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ConvTranspose1d, vulkan, Which::Vulkan)->UseRealTime();
 
 // 64 frames of length n per call, as one STFT block.
 void BM_RfftBatch64(benchmark::State& state, Which which) {
@@ -137,12 +142,10 @@ void BM_RfftBatch64(benchmark::State& state, Which which) {
     if (!b) return;
     const int n = static_cast<int>(state.range(0));
     constexpr int kBatch = 64;
-    // Bake the clFFT plan outside the timed loop (seconds on PoCL when cold).
-    if (auto* cl = dynamic_cast<OpenClBackend*>(b)) cl->prewarm_fft(n, kBatch);
     auto q = b->create_queue();
     auto in = random_buffer(*b, *q, std::size_t(n) * kBatch, 6);
     auto out = b->allocate(std::size_t(n / 2 + 1) * 2 * kBatch, "bench");
-    b->rfft(*q, n, kBatch, in, out);  // first call creates the CPU plan
+    b->rfft(*q, n, kBatch, in, out);  // first call makes the plan (FFTW, clFFT) or twiddles
     b->synchronize(*q);
     for (auto _ : state) {
         b->rfft(*q, n, kBatch, in, out);
@@ -152,6 +155,7 @@ void BM_RfftBatch64(benchmark::State& state, Which which) {
 }
 BENCHMARK_CAPTURE(BM_RfftBatch64, cpu, Which::Cpu)->Arg(512)->Arg(1024)->UseRealTime();
 BENCHMARK_CAPTURE(BM_RfftBatch64, opencl, Which::OpenCl)->Arg(512)->Arg(1024)->UseRealTime();
+BENCHMARK_CAPTURE(BM_RfftBatch64, vulkan, Which::Vulkan)->Arg(512)->Arg(1024)->UseRealTime();
 
 void BM_Gelu1M(benchmark::State& state, Which which) {
     Backend* b = backend_or_skip(state, which);
@@ -170,6 +174,7 @@ void BM_Gelu1M(benchmark::State& state, Which which) {
 }
 BENCHMARK_CAPTURE(BM_Gelu1M, cpu, Which::Cpu)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Gelu1M, opencl, Which::OpenCl)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Gelu1M, vulkan, Which::Vulkan)->UseRealTime();
 
 // Host -> device then device -> host of the same block: the fixed cost a
 // device op pays on top of its kernel. Pinned host memory, as the engine uses.
@@ -197,6 +202,11 @@ BENCHMARK_CAPTURE(BM_CopyRoundTrip, cpu, Which::Cpu)
     ->Arg(4 << 20)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_CopyRoundTrip, opencl, Which::OpenCl)
+    ->Arg(4 << 10)
+    ->Arg(64 << 10)
+    ->Arg(4 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CopyRoundTrip, vulkan, Which::Vulkan)
     ->Arg(4 << 10)
     ->Arg(64 << 10)
     ->Arg(4 << 20)
