@@ -112,6 +112,13 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
         pd.unusable = "lacks shaderInt64, which the shaders use for indices";
         return pd;
     }
+    // The element-wise shaders run 256 invocations per work-group
+    // (shaders/element_launch.glsl); Vulkan guarantees only 128.
+    if (p.limits.maxComputeWorkGroupInvocations < 256 ||
+        p.limits.maxComputeWorkGroupSize[0] < 256) {
+        pd.unusable = "runs fewer than 256 invocations per work-group, which the shaders use";
+        return pd;
+    }
     std::uint32_t families = 0;
     api.vkGetPhysicalDeviceQueueFamilyProperties(handle, &families, nullptr);
     std::vector<VkQueueFamilyProperties> fam(families);

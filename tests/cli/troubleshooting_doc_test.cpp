@@ -3,7 +3,7 @@
 // marked as needing what CI lacks (with the reason). The marker scheme is
 // described at the top of the guide; in short, the line before each ```text
 // block is one of
-//   <!-- check: exit=N [stdout] [needs=opencl|no-audio-output] -->
+//   <!-- check: exit=N [stdout] [needs=opencl|vulkan|no-audio-output] -->
 //   <!-- source: PATH -->
 //   <!-- not checked: WHY -->
 // A checked block is a terminal session: "$ " lines are commands, the others
@@ -39,7 +39,7 @@ struct QuotedBlock {
     int line = 0;              // 1-based line of the ```text fence in the guide
     int exit_status = -1;      // Run: the status every etude command must exit with
     bool from_stdout = false;  // Run: the printed lines are on stdout, not stderr
-    std::string needs;         // Run: "", "opencl" or "no-audio-output"
+    std::string needs;         // Run: "", "opencl", "vulkan" or "no-audio-output"
     std::string source;        // Source: a path relative to the repository
     std::vector<std::string> lines;
 };
@@ -76,7 +76,7 @@ std::optional<QuotedBlock> parse_marker(const std::string& marker, int line,
                 b.exit_status = std::stoi(w.substr(5));
             else if (w == "stdout")
                 b.from_stdout = true;
-            else if (w == "needs=opencl" || w == "needs=no-audio-output")
+            else if (w == "needs=opencl" || w == "needs=vulkan" || w == "needs=no-audio-output")
                 b.needs = w.substr(6);
             else
                 problems.push_back(where + "unknown word '" + w + "' in the check marker");
@@ -209,6 +209,10 @@ bool opencl_built() {
     return devices_report().find("ETUDE_WITH_OPENCL=OFF") == std::string::npos;
 }
 
+bool vulkan_built() {
+    return devices_report().find("this build has no Vulkan backend") == std::string::npos;
+}
+
 bool has_audio_output() {
     return devices_report().find("audio output devices:\n  (none)") == std::string::npos;
 }
@@ -241,6 +245,7 @@ TEST_P(TroubleshootingGuide, quoted_messages_are_what_etude_prints) {
     const QuotedBlock& b = run_blocks().at(GetParam());
     SCOPED_TRACE("the block at docs/troubleshooting.md line " + std::to_string(b.line));
     if (b.needs == "opencl" && !opencl_built()) GTEST_SKIP() << "this build has no OpenCL backend";
+    if (b.needs == "vulkan" && !vulkan_built()) GTEST_SKIP() << "this build has no Vulkan backend";
     if (b.needs == "no-audio-output" && has_audio_output())
         GTEST_SKIP() << "this machine has an audio output device";
 
