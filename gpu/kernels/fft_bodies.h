@@ -27,7 +27,9 @@
 //                            are (rfft); read with the rest by Hermitian
 //                            symmetry and imag(DC), imag(Nyquist) as zero,
 //                            as FFTW does (irfft)
-// Complex values are interleaved (re, im) floats; gid = row * n + output.
+// Complex values are interleaved (re, im) floats; an invocation makes output
+// `idx` (< n) of row `row` (a 64-bit row and a 32-bit position: no 64-bit
+// division per element, which devices emulate).
 #ifndef ETUDE_GPU_KERNELS_FFT_BODIES_H
 #define ETUDE_GPU_KERNELS_FFT_BODIES_H
 
@@ -60,11 +62,9 @@ ETUDE_BODY float fft_load(int load, ETUDE_CPTR src, etude_index row, int n, int 
     return ETUDE_AT(src, 2 * (row * ETUDE_INDEX(n) + ETUDE_INDEX(p)) + ETUDE_INDEX(part));
 }
 
-ETUDE_BODY void fft_pass_at(etude_index gid, int n, int radix, int span, int load, int store,
-                            int inverse, float scale, ETUDE_CPTR twiddles, ETUDE_CPTR src,
-                            ETUDE_PTR dst) {
-    const etude_index row = gid / ETUDE_INDEX(n);
-    const int idx = ETUDE_INT(gid - row * ETUDE_INDEX(n));
+ETUDE_BODY void fft_pass_at(etude_index row, int idx, int n, int radix, int span, int load,
+                            int store, int inverse, float scale, ETUDE_CPTR twiddles,
+                            ETUDE_CPTR src, ETUDE_PTR dst) {
     const int m = n / radix;
     const int j = idx % m;
     const int s = idx / m;

@@ -44,15 +44,15 @@ void VulkanBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
                             const DeviceBuffer& in, DeviceBuffer& out) {
     auto& s = begin(q, op);
     struct {
-        std::uint64_t twiddles, in, out, total;
+        std::uint64_t twiddles, in, out, rows;
         std::int32_t n, radix, span, load, store, inverse;
         float scale;
     } args{};
     guarded([&] {
         args.twiddles = twiddles(n);
-        args.total = std::uint64_t(n) * batch;
+        args.rows = std::uint64_t(batch);
         const std::vector<bodies::FftPass> passes = bodies::fft_passes(n, forward);
-        const std::size_t scratch_bytes = args.total * 2 * sizeof(float);
+        const std::size_t scratch_bytes = std::size_t(n) * batch * 2 * sizeof(float);
         std::uint64_t scratch[2] = {0, 0};
         if (passes.size() > 1) scratch[0] = s.scratch(0, scratch_bytes);
         if (passes.size() > 2) scratch[1] = s.scratch(1, scratch_bytes);
@@ -66,7 +66,9 @@ void VulkanBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
             args.store = passes[i].store;
             args.in = i == 0 ? allocation_of(in).address : scratch[(i - 1) % 2];
             args.out = i + 1 == passes.size() ? allocation_of(out).address : scratch[i % 2];
-            launch(s, vk::Kernel::FftPass, args, args.total, op);
+            // x along the row, y over the rows (the shader loops past 65535).
+            s.dispatch(vk::Kernel::FftPass, &args, sizeof args, std::uint32_t((n + 255) / 256),
+                       std::uint32_t(std::min(batch, 65535)), op);
         }
     });
 }

@@ -103,9 +103,10 @@ void run_fft(int n, int batch, bool forward, const float* in, float* out) {
         const float* src = i == 0 ? in : scratch[(i - 1) % 2].data();
         float* dst = i + 1 == passes.size() ? out : scratch[i % 2].data();
         const auto& p = passes[i];
-        for (std::size_t g = 0; g < std::size_t(n) * batch; ++g)
-            bodies::fft_pass_at(g, n, p.radix, p.span, p.load, p.store, forward ? 0 : 1, 1.0f / n,
-                                twiddles.data(), src, dst);
+        for (int row = 0; row < batch; ++row)
+            for (int idx = 0; idx < n; ++idx)
+                bodies::fft_pass_at(row, idx, n, p.radix, p.span, p.load, p.store, forward ? 0 : 1,
+                                    1.0f / n, twiddles.data(), src, dst);
     }
 }
 

@@ -4,12 +4,14 @@
 #include "gpu/kernels/fft_bodies.h"
 
 // One pass of the mixed-radix Stockham FFT (gpu/kernels/fft_bodies.h):
-// one output element per invocation, batch * n of them.
+// one output element per invocation; x runs along a row (the host launches
+// enough groups for n), y over the rows (at most 65535 groups: rows beyond
+// loop).
 layout(push_constant) uniform Args {
     uint64_t twiddles;
     uint64_t in_;
     uint64_t out_;
-    uint64_t total;
+    uint64_t rows;
     int n;
     int radix;
     int span;
@@ -20,6 +22,9 @@ layout(push_constant) uniform Args {
 } a;
 
 void main() {
-    for (uint64_t i = first_index(); i < a.total; i += grid_stride())
-        fft_pass_at(i, a.n, a.radix, a.span, a.load, a.store, a.inverse, a.scale, a.twiddles, a.in_, a.out_);
+    const int idx = int(gl_GlobalInvocationID.x);
+    if (idx >= a.n) return;
+    for (uint64_t row = gl_WorkGroupID.y; row < a.rows; row += gl_NumWorkGroups.y)
+        fft_pass_at(row, idx, a.n, a.radix, a.span, a.load, a.store, a.inverse, a.scale, a.twiddles, a.in_,
+                    a.out_);
 }
