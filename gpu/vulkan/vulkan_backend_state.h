@@ -20,12 +20,12 @@ namespace etude::gpu {
 struct VulkanBackend::State {
     State(const vk::PhysicalDevice& physical, DeviceInfo i)
         : info(std::move(i)), device(physical), pipelines(device), frees(device) {
-        // GEMM in shared-memory tiles on GPUs, one invocation per element on
-        // the host's cores (gemm_direct.comp says why); the two sum in one
-        // order. ETUDE_VULKAN_GEMM=tiled|direct picks one, so that the tests
-        // run the GPUs' path on lavapipe too.
-        const char* gemm = std::getenv("ETUDE_VULKAN_GEMM");
-        tiled_gemm = gemm && *gemm ? std::string(gemm) == "tiled" : info.is_gpu;
+        // GEMM and conv1d in shared-memory tiles on GPUs, one invocation per
+        // element on the host's cores (gemm_direct.comp says why); each pair
+        // sums in one order. ETUDE_VULKAN_KERNELS=tiled|direct picks, so that
+        // the tests run the GPUs' shaders on lavapipe too.
+        const char* kernels = std::getenv("ETUDE_VULKAN_KERNELS");
+        tiled = kernels && *kernels ? std::string(kernels) == "tiled" : info.is_gpu;
     }
     ~State() {
         for (auto& [n, table] : twiddles) vk::free_buffer(device, table);
@@ -36,7 +36,7 @@ struct VulkanBackend::State {
     vk::Pipelines pipelines;
     vk::DeferredFrees frees;  // before the queues' users free anything into it
 
-    bool tiled_gemm = true;
+    bool tiled = true;  // the shared-memory GEMM and conv1d
 
     mutable std::mutex timing_mu;
     std::map<std::string, KernelTiming> timings;

@@ -105,7 +105,7 @@ void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n
            k,          lda,        ldb,        ldc,     alpha,   beta};
     // On the host's cores (lavapipe) barriers cost more than the loads that
     // tiles save: there, one invocation per element, in the same order.
-    if (!s_->tiled_gemm) {
+    if (!s_->tiled) {
         launch(s, vk::Kernel::GemmDirect, args, std::uint64_t(m) * n, "gemm");
         return;
     }
@@ -143,6 +143,20 @@ void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuf
                         sh.groups,
                         out_len,
                         0};
+    // Tiles of 16 channels x 16 positions (conv1d_tiled.comp) on GPUs, for
+    // an ungrouped layer whose taps and input stretch fit its shared arrays.
+    constexpr long kTile = 16, kMaxSpan = 1024, kMaxTaps = 64;
+    const long span = (kTile - 1) * sh.stride + long(sh.kernel - 1) * sh.dilation + 1;
+    const long t_groups = (out_len + kTile - 1) / kTile;
+    const long c_groups = (sh.out_channels + kTile - 1) / kTile;
+    if (s_->tiled && sh.groups == 1 && sh.kernel <= kMaxTaps && span <= kMaxSpan &&
+        t_groups <= 65535 && c_groups <= 65535 && sh.batch <= 65535) {
+        guarded([&] {
+            s.dispatch(vk::Kernel::Conv1dTiled, &args, sizeof args, std::uint32_t(t_groups),
+                       std::uint32_t(c_groups), "conv1d", std::uint32_t(sh.batch));
+        });
+        return;
+    }
     launch(s, vk::Kernel::Conv1d, args, total, "conv1d");
 }
 

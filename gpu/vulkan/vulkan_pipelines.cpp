@@ -29,6 +29,8 @@ const char* shader_name(Kernel k) {
             return "minimum_phase_fold";
         case Kernel::Conv1d:
             return "conv1d";
+        case Kernel::Conv1dTiled:
+            return "conv1d_tiled";
         case Kernel::FftPass:
             return "fft_pass";
         case Kernel::Transpose:

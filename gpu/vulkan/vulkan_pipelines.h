@@ -34,6 +34,7 @@ enum class Kernel {
     GatedTanh,
     MinimumPhaseFold,
     Conv1d,
+    Conv1dTiled,
     FftPass,
     Transpose,
     Gemm,

@@ -116,12 +116,13 @@ void CommandStream::end_command() {
 }
 
 void CommandStream::dispatch(Kernel k, const void* args, std::uint32_t bytes,
-                             std::uint32_t groups_x, std::uint32_t groups_y, const char* op) {
+                             std::uint32_t groups_x, std::uint32_t groups_y, const char* op,
+                             std::uint32_t groups_z) {
     begin_command(op);
     const DeviceApi& fn = device_.fn();
     fn.vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[k]);
     fn.vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, args);
-    fn.vkCmdDispatch(cb_, groups_x, groups_y, 1);
+    fn.vkCmdDispatch(cb_, groups_x, groups_y, groups_z);
     end_command();
 }
 

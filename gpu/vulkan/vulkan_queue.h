@@ -33,11 +33,11 @@ class CommandStream final : public Queue {
     CommandStream(Device& device, const Pipelines& pipelines, DeferredFrees& frees);
     ~CommandStream() override;
 
-    // Records a dispatch of `k` over groups_x * groups_y work-groups, with
+    // Records a dispatch of `k` over groups_x * groups_y * groups_z work-groups, with
     // `args` (a push-constant block of at most Pipelines::kPushBytes) as
     // its arguments; `op` names it in the timings.
     void dispatch(Kernel k, const void* args, std::uint32_t bytes, std::uint32_t groups_x,
-                  std::uint32_t groups_y, const char* op);
+                  std::uint32_t groups_y, const char* op, std::uint32_t groups_z = 1);
     void copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions, std::uint32_t count,
               const char* op);
     void fill(VkBuffer dst, VkDeviceSize bytes, std::uint32_t pattern, const char* op);
