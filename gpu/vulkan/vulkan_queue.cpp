@@ -9,7 +9,7 @@ namespace {
 constexpr std::uint32_t kTimedCommands = 256;
 // How long finish() waits for the device before calling it lost: far longer
 // than any batch of this engine's work, short of a hang.
-constexpr std::uint64_t kFenceTimeoutNs = 20'000'000'000ull;
+constexpr std::uint64_t kFenceTimeoutNs = 60'000'000'000ull;
 
 }  // namespace
 
