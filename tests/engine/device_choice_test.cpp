@@ -131,7 +131,8 @@ TEST(DeviceChoice, opencl_named_by_the_environment_is_opened) {
 TEST(DeviceChoice, a_request_for_a_missing_device_is_an_error) {
     Environment env;
     EXPECT_THROW(open_gpu_tier("opencl", 99), std::invalid_argument);
-    EXPECT_THROW(open_gpu_tier("vulkan", -1), std::invalid_argument);
+    EXPECT_THROW(open_gpu_tier("metal", -1), std::invalid_argument);  // no such backend
+    EXPECT_THROW(open_gpu_tier("vulkan", 99), std::invalid_argument);
 }
 
 }  // namespace
