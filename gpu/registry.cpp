@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/opencl/opencl_devices.h"
@@ -16,18 +19,119 @@
 namespace etude::gpu {
 namespace {
 
-// Best first (the reasons are in docs/backends.md): CUDA (cuBLAS and cuFFT),
-// then Vulkan GPUs (the vendors' main compute path on every desktop driver),
-// then OpenCL GPUs, then devices that run on the host's own cores (lavapipe,
-// PoCL), then the CPU backend. "auto" never uses the ones on the host's
-// cores (engine/device_choice.h); they are there to be named.
+bool file_exists(const char* path);
+
+// ---- CUDA: the module libetude_cuda.so, loaded at run time ----
+
+struct CudaModule {
+    using ListFn = bool (*)(std::vector<DeviceInfo>*, std::string*);
+    using OpenFn = Backend* (*)(int, std::string*);
+    ListFn list = nullptr;
+    OpenFn open = nullptr;
+    std::string why;  // when it could not be loaded
+};
+
+// Loads libetude_cuda.so once, which is only there when CUDA was built. It
+// is never unloaded: backends it created may live until exit.
+const CudaModule& cuda_module() {
+    static const CudaModule loaded = [] {
+        CudaModule m;
+        const char* candidates[] = {std::getenv("ETUDE_CUDA_MODULE"), ETUDE_CUDA_MODULE_BUILD_PATH,
+                                    ETUDE_CUDA_MODULE_INSTALL_PATH};
+        m.why = "this build has no CUDA backend module";
+        for (const char* path : candidates) {
+            if (!file_exists(path)) continue;
+            void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                m.why = std::string("cannot load ") + path + ": " + ::dlerror();
+                continue;
+            }
+            m.list = reinterpret_cast<CudaModule::ListFn>(::dlsym(h, "etude_cuda_list_devices"));
+            m.open = reinterpret_cast<CudaModule::OpenFn>(::dlsym(h, "etude_cuda_open_device"));
+            if (m.list && m.open) return m;
+            m.why = std::string(path) + " lacks the CUDA entry points";
+            m.list = nullptr;
+            m.open = nullptr;
+        }
+        return m;
+    }();
+    return loaded;
+}
+
+std::vector<DeviceInfo> detect_cuda(std::vector<std::string>& notes) {
+    const CudaModule& m = cuda_module();
+    std::vector<DeviceInfo> cuda;
+    if (!m.list) {
+        notes.push_back("CUDA: " + m.why);
+        return cuda;
+    }
+    std::string note;
+    if (!m.list(&cuda, &note)) notes.push_back(note.empty() ? "CUDA: unavailable" : note);
+    return cuda;
+}
+
+std::shared_ptr<Backend> open_cuda(int index) {
+    std::string error;
+    Backend* raw = cuda_module().open ? cuda_module().open(index, &error) : nullptr;
+    if (!raw) throw DeviceError("cannot open CUDA device " + std::to_string(index) + ": " + error);
+    return std::shared_ptr<Backend>(raw);
+}
+
+// ---- the other backends: their folders' entry points ----
+
+std::shared_ptr<Backend> open_opencl(int index) {
+    return std::shared_ptr<Backend>(open_opencl_device(index));
+}
+std::shared_ptr<Backend> open_vulkan(int index) {
+    return std::shared_ptr<Backend>(open_vulkan_device(index));
+}
+std::vector<DeviceInfo> detect_cpu(std::vector<std::string>&) {
+    return {shared_cpu_backend()->info()};
+}
+std::shared_ptr<Backend> open_cpu(int) {
+    return shared_cpu_backend();
+}
+
+// A backend module as the registry sees it, as PortAudio keeps its host
+// APIs: a name (as --backend spells it), a label for messages, where its
+// devices rank, detection (the devices, or notes saying why there are none;
+// it may throw, which becomes a note too) and opening one device. Adding a
+// backend is its folder, a BackendKind and a line here; nothing else in the
+// registry changes.
+struct BackendModule {
+    BackendKind kind;
+    const char* name;
+    const char* label;
+    // Best first. The ranking and its reasons are in docs/backends.md: CUDA
+    // (cuBLAS and cuFFT), then Vulkan GPUs (the vendors' main compute path
+    // on every desktop driver), then OpenCL GPUs, then devices that run on
+    // the host's own cores (lavapipe, PoCL), then the CPU backend. "auto"
+    // never uses the ones on the host's cores (engine/device_choice.h).
+    int gpu_rank, host_rank;
+    std::vector<DeviceInfo> (*detect)(std::vector<std::string>& notes);
+    std::shared_ptr<Backend> (*open)(int index);
+};
+
+const BackendModule kModules[] = {
+    {BackendKind::Cuda, "cuda", "CUDA", 0, 0, detect_cuda, open_cuda},
+    {BackendKind::OpenCl, "opencl", "OpenCL", 2, 4, list_opencl_devices, open_opencl},
+    {BackendKind::Vulkan, "vulkan", "Vulkan", 1, 3, list_vulkan_devices, open_vulkan},
+    {BackendKind::Cpu, "cpu", "CPU", 5, 5, detect_cpu, open_cpu},
+};
+
+const BackendModule& module_of(BackendKind kind) {
+    for (const BackendModule& m : kModules)
+        if (m.kind == kind) return m;
+    return kModules[std::size(kModules) - 1];  // every kind has an entry
+}
+
 int rank(const DeviceInfo& d) {
-    if (d.kind == BackendKind::Cuda) return 0;
-    if (d.kind == BackendKind::Vulkan && d.is_gpu) return 1;
-    if (d.kind == BackendKind::OpenCl && d.is_gpu) return 2;
-    if (d.kind == BackendKind::Vulkan) return 3;
-    if (d.kind == BackendKind::OpenCl) return 4;
-    return 5;
+    const BackendModule& m = module_of(d.kind);
+    return d.is_gpu ? m.gpu_rank : m.host_rank;
+}
+
+const char* kind_label(BackendKind kind) {
+    return module_of(kind).label;
 }
 
 bool file_exists(const char* path) {
@@ -35,27 +139,20 @@ bool file_exists(const char* path) {
     return path && *path && ::stat(path, &st) == 0;
 }
 
-const char* kind_label(BackendKind k) {
-    switch (k) {
-        case BackendKind::Cpu:
-            return "CPU";
-        case BackendKind::OpenCl:
-            return "OpenCL";
-        case BackendKind::Cuda:
-            return "CUDA";
-        case BackendKind::Vulkan:
-            return "Vulkan";
-    }
-    return "?";
-}
-
 }  // namespace
 
 BackendRequest parse_backend_request(const std::string& kind, int device) {
-    if (kind != "auto" && kind != "cpu" && kind != "cuda" && kind != "opencl" && kind != "vulkan")
-        throw std::invalid_argument("unknown backend '" + kind +
-                                    "' (choose auto, cpu, cuda, opencl or vulkan)");
-    return {kind, device};
+    if (kind == "auto") return {kind, device};
+    std::vector<std::string> names;
+    for (const BackendModule& m : kModules) {
+        if (kind == m.name) return {kind, device};
+        names.emplace_back(m.name);
+    }
+    std::sort(names.begin(), names.end());
+    std::string choices = "auto";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        choices += (i + 1 == names.size() ? " or " : ", ") + names[i];
+    throw std::invalid_argument("unknown backend '" + kind + "' (choose " + choices + ")");
 }
 
 BackendRequest with_environment(BackendRequest r) {
@@ -67,36 +164,10 @@ BackendRequest with_environment(BackendRequest r) {
     return r;
 }
 
+// What the registry keeps of the devices it opened.
 struct DeviceRegistry::Impl {
-    using ListFn = bool (*)(std::vector<DeviceInfo>*, std::string*);
-    using OpenFn = Backend* (*)(int, std::string*);
     std::mutex mu;
     std::map<std::pair<int, int>, std::shared_ptr<Backend>> opened;
-    ListFn cuda_list = nullptr;
-    OpenFn cuda_open = nullptr;
-
-    // Loads libetude_cuda.so, which is only there when CUDA was built. It is
-    // never unloaded: backends it created may live until exit.
-    void load_cuda(std::vector<std::string>& notes) {
-        const char* candidates[] = {std::getenv("ETUDE_CUDA_MODULE"), ETUDE_CUDA_MODULE_BUILD_PATH,
-                                    ETUDE_CUDA_MODULE_INSTALL_PATH};
-        std::string why = "this build has no CUDA backend module";
-        for (const char* path : candidates) {
-            if (!file_exists(path)) continue;
-            void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            if (!h) {
-                why = std::string("cannot load ") + path + ": " + ::dlerror();
-                continue;
-            }
-            cuda_list = reinterpret_cast<ListFn>(::dlsym(h, "etude_cuda_list_devices"));
-            cuda_open = reinterpret_cast<OpenFn>(::dlsym(h, "etude_cuda_open_device"));
-            if (cuda_list && cuda_open) return;
-            why = std::string(path) + " lacks the CUDA entry points";
-            cuda_list = nullptr;
-            cuda_open = nullptr;
-        }
-        notes.push_back("CUDA: " + why);
-    }
 };
 
 DeviceRegistry& DeviceRegistry::instance() {
@@ -128,77 +199,10 @@ void DeviceRegistry::detect() const {
     std::call_once(detected_, [this] { detect_now(); });
 }
 
-// The backend modules, one entry each, as PortAudio keeps its host APIs: a
-// name (as --backend spells it), detection (the devices, or notes saying why
-// there are none; it may throw, which becomes a note too) and opening one
-// device. Adding a backend means adding an entry here and a folder beside
-// gpu/opencl; nothing else in the registry changes.
-struct DeviceRegistry::Module {
-    BackendKind kind;
-    const char* name;
-    std::vector<DeviceInfo> (*detect)(Impl& impl, std::vector<std::string>& notes);
-    std::shared_ptr<Backend> (*open)(Impl& impl, int index);
-};
-
-namespace {
-
-std::vector<DeviceInfo> detect_cuda(DeviceRegistry::Impl& impl, std::vector<std::string>& notes);
-std::shared_ptr<Backend> open_cuda(DeviceRegistry::Impl& impl, int index);
-
-std::vector<DeviceInfo> detect_opencl(DeviceRegistry::Impl&, std::vector<std::string>& notes) {
-    return list_opencl_devices(notes);
-}
-std::shared_ptr<Backend> open_opencl(DeviceRegistry::Impl&, int index) {
-    return std::shared_ptr<Backend>(open_opencl_device(index));
-}
-
-std::vector<DeviceInfo> detect_vulkan(DeviceRegistry::Impl&, std::vector<std::string>& notes) {
-    return list_vulkan_devices(notes);
-}
-std::shared_ptr<Backend> open_vulkan(DeviceRegistry::Impl&, int index) {
-    return std::shared_ptr<Backend>(open_vulkan_device(index));
-}
-
-std::vector<DeviceInfo> detect_cpu(DeviceRegistry::Impl&, std::vector<std::string>&) {
-    return {shared_cpu_backend()->info()};
-}
-std::shared_ptr<Backend> open_cpu(DeviceRegistry::Impl&, int) {
-    return shared_cpu_backend();
-}
-
-}  // namespace
-
-const DeviceRegistry::Module DeviceRegistry::kModules[] = {
-    {BackendKind::Cuda, "cuda", detect_cuda, open_cuda},
-    {BackendKind::OpenCl, "opencl", detect_opencl, open_opencl},
-    {BackendKind::Vulkan, "vulkan", detect_vulkan, open_vulkan},
-    {BackendKind::Cpu, "cpu", detect_cpu, open_cpu},
-};
-
-namespace {
-
-std::vector<DeviceInfo> detect_cuda(DeviceRegistry::Impl& impl, std::vector<std::string>& notes) {
-    impl.load_cuda(notes);
-    std::vector<DeviceInfo> cuda;
-    if (!impl.cuda_list) return cuda;
-    std::string note;
-    if (!impl.cuda_list(&cuda, &note)) notes.push_back(note.empty() ? "CUDA: unavailable" : note);
-    return cuda;
-}
-
-std::shared_ptr<Backend> open_cuda(DeviceRegistry::Impl& impl, int index) {
-    std::string error;
-    Backend* raw = impl.cuda_open ? impl.cuda_open(index, &error) : nullptr;
-    if (!raw) throw DeviceError("cannot open CUDA device " + std::to_string(index) + ": " + error);
-    return std::shared_ptr<Backend>(raw);
-}
-
-}  // namespace
-
 void DeviceRegistry::detect_now() const {
-    for (const Module& m : kModules) {
+    for (const BackendModule& m : kModules) {
         try {
-            auto found = m.detect(*impl_, notes_);
+            auto found = m.detect(notes_);
             devices_.insert(devices_.end(), found.begin(), found.end());
         } catch (const std::exception& e) {
             notes_.push_back(std::string(kind_label(m.kind)) + ": " + e.what());
@@ -219,7 +223,7 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
         return devices_[static_cast<std::size_t>(request.device)];
     }
     BackendKind kind = BackendKind::Cpu;
-    for (const Module& m : kModules)
+    for (const BackendModule& m : kModules)
         if (request.kind == m.name) kind = m.kind;
     std::vector<DeviceInfo> of_kind;
     for (const auto& d : devices_)
@@ -250,8 +254,7 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
     std::lock_guard lock(impl_->mu);
     auto& b = impl_->opened[{static_cast<int>(d.kind), d.index}];
     if (b) return b;
-    for (const Module& m : kModules)
-        if (m.kind == d.kind) b = m.open(*impl_, d.index);
+    b = module_of(d.kind).open(d.index);
     return b;
 }
 

@@ -61,13 +61,11 @@ class DeviceRegistry {
     std::shared_ptr<Backend> open(const BackendRequest& request);
     std::shared_ptr<Backend> cpu();
 
-    // Internal: the state the backend modules share (the CUDA module's entry
-    // points), and the table of modules itself (registry.cpp).
+    // Internal: the devices opened so far (registry.cpp, which also holds
+    // the table of backend modules).
     struct Impl;
-    struct Module;
 
   private:
-    static const Module kModules[];
     DeviceRegistry();
     void detect() const;
     void detect_now() const;
