@@ -1,6 +1,7 @@
 // etude serve: the engine as a network service (Wyoming for Home Assistant).
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -136,10 +137,21 @@ int run_serve(const CommandLine& args) {
     for (const auto& e : endpoints)
         servers.push_back(std::make_unique<server::WyomingServer>(context, e));
 
+    // A file, never the key itself: a command line and an environment are
+    // readable by other users of the machine through /proc.
+    std::string api_key;
+    const char* key_env = std::getenv("ETUDE_API_KEY_FILE");
+    if (auto path = args.value("--api-key-file"))
+        api_key = server::read_api_key(*path);
+    else if (key_env && *key_env)
+        api_key = server::read_api_key(key_env);
+    if (args.value("--api-key-file") && http.empty())
+        throw UsageError("--api-key-file guards --http; give an --http address");
+
     std::vector<std::unique_ptr<server::HttpServer>> http_servers;
     for (const auto& hp : http) {
         try {
-            http_servers.push_back(std::make_unique<server::HttpServer>(context, hp));
+            http_servers.push_back(std::make_unique<server::HttpServer>(context, hp, api_key));
         } catch (const Error& e) {
             if (std::string(e.what()).find("not HOST:PORT") != std::string::npos)
                 throw UsageError(e.what());
@@ -172,8 +184,9 @@ int run_serve(const CommandLine& args) {
                      s->address().c_str(), voices.voices().size(), limits.max_syntheses);
     for (const auto& s : http_servers)
         std::fprintf(stderr,
-                     "etude serve: http on %s (POST /v1/audio/speech, GET /v1/audio/voices)\n",
-                     s->address().c_str());
+                     "etude serve: http on %s (POST /v1/audio/speech, GET /v1/models, GET "
+                     "/v1/audio/voices%s)\n",
+                     s->address().c_str(), api_key.empty() ? "" : "; API key required");
     for (const auto& why : skipped)
         std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
                      why.c_str());
@@ -194,17 +207,22 @@ int serve_command(int argc, char** argv) {
             "etude serve [--wyoming URI] [--http HOST:PORT] [options]",
             "Serves speech to voice assistants: the Wyoming protocol (Home Assistant's) and\n"
             "an OpenAI-style HTTP endpoint. One process, one shared engine, each request its\n"
-            "own stream. Audio goes out as it is made (16-bit mono PCM at the voice's rate),\n"
-            "also inside a sentence; streamed text (synthesize-start/-chunk/-stop) is spoken\n"
-            "sentence by sentence as each is complete. Runs until SIGINT or SIGTERM;\n"
-            "docs/server.md tells more.");
+            "own stream. Audio goes out as it is made, also inside a sentence: Wyoming's as\n"
+            "16-bit mono PCM at the voice's rate; HTTP's as mp3 (the default), opus or pcm\n"
+            "at 24 kHz, or wav or flac at the voice's rate. Streamed text\n"
+            "(synthesize-start/-chunk/-stop) is spoken sentence by sentence as each is\n"
+            "complete. Runs until SIGINT or SIGTERM; docs/server.md tells more.");
         args.group("where to listen (repeatable)")
             .option("--wyoming", "URI",
                     "tcp://HOST:PORT (port 0: any free port, printed at start), unix://PATH or "
                     "stdio:// (one client on standard input and output)")
             .option("--http", "HOST:PORT",
-                    "POST /v1/audio/speech (OpenAI style: wav or pcm, streamed as made) and GET "
-                    "/v1/audio/voices (port 0: any free port, printed at start)");
+                    "POST /v1/audio/speech (OpenAI style: mp3, opus, wav, flac or pcm, streamed "
+                    "as made), GET /v1/models and GET /v1/audio/voices (port 0: any free port, "
+                    "printed at start)")
+            .option("--api-key-file", "PATH",
+                    "--http asks every request for Authorization: Bearer KEY, KEY the one word "
+                    "in PATH (default: the file named by ETUDE_API_KEY_FILE; neither: no key)");
         args.group("voices").option(
             "--voice", "VOICE",
             "a voice to serve: a Piper voice, PATH/VOICE.onnx (VOICE.onnx.json beside "

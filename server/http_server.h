@@ -1,10 +1,14 @@
 // The OpenAI-style speech endpoint over HTTP (cpp-httplib):
-//   POST /v1/audio/speech  {"model", "input", "voice", "response_format", "speed"}
+//   POST /v1/audio/speech  {"model", "input", "voice", "response_format", "speed",
+//                           "sample_rate" (ours)}
 //        -> audio streamed with chunked transfer as the engine makes it
-//           (wav, pcm: 16-bit little-endian mono; flac)
+//           (mp3, the default; opus; wav, pcm: 16-bit little-endian mono; flac)
+//   GET  /v1/models        -> the voices as OpenAI's model objects
 //   GET  /v1/audio/voices  -> the voices, as JSON
-// A bad request gets a 4xx status and {"error": {"message", "type", "code"}},
-// a full server 503 with the same body. docs/server.md has the details.
+// With an API key every request needs `Authorization: Bearer KEY` (else 401).
+// A bad request gets a 4xx status and
+// {"error": {"message", "type", "param", "code"}}, a full server 503 with the
+// same body. docs/server.md has the details.
 #pragma once
 
 #include <atomic>
@@ -15,14 +19,22 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace etude::server {
+
+// The key in an API key file: its one word, white space around it dropped;
+// throws etude::Error naming the file when it cannot be read or is empty.
+std::string read_api_key(const std::string& path);
 
 class HttpServer {
   public:
     // Binds HOST:PORT now (port 0: any free port); throws etude::Error.
-    HttpServer(const ServerContext& context, const std::string& host_port);
+    // `api_key`: empty, no key is asked for.
+    HttpServer(const ServerContext& context, const std::string& host_port,
+               std::string api_key = {});
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
@@ -32,9 +44,14 @@ class HttpServer {
     void run(const std::atomic<bool>& stop);
 
   private:
+    // True with the right key (or none asked for); else answers 401.
+    bool authorized(const httplib::Request& req, httplib::Response& res) const;
+
     const ServerContext& context_;
     std::unique_ptr<httplib::Server> server_;
     std::string address_;
+    const std::string api_key_;
+    const long long created_;            // the models' "created": when the server started
     std::atomic<bool> stopping_{false};  // replies in progress end at their next audio
 };
 

@@ -14,7 +14,9 @@ constexpr std::size_t kFirstPiece = 256, kLargestPiece = 4096;
 }  // namespace
 
 SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice, std::string speaker)
-    : context_(context), voice_(voice), speaker_(std::move(speaker)) {}
+    : context_(context), voice_(voice), options_(voice.options) {
+    if (!speaker.empty()) options_.speaker = std::move(speaker);
+}
 
 void SpeechJob::add_text(std::string text) {
     {
@@ -93,8 +95,7 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
 
     std::unique_ptr<engine::Stream> stream;
     try {
-        engine::StreamOptions options = voice_.options;
-        if (!speaker_.empty()) options.speaker = speaker_;
+        engine::StreamOptions options = options_;
         // Nobody hears a network client's audio late, and its audio must
         // equal the offline render: never trade quality for time. (read()
         // already never does; this says it for the block scheduler too.)

@@ -30,6 +30,12 @@ class SpeechJob {
     SpeechJob(const SpeechJob&) = delete;
     SpeechJob& operator=(const SpeechJob&) = delete;
 
+    // Before run(): the output rate (8000..192000 Hz) instead of the voice's
+    // own, and a Piper voice's length_scale instead of its config's (the
+    // HTTP endpoint's `sample_rate` and `speed`).
+    void set_sample_rate(double hz) { options_.sample_rate = hz; }
+    void set_length_scale(float scale) { options_.length_scale = scale; }
+
     // Text for the stream; sentences are spoken in the order given.
     void add_text(std::string text);
     // No more text will come: run() returns once the rest is spoken.
@@ -63,7 +69,7 @@ class SpeechJob {
     using Clock = std::chrono::steady_clock;
     const ServerContext& context_;
     const VoiceEntry& voice_;
-    const std::string speaker_;
+    engine::StreamOptions options_;  // the voice's, with the request's speaker, rate, pace
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::deque<std::string> pending_;

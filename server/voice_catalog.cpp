@@ -72,6 +72,7 @@ VoiceEntry VoiceCatalog::piper_voice(const std::string& name_or_path) {
     e.version = config.piper_version.empty() ? "1.0.0" : config.piper_version;
     e.options.piper_voice = files.model_path;
     e.options.sample_rate = config.sample_rate;
+    e.length_scale = config.inference.length_scale;
     return e;
 }
 

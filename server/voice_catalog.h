@@ -21,6 +21,9 @@ struct VoiceEntry {
     std::string attribution_name, attribution_url;
     std::string version;
     engine::StreamOptions options;  // opens this voice; options.sample_rate is the output rate
+    // Piper voices: the config's length_scale, the pace of speed 1.0 (the
+    // HTTP endpoint's `speed` divides it).
+    float length_scale = 1.0f;
 };
 
 class VoiceCatalog {

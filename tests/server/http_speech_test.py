@@ -2,8 +2,10 @@
 """etude serve --http: the OpenAI-style speech endpoint, fetched with curl.
 
 A WAV streamed with chunked transfer holds exactly the samples of the offline render
-(`etude say --raw`, same text and voice), after a 44-byte header; pcm is those samples alone;
-bad requests get a 4xx status and a JSON {"error": {...}} body.
+(`etude say --raw`, same text and voice, the voice's rate), after a 44-byte header; pcm is
+the offline render at OpenAI's 24 kHz (`etude say --rate 24000 --raw`); no response_format
+gives mp3; bad requests get a 4xx status and a JSON {"error": {...}} body.
+(openai_client_test.py checks every format through the `openai` client.)
 
 Usage: http_speech_test.py ETUDE. Exit 77 (skip) without curl.
 """
@@ -74,9 +76,24 @@ def main():
                   f"{len(wav) - 44} bytes against {len(ref)}")
         status, _, pcm = curl(base + "/v1/audio/speech",
                               json.dumps({"input": TEXT, "response_format": "pcm"}))
+        ref = subprocess.run([ETUDE, "say", "--rate", "24000", "--raw", TEXT], check=True,
+                             capture_output=True).stdout
+        check("pcm (default voice) equals the offline render at 24 kHz",
+              status == 200 and pcm == ref, (status, len(pcm), len(ref)))
+        status, _, pcm = curl(base + "/v1/audio/speech", json.dumps(
+            {"input": TEXT, "response_format": "pcm", "sample_rate": 16000}))
         ref = subprocess.run([ETUDE, "say", "--raw", TEXT], check=True, capture_output=True).stdout
-        check("pcm (default voice) equals the offline render", status == 200 and pcm == ref,
-              (status, len(pcm), len(ref)))
+        check("pcm with sample_rate 16000 equals the offline render at the voice's rate",
+              status == 200 and pcm == ref, (status, len(pcm), len(ref)))
+        status, headers, mp3 = curl(base + "/v1/audio/speech", json.dumps({"input": TEXT}))
+        check("no response_format: mp3 (audio/mpeg, MPEG frames)",
+              status == 200 and headers.get("content-type") == "audio/mpeg"
+              and mp3[0] == 0xFF and mp3[1] >= 0xE0, (status, headers, mp3[:4]))
+        status, headers, opus = curl(base + "/v1/audio/speech",
+                                     json.dumps({"input": TEXT, "response_format": "opus"}))
+        check("opus: audio/ogg, an Ogg Opus stream",
+              status == 200 and headers.get("content-type") == "audio/ogg"
+              and opus[:4] == b"OggS" and b"OpusHead" in opus[:100], (status, opus[:40]))
         status, headers, flac = curl(base + "/v1/audio/speech",
                                      json.dumps({"input": TEXT, "response_format": "flac"}))
         check("flac: 200, audio/flac, fLaC stream",
@@ -86,6 +103,13 @@ def main():
         voices = json.loads(body)["voices"]
         check("voices listed", status == 200 and [v["id"] for v in voices][:3] == ["slt", "rms", "awb"],
               body[:200])
+        check("formats listed", json.loads(body)["formats"] == ["mp3", "opus", "wav", "flac", "pcm"],
+              body[-100:])
+        status, _, body = curl(base + "/v1/models")
+        models = json.loads(body)
+        check("models listed", status == 200 and models["object"] == "list"
+              and [m["id"] for m in models["data"]][:3] == ["slt", "rms", "awb"]
+              and all(m["object"] == "model" for m in models["data"]), body[:200])
 
         bad = [
             ("not json", "{nope", 400),
@@ -94,8 +118,13 @@ def main():
             ("input not a string", '{"input": 5}', 400),
             ("empty input", '{"input": "   "}', 400),
             ("unknown voice", '{"input": "Hi.", "voice": "alloy"}', 400),
-            ("unknown format", '{"input": "Hi.", "response_format": "mp3"}', 400),
-            ("speed", '{"input": "Hi.", "speed": 1.5}', 400),
+            ("unknown format", '{"input": "Hi.", "response_format": "aac"}', 400),
+            ("speed on a built-in voice", '{"input": "Hi.", "speed": 1.5}', 400),
+            ("speed out of range", '{"input": "Hi.", "speed": 4.5}', 400),
+            ("sample_rate not a number", '{"input": "Hi.", "sample_rate": "high"}', 400),
+            ("sample_rate fractional", '{"input": "Hi.", "sample_rate": 16000.5}', 400),
+            ("sample_rate too low", '{"input": "Hi.", "response_format": "wav", "sample_rate": 4000}', 400),
+            ("mp3 at 96 kHz", '{"input": "Hi.", "response_format": "mp3", "sample_rate": 96000}', 400),
             ("speed not a number", '{"input": "Hi.", "speed": "fast"}', 400),
             ("too long", json.dumps({"input": "word " * 30000}), 400),
             ("deep nesting", '{"input": "Hi.", "x": ' + "[" * 100 + "]" * 100 + "}", 400),
@@ -104,7 +133,8 @@ def main():
             status, headers, data = curl(base + "/v1/audio/speech", body)
             try:
                 err = json.loads(data)["error"]
-                ok = status == want and err["message"] and headers.get("content-type") == "application/json"
+                ok = (status == want and err["message"] and "param" in err
+                      and headers.get("content-type") == "application/json")
             except (ValueError, KeyError, TypeError):
                 ok = False
             check(f"bad request ({name}) -> {want} JSON error", ok, (status, data[:200]))

@@ -2,7 +2,7 @@
 """etude serve --backend vulkan: a Piper voice's decoder on Vulkan (lavapipe here) serves
 the CPU's audio over HTTP.
 
-The pcm of a request equals `etude say --backend cpu --raw` of the same text and voice
+The samples of a WAV reply equal `etude say --backend cpu --raw` of the same text and voice
 within the decoder's parity bound across backends (1e-4 of full scale,
 tests/engine/models/vits_parity_test.cpp), which in 16-bit samples is 1e-4 * 32767 plus one
 step of rounding: at most 5. A device index that does not exist stops the server before it
@@ -56,11 +56,11 @@ try:
     log = []
     threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
     voice = VOICE.rsplit("/", 1)[-1].removesuffix(".onnx")
-    body = '{"input": "%s", "voice": "%s", "response_format": "pcm"}' % (TEXT, voice)
+    body = '{"input": "%s", "voice": "%s", "response_format": "wav"}' % (TEXT, voice)
     got = subprocess.run(["curl", "-sS", "--max-time", "120", "-H",
                           "Content-Type: application/json", "--data-binary", body,
                           f"http://127.0.0.1:{m.group(1)}/v1/audio/speech"],
-                         check=True, capture_output=True).stdout
+                         check=True, capture_output=True).stdout[44:]  # the WAV header
     want = subprocess.run([ETUDE, "say", "--voice", VOICE, "--backend", "cpu", "--raw", TEXT],
                           check=True, capture_output=True).stdout
     a, b = samples(got), samples(want)

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""etude serve --http against the real `openai` client (PyPI), pointed at our base URL.
+
+Each response_format decodes (soundfile) to the offline render (`etude say --raw`) at the
+documented rate: pcm, mp3 and opus at 24 kHz, wav and flac at the voice's own; pcm, wav
+and flac exactly, mp3 and opus within their codec's error (see CODEC_BOUNDS). A streamed
+reply delivers its first bytes long before the audio is complete; speed 1.25 on a Piper
+voice is `etude say --length-scale 0.8` of it; a wrong or missing key gets 401 in OpenAI's
+error shape; models.list() lists the voices.
+
+Usage: openai_client_test.py ETUDE PIPER_VOICE.onnx|-. Exit 77 (skip) without openai,
+soundfile or numpy; "-" (no Piper voice: a build without espeak-ng) leaves out speed.
+"""
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+try:
+    import numpy as np
+    import openai
+    import soundfile
+except ImportError as e:
+    print(f"SKIP: {e.name} is not installed (tests/python-requirements.txt)")
+    sys.exit(77)
+
+ETUDE, PIPER_VOICE = sys.argv[1], sys.argv[2]
+PIPER_NAME = os.path.basename(PIPER_VOICE).removesuffix(".onnx") if PIPER_VOICE != "-" else None
+TEXT = "Your timer for ten minutes has started. The front door is locked!"
+KEY = "sk-etude-test-0123456789abcdef"
+
+# Codec error bounds. Measured on TEXT with the slt voice at 24 kHz (LAME at a constant
+# 80 kbit/s, libopus at its default rate, both through libsndfile): SNR 26.0 dB (mp3) and
+# 19.0 dB (opus); envelope within 0.64 dB (mp3) and 3.25 dB (opus). What the bounds must catch measures far lower: a piece of 4096 samples
+# dropped from the middle leaves 1.1 dB, another voice (rms) -1.0 dB; a wrong rate is
+# caught by the rate and the length.
+# - snr: signal-to-error ratio in dB after aligning by the codec's delay (MP3 has one:
+#   LAME's placeholder frame and its encoder delay, 1681 samples here; Opus none).
+# - envelope: the largest difference in dB between the mean log spectra (375 Hz bands,
+#   32 ms frames, the whole reply) in the bands that hold the voice (within 40 dB of the
+#   loudest; slt is a 16 kHz voice, nothing above 8 kHz): the spectral envelope a listener
+#   hears.
+CODEC_BOUNDS = {"mp3": {"snr": 20.0, "envelope": 2.0},
+                "opus": {"snr": 12.0, "envelope": 6.0}}
+
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
+    if not cond:
+        failures.append(name)
+
+
+_renders = {}
+
+
+def offline(voice, *options):
+    """`etude say --raw` as int16 samples."""
+    key = (voice,) + options
+    if key not in _renders:
+        raw = subprocess.run([ETUDE, "say", "--voice", voice, *options, "--raw", TEXT],
+                             check=True, capture_output=True).stdout
+        _renders[key] = np.frombuffer(raw, dtype="<i2")
+    return _renders[key]
+
+
+def decode(data):
+    """(int16 samples, rate) of a whole reply through libsndfile."""
+    # A streamed FLAC says "length unknown", which libsndfile reports as the largest
+    # length there is, and it cannot seek: SoundFile.read() allocates that length and
+    # seeks after each read. So read it as a stream, through libsndfile's own sf_read_short.
+    with soundfile.SoundFile(io.BytesIO(data)) as f:
+        blocks = []
+        while True:
+            block = np.empty(65536, dtype=np.int16)
+            n = soundfile._snd.sf_read_short(
+                f._file, soundfile._ffi.cast("short *", block.ctypes.data), len(block))
+            if n <= 0:
+                break
+            blocks.append(block[:n])
+        return np.concatenate(blocks), f.samplerate
+
+
+def aligned_snr(ref, got, max_lag=3000):
+    """Signal-to-error ratio in dB at the codec delay (0..max_lag samples) that is best."""
+    ref = ref.astype(np.float64)
+    got = got.astype(np.float64)
+    n = len(ref)
+    padded = np.concatenate([got, np.zeros(n + max_lag)])
+    signal = np.sum(ref * ref)
+    best, best_lag = -1e9, 0
+    for lag in range(max_lag + 1):
+        err = np.sum((padded[lag:lag + n] - ref) ** 2)
+        snr = 10 * np.log10(signal / max(err, 1e-9))
+        if snr > best:
+            best, best_lag = snr, lag
+    return best, best_lag
+
+
+def log_spectrum(x, rate):
+    """Mean power per 375 Hz band up to 12 kHz, in dB, over 32 ms frames."""
+    x = x.astype(np.float64) / 32768.0
+    frame = int(rate * 0.032)
+    frames = np.lib.stride_tricks.sliding_window_view(x, frame)[::frame // 2]
+    power = np.mean(np.abs(np.fft.rfft(frames * np.hanning(frame), axis=1)) ** 2, axis=0)
+    freqs = np.fft.rfftfreq(frame, 1.0 / rate)
+    edges = np.arange(0, 12000 + 1, 375)
+    bands = [power[(freqs >= lo) & (freqs < hi)].mean() for lo, hi in zip(edges, edges[1:])]
+    return 10 * np.log10(np.array(bands) + 1e-12)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        key_file = os.path.join(tmp, "key")
+        with open(key_file, "w") as f:
+            f.write(KEY + "\n")
+        voices = ["--voice", "slt"] + (["--voice", PIPER_VOICE] if PIPER_NAME else [])
+        proc = subprocess.Popen([ETUDE, "serve", "--http", "127.0.0.1:0", "--api-key-file",
+                                 key_file, *voices],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            run(proc)
+        finally:
+            t0 = time.monotonic()
+            proc.terminate()
+            rc = proc.wait(timeout=30)
+            stopped_in = time.monotonic() - t0
+        # Idle kept-alive connections (the clients above keep theirs) end within
+        # cpp-httplib's keep-alive timeout, 5 s.
+        check("server exits 0 on SIGTERM, within 10 s", rc == 0 and stopped_in < 10,
+              (rc, f"{stopped_in:.1f} s"))
+    if failures:
+        sys.exit(1)
+
+
+def run(proc):
+    line = proc.stderr.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert m, line
+    check("the start line says a key is required", "API key required" in line, line)
+    log = []
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    base = f"http://127.0.0.1:{m.group(1)}/v1"
+    client = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, timeout=120)
+
+    # Every format, decoded, against the offline render at the documented rate.
+    for fmt, rate, exact in [("pcm", 24000, True), ("wav", 16000, True), ("flac", 16000, True),
+                             ("mp3", 24000, False), ("opus", 24000, False)]:
+        reply = client.audio.speech.create(model="tts-1", voice="slt", input=TEXT,
+                                           response_format=fmt)
+        data = reply.content
+        ref = offline("slt", "--rate", str(rate))
+        if fmt == "pcm":
+            got, got_rate = np.frombuffer(data, dtype="<i2"), 24000
+        else:
+            got, got_rate = decode(data)
+        check(f"{fmt}: decodes at {rate} Hz", got_rate == rate, got_rate)
+        if exact:
+            check(f"{fmt}: equals `etude say --rate {rate} --raw`", np.array_equal(got, ref),
+                  (len(got), len(ref)))
+            continue
+        snr, lag = aligned_snr(ref, got)
+        ref_bands = log_spectrum(ref, rate)
+        voiced = ref_bands > ref_bands.max() - 40
+        envelope = np.max(np.abs(log_spectrum(got, rate) - ref_bands)[voiced])
+        bound = CODEC_BOUNDS[fmt]
+        print(f"     {fmt}: {len(data)} bytes, {len(got)} samples for {len(ref)}, delay {lag}, "
+              f"SNR {snr:.1f} dB, envelope within {envelope:.2f} dB")
+        check(f"{fmt}: the offline render within the codec's error (SNR > {bound['snr']} dB)",
+              snr > bound["snr"], f"{snr:.1f} dB")
+        check(f"{fmt}: spectral envelope within {bound['envelope']} dB",
+              envelope < bound["envelope"], f"{envelope:.2f} dB")
+        check(f"{fmt}: as long as the render (within the codec's padding)",
+              len(ref) <= len(got) + lag <= len(ref) + 4800, (len(got), lag, len(ref)))
+
+    # No response_format: mp3, as in the contract.
+    data = client.audio.speech.create(model="tts-1", voice="slt", input=TEXT).content
+    check("no response_format gives mp3", data[:3] == b"ID3" or (data[0] == 0xFF and data[1] >= 0xE0),
+          data[:4])
+
+    # The extension: another rate.
+    data = client.audio.speech.create(model="tts-1", voice="slt", input=TEXT,
+                                      response_format="pcm", extra_body={"sample_rate": 48000}).content
+    check("pcm with sample_rate 48000 equals `etude say --rate 48000 --raw`",
+          np.array_equal(np.frombuffer(data, dtype="<i2"), offline("slt", "--rate", "48000")))
+
+    # Streaming: bytes come while the audio is still being made.
+    long_text = " ".join([TEXT] * 12)
+    for fmt in ["pcm", "mp3"]:
+        requests_before = len(log)
+        t0 = time.monotonic()
+        first, total, logged_at_first = None, 0, None
+        with client.with_streaming_response.audio.speech.create(
+                model="tts-1", voice="slt", input=long_text, response_format=fmt) as resp:
+            for chunk in resp.iter_bytes(1024):
+                if first is None:
+                    first = time.monotonic() - t0
+                    logged_at_first = len(log) > requests_before
+                total += len(chunk)
+        whole = time.monotonic() - t0
+        print(f"     streamed {fmt}: first bytes after {first * 1000:.0f} ms, all {total} bytes "
+              f"after {whole * 1000:.0f} ms")
+        check(f"streamed {fmt}: first bytes before the reply was complete",
+              first is not None and not logged_at_first and first < whole / 3,
+              (first, whole, logged_at_first))
+
+    # speed 1.25 on a Piper voice is `etude say --length-scale 0.8` (its config says 1).
+    for speed, scale in [(1.25, "0.8"), (0.5, "2")] if PIPER_NAME else []:
+        data = client.audio.speech.create(model="tts-1", voice=PIPER_NAME, input=TEXT,
+                                          response_format="wav", speed=speed).content
+        got = np.frombuffer(data[44:], dtype="<i2")
+        ref = offline(PIPER_VOICE, "--length-scale", scale)
+        check(f"speed {speed} equals `etude say --length-scale {scale} --raw`",
+              np.array_equal(got, ref), (len(got), len(ref)))
+    if PIPER_NAME:
+        plain = offline(PIPER_VOICE)
+        check("speed 1.25 is shorter than speed 1.0",
+              len(offline(PIPER_VOICE, "--length-scale", "0.8")) < len(plain), len(plain))
+    else:
+        print("SKIP speed on a Piper voice: no Piper voice (a build without espeak-ng)")
+
+    # Refusals, in OpenAI's error shape.
+    for name, kwargs, param in [
+            ("aac", {"response_format": "aac"}, "response_format"),
+            ("speed 5", {"speed": 5.0}, "speed"),
+            ("speed on a built-in voice", {"speed": 1.25}, "speed"),
+            ("opus at 22050 Hz", {"response_format": "opus", "extra_body": {"sample_rate": 22050}},
+             "sample_rate")]:
+        try:
+            client.audio.speech.create(model="tts-1", voice="slt", input=TEXT, **kwargs)
+            check(f"{name} -> 400", False, "accepted")
+        except openai.BadRequestError as e:
+            err = e.body if isinstance(e.body, dict) else {}
+            check(f"{name} -> 400, param {param}", e.status_code == 400 and err.get("param") == param,
+                  (e.status_code, e.body))
+            if name == "aac":
+                check("aac's message names what is offered",
+                      "mp3, opus, wav, flac, pcm" in err.get("message", ""), err)
+
+    # Keys: wrong (the client), missing (no Authorization header at all).
+    # Twice on one kept-alive connection: the refused request's body must not be taken
+    # for the next request.
+    bad = openai.OpenAI(base_url=base, api_key="sk-wrong", max_retries=0)
+    for attempt in ["", " (again, same connection)"]:
+        try:
+            bad.audio.speech.create(model="tts-1", voice="slt", input=TEXT)
+            check("a wrong key -> 401", False, "accepted")
+        except openai.AuthenticationError as e:
+            check("a wrong key -> 401 invalid_api_key" + attempt,
+                  e.status_code == 401 and e.code == "invalid_api_key", (e.status_code, e.body))
+    for path, body in [("/audio/speech", json.dumps({"input": TEXT}).encode()), ("/models", None),
+                       ("/nothing", None)]:
+        req = urllib.request.Request(base + path, data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=30)
+            check(f"no key on {path} -> 401", False, "accepted")
+        except urllib.error.HTTPError as e:
+            err = json.loads(e.read()).get("error", {})
+            check(f"no key on {path} -> 401 in OpenAI's error shape",
+                  e.code == 401 and set(err) == {"message", "type", "param", "code"}, (e.code, err))
+
+    models = client.models.list()
+    ids = [m.id for m in models.data]
+    check("models.list() lists the voices",
+          ids[:4 if PIPER_NAME else 3] == [v for v in ["slt", PIPER_NAME, "rms", "awb"] if v] and all(m.object == "model" for m in models.data)
+          and all(isinstance(m.created, int) and m.owned_by for m in models.data), ids)
+    if failures:
+        print("server log:\n" + "".join(log[-20:]))
+
+
+if __name__ == "__main__":
+    main()
