@@ -20,8 +20,8 @@ void declare_voice_options(CommandLine& args, const std::string& voice_help) {
         .option("--noise-scale", "X",
                 "Piper voices: the prior's noise, 0 or more (default: the voice's, often 0.667)")
         .option("--length-scale", "X",
-                "Piper voices: the speaking pace, above 0; larger is slower (default: the "
-                "voice's, often 1)")
+                "the speaking pace; larger is slower (default: the voice's, often 1). Piper "
+                "voices: above 0; built-in voices: 0.1 to 10, Flite's duration stretch")
         .option("--noise-w", "X",
                 "Piper voices: the durations' noise, 0 or more (default: the voice's, often 0.8)")
         .option("--seed", "N",
@@ -53,14 +53,14 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     } else {
         opts.voice = voice;
     }
-    for (const char* name : {"--speaker", "--noise-scale", "--length-scale", "--noise-w", "--seed"})
+    opts.length_scale = scale_option(args, "--length-scale");
+    for (const char* name : {"--speaker", "--noise-scale", "--noise-w", "--seed"})
         if (args.value(name) && !piper)
             throw UsageError(std::string(name) + " applies to Piper voices; '" + voice +
                              "' is a built-in voice");
     if (!piper) return;
     opts.speaker = args.value_or("--speaker", "");
     opts.noise_scale = scale_option(args, "--noise-scale");
-    opts.length_scale = scale_option(args, "--length-scale");
     opts.noise_w = scale_option(args, "--noise-w");
     if (auto s = args.value("--seed")) {
         const double seed = parse_number("--seed", *s);

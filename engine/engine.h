@@ -96,7 +96,9 @@ struct StreamOptions {
     /// Piper streams: the prior's noise, 0 or more; unset: the voice's own
     /// (its config's "inference" object, as for the next two).
     std::optional<float> noise_scale;
-    /// Piper streams: the speaking pace, above 0 (larger: slower).
+    /// The speaking pace (larger: slower). Piper streams: above 0, the
+    /// voice's own when unset. Built-in voices: Flite's duration stretch,
+    /// 0.1 to 10, 1 when unset.
     std::optional<float> length_scale;
     /// Piper streams: the durations' noise, 0 or more.
     std::optional<float> noise_w;

@@ -45,7 +45,7 @@ struct Tracks {
 };
 
 // Plain C-style function: safe to be the target of Flite's longjmp.
-bool run_front_end(cst_voice* voice, const char* text, Tracks* out) {
+bool run_front_end(cst_voice* voice, const char* text, Tracks* out, float duration_stretch = 1.0f) {
     jmp_buf here;
     jmp_buf* previous = cst_errjmp;
     cst_errjmp = &here;
@@ -58,6 +58,10 @@ bool run_front_end(cst_voice* voice, const char* text, Tracks* out) {
     asi->min_buffsize = 0;
     asi->asc = stop_waveform;
     feat_set(out->utt->features, "streaming_info", audio_streaming_info_val(asi));
+    // Read by clustergen's duration prediction from the utterance, before
+    // the voice's own setting: this utterance's pace alone.
+    if (duration_stretch != 1.0f)
+        feat_set_float(out->utt->features, "duration_stretch", duration_stretch);
     utt_set_input_text(out->utt, text);
     flite_do_synth(out->utt, voice, utt_synth);
     out->db = val_cg_db(utt_feat_val(out->utt, "cg_db"));
@@ -163,11 +167,12 @@ std::string excerpt(const std::string& text) {
 
 }  // namespace
 
-AcousticFrames FliteVoice::analyse(std::string_view text) const {
+AcousticFrames FliteVoice::analyse(std::string_view text, float duration_stretch) const {
     const std::string owned(text);
     std::lock_guard lock(flite_mutex());
     Tracks t;
-    const bool ok = run_front_end(static_cast<cst_voice*>(voice_), owned.c_str(), &t);
+    const bool ok =
+        run_front_end(static_cast<cst_voice*>(voice_), owned.c_str(), &t, duration_stretch);
     AcousticFrames out = ok ? to_frames(t) : AcousticFrames{};
     release(t);
     if (!ok) throw Error("the Flite front end failed on the text \"" + excerpt(owned) + "\"");

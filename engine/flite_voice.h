@@ -42,8 +42,10 @@ class FliteVoice {
 
     // Text -> parameters for one utterance (best as one sentence). Returns an
     // empty result for text that has nothing to say; throws etude::Error if
-    // Flite reports an error.
-    AcousticFrames analyse(std::string_view text) const;
+    // Flite reports an error. `duration_stretch` scales every segment's
+    // predicted duration (Flite's own "duration_stretch": above 1 slower,
+    // below faster), which is how the built-in voices take a speaking pace.
+    AcousticFrames analyse(std::string_view text, float duration_stretch = 1.0f) const;
 
     // Test hook: the waveform Flite's own vocoder makes from the same
     // parameters, with the C library's rand() reseeded by srand(seed) first.

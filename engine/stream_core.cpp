@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 #include "engine/deadline.h"
@@ -27,6 +28,13 @@ constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 // 22050 Hz): a larger latency budget gains nothing from larger chunks.
 constexpr int kMaxLatentChunkFrames = 32;
 
+// "20", "0.05": a number as a person wrote it, for messages.
+std::string format_number(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
+}
+
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -41,6 +49,13 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
       rate_(options_.sample_rate),
       ring_(rate_, static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0),
             options_.cancel_fade_ms) {
+    // A built-in voice's pace is Flite's duration stretch; bounded, since
+    // every frame it asks for is made and kept until spoken.
+    if (!piper && options_.length_scale &&
+        !(std::isfinite(*options_.length_scale) && *options_.length_scale >= 0.1f &&
+          *options_.length_scale <= 10.0f))
+        throw Error(voice.name() + ": length_scale must be from 0.1 to 10, not " +
+                    format_number(*options_.length_scale));
     const FaultSpec faults = faults_for_stream(options_.faults);
     blocks_ =
         std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
@@ -363,7 +378,7 @@ void StreamCore::analyse(Sentence sentence) {
     const auto t0 = Clock::now();
     AcousticFrames frames;
     try {
-        frames = sentence.voice->analyse(sentence.text);
+        frames = sentence.voice->analyse(sentence.text, options_.length_scale.value_or(1.0f));
     } catch (const Error&) {
         frames = AcousticFrames{};  // counted as dropped below
     }

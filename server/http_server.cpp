@@ -223,9 +223,10 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
                                   " Hz: " + why + " (\"sample_rate\")",
                               "invalid_sample_rate", "sample_rate");
 
-        // OpenAI's speed, 0.25 to 4.0, is the inverse of a Piper voice's
-        // length_scale: speed 1.25 speaks as `etude say --length-scale 0.8`
-        // (for a voice whose config says 1.0).
+        // OpenAI's speed, 0.25 to 4.0, is the inverse of the voice's pace:
+        // a Piper voice's length_scale (speed 1.25 speaks as `etude say
+        // --length-scale 0.8` for a voice whose config says 1.0), a built-in
+        // voice's duration stretch (the same option, from 1.0).
         std::optional<float> length_scale;
         if (const auto s = body.find("speed"); s != body.end() && !s->is_null()) {
             if (!s->is_number())
@@ -234,15 +235,8 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
             if (!(speed >= 0.25 && speed <= 4.0))
                 return send_error(res, 400, "\"speed\" must be 0.25 to 4.0", "invalid_speed",
                                   "speed");
-            if (speed != 1.0) {
-                if (voice->options.piper_voice.empty())
-                    return send_error(res, 400,
-                                      "the built-in voice '" + voice->name +
-                                          "' speaks at speed 1.0 only; Piper voices take 0.25 "
-                                          "to 4.0",
-                                      "unsupported_speed", "speed");
+            if (speed != 1.0)
                 length_scale = static_cast<float>(static_cast<double>(voice->length_scale) / speed);
-            }
         }
 
         auto job = std::make_shared<SpeechJob>(context_, *voice);

@@ -1,6 +1,7 @@
 #include "server/listener.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,6 +36,12 @@ std::string peer_name(const sockaddr_storage& addr) {
         return name;
     }
     return "unix";
+}
+
+// A client that connects and resets before accept() would block a blocking
+// accept; non-blocking, accept() then finds nothing and the loop goes on.
+void make_nonblocking(int fd) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
 }  // namespace
@@ -85,6 +92,7 @@ Listener::Listener(const Endpoint& endpoint) : endpoint_(endpoint) {
             throw Error("cannot listen on unix://" + endpoint.path + ": " + std::strerror(err));
         }
         address_ = "unix://" + endpoint.path;
+        make_nonblocking(fd_);
         return;
     }
     addrinfo hints{};
@@ -109,6 +117,7 @@ Listener::Listener(const Endpoint& endpoint) : endpoint_(endpoint) {
     ::freeaddrinfo(found);
     if (fd_ < 0)
         throw Error("cannot listen on tcp://" + endpoint.host + ":" + port + ": " + last_error);
+    make_nonblocking(fd_);
     sockaddr_storage bound{};
     socklen_t len = sizeof bound;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
@@ -123,16 +132,24 @@ Listener::~Listener() {
 std::optional<Connection> Listener::accept(std::chrono::milliseconds timeout) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
+    std::string peer;
+    const int fd = accept_now(peer);
+    if (fd < 0) return std::nullopt;
+    return Connection(fd, std::move(peer));
+}
+
+int Listener::accept_now(std::string& peer) {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     const int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
-    if (fd < 0) return std::nullopt;
+    if (fd < 0) return -1;
     if (addr.ss_family != AF_UNIX) {
         // Audio chunks go out as they are made; Nagle would hold the first back.
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-    return Connection(fd, endpoint_.kind == Endpoint::Kind::Unix ? "unix" : peer_name(addr));
+    peer = endpoint_.kind == Endpoint::Kind::Unix ? "unix" : peer_name(addr);
+    return fd;
 }
 
 }  // namespace etude::server

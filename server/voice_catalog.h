@@ -21,8 +21,9 @@ struct VoiceEntry {
     std::string attribution_name, attribution_url;
     std::string version;
     engine::StreamOptions options;  // opens this voice; options.sample_rate is the output rate
-    // Piper voices: the config's length_scale, the pace of speed 1.0 (the
-    // HTTP endpoint's `speed` divides it).
+    // The pace of speed 1.0, which the HTTP endpoint's `speed` divides: a
+    // Piper voice's config's length_scale; 1 for the built-in voices (Flite's
+    // duration stretch).
     float length_scale = 1.0f;
 };
 
