@@ -1,4 +1,5 @@
 // etude serve: the engine as a network service (Wyoming for Home Assistant).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -53,10 +54,16 @@ int run_serve(const CommandLine& args) {
     limits.max_waiting = count_option(args, "--max-waiting", limits.max_waiting, 0, 100000);
     limits.max_connections =
         count_option(args, "--max-connections", limits.max_connections, 1, 100000);
+    // From one address, half of all by default: no one host can take every place.
+    limits.max_connections_per_address =
+        count_option(args, "--max-connections-per-address",
+                     std::max<std::size_t>(1, limits.max_connections / 2), 1, 100000);
     limits.max_text_bytes = count_option(args, "--max-text", limits.max_text_bytes, 1, 1e8);
     limits.idle_timeout = seconds_option(args, "--idle-timeout", limits.idle_timeout);
     limits.queue_timeout = seconds_option(args, "--queue-timeout", limits.queue_timeout);
     limits.write_timeout = seconds_option(args, "--write-timeout", limits.write_timeout);
+    limits.header_timeout = seconds_option(args, "--header-timeout", limits.header_timeout);
+    limits.body_timeout = seconds_option(args, "--body-timeout", limits.body_timeout);
 
     std::vector<server::Endpoint> endpoints;
     for (const auto& uri : wyoming) {
@@ -250,12 +257,22 @@ int serve_command(int argc, char** argv) {
                     "'busy' error at once")
             .option("--queue-timeout", "S",
                     "longest wait for a turn, in seconds (default 30), then a 'busy' error")
-            .option("--max-connections", "N", "open connections (default 256)")
+            .option("--max-connections", "N", "open connections, per listener (default 256)")
+            .option("--max-connections-per-address", "N",
+                    "open connections from one client address, per listener (default: half "
+                    "of --max-connections); behind a proxy, make it --max-connections")
             .option("--max-text", "BYTES",
                     "text per request, a stream's chunks together (default 100000)")
             .option("--idle-timeout", "S",
-                    "close a connection that sends nothing for S seconds while no audio is "
-                    "owed to it (default 60)")
+                    "close a Wyoming connection that sends nothing for S seconds while no "
+                    "audio is owed to it (default 60; HTTP: 5 s between requests)")
+            .option("--header-timeout", "S",
+                    "a request's head (HTTP: request line and headers, from the connection "
+                    "or its first byte; Wyoming: a frame's header line) must arrive whole "
+                    "within S seconds (default 10), however slowly it trickles")
+            .option("--body-timeout", "S",
+                    "then its body (HTTP; Wyoming: the frame's data and payload) within S "
+                    "seconds (default 30)")
             .option("--write-timeout", "S",
                     "drop a client that takes no audio for S seconds (default 10)");
         args.group("options").flag("-q,--quiet", "no log line per request on standard error");

@@ -1,7 +1,12 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -53,7 +58,89 @@ std::string peer(const httplib::Request& req) {
     return req.remote_addr + ":" + std::to_string(req.remote_port);
 }
 
+void socket_name(int fd, bool remote, std::string& ip, int& port) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if ((remote ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len)) != 0)
+        return;
+    char host[INET6_ADDRSTRLEN] = "";
+    if (addr.ss_family == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+        ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        port = ntohs(a->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+        ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        port = ntohs(a->sin6_port);
+    }
+    ip = host;
+}
+
+// One complete request, already read by HttpFrontEnd, on its socket: reads
+// come from those bytes only (the socket is never read here, so a worker
+// never waits for a client's bytes), writes go to the socket, each waiting
+// at most the write timeout for room.
+class CompleteRequestStream : public httplib::Stream {
+  public:
+    CompleteRequestStream(int fd, std::string request, std::chrono::milliseconds write_timeout)
+        : fd_(fd), request_(std::move(request)), write_timeout_(write_timeout) {}
+    bool is_readable() const override { return read_ < request_.size(); }
+    bool is_writable() const override {
+        pollfd p{fd_, POLLOUT, 0};
+        int r;
+        do r = ::poll(&p, 1, static_cast<int>(write_timeout_.count()));
+        while (r < 0 && errno == EINTR);
+        return r > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL));
+    }
+    ssize_t read(char* ptr, size_t size) override {
+        const std::size_t n = std::min(size, request_.size() - read_);
+        std::memcpy(ptr, request_.data() + read_, n);
+        read_ += n;
+        return static_cast<ssize_t>(n);  // 0 past the request: its end
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+        if (!is_writable()) return -1;
+        const ssize_t put = ::send(fd_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (put < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+        return put;  // cpp-httplib writes the rest, or gives up on -1
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override {
+        socket_name(fd_, true, ip, port);
+    }
+    void get_local_ip_and_port(std::string& ip, int& port) const override {
+        socket_name(fd_, false, ip, port);
+    }
+    socket_t socket() const override { return fd_; }
+
+  private:
+    int fd_;
+    std::string request_;
+    std::size_t read_ = 0;
+    std::chrono::milliseconds write_timeout_;
+};
+
 }  // namespace
+
+// cpp-httplib's routing, parsing and replies, without its accept loop and
+// its thread per connection: HttpFrontEnd reads the requests, and a worker
+// hands each whole one here (process_request() is protected, for SSLServer,
+// which feeds it its own Stream as we do).
+class HttpServer::RequestProcessor : public httplib::Server {
+  public:
+    explicit RequestProcessor(int listening_socket) {
+        // cpp-httplib takes an invalid listening socket for "shutting down"
+        // and then ends a chunked reply before its first chunk; we never
+        // let it listen, so it is told of ours.
+        svr_sock_ = listening_socket;
+    }
+    // Whether the connection may carry another request.
+    bool answer(httplib::Stream& stream, bool last) {
+        bool closed = false;
+        const bool ok = process_request(stream, last, closed, nullptr);
+        return ok && !closed;
+    }
+};
 
 std::string read_api_key(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -71,34 +158,50 @@ std::string read_api_key(const std::string& path) {
 HttpServer::HttpServer(const ServerContext& context, const std::string& host_port,
                        std::string api_key)
     : context_(context),
-      server_(std::make_unique<httplib::Server>()),
       api_key_(std::move(api_key)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count()) {
     const auto colon = host_port.rfind(':');
     if (colon == std::string::npos || colon + 1 == host_port.size() ||
-        host_port.find_first_not_of("0123456789", colon + 1) != std::string::npos)
+        host_port.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+        host_port.size() - colon > 6)
         throw Error("'" + host_port + "' is not HOST:PORT");
-    std::string host = host_port.substr(0, colon);
-    if (host.empty()) host = "0.0.0.0";
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    const int port = std::stoi(host_port.substr(colon + 1));
-    if (port > 65535) throw Error("port " + std::to_string(port) + " is out of range");
+    Endpoint endpoint;
+    endpoint.host = host_port.substr(0, colon);
+    if (endpoint.host.empty()) endpoint.host = "0.0.0.0";
+    if (endpoint.host.size() >= 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']')
+        endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
+    endpoint.port = std::stoi(host_port.substr(colon + 1));
+    if (endpoint.port > 65535)
+        throw Error("port " + std::to_string(endpoint.port) + " is out of range");
 
-    auto& srv = *server_;
     const auto& limits = context_.limits;
-    // One worker per request that may run or wait; more connections queue in
-    // the library until one frees (our slots answer 503 past that).
+    // One worker per request that may run or wait for a turn, and a few
+    // for the quick ones (voices, errors); more whole requests wait for a
+    // worker in the front end, in arrival order.
     const std::size_t workers = limits.max_syntheses + limits.max_waiting + 4;
-    srv.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    srv.set_payload_max_length(limits.max_text_bytes * 2 + 4096);
-    srv.set_read_timeout(
-        std::chrono::duration_cast<std::chrono::seconds>(limits.idle_timeout).count());
+    const std::size_t max_body = limits.max_text_bytes * 2 + 4096;
+    try {
+        front_end_ = std::make_unique<HttpFrontEnd>(
+            endpoint, context_, max_body, workers, [this](int fd, std::string request, bool last) {
+                CompleteRequestStream stream(fd, std::move(request), context_.limits.write_timeout);
+                return server_->answer(stream, last);
+            });
+    } catch (const Error& e) {
+        const std::string why = e.what();  // "cannot listen on tcp://...": say http://
+        const auto at = why.find("tcp://");
+        throw Error(at == std::string::npos ? why
+                                            : why.substr(0, at) + "http://" + why.substr(at + 6));
+    }
+    address_ = "http://" + front_end_->address().substr(6);  // tcp://HOST:PORT
+    server_ = std::make_unique<RequestProcessor>(front_end_->native_listening_socket());
+    auto& srv = *server_;
+    srv.set_payload_max_length(max_body);
     srv.set_write_timeout(
         std::chrono::duration_cast<std::chrono::seconds>(limits.write_timeout).count());
-    srv.set_keep_alive_timeout(5);
+    srv.set_keep_alive_timeout(HttpFrontEnd::kKeepAliveSeconds);
+    srv.set_keep_alive_max_count(HttpFrontEnd::kKeepAliveMax);
 
     srv.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
@@ -259,7 +362,7 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
                 const auto r = job->run([&](int rate) { return encoder->start(rate); },
                                         [&](std::span<const float> s) {
                                             // Shutting down: end the reply rather than wait for it.
-                                            return !stopping_ && encoder->add(s);
+                                            return !stopping() && encoder->add(s);
                                         });
                 const bool ok = r.outcome == SpeechJob::Outcome::Spoken && encoder->finish();
                 *state = [](std::string_view) { return false; };
@@ -277,15 +380,6 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
                 return true;
             });
     });
-
-    errno = 0;  // the library says only that binding failed; the reason is left in errno
-    const int bound =
-        port == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, port) ? port : -1);
-    if (bound < 0)
-        throw Error("cannot listen on http://" + host_port +
-                    (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
-    address_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-               std::to_string(bound);
 }
 
 HttpServer::~HttpServer() = default;
@@ -309,13 +403,8 @@ bool HttpServer::authorized(const httplib::Request& req, httplib::Response& res)
 }
 
 void HttpServer::run(const std::atomic<bool>& stop) {
-    std::thread watcher([&] {
-        while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        stopping_ = true;
-        server_->stop();
-    });
-    server_->listen_after_bind();
-    watcher.join();
+    stop_ = &stop;
+    front_end_->run(stop);
 }
 
 }  // namespace etude::server

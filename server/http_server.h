@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "server/http_front_end.h"
 #include "server/server_context.h"
 
 namespace httplib {
@@ -44,15 +45,19 @@ class HttpServer {
     void run(const std::atomic<bool>& stop);
 
   private:
+    class RequestProcessor;
+    bool stopping() const { return stop_ && stop_->load(); }
     // True with the right key (or none asked for); else answers 401.
     bool authorized(const httplib::Request& req, httplib::Response& res) const;
 
     const ServerContext& context_;
-    std::unique_ptr<httplib::Server> server_;
+    std::unique_ptr<HttpFrontEnd> front_end_;
+    std::unique_ptr<RequestProcessor> server_;
     std::string address_;
     const std::string api_key_;
-    const long long created_;            // the models' "created": when the server started
-    std::atomic<bool> stopping_{false};  // replies in progress end at their next audio
+    const long long created_;  // the models' "created": when the server started
+    // Set by run(): replies in progress end at their next audio once it is true.
+    const std::atomic<bool>* stop_ = nullptr;
 };
 
 }  // namespace etude::server

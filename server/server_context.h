@@ -15,13 +15,19 @@
 namespace etude::server {
 
 struct ServerLimits {
-    std::size_t max_syntheses = 8;  // running at once, all connections
-    std::size_t max_waiting = 32;   // waiting for a turn; past that: busy
-    std::size_t max_connections = 256;
+    std::size_t max_syntheses = 8;                  // running at once, all connections
+    std::size_t max_waiting = 32;                   // waiting for a turn; past that: busy
+    std::size_t max_connections = 256;              // per listener
+    std::size_t max_connections_per_address = 128;  // per listener, from one client address
     std::size_t max_text_bytes = 100000;  // per request (a whole stream's chunks together)
     std::chrono::milliseconds queue_timeout{30000};  // longest wait for a turn
     std::chrono::milliseconds idle_timeout{60000};   // a connection that sends nothing
     std::chrono::milliseconds write_timeout{10000};  // a client that reads nothing
+    // Whole-message deadlines, not per read, so trickling bytes does not
+    // extend them: an HTTP request head (a Wyoming frame's header line) from
+    // its first byte, and the body (the frame's data and payload) after it.
+    std::chrono::milliseconds header_timeout{10000};
+    std::chrono::milliseconds body_timeout{30000};
     FrameLimits frames;
 };
 

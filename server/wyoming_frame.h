@@ -66,6 +66,9 @@ class WyomingFrameReader {
     // now would truncate a frame.
     bool partial() const { return !failed_ && (pending_ || !buffer_.empty()); }
     bool failed() const { return failed_; }
+    // True while the header line of a frame is arriving (partial(), and
+    // its line not yet whole); then its data and payload are.
+    bool reading_header() const { return partial() && !pending_; }
     // Bytes held now (bounded by the limits plus one read's worth).
     std::size_t buffered() const { return buffer_.size(); }
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "server/connection_limiter.h"
 #include "server/wyoming_session.h"
 
 namespace etude::server {
@@ -27,28 +28,34 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
     std::mutex mu;
     std::condition_variable cv;
     std::size_t open = 0;
+    ConnectionLimiter limiter(context_.limits.max_connections,
+                              context_.limits.max_connections_per_address);
     while (!stop) {
         auto connection = listener_->accept(std::chrono::milliseconds(200));
         if (!connection) continue;
+        std::string why;
+        auto ticket = limiter.admit(peer_host(connection->peer()), why);
+        if (!ticket) {
+            // Said, not silently dropped: the client learns why. Never
+            // blocking: a client that reads nothing loses the message.
+            connection->write_all(
+                encode_wyoming_event(
+                    {"error",
+                     {{"text", "the server refused the connection: " + why}, {"code", "busy"}},
+                     {}}),
+                std::chrono::milliseconds(0));
+            if (auto line = limiter.refusal_report(why))
+                context_.log.write("wyoming " + connection->peer() + " " + *line);
+            continue;
+        }
         {
             std::lock_guard lock(mu);
-            if (open >= context_.limits.max_connections) {
-                // Said, not silently dropped: the client learns why.
-                connection->write_all(
-                    encode_wyoming_event(
-                        {"error",
-                         {{"text", "the server has too many connections"}, {"code", "busy"}},
-                         {}}),
-                    std::chrono::milliseconds(100));
-                context_.log.write("wyoming " + connection->peer() +
-                                   " refused: too many connections");
-                continue;
-            }
             ++open;
         }
         // Detached, counted: a connection lives as long as its client.
-        std::thread([&, c = std::move(*connection)]() mutable {
+        std::thread([&, c = std::move(*connection), t = std::move(*ticket)]() mutable {
             run_wyoming_session(std::move(c), context_, stop);
+            { auto given_back = std::move(t); }
             std::lock_guard lock(mu);
             --open;
             cv.notify_all();

@@ -340,14 +340,32 @@ bool Session::handle(const WyomingEvent& ev) {
 }
 
 void Session::run() {
-    std::vector<char> buf(64 * 1024);
+    // Left uninitialised: a connection that sends a few bytes touches a
+    // page of it, not 64 KiB (hundreds of idle connections are resident size).
+    constexpr std::size_t kReadSize = 64 * 1024;
+    const std::unique_ptr<char[]> buf(new char[kReadSize]);
     auto last_input = Clock::now();
     bool client_closed = false, broke_protocol = false;
+    // A frame begun must arrive whole in time, however it trickles in: its
+    // header line within --header-timeout, then the rest within
+    // --body-timeout (the idle timeout restarts with every byte).
+    enum class Part { None, Header, Rest } part = Part::None;
+    auto part_deadline = Clock::now();
     while (!stop_ && !dead_) {
+        if (part != Part::None && Clock::now() > part_deadline) {
+            send_error(std::string("a frame's ") +
+                           (part == Part::Header ? "header line did not arrive within "
+                                                   "--header-timeout"
+                                                 : "data did not arrive within --body-timeout"),
+                       "frame-timeout");
+            ctx_.log.write("wyoming " + conn_.peer() + " frame timeout");
+            broke_protocol = true;
+            break;
+        }
         reap(false);
         std::size_t n = 0;
         const auto status =
-            conn_.read_some(buf.data(), buf.size(), std::chrono::milliseconds(200), n);
+            conn_.read_some(buf.get(), kReadSize, std::chrono::milliseconds(200), n);
         if (status == Connection::ReadStatus::Failed) break;
         if (status == Connection::ReadStatus::Closed) {
             client_closed = true;
@@ -365,7 +383,7 @@ void Session::run() {
             continue;
         }
         last_input = Clock::now();
-        reader_.feed(std::string_view(buf.data(), n));
+        reader_.feed(std::string_view(buf.get(), n));
         bool keep = true;
         while (keep) {
             auto r = reader_.next();
@@ -386,6 +404,14 @@ void Session::run() {
             }
         }
         if (!keep) break;
+        const Part now_part = reader_.reading_header() ? Part::Header
+                              : reader_.partial()      ? Part::Rest
+                                                       : Part::None;
+        if (now_part != part) {
+            part = now_part;
+            part_deadline = Clock::now() + (part == Part::Header ? ctx_.limits.header_timeout
+                                                                 : ctx_.limits.body_timeout);
+        }
     }
     // A client that sent its request and then closed its side may still be
     // reading (a half-close): let a request already complete finish, its

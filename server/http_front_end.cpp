@@ -1,0 +1,378 @@
+#include "server/http_front_end.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "engine/error.h"
+
+namespace etude::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) !=
+            std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
+    return s;
+}
+
+const char* reason(int status) {
+    switch (status) {
+        case 400:
+            return "Bad Request";
+        case 408:
+            return "Request Timeout";
+        case 411:
+            return "Length Required";
+        case 413:
+            return "Payload Too Large";
+        case 431:
+            return "Request Header Fields Too Large";
+        default:
+            return "Service Unavailable";
+    }
+}
+
+// A whole reply with OpenAI's error body, closing the connection.
+std::string error_reply(int status, const std::string& message, const std::string& code) {
+    const std::string body = nlohmann::json{
+        {"error",
+         {{"message", message},
+          {"type", status == 503 ? "server_busy" : "invalid_request_error"},
+          {"param", nullptr},
+          {"code", code}}}}.dump();
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
+    if (status == 503) head += "Retry-After: 1\r\n";
+    return head +
+           "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// Best effort and never blocking: what does not fit the socket's buffer of
+// a client that reads nothing is lost with the connection.
+void send_now(int fd, const std::string& bytes) {
+    (void)::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+}  // namespace
+
+struct HttpFrontEnd::Client {
+    // Idle: kept alive, no byte of the next request yet. Closing: an error
+    // reply sent, reading and dropping what the client still sends so that
+    // closing does not reset the connection before the reply is read.
+    enum class Stage { Idle, Head, Body, Closing };
+
+    Client(int socket_fd, std::string peer_name, ConnectionLimiter::Ticket t)
+        : fd(socket_fd), peer(std::move(peer_name)), ticket(std::move(t)) {}
+    ~Client() {
+        if (fd >= 0) ::close(fd);
+    }
+
+    int fd;
+    std::string peer;
+    ConnectionLimiter::Ticket ticket;
+    Stage stage = Stage::Head;
+    Clock::time_point deadline;
+    std::string buffer;        // received, not yet handed over
+    std::string request;       // the complete request a worker answers
+    std::size_t head_end = 0;  // the head's length, blank line included
+    std::size_t body_length = 0;
+    std::size_t served = 0;  // requests answered on this connection
+};
+
+HttpFrontEnd::HttpFrontEnd(const Endpoint& endpoint, const ServerContext& context,
+                           std::size_t max_body, std::size_t workers, Handler handler)
+    : context_(context),
+      listener_(endpoint),
+      limiter_(context.limits.max_connections, context.limits.max_connections_per_address),
+      max_body_(max_body),
+      worker_count_(workers),
+      handler_(std::move(handler)) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || wake_fd_ < 0)
+        throw Error(std::string("cannot make the HTTP event loop: ") + std::strerror(errno));
+    watch(listener_.native_handle());
+    watch(wake_fd_);
+}
+
+HttpFrontEnd::~HttpFrontEnd() {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void HttpFrontEnd::watch(int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void HttpFrontEnd::forget(int fd) {
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void HttpFrontEnd::run(const std::atomic<bool>& stop) {
+    for (std::size_t i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { worker(); });
+    std::vector<epoll_event> events(256);
+    auto next_expiry = Clock::now();
+    while (!stop) {
+        const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 100);
+        for (int i = 0; i < n; ++i) {
+            const int fd = events[i].data.fd;
+            if (fd == listener_.native_handle())
+                accept_all();
+            else if (fd == wake_fd_)
+                take_back();
+            else if (static_cast<std::size_t>(fd) < clients_.size() && clients_[fd])
+                on_readable(clients_[fd]);
+        }
+        // Deadlines are checked ten times a second: a timeout is late by
+        // at most 0.1 s, and no timer is kept per connection.
+        if (Clock::now() >= next_expiry) {
+            expire();
+            next_expiry = Clock::now() + std::chrono::milliseconds(100);
+        }
+    }
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    ready_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+    ready_.clear();
+    returned_.clear();
+    clients_.clear();
+}
+
+void HttpFrontEnd::accept_all() {
+    // Bounded per wake-up so that a flood of connections cannot starve the
+    // clients already being read.
+    for (int i = 0; i < 256; ++i) {
+        std::string peer;
+        const int fd = listener_.accept_now(peer);
+        if (fd < 0) return;
+        std::string why;
+        auto ticket = limiter_.admit(peer_host(peer), why);
+        if (!ticket) {
+            send_now(fd, error_reply(503, "the server refused the connection: " + why, "busy"));
+            ::close(fd);
+            if (auto line = limiter_.refusal_report(why))
+                context_.log.write("http " + peer + " " + *line);
+            continue;
+        }
+        auto client = std::make_unique<Client>(fd, std::move(peer), std::move(*ticket));
+        client->deadline = Clock::now() + context_.limits.header_timeout;
+        if (clients_.size() <= static_cast<std::size_t>(fd)) clients_.resize(fd + 1);
+        watch(fd);
+        clients_[fd] = std::move(client);
+    }
+}
+
+void HttpFrontEnd::on_readable(ClientPtr& client) {
+    // One read per wake-up, of at most 16 KiB: a fast sender cannot keep
+    // the loop to itself, and what is buffered grows by that much at most
+    // past the caps advance() checks.
+    char buf[16 * 1024];
+    const ssize_t got = ::recv(client->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (got <= 0) {  // closed or failed: nothing more will come
+        forget(client->fd);
+        client.reset();
+        return;
+    }
+    if (client->stage == Client::Stage::Closing) return;  // dropped
+    if (client->stage == Client::Stage::Idle) {
+        client->stage = Client::Stage::Head;
+        client->deadline = Clock::now() + context_.limits.header_timeout;
+    }
+    client->buffer.append(buf, static_cast<std::size_t>(got));
+    advance(client);
+}
+
+bool HttpFrontEnd::advance(ClientPtr& client) {
+    Client& c = *client;
+    if (c.stage == Client::Stage::Head) {
+        // Blank lines before a request are allowed (RFC 9112, 2.2).
+        const auto first = c.buffer.find_first_not_of("\r\n");
+        c.buffer.erase(0, first == std::string::npos ? c.buffer.size() : first);
+        auto end = c.buffer.find("\r\n\r\n");
+        if (end == std::string::npos) {
+            if (c.buffer.size() > kMaxHeadBytes)
+                reply_and_close(client, 431, "the request head is over 64 KiB", "head_too_large");
+            return false;
+        }
+        if (end + 4 > kMaxHeadBytes) {
+            reply_and_close(client, 431, "the request head is over 64 KiB", "head_too_large");
+            return false;
+        }
+        c.head_end = end + 4;
+        c.body_length = 0;
+        bool expect_continue = false;
+        std::size_t line_start = c.buffer.find("\r\n") + 2;
+        while (line_start < end) {
+            auto line_end = c.buffer.find("\r\n", line_start);
+            const std::string_view line(c.buffer.data() + line_start, line_end - line_start);
+            const auto colon = line.find(':');
+            const auto name = trim(line.substr(0, colon == std::string_view::npos ? 0 : colon));
+            const auto value =
+                colon == std::string_view::npos ? std::string_view{} : trim(line.substr(colon + 1));
+            if (iequals(name, "Transfer-Encoding")) {
+                reply_and_close(client, 411,
+                                "send the body with a Content-Length (chunked request bodies are "
+                                "not taken)",
+                                "length_required");
+                return false;
+            }
+            if (iequals(name, "Content-Length")) {
+                if (value.empty() || value.size() > 15 ||
+                    value.find_first_not_of("0123456789") != std::string_view::npos) {
+                    reply_and_close(client, 400, "Content-Length is not a number", "bad_request");
+                    return false;
+                }
+                c.body_length = std::stoull(std::string(value));
+            }
+            if (iequals(name, "Expect") && iequals(value, "100-continue")) {
+                // We answer it here, as the body is read here; the line is
+                // dropped so that cpp-httplib does not answer it again.
+                expect_continue = true;
+                const std::size_t length = line_end + 2 - line_start;
+                c.buffer.erase(line_start, length);
+                c.head_end -= length;
+                end -= length;
+                line_end = line_start - 2;
+            }
+            line_start = line_end + 2;
+        }
+        if (c.body_length > max_body_) {
+            reply_and_close(client, 413,
+                            "the request body is too large (" + std::to_string(c.body_length) +
+                                " bytes; the limit is " + std::to_string(max_body_) + ")",
+                            "too_large");
+            return false;
+        }
+        if (expect_continue && c.buffer.size() < c.head_end + c.body_length)
+            send_now(c.fd, "HTTP/1.1 100 Continue\r\n\r\n");
+        c.stage = Client::Stage::Body;
+        c.deadline = Clock::now() + context_.limits.body_timeout;
+    }
+    if (c.stage != Client::Stage::Body || c.buffer.size() < c.head_end + c.body_length)
+        return false;
+    c.request = c.buffer.substr(0, c.head_end + c.body_length);
+    c.buffer.erase(0, c.head_end + c.body_length);
+    forget(c.fd);
+    hand_over(std::move(client));
+    return false;
+}
+
+void HttpFrontEnd::reply_and_close(ClientPtr& client, int status, const std::string& message,
+                                   const std::string& code) {
+    send_now(client->fd, error_reply(status, message, code));
+    ::shutdown(client->fd, SHUT_WR);
+    context_.log.write("http " + client->peer + " " + std::to_string(status) + ": " + message);
+    client->stage = Client::Stage::Closing;
+    client->buffer.clear();
+    client->buffer.shrink_to_fit();
+    client->deadline = Clock::now() + std::chrono::milliseconds(500);
+}
+
+void HttpFrontEnd::expire() {
+    const auto now = Clock::now();
+    for (auto& client : clients_) {
+        if (!client || now < client->deadline) continue;
+        using Stage = Client::Stage;
+        if (client->stage == Stage::Head && !client->buffer.empty())
+            reply_and_close(client, 408, "the request head did not arrive within --header-timeout",
+                            "header_timeout");
+        else if (client->stage == Stage::Body)
+            reply_and_close(client, 408, "the request body did not arrive within --body-timeout",
+                            "body_timeout");
+        else {  // idle, sent nothing, or done with its last words
+            forget(client->fd);
+            client.reset();
+        }
+    }
+}
+
+void HttpFrontEnd::hand_over(ClientPtr client) {
+    const int fd = client->fd;
+    {
+        std::lock_guard lock(mu_);
+        ready_.push_back(std::move(client));
+    }
+    ready_cv_.notify_one();
+    clients_[fd].reset();  // already moved from; the slot is free
+}
+
+void HttpFrontEnd::take_back() {
+    std::uint64_t count;
+    (void)::read(wake_fd_, &count, sizeof count);
+    std::deque<ClientPtr> back;
+    {
+        std::lock_guard lock(mu_);
+        back.swap(returned_);
+    }
+    for (auto& client : back) {
+        const int fd = client->fd;
+        client->request.clear();
+        client->stage = client->buffer.empty() ? Client::Stage::Idle : Client::Stage::Head;
+        client->deadline =
+            Clock::now() + (client->buffer.empty() ? std::chrono::seconds(kKeepAliveSeconds)
+                                                   : context_.limits.header_timeout);
+        if (clients_.size() <= static_cast<std::size_t>(fd)) clients_.resize(fd + 1);
+        watch(fd);
+        clients_[fd] = std::move(client);
+        // A pipelined request may be whole already.
+        if (clients_[fd]->stage == Client::Stage::Head) advance(clients_[fd]);
+    }
+}
+
+void HttpFrontEnd::worker() {
+    for (;;) {
+        ClientPtr client;
+        {
+            std::unique_lock lock(mu_);
+            ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+            if (stopping_) return;
+            client = std::move(ready_.front());
+            ready_.pop_front();
+        }
+        const bool last = ++client->served >= kKeepAliveMax;
+        bool keep = false;
+        try {
+            keep = handler_(client->fd, std::move(client->request), last);
+        } catch (const std::exception& e) {
+            context_.log.write("http " + client->peer + " request ended by an error: " + e.what());
+        }
+        if (!keep || last) continue;  // closes the socket, gives the place back
+        {
+            std::lock_guard lock(mu_);
+            if (stopping_) continue;
+            returned_.push_back(std::move(client));
+        }
+        const std::uint64_t one = 1;
+        (void)::write(wake_fd_, &one, sizeof one);
+    }
+}
+
+}  // namespace etude::server
