@@ -97,6 +97,7 @@ std::optional<GpuFault> parse_gpu_fault(const std::string& text) {
 }
 
 double Backend::consume_fault(const char* op) {
+    std::unique_lock lock(state_mu_);
     if (fault_.kind == GpuFault::None || fault_.count <= 0) return 0.0;
     if (fault_.after > 0) {
         --fault_.after;
@@ -107,7 +108,8 @@ double Backend::consume_fault(const char* op) {
     if (fault_.count == 0) fault_.kind = GpuFault::None;
     switch (kind) {
         case GpuFault::KernelFailure:
-            mark_failed(std::string("injected failure in ") + op);
+            health_ = Health::Failed;  // mark_failed(), with the lock already held
+            last_error_ = std::string("injected failure in ") + op;
             throw DeviceError(std::string("injected kernel failure in ") + op);
         case GpuFault::OutOfMemory:
             throw OutOfMemory(std::string("injected out-of-memory in ") + op);

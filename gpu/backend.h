@@ -16,9 +16,11 @@
 // None of this is real-time safe: it runs on compute workers.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -184,7 +186,8 @@ class Backend : public MemoryOwner {
     // or one buffer passed as two that must be distinct throws
     // std::invalid_argument naming the op and the argument, before anything
     // is queued: on a GPU an out-of-bounds access does not fail cleanly but
-    // corrupts the context for the whole process. Sizes of zero are no-ops.
+    // corrupts the context for the whole process. Sizes of zero (or shapes
+    // with no output) are no-ops, here, before any backend sees them.
     // None of this runs in the audio callback, so throwing is fine.
 
     // ---- queues, copies, synchronisation ----
@@ -238,7 +241,8 @@ class Backend : public MemoryOwner {
     // x and y are distinct buffers (same size: 2 * frames * bins floats).
     void polar_spectrum(Queue& q, int frames, int bins, float max_magnitude, const DeviceBuffer& x,
                         DeviceBuffer& y);
-    // Batched real FFT of length n: in [batch][n] -> out [batch][n/2+1] complex.
+    // Batched real FFT of length n: in [batch][n] -> out [batch][n/2+1] complex
+    // (distinct buffers, as for the inverse).
     void rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out);
     // Batched inverse, scaled by 1/n: in [batch][n/2+1] complex -> out [batch][n].
     // The imaginary parts of bins 0 and n/2 are ignored (taken as zero), as
@@ -267,15 +271,24 @@ class Backend : public MemoryOwner {
     void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y);
 
     // ---- health and profiling ----
-    Health health() const { return health_; }
-    const std::string& last_error() const { return last_error_; }
+    // Health and injected faults may be read and changed from any thread:
+    // every stream on a device reports its failures here.
+    Health health() const { return health_.load(); }
+    std::string last_error() const {
+        std::lock_guard lock(state_mu_);
+        return last_error_;
+    }
     void reset_health() {
+        std::lock_guard lock(state_mu_);
         health_ = Health::Ok;
         last_error_.clear();
     }
     virtual std::vector<KernelTiming> kernel_timings() const = 0;
     virtual void reset_timings() = 0;
-    void inject_fault(GpuFault f) { fault_ = f; }
+    void inject_fault(GpuFault f) {
+        std::lock_guard lock(state_mu_);
+        fault_ = f;
+    }
 
   protected:
     // What each backend implements: the operations above, with arguments
@@ -331,12 +344,14 @@ class Backend : public MemoryOwner {
     // Returns the delay to add (ms) for a Late fault; throws for the others.
     double consume_fault(const char* op);
     void mark_failed(const std::string& what) {
+        std::lock_guard lock(state_mu_);
         health_ = Health::Failed;
         last_error_ = what;
     }
 
   private:
-    Health health_ = Health::Ok;
+    mutable std::mutex state_mu_;  // last_error_ and fault_
+    std::atomic<Health> health_{Health::Ok};
     std::string last_error_;
     GpuFault fault_;
 };

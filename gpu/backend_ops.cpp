@@ -68,6 +68,7 @@ void Backend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset
                              std::size_t floats) {
     if (floats > 0 && !src) reject("h2d", "the host pointer is null");
     need(dst, floats > 0 ? dst_offset + floats : 0, "dst", "h2d");
+    if (floats == 0) return;
     copy_to_device_impl(q, dst, dst_offset, src, floats);
 }
 
@@ -75,11 +76,13 @@ void Backend::copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::s
                            std::size_t floats) {
     if (floats > 0 && !dst) reject("d2h", "the host pointer is null");
     need(src, floats > 0 ? src_offset + floats : 0, "src", "d2h");
+    if (floats == 0) return;
     copy_to_host_impl(q, dst, src, src_offset, floats);
 }
 
 void Backend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
     need(dst, floats, "dst", "fill");
+    if (floats == 0) return;
     fill_impl(q, dst, value, floats);
 }
 
@@ -87,6 +90,7 @@ void Backend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBu
                          std::size_t n, float alpha) {
     need(x, n, "x", to_string(f));
     need(y, n, "y", to_string(f));
+    if (n == 0) return;
     activation_impl(q, f, x, y, n, alpha);
 }
 
@@ -101,6 +105,7 @@ void Backend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, fl
              "b", op);
         need(c, matrix_floats(m, n, ldc, "c", op), "c", op);
     }
+    if (m <= 0 || n <= 0) return;  // k == 0 still scales C by beta
     gemm_impl(q, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -115,6 +120,7 @@ void Backend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, cons
     if (bias) need(bias, s.out_channels, "bias", op);
     need(y, batch * s.out_channels * count(s.conv_out_length()), "y", op);
     distinct(x, y, "x and y", op);
+    if (s.batch <= 0 || s.conv_out_length() <= 0) return;
     conv1d_impl(q, s, x, w, bias, y);
 }
 
@@ -129,6 +135,7 @@ void Backend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffe
     if (bias) need(bias, s.out_channels, "bias", op);
     need(y, batch * s.out_channels * count(s.transpose_out_length()), "y", op);
     distinct(x, y, "x and y", op);
+    if (s.batch <= 0 || s.transpose_out_length() <= 0) return;
     conv_transpose1d_impl(q, s, x, w, bias, y);
 }
 
@@ -140,6 +147,7 @@ void Backend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBu
     need(y, total, "y", op);
     need(gamma, total > 0 ? count(cols) : 0, "gamma", op);
     need(beta, total > 0 ? count(cols) : 0, "beta", op);
+    if (total == 0) return;
     layer_norm_impl(q, rows, cols, eps, x, gamma, beta, y);
 }
 
@@ -147,6 +155,7 @@ void Backend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x,
                     DeviceBuffer& y) {
     need(x, n, "x", "axpby");
     need(y, n, "y", "axpby");
+    if (n == 0) return;
     axpby_impl(q, n, alpha, x, beta, y);
 }
 
@@ -154,6 +163,7 @@ void Backend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
                         std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                         std::size_t dst_offset, std::size_t dst_stride) {
     check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
+    if (rows <= 0 || cols <= 0) return;
     copy_rows_impl(q, rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
 }
 
@@ -162,7 +172,8 @@ void Backend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, Dev
     need(x, total, "x", "transpose");
     need(y, total, "y", "transpose");
     // In place, tiles would overwrite input other work-groups have yet to read.
-    if (total > 0) distinct(x, y, "x and y", "transpose");
+    if (total == 0) return;
+    distinct(x, y, "x and y", "transpose");
     transpose_impl(q, rows, cols, x, y);
 }
 
@@ -171,6 +182,7 @@ void Backend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, b
     const std::size_t total = count(rows) * count(cols);
     need(y, total, "y", "add_bias");
     need(bias, total > 0 ? count(per_row ? rows : cols) : 0, "bias", "add_bias");
+    if (total == 0) return;
     add_bias_impl(q, rows, cols, bias, per_row, y);
 }
 
@@ -180,7 +192,8 @@ void Backend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude
     need(x, total, "x", "polar_spectrum");
     need(y, total, "y", "polar_spectrum");
     // A frame's output overwrites log-magnitudes of bins not yet read.
-    if (total > 0) distinct(x, y, "x and y", "polar_spectrum");
+    if (total == 0) return;
+    distinct(x, y, "x and y", "polar_spectrum");
     polar_spectrum_impl(q, frames, bins, max_magnitude, x, y);
 }
 
@@ -189,6 +202,8 @@ void Backend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuf
         need(in, count(batch) * count(n), "in", "rfft");
         need(out, count(batch) * (count(n) / 2 + 1) * 2, "out", "rfft");
     }
+    if (n <= 0 || batch <= 0) return;
+    distinct(in, out, "in and out", "rfft");
     rfft_impl(q, n, batch, in, out);
 }
 
@@ -197,6 +212,8 @@ void Backend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBu
         need(in, count(batch) * (count(n) / 2 + 1) * 2, "in", "irfft");
         need(out, count(batch) * count(n), "out", "irfft");
     }
+    if (n <= 0 || batch <= 0) return;
+    distinct(in, out, "in and out", "irfft");
     irfft_impl(q, n, batch, in, out);
 }
 
@@ -209,6 +226,7 @@ void Backend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int 
         need(window, count(n_fft), "window", op);
         need(frames, count(n_frames) * count(n_fft), "frames", op);
     }
+    if (n_fft <= 0 || n_frames <= 0) return;
     frame_signal_impl(q, signal, n_fft, hop, n_frames, window, frames);
 }
 
@@ -221,6 +239,7 @@ void Backend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int h
         need(window, count(n_fft), "window", op);
         need(out, count(n_frames - 1) * count(hop) + count(n_fft), "out", op);
     }
+    if (n_fft <= 0 || n_frames <= 0) return;
     overlap_add_impl(q, frames, n_fft, hop, n_frames, window, out);
 }
 
@@ -229,12 +248,14 @@ void Backend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuff
     need(a, 2 * n, "a", "complex_multiply");
     need(b, 2 * n, "b", "complex_multiply");
     need(c, 2 * n, "c", "complex_multiply");
+    if (n == 0) return;
     complex_multiply_impl(q, a, b, c, n);
 }
 
 void Backend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
     need(x, 2 * n, "x", "complex_exp");
     need(y, 2 * n, "y", "complex_exp");
+    if (n == 0) return;
     complex_exp_impl(q, x, y, n);
 }
 
@@ -243,6 +264,7 @@ void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer&
     const std::size_t total = count(n) * count(batch);
     need(x, total, "x", "minimum_phase_fold");
     need(y, total, "y", "minimum_phase_fold");
+    if (total == 0) return;
     minimum_phase_fold_impl(q, n, batch, x, y);
 }
 
@@ -251,7 +273,8 @@ void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer&
     const std::size_t half = count(channels) * count(length);
     need(x, 2 * half, "x", "gated_tanh");
     need(y, half, "y", "gated_tanh");
-    if (half > 0) distinct(x, y, "x and y", "gated_tanh");
+    if (half == 0) return;
+    distinct(x, y, "x and y", "gated_tanh");
     gated_tanh_impl(q, channels, length, x, y);
 }
 

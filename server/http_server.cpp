@@ -368,12 +368,18 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
                 *state = [](std::string_view) { return false; };
                 const double audio_s = static_cast<double>(r.samples) / out_rate;
                 char line[512];
+                // gpu-chunks: a Piper voice's decoder chunks made on the GPU tier, of all.
+                char chunks[64] = "";
+                if (r.chunks > 0)
+                    std::snprintf(chunks, sizeof chunks, " gpu-chunks=%llu/%llu",
+                                  static_cast<unsigned long long>(r.gpu_chunks),
+                                  static_cast<unsigned long long>(r.chunks));
                 std::snprintf(line, sizeof line,
                               "http %s speech voice=%s chars=%zu first-audio=%.1fms rtf=%.3f "
-                              "audio=%.2fs %s",
+                              "audio=%.2fs%s %s",
                               who.c_str(), job->voice().name.c_str(), job->characters(),
                               r.first_audio_ms, audio_s > 0 ? r.seconds / audio_s : 0.0, audio_s,
-                              ok ? "spoken" : "cancelled");
+                              chunks, ok ? "spoken" : "cancelled");
                 context_.log.write(line);
                 if (!ok) return false;  // the client sees a cut stream, not a complete one
                 sink.done();

@@ -174,6 +174,9 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
         cv_.wait(lock, [&] { return cancelled_ || finished_ || !pending_.empty(); });
         piece = kFirstPiece;  // the next sentence's first audio goes out at once
     }
+    const engine::StreamStats stats = stream->stats();
+    result.gpu_chunks = stats.mel_chunks_gpu;
+    result.chunks = stats.mel_chunks_gpu + stats.mel_chunks_cpu + stats.mel_chunks_phase;
     bool cancelled;
     {
         std::lock_guard lock(mu_);

@@ -55,6 +55,9 @@ class SpeechJob {
         std::uint64_t samples = 0;   // audio delivered
         double first_audio_ms = -1;  // first text given to first audio delivered
         double seconds = 0;          // first text to the last audio delivered
+        // A Piper voice's decoder: chunks made on the GPU tier, and in all
+        // (the rest by the CPU); both 0 for other voices.
+        std::uint64_t gpu_chunks = 0, chunks = 0;
     };
     // `start` is called once with the output rate before any audio;
     // `audio` with each piece as it is made; either returning false means

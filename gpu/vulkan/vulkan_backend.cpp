@@ -58,7 +58,8 @@ const DeviceInfo& VulkanBackend::info() const {
 
 vk::CommandStream& VulkanBackend::begin(Queue& q, const char* op) {
     auto* s = dynamic_cast<vk::CommandStream*>(&q);
-    if (!s) throw std::invalid_argument(std::string(op) + ": the queue is not a Vulkan queue");
+    if (!s || &s->device() != &s_->device)
+        throw std::invalid_argument(std::string(op) + ": the queue is not one of this device's");
     const double late_ms = consume_fault(op);
     if (late_ms > 0)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
@@ -99,7 +100,8 @@ std::unique_ptr<Queue> VulkanBackend::create_queue() {
 
 void VulkanBackend::synchronize(Queue& q) {
     auto* s = dynamic_cast<vk::CommandStream*>(&q);
-    if (!s) throw std::invalid_argument("synchronize: the queue is not a Vulkan queue");
+    if (!s || &s->device() != &s_->device)
+        throw std::invalid_argument("synchronize: the queue is not one of this device's");
     std::vector<vk::TimedCommand> times;
     guarded([&] { s->finish(times); });
     std::lock_guard lock(s_->timing_mu);

@@ -28,6 +28,12 @@ struct VulkanBackend::State {
         tiled = kernels && *kernels ? std::string(kernels) == "tiled" : info.is_gpu;
     }
     ~State() {
+        // Nothing may still use what is freed below (a queue whose last
+        // submission failed may have left work behind).
+        {
+            std::lock_guard lock(device.queue_mutex());
+            device.fn().vkDeviceWaitIdle(device.handle());
+        }
         for (auto& [n, table] : twiddles) vk::free_buffer(device, table);
     }
 

@@ -93,7 +93,6 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
         if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
             info.global_memory += mem.memoryHeaps[h].size;
     info.capabilities = {"fft", "gemm", type_name(p.deviceType)};
-    if (p.limits.timestampComputeAndGraphics) info.capabilities.push_back("profiling");
 
     // What the shaders need: device addresses for buffers and 64-bit integers.
     if (!v12) {
@@ -135,6 +134,8 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
         return pd;
     }
     pd.queue_family = static_cast<std::uint32_t>(chosen);
+    // Device times per command need timestamps on the queue the backend uses.
+    if (fam[std::size_t(chosen)].timestampValidBits > 0) info.capabilities.push_back("profiling");
     pd.portability_subset = has_extension(api, handle, "VK_KHR_portability_subset");
     return pd;
 }

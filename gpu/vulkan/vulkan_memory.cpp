@@ -54,13 +54,19 @@ Allocation* allocate_buffer(Device& device, std::size_t bytes, bool host_visible
     alloc.pNext = &flags;
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = type;
+    const char* call = "vkAllocateMemory";
     r = fn.vkAllocateMemory(device.handle(), &alloc, nullptr, &a->memory);
-    if (r == VK_SUCCESS) r = fn.vkBindBufferMemory(device.handle(), a->buffer, a->memory, 0);
-    if (r == VK_SUCCESS && host_visible)
+    if (r == VK_SUCCESS) {
+        call = "vkBindBufferMemory";
+        r = fn.vkBindBufferMemory(device.handle(), a->buffer, a->memory, 0);
+    }
+    if (r == VK_SUCCESS && host_visible) {
+        call = "vkMapMemory";
         r = fn.vkMapMemory(device.handle(), a->memory, 0, VK_WHOLE_SIZE, 0, &a->mapped);
+    }
     if (r != VK_SUCCESS) {
         free_buffer(device, a.release());
-        fail(r, "vkAllocateMemory", bytes, device);
+        fail(r, call, bytes, device);
     }
     VkBufferDeviceAddressInfo address{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
     address.buffer = a->buffer;

@@ -13,8 +13,10 @@ namespace {
 
 using Address = std::uint64_t;
 
+// 0 for an empty buffer: a shape may name one it never reads (a
+// convolution of an input of length 0 whose output is all padding).
 Address address(const DeviceBuffer& b) {
-    return allocation_of(b).address;
+    return b ? allocation_of(b).address : 0;
 }
 
 int activation_code(Activation a) {
@@ -105,14 +107,13 @@ void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n
            k,          lda,        ldb,        ldc,     alpha,   beta};
     // On the host's cores (lavapipe) barriers cost more than the loads that
     // tiles save: there, one invocation per element, in the same order.
-    if (!s_->tiled) {
+    constexpr int kTile = 16;  // gemm.comp's TS
+    const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
+    // The tiled shader's columns of tiles are its x groups, at most 65535.
+    if (!s_->tiled || col_groups > 65535) {
         launch(s, vk::Kernel::GemmDirect, args, std::uint64_t(m) * n, "gemm");
         return;
     }
-    constexpr int kTile = 16;  // gemm.comp's TS
-    const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
-    if (col_groups > 65535)
-        throw std::invalid_argument("gemm: more than 1048560 columns on a Vulkan device");
     const std::uint64_t row_groups =
         std::min<std::uint64_t>((std::uint64_t(m) + kTile - 1) / kTile, 65535);
     guarded([&] {

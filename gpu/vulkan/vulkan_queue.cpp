@@ -57,7 +57,11 @@ void CommandStream::release() noexcept {
     const DeviceApi& fn = device_.fn();
     // Nothing may still run on the device when its objects go: wait for a
     // submission that a failed finish() left behind.
-    if (fence_ && !broken_.empty()) fn.vkDeviceWaitIdle(device_.handle());
+    // vkDeviceWaitIdle needs every queue of the device held, as a submission does.
+    if (fence_ && !broken_.empty()) {
+        std::lock_guard lock(device_.queue_mutex());
+        fn.vkDeviceWaitIdle(device_.handle());
+    }
     // A batch recorded but never submitted used nothing.
     if (batch_) frees_.close_batch(batch_);
     batch_ = 0;
@@ -91,9 +95,11 @@ void CommandStream::begin_command(const char* op) {
         recording_ = true;
         commands_ = 0;
         timed_ = 0;
-    } else if (commands_ > 0) {
-        // In order: this command sees everything the earlier ones wrote, and
-        // writes nothing they still read.
+    }
+    {
+        // In order: this command sees everything the earlier ones wrote (in
+        // this batch, or in an earlier submission to the device's queue, such
+        // as another stream's), and writes nothing they still read.
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -189,7 +195,8 @@ void CommandStream::finish(std::vector<TimedCommand>& timings) {
     if (r != VK_SUCCESS) fail(r, "vkQueueSubmit");
     r = fn.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kFenceTimeoutNs);
     if (r != VK_SUCCESS) fail(r, "vkWaitForFences");
-    fn.vkResetFences(device_.handle(), 1, &fence_);
+    r = fn.vkResetFences(device_.handle(), 1, &fence_);
+    if (r != VK_SUCCESS) fail(r, "vkResetFences");
     recording_ = false;
     frees_.close_batch(batch_);
     batch_ = 0;
@@ -213,7 +220,8 @@ void CommandStream::finish(std::vector<TimedCommand>& timings) {
         timings.push_back({c.name, ms});
     }
     recorded_.clear();
-    fn.vkResetCommandPool(device_.handle(), pool_, 0);
+    r = fn.vkResetCommandPool(device_.handle(), pool_, 0);
+    if (r != VK_SUCCESS) fail(r, "vkResetCommandPool");
     staging_.reset();
     for (Allocation* a : retired_) free_buffer(device_, a);
     retired_.clear();

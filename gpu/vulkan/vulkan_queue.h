@@ -55,6 +55,8 @@ class CommandStream final : public Queue {
     // unusable and says so on every later call.
     void finish(std::vector<TimedCommand>& timings);
 
+    const Device& device() const { return device_; }
+
   private:
     void begin_command(const char* op);
     void end_command();

@@ -65,9 +65,12 @@ TEST_P(BackendFaults, a_buffer_freed_after_its_last_op_is_queued_still_feeds_tha
         dev_->copy_to_device(*dq_, x, 0, values.data(), values.size());
         dev_->activation(*dq_, Activation::Tanh, x, y.dev, values.size(), 0.0f);
     }  // x is freed here, before the queue synchronises
-    // New memory of the same size, written at once, may reuse x's.
+    // New memory of the same size, written by another queue that finishes
+    // first, may reuse x's: had x been freed at once, the tanh would read -7.
     DeviceBuffer other = dev_->allocate(values.size(), "reuse");
-    dev_->fill(*dq_, other, -7.0f, values.size());
+    auto other_queue = dev_->create_queue();
+    dev_->fill(*other_queue, other, -7.0f, values.size());
+    dev_->synchronize(*other_queue);
     const auto x = upload(values);
     ref_.activation(*rq_, Activation::Tanh, x.ref, y.ref, values.size(), 0.0f);
     expect_close("tanh of a buffer freed before synchronize()", y, tol_.elementwise);
@@ -92,8 +95,50 @@ TEST_P(BackendFaults, kernel_timings_are_recorded_per_op_under_the_cpu_names) {
         EXPECT_GE(it->total_ms, 0.0) << name;
         EXPECT_GE(it->total_ms, it->max_ms) << name;
     }
+    // A device that times its commands gives a 64^3 GEMM a time.
+    const auto& caps = dev_->info().capabilities;
+    if (std::find(caps.begin(), caps.end(), "profiling") != caps.end()) {
+        const auto gemm = std::find_if(timings.begin(), timings.end(),
+                                       [](const KernelTiming& t) { return t.name == "gemm"; });
+        EXPECT_GT(gemm->total_ms, 0.0);
+    }
     dev_->reset_timings();
     EXPECT_TRUE(dev_->kernel_timings().empty());
+}
+
+// Sizes of zero, and shapes with no output, do nothing on every backend,
+// with empty buffers too: no throw, no device error, nothing written.
+TEST_P(BackendFaults, zero_sizes_and_empty_outputs_are_no_ops) {
+    DeviceBuffer none;
+    auto y = output(8);
+    auto x = upload(random_vector(8, 1250));
+    dev_->fill(*dq_, none, 1.0f, 0);
+    dev_->copy_to_device(*dq_, none, 0, nullptr, 0);
+    dev_->copy_to_host(*dq_, nullptr, none, 0, 0);
+    dev_->activation(*dq_, Activation::Gelu, none, none, 0);
+    dev_->axpby(*dq_, 0, 1.0f, none, 0.0f, none);
+    dev_->gemm(*dq_, false, false, 0, 4, 4, 1.0f, none, 4, none, 4, 0.0f, none, 4);
+    dev_->layer_norm(*dq_, 0, 8, 1e-5f, none, none, none, none);
+    dev_->copy_rows(*dq_, 0, 4, x.dev, 0, 4, y.dev, 0, 4);
+    dev_->transpose(*dq_, 0, 4, none, none);
+    dev_->add_bias(*dq_, 0, 4, none, true, none);
+    dev_->polar_spectrum(*dq_, 0, 4, 10.0f, none, none);
+    dev_->rfft(*dq_, 256, 0, none, none);
+    dev_->irfft(*dq_, 0, 3, none, none);
+    dev_->frame_signal(*dq_, none, 4, 2, 0, none, none);
+    dev_->overlap_add(*dq_, none, 4, 2, 0, none, none);
+    dev_->complex_multiply(*dq_, none, none, none, 0);
+    dev_->complex_exp(*dq_, none, none, 0);
+    dev_->minimum_phase_fold(*dq_, 8, 0, none, none);
+    dev_->gated_tanh(*dq_, 0, 8, none, none);
+    // A kernel longer than the padded input: no output position.
+    dev_->conv1d(*dq_, shape(1, 1, 1, 2, 5, 1, 1, 0, 1), x.dev, x.dev, DeviceBuffer{}, y.dev);
+    dev_->conv1d(*dq_, shape(0, 1, 1, 4, 3, 1, 1, 0, 1), none, x.dev, DeviceBuffer{}, none);
+    dev_->conv_transpose1d(*dq_, shape(1, 1, 1, 1, 1, 1, 1, 3, 1), x.dev, x.dev, DeviceBuffer{},
+                           y.dev);
+    dev_->synchronize(*dq_);
+    expect_equal_to("y after no-op calls", y, std::vector<float>(8, 12345.0f), 0.0);
+    EXPECT_EQ(dev_->health(), Health::Ok) << dev_->last_error();
 }
 
 TEST_P(BackendFaults, injected_kernel_failure_throws_once_and_marks_the_backend_failed) {

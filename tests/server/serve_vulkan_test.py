@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 ETUDE, VOICE = sys.argv[1], sys.argv[2]
 TEXT = "Hello there from the server. The decoder runs on the Vulkan device."
@@ -69,6 +70,16 @@ try:
     worst = max((abs(x - y) for x, y in zip(a, b)), default=1 << 16)
     check("within 5 steps of the CPU's offline render", worst <= 5, worst)
     print(f"worst difference: {worst} steps of 32768 over {len(a)} samples")
+    # The CPU covers a chunk the device fails, with the same audio: the log
+    # line says which made them (gpu-chunks=ON_DEVICE/ALL), and all must be
+    # the device's.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any("speech" in l for l in log):
+        time.sleep(0.05)
+    counts = [re.search(r"gpu-chunks=(\d+)/(\d+)", l) for l in log if "speech" in l]
+    check("the log says every decoder chunk was made on the device",
+          len(counts) == 1 and counts[0] is not None and
+          int(counts[0].group(1)) == int(counts[0].group(2)) > 0, log)
 finally:
     proc.terminate()
     proc.wait(timeout=30)
