@@ -1,3 +1,9 @@
+// StreamCore's construction, intake (push_text, push_mel, set_voice,
+// cancel), statistics, the offline reader and the engine workers' side
+// (taking sentences, analysing them, rendering ahead). The producer loop
+// and the BlockSink writes are in stream_core_producer.cpp; what only a
+// Piper stream does (its intake, analysis and latent chunks) in
+// stream_core_piper.cpp.
 #include "engine/stream_core.h"
 
 #include <algorithm>
@@ -6,9 +12,9 @@
 #include <cstdio>
 #include <utility>
 
-#include "engine/deadline.h"
 #include "engine/engine_workers.h"
 #include "engine/fault_plan.h"
+#include "engine/stream_core_detail.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
 #include "rt/monotonic_clock.h"
@@ -17,13 +23,12 @@
 namespace etude::engine {
 namespace {
 
+using stream_core_detail::seconds_since;
+
 // Sentences analysed ahead of the one being spoken: enough to keep the
 // vocoder and the render workers fed, few enough that a long text costs
 // memory for only a few.
 constexpr std::size_t kLookaheadSentences = 3;
-// How often a producer blocked on a full ring rechecks it: a real-time
-// reader never signals (it must not), so the writer polls.
-constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 // The most latent frames a Piper stream decodes at once (about 0.37 s at
 // 22050 Hz): a larger latency budget gains nothing from larger chunks.
 constexpr int kMaxLatentChunkFrames = 32;
@@ -33,10 +38,6 @@ std::string format_number(double v) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", v);
     return text;
-}
-
-double seconds_since(Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 }  // namespace
@@ -182,67 +183,6 @@ std::size_t StreamCore::push_text(std::string_view text) {
     }
     engine_->wake();
     return pieces.size();
-}
-
-// A Piper voice's front end finds the sentences and their phonemes here,
-// on the caller's thread (espeak-ng takes a few milliseconds a sentence);
-// the engine's workers run the network's text-to-latent part. A long text
-// goes paragraph by paragraph (at blank lines, which no sentence crosses),
-// each queued as soon as it is phonemized, so a chapter starts playing
-// after its first paragraph rather than after all of it.
-std::size_t StreamCore::push_piper_text(std::string_view text) {
-    const auto pushed = Clock::now();
-    std::size_t n = 0;
-    while (!text.empty()) {
-        std::size_t end = text.find("\n\n");
-        end = end == std::string_view::npos ? text.size() : end + 2;
-        std::vector<std::vector<std::int64_t>> sentences;
-        for (auto& s : piper_->phonemize(text.substr(0, end)))
-            sentences.push_back(std::move(s.ids.ids));
-        const std::size_t count = sentences.size();
-        queue_phoneme_ids(std::move(sentences), pushed, n > 0);
-        n += count;
-        text.remove_prefix(end);
-    }
-    return n;
-}
-
-void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
-    if (!piper_)
-        throw Error(
-            "push_phoneme_ids needs a Piper stream: create it with "
-            "StreamOptions::piper_voice set");
-    if (ids.empty()) throw Error(piper_->name() + ": no phoneme ids to speak");
-    const auto pushed = Clock::now();
-    std::vector<std::int64_t> copy(ids.begin(), ids.end());
-    piper_->check_ids(copy);
-    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
-    std::vector<std::vector<std::int64_t>> one;
-    one.push_back(std::move(copy));
-    queue_phoneme_ids(std::move(one), pushed);
-}
-
-// `pushed`: when the caller handed the text over (first audio counts from
-// there, the front end included); `continuing`: more of the same push,
-// whose first audio was counted already.
-void StreamCore::queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
-                                   Clock::time_point pushed, bool continuing) {
-    if (sentences.empty()) return;
-    {
-        std::lock_guard lock(mu_);
-        const auto gen = ring_.generation();
-        bool first = !continuing && outstanding_ == 0;
-        for (auto& ids : sentences) {
-            Sentence s;
-            s.origin = {gen, pushed, first};
-            s.phoneme_ids = std::move(ids);
-            text_queue_.push_back(std::move(s));
-            first = false;
-        }
-        outstanding_ += sentences.size();
-        sentences_queued_ += sentences.size();
-    }
-    engine_->wake();
 }
 
 void StreamCore::set_voice(std::string_view name) {
@@ -419,39 +359,6 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
     engine_->wake();  // a render worker or the next analysis may start
 }
 
-// A Piper sentence's ids to its prior: the text encoder, the durations
-// and the prior's own generator, seeded from this stream's noise. One
-// engine worker at a time does this for the stream (analysing_), in the
-// order the sentences were pushed, so the noise is drawn in that order and
-// a seed reproduces the audio.
-void StreamCore::analyse_piper(Sentence sentence) {
-    const auto t0 = Clock::now();
-    std::optional<WorkItem> item;
-    std::string refusal;
-    try {
-        // The prior's sampling, the flow and (staged) the later durations
-        // run on the producer, after the sentence's first audio
-        // (vocode_latent).
-        VitsPrior prior = piper_->network().text_to_latent().prior(
-            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_,
-            PriorDurations::Staged);
-        if (prior.frames() > 0 || !prior.complete()) {
-            auto l = std::make_shared<LatentSentence>();
-            l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
-            l->prior = std::move(prior);
-            l->origin = sentence.origin;
-            item = std::move(l);
-        }
-    } catch (const std::exception& e) {
-        // Refused ids or durations past the limit (etude::Error), or no
-        // memory: this sentence is counted as unspeakable, and why is kept
-        // for stats(); the stream and the shared worker go on.
-        item.reset();
-        refusal = e.what();
-    }
-    finish_analysis(t0, sentence.origin, std::move(item), std::move(refusal));
-}
-
 // Claims an analysed sentence that is not about to be scheduled by this
 // stream's own producer (that one goes block by block, for the lowest
 // latency). Called with the engine's lock held.
@@ -498,261 +405,6 @@ void StreamCore::render_ahead(const std::shared_ptr<AnalysedSentence>& u) {
     }
     if (done && kept) frames_rendered_ahead_.add(u->frames.frames);
     work_cv_.notify_all();
-}
-
-// ---- producer thread --------------------------------------------------------
-
-void StreamCore::produce() {
-    // From the last cancel acknowledged, not the ring's generation now: a
-    // cancel() that came before this thread first ran (a server cancels a
-    // stream it has just opened when its client is already gone) must still
-    // be acknowledged, or read() waits for that forever.
-    std::uint64_t seen_generation = ring_.acknowledged_generation();
-    for (;;) {
-        std::unique_lock lock(mu_);
-        producer_busy_ = false;
-        work_cv_.wait(lock, [&] {
-            return shutdown_ || !queue_.empty() || ring_.generation() != seen_generation;
-        });
-        if (shutdown_) return;
-        const auto gen = ring_.generation();
-        if (gen != seen_generation) {
-            seen_generation = gen;
-            if (mel_) mel_->reset();
-            ring_.acknowledge(gen);
-            data_cv_.notify_all();  // an offline reader waits for this (read())
-            continue;
-        }
-        WorkItem item = std::move(queue_.front());
-        queue_.pop_front();
-        producer_busy_ = true;
-        if (auto* chunk = std::get_if<std::shared_ptr<MelChunk>>(&item)) {
-            lock.unlock();
-            first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
-            mel_compute_ns_ = 0;
-            const bool complete = vocode_mel(**chunk);
-            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
-            continue;
-        }
-        if (auto* latent = std::get_if<std::shared_ptr<LatentSentence>>(&item)) {
-            first_audio_due_ = (*latent)->origin.first_of_push;
-            lock.unlock();
-            engine_->wake();  // room for the next sentence's latent
-            first_audio_pending_ = true;
-            mel_compute_ns_ = 0;
-            const bool complete = vocode_latent(**latent);
-            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
-            continue;
-        }
-        auto u = std::get<std::shared_ptr<AnalysedSentence>>(std::move(item));
-        // A sentence a render worker is still making is taken over and
-        // scheduled block by block: the producer gets here once the previous
-        // sentence is in the ring, so the worker is late, and waiting for it
-        // had no deadline and no fallback (with both cores loaded the ring
-        // ran dry at the sentence boundary; the workers run at normal
-        // priority).
-        if (u->state == AnalysedSentence::WorkerRendering)
-            u->taken_over.store(true, std::memory_order_relaxed);
-        const bool mine =
-            u->state == AnalysedSentence::Pending || u->state == AnalysedSentence::WorkerRendering;
-        if (mine) u->state = AnalysedSentence::Scheduled;
-        if (!mine) {
-            // A render worker has finished it (or the cancel came).
-            work_cv_.wait(lock, [&] {
-                return shutdown_ || u->state == AnalysedSentence::Rendered ||
-                       u->state == AnalysedSentence::Abandoned ||
-                       ring_.cancelled(u->origin.generation);
-            });
-            if (shutdown_) return;
-        }
-        lock.unlock();
-        engine_->wake();  // room for more look-ahead
-        first_audio_pending_ = true;
-        const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
-        finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
-    }
-}
-
-// One chunk of a mel stream: the mel scheduler picks the tier by the
-// time left before this audio is due and makes the audio.
-bool StreamCore::vocode_mel(const MelChunk& c) {
-    return vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
-}
-
-// A Piper sentence, chunk by chunk: the flow and the decoder both stream
-// with exact context (each frame through each once), and each chunk's
-// audio goes out as soon as it is made, so first audio waits for the flow's
-// first block (the chunk and the flow's 32 frames of look-ahead) and one
-// chunk, not for the sentence. The
-// last chunk ends the utterance at the sentence's end, as Piper's model
-// calls do.
-bool StreamCore::vocode_latent(LatentSentence& s) {
-    std::vector<float> chunk;
-    piper_flow_->reset();
-    // The first push also covers the frames the decoder must see beyond its
-    // first chunk before it makes any audio, so first audio waits for one
-    // flow push, not two.
-    const auto flow_until = [&](int first, int count) {
-        return first == 0 ? count + mel_->right_context_frames() : first + count;
-    };
-    for (int first = 0;; first += latent_chunk_frames_) {
-        // A staged prior (analyse_piper) has its first durations only; the
-        // rest are made here, after the sentence's first audio, once the
-        // flow's push for this chunk (which covers the chunk) would reach
-        // the known frames' end.
-        if (piper_flow_->needs_complete_prior(s.prior, flow_until(first, latent_chunk_frames_))) {
-            try {
-                complete_prior(s.prior, s.z, s.flowed);
-            } catch (const std::exception& e) {
-                // Durations past the frame limit (etude::Error), or no
-                // memory: the rest of the sentence is unspeakable.
-                mel_->reset();
-                note_unspeakable(e.what());
-                return false;
-            }
-        }
-        const int frames = s.prior.frames();
-        if (first >= frames) break;
-        const int count = std::min(latent_chunk_frames_, frames - first);
-        if (ring_.cancelled(s.origin.generation)) {
-            mel_->reset();
-            return false;
-        }
-        if (first + count > s.flowed) {
-            const int until = flow_until(first, count);
-            try {
-                s.flowed = piper_flow_->run_until(s.prior, until, s.z);
-            } catch (const std::exception&) {
-                mel_->reset();  // a device error in the flow: the sentence is dropped
-                return false;
-            }
-        }
-        // (Completed above whenever this chunk could reach the known end, so
-        // `frames` still holds.)
-        copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
-        const bool last = s.prior.complete() && first + count == frames;
-        if (!vocode_frames(chunk, count, last, s.origin)) return false;
-    }
-    return true;
-}
-
-bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool last,
-                               const ItemOrigin& origin) {
-    if (ring_.cancelled(origin.generation)) {
-        mel_->reset();
-        return false;
-    }
-    // The same deadline as text blocks (deadline.h).
-    MelChunkReport report;
-    const auto dispatched = rt::now_ns();
-    const PlaybackState playback = ring_.playback_state();
-    const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
-    std::span<const float> audio;
-    try {
-        audio = mel_->process(frames, count, last, budget_ns, report, may_reduce_quality(playback));
-    } catch (const std::exception&) {
-        mel_->reset();  // a device error the CPU could not cover either
-        return false;
-    }
-    mel_compute_ns_ += report.finished_ns - report.started_ns;
-    BlockRecord rec;
-    rec.index = records_.next_index();
-    rec.processor = to_record(report.processor);
-    rec.quality = report.quality;
-    rec.reduced_tier = report.quality != Quality::Full;
-    rec.fell_back = report.fell_back;
-    rec.dispatched_ns = dispatched;
-    rec.started_ns = report.started_ns;
-    rec.finished_ns = report.finished_ns;
-    rec.deadline_ns = dispatched + budget_ns;
-    records_.record(rec);
-    if (report.fell_back) records_.note_fallback();
-    if (!last && audio.empty()) return true;
-    return write(audio, origin, last);
-}
-
-void StreamCore::note_unspeakable(std::string reason) {
-    std::lock_guard lock(mu_);
-    ++sentences_unspeakable_;
-    unspeakable_reason_ = std::move(reason);
-}
-
-void StreamCore::finish_item(bool complete, double vocoder_seconds) {
-    std::unique_lock lock(mu_);
-    vocoder_seconds_ += vocoder_seconds;
-    // A sentence that ended without audio (cancelled, or a device error)
-    // holds the next analysis back no longer. (wake() after unlocking: the
-    // workers take the engine's lock before this stream's.)
-    const bool analysis_held = std::exchange(first_audio_due_, false);
-    if (complete) {
-        --outstanding_;
-        sentences_spoken_.add();
-    } else if (!shutdown_) {
-        --outstanding_;
-        sentences_dropped_.add();
-    }
-    data_cv_.notify_all();
-    lock.unlock();
-    if (analysis_held) engine_->wake();
-}
-
-bool StreamCore::shutting_down() {
-    std::lock_guard lock(mu_);
-    return shutdown_;
-}
-
-bool StreamCore::wait_for_room(std::size_t block_samples, std::uint64_t gen) {
-    for (;;) {
-        if (ring_.cancelled(gen)) return false;
-        const std::size_t fill = ring_.read_available();
-        if (fill < std::max<std::size_t>(ring_.effective_latency_samples(), 1) &&
-            ring_.write_available() >= block_samples + 16384 / 4)
-            return true;
-        std::unique_lock lock(mu_);
-        if (shutdown_) return false;
-        space_cv_.wait_for(lock, kSpacePoll);
-    }
-}
-
-bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) {
-    for (;;) {
-        if (ring_.cancelled(origin.generation)) return false;
-        const bool fits = ring_.write_available() >= samples.size();
-        if (fits || !last_chunk) {
-            if (last_chunk) mark_end_if_last(samples.size());
-            const std::size_t n = ring_.write(samples);
-            if (n > 0) {
-                note_first_audio(origin);
-                data_cv_.notify_all();
-            }
-            samples = samples.subspan(n);
-            if (samples.empty()) return true;
-        }
-        std::unique_lock lock(mu_);
-        if (shutdown_) return false;
-        space_cv_.wait_for(lock, kSpacePoll);
-    }
-}
-
-// Before the final chunk of the final queued item goes in, publish where
-// speech will end, so that pull() can tell "finished" from "late".
-void StreamCore::mark_end_if_last(std::size_t final_chunk) {
-    std::lock_guard lock(mu_);
-    if (outstanding_ == 1 && text_queue_.empty() && queue_.empty() && !analysing_)
-        ring_.mark_end(ring_.write_position() + final_chunk);
-}
-
-void StreamCore::note_first_audio(const ItemOrigin& origin) {
-    if (first_audio_pending_ && origin.first_of_push) {
-        first_audio_pending_ = false;
-        bool analysis_held = false;
-        {
-            std::lock_guard lock(mu_);
-            first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
-            analysis_held = std::exchange(first_audio_due_, false);
-        }
-        if (analysis_held) engine_->wake();  // the next sentence's analysis may start
-    }
 }
 
 }  // namespace etude::engine

@@ -12,7 +12,7 @@
 //
 // Vocos spends a third of its CPU time in GELU with the scalar std::erf.
 // The double versions serve the Piper text-to-latent stage on the host
-// (engine/models/vits/text_to_latent.cpp), whose softmaxes and duration
+// (engine/models/vits/text_encoder.cpp and duration_predictor.cpp), whose softmaxes and duration
 // predictor GELUs were most of its serial time with glibc's scalar exp and
 // erf (the erf alone took about 20 ns a value); libmvec's double functions
 // are also within 4 ulp.

@@ -1,0 +1,165 @@
+// What only a Piper stream's StreamCore does: its intake (text phonemized
+// on the caller's thread, or phoneme ids), the analysis of a sentence to
+// its prior on an engine worker, and the producer's side, which streams the
+// flow and decodes the latent chunk by chunk.
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "engine/engine_workers.h"
+#include "engine/stream_core.h"
+
+namespace etude::engine {
+
+// A Piper voice's front end finds the sentences and their phonemes here,
+// on the caller's thread (espeak-ng takes a few milliseconds a sentence);
+// the engine's workers run the network's text-to-latent part. A long text
+// goes paragraph by paragraph (at blank lines, which no sentence crosses),
+// each queued as soon as it is phonemized, so a chapter starts playing
+// after its first paragraph rather than after all of it.
+std::size_t StreamCore::push_piper_text(std::string_view text) {
+    const auto pushed = Clock::now();
+    std::size_t n = 0;
+    while (!text.empty()) {
+        std::size_t end = text.find("\n\n");
+        end = end == std::string_view::npos ? text.size() : end + 2;
+        std::vector<std::vector<std::int64_t>> sentences;
+        for (auto& s : piper_->phonemize(text.substr(0, end)))
+            sentences.push_back(std::move(s.ids.ids));
+        const std::size_t count = sentences.size();
+        queue_phoneme_ids(std::move(sentences), pushed, n > 0);
+        n += count;
+        text.remove_prefix(end);
+    }
+    return n;
+}
+
+void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
+    if (!piper_)
+        throw Error(
+            "push_phoneme_ids needs a Piper stream: create it with "
+            "StreamOptions::piper_voice set");
+    if (ids.empty()) throw Error(piper_->name() + ": no phoneme ids to speak");
+    const auto pushed = Clock::now();
+    std::vector<std::int64_t> copy(ids.begin(), ids.end());
+    piper_->check_ids(copy);
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    std::vector<std::vector<std::int64_t>> one;
+    one.push_back(std::move(copy));
+    queue_phoneme_ids(std::move(one), pushed);
+}
+
+// `pushed`: when the caller handed the text over (first audio counts from
+// there, the front end included); `continuing`: more of the same push,
+// whose first audio was counted already.
+void StreamCore::queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
+                                   Clock::time_point pushed, bool continuing) {
+    if (sentences.empty()) return;
+    {
+        std::lock_guard lock(mu_);
+        const auto gen = ring_.generation();
+        bool first = !continuing && outstanding_ == 0;
+        for (auto& ids : sentences) {
+            Sentence s;
+            s.origin = {gen, pushed, first};
+            s.phoneme_ids = std::move(ids);
+            text_queue_.push_back(std::move(s));
+            first = false;
+        }
+        outstanding_ += sentences.size();
+        sentences_queued_ += sentences.size();
+    }
+    engine_->wake();
+}
+
+// A Piper sentence's ids to its prior: the text encoder, the durations
+// and the prior's own generator, seeded from this stream's noise. One
+// engine worker at a time does this for the stream (analysing_), in the
+// order the sentences were pushed, so the noise is drawn in that order and
+// a seed reproduces the audio.
+void StreamCore::analyse_piper(Sentence sentence) {
+    const auto t0 = Clock::now();
+    std::optional<WorkItem> item;
+    std::string refusal;
+    try {
+        // The prior's sampling, the flow and (staged) the later durations
+        // run on the producer, after the sentence's first audio
+        // (vocode_latent).
+        VitsPrior prior = piper_->network().text_to_latent().prior(
+            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_,
+            PriorDurations::Staged);
+        if (prior.frames() > 0 || !prior.complete()) {
+            auto l = std::make_shared<LatentSentence>();
+            l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
+            l->prior = std::move(prior);
+            l->origin = sentence.origin;
+            item = std::move(l);
+        }
+    } catch (const std::exception& e) {
+        // Refused ids or durations past the limit (etude::Error), or no
+        // memory: this sentence is counted as unspeakable, and why is kept
+        // for stats(); the stream and the shared worker go on.
+        item.reset();
+        refusal = e.what();
+    }
+    finish_analysis(t0, sentence.origin, std::move(item), std::move(refusal));
+}
+
+// A Piper sentence, chunk by chunk: the flow and the decoder both stream
+// with exact context (each frame through each once), and each chunk's
+// audio goes out as soon as it is made, so first audio waits for the flow's
+// first block (the chunk and the flow's 32 frames of look-ahead) and one
+// chunk, not for the sentence. The
+// last chunk ends the utterance at the sentence's end, as Piper's model
+// calls do.
+bool StreamCore::vocode_latent(LatentSentence& s) {
+    std::vector<float> chunk;
+    piper_flow_->reset();
+    // The first push also covers the frames the decoder must see beyond its
+    // first chunk before it makes any audio, so first audio waits for one
+    // flow push, not two.
+    const auto flow_until = [&](int first, int count) {
+        return first == 0 ? count + mel_->right_context_frames() : first + count;
+    };
+    for (int first = 0;; first += latent_chunk_frames_) {
+        // A staged prior (analyse_piper) has its first durations only; the
+        // rest are made here, after the sentence's first audio, once the
+        // flow's push for this chunk (which covers the chunk) would reach
+        // the known frames' end.
+        if (piper_flow_->needs_complete_prior(s.prior, flow_until(first, latent_chunk_frames_))) {
+            try {
+                complete_prior(s.prior, s.z, s.flowed);
+            } catch (const std::exception& e) {
+                // Durations past the frame limit (etude::Error), or no
+                // memory: the rest of the sentence is unspeakable.
+                mel_->reset();
+                note_unspeakable(e.what());
+                return false;
+            }
+        }
+        const int frames = s.prior.frames();
+        if (first >= frames) break;
+        const int count = std::min(latent_chunk_frames_, frames - first);
+        if (ring_.cancelled(s.origin.generation)) {
+            mel_->reset();
+            return false;
+        }
+        if (first + count > s.flowed) {
+            const int until = flow_until(first, count);
+            try {
+                s.flowed = piper_flow_->run_until(s.prior, until, s.z);
+            } catch (const std::exception&) {
+                mel_->reset();  // a device error in the flow: the sentence is dropped
+                return false;
+            }
+        }
+        // (Completed above whenever this chunk could reach the known end, so
+        // `frames` still holds.)
+        copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
+        const bool last = s.prior.complete() && first + count == frames;
+        if (!vocode_frames(chunk, count, last, s.origin)) return false;
+    }
+    return true;
+}
+
+}  // namespace etude::engine

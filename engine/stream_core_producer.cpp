@@ -1,0 +1,225 @@
+// StreamCore's producer thread: the loop that hands each queued item to its
+// executor (an analysed sentence to the BlockScheduler, a mel chunk or a
+// Piper sentence's latent chunks to the MelScheduler), and the BlockSink
+// side through which every executor writes into the PlaybackRing.
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "engine/deadline.h"
+#include "engine/engine_workers.h"
+#include "engine/stream_core.h"
+#include "engine/stream_core_detail.h"
+#include "rt/monotonic_clock.h"
+
+namespace etude::engine {
+namespace {
+
+using stream_core_detail::seconds_since;
+
+// How often a producer blocked on a full ring rechecks it: a real-time
+// reader never signals (it must not), so the writer polls.
+constexpr auto kSpacePoll = std::chrono::milliseconds(1);
+
+}  // namespace
+
+// ---- producer thread --------------------------------------------------------
+
+void StreamCore::produce() {
+    // From the last cancel acknowledged, not the ring's generation now: a
+    // cancel() that came before this thread first ran (a server cancels a
+    // stream it has just opened when its client is already gone) must still
+    // be acknowledged, or read() waits for that forever.
+    std::uint64_t seen_generation = ring_.acknowledged_generation();
+    for (;;) {
+        std::unique_lock lock(mu_);
+        producer_busy_ = false;
+        work_cv_.wait(lock, [&] {
+            return shutdown_ || !queue_.empty() || ring_.generation() != seen_generation;
+        });
+        if (shutdown_) return;
+        const auto gen = ring_.generation();
+        if (gen != seen_generation) {
+            seen_generation = gen;
+            if (mel_) mel_->reset();
+            ring_.acknowledge(gen);
+            data_cv_.notify_all();  // an offline reader waits for this (read())
+            continue;
+        }
+        WorkItem item = std::move(queue_.front());
+        queue_.pop_front();
+        producer_busy_ = true;
+        if (auto* chunk = std::get_if<std::shared_ptr<MelChunk>>(&item)) {
+            lock.unlock();
+            first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
+            mel_compute_ns_ = 0;
+            const bool complete = vocode_mel(**chunk);
+            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
+            continue;
+        }
+        if (auto* latent = std::get_if<std::shared_ptr<LatentSentence>>(&item)) {
+            first_audio_due_ = (*latent)->origin.first_of_push;
+            lock.unlock();
+            engine_->wake();  // room for the next sentence's latent
+            first_audio_pending_ = true;
+            mel_compute_ns_ = 0;
+            const bool complete = vocode_latent(**latent);
+            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
+            continue;
+        }
+        auto u = std::get<std::shared_ptr<AnalysedSentence>>(std::move(item));
+        // A sentence a render worker is still making is taken over and
+        // scheduled block by block: the producer gets here once the previous
+        // sentence is in the ring, so the worker is late, and waiting for it
+        // had no deadline and no fallback (with both cores loaded the ring
+        // ran dry at the sentence boundary; the workers run at normal
+        // priority).
+        if (u->state == AnalysedSentence::WorkerRendering)
+            u->taken_over.store(true, std::memory_order_relaxed);
+        const bool mine =
+            u->state == AnalysedSentence::Pending || u->state == AnalysedSentence::WorkerRendering;
+        if (mine) u->state = AnalysedSentence::Scheduled;
+        if (!mine) {
+            // A render worker has finished it (or the cancel came).
+            work_cv_.wait(lock, [&] {
+                return shutdown_ || u->state == AnalysedSentence::Rendered ||
+                       u->state == AnalysedSentence::Abandoned ||
+                       ring_.cancelled(u->origin.generation);
+            });
+            if (shutdown_) return;
+        }
+        lock.unlock();
+        engine_->wake();  // room for more look-ahead
+        first_audio_pending_ = true;
+        const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
+        finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
+    }
+}
+
+// One chunk of a mel stream: the mel scheduler picks the tier by the
+// time left before this audio is due and makes the audio.
+bool StreamCore::vocode_mel(const MelChunk& c) {
+    return vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
+}
+
+bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool last,
+                               const ItemOrigin& origin) {
+    if (ring_.cancelled(origin.generation)) {
+        mel_->reset();
+        return false;
+    }
+    // The same deadline as text blocks (deadline.h).
+    MelChunkReport report;
+    const auto dispatched = rt::now_ns();
+    const PlaybackState playback = ring_.playback_state();
+    const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
+    std::span<const float> audio;
+    try {
+        audio = mel_->process(frames, count, last, budget_ns, report, may_reduce_quality(playback));
+    } catch (const std::exception&) {
+        mel_->reset();  // a device error the CPU could not cover either
+        return false;
+    }
+    mel_compute_ns_ += report.finished_ns - report.started_ns;
+    BlockRecord rec;
+    rec.index = records_.next_index();
+    rec.processor = to_record(report.processor);
+    rec.quality = report.quality;
+    rec.reduced_tier = report.quality != Quality::Full;
+    rec.fell_back = report.fell_back;
+    rec.dispatched_ns = dispatched;
+    rec.started_ns = report.started_ns;
+    rec.finished_ns = report.finished_ns;
+    rec.deadline_ns = dispatched + budget_ns;
+    records_.record(rec);
+    if (report.fell_back) records_.note_fallback();
+    if (!last && audio.empty()) return true;
+    return write(audio, origin, last);
+}
+
+void StreamCore::note_unspeakable(std::string reason) {
+    std::lock_guard lock(mu_);
+    ++sentences_unspeakable_;
+    unspeakable_reason_ = std::move(reason);
+}
+
+void StreamCore::finish_item(bool complete, double vocoder_seconds) {
+    std::unique_lock lock(mu_);
+    vocoder_seconds_ += vocoder_seconds;
+    // A sentence that ended without audio (cancelled, or a device error)
+    // holds the next analysis back no longer. (wake() after unlocking: the
+    // workers take the engine's lock before this stream's.)
+    const bool analysis_held = std::exchange(first_audio_due_, false);
+    if (complete) {
+        --outstanding_;
+        sentences_spoken_.add();
+    } else if (!shutdown_) {
+        --outstanding_;
+        sentences_dropped_.add();
+    }
+    data_cv_.notify_all();
+    lock.unlock();
+    if (analysis_held) engine_->wake();
+}
+
+bool StreamCore::shutting_down() {
+    std::lock_guard lock(mu_);
+    return shutdown_;
+}
+
+bool StreamCore::wait_for_room(std::size_t block_samples, std::uint64_t gen) {
+    for (;;) {
+        if (ring_.cancelled(gen)) return false;
+        const std::size_t fill = ring_.read_available();
+        if (fill < std::max<std::size_t>(ring_.effective_latency_samples(), 1) &&
+            ring_.write_available() >= block_samples + 16384 / 4)
+            return true;
+        std::unique_lock lock(mu_);
+        if (shutdown_) return false;
+        space_cv_.wait_for(lock, kSpacePoll);
+    }
+}
+
+bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) {
+    for (;;) {
+        if (ring_.cancelled(origin.generation)) return false;
+        const bool fits = ring_.write_available() >= samples.size();
+        if (fits || !last_chunk) {
+            if (last_chunk) mark_end_if_last(samples.size());
+            const std::size_t n = ring_.write(samples);
+            if (n > 0) {
+                note_first_audio(origin);
+                data_cv_.notify_all();
+            }
+            samples = samples.subspan(n);
+            if (samples.empty()) return true;
+        }
+        std::unique_lock lock(mu_);
+        if (shutdown_) return false;
+        space_cv_.wait_for(lock, kSpacePoll);
+    }
+}
+
+// Before the final chunk of the final queued item goes in, publish where
+// speech will end, so that pull() can tell "finished" from "late".
+void StreamCore::mark_end_if_last(std::size_t final_chunk) {
+    std::lock_guard lock(mu_);
+    if (outstanding_ == 1 && text_queue_.empty() && queue_.empty() && !analysing_)
+        ring_.mark_end(ring_.write_position() + final_chunk);
+}
+
+void StreamCore::note_first_audio(const ItemOrigin& origin) {
+    if (first_audio_pending_ && origin.first_of_push) {
+        first_audio_pending_ = false;
+        bool analysis_held = false;
+        {
+            std::lock_guard lock(mu_);
+            first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
+            analysis_held = std::exchange(first_audio_due_, false);
+        }
+        if (analysis_held) engine_->wake();  // the next sentence's analysis may start
+    }
+}
+
+}  // namespace etude::engine
