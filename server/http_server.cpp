@@ -54,6 +54,18 @@ bool same_key(std::string_view presented, std::string_view key) {
     return diff == 0;
 }
 
+// The voices OpenAI's speech endpoint offers. A client may refuse any other
+// name before it asks (pipecat's OpenAI service does), so each is accepted
+// and means the server's default voice.
+bool is_openai_voice(const std::string& name) {
+    static const char* const kOpenAiVoices[] = {"alloy", "ash",     "ballad", "cedar", "coral",
+                                                "echo",  "fable",   "marin",  "nova",  "onyx",
+                                                "sage",  "shimmer", "verse"};
+    for (const char* v : kOpenAiVoices)
+        if (name == v) return true;
+    return false;
+}
+
 std::string peer(const httplib::Request& req) {
     return req.remote_addr + ":" + std::to_string(req.remote_port);
 }
@@ -292,6 +304,9 @@ HttpServer::HttpServer(const ServerContext& context, const std::string& host_por
         if (bad) return;
         const VoiceEntry* voice =
             named ? context_.voices.by_name(voice_name) : &context_.voices.default_voice();
+        // OpenAI's own voice names (clients such as pipecat's send no other):
+        // the default voice, unless one of ours has that name.
+        if (!voice && is_openai_voice(voice_name)) voice = &context_.voices.default_voice();
         if (!voice) {
             std::string names;
             for (const auto& v : context_.voices.voices())

@@ -117,7 +117,7 @@ def main():
             ("no input", "{}", 400),
             ("input not a string", '{"input": 5}', 400),
             ("empty input", '{"input": "   "}', 400),
-            ("unknown voice", '{"input": "Hi.", "voice": "alloy"}', 400),
+            ("unknown voice", '{"input": "Hi.", "voice": "no-such-voice"}', 400),
             ("unknown format", '{"input": "Hi.", "response_format": "aac"}', 400),
             ("speed too low", '{"input": "Hi.", "speed": 0.2}', 400),
             ("speed out of range", '{"input": "Hi.", "speed": 4.5}', 400),
