@@ -193,9 +193,12 @@ def run(proc):
           np.array_equal(np.frombuffer(data, dtype="<i2"), offline("slt", "--rate", "48000")))
 
     # Streaming: bytes come while the audio is still being made.
-    long_text = " ".join([TEXT] * 12)
-    for fmt in ["pcm", "mp3"]:
-        requests_before = len(log)
+    # Each request's text has a length of its own, so its log line (written
+    # when the reply is complete) is told from the previous request's, which
+    # the reader thread may take in late.
+    for extra, fmt in enumerate(["pcm", "mp3"]):
+        long_text = " ".join([TEXT] * 12) + " Again." * (extra + 1)
+        own_line = f"chars={len(long_text)} "
         t0 = time.monotonic()
         first, total, logged_at_first = None, 0, None
         with client.with_streaming_response.audio.speech.create(
@@ -203,7 +206,7 @@ def run(proc):
             for chunk in resp.iter_bytes(1024):
                 if first is None:
                     first = time.monotonic() - t0
-                    logged_at_first = len(log) > requests_before
+                    logged_at_first = any(own_line in line for line in list(log))
                 total += len(chunk)
         whole = time.monotonic() - t0
         print(f"     streamed {fmt}: first bytes after {first * 1000:.0f} ms, all {total} bytes "
