@@ -98,6 +98,32 @@ natural_voice() {
 print(os.path.join(j.data_dir(), "en_US-joe-medium.onnx"))' 2>/dev/null || true
 }
 
+# Only for `demo`: links the natural voice into the per-user voice folder
+# (docs/voices.md), unless a voice of that name is there already, so that
+# `etude voices` lists it and `etude say --voice en_US-joe-medium` finds it
+# by name, as a voice added by hand would be.
+link_voice() {
+  local model=$1 base folder
+  base=$(basename "$model" .onnx)
+  if [ -n "${XDG_DATA_HOME:-}" ]; then
+    folder=$XDG_DATA_HOME/libetude/voices
+  elif [ -n "${HOME:-}" ]; then
+    folder=$HOME/.local/share/libetude/voices
+  else
+    return 0
+  fi
+  local f
+  for f in "$folder/$base.onnx" "$folder/$base.onnx.json"; do
+    # A link left by an earlier demo into a build folder since removed.
+    if [ -L "$f" ] && [ ! -e "$f" ]; then rm -f "$f"; fi
+  done
+  [ -e "$folder/$base.onnx" ] || [ -e "$folder/$base.onnx.json" ] && return 0
+  if mkdir -p "$folder" 2>/dev/null && ln -s "$model" "$folder/$base.onnx" 2>/dev/null &&
+     ln -s "$model.json" "$folder/$base.onnx.json" 2>/dev/null; then
+    echo "(linked into $folder: 'etude say --voice $base' now finds it by name)"
+  fi
+}
+
 build() {
   local log; log=$(mktemp)
   if ! { cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
@@ -121,6 +147,7 @@ case "$mode" in
     if [ -n "$joe" ] && [ -f "$joe" ]; then
       echo "(speaking with Piper's en_US-joe-medium voice from PyPI)"
       voice=(--voice "$joe")
+      link_voice "$joe"
     else
       echo "(no natural voice could be installed from PyPI: speaking with the built-in voice)"
     fi
