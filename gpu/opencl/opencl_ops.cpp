@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "gpu/kernels/kernel_bodies.h"
+#include "gpu/kernels/activation_code.h"
 #include "gpu/opencl/opencl_backend_state.h"
 
 namespace etude::gpu {
@@ -21,24 +21,6 @@ constexpr std::size_t kGroup1d = 64;
 
 std::size_t round_up(std::size_t n, std::size_t m) {
     return (n + m - 1) / m * m;
-}
-
-int activation_code(Activation a) {
-    switch (a) {
-        case Activation::LeakyRelu:
-            return ETUDE_ACT_LEAKY_RELU;
-        case Activation::Gelu:
-            return ETUDE_ACT_GELU;
-        case Activation::Tanh:
-            return ETUDE_ACT_TANH;
-        case Activation::Exp:
-            return ETUDE_ACT_EXP;
-        case Activation::Sin:
-            return ETUDE_ACT_SIN;
-        case Activation::Cos:
-            return ETUDE_ACT_COS;
-    }
-    return -1;
 }
 
 }  // namespace

@@ -56,14 +56,19 @@ const DeviceInfo& VulkanBackend::info() const {
     return s_->info;
 }
 
-vk::CommandStream& VulkanBackend::begin(Queue& q, const char* op) {
+vk::CommandStream& VulkanBackend::stream_of(Queue& q, const char* op) const {
     auto* s = dynamic_cast<vk::CommandStream*>(&q);
     if (!s || &s->device() != &s_->device)
         throw std::invalid_argument(std::string(op) + ": the queue is not one of this device's");
+    return *s;
+}
+
+vk::CommandStream& VulkanBackend::begin(Queue& q, const char* op) {
+    vk::CommandStream& s = stream_of(q, op);
     const double late_ms = consume_fault(op);
     if (late_ms > 0)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
-    return *s;
+    return s;
 }
 
 void* VulkanBackend::raw_allocate(std::size_t bytes) {
@@ -99,11 +104,9 @@ std::unique_ptr<Queue> VulkanBackend::create_queue() {
 }
 
 void VulkanBackend::synchronize(Queue& q) {
-    auto* s = dynamic_cast<vk::CommandStream*>(&q);
-    if (!s || &s->device() != &s_->device)
-        throw std::invalid_argument("synchronize: the queue is not one of this device's");
+    vk::CommandStream& s = stream_of(q, "synchronize");
     std::vector<vk::TimedCommand> times;
-    guarded([&] { s->finish(times); });
+    guarded([&] { s.finish(times); });
     std::lock_guard lock(s_->timing_mu);
     for (const auto& t : times) {
         KernelTiming& k = s_->timings[t.name];

@@ -106,9 +106,11 @@ class VulkanBackend final : public Backend {
     void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
                          DeviceBuffer& y) override;
 
-    // The queue's command stream, after applying an injected fault (which
-    // throws, or sleeps for a late one). Throws std::invalid_argument for a
-    // queue of another backend.
+    // The queue's command stream; std::invalid_argument for a queue of
+    // another backend or device.
+    vk::CommandStream& stream_of(Queue& q, const char* op) const;
+    // stream_of(), after applying an injected fault (which throws, or sleeps
+    // for a late one).
     vk::CommandStream& begin(Queue& q, const char* op);
     // Records a dispatch of the element-wise shader `kernel` over `n` items.
     template <class Args>

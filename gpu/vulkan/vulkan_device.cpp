@@ -72,6 +72,7 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
     if (v12) props.pNext = &driver;
     api.vkGetPhysicalDeviceProperties2(handle, &props);
     const VkPhysicalDeviceProperties& p = props.properties;
+    pd.limits = p.limits;
 
     DeviceInfo& info = pd.info;
     info.kind = BackendKind::Vulkan;
@@ -135,7 +136,8 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
     }
     pd.queue_family = static_cast<std::uint32_t>(chosen);
     // Device times per command need timestamps on the queue the backend uses.
-    if (fam[std::size_t(chosen)].timestampValidBits > 0) info.capabilities.push_back("profiling");
+    pd.timestamps = fam[std::size_t(chosen)].timestampValidBits > 0;
+    if (pd.timestamps) info.capabilities.push_back("profiling");
     pd.portability_subset = has_extension(api, handle, "VK_KHR_portability_subset");
     return pd;
 }
@@ -196,14 +198,8 @@ Device::Device(const PhysicalDevice& physical) : family_(physical.queue_family) 
     }
     fn_.vkGetDeviceQueue(device_, family_, 0, &queue_);
 
-    VkPhysicalDeviceProperties props;
-    api->vkGetPhysicalDeviceProperties(physical.handle, &props);
-    limits_ = props.limits;
-    std::uint32_t families = 0;
-    api->vkGetPhysicalDeviceQueueFamilyProperties(physical.handle, &families, nullptr);
-    std::vector<VkQueueFamilyProperties> fam(families);
-    api->vkGetPhysicalDeviceQueueFamilyProperties(physical.handle, &families, fam.data());
-    if (fam[family_].timestampValidBits > 0) timestamp_ns_ = limits_.timestampPeriod;
+    limits_ = physical.limits;
+    if (physical.timestamps) timestamp_ns_ = limits_.timestampPeriod;
 
     api->vkGetPhysicalDeviceMemoryProperties(physical.handle, &memory_);
 }

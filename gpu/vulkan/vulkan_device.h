@@ -17,6 +17,8 @@ struct PhysicalDevice {
     VkPhysicalDevice handle = VK_NULL_HANDLE;
     DeviceInfo info;
     std::uint32_t queue_family = 0;
+    VkPhysicalDeviceLimits limits{};
+    bool timestamps = false;          // the compute queue family has timestamps
     bool portability_subset = false;  // MoltenVK: the extension must be enabled
     std::string unusable;             // why it cannot run the backend; empty if it can
 };

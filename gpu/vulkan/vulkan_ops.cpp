@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gpu/kernels/kernel_bodies.h"
+#include "gpu/kernels/activation_code.h"
 #include "gpu/vulkan/vulkan_backend_state.h"
 
 namespace etude::gpu {
@@ -19,30 +19,35 @@ Address address(const DeviceBuffer& b) {
     return b ? allocation_of(b).address : 0;
 }
 
-int activation_code(Activation a) {
-    switch (a) {
-        case Activation::LeakyRelu:
-            return ETUDE_ACT_LEAKY_RELU;
-        case Activation::Gelu:
-            return ETUDE_ACT_GELU;
-        case Activation::Tanh:
-            return ETUDE_ACT_TANH;
-        case Activation::Exp:
-            return ETUDE_ACT_EXP;
-        case Activation::Sin:
-            return ETUDE_ACT_SIN;
-        case Activation::Cos:
-            return ETUDE_ACT_COS;
-    }
-    return -1;
-}
-
 struct ConvArgs {
     Address x, w, bias, y;
     std::uint64_t total;
     std::int32_t has_bias, in_ch, out_ch, in_len, taps, stride, dilation, padding, groups, out_len,
         transposed;
 };
+
+// The conv1d.comp block of a convolution (or, `transposed`, a transposed
+// one) whose output rows are `out_len` long. Without a bias the shader still
+// gets a valid address (see conv1d.comp).
+ConvArgs conv_args(const Conv1dShape& sh, const DeviceBuffer& x, const DeviceBuffer& w,
+                   const DeviceBuffer& bias, const DeviceBuffer& y, int out_len, int transposed) {
+    return {address(x),
+            address(w),
+            bias ? address(bias) : address(y),
+            address(y),
+            std::uint64_t(sh.batch) * sh.out_channels * out_len,
+            bias ? 1 : 0,
+            sh.in_channels,
+            sh.out_channels,
+            sh.in_length,
+            sh.kernel,
+            sh.stride,
+            sh.dilation,
+            sh.padding,
+            sh.groups,
+            out_len,
+            transposed};
+}
 
 }  // namespace
 
@@ -126,24 +131,7 @@ void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuf
                                 const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
     auto& s = begin(q, "conv1d");
     const int out_len = sh.conv_out_length();
-    const std::uint64_t total = std::uint64_t(sh.batch) * sh.out_channels * out_len;
-    // Without a bias the shader still gets a valid address (see conv1d.comp).
-    const ConvArgs args{address(x),
-                        address(w),
-                        bias ? address(bias) : address(y),
-                        address(y),
-                        total,
-                        bias ? 1 : 0,
-                        sh.in_channels,
-                        sh.out_channels,
-                        sh.in_length,
-                        sh.kernel,
-                        sh.stride,
-                        sh.dilation,
-                        sh.padding,
-                        sh.groups,
-                        out_len,
-                        0};
+    const ConvArgs args = conv_args(sh, x, w, bias, y, out_len, 0);
     // Tiles of 16 channels x 16 positions (conv1d_tiled.comp) on GPUs, for
     // an ungrouped layer whose taps and input stretch fit its shared arrays.
     constexpr long kTile = 16, kMaxSpan = 1024, kMaxTaps = 64;
@@ -158,32 +146,15 @@ void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuf
         });
         return;
     }
-    launch(s, vk::Kernel::Conv1d, args, total, "conv1d");
+    launch(s, vk::Kernel::Conv1d, args, args.total, "conv1d");
 }
 
 void VulkanBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuffer& x,
                                           const DeviceBuffer& w, const DeviceBuffer& bias,
                                           DeviceBuffer& y) {
     auto& s = begin(q, "conv_transpose1d");
-    const int out_len = sh.transpose_out_length();
-    const std::uint64_t total = std::uint64_t(sh.batch) * sh.out_channels * out_len;
-    const ConvArgs args{address(x),
-                        address(w),
-                        bias ? address(bias) : address(y),
-                        address(y),
-                        total,
-                        bias ? 1 : 0,
-                        sh.in_channels,
-                        sh.out_channels,
-                        sh.in_length,
-                        sh.kernel,
-                        sh.stride,
-                        sh.dilation,
-                        sh.padding,
-                        sh.groups,
-                        out_len,
-                        1};
-    launch(s, vk::Kernel::Conv1d, args, total, "conv_transpose1d");
+    const ConvArgs args = conv_args(sh, x, w, bias, y, sh.transpose_out_length(), 1);
+    launch(s, vk::Kernel::Conv1d, args, args.total, "conv_transpose1d");
 }
 
 void VulkanBackend::layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,

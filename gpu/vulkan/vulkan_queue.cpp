@@ -93,7 +93,6 @@ void CommandStream::begin_command(const char* op) {
         if (queries_) fn.vkCmdResetQueryPool(cb_, queries_, 0, 2 * kTimedCommands);
         batch_ = frees_.open_batch();
         recording_ = true;
-        commands_ = 0;
         timed_ = 0;
     }
     {
@@ -108,7 +107,6 @@ void CommandStream::begin_command(const char* op) {
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
         fn.vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
     }
-    ++commands_;
     const bool timed = queries_ && timed_ < kTimedCommands;
     recorded_.push_back({op, timed});
     if (timed) fn.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * timed_);

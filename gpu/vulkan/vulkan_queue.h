@@ -74,7 +74,6 @@ class CommandStream final : public Queue {
     StagingArena staging_;
     bool recording_ = false;
     std::string broken_;  // why the queue can no longer be used
-    std::uint32_t commands_ = 0;
     struct Command {
         const char* name;
         bool timed;
