@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpu/cuda/cuda_kernels.h"
+#include "gpu/kernel_timing_table.h"
 
 namespace etude::gpu {
 namespace {
@@ -170,8 +171,7 @@ struct CudaBackend::Impl {
     CudaBackend& self;
     int device = 0;  // CUDA ordinal; set once by the constructor
     DeviceInfo info;
-    mutable std::mutex timing_mu;
-    std::map<std::string, KernelTiming> timings;
+    KernelTimingTable timings;
 
     // Every CUDA, cuFFT and cuBLAS call goes through one of these.
     void check(cudaError_t e, const char* call, const char* op) {
@@ -204,15 +204,6 @@ struct CudaBackend::Impl {
         return *cq;
     }
 
-    void record(const char* name, float ms) {
-        std::lock_guard lock(timing_mu);
-        auto& t = timings[name];
-        t.name = name;
-        ++t.calls;
-        t.total_ms += ms;
-        t.max_ms = std::max<double>(t.max_ms, ms);
-    }
-
     // Reads the timings of finished ops in order, stopping at the first that
     // is still running (or at all of them after a synchronize).
     void harvest(CudaQueue& q) {
@@ -227,7 +218,7 @@ struct CudaBackend::Impl {
             float ms = 0.0f;
             check(cudaEventElapsedTime(&ms, op.start.get(), op.stop.get()), "cudaEventElapsedTime",
                   "reading kernel timings");
-            record(op.name, ms);
+            timings.record(op.name, ms);
             q.spare_events.push_back(std::move(op.start));
             q.spare_events.push_back(std::move(op.stop));
             q.pending.pop_front();
@@ -671,15 +662,10 @@ void CudaBackend::gated_tanh_impl(Queue& q, int channels, int length, const Devi
 // ---- profiling ----
 
 std::vector<KernelTiming> CudaBackend::kernel_timings() const {
-    std::lock_guard lock(impl_->timing_mu);
-    std::vector<KernelTiming> out;
-    out.reserve(impl_->timings.size());
-    for (const auto& [name, t] : impl_->timings) out.push_back(t);
-    return out;
+    return impl_->timings.snapshot();
 }
 
 void CudaBackend::reset_timings() {
-    std::lock_guard lock(impl_->timing_mu);
     impl_->timings.clear();
 }
 

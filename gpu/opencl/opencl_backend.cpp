@@ -390,26 +390,14 @@ void OpenClBackend::collect_timings(ClQueue& q, bool all) {
             measured.emplace_back(p.name, static_cast<double>(end - start) * 1e-6);
     }
     q.pending.erase(q.pending.begin(), q.pending.begin() + static_cast<std::ptrdiff_t>(done));
-    std::lock_guard lock(s_->timing_mu);
-    for (const auto& [name, ms] : measured) {
-        auto& t = s_->timings[name];
-        t.name = name;
-        ++t.calls;
-        t.total_ms += ms;
-        t.max_ms = std::max(t.max_ms, ms);
-    }
+    for (const auto& [name, ms] : measured) s_->timings.record(name, ms);
 }
 
 std::vector<KernelTiming> OpenClBackend::kernel_timings() const {
-    std::lock_guard lock(s_->timing_mu);
-    std::vector<KernelTiming> out;
-    out.reserve(s_->timings.size());
-    for (const auto& [name, t] : s_->timings) out.push_back(t);
-    return out;
+    return s_->timings.snapshot();
 }
 
 void OpenClBackend::reset_timings() {
-    std::lock_guard lock(s_->timing_mu);
     s_->timings.clear();
 }
 

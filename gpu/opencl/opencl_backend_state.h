@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/kernel_timing_table.h"
 #include "gpu/opencl/opencl_backend.h"
 
 namespace etude::gpu {
@@ -155,8 +156,7 @@ struct OpenClBackend::State {
     CommandQueue internal;
     Program program;
 
-    mutable std::mutex timing_mu;
-    std::map<std::string, KernelTiming> timings;
+    KernelTimingTable timings;
 
     std::mutex pinned_mu;
     std::unordered_map<float*, Mem> pinned;  // mapped pointer -> its buffer

@@ -107,27 +107,14 @@ void VulkanBackend::synchronize(Queue& q) {
     vk::CommandStream& s = stream_of(q, "synchronize");
     std::vector<vk::TimedCommand> times;
     guarded([&] { s.finish(times); });
-    std::lock_guard lock(s_->timing_mu);
-    for (const auto& t : times) {
-        KernelTiming& k = s_->timings[t.name];
-        k.name = t.name;
-        ++k.calls;
-        if (t.ms > 0) {
-            k.total_ms += t.ms;
-            k.max_ms = std::max(k.max_ms, t.ms);
-        }
-    }
+    for (const auto& t : times) s_->timings.record(t.name, t.ms);
 }
 
 std::vector<KernelTiming> VulkanBackend::kernel_timings() const {
-    std::lock_guard lock(s_->timing_mu);
-    std::vector<KernelTiming> out;
-    for (const auto& [name, t] : s_->timings) out.push_back(t);
-    return out;
+    return s_->timings.snapshot();
 }
 
 void VulkanBackend::reset_timings() {
-    std::lock_guard lock(s_->timing_mu);
     s_->timings.clear();
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "gpu/kernel_timing_table.h"
 #include "gpu/vulkan/vulkan_backend.h"
 #include "gpu/vulkan/vulkan_device.h"
 #include "gpu/vulkan/vulkan_memory.h"
@@ -44,8 +45,7 @@ struct VulkanBackend::State {
 
     bool tiled = true;  // the shared-memory GEMM and conv1d
 
-    mutable std::mutex timing_mu;
-    std::map<std::string, KernelTiming> timings;
+    KernelTimingTable timings;
 
     std::mutex fft_mu;
     std::map<int, vk::Allocation*> twiddles;
