@@ -83,6 +83,7 @@ void BlockScheduler::fill_stats(StreamStats& s) const {
         s.gpu_device = gpu_name_;
         s.gpu_failures = static_cast<std::uint64_t>(gpu_->failures());
         s.gpu_disabled = gpu_->disabled();
+        s.gpu_ready = gpu_->healthy() && !gpu_->disabled();
         s.gpu_last_error = gpu_->last_error();
         s.gpu_batches = gpu_->batches();
         s.gpu_batched_jobs = gpu_->batched_jobs();

@@ -186,6 +186,11 @@ struct StreamStats {
     std::string gpu_note;    ///< why none is used
     std::uint64_t gpu_failures = 0;      ///< device errors (each such block was remade on the CPU)
     bool gpu_disabled = false;           ///< off after repeated failures
+    /// The GPU holds its device state and takes work now: false while that
+    /// state is built (the device's warm-up) or rebuilt after a device
+    /// error (the CPU makes the blocks meanwhile), when it is off, and when
+    /// the stream has no GPU.
+    bool gpu_ready = false;
     std::string gpu_last_error;          ///< the last device error's message
     std::uint64_t gpu_batches = 0;       ///< launches of the (shared) GPU processor
     std::uint64_t gpu_batched_jobs = 0;  ///< blocks they computed, all streams on the device

@@ -352,6 +352,7 @@ MelSchedulerStats MelScheduler::stats() const {
     }
     s.gpu_failures = gpu_health_.failures();
     s.gpu_disabled = gpu_health_.disabled();
+    s.gpu_ready = gpu_model_ && gpu_health_.may_try(rt::now_ns());  // fixed after construction
     s.gpu_last_error = gpu_health_.last_error();
     return s;
 }

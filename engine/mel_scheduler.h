@@ -73,6 +73,7 @@ struct MelSchedulerStats {
     std::uint64_t frames = 0;
     std::uint64_t gpu_failures = 0;  // (from the breaker, at stats())
     bool gpu_disabled = false;
+    bool gpu_ready = false;  // a GPU tier, not disabled, not in a backoff
     std::string gpu_last_error;
     double latency_ms = 0;  // the model's added streaming latency
 };

@@ -245,6 +245,7 @@ StreamStats StreamCore::stats() const {
         s.gpu_note = m.gpu_note;
         s.gpu_failures = m.gpu_failures;
         s.gpu_disabled = m.gpu_disabled;
+        s.gpu_ready = m.gpu_ready;
         s.gpu_last_error = m.gpu_last_error;
     }
     records_.fill_stats(s);

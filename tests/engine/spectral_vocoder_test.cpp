@@ -271,6 +271,20 @@ engine::StreamOptions spectral_options(const std::string& backend) {
 const std::string kLongText =
     std::string(kText) + " " + kText + " " + kText + " " + kText + " " + kText;
 
+// While the GPU rebuilds its state after a device error the CPU makes the
+// blocks. An offline reader takes them as fast as the CPU makes them, so
+// whether the rebuilt GPU gets any of the text before it runs out is a race
+// between the rebuild (seconds for lavapipe on a busy machine) and the rest
+// of the text on the CPU; CI lost it once with 0 GPU blocks. The reader
+// therefore waits (up to 60 s) for the rebuild, as a slow listener would.
+void wait_while_the_gpu_rebuilds(const engine::Stream& s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (auto st = s.stats(); !st.gpu_ready && !st.gpu_disabled && st.gpu_failures > 0 &&
+                              std::chrono::steady_clock::now() < until;
+         st = s.stats())
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
 // Renders kLongText; `fault` is injected into the device once the stream is
 // ready (after its warm-up), so it hits blocks in the middle of speech.
 std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
@@ -281,7 +295,10 @@ std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
     s->push_text(kLongText);
     std::vector<float> out, b(1024);
     std::size_t n;
-    while ((n = s->read(b)) > 0) out.insert(out.end(), b.begin(), b.begin() + n);
+    while ((n = s->read(b)) > 0) {
+        out.insert(out.end(), b.begin(), b.begin() + n);
+        if (fault.kind != gpu::GpuFault::None) wait_while_the_gpu_rebuilds(*s);
+    }
     if (st) *st = s->stats();
     // The device is shared by the process: leave no fault behind for later tests.
     if (fault.kind != gpu::GpuFault::None)
@@ -297,7 +314,9 @@ TEST_P(SpectralDevice, engine_runs_on_the_gpu_processor_and_matches_the_cpu) {
     const auto on_cl = offline(e, spectral_options(GetParam()), &cl_stats);
     const auto on_cpu = offline(e, spectral_options("cpu"), &cpu_stats);
     EXPECT_GT(cl_stats.blocks_gpu, 0u) << cl_stats.gpu_note;
+    EXPECT_TRUE(cl_stats.gpu_ready);
     EXPECT_EQ(cpu_stats.blocks_gpu, 0u);
+    EXPECT_FALSE(cpu_stats.gpu_ready);
     ASSERT_EQ(on_cl.size(), on_cpu.size());
     EXPECT_LT(max_rel_diff(on_cpu, on_cl), 1e-3);
 }
@@ -334,6 +353,7 @@ TEST_P(SpectralDevice, engine_repeated_failures_turn_the_gpu_off_and_speech_cont
     const auto reference = offline(e, spectral_options("cpu"));
     ASSERT_EQ(out.size(), reference.size());
     EXPECT_TRUE(st.gpu_disabled);
+    EXPECT_FALSE(st.gpu_ready);
     EXPECT_EQ(st.gpu_failures, static_cast<std::uint64_t>(engine::BlockProcessor::kMaxFailures));
     EXPECT_EQ(st.underruns, 0u);
 }
