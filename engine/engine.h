@@ -184,8 +184,8 @@ struct StreamStats {
     std::string vocoder;     ///< "mlsa", "spectral", "neural" (mel streams) or "vits" (Piper)
     std::string gpu_device;  ///< the GPU the spectral vocoder uses, if any
     std::string gpu_note;    ///< why none is used
-    std::uint64_t gpu_failures = 0;      ///< device errors (each such block was remade on the CPU)
-    bool gpu_disabled = false;           ///< off after repeated failures
+    std::uint64_t gpu_failures = 0;  ///< device errors (each such block was remade on the CPU)
+    bool gpu_disabled = false;       ///< off after repeated failures
     /// The GPU holds its device state and takes work now: false while that
     /// state is built (the device's warm-up) or rebuilt after a device
     /// error (the CPU makes the blocks meanwhile), when it is off, and when
