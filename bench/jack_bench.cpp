@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
         capture.rearm();
         const auto t0 = rt::now_ns();
         stream.push_text(kSentence);
+        stream.end_input();
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (capture.first_sound_ns() == 0 && std::chrono::steady_clock::now() < until)
             std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -129,6 +130,7 @@ int main(int argc, char** argv) {
             const auto s = stream.stats();
             if (s.sentences_queued - s.sentences_spoken - s.sentences_dropped < 4)
                 stream.push_text(kParagraph);
+            stream.end_input();
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     }

@@ -110,6 +110,7 @@ void run_first_audio(benchmark::State& state, const std::string& voice, const st
             }
             auto stream = engine.create_stream(options_for(voice));
             stream->push_text(text);
+            stream->end_input();
             while (stream->read(block) > 0) {
             }
             total_ms += stream->stats().first_audio_ms;

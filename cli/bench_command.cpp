@@ -96,6 +96,7 @@ int bench_command(int argc, char** argv) {
                 getrusage(RUSAGE_SELF, &ru0);
                 const auto t0 = Clock::now();
                 stream->push_text(kParagraph);
+                stream->end_input();
                 std::size_t total = 0, n;
                 while ((n = stream->read(block)) > 0) total += n;
                 const double wall = since(t0);
@@ -120,6 +121,7 @@ int bench_command(int argc, char** argv) {
                 float first[16];
                 const auto t0 = Clock::now();
                 stream->push_text(kSentence);
+                stream->end_input();
                 if (stream->read(first) > 0) first_audio.push_back(since(t0) * 1000.0);
                 while (stream->read(block) > 0) {
                 }

@@ -143,7 +143,10 @@ int run_jack(const CommandLine& args) {
             return;
         }
         try {
-            const std::size_t n = jack.stream().push_text(line);
+            // Each line is a whole utterance: its last sentence is not held
+            // for the next line.
+            std::size_t n = jack.stream().push_text(line);
+            n += jack.stream().end_input();
             if (n > 0) pending.push_back({line, n});
         } catch (const std::exception& e) {
             std::fprintf(stderr, "etude jack: line not spoken: %s\n", e.what());

@@ -228,6 +228,7 @@ std::size_t push(engine::Stream& stream, const Utterances& u) {
             ++sentences;
         } else {
             sentences += stream.push_text(std::get<std::string>(item));
+            sentences += stream.end_input();  // each item is a whole utterance
         }
     }
     return sentences;

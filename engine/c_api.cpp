@@ -265,6 +265,12 @@ etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrd
     return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
 }
 
+etude_status etude_stream_end_input(etude_stream* stream) {
+    if (!stream) return null_argument("stream");
+    const etude_status s = guarded([&] { stream->stream->end_input(); });
+    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+}
+
 size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames) {
     if (!stream || !out) return 0;
     return stream->stream->pull(std::span<float>(out, frames));

@@ -39,8 +39,14 @@ std::size_t Stream::push_text(std::string_view text) {
 std::size_t Stream::pull(std::span<float> out) noexcept {
     return core_->pull(out);
 }
+std::size_t Stream::end_input() {
+    return core_->end_input();
+}
 std::size_t Stream::read(std::span<float> out) {
     return core_->read(out);
+}
+std::size_t Stream::read_some(std::span<float> out, int timeout_ms) {
+    return core_->read_some(out, timeout_ms);
 }
 void Stream::cancel() {
     core_->cancel();

@@ -214,11 +214,22 @@ class Stream {
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 
-    /// Queues text to be spoken after what is already queued. Throws
-    /// etude::Error for invalid UTF-8 or a mel stream; text with nothing
-    /// speakable is ignored and reported by the return value (number of
-    /// sentences queued).
+    /// Adds text to the stream's input, to be spoken after what is already
+    /// queued. The text may come in pieces cut anywhere (a language model's
+    /// tokens, even inside a word or a UTF-8 sequence): the input is split
+    /// into sentences as the whole text would be, and the last sentence is
+    /// held back until more text completes it or end_input() says the input
+    /// has ended. So call end_input() after the last piece; until then
+    /// read() waits for it, and busy() is true. Throws etude::Error for
+    /// invalid UTF-8 (in the text received so far) or a mel stream. Returns
+    /// the number of sentences this call queued (0 when the text only
+    /// extends the held sentence; text with nothing speakable queues none).
     std::size_t push_text(std::string_view text);
+    /// Ends the text input: the held sentence is queued (see push_text()).
+    /// Text pushed afterwards starts a new input. Returns the number of
+    /// sentences it queued. Throws etude::Error when the held text is not
+    /// valid UTF-8 (a piece ended inside a character that never completed).
+    std::size_t end_input();
 
     /// Mel streams only (StreamOptions::model): queues `frames` log-mel
     /// frames laid out [n_mels][frames] as PyTorch holds them (a chunk from
@@ -242,17 +253,27 @@ class Stream {
 
     /// Blocking read for offline use: waits for audio, returns the number of
     /// samples written (less than out.size() only when speech has ended);
-    /// returns 0 once everything queued has been delivered.
+    /// returns 0 once everything queued has been delivered and no text is
+    /// held back (see push_text()).
     std::size_t read(std::span<float> out);
+    /// Streaming read for offline consumers that hand audio on as it is
+    /// made (a network reply, a Python iterator): copies the audio that is
+    /// ready, at most out.size() samples, waiting up to `timeout_ms` for
+    /// some while audio is on its way (sentences queued or being spoken, or
+    /// a cancel's fade). Returns 0 when none came in time, and at once when
+    /// none is on its way: the stream is idle, or waits for its caller (text
+    /// held back, an unfinished mel utterance); busy() tells these apart.
+    /// Same thread rule as read().
+    std::size_t read_some(std::span<float> out, int timeout_ms);
 
     /// Stops speaking within one pull() with a short fade, and drops all
-    /// queued text. Text pushed afterwards is spoken normally.
+    /// queued and held text. Text pushed afterwards is spoken normally.
     void cancel();
 
     /// Voice for text pushed from now on ("slt", "rms", "awb"); throws etude::Error.
     void set_voice(std::string_view voice);
 
-    /// True while text is queued or audio is not yet delivered.
+    /// True while text is queued or held back, or audio is not yet delivered.
     bool busy() const;
     /// The fixed latency the engine adds (see StreamOptions::latency_ms).
     double latency_ms() const;

@@ -226,8 +226,12 @@ void etude_stream_destroy(etude_stream* stream);
 etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_t n_mels,
                                    size_t frames, int last);
 
-/** Queues UTF-8 text, spoken after what is already queued. Text with nothing
- * speakable is accepted and ignored.
+/** Adds UTF-8 text to the stream's input, spoken after what is already
+ * queued. Text may come in pieces cut anywhere (a language model's tokens,
+ * even inside a word or a character): the last sentence is held back until
+ * more text completes it or etude_stream_end_input() ends the input, so
+ * call that after the last piece (etude_stream_read() waits for it). Text
+ * with nothing speakable is accepted and ignored.
  * \param stream a text stream
  * \param text the text (need not be NUL-terminated when length >= 0)
  * \param length its length in bytes; -1 means NUL-terminated
@@ -235,16 +239,24 @@ etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_
  *         UTF-8, or a mel stream) */
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length);
 
+/** Ends the text input: the sentence held back is queued; text pushed
+ * afterwards starts a new input.
+ * \return ETUDE_ERROR_INVALID_TEXT when the input ends inside a UTF-8
+ *         character (push its rest, or cancel) */
+etude_status etude_stream_end_input(etude_stream* stream);
+
 /** Real-time: fills out[0..frames) and returns how many samples were speech;
  * the rest is silence. Returns 0 and writes nothing if stream or out is NULL. */
 size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames);
 
 /** Blocking read for offline use: waits for audio and fills out[0..frames).
  * Returns the number of samples written, 0 when all queued speech is
- * delivered (or on an error, which etude_last_error() then names). */
+ * delivered and no text is held back (or on an error, which
+ * etude_last_error() then names). */
 size_t etude_stream_read(etude_stream* stream, float* out, size_t frames);
 
-/** Stops speaking within one pull with a short fade and drops queued text. */
+/** Stops speaking within one pull with a short fade and drops queued and
+ * held text. */
 etude_status etude_stream_cancel(etude_stream* stream);
 /** Nonzero while text is queued or audio is not yet delivered; 0 for NULL. */
 int etude_stream_busy(const etude_stream* stream);

@@ -61,6 +61,9 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
     blocks_ =
         std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
     if (piper) {
+        // Piper's front end splits sentences itself (espeak-ng's clauses), so
+        // its input holds a long sentence whole rather than cutting it.
+        input_ = SentenceAccumulator(0);
         piper_ = std::move(piper);
         piper_speaker_ = piper_->speaker_id(options_.speaker);
         piper_scales_ =
@@ -159,30 +162,82 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
     work_cv_.notify_all();
 }
 
+namespace {
+
+// The bytes at the end of `text` that begin a UTF-8 character and do not
+// finish it (a piece cut inside a character): 0 to 3.
+std::size_t unfinished_utf8_tail(std::string_view text) {
+    for (std::size_t back = 1; back <= std::min<std::size_t>(3, text.size()); ++back) {
+        const auto c = static_cast<unsigned char>(text[text.size() - back]);
+        if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+        if (c >= 0xF8) return 0;           // no lead byte: invalid, for the caller to find
+        const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return len > back ? back : 0;
+    }
+    return 0;
+}
+
+}  // namespace
+
 std::size_t StreamCore::push_text(std::string_view text) {
     if (mel_ && !piper_)
         throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
-    if (auto bad = find_invalid_utf8(text))
-        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
-    if (piper_) return push_piper_text(text);
-    auto pieces = split_sentences(text);
-    if (pieces.empty()) return 0;
-    const auto now = Clock::now();
-    {
-        std::lock_guard lock(mu_);
-        const auto gen = ring_.generation();
-        // First-audio latency is measured from a push into an idle stream.
-        bool first = outstanding_ == 0;
-        for (auto& p : pieces) {
-            text_queue_.push_back({std::move(p), next_voice_, {gen, now, first}});
-            first = false;
-        }
-        outstanding_ += pieces.size();
-        sentences_queued_ += pieces.size();
+    std::lock_guard input(input_mu_);
+    // The piece continues the character the last one began, if it did.
+    const std::string joined = utf8_tail_ + std::string(text);
+    const std::size_t tail = unfinished_utf8_tail(joined);
+    if (auto bad = find_invalid_utf8(std::string_view(joined).substr(0, joined.size() - tail))) {
+        const std::size_t at = *bad >= utf8_tail_.size() ? *bad - utf8_tail_.size() : 0;
+        throw Error(
+            "text is not valid UTF-8 (bad byte at offset " + std::to_string(at) +
+            (*bad < utf8_tail_.size() ? ", continuing the character the last piece began)" : ")"));
     }
-    engine_->wake();
-    return pieces.size();
+    utf8_tail_ = joined.substr(joined.size() - tail);
+    const auto released = input_.add(text);
+    holding_ = has_speakable_text(input_.held());
+    return queue_text(released);
+}
+
+std::size_t StreamCore::end_input() {
+    std::lock_guard input(input_mu_);
+    if (!utf8_tail_.empty())
+        throw Error("the text ends inside a UTF-8 character (" + std::to_string(utf8_tail_.size()) +
+                    " of its bytes came): push the rest of it, or cancel()");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    const std::string rest = input_.finish();
+    holding_ = false;
+    const std::size_t n = queue_text({rest});
+    data_cv_.notify_all();  // a reader waiting for the held text to end
+    return n;
+}
+
+std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
+    std::size_t queued = 0;
+    for (const auto& stretch : stretches) {
+        if (piper_) {
+            queued += push_piper_text(stretch);
+            continue;
+        }
+        auto pieces = split_sentences(stretch);
+        if (pieces.empty()) continue;
+        const auto now = Clock::now();
+        {
+            std::lock_guard lock(mu_);
+            const auto gen = ring_.generation();
+            // First-audio latency is measured from a push into an idle stream.
+            bool first = outstanding_ == 0;
+            for (auto& p : pieces) {
+                text_queue_.push_back({std::move(p), next_voice_, {gen, now, first}});
+                first = false;
+            }
+            outstanding_ += pieces.size();
+            sentences_queued_ += pieces.size();
+        }
+        queued += pieces.size();
+        engine_->wake();
+    }
+    return queued;
 }
 
 void StreamCore::set_voice(std::string_view name) {
@@ -196,6 +251,9 @@ void StreamCore::set_voice(std::string_view name) {
 
 void StreamCore::cancel() {
     std::size_t dropped;
+    // Silence first (the ring's fade), then the held text: a push in
+    // progress on another thread holds the input for as long as it queues.
+    ring_.cancel();
     {
         std::lock_guard lock(mu_);
         dropped = text_queue_.size() + queue_.size();
@@ -203,8 +261,13 @@ void StreamCore::cancel() {
         text_queue_.clear();
         queue_.clear();
         mel_open_ = false;  // the next push_mel starts a new utterance
-        ring_.cancel();
         ++cancels_;
+    }
+    {
+        std::lock_guard input(input_mu_);
+        input_.clear();
+        utf8_tail_.clear();
+        holding_ = false;
     }
     sentences_dropped_.add(dropped);
     work_cv_.notify_all();
@@ -215,7 +278,7 @@ void StreamCore::cancel() {
 bool StreamCore::busy() const {
     std::lock_guard lock(mu_);
     // An open mel utterance (its `last` chunk not yet pushed) is unfinished work.
-    return outstanding_ > 0 || mel_open_ || ring_.read_available() > 0;
+    return outstanding_ > 0 || mel_open_ || holding_ || ring_.read_available() > 0;
 }
 
 double StreamCore::latency_ms() const {
@@ -292,11 +355,43 @@ std::size_t StreamCore::read(std::span<float> out) {
         }
         std::unique_lock lock(mu_);
         data_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
-            return ring_.read_available() > 0 || (outstanding_ == 0 && !mel_open_) || shutdown_;
+            return ring_.read_available() > 0 || (outstanding_ == 0 && !mel_open_ && !holding_) ||
+                   shutdown_;
         });
-        if (ring_.read_available() == 0 && ((outstanding_ == 0 && !mel_open_) || shutdown_)) break;
+        if (ring_.read_available() == 0 &&
+            ((outstanding_ == 0 && !mel_open_ && !holding_) || shutdown_))
+            break;
     }
     return got;
+}
+
+std::size_t StreamCore::read_some(std::span<float> out, int timeout_ms) {
+    if (out.empty()) return 0;
+    const auto until = Clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+    for (;;) {
+        if (ring_.cancel_pending()) {
+            const std::size_t n = ring_.pull_cancelled(out);
+            if (n > 0) return n;
+        } else {
+            const std::size_t n = ring_.read_audio(out);
+            if (n > 0) {
+                space_cv_.notify_one();
+                return n;
+            }
+        }
+        std::unique_lock lock(mu_);
+        // Audio on its way: queued items, or a cancel not yet acknowledged.
+        // Held text and an open mel utterance wait for the caller instead.
+        const auto coming = [&] {
+            return outstanding_ > 0 || (ring_.cancel_pending() && !ring_.cancel_acknowledged());
+        };
+        if (shutdown_ || !coming()) return 0;
+        if (!data_cv_.wait_until(lock, until, [&] {
+                return shutdown_ || !coming() || ring_.read_available() > 0 ||
+                       (ring_.cancel_pending() && ring_.cancel_acknowledged());
+            }))
+            return 0;
+    }
 }
 
 // ---- engine workers ---------------------------------------------------------

@@ -10,6 +10,7 @@
 // mu_ guards the queues and slow statistics; pull() never takes it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include "engine/mel_scheduler.h"
 #include "engine/piper_voice.h"
 #include "engine/playback_ring.h"
+#include "engine/sentence_accumulator.h"
 #include "engine/work_items.h"
 #include "rt/counters.h"
 
@@ -52,6 +54,7 @@ class StreamCore final : public BlockSink {
     std::size_t mel_bands() const;
     void push_mel(std::span<const float> mel, std::size_t frames, bool last);
     std::size_t push_text(std::string_view text);
+    std::size_t end_input();
     void push_phoneme_ids(std::span<const std::int64_t> ids);
     void set_voice(std::string_view name);
     void cancel();
@@ -66,6 +69,7 @@ class StreamCore final : public BlockSink {
     // ---- consumers --------------------------------------------------------
     std::size_t pull(std::span<float> out) noexcept { return ring_.pull(out); }
     std::size_t read(std::span<float> out);
+    std::size_t read_some(std::span<float> out, int timeout_ms);
 
     // ---- engine workers (called with the engine's lock held for take_*) ----
     std::optional<Sentence> take_sentence();
@@ -86,6 +90,9 @@ class StreamCore final : public BlockSink {
     // One chunk of frames through the mel scheduler, its audio into the ring.
     bool vocode_frames(std::span<const float> frames, int count, bool last,
                        const ItemOrigin& origin);
+    // Queues text the input released (sentences for the Flite front end,
+    // the Piper voice's own phonemizer for a Piper stream).
+    std::size_t queue_text(const std::vector<std::string>& stretches);
     std::size_t push_piper_text(std::string_view text);
     void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
                            Clock::time_point pushed, bool continuing = false);
@@ -103,6 +110,14 @@ class StreamCore final : public BlockSink {
     const FliteVoice* voice_;
     const StreamOptions options_;
     const double rate_;
+
+    // The text input: pieces in, complete sentences out (push_text()). Its
+    // mutex is held while a push queues what it released, so pushes from
+    // several threads keep their order; taken before mu_, never inside it.
+    std::mutex input_mu_;
+    SentenceAccumulator input_;
+    std::string utf8_tail_;             // a character the last piece began and did not end
+    std::atomic<bool> holding_{false};  // the held text has something to speak
 
     mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;

@@ -190,6 +190,10 @@ bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin,
             const std::size_t n = ring_.write(samples);
             if (n > 0) {
                 note_first_audio(origin);
+                // Through the mutex: a reader between its check of the ring
+                // and its wait would otherwise miss this and sleep out its
+                // wait (read_some() hands blocks on as they come).
+                { std::lock_guard lock(mu_); }
                 data_cv_.notify_all();
             }
             samples = samples.subspan(n);

@@ -23,4 +23,17 @@ bool has_speakable_text(std::string_view text);
 // the input. Pieces without speakable text are dropped.
 std::vector<std::string> split_sentences(std::string_view text, std::size_t max_bytes = 400);
 
+// Where the last sentence of `text` that no further text can change ends:
+// split_sentences finds an end from the text up to it and the character
+// after it, so an end followed by more text is an end of any longer text
+// too, while one at the very end of `text` is not ("3." may go on as
+// "3.5"). 0 when there is none.
+std::size_t last_final_sentence_end(std::string_view text);
+
+// The length of the first piece split_sentences makes of a sentence longer
+// than max_bytes (the whole length for a shorter one). It depends on the
+// first max_bytes + 1 bytes only, so it is final while the sentence still
+// grows.
+std::size_t long_sentence_cut(std::string_view sentence, std::size_t max_bytes = 400);
+
 }  // namespace etude::engine

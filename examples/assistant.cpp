@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
                 if (verb == "say") {
                     reply_start.push_back(device.speech_samples());
                     stream->push_text(arg);
+                    stream->end_input();  // the whole reply is here
                 } else if (verb == "barge") {
                     stream->cancel();  // no waiting: the next reply may be pushed right away
                     std::printf("barge-in during reply %zu\n", reply_start.size());

@@ -107,7 +107,10 @@ int main(int argc, char** argv) {
     char line[4096];
     while (!g_stop && !g_server_gone && fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\r\n")] = '\0';
-        if (etude_stream_push_text(g_stream, line, -1) != ETUDE_OK)
+        /* Each line is a whole utterance: end its input, so that its last
+         * sentence is not held back for the next line. */
+        if (etude_stream_push_text(g_stream, line, -1) != ETUDE_OK ||
+            etude_stream_end_input(g_stream) != ETUDE_OK)
             fprintf(stderr, "jack_tts: line not spoken: %s\n", etude_last_error());
     }
     /* End of input: let the queued speech play out, unless told to stop. */

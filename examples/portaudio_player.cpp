@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
         // and JACK (which has exactly one rate) accepts the stream.
         etude::engine::Engine engine;
         auto stream = engine.create_stream({.sample_rate = info->defaultSampleRate});
-        if (stream->push_text(text) == 0) throw etude::Error("nothing to speak in the input");
+        const std::size_t sentences = stream->push_text(text) + stream->end_input();
+        if (sentences == 0) throw etude::Error("nothing to speak in the input");
 
         std::signal(SIGINT, on_signal);
         PlaybackStream playback(*stream, device);

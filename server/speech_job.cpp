@@ -10,6 +10,9 @@ namespace {
 // of speech is made) and grow to 256 ms, so a reply starts at once and a
 // long one is not sent as thousands of tiny events.
 constexpr std::size_t kFirstPiece = 256, kLargestPiece = 4096;
+// How long run() waits for audio that is on its way before it looks at its
+// own state again (a cancel, new text); a stall that long is rare.
+constexpr int kAudioWaitMs = 200;
 
 }  // namespace
 
@@ -27,7 +30,13 @@ void SpeechJob::add_text(std::string text) {
             have_text_ = true;
         }
         characters_ += text.size();
-        pending_.push_back(std::move(text));
+        ++text_events_;
+        // Once run() has its stream, pieces go straight in (the stream is the
+        // place text waits for its sentence to end); before, they wait here.
+        if (stream_)
+            push_locked(text);
+        else
+            pending_.push_back(std::move(text));
     }
     cv_.notify_all();
 }
@@ -36,8 +45,31 @@ void SpeechJob::finish() {
     {
         std::lock_guard lock(mu_);
         finished_ = true;
+        ++text_events_;
+        if (stream_) end_input_locked();
     }
     cv_.notify_all();
+}
+
+void SpeechJob::push_locked(const std::string& text) {
+    if (!push_error_.empty()) return;
+    try {
+        stream_->push_text(text);
+    } catch (const std::exception& e) {
+        push_error_ = e.what();
+        stream_->cancel();
+    }
+}
+
+void SpeechJob::end_input_locked() {
+    if (input_ended_ || !push_error_.empty()) return;
+    input_ended_ = true;
+    try {
+        stream_->end_input();
+    } catch (const std::exception& e) {
+        push_error_ = e.what();
+        stream_->cancel();
+    }
 }
 
 void SpeechJob::cancel() {
@@ -113,8 +145,11 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
         std::lock_guard lock(mu_);
         stream_ = stream.get();
         if (cancelled_) stream_->cancel();
+        for (const auto& t : pending_) push_locked(t);
+        pending_.clear();
+        if (finished_) end_input_locked();
     }
-    // Unpublish before the stream dies, so cancel() never touches a dead one.
+    // Unpublish before the stream dies, so no other thread touches a dead one.
     struct Unpublish {
         SpeechJob& job;
         ~Unpublish() {
@@ -128,51 +163,55 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
     std::vector<float> buffer(kLargestPiece);
     std::size_t piece = kFirstPiece;
     Clock::time_point last_audio{};
+    std::uint64_t seen_text = 0;
     while (!client_gone) {
-        std::deque<std::string> text;
-        bool finished;
         {
-            std::unique_lock lock(mu_);
-            if (cancelled_) break;
-            text.swap(pending_);
-            finished = finished_;
-        }
-        try {
-            for (const auto& t : text) stream->push_text(t);
-        } catch (const std::exception& e) {
-            result.error = e.what();
-            return result;
-        }
-        const std::size_t n = stream->read(std::span(buffer).first(piece));
-        if (n > 0) {
-            {
-                std::lock_guard lock(mu_);
-                if (cancelled_) break;
-            }
-            if (!audio(std::span<const float>(buffer).first(n))) {
-                client_gone = true;
-                break;
-            }
-            last_audio = Clock::now();
-            if (result.samples == 0) {
-                std::lock_guard lock(mu_);
-                result.first_audio_ms =
-                    std::chrono::duration<double, std::milli>(last_audio - first_text_).count();
-            }
-            result.samples += n;
-            piece = std::min(piece * 2, kLargestPiece);
-            continue;
-        }
-        // Everything pushed has been delivered.
-        if (finished && text.empty()) {
             std::lock_guard lock(mu_);
-            if (pending_.empty()) break;
+            if (cancelled_) break;
+            if (!push_error_.empty()) {
+                result.error = push_error_;
+                return result;
+            }
+            // Everything given has been spoken.
+            if (input_ended_ && !stream->busy()) break;
+            seen_text = text_events_;
+        }
+        // A piece of `piece` samples, or less where the audio stops for now
+        // (read_some returns at once when none is on its way).
+        std::size_t got = 0;
+        while (got < piece) {
+            const std::size_t n =
+                stream->read_some(std::span(buffer).subspan(got, piece - got), kAudioWaitMs);
+            if (n == 0) break;
+            got += n;
+        }
+        if (got == 0) {
+            // Nothing on its way: the stream waits for the client's next
+            // text (or the end of it). A cancel or a refused piece also
+            // wakes this; the bound covers a producer slower than the wait.
+            std::unique_lock lock(mu_);
+            cv_.wait_for(lock, std::chrono::milliseconds(kAudioWaitMs), [&] {
+                return cancelled_ || text_events_ != seen_text || !push_error_.empty();
+            });
+            piece = kFirstPiece;  // the next sentence's first audio goes out at once
             continue;
         }
-        if (!text.empty()) continue;  // pushed just now: read it
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return cancelled_ || finished_ || !pending_.empty(); });
-        piece = kFirstPiece;  // the next sentence's first audio goes out at once
+        {
+            std::lock_guard lock(mu_);
+            if (cancelled_) break;
+        }
+        if (!audio(std::span<const float>(buffer).first(got))) {
+            client_gone = true;
+            break;
+        }
+        last_audio = Clock::now();
+        if (result.samples == 0) {
+            std::lock_guard lock(mu_);
+            result.first_audio_ms =
+                std::chrono::duration<double, std::milli>(last_audio - first_text_).count();
+        }
+        result.samples += got;
+        piece = std::min(piece * 2, kLargestPiece);
     }
     const engine::StreamStats stats = stream->stats();
     result.gpu_chunks = stats.mel_chunks_gpu;

@@ -36,9 +36,11 @@ class SpeechJob {
     void set_sample_rate(double hz) { options_.sample_rate = hz; }
     void set_length_scale(float scale) { options_.length_scale = scale; }
 
-    // Text for the stream; sentences are spoken in the order given.
+    // Text for the stream, in pieces cut anywhere (the engine holds an
+    // unfinished sentence until more text or finish()); spoken in order.
     void add_text(std::string text);
-    // No more text will come: run() returns once the rest is spoken.
+    // No more text will come: the input ends, and run() returns once the
+    // rest is spoken.
     void finish();
     // Stop now: the stream is cancelled and run() returns soon.
     void cancel();
@@ -70,12 +72,19 @@ class SpeechJob {
 
   private:
     using Clock = std::chrono::steady_clock;
+    // With mu_ held and a stream: hand it a piece, or end its input; a
+    // refusal is kept for run() to report, and stops the stream.
+    void push_locked(const std::string& text);
+    void end_input_locked();
     const ServerContext& context_;
     const VoiceEntry& voice_;
     engine::StreamOptions options_;  // the voice's, with the request's speaker, rate, pace
     mutable std::mutex mu_;
     std::condition_variable cv_;
-    std::deque<std::string> pending_;
+    std::deque<std::string> pending_;  // text given before run() opened the stream
+    bool input_ended_ = false;         // the stream's input has been ended (finish())
+    std::uint64_t text_events_ = 0;    // add_text() and finish() calls, for run() to wait on
+    std::string push_error_;           // the stream refused a piece (bad UTF-8)
     std::size_t characters_ = 0;
     bool finished_ = false, cancelled_ = false;
     Clock::time_point first_text_{};

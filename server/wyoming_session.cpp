@@ -9,7 +9,6 @@
 
 #include "audio-io/wav_writer.h"
 #include "engine/text_input.h"
-#include "server/sentence_accumulator.h"
 #include "server/speech_job.h"
 
 namespace etude::server {
@@ -80,8 +79,8 @@ class Session {
         std::unique_ptr<SpeechJob> job;
         std::thread thread;
         bool streaming = false;
-        bool stopped = false;  // synthesize-stop seen
-        SentenceAccumulator sentences;
+        bool stopped = false;        // synthesize-stop seen
+        std::size_t text_bytes = 0;  // streamed so far, against --max-text
         std::atomic<bool> done{false};
         std::atomic<bool> over_limit{false};  // stopped for text past --max-text
     };
@@ -316,13 +315,12 @@ bool Session::handle(const WyomingEvent& ev) {
         Active& a = *active_;
         if (ev.type == "synthesize-stop") {
             a.stopped = true;
-            for (auto& s : a.sentences.finish()) a.job->add_text(std::move(s));
-            a.job->finish();
+            a.job->finish();  // the engine speaks the sentence it held back
             return true;
         }
         std::string text;
         if (!text_of(text)) return true;
-        if (a.sentences.size() + text.size() > ctx_.limits.max_text_bytes) {
+        if (a.text_bytes + text.size() > ctx_.limits.max_text_bytes) {
             send_error("the streamed text is over the limit of " +
                            std::to_string(ctx_.limits.max_text_bytes) + " bytes; speech stopped",
                        "text-too-long");
@@ -331,7 +329,10 @@ bool Session::handle(const WyomingEvent& ev) {
             a.job->cancel();
             return true;
         }
-        for (auto& s : a.sentences.add(text)) a.job->add_text(std::move(s));
+        // Pieces go to the engine as they come: it holds an unfinished
+        // sentence until the text after it proves it complete.
+        a.text_bytes += text.size();
+        a.job->add_text(std::move(text));
         return true;
     }
     // Other events (audio, transcripts, ...) are not for a TTS server; the

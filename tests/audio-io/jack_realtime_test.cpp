@@ -49,10 +49,12 @@ TEST(JackRealtime, process_callback_never_allocates_locks_or_blocks) {
 
     jack.stream().push_text(
         "The process callback is watched. It may only copy samples. This one is cut.");
+    jack.stream().end_input();
     while (jack.stream().stats().samples_delivered < 48000 * 3)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     jack.stream().cancel();
     jack.stream().push_text("And speech resumes after the cancel.");
+    jack.stream().end_input();
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (jack.stream().busy() && std::chrono::steady_clock::now() < give_up)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

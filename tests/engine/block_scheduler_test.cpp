@@ -58,6 +58,7 @@ LiveResult play_live(Stream& s, std::size_t period) {
 std::vector<float> render_offline(Engine& engine, StreamOptions o, StreamStats* stats = nullptr) {
     auto s = engine.create_stream(o);
     s->push_text(kText);
+    s->end_input();
     std::vector<float> out, block(1024);
     std::size_t n;
     while ((n = s->read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
@@ -120,6 +121,7 @@ TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns
 
     auto s = engine.create_stream(o);
     s->push_text(kText);
+    s->end_input();
     const auto live = play_live(*s, 128);
     const auto& st = live.stats;
     EXPECT_EQ(st.underruns, 0u);
@@ -156,6 +158,7 @@ TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
 
     auto s = engine.create_stream(o);
     s->push_text(kText);
+    s->end_input();
     const auto live = play_live(*s, 160);
     EXPECT_GT(live.stats.underruns, 0u) << "the drill needs underruns to prove anything";
     EXPECT_EQ(live.stats.reduced_tier_blocks, 0u);
@@ -194,6 +197,7 @@ TEST(BlockScheduler, records_blocks_and_writes_a_chrome_trace) {
     o.render_ahead = false;
     auto s = engine.create_stream(o);
     s->push_text("Trace this short sentence.");
+    s->end_input();
     play_live(*s, 256);
     const auto records = s->block_records();
     ASSERT_GT(records.size(), 10u);

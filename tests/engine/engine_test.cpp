@@ -19,6 +19,7 @@ constexpr const char* kSentence = "The quick brown fox jumps over the lazy dog."
 std::vector<float> render_offline(Engine& engine, const std::string& text, StreamOptions o = {}) {
     auto s = engine.create_stream(o);
     s->push_text(text);
+    s->end_input();
     std::vector<float> out, block(1000);
     std::size_t n;
     while ((n = s->read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
@@ -120,6 +121,7 @@ TEST(Engine, pulled_stream_equals_offline_render_for_any_block_size) {
     for (std::size_t max_block : {1u, 64u, 1000u, 4096u}) {
         auto s = engine.create_stream(o);
         s->push_text(text);
+        s->end_input();
         int stalls = 0;
         const auto live = render_by_pulling(*s, 7 + max_block, max_block, &stalls);
         std::printf("[pull] blocks up to %zu: %d consumer stall(s)\n", max_block, stalls);
@@ -135,6 +137,7 @@ TEST(Engine, next_sentence_is_analysed_while_the_first_is_vocoded) {
     std::string text;
     for (int i = 0; i < 12; ++i) text += "This is sentence number " + std::to_string(i) + ". ";
     s->push_text(text);
+    s->end_input();
     std::vector<float> block(64);
     while (s->read(block) == 0) {
     }
@@ -153,6 +156,7 @@ TEST(Engine, cancel_fades_within_one_pull_and_drops_queued_text) {
     for (int i = 0; i < 10; ++i)
         text += "Counting sentences, this is number " + std::to_string(i) + ". ";
     s->push_text(text);
+    s->end_input();
     std::vector<float> block(256);
     // Wait for steady speech.
     std::size_t got = 0;
@@ -183,6 +187,7 @@ TEST(Engine, cancel_fades_within_one_pull_and_drops_queued_text) {
 
     // The stream speaks normally afterwards, exactly as a fresh render.
     s->push_text(kSentence);
+    s->end_input();
     std::vector<float> again, b(777);
     std::size_t n;
     while ((n = s->read(b)) > 0) again.insert(again.end(), b.begin(), b.begin() + n);
@@ -202,6 +207,7 @@ TEST(Engine, a_cancel_as_the_stream_opens_is_acknowledged_and_later_text_is_spok
         auto s = engine.create_stream();
         s->cancel();
         s->push_text("Yes.");
+        s->end_input();
         std::size_t got = 0;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (got == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -230,6 +236,7 @@ TEST(Engine, rejects_bad_input_with_clear_errors) {
     auto s = engine.create_stream();
     try {
         s->push_text("bad \xFF byte");
+        s->end_input();
         FAIL() << "invalid UTF-8 accepted";
     } catch (const etude::Error& e) {
         EXPECT_NE(std::string(e.what()).find("offset 4"), std::string::npos) << e.what();

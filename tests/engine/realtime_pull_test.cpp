@@ -87,6 +87,7 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
     stream->push_text(
         "Real time rules apply here. Nothing may allocate in the callback. "
         "The third sentence will be cancelled part way through, and more.");
+    stream->end_input();
     etude::test::reset_realtime_violations();
 
     PacedConsumer consumer(*stream);
@@ -94,6 +95,7 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
     consumer.wait_pulled(48000 * 3);
     stream->cancel();
     stream->push_text("After the cancel we speak again.");
+    stream->end_input();
     consumer.drain(*stream);  // and some silent pulls after the end
     consumer.stop();
 

@@ -293,6 +293,7 @@ std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
     if (fault.kind != gpu::GpuFault::None)
         gpu::DeviceRegistry::instance().open({o.backend, o.device})->inject_fault(fault);
     s->push_text(kLongText);
+    s->end_input();
     std::vector<float> out, b(1024);
     std::size_t n;
     while ((n = s->read(b)) > 0) {

@@ -21,6 +21,8 @@ int etude_c_api_smoke(size_t* samples_out) {
     if (etude_stream_create(engine, NULL, 22050, &stream) != ETUDE_OK) return 5;
     if (etude_stream_push_text(stream, "bad \xff", -1) != ETUDE_ERROR_INVALID_TEXT) return 6;
     if (etude_stream_push_text(stream, "Hello from C. Ignored tail", 13) != ETUDE_OK) return 7;
+    if (etude_stream_end_input(stream) != ETUDE_OK) return 13;
+    if (etude_stream_end_input(NULL) != ETUDE_ERROR_INVALID_ARGUMENT) return 14;
     while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
     if (etude_stream_busy(stream)) return 8;
     if (etude_stream_get_stats(stream, &stats) != ETUDE_OK) return 9;

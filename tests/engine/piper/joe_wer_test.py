@@ -201,6 +201,7 @@ class EtudeVoice:
         self.lib.etude_stream_create_piper.argtypes = [ctypes.c_void_p,
                                                        ctypes.POINTER(_PiperOptions),
                                                        ctypes.POINTER(ctypes.c_void_p)]
+        self.lib.etude_stream_end_input.argtypes = [ctypes.c_void_p]
         self.lib.etude_stream_destroy.argtypes = [ctypes.c_void_p]
         self.lib.etude_engine_destroy.argtypes = [ctypes.c_void_p]
         self.engine = ctypes.c_void_p()
@@ -225,6 +226,9 @@ class EtudeVoice:
             for sentence in sentences:
                 self._check(self.lib.etude_stream_push_text(stream, sentence.encode(), -1),
                             "stream_push_text")
+                # Each sentence is a whole input: the stream holds the last
+                # sentence of an input until it ends.
+                self._check(self.lib.etude_stream_end_input(stream), "stream_end_input")
                 parts = []
                 while n := self.lib.etude_stream_read(stream, block, len(block)):
                     parts.append(np.frombuffer(block, np.float32, n).copy())

@@ -8,6 +8,7 @@ int main() {
     etude::engine::Engine engine;
     auto stream = engine.create_stream();
     stream->push_text("Installed and linked.");
+    stream->end_input();
     float block[256];
     std::size_t n, total = 0;
     while ((n = stream->read(block)) > 0) total += n;

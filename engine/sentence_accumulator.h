@@ -1,0 +1,53 @@
+// Text arriving in pieces cut anywhere (a language model's tokens, a
+// Wyoming synthesize-chunk stream, even inside a word or a UTF-8
+// sequence), released as text whose sentences are the sentences of the
+// whole: each release is a run of complete sentences (and, for a sentence
+// over the length limit, its leading pieces), which split_sentences splits
+// exactly as it splits the same stretch of the whole text. The rest is held
+// until more text proves it complete, or finish().
+//
+// Why it is exact: split_sentences decides a sentence end from the text up
+// to it and the character right after it, so an end followed by more text
+// is final (last_final_sentence_end). A sentence over the limit is cut from
+// its front at places that depend on its first limit + 1 bytes only
+// (long_sentence_cut), so those pieces are final before the sentence ends.
+//
+// Cost: each add() scans the held text again only when the new piece could
+// complete a sentence (white space or a newline in it) or the held text
+// passed the limit; the held text is one sentence, at most the limit plus
+// one piece when there is a limit.
+//
+// Threads: none of its own; its owner serialises calls.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace etude::engine {
+
+class SentenceAccumulator {
+  public:
+    // `max_sentence_bytes`: split_sentences' limit (the Flite path cuts
+    // longer sentences); 0: no limit (Piper's front end splits sentences
+    // itself, so a long one is held whole).
+    explicit SentenceAccumulator(std::size_t max_sentence_bytes = 400);
+
+    // Adds a piece; returns the text it completed, as stretches to split
+    // one by one (none when nothing was completed): a run of whole
+    // sentences, then each leading piece of an over-long sentence.
+    std::vector<std::string> add(std::string_view piece);
+    // The end of the text: everything held.
+    std::string finish();
+    // Drops what is held (a cancel).
+    void clear();
+    // The text held back.
+    std::string_view held() const { return held_; }
+
+  private:
+    std::size_t max_bytes_;
+    std::string held_;  // from the start of an unfinished sentence (or its uncut rest)
+};
+
+}  // namespace etude::engine
