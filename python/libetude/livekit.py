@@ -1,0 +1,240 @@
+"""LibEtude as a LiveKit Agents text-to-speech plugin.
+
+    pip install "libetude[livekit]"
+
+``EtudeTTS`` is a streaming ``tts.TTS``: ``stream()`` feeds the text an agent
+pushes, in whatever pieces the LLM produces, straight into one LibEtude
+stream. The engine itself holds back an unfinished sentence until the rest
+arrives or the input ends, so no sentence tokenizer runs in Python. Audio is
+emitted block by block as the engine makes it. Closing a stream cancels the
+engine's stream: it fades out within 5 ms and drops what was queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+try:
+    from livekit.agents import (
+        DEFAULT_API_CONNECT_OPTIONS,
+        APIConnectOptions,
+        APIError,
+        tts,
+        utils,
+    )
+except ModuleNotFoundError as error:
+    raise ModuleNotFoundError(
+        "libetude.livekit needs LiveKit Agents; install it with: pip install 'libetude[livekit]'"
+    ) from error
+
+import libetude
+from libetude._pcm import to_pcm16  # the package's one float-to-16-bit rule
+
+__all__ = ["EtudeTTS"]
+
+
+class EtudeTTS(tts.TTS):
+    """LiveKit ``tts.TTS`` that synthesizes on this machine with LibEtude."""
+
+    def __init__(
+        self,
+        *,
+        engine: libetude.Engine | None = None,
+        voice: str = "slt",
+        sample_rate: int | None = None,
+        speaker: str | int | None = None,
+        length_scale: float | None = None,
+        noise_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        """Create the TTS.
+
+        Args:
+            engine: An engine to share with other TTS instances or streams; a
+                new one is made when omitted.
+            voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
+                name or path, as ``Engine.stream`` takes it.
+            sample_rate: Output rate in Hz; None is the voice's own rate.
+            speaker: Speaker of a multi-speaker voice, a name or an id.
+            length_scale: Speaking-rate scale (larger is slower); None keeps the voice's.
+            noise_scale: Scale of the noise that varies the voice; None keeps the voice's.
+            noise_w: Scale of the noise that varies durations; None keeps the voice's.
+            seed: Seed of each stream's noise; the same seed and text give the same audio.
+        """
+        engine = engine if engine is not None else libetude.Engine()
+        options: dict[str, Any] = {"voice": voice}
+        options.update(
+            (name, value)
+            for name, value in (
+                ("speaker", speaker),
+                ("length_scale", length_scale),
+                ("noise_scale", noise_scale),
+                ("noise_w", noise_w),
+                ("seed", seed),
+            )
+            if value is not None
+        )
+        # A stream opened now refuses an unknown voice or an option the voice
+        # does not take here, rather than at the first reply, and tells the
+        # voice's own rate.
+        with engine.stream(**options) as probe:
+            own_rate = int(probe.sample_rate)
+        super().__init__(
+            capabilities=tts.TTSCapabilities(streaming=True),
+            sample_rate=own_rate if sample_rate is None else int(sample_rate),
+            num_channels=1,
+        )
+        self._engine = engine
+        self._voice = voice
+        self._options = options
+        self._open_requests: weakref.WeakSet[tts.ChunkedStream | tts.SynthesizeStream] = (
+            weakref.WeakSet()
+        )
+
+    @property
+    def engine(self) -> libetude.Engine:
+        """The engine this TTS synthesizes with."""
+        return self._engine
+
+    @property
+    def model(self) -> str:
+        return self._voice
+
+    @property
+    def provider(self) -> str:
+        return "libetude"
+
+    def synthesize(
+        self, text: str, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
+    ) -> EtudeChunkedStream:
+        """Speak ``text`` as one request; its audio streams as it is made."""
+        request = EtudeChunkedStream(tts=self, input_text=text, conn_options=conn_options)
+        self._open_requests.add(request)
+        return request
+
+    def stream(
+        self, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
+    ) -> EtudeSynthesizeStream:
+        """A stream whose pushed text is spoken by one LibEtude stream."""
+        request = EtudeSynthesizeStream(tts=self, conn_options=conn_options)
+        self._open_requests.add(request)
+        return request
+
+    async def aclose(self) -> None:
+        """Close every request still open; each cancels its engine stream."""
+        await asyncio.gather(*(request.aclose() for request in list(self._open_requests)))
+
+    def _open_engine_stream(self) -> Any:
+        try:
+            return self._engine.stream(sample_rate=self.sample_rate, **self._options)
+        except libetude.EtudeError as error:
+            # A local engine refuses the same options on every attempt.
+            raise APIError(f"cannot open a LibEtude stream: {error}", retryable=False) from error
+
+
+def _engine_call(method: Any, *args: Any) -> None:
+    try:
+        method(*args)
+    except libetude.EtudeError as error:
+        raise APIError(f"LibEtude refused the text: {error}", retryable=False) from error
+
+
+async def _emit_audio(engine_stream: Any, output_emitter: tts.AudioEmitter) -> None:
+    """Push every block of ``engine_stream`` to ``output_emitter`` as 16-bit PCM.
+
+    Cancels the engine stream when the iteration is left early (the request
+    was closed), so the engine stops vocoding audio nobody will hear.
+    """
+    finished = False
+    try:
+        async for block in engine_stream:
+            output_emitter.push(to_pcm16(block))
+        finished = True
+    except libetude.EtudeError as error:
+        finished = True
+        raise APIError(f"LibEtude failed to speak: {error}", retryable=False) from error
+    finally:
+        if not finished:
+            engine_stream.cancel()
+
+
+async def _emit_segment(engine_stream: Any, output_emitter: tts.AudioEmitter) -> None:
+    await _emit_audio(engine_stream, output_emitter)
+    output_emitter.end_segment()
+
+
+class EtudeChunkedStream(tts.ChunkedStream):
+    """The audio of one ``EtudeTTS.synthesize()`` call."""
+
+    def __init__(self, *, tts: EtudeTTS, input_text: str, conn_options: APIConnectOptions) -> None:
+        super().__init__(tts=tts, input_text=input_text, conn_options=conn_options)
+        self._tts: EtudeTTS = tts
+
+    async def _run(self, output_emitter: tts.AudioEmitter) -> None:
+        output_emitter.initialize(
+            request_id=utils.shortuuid(),
+            sample_rate=self._tts.sample_rate,
+            num_channels=1,
+            mime_type="audio/pcm",
+        )
+        with self._tts._open_engine_stream() as engine_stream:
+            _engine_call(engine_stream.push_text, self.input_text)
+            _engine_call(engine_stream.end_input)
+            await _emit_audio(engine_stream, output_emitter)
+        # No flush here: the base class ends the segment, which sends the
+        # held-back tail as the final frame. A flush first would release that
+        # tail early and make LiveKit append a 10 ms silent marker instead.
+
+
+class EtudeSynthesizeStream(tts.SynthesizeStream):
+    """Text pushed by an agent, spoken by one LibEtude stream.
+
+    ``push_text`` pieces go to the engine as they come. LiveKit's ``flush``
+    ends the segment (LiveKit drops text pushed after it), so it ends the
+    engine's input; ``end_input`` does the same if no flush came first.
+    """
+
+    def __init__(self, *, tts: EtudeTTS, conn_options: APIConnectOptions) -> None:
+        super().__init__(tts=tts, conn_options=conn_options)
+        self._tts: EtudeTTS = tts
+
+    async def _run(self, output_emitter: tts.AudioEmitter) -> None:
+        output_emitter.initialize(
+            request_id=utils.shortuuid(),
+            sample_rate=self._tts.sample_rate,
+            num_channels=1,
+            mime_type="audio/pcm",
+            stream=True,
+        )
+        with self._tts._open_engine_stream() as engine_stream:
+            audio: asyncio.Task[None] | None = None
+            try:
+                input_ended = False
+                async for item in self._input_ch:
+                    if isinstance(item, self._FlushSentinel):
+                        # A flush before any text ends nothing.
+                        if audio is not None and not input_ended:
+                            _engine_call(engine_stream.end_input)
+                            input_ended = True
+                        continue
+                    if input_ended:
+                        continue
+                    _engine_call(engine_stream.push_text, item)
+                    if audio is None:
+                        # Read only once the engine has text: reading a stream
+                        # that has none yet ends at once.
+                        output_emitter.start_segment(segment_id=utils.shortuuid())
+                        self._mark_started()
+                        audio = asyncio.create_task(_emit_segment(engine_stream, output_emitter))
+                if not input_ended:
+                    _engine_call(engine_stream.end_input)
+                if audio is not None:
+                    await audio
+            finally:
+                # Closing the request cancels this task, and with it the
+                # reader, whose cleanup cancels the engine stream.
+                if audio is not None:
+                    await utils.aio.cancel_and_wait(audio)

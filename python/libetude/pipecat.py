@@ -1,0 +1,231 @@
+"""LibEtude as a Pipecat text-to-speech service.
+
+    pip install "libetude[pipecat]"
+
+``EtudeTTSService`` speaks each piece of text Pipecat hands it (a sentence, by
+default) through one LibEtude stream and passes the audio on block by block
+while the engine makes it, so the first words play before the rest of the
+sentence is vocoded. An interruption cancels the stream that is speaking: the
+engine fades out within 5 ms and drops what was queued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    from pipecat.frames.frames import CancelFrame, ErrorFrame, Frame, TTSAudioRawFrame
+    from pipecat.services.settings import TTSSettings
+    from pipecat.services.tts_service import TTSService
+    from pipecat.utils.types import NOT_GIVEN, NotGiven, is_given
+except ModuleNotFoundError as error:
+    raise ModuleNotFoundError(
+        "libetude.pipecat needs Pipecat; install it with: pip install 'libetude[pipecat]'"
+    ) from error
+
+import libetude
+from libetude._pcm import to_pcm16  # the package's one float-to-16-bit rule
+
+__all__ = ["EtudeTTSService", "EtudeTTSSettings"]
+
+# Settings that go to Engine.stream() under the same names.
+_VOICE_OPTIONS = ("voice", "speaker", "length_scale", "noise_scale", "noise_w", "seed")
+
+
+def _not_given() -> Any:
+    return NOT_GIVEN
+
+
+@dataclass
+class EtudeTTSSettings(TTSSettings):
+    """Settings of ``EtudeTTSService`` that may change while a pipeline runs.
+
+    A change applies from the next piece of text on, since every piece is
+    spoken by a stream of its own. ``None`` keeps the voice's own value.
+
+    Parameters:
+        speaker: Speaker of a multi-speaker voice, a name or an id.
+        length_scale: Speaking-rate scale (larger is slower).
+        noise_scale: Scale of the noise that varies the voice.
+        noise_w: Scale of the noise that varies phoneme durations.
+        seed: Seed of the stream's noise; the same seed and text give the same audio.
+    """
+
+    speaker: str | int | None | NotGiven = field(default_factory=_not_given)
+    length_scale: float | None | NotGiven = field(default_factory=_not_given)
+    noise_scale: float | None | NotGiven = field(default_factory=_not_given)
+    noise_w: float | None | NotGiven = field(default_factory=_not_given)
+    seed: int | None | NotGiven = field(default_factory=_not_given)
+
+
+class EtudeTTSService(TTSService):
+    """Pipecat ``TTSService`` that synthesizes on this machine with LibEtude.
+
+    The service's sample rate is the engine's output rate (the engine
+    resamples), so frames need no resampling; audio is mono 16-bit PCM.
+    """
+
+    Settings = EtudeTTSSettings
+    _settings: EtudeTTSSettings
+
+    def __init__(
+        self,
+        *,
+        engine: libetude.Engine | None = None,
+        voice: str = "slt",
+        sample_rate: int | None = None,
+        speaker: str | int | None = None,
+        length_scale: float | None = None,
+        noise_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int | None = None,
+        settings: EtudeTTSSettings | None = None,
+        **kwargs: Any,
+    ):
+        """Create the service.
+
+        Args:
+            engine: An engine to share with other services or streams; a new
+                one is made when omitted.
+            voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
+                name or path, as ``Engine.stream`` takes it.
+            sample_rate: Output rate in Hz; None takes the pipeline's output rate.
+            speaker: See ``EtudeTTSSettings``.
+            length_scale: See ``EtudeTTSSettings``.
+            noise_scale: See ``EtudeTTSSettings``.
+            noise_w: See ``EtudeTTSSettings``.
+            seed: See ``EtudeTTSSettings``.
+            settings: Settings that take precedence over the arguments above.
+            **kwargs: Passed on to Pipecat's ``TTSService``.
+        """
+        store = self.Settings(
+            model=None,
+            voice=voice,
+            language=None,
+            speaker=speaker,
+            length_scale=length_scale,
+            noise_scale=noise_scale,
+            noise_w=noise_w,
+            seed=seed,
+        )
+        if settings is not None:
+            store.apply_update(settings)
+
+        # The base class opens the audio context with TTSStartedFrame before
+        # run_tts and closes it with TTSStoppedFrame when the turn is spoken,
+        # so the frames of one reply keep one context.
+        super().__init__(
+            push_start_frame=True,
+            push_stop_frames=True,
+            sample_rate=sample_rate,
+            settings=store,
+            **kwargs,
+        )
+        if self._is_streaming_tokens:
+            # Each piece of text gets a stream of its own, so token by token
+            # every token would be spoken as an utterance of its own.
+            raise ValueError(
+                "EtudeTTSService speaks whole sentences; use "
+                "text_aggregation_mode=TextAggregationMode.SENTENCE (the default)"
+            )
+        self._engine = engine if engine is not None else libetude.Engine()
+        # A stream opened now refuses an unknown voice or an option the voice
+        # does not take here, rather than at the first reply.
+        self._engine.stream(**self._voice_options()).close()
+        # Streams still speaking, by audio context, so an interruption can
+        # cancel them even when run_tts is not the code that is waiting.
+        self._speaking: dict[str, set[Any]] = {}
+
+    @property
+    def engine(self) -> libetude.Engine:
+        """The engine this service synthesizes with."""
+        return self._engine
+
+    def can_generate_metrics(self) -> bool:
+        """Time-to-first-byte and usage metrics are reported."""
+        return True
+
+    def _voice_options(self) -> dict[str, Any]:
+        # None keeps the engine's default for the option.
+        options: dict[str, Any] = {}
+        for name in _VOICE_OPTIONS:
+            value = getattr(self._settings, name)
+            if is_given(value) and value is not None:
+                options[name] = value
+        return options
+
+    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
+        """Speak ``text`` through one LibEtude stream, yielding audio as it is made.
+
+        Args:
+            text: The text to speak: a sentence of an LLM's reply, or the
+                whole text of a TTSSpeakFrame.
+            context_id: The audio context the frames belong to.
+
+        Yields:
+            TTSAudioRawFrame per block the engine makes, or an ErrorFrame.
+        """
+        await self.start_tts_usage_metrics(text)
+        try:
+            stream = self._engine.stream(sample_rate=self.sample_rate, **self._voice_options())
+        except libetude.EtudeError as error:
+            yield ErrorFrame(error=f"{self}: cannot open a LibEtude stream: {error}")
+            return
+
+        speaking = self._speaking.setdefault(context_id, set())
+        speaking.add(stream)
+        finished = False
+        try:
+            stream.push_text(text)
+            stream.end_input()
+            async for block in stream:
+                if stream not in speaking:
+                    break  # interrupted: the fade's blocks are not wanted
+                await self.stop_ttfb_metrics()
+                yield TTSAudioRawFrame(
+                    audio=to_pcm16(block),
+                    sample_rate=self.sample_rate,
+                    num_channels=1,
+                    context_id=context_id,
+                )
+            finished = True
+        except libetude.EtudeError as error:
+            finished = True
+            yield ErrorFrame(error=f"{self}: LibEtude failed to speak [{text}]: {error}")
+        finally:
+            # Reached without finishing when the task was cancelled (an
+            # interruption) or the generator was dropped: stop the engine now
+            # rather than let it vocode audio nobody will play.
+            if not finished:
+                stream.cancel()
+            stream.close()
+            speaking.discard(stream)
+            if not speaking and self._speaking.get(context_id) is speaking:
+                del self._speaking[context_id]
+
+    async def on_audio_context_interrupted(self, context_id: str):
+        """Cancel the streams speaking into an interrupted audio context."""
+        streams = self._speaking.pop(context_id, set())
+        for stream in streams:
+            stream.cancel()
+        streams.clear()
+        await super().on_audio_context_interrupted(context_id)
+
+    async def cancel(self, frame: CancelFrame):
+        """Cancel every stream still speaking when the pipeline is cancelled."""
+        self._cancel_all()
+        await super().cancel(frame)
+
+    async def cleanup(self):
+        """Cancel every stream still speaking at teardown."""
+        self._cancel_all()
+        await super().cleanup()
+
+    def _cancel_all(self) -> None:
+        speaking, self._speaking = self._speaking, {}
+        for streams in speaking.values():
+            for stream in streams:
+                stream.cancel()
+            streams.clear()

@@ -1,0 +1,302 @@
+// libetude._native: the C++ API of engine/engine.h, one to one, for the
+// Python package beside it (python/libetude/). Thin on purpose: voice lookup,
+// context managers, iteration, async and the CLI are plain Python.
+//
+// Every call that can wait (loading voices, making a stream, reading audio,
+// cancelling) runs with the GIL released. Errors leave as the Python classes
+// of libetude._errors, chosen by the C API's codes (engine/etude.h): what
+// c_api.cpp returns for the same failure.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using etude::engine::Engine;
+using etude::engine::Stream;
+using etude::engine::StreamOptions;
+using etude::engine::StreamStats;
+using etude::engine::VoiceInfo;
+
+namespace {
+
+// The C API's status codes (etude_status in engine/etude.h).
+enum class Code : int { InvalidArgument = -1, InvalidText = -2, Internal = -3 };
+
+// A failure on its way to Python; not a std::exception, so that nothing
+// between the throw and the translator can take it for another.
+struct Failure {
+    Code code;
+    std::string message;
+};
+
+// As c_api.cpp's guarded(): etude::Error is the caller's fault (`code`: the
+// argument, or the text for push_text), anything else is internal.
+template <typename F>
+auto guarded(Code code, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const etude::Error& e) {
+        throw Failure{code, e.what()};
+    } catch (const std::exception& e) {
+        throw Failure{Code::Internal, e.what()};
+    }
+}
+
+void translate(const std::exception_ptr& p, void*) {
+    try {
+        std::rethrow_exception(p);
+    } catch (const Failure& f) {
+        // The classes live in Python (libetude/_errors.py); without that
+        // module (the extension imported alone) a RuntimeError says the same.
+        nb::object cls;
+        try {
+            cls = nb::module_::import_("libetude._errors").attr("error_class")(int(f.code));
+        } catch (nb::python_error& e) {
+            e.discard_as_unraisable("libetude._native: finding the error class");
+            PyErr_SetString(PyExc_RuntimeError, f.message.c_str());
+            return;
+        }
+        PyErr_SetString(cls.ptr(), f.message.c_str());
+    }
+}
+
+using Block = nb::ndarray<nb::numpy, float, nb::ndim<1>>;
+using Buffer = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Hands `samples` to numpy without a copy: the array owns the vector.
+Block to_numpy(std::vector<float>&& samples) {
+    auto* owned = new std::vector<float>(std::move(samples));
+    if (owned->capacity() == 0) owned->reserve(1);  // a valid pointer for an empty block
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+    return Block(owned->data(), {owned->size()}, owner);
+}
+
+// Stream::read() when timeout_ms < 0, else Stream::read_some().
+std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
+    return guarded(Code::InvalidArgument,
+                   [&] { return timeout_ms < 0 ? s.read(out) : s.read_some(out, timeout_ms); });
+}
+
+void bind_types(nb::module_& m) {
+    nb::class_<VoiceInfo>(m, "VoiceInfo", "A Piper voice as its files describe it.")
+        .def(nb::init<>())
+        .def_rw("name", &VoiceInfo::name)
+        .def_rw("model_path", &VoiceInfo::model_path)
+        .def_rw("language", &VoiceInfo::language)
+        .def_rw("quality", &VoiceInfo::quality)
+        .def_rw("sample_rate", &VoiceInfo::sample_rate)
+        .def_rw("speakers", &VoiceInfo::speakers);
+
+    nb::class_<StreamOptions>(m, "StreamOptions", "How a stream speaks (engine/engine.h).")
+        .def(nb::init<>())
+        .def_rw("voice", &StreamOptions::voice)
+        .def_rw("sample_rate", &StreamOptions::sample_rate)
+        .def_rw("latency_ms", &StreamOptions::latency_ms)
+        .def_rw("block_ms", &StreamOptions::block_ms)
+        .def_rw("cancel_fade_ms", &StreamOptions::cancel_fade_ms)
+        .def_rw("render_ahead", &StreamOptions::render_ahead)
+        .def_rw("allow_reduced_tier", &StreamOptions::allow_reduced_tier)
+        .def_rw("realtime_workers", &StreamOptions::realtime_workers)
+        .def_rw("vocoder", &StreamOptions::vocoder)
+        .def_rw("backend", &StreamOptions::backend)
+        .def_rw("device", &StreamOptions::device)
+        .def_rw("faults", &StreamOptions::faults)
+        .def_rw("wait_for_device", &StreamOptions::wait_for_device)
+        .def_rw("model", &StreamOptions::model)
+        .def_rw("cpu_model", &StreamOptions::cpu_model)
+        .def_rw("allow_phase_fallback", &StreamOptions::allow_phase_fallback)
+        .def_rw("piper_voice", &StreamOptions::piper_voice)
+        .def_rw("speaker", &StreamOptions::speaker)
+        .def_rw("noise_scale", &StreamOptions::noise_scale)
+        .def_rw("length_scale", &StreamOptions::length_scale)
+        .def_rw("noise_w", &StreamOptions::noise_w)
+        .def_rw("seed", &StreamOptions::seed);
+
+    nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
+        .def_ro("samples_delivered", &StreamStats::samples_delivered)
+        .def_ro("underruns", &StreamStats::underruns)
+        .def_ro("underrun_samples", &StreamStats::underrun_samples)
+        .def_ro("sentences_queued", &StreamStats::sentences_queued)
+        .def_ro("sentences_spoken", &StreamStats::sentences_spoken)
+        .def_ro("sentences_dropped", &StreamStats::sentences_dropped)
+        .def_ro("sentences_unspeakable", &StreamStats::sentences_unspeakable)
+        .def_ro("unspeakable_reason", &StreamStats::unspeakable_reason)
+        .def_ro("frames_vocoded", &StreamStats::frames_vocoded)
+        .def_ro("cancels", &StreamStats::cancels)
+        .def_ro("first_audio_ms", &StreamStats::first_audio_ms)
+        .def_ro("frontend_seconds", &StreamStats::frontend_seconds)
+        .def_ro("vocoder_seconds", &StreamStats::vocoder_seconds)
+        .def_ro("blocks", &StreamStats::blocks)
+        .def_ro("blocks_primary", &StreamStats::blocks_primary)
+        .def_ro("blocks_fallback", &StreamStats::blocks_fallback)
+        .def_ro("blocks_ahead", &StreamStats::blocks_ahead)
+        .def_ro("fallbacks", &StreamStats::fallbacks)
+        .def_ro("late_blocks", &StreamStats::late_blocks)
+        .def_ro("reduced_tier_blocks", &StreamStats::reduced_tier_blocks)
+        .def_ro("blocks_gpu", &StreamStats::blocks_gpu)
+        .def_ro("latency_ms", &StreamStats::latency_ms)
+        .def_ro("vocoder", &StreamStats::vocoder)
+        .def_ro("gpu_device", &StreamStats::gpu_device)
+        .def_ro("gpu_note", &StreamStats::gpu_note)
+        .def_ro("gpu_failures", &StreamStats::gpu_failures)
+        .def_ro("gpu_disabled", &StreamStats::gpu_disabled)
+        .def_ro("gpu_ready", &StreamStats::gpu_ready)
+        .def_ro("gpu_last_error", &StreamStats::gpu_last_error)
+        .def_ro("gpu_batches", &StreamStats::gpu_batches)
+        .def_ro("gpu_batched_jobs", &StreamStats::gpu_batched_jobs)
+        .def_ro("gpu_largest_batch", &StreamStats::gpu_largest_batch)
+        .def_ro("realtime_workers", &StreamStats::realtime_workers)
+        .def_ro("model", &StreamStats::model)
+        .def_ro("mel_frames", &StreamStats::mel_frames)
+        .def_ro("mel_chunks_gpu", &StreamStats::mel_chunks_gpu)
+        .def_ro("mel_chunks_cpu", &StreamStats::mel_chunks_cpu)
+        .def_ro("mel_chunks_phase", &StreamStats::mel_chunks_phase)
+        .def_ro("model_latency_ms", &StreamStats::model_latency_ms);
+}
+
+void bind_stream(nb::module_& m) {
+    nb::class_<Stream>(m, "Stream", "One voice at one output rate (Engine.create_stream).")
+        .def(
+            "push_text",
+            [](Stream& s, nb::bytes text) {
+                const std::string_view utf8(text.c_str(), text.size());
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidText, [&] { return s.push_text(utf8); });
+            },
+            "text"_a, "Queues UTF-8 text; returns the sentences it queued.")
+        .def(
+            "end_input",
+            [](Stream& s) {
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidText, [&] { return s.end_input(); });
+            },
+            "Releases the held sentence; returns the sentences it queued.")
+        .def(
+            "push_phoneme_ids",
+            [](Stream& s, std::vector<std::int64_t> ids) {
+                nb::gil_scoped_release nogil;
+                guarded(Code::InvalidArgument, [&] { s.push_phoneme_ids(ids); });
+            },
+            "ids"_a, "Piper streams: queues one sentence as the voice's phoneme ids.")
+        .def(
+            "read",
+            [](Stream& s, Buffer out) {
+                const std::span<float> span(out.data(), out.shape(0));
+                nb::gil_scoped_release nogil;
+                return read_span(s, span, -1);
+            },
+            "out"_a.noconvert(), "Blocking: fills `out`; fewer only at the end, 0 when done.")
+        .def(
+            "read_some",
+            [](Stream& s, Buffer out, int timeout_ms) {
+                const std::span<float> span(out.data(), out.shape(0));
+                nb::gil_scoped_release nogil;
+                return read_span(s, span, timeout_ms < 0 ? 0 : timeout_ms);
+            },
+            "out"_a.noconvert(), "timeout_ms"_a,
+            "Copies what is ready within `timeout_ms` into `out`; 0 when none came.")
+        .def(
+            "read_block",
+            [](Stream& s, std::size_t max_frames, int timeout_ms) {
+                std::vector<float> samples;
+                {
+                    nb::gil_scoped_release nogil;
+                    samples.resize(max_frames);
+                    samples.resize(read_span(s, samples, timeout_ms));
+                }
+                return to_numpy(std::move(samples));
+            },
+            "max_frames"_a, "timeout_ms"_a,
+            "read() (timeout_ms < 0) or read_some() into a new array it owns, no copy.")
+        .def(
+            "cancel",
+            [](Stream& s) {
+                nb::gil_scoped_release nogil;
+                guarded(Code::InvalidArgument, [&] { s.cancel(); });
+            },
+            "Stops speaking with a short fade and drops queued and held text; any thread.")
+        .def(
+            "set_voice",
+            [](Stream& s, const std::string& voice) {
+                guarded(Code::InvalidArgument, [&] { s.set_voice(voice); });
+            },
+            "voice"_a)
+        .def(
+            "write_trace",
+            [](const Stream& s, const std::string& path) {
+                nb::gil_scoped_release nogil;
+                guarded(Code::InvalidArgument, [&] { s.write_trace(path); });
+            },
+            "path"_a, "Writes the block records as a Chrome trace (JSON).")
+        .def("busy", &Stream::busy)
+        .def("latency_ms", &Stream::latency_ms)
+        .def("sample_rate", &Stream::sample_rate)
+        .def("voice", &Stream::voice)
+        .def("stats", &Stream::stats);
+}
+
+void bind_engine(nb::module_& m) {
+    nb::class_<Engine>(m, "Engine", "Loads voices and owns the workers; makes streams.")
+        .def(
+            "__init__",
+            [](Engine* self, std::vector<std::string> preload_voices, std::string preload_backend,
+               int preload_device) {
+                Engine::Options options;
+                options.preload_voices = std::move(preload_voices);
+                options.preload_backend = std::move(preload_backend);
+                options.preload_device = preload_device;
+                nb::gil_scoped_release nogil;
+                guarded(Code::InvalidArgument, [&] { new (self) Engine(std::move(options)); });
+            },
+            "preload_voices"_a = std::vector<std::string>{"slt"}, "preload_backend"_a = "auto",
+            "preload_device"_a = -1)
+        .def(
+            "preload_voice",
+            [](Engine& e, const std::string& voice) {
+                nb::gil_scoped_release nogil;
+                guarded(Code::InvalidArgument, [&] { e.preload_voice(voice); });
+            },
+            "voice"_a)
+        .def_static("voices", &Engine::voices, "The embedded voices: slt, rms, awb.")
+        .def_static(
+            "describe_voice",
+            [](const std::string& name_or_path) {
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidArgument,
+                               [&] { return Engine::describe_voice(name_or_path); });
+            },
+            "name_or_path"_a, "The Piper voice a name or path names, read from its files.")
+        // The stream keeps its engine alive: the C++ engine must outlive it.
+        .def(
+            "create_stream",
+            [](Engine& e, const StreamOptions& options) {
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidArgument, [&] { return e.create_stream(options); });
+            },
+            "options"_a, nb::keep_alive<0, 1>());
+}
+
+}  // namespace
+
+NB_MODULE(_native, m) {
+    m.doc() = "LibEtude's C++ API (engine/engine.h); use the libetude package instead.";
+    nb::register_exception_translator(translate);
+    bind_types(m);
+    bind_stream(m);
+    bind_engine(m);
+}

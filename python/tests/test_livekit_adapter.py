@@ -1,0 +1,260 @@
+"""EtudeTTS driven as LiveKit Agents drives a TTS plugin, without a server.
+
+An agent's TTS node calls ``tts.stream()``, pushes the LLM's text as it comes
+and ends the input; ``synthesize()`` is the one-shot path. Both run standalone
+in an event loop.
+"""
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip(
+    "livekit.agents",
+    reason="livekit-agents is not installed (python/test-requirements.txt pins it)",
+)
+
+from livekit.agents import APIConnectOptions  # noqa: E402
+
+import libetude  # noqa: E402
+from libetude._pcm import to_pcm16  # noqa: E402
+from libetude.livekit import EtudeTTS  # noqa: E402
+
+VOICE = "slt"
+RATE = 16000
+TEXT = (
+    "The first sentence is short. "
+    "The second one goes on a little longer, so that there is more to say. "
+    "A third sentence ends the reply."
+)
+# Long enough that the engine is still speaking when the request is closed,
+# however fast this machine vocodes.
+LONG_TEXT = " ".join([TEXT] * 12)
+
+
+class RecordingEngine:
+    """Passes calls to an engine and keeps every stream it opens.
+
+    The adapters close their streams, and a closed stream has no stats (and
+    closing cancels), so each stream's stats are kept as they stood just
+    before it was closed.
+    """
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.streams = []
+
+    def stream(self, **options):
+        stream = RecordedStream(self._engine.stream(**options))
+        self.streams.append(stream)
+        return stream
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+class RecordedStream:
+    def __init__(self, stream):
+        self._stream = stream
+        self.stats_at_close = None
+        self.text = ""
+
+    def push_text(self, text):
+        self.text += text
+        return self._stream.push_text(text)
+
+    def close(self):
+        if self.stats_at_close is None:
+            self.stats_at_close = self._stream.stats()
+        self._stream.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __aiter__(self):
+        return self._stream.__aiter__()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def reference_pcm(engine, text, voice=VOICE, sample_rate=RATE, **options):
+    """The whole-utterance render, in the int16 steps the plugin emits."""
+    audio = engine.synthesize(text, voice=voice, sample_rate=sample_rate, **options)
+    return np.frombuffer(to_pcm16(audio), dtype="<i2")
+
+
+def pieces(text, size):
+    """``text`` cut every ``size`` characters, mid-word and mid-sentence."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+async def collect(request, rate=RATE):
+    frames = [event.frame async for event in request]
+    for frame in frames:
+        assert frame.sample_rate == rate
+        assert frame.num_channels == 1
+    samples = [np.frombuffer(frame.data, dtype=np.int16) for frame in frames]
+    return np.concatenate(samples) if samples else np.zeros(0, dtype=np.int16)
+
+
+def assert_same_audio(got, expected, rate=RATE):
+    # LiveKit may end a segment with a 10 ms silent marker when its playout
+    # timer released the last frame early (slow synthesis); that is LiveKit's,
+    # not the engine's, so it is allowed here and nothing else is.
+    extra = got[len(expected) :]
+    assert len(extra) in (0, rate // 100), f"{len(got)} samples, expected {len(expected)}"
+    assert not extra.any()
+    got = got[: len(expected)]
+    assert len(got) == len(expected)
+    assert np.max(np.abs(got.astype(np.int32) - expected.astype(np.int32))) <= 1
+
+
+def test_capabilities_say_streaming(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+    assert tts.capabilities.streaming
+    assert tts.sample_rate == RATE and tts.num_channels == 1
+
+
+def test_stream_of_pieces_equals_whole_render(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+
+    async def main():
+        async with tts.stream() as stream:
+            for piece in pieces(TEXT, 7):
+                stream.push_text(piece)
+                await asyncio.sleep(0)  # let the pieces arrive apart, as an LLM's do
+            stream.end_input()
+            return await collect(stream)
+
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, TEXT))
+
+
+def test_stream_read_before_any_text_waits_for_it(engine):
+    # As an agent's TTS node does: the reader starts first, the LLM's text
+    # comes later.
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+    errors = []
+    tts.on("error", errors.append)
+
+    async def main():
+        # No retry: LiveKit replays the text into a second attempt, which
+        # would hide a first attempt that lost it.
+        async with tts.stream(conn_options=APIConnectOptions(max_retry=0)) as stream:
+            reader = asyncio.create_task(collect(stream))
+            await asyncio.sleep(0.2)
+            for piece in pieces(TEXT, 9):
+                stream.push_text(piece)
+                await asyncio.sleep(0.01)
+            stream.end_input()
+            return await reader
+
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, TEXT))
+    assert not errors
+
+
+def test_stream_emits_audio_while_the_engine_speaks(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+
+    async def main():
+        times = []
+        async with tts.stream() as stream:
+            started = time.perf_counter()
+            stream.push_text(LONG_TEXT)
+            stream.end_input()
+            async for _ in stream:
+                times.append(time.perf_counter() - started)
+        return times
+
+    times = asyncio.run(main())
+    # Synthesize-then-emit would deliver every frame at about the same moment.
+    assert times[0] < 0.5 * times[-1], f"first audio at {times[0]:.3f} s, last at {times[-1]:.3f} s"
+
+
+def test_bad_voice_options_are_refused_at_construction(engine):
+    with pytest.raises(libetude.EtudeError, match="no-such-voice"):
+        EtudeTTS(engine=engine, voice="no-such-voice")
+    with pytest.raises(libetude.EtudeError, match="seed"):
+        EtudeTTS(engine=engine, voice=VOICE, seed=7)  # a Piper voice's option
+
+
+def test_flush_then_end_input_speaks_everything(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+
+    async def main():
+        async with tts.stream() as stream:
+            for piece in pieces(TEXT, 11):
+                stream.push_text(piece)
+            stream.flush()
+            stream.end_input()
+            return await collect(stream)
+
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, TEXT))
+
+
+def test_piper_voice_at_its_own_rate_with_options(engine, joe_model):
+    options = dict(seed=7, length_scale=1.1, noise_scale=0.5)
+    tts = EtudeTTS(engine=engine, voice=joe_model, **options)
+    own_rate = engine.describe_voice(joe_model).sample_rate
+    assert tts.sample_rate == own_rate
+    text = "A natural voice, speaking at its own rate."
+
+    async def main():
+        async with tts.stream() as stream:
+            for piece in pieces(text, 5):
+                stream.push_text(piece)
+            stream.end_input()
+            return await collect(stream, own_rate)
+
+    expected = reference_pcm(engine, text, voice=joe_model, sample_rate=None, **options)
+    assert_same_audio(asyncio.run(main()), expected, own_rate)
+
+
+def test_synthesize_equals_whole_render(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+
+    async def main():
+        async with tts.synthesize(TEXT) as request:
+            return await collect(request)
+
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, TEXT))
+
+
+def test_aclose_midway_cancels_the_engine_stream(engine):
+    recording = RecordingEngine(engine)
+    tts = EtudeTTS(engine=recording, voice=VOICE, sample_rate=RATE)
+    recording.streams.clear()  # the stream construction opened to check the voice
+
+    async def main():
+        stream = tts.stream()
+        stream.push_text(LONG_TEXT)
+        stream.end_input()
+        first = await asyncio.wait_for(stream.__anext__(), timeout=30)
+        assert first.frame.samples_per_channel > 0
+        await asyncio.wait_for(stream.aclose(), timeout=5)
+
+    asyncio.run(main())
+    assert len(recording.streams) == 1
+    stats = recording.streams[0].stats_at_close
+    assert stats.cancels >= 1
+    assert stats.samples_delivered < len(reference_pcm(engine, LONG_TEXT)) // 2
+
+
+def test_tts_aclose_closes_open_requests(engine):
+    recording = RecordingEngine(engine)
+    tts = EtudeTTS(engine=recording, voice=VOICE, sample_rate=RATE)
+    recording.streams.clear()  # the stream construction opened to check the voice
+
+    async def main():
+        request = tts.synthesize(LONG_TEXT)
+        await asyncio.wait_for(request.__anext__(), timeout=30)
+        await asyncio.wait_for(tts.aclose(), timeout=5)
+
+    asyncio.run(main())
+    assert len(recording.streams) == 1
+    assert recording.streams[0].stats_at_close.cancels >= 1

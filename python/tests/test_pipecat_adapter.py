@@ -1,0 +1,291 @@
+"""EtudeTTSService driven through a real Pipecat pipeline.
+
+The service sits in a Pipeline run by a PipelineWorker, as in an application;
+a collector behind it records every frame it pushes and when.
+"""
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip(
+    "pipecat", reason="pipecat-ai is not installed (python/test-requirements.txt pins it)"
+)
+
+from pipecat.frames.frames import (  # noqa: E402
+    EndFrame,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    StartFrame,
+    TTSAudioRawFrame,
+    TTSSpeakFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+)
+from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker  # noqa: E402
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor  # noqa: E402
+from pipecat.services.tts_service import TextAggregationMode  # noqa: E402
+from pipecat.workers.runner import WorkerRunner  # noqa: E402
+
+import libetude  # noqa: E402
+from libetude._pcm import to_pcm16  # noqa: E402
+from libetude.pipecat import EtudeTTSService  # noqa: E402
+
+VOICE = "slt"
+RATE = 16000
+TEXT = (
+    "The first sentence is short. "
+    "The second one goes on a little longer, so that there is more to say. "
+    "A third sentence follows it, and then a fourth, to make the reply long enough "
+    "that streaming it clearly pays off."
+)
+# Long enough (about a minute and a half of speech) that the engine is still
+# speaking when the interruption comes, however fast this machine vocodes.
+LONG_TEXT = " ".join([TEXT] * 7)
+
+
+class RecordingEngine:
+    """Passes calls to an engine and keeps every stream it opens.
+
+    The adapters close their streams, and a closed stream has no stats (and
+    closing cancels), so each stream's stats are kept as they stood just
+    before it was closed.
+    """
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.streams = []
+
+    def stream(self, **options):
+        stream = RecordedStream(self._engine.stream(**options))
+        self.streams.append(stream)
+        return stream
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+class RecordedStream:
+    def __init__(self, stream):
+        self._stream = stream
+        self.stats_at_close = None
+        self.text = ""
+
+    def push_text(self, text):
+        self.text += text
+        return self._stream.push_text(text)
+
+    def close(self):
+        if self.stats_at_close is None:
+            self.stats_at_close = self._stream.stats()
+        self._stream.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __aiter__(self):
+        return self._stream.__aiter__()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class FrameCollector(FrameProcessor):
+    """Records the frames that leave the service, with their arrival times."""
+
+    def __init__(self):
+        super().__init__(enable_direct_mode=True)
+        self.frames = []  # (seconds since start, frame)
+        self.first_audio = asyncio.Event()
+        self.started_at = time.perf_counter()
+
+    async def process_frame(self, frame, direction):
+        await super().process_frame(frame, direction)
+        if direction == FrameDirection.DOWNSTREAM and not isinstance(frame, StartFrame):
+            self.frames.append((time.perf_counter() - self.started_at, frame))
+            if isinstance(frame, TTSAudioRawFrame):
+                self.first_audio.set()
+        await self.push_frame(frame, direction)
+
+    def of_type(self, frame_type):
+        return [(at, frame) for at, frame in self.frames if isinstance(frame, frame_type)]
+
+
+def reference_pcm(engine, text, voice=VOICE, sample_rate=RATE, **options):
+    """The whole-utterance render, in the int16 steps the service sends."""
+    audio = engine.synthesize(text, voice=voice, sample_rate=sample_rate, **options)
+    return np.frombuffer(to_pcm16(audio), dtype="<i2")
+
+
+def streamed_pcm(collector):
+    blocks = [
+        np.frombuffer(frame.audio, dtype="<i2") for _, frame in collector.of_type(TTSAudioRawFrame)
+    ]
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype="<i2")
+
+
+def speak(service, text, *, interrupt_after_first_audio=False):
+    """Run a pipeline that speaks ``text`` and return the collector.
+
+    ``text`` is a string (sent as one TTSSpeakFrame) or a list of frames.
+    """
+    frames = [TTSSpeakFrame(text)] if isinstance(text, str) else text
+
+    async def main():
+        collector = FrameCollector()
+        worker = PipelineWorker(
+            Pipeline([service, collector]),
+            params=PipelineParams(audio_out_sample_rate=RATE),
+            cancel_on_idle_timeout=False,
+        )
+        started = asyncio.Event()
+
+        @worker.event_handler("on_pipeline_started")
+        async def on_pipeline_started(worker, frame):
+            started.set()
+
+        async def drive():
+            await asyncio.wait_for(started.wait(), timeout=10)
+            collector.started_at = time.perf_counter()
+            await worker.queue_frames(frames)
+            if interrupt_after_first_audio:
+                await asyncio.wait_for(collector.first_audio.wait(), timeout=30)
+                await worker.queue_frame(InterruptionFrame())
+                # Give a stream that failed to stop the time to show it.
+                await asyncio.sleep(0.5)
+            await worker.queue_frame(EndFrame())
+
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(worker)
+        await asyncio.wait_for(asyncio.gather(runner.run(), drive()), timeout=120)
+        return collector
+
+    return asyncio.run(main())
+
+
+def test_streamed_audio_equals_whole_render(engine):
+    recording = RecordingEngine(engine)
+    service = EtudeTTSService(engine=recording, voice=VOICE, sample_rate=RATE)
+    recording.streams.clear()  # the stream construction opened to check the voice
+    collector = speak(service, TEXT)
+
+    audio_frames = collector.of_type(TTSAudioRawFrame)
+    assert audio_frames, "the service pushed no audio"
+    for _, frame in audio_frames:
+        assert frame.sample_rate == RATE
+        assert frame.num_channels == 1
+        assert len(frame.audio) % 2 == 0  # whole 16-bit samples
+
+    expected = reference_pcm(engine, TEXT)
+    got = streamed_pcm(collector)
+    assert len(got) == len(expected)
+    assert np.max(np.abs(got.astype(np.int32) - expected.astype(np.int32))) <= 1
+    # One engine stream spoke the whole text, and nothing cancelled it.
+    assert len(recording.streams) == 1
+    assert recording.streams[0].stats_at_close.cancels == 0
+
+
+def test_llm_reply_in_tokens_is_spoken_sentence_by_sentence(engine):
+    # As an LLM service sends it: a response of small tokens, cut mid-word.
+    recording = RecordingEngine(engine)
+    service = EtudeTTSService(engine=recording, voice=VOICE, sample_rate=RATE)
+    recording.streams.clear()  # the stream construction opened to check the voice
+    tokens = [TEXT[i : i + 4] for i in range(0, len(TEXT), 4)]
+    frames = [LLMFullResponseStartFrame(), *map(LLMTextFrame, tokens), LLMFullResponseEndFrame()]
+    collector = speak(service, frames)
+
+    # Pipecat cut the reply into its three sentences, each spoken by a stream.
+    spoken = [stream.text for stream in recording.streams]
+    assert len(spoken) == 3
+    assert " ".join(text.strip() for text in spoken) == TEXT
+    expected = np.concatenate([reference_pcm(engine, text) for text in spoken])
+    got = streamed_pcm(collector)
+    assert len(got) == len(expected)
+    assert np.max(np.abs(got.astype(np.int32) - expected.astype(np.int32))) <= 1
+
+    # One reply: one TTSStartedFrame and one TTSStoppedFrame around all of it.
+    assert len(collector.of_type(TTSStartedFrame)) == 1
+    assert len(collector.of_type(TTSStoppedFrame)) == 1
+
+
+def test_piper_voice_options_pass_through(engine, joe_model):
+    options = dict(seed=7, length_scale=1.1, noise_scale=0.5)
+    service = EtudeTTSService(engine=engine, voice=joe_model, sample_rate=RATE, **options)
+    text = "A natural voice, speaking at the pipeline's rate."
+    collector = speak(service, text)
+
+    expected = reference_pcm(engine, text, voice=joe_model, **options)
+    got = streamed_pcm(collector)
+    assert len(got) == len(expected)
+    assert np.max(np.abs(got.astype(np.int32) - expected.astype(np.int32))) <= 1
+
+
+def test_audio_is_framed_by_started_and_stopped(engine):
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    collector = speak(service, TEXT)
+
+    kinds = [
+        type(frame)
+        for _, frame in collector.frames
+        if isinstance(frame, (TTSStartedFrame, TTSAudioRawFrame, TTSStoppedFrame))
+    ]
+    assert kinds[0] is TTSStartedFrame
+    assert kinds[-1] is TTSStoppedFrame
+    assert kinds.count(TTSStartedFrame) == 1 and kinds.count(TTSStoppedFrame) == 1
+    assert kinds.count(TTSAudioRawFrame) > 1  # blocks, not one frame for the whole reply
+
+
+def test_first_audio_arrives_long_before_the_last(engine):
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    collector = speak(service, TEXT)
+
+    audio_times = [at for at, _ in collector.of_type(TTSAudioRawFrame)]
+    first, last = audio_times[0], audio_times[-1]
+    # Synthesize-then-yield would push every frame at about the same moment.
+    assert first < 0.5 * last, f"first audio at {first:.3f} s, last at {last:.3f} s"
+
+
+def test_interruption_cancels_the_stream_and_stops_the_audio(engine):
+    recording = RecordingEngine(engine)
+    service = EtudeTTSService(engine=recording, voice=VOICE, sample_rate=RATE)
+    recording.streams.clear()  # the stream construction opened to check the voice
+    collector = speak(service, LONG_TEXT, interrupt_after_first_audio=True)
+
+    interrupted_at = next(
+        index
+        for index, (_, frame) in enumerate(collector.frames)
+        if isinstance(frame, InterruptionFrame)
+    )
+    after = [
+        frame
+        for _, frame in collector.frames[interrupted_at:]
+        if isinstance(frame, TTSAudioRawFrame)
+    ]
+    assert not after, f"{len(after)} audio frame(s) after the interruption"
+
+    assert len(recording.streams) == 1
+    stats = recording.streams[0].stats_at_close
+    assert stats.cancels >= 1
+    # The engine stopped early: far less was read than the text holds.
+    assert stats.samples_delivered < len(reference_pcm(engine, LONG_TEXT)) // 2
+
+
+def test_token_aggregation_is_refused(engine):
+    # Token by token, each token would be spoken as an utterance of its own.
+    with pytest.raises(ValueError, match="SENTENCE"):
+        EtudeTTSService(engine=engine, text_aggregation_mode=TextAggregationMode.TOKEN)
+
+
+def test_bad_voice_options_are_refused_at_construction(engine):
+    with pytest.raises(libetude.EtudeError, match="no-such-voice"):
+        EtudeTTSService(engine=engine, voice="no-such-voice")
+    with pytest.raises(libetude.EtudeError, match="seed"):
+        EtudeTTSService(engine=engine, voice=VOICE, seed=7)  # a Piper voice's option
