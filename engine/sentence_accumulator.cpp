@@ -25,11 +25,12 @@ std::vector<std::string> SentenceAccumulator::add(std::string_view piece) {
     for (char c : piece) may_end = may_end || is_space(c);
     std::vector<std::string> done;
     if (may_end) {
-        const std::size_t end = last_final_sentence_end(held_);
+        const std::size_t end = last_final_sentence_end(held_, scanned_);
         if (end > 0) {
             done.emplace_back(held_, 0, end);
             held_.erase(0, end);
         }
+        scanned_ = no_sentence_end_before(held_);
     }
     // A sentence past the limit: its leading pieces are final already. Each
     // goes out alone: split again together they could fit the limit and
@@ -38,6 +39,7 @@ std::vector<std::string> SentenceAccumulator::add(std::string_view piece) {
         const std::size_t cut = long_sentence_cut(held_, max_bytes_);
         done.emplace_back(held_, 0, cut);
         held_.erase(0, cut);
+        scanned_ = scanned_ > cut ? scanned_ - cut : 0;
     }
     return done;
 }
@@ -45,11 +47,13 @@ std::vector<std::string> SentenceAccumulator::add(std::string_view piece) {
 std::string SentenceAccumulator::finish() {
     std::string rest;
     rest.swap(held_);
+    scanned_ = 0;
     return rest;
 }
 
 void SentenceAccumulator::clear() {
     held_.clear();
+    scanned_ = 0;
 }
 
 }  // namespace etude::engine

@@ -12,10 +12,11 @@
 // its front at places that depend on its first limit + 1 bytes only
 // (long_sentence_cut), so those pieces are final before the sentence ends.
 //
-// Cost: each add() scans the held text again only when the new piece could
-// complete a sentence (white space or a newline in it) or the held text
-// passed the limit; the held text is one sentence, at most the limit plus
-// one piece when there is a limit.
+// Cost: each add() scans only the held text it has not ruled out yet (the
+// new piece and the run of terminators, closers and white space before it),
+// and only when the new piece could complete a sentence (white space in
+// it), so a long unfinished sentence pushed in tiny pieces costs linear
+// time, even without a limit.
 //
 // Threads: none of its own; its owner serialises calls.
 #pragma once
@@ -47,7 +48,8 @@ class SentenceAccumulator {
 
   private:
     std::size_t max_bytes_;
-    std::string held_;  // from the start of an unfinished sentence (or its uncut rest)
+    std::string held_;         // from the start of an unfinished sentence (or its uncut rest)
+    std::size_t scanned_ = 0;  // held_ has no sentence end before this
 };
 
 }  // namespace etude::engine

@@ -1,5 +1,6 @@
 #include "engine/text_input.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace etude::engine {
@@ -123,11 +124,11 @@ std::size_t sentence_end_at(std::string_view text, std::size_t start, std::size_
 }
 
 // Calls on_end(start, end) for each sentence, in order; returns where the
-// text after the last end begins.
+// text after the last end begins. `from`: no sentence ends before it.
 template <typename OnEnd>
-std::size_t for_each_sentence(std::string_view text, OnEnd on_end) {
+std::size_t for_each_sentence(std::string_view text, OnEnd on_end, std::size_t from = 0) {
     std::size_t start = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
+    for (std::size_t i = from; i < text.size(); ++i) {
         const std::size_t end = sentence_end_at(text, start, i);
         if (end != std::string_view::npos) {
             on_end(start, end);
@@ -150,14 +151,27 @@ std::vector<std::string> split_sentences(std::string_view text, std::size_t max_
     return out;
 }
 
-std::size_t last_final_sentence_end(std::string_view text) {
+std::size_t last_final_sentence_end(std::string_view text, std::size_t from) {
     std::size_t last = 0;
     // An end at the very end of the text is not final: more text may
     // continue the sentence ("3." then "5"), or the run of terminators.
-    for_each_sentence(text, [&](std::size_t, std::size_t end) {
-        if (end < text.size()) last = end;
-    });
+    for_each_sentence(
+        text,
+        [&](std::size_t, std::size_t end) {
+            if (end < text.size()) last = end;
+        },
+        std::min(from, text.size()));
     return last;
+}
+
+std::size_t no_sentence_end_before(std::string_view text) {
+    std::size_t i = text.size();
+    while (i > 0) {
+        const char c = text[i - 1];
+        if (!(is_space(c) || c == '.' || c == '!' || c == '?' || is_closer(c))) break;
+        --i;
+    }
+    return i;
 }
 
 std::size_t long_sentence_cut(std::string_view sentence, std::size_t max_bytes) {

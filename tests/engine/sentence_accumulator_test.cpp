@@ -125,3 +125,21 @@ TEST(SentenceAccumulator, random_texts_with_long_sentences_split_as_the_whole) {
 }
 
 }  // namespace
+
+// A long unfinished sentence in tiny pieces (a Piper stream has no length
+// limit) is scanned once, not once per piece: 2 MB in 3-byte pieces is
+// about 10^6 adds, which a rescan of the held text per add would take
+// hours to get through (the test's timeout would end it), and the result
+// is still the whole text's.
+TEST(SentenceAccumulator, a_long_unfinished_sentence_is_not_rescanned_per_piece) {
+    std::string text;
+    while (text.size() < 2'000'000) text += "word, and another ";
+    text += "end. Next";
+    SentenceAccumulator acc(0);
+    std::vector<std::string> done;
+    for (std::size_t i = 0; i < text.size(); i += 3)
+        for (auto& c : acc.add(std::string_view(text).substr(i, 3))) done.push_back(std::move(c));
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0], text.substr(0, text.size() - 5));
+    EXPECT_EQ(acc.finish(), " Next");
+}
