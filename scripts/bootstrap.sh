@@ -26,6 +26,7 @@ packages=(
   libicu-dev                             # Unicode NFD of Piper voices' phonemes
   libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
   libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
+  libexpat1-dev                          # sd_etude: the SSML speech-dispatcher sends
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libvulkan-dev glslc spirv-tools        # Vulkan backend: loader and headers, shader compiler and validator

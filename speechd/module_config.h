@@ -1,0 +1,28 @@
+// What the module is told at start: etude.conf (the path the server passes
+// as argv[1]) and the environment.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace etude::speechd {
+
+struct ModuleConfig {
+    /// The voice spoken when no SET names one: "slt", "rms", "awb" or a
+    /// Piper voice as StreamOptions::piper_voice takes it.
+    std::string default_voice = "slt";
+    /// Piper voices to list and preload (names or paths).
+    std::vector<std::string> piper_voices;
+    /// Where Piper voices' decoders run (StreamOptions::backend).
+    std::string backend = "auto";
+};
+
+/// Reads `path` (lines "Key value", '#' comments, values optionally in
+/// double quotes, as speech-dispatcher's own module files). A missing file
+/// is not an error: the server passes the path even when none exists.
+/// Then the environment overrides: ETUDE_SD_VOICE (the default voice),
+/// ETUDE_SD_PIPER_VOICES (more Piper voices, ':'-separated),
+/// ETUDE_SD_BACKEND. Unknown keys are logged and ignored.
+ModuleConfig read_module_config(const std::string& path);
+
+}  // namespace etude::speechd

@@ -1,0 +1,275 @@
+#include "speechd/protocol.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <csignal>
+
+#include "speechd/log.h"
+
+namespace etude::speechd {
+
+namespace {
+
+// A message larger than this is refused (301) rather than held in memory:
+// far beyond any screen reader's message, small enough not to hurt.
+constexpr std::size_t kLargestMessage = 64u << 20;
+
+std::string trim_right(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+    return s;
+}
+
+// Threads made while this lives start with every signal blocked (they
+// inherit the mask): the engine's workers and the speaking thread must
+// leave signals to the main thread.
+class SignalsBlocked {
+  public:
+    SignalsBlocked() {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &saved_);
+    }
+    ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+    SignalsBlocked(const SignalsBlocked&) = delete;
+    SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+
+  private:
+    sigset_t saved_;
+};
+
+// "shift_a", "kp-enter" -> words the front end reads.
+std::string key_words(std::string key) {
+    if (key.size() > 1)
+        std::replace_if(
+            key.begin(), key.end(), [](char c) { return c == '_' || c == '-'; }, ' ');
+    return key;
+}
+
+}  // namespace
+
+Protocol::Protocol(LineReader& in, ReplyWriter& out, ModuleConfig config)
+    : in_(in), out_(out), config_(std::move(config)) {}
+
+Protocol::~Protocol() {
+    speaker_.reset();  // before the engine its streams belong to
+}
+
+int Protocol::run() {
+    while (auto line = in_.next()) {
+        if (out_.broken()) break;
+        const std::string command = trim_right(*line);
+        bool more = true;
+        if (command == "INIT")
+            more = init();
+        else if (command == "AUDIO")
+            more = audio();
+        else if (command == "LOGLEVEL")
+            more = loglevel();
+        else if (command == "SET")
+            more = set();
+        else if (command == "SPEAK")
+            more = speak(MessageKind::Text);
+        else if (command == "CHAR")
+            more = speak(MessageKind::Char);
+        else if (command == "KEY")
+            more = speak(MessageKind::Key);
+        else if (command == "SOUND_ICON")
+            more = speak(MessageKind::SoundIcon);
+        else if (command == "LIST VOICES")
+            list_voices();
+        else if (command == "STOP") {
+            if (speaker_) speaker_->stop();  // no reply: 703 (or nothing, when idle) says it
+        } else if (command == "PAUSE") {
+            if (speaker_) speaker_->pause();  // no reply: 704 at the next mark
+        } else if (command.rfind("DEBUG", 0) == 0) {
+            debug(command);
+        } else if (command == "QUIT") {
+            if (speaker_) {
+                speaker_->stop();
+                speaker_->wait_idle();
+            }
+            out_.send("210 OK QUIT\n");
+            return 0;
+        } else {
+            log_line(2, "unknown command '" + command.substr(0, 80) + "'");
+            out_.send("300 ERR UNKNOWN COMMAND\n");
+        }
+        if (!more) break;
+    }
+    return 0;
+}
+
+bool Protocol::ensure_engine() {
+    if (engine_) return true;
+    if (!init_error_.empty()) return false;
+    try {
+        SignalsBlocked blocked;
+        voices_ = std::make_unique<VoiceList>(config_);
+        engine::Engine::Options options;
+        options.preload_voices = engine::Engine::voices();
+        options.preload_backend = config_.backend;
+        auto engine = std::make_unique<engine::Engine>(options);
+        for (const auto& v : voices_->voices())
+            if (!v.piper.empty() && v.speaker.empty()) engine->preload_voice(v.piper);
+        engine_ = std::move(engine);
+        speaker_ = std::make_unique<Speaker>(*engine_, out_);
+        return true;
+    } catch (const std::exception& e) {
+        init_error_ = e.what();
+        log_line(0, "cannot start the engine: " + init_error_);
+        voices_.reset();
+        return false;
+    }
+}
+
+bool Protocol::init() {
+    if (!ensure_engine()) {
+        // One line: the server reads the INIT reply line by line, and a
+        // newline inside the message would break it.
+        std::string why = init_error_;
+        std::replace(why.begin(), why.end(), '\n', ' ');
+        out_.send("399-" + why + "\n399 ERR CANT INIT MODULE\n");
+        return false;  // the reference modules exit after a failed INIT
+    }
+    const ModuleVoice& v = voices_->default_voice();
+    out_.send("299-sd_etude: LibEtude ready, " + std::to_string(voices_->voices().size()) +
+              " voices, default " + v.name + "\n299 OK LOADED SUCCESSFULLY\n");
+    return true;
+}
+
+std::optional<Protocol::Params> Protocol::read_params() {
+    Params params;
+    while (auto line = in_.next()) {
+        if (*line == ".") return params;
+        const auto eq = line->find('=');
+        if (eq == std::string::npos) {
+            log_line(2, "parameter line without '=' ignored: " + line->substr(0, 80));
+            continue;
+        }
+        params.emplace_back(line->substr(0, eq), line->substr(eq + 1));
+    }
+    return std::nullopt;
+}
+
+bool Protocol::audio() {
+    out_.send("207 OK RECEIVING AUDIO SETTINGS\n");
+    const auto params = read_params();
+    if (!params) return false;
+    bool server = false;
+    for (const auto& [key, value] : *params)
+        if (key == "audio_output_method") server = value == "server";
+    // The module has no audio output of its own: it only ever sends its
+    // audio to the server (705). Refusing another method tells the server
+    // so; it offers "server" first, so this answer is normally 203.
+    if (server)
+        out_.send("203 OK AUDIO INITIALIZED\n");
+    else
+        out_.send("300-sd_etude plays through the server only\n300 MODULE ERROR\n");
+    return true;
+}
+
+bool Protocol::loglevel() {
+    out_.send("207 OK RECEIVING LOGLEVEL SETTINGS\n");
+    const auto params = read_params();
+    if (!params) return false;
+    for (const auto& [key, value] : *params)
+        if (key == "log_level") g_log_level = std::atoi(value.c_str());
+    out_.send("203 OK LOGLEVEL SET\n");
+    return true;
+}
+
+bool Protocol::set() {
+    out_.send("203 OK RECEIVING SETTINGS\n");
+    const auto params = read_params();
+    if (!params) return false;
+    for (const auto& [key, value] : *params) settings_.apply(key, value);
+    out_.send("203 OK SETTINGS RECEIVED\n");
+    return true;
+}
+
+void Protocol::list_voices() {
+    if (!ensure_engine()) {
+        out_.send("304 CANT LIST VOICES\n");
+        return;
+    }
+    out_.send(voices_->list_reply());
+}
+
+void Protocol::debug(const std::string& command) {
+    // The log already goes to the file the server chose (standard error);
+    // a second debug file would add nothing.
+    if (command.rfind("DEBUG ON", 0) == 0)
+        out_.send("200 OK DEBUGGING ON\n");
+    else if (command == "DEBUG OFF")
+        out_.send("200 OK DEBUGGING OFF\n");
+    else
+        out_.send("302 ERROR BAD SYNTAX\n");
+}
+
+std::optional<std::string> Protocol::read_data(std::size_t& lines, bool& too_large) {
+    std::string data;
+    lines = 0;
+    too_large = false;
+    while (auto line = in_.next()) {
+        if (*line == ".") return data;
+        // The server doubles a line's leading dot; one goes.
+        std::string_view text(*line);
+        if (!text.empty() && text.front() == '.') text.remove_prefix(1);
+        if (too_large || data.size() + text.size() + 1 > kLargestMessage) {
+            too_large = true;
+            data.clear();
+            continue;
+        }
+        if (lines > 0) data += '\n';
+        data += text;
+        ++lines;
+    }
+    return std::nullopt;
+}
+
+std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& data) const {
+    if (kind == MessageKind::SoundIcon) return {};  // no icon sounds of our own: silent
+    const std::string text = sanitize_utf8(data);
+    std::vector<Piece> pieces;
+    if (kind == MessageKind::Char)
+        pieces.push_back({Piece::Kind::Text, text == "space" ? " " : text, 0});
+    else if (kind == MessageKind::Key)
+        pieces.push_back({Piece::Kind::Text, key_words(text), 0});
+    else
+        pieces = parse_message(text);
+    if (spelling(settings_) && kind == MessageKind::Text)
+        for (auto& p : pieces)
+            if (p.kind == Piece::Kind::Text) p.text = spell_out(p.text);
+    return pieces;
+}
+
+bool Protocol::speak(MessageKind kind) {
+    out_.send("202 OK RECEIVING MESSAGE\n");
+    std::size_t lines = 0;
+    bool too_large = false;
+    const auto data = read_data(lines, too_large);
+    if (!data) return false;
+    if (too_large || data->empty() || !ensure_engine()) {
+        out_.send("301 ERROR CANT SPEAK\n");
+        return true;
+    }
+    if (kind != MessageKind::Text && lines > 1) {
+        out_.send("305 DATA MORE THAN ONE LINE\n");
+        return true;
+    }
+    SpeechJob job;
+    job.pieces = pieces_for(kind, *data);
+    job.options = stream_options(settings_, choose_voice(settings_, *voices_), config_.backend);
+    job.gain = output_gain(settings_);
+    // The server waits for a message's ending before the next one; a
+    // SPEAK that comes earlier replaces what is still being spoken.
+    speaker_->stop();
+    speaker_->wait_idle();
+    std::lock_guard lock(out_.mutex());
+    speaker_->start_locked(std::move(job));
+    out_.send_locked("200 OK SPEAKING\n");
+    return true;
+}
+
+}  // namespace etude::speechd

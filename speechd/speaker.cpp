@@ -1,0 +1,203 @@
+#include "speechd/speaker.h"
+
+#include <pthread.h>
+
+#include <csignal>
+
+#include "speechd/audio_block.h"
+#include "speechd/log.h"
+
+namespace etude::speechd {
+
+namespace {
+
+// Audio per 705 event: from 16 ms to 128 ms at 16 kHz. Small enough that
+// the first event leaves soon and a STOP discards little; the largest is
+// about the 10000 bytes speech-dispatcher's own modules send at most.
+constexpr std::size_t kFirstPiece = 256, kLargestPiece = 2048;
+// How long one read waits for audio before the thread looks at the stop
+// flag again (a cancel wakes it sooner).
+constexpr int kReadWaitMs = 20;
+
+}  // namespace
+
+Speaker::Speaker(engine::Engine& engine, ReplyWriter& out)
+    : engine_(engine), out_(out), thread_([this] { run(); }) {}
+
+Speaker::~Speaker() {
+    {
+        std::lock_guard lock(mu_);
+        quit_ = true;
+        stop_ = true;
+        if (stream_) stream_->cancel();
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void Speaker::start_locked(SpeechJob job) {
+    {
+        std::lock_guard lock(mu_);
+        stop_ = false;
+        pause_ = false;
+        pending_ = std::move(job);
+        running_ = true;
+    }
+    cv_.notify_all();
+}
+
+void Speaker::stop() {
+    std::lock_guard lock(mu_);
+    if (!running_) return;
+    stop_ = true;
+    if (stream_) stream_->cancel();
+}
+
+void Speaker::pause() {
+    std::lock_guard lock(mu_);
+    if (running_) pause_ = true;
+}
+
+void Speaker::wait_idle() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !running_; });
+}
+
+bool Speaker::busy() const {
+    std::lock_guard lock(mu_);
+    return running_;
+}
+
+void Speaker::run() {
+    // speech-dispatcher's rule for a module's extra threads: signals go to
+    // the main thread only.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    for (;;) {
+        SpeechJob job;
+        {
+            std::unique_lock lock(mu_);
+            cv_.wait(lock, [&] { return quit_ || pending_.has_value(); });
+            if (quit_) return;
+            job = std::move(*pending_);
+            pending_.reset();
+        }
+        speak(job);
+        {
+            std::lock_guard lock(mu_);
+            running_ = false;
+        }
+        cv_.notify_all();
+    }
+}
+
+void Speaker::speak(SpeechJob& job) {
+    // Every ending must follow a BEGIN, even for a message stopped at once.
+    out_.send("701 BEGIN\n");
+    std::unique_ptr<engine::Stream> stream;
+    try {
+        stream = engine_.create_stream(job.options);
+    } catch (const std::exception& e) {
+        log_line(1, std::string("cannot make a stream: ") + e.what());
+    }
+    {
+        std::lock_guard lock(mu_);
+        stream_ = stream.get();
+        if (stop_ && stream_) stream_->cancel();
+    }
+    Ending ending = Ending::End;
+    const int rate = stream ? static_cast<int>(stream->sample_rate()) : 16000;
+    for (const Piece& piece : job.pieces) {
+        if (stop_ || !stream) break;
+        if (piece.kind == Piece::Kind::Text) {
+            // One segment at a time: the stream is read to its end before
+            // the next mark, so each mark sits exactly where its text's
+            // audio ends.
+            try {
+                stream->push_text(piece.text);
+                stream->end_input();
+            } catch (const std::exception& e) {
+                log_line(1, std::string("text refused: ") + e.what());
+                stream->cancel();
+            }
+            if (!pump(*stream, job.gain, rate)) break;
+        } else if (piece.kind == Piece::Kind::Silence) {
+            if (!send_silence(piece.silence_ms, rate)) break;
+        } else {
+            out_.send("700-" + piece.text + "\n700 INDEX MARK\n");
+            // The server pauses its playback at the first __spd_ mark after
+            // a PAUSE and resumes from it later; a client's own mark is no
+            // place to stop.
+            if (pause_ && piece.text.rfind("__spd_", 0) == 0) {
+                ending = Ending::Pause;
+                break;
+            }
+        }
+    }
+    if (stop_) ending = Ending::Stop;
+    {
+        std::lock_guard lock(mu_);
+        stream_ = nullptr;
+    }
+    if (stream && ending != Ending::End) stream->cancel();
+    switch (ending) {
+        case Ending::End:
+            out_.send("702 END\n");
+            break;
+        case Ending::Stop:
+            out_.send("703 STOP\n");
+            break;
+        case Ending::Pause:
+            out_.send("704 PAUSE\n");
+            break;
+    }
+    // The stream (and its thread) goes after the ending is out, so the
+    // server hears 703 without waiting for it.
+}
+
+bool Speaker::pump(engine::Stream& stream, float gain, int rate) {
+    std::vector<float> buffer(kLargestPiece);
+    // The engine hands out 10 ms blocks; they are gathered into pieces that
+    // start small, so the first audio leaves at once, and grow, so a long
+    // message is not thousands of tiny events.
+    std::size_t piece = kFirstPiece;
+    for (;;) {
+        std::size_t got = 0;
+        while (got < piece) {
+            if (stop_ || out_.broken()) return false;
+            const std::size_t n =
+                stream.read_some(std::span(buffer).subspan(got, piece - got), kReadWaitMs);
+            if (n == 0) {
+                if (!stream.busy()) break;
+                if (got > 0) break;  // a stall: send what is here rather than sit on it
+                continue;
+            }
+            got += n;
+        }
+        if (got == 0) return !stop_;
+        if (!send_audio(std::span<const float>(buffer).first(got), gain, rate)) return false;
+        piece = std::min(piece * 2, kLargestPiece);
+    }
+}
+
+bool Speaker::send_silence(int ms, int rate) {
+    std::vector<float> zeros(kLargestPiece, 0.0f);
+    std::size_t left = static_cast<std::size_t>(static_cast<long long>(ms) * rate / 1000);
+    while (left > 0) {
+        const std::size_t n = std::min(left, zeros.size());
+        if (!send_audio(std::span<const float>(zeros).first(n), 1.0f, rate)) return false;
+        left -= n;
+    }
+    return true;
+}
+
+bool Speaker::send_audio(std::span<const float> samples, float gain, int rate) {
+    // Checked just before writing: after a STOP no audio may follow (a
+    // write already under way when STOP arrives is discarded by the server).
+    if (stop_) return false;
+    to_pcm16(samples, gain, pcm_);
+    return out_.send(encode_audio_event(pcm_, rate));
+}
+
+}  // namespace etude::speechd

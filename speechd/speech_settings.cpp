@@ -1,0 +1,98 @@
+#include "speechd/speech_settings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "speechd/log.h"
+
+namespace etude::speechd {
+
+namespace {
+
+void set_int(int& field, const std::string& key, const std::string& value) {
+    char* end = nullptr;
+    const long v = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0') {
+        log_line(2, "SET " + key + "='" + value + "' is not a number; ignored");
+        return;
+    }
+    field = static_cast<int>(std::clamp(v, -100L, 100L));
+}
+
+std::string unless_null(const std::string& value) {
+    return value == "NULL" ? std::string() : value;
+}
+
+}  // namespace
+
+void SpeechSettings::apply(const std::string& key, const std::string& value) {
+    if (key == "rate")
+        set_int(rate, key, value);
+    else if (key == "pitch")
+        set_int(pitch, key, value);
+    else if (key == "pitch_range")
+        set_int(pitch_range, key, value);
+    else if (key == "volume")
+        set_int(volume, key, value);
+    else if (key == "punctuation_mode")
+        punctuation_mode = value;
+    else if (key == "spelling_mode")
+        spelling_mode = value;
+    else if (key == "cap_let_recogn")
+        cap_let_recogn = value;
+    else if (key == "voice")
+        voice_type = unless_null(value);
+    else if (key == "language")
+        language = unless_null(value);
+    else if (key == "synthesis_voice")
+        synthesis_voice = unless_null(value);
+    else
+        log_line(3, "SET: unknown key '" + key + "' ignored");
+}
+
+const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices) {
+    if (!s.synthesis_voice.empty())
+        if (const ModuleVoice* v = voices.find(s.synthesis_voice)) return *v;
+    if (!s.voice_type.empty()) {
+        // Flite's voices: rms is an American man, awb a Scottish man, slt an
+        // American woman; there is no child voice.
+        const char* name = "slt";
+        if (s.voice_type == "male1" || s.voice_type == "male3")
+            name = "rms";
+        else if (s.voice_type == "male2")
+            name = "awb";
+        if (const ModuleVoice* v = voices.find(name)) return *v;
+    }
+    return voices.default_voice();
+}
+
+engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice& voice,
+                                     const std::string& backend) {
+    engine::StreamOptions o;
+    if (voice.builtin.empty()) {
+        o.piper_voice = voice.piper;
+        o.speaker = voice.speaker;
+        o.sample_rate = 0;  // the voice's own rate, one rate for the whole message
+        o.backend = backend;
+    } else {
+        o.voice = voice.builtin;
+    }
+    if (s.rate != 0) o.length_scale = static_cast<float>(std::pow(3.0, -s.rate / 100.0));
+    // Offline-style consumer: the server paces us, nobody hears a late
+    // block, so never trade quality for time, and do not take real-time
+    // priority from the screen reader's own threads.
+    o.allow_reduced_tier = false;
+    o.realtime_workers = false;
+    return o;
+}
+
+float output_gain(const SpeechSettings& s) {
+    return static_cast<float>(s.volume + 100) / 100.0f;
+}
+
+bool spelling(const SpeechSettings& s) {
+    return s.spelling_mode == "on";
+}
+
+}  // namespace etude::speechd

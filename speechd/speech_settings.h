@@ -1,0 +1,49 @@
+// SET's parameters and what they become for a stream.
+#pragma once
+
+#include <string>
+
+#include "engine/engine.h"
+#include "speechd/voice_list.h"
+
+namespace etude::speechd {
+
+/// The values the server sends before every message (each SET repeats all
+/// of them; "NULL" means unset). Kept between messages as the reference
+/// modules keep theirs.
+struct SpeechSettings {
+    int rate = 0, pitch = 0, pitch_range = 0, volume = 0;  // -100..100
+    std::string punctuation_mode = "none";
+    std::string spelling_mode = "off";
+    std::string cap_let_recogn = "none";
+    std::string voice_type;       // "male1" ... "child_female"; empty: unset
+    std::string language;         // kept, not used to choose (see choose_voice)
+    std::string synthesis_voice;  // a LIST VOICES name; empty: unset
+
+    /// Records one "key=value" line. Every key is accepted: a 3xx at the
+    /// end of SET makes the server drop the message. Unknown keys and
+    /// values that are not numbers where one is due are logged and
+    /// ignored (the old value stays).
+    void apply(const std::string& key, const std::string& value);
+};
+
+/// The voice a message is spoken with: synthesis_voice when it names a
+/// listed voice; else the voice type (male1/male3 -> rms, male2 -> awb, the
+/// female and child types -> slt); else the configured default.
+const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices);
+
+/// rate -> the speaking pace, a factor of 3 either way: length_scale =
+/// 3^(-rate/100) (rate 100: three times as fast, -100: three times as
+/// slow; 0 leaves the voice's own pace).
+/// `backend` is where a Piper voice's decoder runs (ModuleConfig::backend).
+engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice& voice,
+                                     const std::string& backend);
+
+/// volume -> output gain, linear: (volume + 100) / 100 (0 silent, 1 at the
+/// default 0, 2 at 100, where loud speech clips at full scale).
+float output_gain(const SpeechSettings& s);
+
+/// spelling_mode=on: every message is spelt letter by letter.
+bool spelling(const SpeechSettings& s);
+
+}  // namespace etude::speechd

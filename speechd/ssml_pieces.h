@@ -1,0 +1,39 @@
+// What a SPEAK message says, as the speaking thread consumes it: text to
+// speak, silences (<break>) and index marks, in document order.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace etude::speechd {
+
+struct Piece {
+    enum class Kind { Text, Silence, Mark };
+    Kind kind = Kind::Text;
+    std::string text;    ///< Text: plain text to speak; Mark: the mark's name
+    int silence_ms = 0;  ///< Silence: its length
+};
+
+/// The pieces of `message`. speech-dispatcher sends SSML (a <speak>
+/// document with <mark name="__spd_N"/> marks), but after a resume it may
+/// be a fragment with unbalanced tags, and in its SSML mode anything a
+/// client wrote. So: expat parses it (as is, then wrapped in <speak>); when
+/// neither is well-formed XML, a lenient scanner keeps the marks and breaks,
+/// drops every other tag and decodes the common entities. Never throws for
+/// bad input. Adjacent text is merged; <say-as interpret-as="characters">
+/// (or "spell-out") text is spelt; other elements (prosody, voice, emphasis,
+/// audio, ...) keep their text and lose their meaning.
+std::vector<Piece> parse_message(std::string_view message);
+
+/// `text` with every character separated by a space ("abc" -> "a b c"), so
+/// that the front end names letters instead of reading a word; white space
+/// is dropped.
+std::string spell_out(std::string_view text);
+
+/// `text` with every byte that is not part of a well-formed UTF-8 sequence
+/// replaced by a space: the engine refuses invalid UTF-8 outright, and a
+/// screen reader would rather hear the rest of the message.
+std::string sanitize_utf8(std::string_view text);
+
+}  // namespace etude::speechd

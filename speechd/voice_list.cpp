@@ -1,0 +1,70 @@
+#include "speechd/voice_list.h"
+
+#include <algorithm>
+
+#include "engine/engine.h"
+#include "speechd/log.h"
+
+namespace etude::speechd {
+
+namespace {
+
+// LIST VOICES fields are TAB-separated lines: neither may appear in one.
+std::string field(std::string s) {
+    std::replace_if(
+        s.begin(), s.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+    return s.empty() ? "none" : s;
+}
+
+bool is_builtin(const std::string& name) {
+    const auto& b = engine::Engine::voices();
+    return std::find(b.begin(), b.end(), name) != b.end();
+}
+
+}  // namespace
+
+VoiceList::VoiceList(const ModuleConfig& config) {
+    for (const auto& b : engine::Engine::voices()) voices_.push_back({b, "en", "none", b, "", ""});
+    std::vector<std::string> piper = config.piper_voices;
+    if (!is_builtin(config.default_voice) &&
+        std::find(piper.begin(), piper.end(), config.default_voice) == piper.end())
+        piper.insert(piper.begin(), config.default_voice);
+    default_name_ = "slt";
+    for (const auto& p : piper) {
+        try {
+            const engine::VoiceInfo info = engine::Engine::describe_voice(p);
+            std::string language = info.language;
+            std::replace(language.begin(), language.end(), '_', '-');
+            voices_.push_back({field(info.name), field(language), "none", "", p, ""});
+            if (p == config.default_voice) default_name_ = voices_.back().name;
+            if (info.speakers.size() > 1)
+                for (const auto& s : info.speakers)
+                    voices_.push_back(
+                        {field(info.name + "#" + s), field(language), field(s), "", p, s});
+        } catch (const std::exception& e) {
+            log_line(1, "Piper voice '" + p + "' left out: " + e.what());
+        }
+    }
+    if (is_builtin(config.default_voice)) default_name_ = config.default_voice;
+}
+
+const ModuleVoice* VoiceList::find(const std::string& name) const {
+    for (const auto& v : voices_)
+        if (v.name == name) return &v;
+    return nullptr;
+}
+
+const ModuleVoice& VoiceList::default_voice() const {
+    const ModuleVoice* v = find(default_name_);
+    return v ? *v : voices_.front();
+}
+
+std::string VoiceList::list_reply() const {
+    std::string reply;
+    for (const auto& v : voices_)
+        reply += "200-" + v.name + "\t" + v.language + "\t" + v.variant + "\n";
+    reply += "200 OK VOICE LIST SENT\n";
+    return reply;
+}
+
+}  // namespace etude::speechd

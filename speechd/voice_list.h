@@ -1,0 +1,45 @@
+// The voices the module offers: LIST VOICES and the names SET may choose.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "speechd/module_config.h"
+
+namespace etude::speechd {
+
+struct ModuleVoice {
+    std::string name;      ///< as listed and as synthesis_voice names it
+    std::string language;  ///< "en", "en-US"
+    std::string variant;   ///< a Piper speaker, or "none"
+    std::string builtin;   ///< "slt", "rms", "awb"; empty for a Piper voice
+    std::string piper;     ///< StreamOptions::piper_voice
+    std::string speaker;   ///< StreamOptions::speaker; empty: the voice's default
+};
+
+/// The built-in voices, then each configured Piper voice that the public
+/// API can describe. The API offers no listing of the Piper voice folders
+/// (that lives in engine/piper, below the public API), so only the voices
+/// named in etude.conf or ETUDE_SD_PIPER_VOICES appear. A voice with
+/// several speakers is listed once as NAME (its default speaker) and once
+/// per speaker as NAME#SPEAKER with the speaker as the variant, because
+/// synthesis_voice carries only a name.
+class VoiceList {
+  public:
+    /// Describes the configured voices; ones that cannot be read are
+    /// logged and left out. `default_voice` comes first among its kind.
+    explicit VoiceList(const ModuleConfig& config);
+    const std::vector<ModuleVoice>& voices() const { return voices_; }
+    /// The voice named `name` (as listed, or a built-in name), or nullptr.
+    const ModuleVoice* find(const std::string& name) const;
+    /// The configured default (the built-in "slt" if that is unusable).
+    const ModuleVoice& default_voice() const;
+    /// The LIST VOICES reply, final line included.
+    std::string list_reply() const;
+
+  private:
+    std::vector<ModuleVoice> voices_;
+    std::string default_name_;
+};
+
+}  // namespace etude::speechd

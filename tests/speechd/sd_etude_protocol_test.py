@@ -1,0 +1,580 @@
+#!/usr/bin/python3
+"""sd_etude over pipes, as speech-dispatcher 0.11.4's server drives it.
+
+Usage: sd_etude_protocol_test.py SD_ETUDE ETUDE
+
+Runs the module with its standard input and output on pipes, sends the
+server's command sequences and checks every reply and event: replies and
+their codes, the order BEGIN, audio (705), marks (700), END/STOP/PAUSE,
+the audio against `etude say --raw`, STOP latency, and that bad input
+neither crashes nor hangs the module. Prints PASS/FAIL per check and exits
+1 on any failure. Standard library only.
+"""
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+FAILURES = []
+TERMINAL = (b"702", b"703", b"704")
+
+
+def check(name, ok, detail=""):
+    print(("PASS " if ok else "FAIL ") + name + (f" ({detail})" if detail else ""), flush=True)
+    if not ok:
+        FAILURES.append(name)
+    return ok
+
+
+class Timeout(Exception):
+    pass
+
+
+class Module:
+    """The module process; lines from its stdout arrive on a queue so that
+    every read can have a deadline."""
+
+    def __init__(self, binary, conf="/nonexistent/etude.conf", env=None):
+        self.proc = subprocess.Popen([binary, conf], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.lines = queue.Queue()
+        self.stderr = []
+        # Cleared: this side stops reading, as the server does while its
+        # audio queue is full, so the module's writes block.
+        self.reading = threading.Event()
+        self.reading.set()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self):
+        while True:
+            self.reading.wait()
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.put((time.monotonic(), line))
+        self.lines.put((time.monotonic(), None))
+
+    def _read_stderr(self):
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr.append(line)
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def line(self, timeout=30.0):
+        try:
+            t, line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise Timeout(f"no line within {timeout} s")
+        if line is None:
+            raise Timeout("the module closed its output")
+        self.last_time = t
+        return line
+
+    def message(self, timeout=30.0):
+        """One reply or event: lines up to one whose 4th byte is a space
+        (the server's own rule), as a list without the newlines."""
+        lines = []
+        while True:
+            line = self.line(timeout)
+            lines.append(line[:-1] if line.endswith(b"\n") else line)
+            if len(line) < 4 or line[3:4] == b" ":
+                return lines
+
+    def quiet_for(self, seconds):
+        """True when nothing arrives for `seconds`."""
+        try:
+            t, line = self.lines.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        self.lines.put((t, line))
+        return False
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def unescape(payload):
+    out = bytearray()
+    i = 0
+    while i < len(payload):
+        b = payload[i]
+        if b == 0x7D and i + 1 < len(payload):
+            out.append(payload[i + 1] ^ 0x20)
+            i += 2
+        else:
+            out.append(b)
+            i += 1
+    return bytes(out)
+
+
+def decode_audio(lines):
+    """A 705 message -> (rate, PCM bytes); raises ValueError when malformed."""
+    header = {}
+    payload = None
+    for line in lines[:-1]:
+        if not line.startswith(b"705-"):
+            raise ValueError(f"bad 705 line {line[:40]!r}")
+        body = line[4:]
+        if body.startswith(b"AUDIO\0"):
+            payload = unescape(body[6:])
+        else:
+            key, _, value = body.partition(b"=")
+            header[key.decode()] = int(value)
+    if lines[-1] != b"705 AUDIO":
+        raise ValueError("705 message does not end with '705 AUDIO'")
+    if set(header) != {"bits", "num_channels", "sample_rate", "num_samples", "big_endian"}:
+        raise ValueError(f"705 header keys {sorted(header)}")
+    if header["bits"] != 16 or header["num_channels"] != 1 or header["big_endian"] != 0:
+        raise ValueError(f"705 format {header}")
+    if payload is None or len(payload) != 2 * header["num_samples"]:
+        raise ValueError("705 payload size does not match num_samples")
+    return header["sample_rate"], payload
+
+
+class Spoken:
+    """Everything one SPEAK produced after its 200."""
+
+    def __init__(self):
+        self.events = []  # (kind, detail, audio bytes so far, time)
+        self.audio = b""
+        self.rates = set()
+        self.first_audio_time = None
+        self.terminal = None
+        self.terminal_time = None
+        self.errors = []
+
+
+def speak(m, text, command="SPEAK", timeout=60.0, after_200=None, after_first=None):
+    """Sends a message and reads its events to the terminal one. Returns
+    (reply to SPEAK, reply after the data, Spoken, time the data ended)."""
+    m.send(command + "\n")
+    first = m.message(timeout)
+    body = text.encode() if isinstance(text, str) else text
+    # The server's dot escaping: a line starting with '.' gets another.
+    lines = body.split(b"\n")
+    body = b"\n".join(b"." + ln if ln.startswith(b".") else ln for ln in lines)
+    m.send(body + b"\n.\n")
+    sent = time.monotonic()
+    second = m.message(timeout)
+    spoken = Spoken()
+    if not second[-1].startswith(b"200"):
+        return first, second, spoken, sent
+    if after_200:
+        after_200()
+    while True:
+        msg = m.message(timeout)
+        code = msg[-1][:3]
+        if code == b"705":
+            try:
+                rate, pcm = decode_audio(msg)
+            except ValueError as e:
+                spoken.errors.append(str(e))
+                continue
+            if spoken.first_audio_time is None:
+                spoken.first_audio_time = m.last_time
+            spoken.rates.add(rate)
+            spoken.audio += pcm
+            spoken.events.append(("705", len(pcm), len(spoken.audio), m.last_time))
+        elif code == b"700":
+            name = msg[0][4:].decode(errors="replace") if len(msg) == 2 else None
+            if msg[-1] != b"700 INDEX MARK" or name is None:
+                spoken.errors.append(f"bad 700 message {msg}")
+            spoken.events.append(("700", name, len(spoken.audio), m.last_time))
+        else:
+            spoken.events.append((code.decode(errors="replace"), None, len(spoken.audio),
+                                  m.last_time))
+        if after_first and len(spoken.events) == 1:
+            after_first()
+        if code in TERMINAL:
+            spoken.terminal = code.decode()
+            spoken.terminal_time = m.last_time
+            return first, second, spoken, sent
+
+
+def etude_raw(etude, text, voice="slt"):
+    return subprocess.run([etude, "say", "--voice", voice, "--raw", text], check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=120).stdout
+
+
+def order_ok(spoken):
+    """701 first, exactly one terminal, last."""
+    kinds = [e[0] for e in spoken.events]
+    return (bool(kinds) and kinds[0] == "701" and kinds.count("701") == 1
+            and sum(k in ("702", "703", "704") for k in kinds) == 1
+            and kinds[-1] in ("702", "703", "704"))
+
+
+def startup(m):
+    m.send("INIT\n")
+    r = m.message(120)
+    check("INIT replies 299-... then 299 OK LOADED SUCCESSFULLY",
+          len(r) >= 2 and r[0].startswith(b"299-") and r[-1] == b"299 OK LOADED SUCCESSFULLY",
+          repr(r))
+    m.send("AUDIO\n")
+    r1 = m.message()
+    m.send("audio_output_method=server\n.\n")
+    r2 = m.message()
+    check("AUDIO server: 207 then 203 OK AUDIO INITIALIZED",
+          r1 == [b"207 OK RECEIVING AUDIO SETTINGS"] and r2 == [b"203 OK AUDIO INITIALIZED"],
+          repr((r1, r2)))
+    m.send("LOGLEVEL\n")
+    r1 = m.message()
+    m.send("log_level=3\n.\n")
+    r2 = m.message()
+    check("LOGLEVEL: 207 then 203 OK LOGLEVEL SET",
+          r1 == [b"207 OK RECEIVING LOGLEVEL SETTINGS"] and r2 == [b"203 OK LOGLEVEL SET"],
+          repr((r1, r2)))
+    m.send("LIST VOICES\n")
+    r = m.message()
+    fields = [ln[4:].split(b"\t") for ln in r[:-1]]
+    names = {f[0] for f in fields}
+    check("LIST VOICES: 200-NAME\\tLANG\\tVARIANT lines with slt, rms, awb (en), then 200 OK",
+          r[-1] == b"200 OK VOICE LIST SENT" and all(ln.startswith(b"200-") for ln in r[:-1])
+          and all(len(f) == 3 and all(f) for f in fields)
+          and {b"slt", b"rms", b"awb"} <= names
+          and all(f[1] == b"en" for f in fields if f[0] in (b"slt", b"rms", b"awb")), repr(r))
+
+
+def server_set(m, **over):
+    """A SET block as 0.11.4's server sends it before every message."""
+    values = dict(pitch="0", pitch_range="0", rate="0", volume="0", punctuation_mode="none",
+                  spelling_mode="off", cap_let_recogn="none", language="en-US",
+                  synthesis_voice="NULL")
+    values.update(over)
+    m.send("SET\n")
+    r1 = m.message()
+    m.send("".join(f"{k}={v}\n" for k, v in values.items()) + ".\n")
+    r2 = m.message()
+    return r1, r2
+
+
+def main():
+    binary, etude = sys.argv[1], sys.argv[2]
+    m = Module(binary)
+    try:
+        run(m, binary, etude)
+        piper_voices(binary, etude)
+        configured_default(binary, etude)
+    except Timeout as e:
+        check("the module answers in time", False, str(e))
+    finally:
+        m.kill()
+        if FAILURES:
+            sys.stderr.write(b"".join(m.stderr[-20:]).decode(errors="replace"))
+    print(f"{len(FAILURES)} failure(s)")
+    return 1 if FAILURES else 0
+
+
+def stop_while_blocked(m):
+    """STOP while the module's writes are blocked: the command loop must
+    still take it, and 703 must follow as soon as output drains."""
+    long_text = "<speak>" + " ".join(
+        f"Sentence {i} of a text far longer than the pipe can hold." for i in range(300)
+    ) + "</speak>"
+    m.send("SPEAK\n")
+    m.message()
+    m.send(long_text + "\n.\n")
+    m.message(60)
+    m.reading.clear()
+    time.sleep(1.5)  # the pipe (64 KiB) fills: the module's write blocks
+    m.send("STOP\n")
+    time.sleep(0.2)
+    resumed = time.monotonic()
+    m.reading.set()
+    codes = []
+    while True:
+        msg = m.message(30)
+        codes.append(msg[-1][:3])
+        if codes[-1] in TERMINAL:
+            break
+    ms = 1000 * (m.last_time - resumed)
+    # What was already in the pipe (or in the write under way) still comes;
+    # nothing is written after the STOP was seen.
+    check("STOP while output is blocked: 703 within 200 ms of reading again",
+          codes[-1] == b"703" and ms <= 200 and m.quiet_for(0.3),
+          f"{ms:.1f} ms, {codes.count(b'705')} audio events drained")
+
+
+def piper_voices(binary, etude):
+    """A configured multi-speaker Piper voice: listed with its speakers as
+    variants, chosen by synthesis_voice, spoken at its own rate."""
+    voice = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "piper",
+                         "test_medium_multi.onnx")
+    if not os.path.exists(voice):
+        print("SKIP Piper voice checks (no tests/data/piper/test_medium_multi.onnx)")
+        return
+    env = dict(os.environ, ETUDE_SD_PIPER_VOICES=voice, ETUDE_SD_BACKEND="cpu")
+    m = Module(binary, env=env)
+    try:
+        m.send("INIT\n")
+        m.message(120)
+        m.send("LIST VOICES\n")
+        r = m.message(30)
+        fields = [ln[4:].split(b"\t") for ln in r[:-1]]
+        piper = [f for f in fields if f[0] not in (b"slt", b"rms", b"awb")]
+        check("LIST VOICES: the Piper voice (en-US) and one NAME#SPEAKER line per speaker",
+              len(piper) == 5 and all(f[1] == b"en-US" for f in piper)
+              and [f[2] for f in piper[1:]] == [b"speaker_%d" % i for i in range(4)],
+              repr(piper))
+        if len(piper) < 3:
+            return
+        chosen = piper[2][0].decode()
+        server_set(m, synthesis_voice=chosen)
+        _, second, sp, _ = speak(m, "<speak>Hello world.</speak>")
+        ref = subprocess.run([etude, "say", "--voice", voice, "--speaker", "speaker_1",
+                              "--backend", "cpu", "--raw", "Hello world."], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        check(f"synthesis_voice={chosen}: 705 at the voice's 22050 Hz, 702, and the audio of "
+              "`etude say --speaker speaker_1`",
+              order_ok(sp) and sp.terminal == "702" and sp.rates == {22050}
+              and sp.audio == ref, f"{len(sp.audio)} vs {len(ref)} bytes, rates {sp.rates}")
+        m.send("QUIT\n")
+        m.message()
+    except Timeout as e:
+        check("the Piper module answers in time", False, str(e))
+    finally:
+        m.kill()
+
+
+def configured_default(binary, etude):
+    """etude.conf (the path the server passes) chooses the default voice."""
+    path = f"/tmp/sd_etude_test_{os.getpid()}.conf"
+    with open(path, "w") as f:
+        f.write('# a test configuration\nDefaultVoice "rms"\nSomeFutureKey 1\n')
+    m = Module(binary, conf=path)
+    try:
+        m.send("INIT\n")
+        m.message(120)
+        server_set(m)
+        text = "The configured voice."
+        _, _, sp, _ = speak(m, f"<speak>{text}</speak>")
+        check("etude.conf DefaultVoice rms: a message without a voice is spoken by rms",
+              sp.terminal == "702" and sp.audio == etude_raw(etude, text, "rms"))
+    except Timeout as e:
+        check("the configured module answers in time", False, str(e))
+    finally:
+        m.kill()
+        os.unlink(path)
+
+
+def run(m, binary, etude):
+    startup(m)
+
+    r1, r2 = server_set(m, voice="female1", some_future_key="x")
+    check("SET with every server key and an unknown one: 203 then 203 OK SETTINGS RECEIVED",
+          r1 == [b"203 OK RECEIVING SETTINGS"] and r2 == [b"203 OK SETTINGS RECEIVED"],
+          repr((r1, r2)))
+
+    # ---- plain text: the audio equals etude say --raw ------------------------
+    text = "Hello world, this is a test."
+    first, second, sp, sent = speak(m, f"<speak>{text}</speak>")
+    check("SPEAK: 202 then 200 OK SPEAKING",
+          first[-1].startswith(b"202") and second == [b"200 OK SPEAKING"], repr((first, second)))
+    check("SPEAK events: 701, 705 audio, 702 in order, well formed",
+          order_ok(sp) and sp.terminal == "702" and not sp.errors and sp.audio
+          and [e[0] for e in sp.events][1] == "705", repr(sp.errors[:2]))
+    ref = etude_raw(etude, text)
+    check("SPEAK audio equals `etude say --voice slt --raw` exactly (16-bit, 16000 Hz)",
+          sp.audio == ref and sp.rates == {16000},
+          f"{len(sp.audio) // 2} vs {len(ref) // 2} samples, rates {sp.rates}")
+    if sp.first_audio_time:
+        print(f"INFO first 705 {1000 * (sp.first_audio_time - sent):.1f} ms after the data ended")
+
+    # ---- marks: each at the sample position where its segment ended ---------
+    segs = ["Hello there.", " How are you today?", " Fine."]
+    doc = (f'<speak>{segs[0]}<mark name="__spd_0"/>{segs[1]}<mark name="__spd_1"/>'
+           f'{segs[2]}</speak>')
+    _, second, sp, _ = speak(m, doc)
+    marks = [(e[1], e[2]) for e in sp.events if e[0] == "700"]
+    check("marks: 700 lines __spd_0, __spd_1 in order, then 702",
+          [n for n, _ in marks] == ["__spd_0", "__spd_1"] and sp.terminal == "702"
+          and order_ok(sp) and not sp.errors, repr(marks))
+    seg_bytes = [len(etude_raw(etude, s.strip())) for s in segs]
+    want = [seg_bytes[0], seg_bytes[0] + seg_bytes[1]]
+    check("marks: each at the audio position where its segment's audio ends "
+          "(sum of the 705 samples before it = etude say of the segments before it)",
+          [p for _, p in marks] == want and len(sp.audio) == sum(seg_bytes),
+          f"positions {[p // 2 for _, p in marks]} want {[w // 2 for w in want]}, "
+          f"total {len(sp.audio) // 2} want {sum(seg_bytes) // 2}")
+
+    # ---- STOP mid-speech --------------------------------------------------------
+    long_text = "<speak>" + " ".join(
+        f"This is sentence number {i} of a long text that keeps going." for i in range(200)
+    ) + "</speak>"
+    server_set(m)
+    m.send("SPEAK\n")
+    m.message()
+    m.send(long_text + "\n.\n")
+    check("long SPEAK: 200 OK SPEAKING", m.message(60) == [b"200 OK SPEAKING"])
+    kinds, stop_sent, t703, after, voice_list = [], None, None, [], None
+    while True:
+        msg = m.message(60)
+        code = msg[-1][:3]
+        if t703 is not None:
+            after.append(code)
+        if code == b"200":
+            voice_list = msg  # the reply to LIST VOICES, among the events
+            continue
+        kinds.append(code)
+        if code == b"705" and len(kinds) == 2:
+            m.send("LIST VOICES\n")  # the server may ask while a message plays
+        if code == b"705" and stop_sent is None and kinds.count(b"705") >= 3:
+            m.send("STOP\n")
+            stop_sent = time.monotonic()
+        if code in TERMINAL:
+            t703 = m.last_time
+            break
+    ms = 1000 * (t703 - stop_sent) if stop_sent else -1
+    quiet = m.quiet_for(0.5)
+    check("STOP mid-speech: 703 STOP, the only ending, and nothing after it",
+          kinds[-1] == b"703" and kinds[0] == b"701" and sum(k in TERMINAL for k in kinds) == 1
+          and quiet, f"ending {kinds[-1]!r}, quiet {quiet}")
+    check("STOP mid-speech: 703 within 200 ms", 0 <= ms <= 200, f"{ms:.1f} ms")
+    check("LIST VOICES while speaking: its reply arrives whole among the events",
+          voice_list is not None and voice_list[-1] == b"200 OK VOICE LIST SENT"
+          and all(ln.startswith(b"200-") for ln in voice_list[:-1]), repr(voice_list))
+    print(f"INFO STOP to 703: {ms:.1f} ms")
+    m.send("STOP\n")  # idle: no event at all
+    check("STOP while idle: no reply or event", m.quiet_for(0.3))
+
+    # ---- PAUSE: 704 at the next __spd_ mark ----------------------------------
+    doc = ('<speak>First sentence here.<mark name="__spd_0"/> Second sentence here.'
+           '<mark name="__spd_1"/> Third.</speak>')
+    _, _, sp, _ = speak(m, doc, after_200=lambda: m.send("PAUSE\n"))
+    kinds = [e[0] for e in sp.events]
+    check("PAUSE: 700 __spd_0 then 704 PAUSE, no later mark or 702",
+          order_ok(sp) and sp.terminal == "704" and kinds[-2] == "700"
+          and [e[1] for e in sp.events if e[0] == "700"] == ["__spd_0"], repr(kinds[-3:]))
+
+    # ---- 1,000 SPEAK/STOP pairs -----------------------------------------------
+    start = time.monotonic()
+    bad, endings = 0, {"702": 0, "703": 0, "704": 0}
+    for i in range(1000):
+        if time.monotonic() - start > 150:
+            break
+        # Half are stopped at once, half after their BEGIN (while audio is made).
+        stop = lambda: m.send("STOP\n")
+        _, second, sp, _ = speak(m, f"<speak>Quick message {i}.</speak>", timeout=20,
+                                 after_200=stop if i % 2 == 0 else None,
+                                 after_first=stop if i % 2 else None)
+        if second != [b"200 OK SPEAKING"] or not order_ok(sp) or sp.errors:
+            bad += 1
+        elif sp.terminal:
+            endings[sp.terminal] += 1
+    took = time.monotonic() - start
+    check("1000 SPEAK/STOP pairs: each 200 then 701 .. exactly one 702/703, within 150 s",
+          bad == 0 and endings["702"] + endings["703"] == 1000 and endings["704"] == 0,
+          f"{bad} bad, endings {endings}, {took:.1f} s")
+    check("after the pairs, nothing stray arrives", m.quiet_for(0.3))
+
+    # ---- bad commands --------------------------------------------------------
+    m.send("FROBNICATE\n")
+    r = m.message()
+    check("unknown command: 300 ERR UNKNOWN COMMAND", r == [b"300 ERR UNKNOWN COMMAND"], repr(r))
+    m.send(b"\xff\xfe\x00garbage \x01\n")
+    r = m.message()
+    check("a line of binary garbage: an error reply (3xx)", r[-1][:1] == b"3", repr(r))
+    m.send("\n")
+    r = m.message()
+    check("an empty line: an error reply (3xx)", r[-1][:1] == b"3", repr(r))
+    m.send("SPEAK\n")
+    m.message()
+    m.send(".\n")
+    r = m.message()
+    check("SPEAK of nothing: 301 ERROR CANT SPEAK", r == [b"301 ERROR CANT SPEAK"], repr(r))
+    m.send("CHAR\n")
+    m.message()
+    m.send("a\nb\n.\n")
+    r = m.message()
+    check("CHAR of two lines: 305", r[-1][:3] == b"305", repr(r))
+    m.send("LIST VOICES\n")
+    r = m.message()
+    check("still serving after bad input (LIST VOICES)", r[-1] == b"200 OK VOICE LIST SENT")
+
+    # ---- CHAR, KEY, SOUND_ICON ---------------------------------------------------
+    for command, data in (("CHAR", "a"), ("CHAR", "space"), ("KEY", "shift_a"),
+                          ("SOUND_ICON", "message")):
+        _, second, sp, _ = speak(m, data, command=command)
+        check(f"{command} {data}: 200, 701 .. 702",
+              second == [b"200 OK SPEAKING"] and order_ok(sp) and sp.terminal == "702",
+              repr([e[0] for e in sp.events][:3]))
+
+    # ---- invalid UTF-8 ----------------------------------------------------------
+    _, second, sp, _ = speak(m, b"<speak>Broken \xff\xfe bytes \xc3( here.</speak>")
+    check("invalid UTF-8 in SPEAK: spoken (200, 701, audio, 702), no crash",
+          second == [b"200 OK SPEAKING"] and order_ok(sp) and sp.terminal == "702"
+          and len(sp.audio) > 0)
+
+    # ---- SSML that is not well formed -------------------------------------------
+    _, second, sp, _ = speak(
+        m, "<speak><prosody rate='fast'>Hello <foo bar='1'>unknown element</speak>")
+    check("SSML with unclosed tags and unknown elements: spoken, 702",
+          second == [b"200 OK SPEAKING"] and order_ok(sp) and sp.terminal == "702"
+          and len(sp.audio) > 0)
+    _, second, sp, _ = speak(
+        m, 'resumed text.</prosody><mark name="__spd_3"/> Next &amp; last.</speak>')
+    check("a resumed fragment (unbalanced close tags): its mark and 702",
+          [e[1] for e in sp.events if e[0] == "700"] == ["__spd_3"] and sp.terminal == "702"
+          and len(sp.audio) > 0)
+    _, _, sp, _ = speak(m, "<speak>Wait<break time='300ms'/>now.</speak>")
+    check("<break time='300ms'/> adds at least 300 ms of audio", order_ok(sp)
+          and len(sp.audio) // 2 >= len(etude_raw(etude, "Wait")) // 2 + 4800)
+
+    # ---- a 1 MB message: no hang, STOP works ---------------------------------
+    big = "<speak>" + ("A long message goes on and on. " * 34000) + "</speak>"
+    m.send("SPEAK\n")
+    m.message()
+    t = time.monotonic()
+    m.send(big + "\n.\n")
+    r = m.message(60)
+    check(f"1 MB SPEAK ({len(big)} bytes): 200 OK SPEAKING", r == [b"200 OK SPEAKING"],
+          f"{1000 * (time.monotonic() - t):.0f} ms")
+    n705, stop_sent = 0, None
+    while True:
+        msg = m.message(60)
+        code = msg[-1][:3]
+        if code == b"705":
+            n705 += 1
+            if n705 == 2:
+                m.send("STOP\n")
+                stop_sent = time.monotonic()
+        if code in TERMINAL:
+            break
+    ms = 1000 * (m.last_time - stop_sent) if stop_sent else -1
+    check("1 MB SPEAK: audio flows, STOP gives 703 within 200 ms",
+          code == b"703" and 0 <= ms <= 200, f"{ms:.1f} ms")
+
+    # ---- rate and volume change the audio -------------------------------------
+    server_set(m, rate="100", volume="-50")
+    _, _, fast, _ = speak(m, f"<speak>{text}</speak>")
+    server_set(m, voice="male1")
+    _, _, male, _ = speak(m, f"<speak>{text}</speak>")
+    check("rate=100 speaks faster (shorter audio) than rate=0",
+          0 < len(fast.audio) < 0.6 * len(ref), f"{len(fast.audio)} vs {len(ref)} bytes")
+    check("voice=male1 speaks with rms (= etude say --voice rms)",
+          male.audio == etude_raw(etude, text, "rms"))
+
+    stop_while_blocked(m)
+
+    # ---- QUIT -----------------------------------------------------------------
+    m.send("QUIT\n")
+    r = m.message()
+    try:
+        code = m.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None
+    check("QUIT: 210 OK QUIT and exit status 0", r == [b"210 OK QUIT"] and code == 0,
+          f"{r!r}, exit {code}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
