@@ -151,6 +151,12 @@ VoiceInfo Engine::describe_voice(const std::string& name_or_path) {
     return info;
 }
 
+std::vector<std::string> Engine::installed_voices() {
+    std::vector<std::string> paths;
+    for (const auto& v : piper::list_voices()) paths.push_back(v.model_path);
+    return paths;
+}
+
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
     StreamOptions options = requested;
     std::shared_ptr<const PiperVoice> piper;

@@ -340,6 +340,13 @@ class Engine {
     /// read from its files. Throws etude::Error naming the file and field.
     static VoiceInfo describe_voice(const std::string& name_or_path);
 
+    /// The Piper voices installed in the voice folders (ETUDE_VOICE_PATH,
+    /// then the per-user folder; docs/voices.md), as the paths of their
+    /// .onnx files, in folder order (a name in two folders: the first's).
+    /// Each may be described with describe_voice(), which throws for one
+    /// whose files are malformed; front ends list voices with these two.
+    static std::vector<std::string> installed_voices();
+
     /// A new stream with `options`. Throws etude::Error for an unknown voice,
     /// a rate outside 8-192 kHz, a latency or block length out of range, or a
     /// model file that cannot be loaded.

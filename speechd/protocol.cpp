@@ -111,7 +111,7 @@ bool Protocol::ensure_engine() {
         options.preload_backend = config_.backend;
         auto engine = std::make_unique<engine::Engine>(options);
         for (const auto& v : voices_->voices())
-            if (!v.piper.empty() && v.speaker.empty()) engine->preload_voice(v.piper);
+            if (v.preload) engine->preload_voice(v.piper);
         engine_ = std::move(engine);
         speaker_ = std::make_unique<Speaker>(*engine_, out_);
         return true;

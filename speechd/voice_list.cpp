@@ -24,23 +24,31 @@ bool is_builtin(const std::string& name) {
 }  // namespace
 
 VoiceList::VoiceList(const ModuleConfig& config) {
-    for (const auto& b : engine::Engine::voices()) voices_.push_back({b, "en", "none", b, "", ""});
+    for (const auto& b : engine::Engine::voices())
+        voices_.push_back({b, "en", "none", b, "", "", false});
     std::vector<std::string> piper = config.piper_voices;
     if (!is_builtin(config.default_voice) &&
         std::find(piper.begin(), piper.end(), config.default_voice) == piper.end())
         piper.insert(piper.begin(), config.default_voice);
+    // Then every voice installed in the voice folders, as `etude voices`
+    // lists them, so that Orca's menu offers them without configuration.
+    const std::size_t configured = piper.size();
+    for (auto& path : engine::Engine::installed_voices()) piper.push_back(std::move(path));
     default_name_ = "slt";
-    for (const auto& p : piper) {
+    for (std::size_t i = 0; i < piper.size(); ++i) {
+        const std::string& p = piper[i];
         try {
             const engine::VoiceInfo info = engine::Engine::describe_voice(p);
+            if (find(field(info.name))) continue;  // configured, or in an earlier folder
             std::string language = info.language;
             std::replace(language.begin(), language.end(), '_', '-');
-            voices_.push_back({field(info.name), field(language), "none", "", p, ""});
+            voices_.push_back(
+                {field(info.name), field(language), "none", "", p, "", i < configured});
             if (p == config.default_voice) default_name_ = voices_.back().name;
             if (info.speakers.size() > 1)
                 for (const auto& s : info.speakers)
                     voices_.push_back(
-                        {field(info.name + "#" + s), field(language), field(s), "", p, s});
+                        {field(info.name + "#" + s), field(language), field(s), "", p, s, false});
         } catch (const std::exception& e) {
             log_line(1, "Piper voice '" + p + "' left out: " + e.what());
         }

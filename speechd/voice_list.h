@@ -15,12 +15,15 @@ struct ModuleVoice {
     std::string builtin;   ///< "slt", "rms", "awb"; empty for a Piper voice
     std::string piper;     ///< StreamOptions::piper_voice
     std::string speaker;   ///< StreamOptions::speaker; empty: the voice's default
+    /// Loaded when the module starts (the configured voices); a voice found
+    /// only in the voice folders loads at its first message instead, so
+    /// that many installed voices do not all sit in memory.
+    bool preload = false;
 };
 
-/// The built-in voices, then each configured Piper voice that the public
-/// API can describe. The API offers no listing of the Piper voice folders
-/// (that lives in engine/piper, below the public API), so only the voices
-/// named in etude.conf or ETUDE_SD_PIPER_VOICES appear. A voice with
+/// The built-in voices, then each configured Piper voice (etude.conf,
+/// ETUDE_SD_PIPER_VOICES) and each installed in the voice folders
+/// (Engine::installed_voices()) that the public API can describe. A voice with
 /// several speakers is listed once as NAME (its default speaker) and once
 /// per speaker as NAME#SPEAKER with the speaker as the variant, because
 /// synthesis_voice carries only a name.

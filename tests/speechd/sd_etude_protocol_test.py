@@ -10,15 +10,22 @@ the audio against `etude say --raw`, STOP latency, and that bad input
 neither crashes nor hangs the module. Prints PASS/FAIL per check and exits
 1 on any failure. Standard library only.
 """
+import atexit
 import os
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 FAILURES = []
 TERMINAL = (b"702", b"703", b"704")
+
+
+EMPTY_FOLDER = tempfile.mkdtemp(prefix="sd_etude_test_")
+atexit.register(shutil.rmtree, EMPTY_FOLDER, True)
 
 
 def check(name, ok, detail=""):
@@ -36,7 +43,13 @@ class Module:
     """The module process; lines from its stdout arrive on a queue so that
     every read can have a deadline."""
 
-    def __init__(self, binary, conf="/nonexistent/etude.conf", env=None):
+    def __init__(self, binary, conf="/nonexistent/etude.conf", env=None, voice_path=None):
+        # The module lists every Piper voice in the voice folders: only the
+        # test's own (voice_path), whatever this machine's user installed.
+        env = dict(os.environ if env is None else env, XDG_DATA_HOME=EMPTY_FOLDER)
+        env.pop("ETUDE_VOICE_PATH", None)
+        if voice_path:
+            env["ETUDE_VOICE_PATH"] = voice_path
         self.proc = subprocess.Popen([binary, conf], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.lines = queue.Queue()
@@ -341,6 +354,23 @@ def piper_voices(binary, etude):
         m.message()
     except Timeout as e:
         check("the Piper module answers in time", False, str(e))
+    finally:
+        m.kill()
+    # Unconfigured, the voices installed in the voice folders are offered.
+    m = Module(binary, env=dict(os.environ, ETUDE_SD_BACKEND="cpu"),
+               voice_path=os.path.dirname(os.path.abspath(voice)))
+    try:
+        m.send("INIT\n")
+        m.message(120)
+        m.send("LIST VOICES\n")
+        names = {ln[4:].split(b"\t")[0] for ln in m.message(30)[:-1]}
+        check("LIST VOICES: the voices installed in the voice folders, unconfigured",
+              {b"test_medium", b"test_low", b"test_medium_multi#speaker_3"} <= names,
+              repr(sorted(names)))
+        m.send("QUIT\n")
+        m.message()
+    except Timeout as e:
+        check("the module lists the installed voices in time", False, str(e))
     finally:
         m.kill()
 
