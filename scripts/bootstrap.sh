@@ -50,6 +50,9 @@ test_packages+=(pocketsphinx pocketsphinx-en-us)
 # valgrind's memcheck runs the phonemizer on the text espeak-ng 1.51
 # mishandles (piper.espeak_memory).
 test_packages+=(valgrind)
+# The real speech-dispatcher daemon (with its ALSA output plugin), spd-say and
+# the Python client library run sd_etude (tests/speechd/speechd_daemon_test.py).
+test_packages+=(speech-dispatcher speech-dispatcher-audio-plugins python3-speechd)
 
 install_missing() {
   local missing=()
