@@ -21,6 +21,7 @@ SentenceAccumulator::SentenceAccumulator(std::size_t max_sentence_bytes)
 
 std::vector<std::string> SentenceAccumulator::add(std::string_view piece) {
     held_.append(piece);
+    const std::size_t held_before = held_.size();
     bool may_end = false;
     for (char c : piece) may_end = may_end || is_space(c);
     std::vector<std::string> done;
@@ -41,6 +42,11 @@ std::vector<std::string> SentenceAccumulator::add(std::string_view piece) {
         held_.erase(0, cut);
         scanned_ = scanned_ > cut ? scanned_ - cut : 0;
     }
+    // Released text took the held text's start with it: look at what is
+    // left (the run after the last end, or the rest of a cut sentence);
+    // otherwise only the new piece can add something to speak.
+    holds_speech_ = held_.size() != held_before ? has_speakable_text(held_)
+                                                : holds_speech_ || has_speakable_text(piece);
     return done;
 }
 
@@ -48,12 +54,14 @@ std::string SentenceAccumulator::finish() {
     std::string rest;
     rest.swap(held_);
     scanned_ = 0;
+    holds_speech_ = false;
     return rest;
 }
 
 void SentenceAccumulator::clear() {
     held_.clear();
     scanned_ = 0;
+    holds_speech_ = false;
 }
 
 }  // namespace etude::engine

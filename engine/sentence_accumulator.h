@@ -45,11 +45,16 @@ class SentenceAccumulator {
     void clear();
     // The text held back.
     std::string_view held() const { return held_; }
+    // The held text has something to speak (has_speakable_text(held())),
+    // kept up to date as pieces come, so asking costs nothing however long
+    // the held sentence grows.
+    bool holds_speech() const { return holds_speech_; }
 
   private:
     std::size_t max_bytes_;
     std::string held_;         // from the start of an unfinished sentence (or its uncut rest)
     std::size_t scanned_ = 0;  // held_ has no sentence end before this
+    bool holds_speech_ = false;
 };
 
 }  // namespace etude::engine

@@ -195,7 +195,7 @@ std::size_t StreamCore::push_text(std::string_view text) {
     }
     utf8_tail_ = joined.substr(joined.size() - tail);
     const auto released = input_.add(text);
-    holding_ = has_speakable_text(input_.held());
+    holding_ = input_.holds_speech();
     return queue_text(released);
 }
 

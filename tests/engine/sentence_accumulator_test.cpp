@@ -36,6 +36,8 @@ std::vector<std::string> stream(const std::string& text, const std::vector<std::
     std::size_t from = 0;
     for (std::size_t cut : cuts) {
         append_sentences(out, acc.add(std::string_view(text).substr(from, cut - from)));
+        // Kept up to date piece by piece, it says what a look at the held text says.
+        EXPECT_EQ(acc.holds_speech(), etude::engine::has_speakable_text(acc.held()));
         if (released_after) released_after->push_back(out.size());
         from = cut;
     }
