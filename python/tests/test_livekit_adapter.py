@@ -21,6 +21,7 @@ from livekit.agents import APIConnectOptions  # noqa: E402
 import libetude  # noqa: E402
 from libetude._pcm import to_pcm16  # noqa: E402
 from libetude.livekit import EtudeTTS  # noqa: E402
+from recording import RecordingEngine  # noqa: E402  (python/tests/recording.py)
 
 VOICE = "slt"
 RATE = 16000
@@ -32,55 +33,6 @@ TEXT = (
 # Long enough that the engine is still speaking when the request is closed,
 # however fast this machine vocodes.
 LONG_TEXT = " ".join([TEXT] * 12)
-
-
-class RecordingEngine:
-    """Passes calls to an engine and keeps every stream it opens.
-
-    The adapters close their streams, and a closed stream has no stats (and
-    closing cancels), so each stream's stats are kept as they stood just
-    before it was closed.
-    """
-
-    def __init__(self, engine):
-        self._engine = engine
-        self.streams = []
-
-    def stream(self, **options):
-        stream = RecordedStream(self._engine.stream(**options))
-        self.streams.append(stream)
-        return stream
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-
-class RecordedStream:
-    def __init__(self, stream):
-        self._stream = stream
-        self.stats_at_close = None
-        self.text = ""
-
-    def push_text(self, text):
-        self.text += text
-        return self._stream.push_text(text)
-
-    def close(self):
-        if self.stats_at_close is None:
-            self.stats_at_close = self._stream.stats()
-        self._stream.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __aiter__(self):
-        return self._stream.__aiter__()
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 def reference_pcm(engine, text, voice=VOICE, sample_rate=RATE, **options):
