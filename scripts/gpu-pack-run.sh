@@ -81,9 +81,31 @@ export ETUDE_CUDA_MODULE="$files/lib/libetude_cuda.so"
 
 # The model tests read their reference data from the pack.
 export ETUDE_TEST_DATA="$files/data"
-# Vulkan runs on the machine's own driver (NVIDIA's ICD), found by the
-# packed loader: never on a driver a caller forced for tests elsewhere.
+# Vulkan runs on the machine's own driver (NVIDIA's ICD): never on a driver
+# a caller forced for tests elsewhere. NVIDIA's usual manifest
+# (nvidia_icd.json) names libGLX_nvidia.so.0, whose Vulkan entry point gives
+# no vkCreateInstance on a machine without a display (seen on a lent H100 in
+# a container: "Could not get 'vkCreateInstance' via
+# 'vk_icdGetInstanceProcAddr'"); the same driver's EGL library,
+# libEGL_nvidia.so.0, exports the same ICD interface and works headless. So
+# when that library is there, the loader is given a manifest naming it and
+# nothing else (the GPU is then listed once).
 unset VK_ICD_FILENAMES VK_DRIVER_FILES
+nvidia_egl=$(system_lib libEGL_nvidia.so.0)
+if [ -z "$nvidia_egl" ]; then
+  for dir in $(tr ':' ' ' <<<"$caller_path"); do
+    [ -e "$dir/libEGL_nvidia.so.0" ] && { nvidia_egl=$dir/libEGL_nvidia.so.0; break; }
+  done
+fi
+if [ -n "$nvidia_egl" ]; then
+  printf '{"file_format_version": "1.0.1", "ICD": {"library_path": "%s", "api_version": "1.3.0"}}\n' \
+    "$nvidia_egl" >"$files/nvidia_headless_icd.json"
+  export VK_DRIVER_FILES="$files/nvidia_headless_icd.json"
+  export VK_ICD_FILENAMES="$VK_DRIVER_FILES"
+  vulkan_driver="NVIDIA's EGL library $nvidia_egl (headless)"
+else
+  vulkan_driver="the loader's own search (no libEGL_nvidia.so.0 found)"
+fi
 # The neural vocoders' benchmarks on Vulkan too (bench/neural_bench.cpp).
 export ETUDE_BENCH_VULKAN=1
 # The two test programs and the name of each one's result files.
@@ -160,6 +182,7 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 say "CUDA libraries ($needed_cuda_libs) from: $cuda_dirs"
+say "Vulkan driver: $vulkan_driver"
 export LD_LIBRARY_PATH="$lib_path:$cuda_dirs${caller_path:+:$caller_path}"
 
 status=0

@@ -35,6 +35,8 @@ const char* shader_name(Kernel k) {
             return "fft_pass";
         case Kernel::Transpose:
             return "transpose";
+        case Kernel::CopyRows:
+            return "copy_rows";
         case Kernel::Gemm:
             return "gemm";
         case Kernel::GemmDirect:

@@ -37,6 +37,7 @@ enum class Kernel {
     Conv1dTiled,
     FftPass,
     Transpose,
+    CopyRows,
     Gemm,
     GemmDirect,
     LayerNorm,

@@ -325,6 +325,7 @@ TEST_P(BackendParity, copy_rows_moves_exactly_the_block) {
         std::size_t src_offset, src_stride, dst_offset, dst_stride;
     };
     for (Case c : {Case{1, 1, 0, 1, 0, 1}, Case{3, 5, 2, 9, 1, 7}, Case{64, 12, 100, 40, 0, 12},
+                   Case{4, 6, 2, 6, 1, 6},  // rows end to end on both sides: one run
                    Case{5, 33, 7, 33, 3, 50},
                    // Large enough that the CPU backend splits the rows among its workers.
                    Case{300, 257, 11, 300, 5, 260}}) {
