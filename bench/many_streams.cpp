@@ -1,0 +1,181 @@
+// Many streams of one voice in one engine, each pulled in real time as a
+// JACK client would pull it: how soon each starts, whether any underruns,
+// and how much speech the engine makes per second with all of them at once.
+//
+//   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
+//                      [--rounds 3] [--period-ms 10]
+//
+// For each count N, N streams get the same 20-word reply at the same moment
+// (push_text then end_input); a consumer thread per stream calls pull() for
+// one period's samples every period from that moment on (the ring
+// prebuffers and then plays, as for a live client). Per stream: first audio
+// (StreamStats::first_audio_ms), underruns and padded silence (the engine's
+// own counters, which count only inside speech). Then the same N streams
+// read offline with read(): the aggregate speed, seconds of audio per
+// second of wall time. Prints one line per N and the CPU; numbers belong to
+// the machine they came from (docs/benchmarks.md).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kReply =
+    "The living room lights are off and the front door is locked. "
+    "Tomorrow will be sunny with a light breeze.";
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "?";
+}
+
+double percentile(std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+}
+
+struct LiveResult {
+    std::vector<double> first_ms;
+    std::uint64_t streams_with_underruns = 0, underrun_samples = 0;
+};
+
+LiveResult live_round(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
+                      int n, double period_ms) {
+    std::vector<std::unique_ptr<etude::engine::Stream>> streams;
+    for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
+    const double rate = streams[0]->sample_rate();
+    const auto period = std::chrono::duration<double, std::milli>(period_ms);
+    const std::size_t frames = static_cast<std::size_t>(rate * period_ms / 1000.0);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> consumers;
+    for (int i = 0; i < n; ++i) {
+        consumers.emplace_back([&, i] {
+            std::vector<float> buf(frames);
+            while (!go.load()) std::this_thread::yield();
+            auto next = Clock::now();
+            // Until the stream has spoken everything and nothing is queued.
+            for (int idle = 0; idle < 20;) {
+                streams[i]->pull(buf);
+                idle = streams[i]->busy() ? 0 : idle + 1;
+                next += std::chrono::duration_cast<Clock::duration>(period);
+                std::this_thread::sleep_until(next);
+            }
+        });
+    }
+    for (auto& s : streams) {
+        s->push_text(kReply);
+        s->end_input();
+    }
+    go = true;
+    for (auto& t : consumers) t.join();
+    LiveResult r;
+    for (auto& s : streams) {
+        const auto st = s->stats();
+        r.first_ms.push_back(st.first_audio_ms);
+        r.streams_with_underruns += st.underruns > 0;
+        r.underrun_samples += st.underrun_samples;
+    }
+    return r;
+}
+
+double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
+                     int n) {
+    std::vector<std::unique_ptr<etude::engine::Stream>> streams;
+    for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
+    const double rate = streams[0]->sample_rate();
+    std::vector<std::size_t> samples(static_cast<std::size_t>(n));
+    const auto t0 = Clock::now();
+    std::vector<std::thread> readers;
+    for (int i = 0; i < n; ++i) {
+        readers.emplace_back([&, i] {
+            streams[i]->push_text(kReply);
+            streams[i]->end_input();
+            std::vector<float> buf(4096);
+            for (std::size_t got; (got = streams[i]->read(buf)) > 0;) samples[i] += got;
+        });
+    }
+    for (auto& t : readers) t.join();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    double audio = 0;
+    for (auto s : samples) audio += static_cast<double>(s) / rate;
+    return audio / wall;
+}
+
+int usage() {
+    std::fprintf(stderr,
+                 "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
+                 "[--rounds 3] [--period-ms 10]\n");
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string voice, counts = "1,2,4,8,16";
+    int rounds = 3;
+    double period_ms = 10.0;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) return usage();
+        if (a == "--voice")
+            voice = argv[++i];
+        else if (a == "--streams")
+            counts = argv[++i];
+        else if (a == "--rounds")
+            rounds = std::atoi(argv[++i]);
+        else if (a == "--period-ms")
+            period_ms = std::atof(argv[++i]);
+        else
+            return usage();
+    }
+    if (voice.empty() || rounds < 1 || period_ms <= 0) return usage();
+    try {
+        etude::engine::Engine engine;
+        etude::engine::StreamOptions opts;
+        opts.piper_voice = voice;
+        opts.sample_rate = 0;
+        // Warm-up: the voice loads on first use.
+        offline_speed(engine, opts, 1);
+        std::printf("%s, %u CPUs; %s; pulls of %.0f ms; %d rounds\n", cpu_model().c_str(),
+                    std::thread::hardware_concurrency(), voice.c_str(), period_ms, rounds);
+        for (std::size_t pos = 0; pos < counts.size();) {
+            const std::size_t comma = std::min(counts.find(',', pos), counts.size());
+            const int n = std::atoi(counts.substr(pos, comma - pos).c_str());
+            pos = comma + 1;
+            if (n < 1) return usage();
+            LiveResult all;
+            std::vector<double> speeds;
+            for (int r = 0; r < rounds; ++r) {
+                const LiveResult one = live_round(engine, opts, n, period_ms);
+                all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
+                all.streams_with_underruns += one.streams_with_underruns;
+                all.underrun_samples += one.underrun_samples;
+                speeds.push_back(offline_speed(engine, opts, n));
+            }
+            std::printf(
+                "  %3d streams  first audio median %7.1f ms  p95 %7.1f  max %7.1f  "
+                "underruns %llu/%zu streams (%llu samples)  offline %5.1fx real time\n",
+                n, percentile(all.first_ms, 0.5), percentile(all.first_ms, 0.95),
+                *std::max_element(all.first_ms.begin(), all.first_ms.end()),
+                static_cast<unsigned long long>(all.streams_with_underruns), all.first_ms.size(),
+                static_cast<unsigned long long>(all.underrun_samples), percentile(speeds, 0.5));
+            std::fflush(stdout);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "etude_many_streams: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
