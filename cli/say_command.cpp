@@ -18,6 +18,7 @@
 #include "audio-io/wav_writer.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/mark_timings.h"
 #include "cli/voice_options.h"
 #include "engine/block_records.h"
 #include "engine/engine.h"
@@ -178,6 +179,7 @@ struct Utterances {
     using PhonemeIds = std::vector<std::int64_t>;
     std::string speaker;  // Piper streams: as --speaker takes it; "" the default
     std::vector<std::variant<std::string, PhonemeIds>> items;  // text or ids, in order
+    bool ssml = false;  // the text items are SSML documents (--ssml)
 };
 
 // How StreamOptions::speaker names speaker `id`: by its name where the
@@ -227,7 +229,8 @@ std::size_t push(engine::Stream& stream, const Utterances& u) {
             stream.push_phoneme_ids(*ids);
             ++sentences;
         } else {
-            sentences += stream.push_text(std::get<std::string>(item));
+            const auto& text = std::get<std::string>(item);
+            sentences += u.ssml ? stream.push_ssml(text) : stream.push_text(text);
             sentences += stream.end_input();  // each item is a whole utterance
         }
     }
@@ -243,6 +246,8 @@ int run_say(const CommandLine& args) {
     if (json_input && !piper) throw UsageError("--json-input needs a Piper voice (--voice)");
     if (json_input && !args.positional().empty())
         throw UsageError("--json-input reads standard input; give no TEXT");
+    const bool ssml = args.flag("--ssml");
+    if (ssml && json_input) throw UsageError("--ssml and --json-input cannot be combined");
     std::string text;
     if (!args.positional().empty()) {
         for (const auto& w : args.positional()) text += (text.empty() ? "" : " ") + w;
@@ -257,7 +262,7 @@ int run_say(const CommandLine& args) {
     } else {
         if (!engine::has_speakable_text(text))
             throw Error("no text to speak: the input is empty or only white space");
-        runs.push_back({opts.speaker, {std::move(text)}});
+        runs.push_back({opts.speaker, {std::move(text)}, ssml});
     }
     text.clear();
     text.shrink_to_fit();
@@ -335,6 +340,8 @@ int run_say(const CommandLine& args) {
             *out_path, static_cast<int>(rate),
             args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
     if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
+    std::optional<MarkTimings> timings;
+    if (auto t = args.value("--timings")) timings.emplace(*t);
 
     std::unique_ptr<audio_io::PortAudioOutput> player;
     std::unique_ptr<rt::SpscRing<float>> tap;
@@ -368,6 +375,7 @@ int run_say(const CommandLine& args) {
                 std::size_t n;
                 while ((n = tap->read(block)) > 0) wav->write(std::span(block).first(n));
             }
+            if (timings) timings->drain(*stream, rate, 0);
             progress.update(stream->stats());
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
@@ -393,6 +401,7 @@ int run_say(const CommandLine& args) {
                 stream = engine.create_stream(opts);
             }
             push(*stream, runs[r]);
+            const std::uint64_t offset = r > 0 ? stats.samples_delivered : 0;
             std::size_t n;
             while (!g_interrupted && (n = stream->read(block)) > 0) {
                 const auto chunk = std::span<const float>(block).first(n);
@@ -404,8 +413,10 @@ int run_say(const CommandLine& args) {
                                                stream->stats().samples_delivered) +
                                 " samples; stopping");
                 }
+                if (timings) timings->drain(*stream, rate, offset);
                 progress.update(stream->stats());
             }
+            if (timings) timings->drain(*stream, rate, offset);
             add_run(stats, stream->stats(), r == 0);
         }
         delivered = stats.samples_delivered;
@@ -425,6 +436,10 @@ int run_say(const CommandLine& args) {
         throw Error(refusal.empty() ? std::string("the text produced no speech (nothing ") +
                                           front_end + " could pronounce)"
                                     : "the text produced no speech: " + refusal);
+    if (timings) {
+        timings->drain(*stream, rate, 0);
+        timings->finish();
+    }
     if (wav) wav->commit();
     if (unspeakable > 0 && refusal.empty())
         std::fprintf(
@@ -485,6 +500,13 @@ int say_command(int argc, char** argv) {
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")
+            .flag("--ssml",
+                  "the text is an SSML document: <speak>, <mark name=\"...\"/>, "
+                  "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">; other "
+                  "elements keep their text; not well-formed XML is read as text")
+            .option("--timings", "FILE",
+                    "write each SSML mark as it is reached, one JSON line: "
+                    "{\"type\":\"mark\",\"name\":...,\"sample\":N,\"seconds\":S}")
             .option("--trace", "FILE",
                     "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
             .flag("--stats", "print stream statistics to standard error at the end")

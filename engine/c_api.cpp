@@ -265,6 +265,29 @@ etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrd
     return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
 }
 
+etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrdiff_t length) {
+    if (!stream) return null_argument("stream");
+    if (!ssml) return null_argument("ssml");
+    const std::string_view view =
+        length < 0 ? std::string_view(ssml) : std::string_view(ssml, static_cast<size_t>(length));
+    const etude_status s = guarded([&] { stream->stream->push_ssml(view); });
+    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+}
+
+int etude_stream_next_mark(etude_stream* stream, etude_mark* mark) {
+    if (!stream || !mark) return 0;
+    etude::engine::SpeechMark m;
+    if (!stream->stream->next_mark(m)) return 0;
+    static_assert(sizeof(m.name) == sizeof(mark->name));
+    std::memcpy(mark->name, m.name, sizeof(m.name));
+    mark->sample = m.sample;
+    return 1;
+}
+
+uint64_t etude_stream_position(const etude_stream* stream) {
+    return stream ? stream->stream->position() : 0;
+}
+
 etude_status etude_stream_end_input(etude_stream* stream) {
     if (!stream) return null_argument("stream");
     const etude_status s = guarded([&] { stream->stream->end_input(); });

@@ -57,6 +57,18 @@ void Stream::set_voice(std::string_view voice) {
 bool Stream::busy() const {
     return core_->busy();
 }
+std::size_t Stream::push_ssml(std::string_view document) {
+    return core_->push_ssml(document);
+}
+
+bool Stream::next_mark(SpeechMark& mark) noexcept {
+    return core_->next_mark(mark);
+}
+
+std::uint64_t Stream::position() const noexcept {
+    return core_->position();
+}
+
 double Stream::latency_ms() const {
     return core_->latency_ms();
 }

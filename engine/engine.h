@@ -151,6 +151,13 @@ struct BlockRecord {
     double slack_ms() const { return static_cast<double>(deadline_ns - finished_ns) / 1e6; }
 };
 
+/// A mark in a stream's speech (Stream::push_ssml, Stream::next_mark).
+struct SpeechMark {
+    static constexpr std::size_t kMaxName = 63;  ///< bytes of a name, at most
+    char name[kMaxName + 1] = {};                ///< NUL-terminated
+    std::uint64_t sample = 0;  ///< stream position where it is heard (Stream::position())
+};
+
 /// Counters, read with relaxed atomics: each is exact, the set is a snapshot
 /// taken one field at a time.
 struct StreamStats {
@@ -203,6 +210,8 @@ struct StreamStats {
         mel_chunks_cpu = 0,            ///< chunks made by the model on the CPU
         mel_chunks_phase = 0;          ///< chunks made by phase reconstruction
     double model_latency_ms = 0;       ///< the network's added streaming latency
+    std::uint64_t marks = 0;           ///< SSML marks reached (next_mark())
+    std::uint64_t marks_dropped = 0;   ///< marks lost because 1,024 were not taken
 };
 
 /// One voice speaking at one output rate: text (or mel frames) in, audio out.
@@ -230,6 +239,33 @@ class Stream {
     /// sentences it queued. Throws etude::Error when the held text is not
     /// valid UTF-8 (a piece ended inside a character that never completed).
     std::size_t end_input();
+
+    /// Adds an SSML document to the input (`<speak>`, `<mark name="..."/>`,
+    /// `<break time="..."/>` or strength, `<say-as interpret-as="characters">`,
+    /// entities; other elements keep their text; see engine/ssml_document.h):
+    /// its text as push_text() takes text, each break as that much silence,
+    /// and each mark as a SpeechMark that next_mark() hands out with the
+    /// sample position where it is heard. A mark or break ends the sentence
+    /// before it (its audio must be complete to place what follows). Text
+    /// that is not well-formed XML is spoken as plain text with its marks
+    /// and breaks kept where a lenient reading finds them. Throws
+    /// etude::Error for invalid UTF-8, a mark name longer than
+    /// SpeechMark::kMaxName bytes, or a mel stream; then nothing is queued.
+    /// Call end_input() after the last document as after push_text().
+    /// Returns the number of sentences queued.
+    std::size_t push_ssml(std::string_view document);
+    /// Real-time: the next mark reached by the stream's speech production,
+    /// in order, or false when there is none yet. Never blocks or allocates.
+    /// `mark.sample` is where in the stream's audio it is heard: compare it
+    /// with position(). Marks of speech dropped by cancel() are skipped. The
+    /// stream keeps the last 1,024 marks not yet taken (more are counted in
+    /// StreamStats::marks_dropped).
+    bool next_mark(SpeechMark& mark) noexcept;
+    /// Real-time, the consumer's thread: samples of the stream's audio
+    /// consumed so far by pull() or read() (padding excluded; audio dropped
+    /// by a cancel counts as consumed). A mark is heard when position()
+    /// reaches its `sample`.
+    std::uint64_t position() const noexcept;
 
     /// Mel streams only (StreamOptions::model): queues `frames` log-mel
     /// frames laid out [n_mels][frames] as PyTorch holds them (a chunk from

@@ -239,6 +239,40 @@ etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_
  *         UTF-8, or a mel stream) */
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length);
 
+/** Adds an SSML document (UTF-8) to the stream's input: its text as
+ * etude_stream_push_text() takes text, each `<break>` as silence, and each
+ * `<mark name="..."/>` as a mark that etude_stream_next_mark() hands out with
+ * the sample position where it is heard. A mark or break ends the sentence
+ * before it. Text that is not well-formed XML is spoken as plain text,
+ * keeping the marks and breaks a lenient reading finds. Call
+ * etude_stream_end_input() after the last document.
+ * \param stream a text or Piper stream
+ * \param ssml the document (need not be NUL-terminated when length >= 0)
+ * \param length its length in bytes; -1 means NUL-terminated
+ * \return ETUDE_ERROR_INVALID_TEXT for invalid UTF-8, a mark name longer
+ *         than ETUDE_MARK_NAME_MAX bytes, or a mel stream; nothing is then
+ *         queued */
+etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrdiff_t length);
+
+/** Longest mark name, in bytes. */
+#define ETUDE_MARK_NAME_MAX 63
+
+/** A mark reached in a stream's speech. */
+typedef struct etude_mark {
+    char name[ETUDE_MARK_NAME_MAX + 1]; /**< NUL-terminated */
+    uint64_t sample; /**< where it is heard: compare with etude_stream_position() */
+} etude_mark;
+
+/** Real-time (no allocation, lock or wait): the next mark the stream's
+ * speech has reached, in order. Returns 1 and fills `mark`, or 0 when there
+ * is none yet (or stream or mark is NULL). Marks of speech dropped by a
+ * cancel are skipped. */
+int etude_stream_next_mark(etude_stream* stream, etude_mark* mark);
+
+/** Real-time, the consumer's thread: samples of the stream's audio consumed
+ * by pull or read so far (padding excluded). 0 if stream is NULL. */
+uint64_t etude_stream_position(const etude_stream* stream);
+
 /** Ends the text input: the sentence held back is queued; text pushed
  * afterwards starts a new input.
  * \return ETUDE_ERROR_INVALID_TEXT when the input ends inside a UTF-8

@@ -74,6 +74,8 @@ class PlaybackRing {
         return producer_generation_.load(std::memory_order_acquire) == generation();
     }
     std::size_t read_available() const { return ring_.read_available(); }
+    // Samples consumed (read, pulled or dropped): consumer thread.
+    std::uint64_t read_position() const { return ring_.read_position(); }
     // Speech is playing (the consumer is past its prebuffer): a hint for planning.
     bool playing() const { return in_speech_.load(std::memory_order_relaxed); }
     // The largest pull() so far: the consumer's period.

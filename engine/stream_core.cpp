@@ -14,6 +14,7 @@
 
 #include "engine/engine_workers.h"
 #include "engine/fault_plan.h"
+#include "engine/ssml_document.h"
 #include "engine/stream_core_detail.h"
 #include "engine/text_input.h"
 #include "engine/utterance_renderer.h"
@@ -184,6 +185,76 @@ std::size_t StreamCore::push_text(std::string_view text) {
         throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
+    return add_text(text);
+}
+
+std::size_t StreamCore::push_ssml(std::string_view document) {
+    if (mel_ && !piper_)
+        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    // Refused whole, before anything is queued.
+    if (auto bad = find_invalid_utf8(document))
+        throw Error("SSML is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    const std::vector<Piece> pieces = parse_message(document);
+    for (const Piece& p : pieces)
+        if (p.kind == Piece::Kind::Mark && p.text.size() > SpeechMark::kMaxName)
+            throw Error("SSML mark name longer than " + std::to_string(SpeechMark::kMaxName) +
+                        " bytes: \"" + p.text.substr(0, 20) + "...\"");
+    std::lock_guard input(input_mu_);
+    if (!utf8_tail_.empty())
+        throw Error(
+            "SSML after text that ends inside a UTF-8 character: push the rest of it first");
+    std::size_t queued = 0;
+    for (const Piece& p : pieces) {
+        switch (p.kind) {
+            case Piece::Kind::Text:
+                queued += add_text(p.text);
+                break;
+            case Piece::Kind::Mark:
+                queued += queue_marker(p.text, 0);
+                break;
+            case Piece::Kind::Silence:
+                queued += queue_marker(
+                    {}, static_cast<std::size_t>(rate_ * std::max(p.silence_ms, 0) / 1000.0));
+                break;
+        }
+    }
+    return queued;
+}
+
+std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_samples) {
+    // What is held before it is complete now: a mark's place is after it.
+    const std::string rest = input_.finish();
+    holding_ = false;
+    const std::size_t queued = queue_text({rest});
+    auto m = std::make_shared<SpeechMarker>();
+    m->mark = std::move(mark);
+    m->silence_samples = silence_samples;
+    {
+        std::lock_guard lock(mu_);
+        m->origin = {ring_.generation(), Clock::now(), false};
+        Sentence s;
+        s.marker = m;
+        s.origin = m->origin;
+        text_queue_.push_back(std::move(s));
+        ++outstanding_;
+        ++markers_waiting_;
+    }
+    engine_->wake();
+    return queued;
+}
+
+bool StreamCore::next_mark(SpeechMark& mark) noexcept {
+    MarkRecord r;
+    while (marks_.read(std::span<MarkRecord>(&r, 1)) == 1) {
+        if (ring_.cancelled(r.generation)) continue;  // its speech was dropped
+        mark = r.mark;
+        return true;
+    }
+    return false;
+}
+
+std::size_t StreamCore::add_text(std::string_view text) {
     // The piece continues the character the last one began, if it did.
     const std::string joined = utf8_tail_ + std::string(text);
     const std::size_t tail = unfinished_utf8_tail(joined);
@@ -226,7 +297,7 @@ std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
             std::lock_guard lock(mu_);
             const auto gen = ring_.generation();
             // First-audio latency is measured from a push into an idle stream.
-            bool first = outstanding_ == 0;
+            bool first = outstanding_ == markers_waiting_;
             for (auto& p : pieces) {
                 text_queue_.push_back({std::move(p), next_voice_, {gen, now, first}});
                 first = false;
@@ -258,6 +329,7 @@ void StreamCore::cancel() {
         std::lock_guard lock(mu_);
         dropped = text_queue_.size() + queue_.size();
         outstanding_ -= dropped;
+        markers_waiting_ = 0;
         text_queue_.clear();
         queue_.clear();
         mel_open_ = false;  // the next push_mel starts a new utterance
@@ -294,6 +366,8 @@ StreamStats StreamCore::stats() const {
     s.sentences_dropped = sentences_dropped_.get();
     s.frames_vocoded = frames_rendered_ahead_.get();
     s.latency_ms = latency_ms();
+    s.marks = marks_reached_.get();
+    s.marks_dropped = marks_dropped_.get();
     s.vocoder = piper_ ? "vits" : mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
     blocks_->fill_stats(s);
     if (mel_) {
@@ -410,6 +484,11 @@ std::optional<Sentence> StreamCore::take_sentence() {
 }
 
 void StreamCore::analyse(Sentence sentence) {
+    if (sentence.marker) {
+        // Nothing to analyse: it joins the producer's queue in its place.
+        finish_analysis(Clock::now(), sentence.origin, WorkItem(std::move(sentence.marker)));
+        return;
+    }
     if (piper_) return analyse_piper(std::move(sentence));
     const auto t0 = Clock::now();
     AcousticFrames frames;

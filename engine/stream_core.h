@@ -54,6 +54,7 @@ class StreamCore final : public BlockSink {
     std::size_t mel_bands() const;
     void push_mel(std::span<const float> mel, std::size_t frames, bool last);
     std::size_t push_text(std::string_view text);
+    std::size_t push_ssml(std::string_view document);
     std::size_t end_input();
     void push_phoneme_ids(std::span<const std::int64_t> ids);
     void set_voice(std::string_view name);
@@ -68,6 +69,8 @@ class StreamCore final : public BlockSink {
 
     // ---- consumers --------------------------------------------------------
     std::size_t pull(std::span<float> out) noexcept { return ring_.pull(out); }
+    bool next_mark(SpeechMark& mark) noexcept;
+    std::uint64_t position() const noexcept { return ring_.read_position(); }
     std::size_t read(std::span<float> out);
     std::size_t read_some(std::span<float> out, int timeout_ms);
 
@@ -93,6 +96,12 @@ class StreamCore final : public BlockSink {
     // Queues text the input released (sentences for the Flite front end,
     // the Piper voice's own phonemizer for a Piper stream).
     std::size_t queue_text(const std::vector<std::string>& stretches);
+    // push_text() with the input lock held and the UTF-8 checked.
+    std::size_t add_text(std::string_view text);
+    // Queues a mark or break after the held text, which it ends (input lock held).
+    std::size_t queue_marker(std::string mark, std::size_t silence_samples);
+    // The producer's side of a marker: the mark recorded, or the silence written.
+    bool speak_marker(const SpeechMarker& marker);
     std::size_t push_piper_text(std::string_view text);
     void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
                            Clock::time_point pushed, bool continuing = false);
@@ -100,7 +109,8 @@ class StreamCore final : public BlockSink {
     // `refusal`: why the network refused the sentence (no item), if it did.
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
                          std::optional<WorkItem> item, std::string refusal = {});
-    void finish_item(bool complete, double vocoder_seconds);
+    // `sentence`: the item was a sentence (not a mark or break) for the counts.
+    void finish_item(bool complete, double vocoder_seconds, bool sentence = true);
     // Counts a sentence refused on the producer (stats()).
     void note_unspeakable(std::string reason);
     void mark_end_if_last(std::size_t final_chunk);
@@ -126,6 +136,9 @@ class StreamCore final : public BlockSink {
     const FliteVoice* next_voice_ = voice_;
     bool producer_busy_ = false;   // the producer is speaking an item
     std::size_t outstanding_ = 0;  // items queued and not yet fully written or dropped
+    // Marks and breaks among them not yet taken by the producer: a push
+    // into a stream that holds only these still starts its first audio.
+    std::size_t markers_waiting_ = 0;
     bool analysing_ = false;
     // A Piper stream's producer is making the first audio of a push: the
     // next sentence's analysis waits for it (take_sentence()), so that the
@@ -140,6 +153,13 @@ class StreamCore final : public BlockSink {
     rt::Counter sentences_spoken_, sentences_dropped_, frames_rendered_ahead_;
 
     PlaybackRing ring_;
+    // Marks reached, for next_mark(): the producer writes, the consumer reads.
+    struct MarkRecord {
+        std::uint64_t generation = 0;  // the cancel count of its speech
+        SpeechMark mark;
+    };
+    rt::SpscRing<MarkRecord> marks_{1024};
+    rt::Counter marks_reached_, marks_dropped_;
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
     std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only

@@ -58,7 +58,7 @@ void StreamCore::queue_phoneme_ids(std::vector<std::vector<std::int64_t>> senten
     {
         std::lock_guard lock(mu_);
         const auto gen = ring_.generation();
-        bool first = !continuing && outstanding_ == 0;
+        bool first = !continuing && outstanding_ == markers_waiting_;
         for (auto& ids : sentences) {
             Sentence s;
             s.origin = {gen, pushed, first};

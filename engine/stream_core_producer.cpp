@@ -50,6 +50,13 @@ void StreamCore::produce() {
         WorkItem item = std::move(queue_.front());
         queue_.pop_front();
         producer_busy_ = true;
+        if (auto* marker = std::get_if<std::shared_ptr<SpeechMarker>>(&item)) {
+            --markers_waiting_;
+            lock.unlock();
+            engine_->wake();  // room in the look-ahead for the next analysis
+            finish_item(speak_marker(**marker), 0.0, false);
+            continue;
+        }
         if (auto* chunk = std::get_if<std::shared_ptr<MelChunk>>(&item)) {
             lock.unlock();
             first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
@@ -138,13 +145,39 @@ bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool la
     return write(audio, origin, last);
 }
 
+// A mark is recorded at the ring position the audio before it has reached,
+// the consumer's position when it is heard; a break writes its silence.
+bool StreamCore::speak_marker(const SpeechMarker& m) {
+    if (ring_.cancelled(m.origin.generation)) return false;
+    if (!m.mark.empty()) {
+        MarkRecord r;
+        r.generation = m.origin.generation;
+        m.mark.copy(r.mark.name, SpeechMark::kMaxName);
+        r.mark.sample = ring_.write_position();
+        if (marks_.write(std::span<const MarkRecord>(&r, 1)) == 1)
+            marks_reached_.add();
+        else
+            marks_dropped_.add();
+        mark_end_if_last(0);
+        return true;
+    }
+    std::vector<float> zeros(std::min<std::size_t>(m.silence_samples, 4096), 0.0f);
+    for (std::size_t left = m.silence_samples; left > 0;) {
+        const std::size_t n = std::min(left, zeros.size());
+        left -= n;
+        if (!write(std::span<const float>(zeros.data(), n), m.origin, left == 0)) return false;
+    }
+    if (m.silence_samples == 0) mark_end_if_last(0);
+    return true;
+}
+
 void StreamCore::note_unspeakable(std::string reason) {
     std::lock_guard lock(mu_);
     ++sentences_unspeakable_;
     unspeakable_reason_ = std::move(reason);
 }
 
-void StreamCore::finish_item(bool complete, double vocoder_seconds) {
+void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentence) {
     std::unique_lock lock(mu_);
     vocoder_seconds_ += vocoder_seconds;
     // A sentence that ended without audio (cancelled, or a device error)
@@ -153,10 +186,10 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds) {
     const bool analysis_held = std::exchange(first_audio_due_, false);
     if (complete) {
         --outstanding_;
-        sentences_spoken_.add();
+        if (sentence) sentences_spoken_.add();
     } else if (!shutdown_) {
         --outstanding_;
-        sentences_dropped_.add();
+        if (sentence) sentences_dropped_.add();
     }
     data_cv_.notify_all();
     lock.unlock();

@@ -35,11 +35,13 @@ struct ItemOrigin {
 // A sentence of pushed text, before the front end has analysed it. For a
 // Piper stream the text has been phonemized already (its own front end
 // finds the sentences): what remains is the network's text-to-latent part.
+struct SpeechMarker;
 struct Sentence {
     std::string text;
     const FliteVoice* voice = nullptr;
     ItemOrigin origin;
     std::vector<std::int64_t> phoneme_ids;  // Piper streams
+    std::shared_ptr<SpeechMarker> marker;   // else: a mark or break passing through in order
 };
 
 // An analysed sentence. Its audio is made either block by block by the
@@ -78,8 +80,18 @@ struct LatentSentence {
     ItemOrigin origin;
 };
 
+// A mark or a break of SSML input (Stream::push_ssml), kept in order with
+// the sentences around it: it travels through the front end's queue as a
+// Sentence that carries it, and the producer records the mark at the ring
+// position its audio has reached, or writes the break's silence.
+struct SpeechMarker {
+    std::string mark;                 // the mark's name; empty for a break
+    std::size_t silence_samples = 0;  // a break's length
+    ItemOrigin origin;
+};
+
 // What the producer thread takes off a stream's queue.
 using WorkItem = std::variant<std::shared_ptr<AnalysedSentence>, std::shared_ptr<MelChunk>,
-                              std::shared_ptr<LatentSentence>>;
+                              std::shared_ptr<LatentSentence>, std::shared_ptr<SpeechMarker>>;
 
 }  // namespace etude::engine

@@ -10,10 +10,15 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/ssml_document.h"
 #include "speechd/reply_writer.h"
-#include "speechd/ssml_pieces.h"
 
 namespace etude::speechd {
+
+using engine::parse_message;
+using engine::Piece;
+using engine::sanitize_utf8;
+using engine::spell_out;
 
 /// A message ready to speak.
 struct SpeechJob {

@@ -183,8 +183,7 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
         const VkBufferCopy region{src_offset * sizeof(float), dst_offset * sizeof(float),
                                   std::size_t(rows) * c * sizeof(float)};
         guarded([&] {
-            s.copy(allocation_of(src).buffer, allocation_of(dst).buffer, &region, 1,
-                   "copy_rows");
+            s.copy(allocation_of(src).buffer, allocation_of(dst).buffer, &region, 1, "copy_rows");
         });
         return;
     }
@@ -198,8 +197,12 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
         Address src, dst;
         std::uint64_t total, src_stride, dst_stride;
         std::int32_t cols;
-    } args{address(src) + src_offset * sizeof(float), address(dst) + dst_offset * sizeof(float),
-           std::uint64_t(rows) * c, src_stride, dst_stride, cols};
+    } args{address(src) + src_offset * sizeof(float),
+           address(dst) + dst_offset * sizeof(float),
+           std::uint64_t(rows) * c,
+           src_stride,
+           dst_stride,
+           cols};
     launch(s, vk::Kernel::CopyRows, args, args.total, "copy_rows");
 }
 

@@ -23,3 +23,12 @@ TEST(CApi, speaks_with_a_piper_voice_from_c) {
         << "the number is the first failed check in tests/support/c_api_smoke.c";
     EXPECT_GT(samples, 0u);
 }
+
+extern "C" int etude_c_api_ssml_smoke(size_t* samples_out);
+
+TEST(CApi, speaks_ssml_with_marks_from_c) {
+    size_t samples = 0;
+    EXPECT_EQ(etude_c_api_ssml_smoke(&samples), 0)
+        << "the number is the first failed check in tests/support/c_api_smoke.c";
+    EXPECT_GT(samples, 16000u / 2);
+}

@@ -35,8 +35,11 @@ TEST(RealtimeGuard, detects_allocation_and_locking_on_a_marked_thread) {
 // between callbacks: a sleep there would itself be a violation.
 class PacedConsumer {
   public:
-    explicit PacedConsumer(Stream& stream)
-        : thread_([this, &stream] {
+    // `take_marks`: each callback also takes the marks reached and reads
+    // the position (Stream::next_mark, Stream::position), as a JACK client
+    // that follows SSML marks would.
+    explicit PacedConsumer(Stream& stream, bool take_marks = false)
+        : thread_([this, &stream, take_marks] {
               float block[128];
               auto next = std::chrono::steady_clock::now();
               RealtimeScope rt;
@@ -45,8 +48,14 @@ class PacedConsumer {
                   next += std::chrono::microseconds(1333);
                   pulled_.fetch_add(stream.pull(block), std::memory_order_relaxed);
                   calls_.fetch_add(1, std::memory_order_relaxed);
+                  SpeechMark mark;
+                  while (take_marks && stream.next_mark(mark))
+                      marks_.fetch_add(1, std::memory_order_relaxed);
+                  if (take_marks) position_.store(stream.position(), std::memory_order_relaxed);
               }
           }) {}
+    std::uint64_t marks() const { return marks_.load(); }
+    std::uint64_t position() const { return position_.load(); }
     ~PacedConsumer() { stop(); }
     std::uint64_t pulled() const { return pulled_.load(); }
     std::uint64_t calls() const { return calls_.load(); }
@@ -67,7 +76,7 @@ class PacedConsumer {
     }
 
   private:
-    std::atomic<std::uint64_t> pulled_{0}, calls_{0};
+    std::atomic<std::uint64_t> pulled_{0}, calls_{0}, marks_{0}, position_{0};
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };
@@ -103,6 +112,34 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
     EXPECT_GT(consumer.pulled(), 48000u * 3);
     EXPECT_GT(consumer.calls(), 1000u);
     EXPECT_FALSE(stream->busy());
+}
+
+// The same rules when the callback also follows SSML marks, through a cancel.
+TEST(RealtimePull, taking_marks_never_allocates_locks_or_blocks) {
+    Engine engine;
+    StreamOptions o;
+    o.sample_rate = 48000;
+    auto stream = engine.create_stream(o);
+    stream->push_ssml(
+        "<speak>First part.<mark name=\"a\"/> Second part.<break time=\"100ms\"/>"
+        "<mark name=\"b\"/>Third part, cut by a cancel.<mark name=\"c\"/></speak>");
+    stream->end_input();
+    etude::test::reset_realtime_violations();
+
+    PacedConsumer consumer(*stream, true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (consumer.marks() < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_GE(consumer.marks(), 2u) << "the first two marks never came";
+    stream->cancel();
+    stream->push_ssml("<speak>Again.<mark name=\"d\"/></speak>");
+    stream->end_input();
+    consumer.drain(*stream);
+    consumer.stop();
+
+    expect_no_violations();
+    EXPECT_GE(consumer.marks(), 3u);
+    EXPECT_GT(consumer.position(), 48000u);
 }
 
 // The same rules for a mel stream: the neural vocoder, its chunk scheduler

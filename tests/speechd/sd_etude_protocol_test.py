@@ -458,8 +458,11 @@ def run(m, binary, etude):
         if code == b"705" and len(kinds) == 2:
             m.send("LIST VOICES\n")  # the server may ask while a message plays
         if code == b"705" and stop_sent is None and kinds.count(b"705") >= 3:
-            m.send("STOP\n")
+            # Timed from before the write: the reader thread may stamp the
+            # 703 before this thread runs again after the write returns (a
+            # loaded machine measured -0.0 ms when it was timed after).
             stop_sent = time.monotonic()
+            m.send("STOP\n")
         if code in TERMINAL:
             t703 = m.last_time
             break
@@ -575,8 +578,8 @@ def run(m, binary, etude):
         if code == b"705":
             n705 += 1
             if n705 == 2:
+                stop_sent = time.monotonic()  # before the write, as above
                 m.send("STOP\n")
-                stop_sent = time.monotonic()
         if code in TERMINAL:
             break
     ms = 1000 * (m.last_time - stop_sent) if stop_sent else -1

@@ -104,3 +104,46 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
     *samples_out = total;
     return 0;
 }
+
+/* SSML from C: marks come out in order with positions inside the audio,
+ * the position follows the reads, bad SSML is refused with its reason. */
+int etude_c_api_ssml_smoke(size_t* samples_out) {
+    etude_engine* engine = NULL;
+    etude_stream* stream = NULL;
+    etude_mark mark;
+    float block[512];
+    size_t n, total = 0;
+    uint64_t first = 0;
+    int marks = 0;
+
+    if (etude_engine_create(&engine) != ETUDE_OK) return 201;
+    if (etude_stream_create(engine, NULL, 16000, &stream) != ETUDE_OK) return 202;
+    if (etude_stream_push_ssml(stream, "<speak>caf\xc3</speak>", -1) != ETUDE_ERROR_INVALID_TEXT)
+        return 203;
+    if (strstr(etude_last_error(), "UTF-8") == NULL) return 204;
+    if (etude_stream_push_ssml(NULL, "<speak/>", -1) != ETUDE_ERROR_INVALID_ARGUMENT) return 205;
+    if (etude_stream_push_ssml(stream,
+                               "<speak>Hello from C.<mark name=\"one\"/><break time=\"100ms\"/>"
+                               "<mark name=\"two\"/>Goodbye.</speak>",
+                               -1) != ETUDE_OK)
+        return 206;
+    if (etude_stream_end_input(stream) != ETUDE_OK) return 207;
+    while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
+    if (etude_stream_position(stream) != total) return 208;
+    while (etude_stream_next_mark(stream, &mark)) {
+        ++marks;
+        if (marks == 1 && (strcmp(mark.name, "one") != 0 || mark.sample == 0)) return 209;
+        if (marks == 1) first = mark.sample;
+        /* The 100 ms break at 16 kHz lies between the two. */
+        if (marks == 2 && (strcmp(mark.name, "two") != 0 || mark.sample != first + 1600))
+            return 210;
+        if (mark.sample >= total) return 211;
+    }
+    if (marks != 2) return 212;
+    if (etude_stream_next_mark(stream, NULL) != 0 || etude_stream_next_mark(NULL, &mark) != 0)
+        return 213;
+    etude_stream_destroy(stream);
+    etude_engine_destroy(engine);
+    *samples_out = total;
+    return 0;
+}

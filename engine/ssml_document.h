@@ -1,12 +1,14 @@
-// What a SPEAK message says, as the speaking thread consumes it: text to
-// speak, silences (<break>) and index marks, in document order.
+// SSML as the engine takes it (Stream::push_ssml, `etude say --ssml`, the
+// speech-dispatcher module): text to speak, silences (<break>) and marks,
+// in document order. expat parses it; see parse_message() for what is kept
+// and what is spoken as plain text.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace etude::speechd {
+namespace etude::engine {
 
 struct Piece {
     enum class Kind { Text, Silence, Mark };
@@ -36,4 +38,4 @@ std::string spell_out(std::string_view text);
 /// screen reader would rather hear the rest of the message.
 std::string sanitize_utf8(std::string_view text);
 
-}  // namespace etude::speechd
+}  // namespace etude::engine

@@ -1,4 +1,4 @@
-#include "speechd/ssml_pieces.h"
+#include "engine/ssml_document.h"
 
 #include <expat.h>
 
@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 
-namespace etude::speechd {
+namespace etude::engine {
 
 namespace {
 
@@ -342,4 +342,4 @@ std::string sanitize_utf8(std::string_view text) {
     return out;
 }
 
-}  // namespace etude::speechd
+}  // namespace etude::engine
