@@ -61,6 +61,14 @@ std::size_t Stream::push_ssml(std::string_view document) {
     return core_->push_ssml(document);
 }
 
+void Stream::push_mark(std::string_view name) {
+    core_->push_mark(name);
+}
+
+void Stream::push_break(double ms) {
+    core_->push_break(ms);
+}
+
 bool Stream::next_mark(SpeechMark& mark) noexcept {
     return core_->next_mark(mark);
 }

@@ -254,6 +254,14 @@ class Stream {
     /// Call end_input() after the last document as after push_text().
     /// Returns the number of sentences queued.
     std::size_t push_ssml(std::string_view document);
+    /// A mark after the input so far, as `<mark name="..."/>` in push_ssml()
+    /// (it ends the sentence before it). Throws etude::Error for a name
+    /// longer than SpeechMark::kMaxName bytes or a mel stream.
+    void push_mark(std::string_view name);
+    /// Silence after the input so far, as `<break time="..."/>` (it ends the
+    /// sentence before it). Throws etude::Error outside 0..60000 ms or for a
+    /// mel stream.
+    void push_break(double ms);
     /// Real-time: the next mark reached by the stream's speech production,
     /// in order, or false when there is none yet. Never blocks or allocates.
     /// `mark.sample` is where in the stream's audio it is heard: compare it

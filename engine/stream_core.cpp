@@ -222,6 +222,25 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
     return queued;
 }
 
+void StreamCore::push_mark(std::string_view name) {
+    if (mel_ && !piper_)
+        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    if (name.size() > SpeechMark::kMaxName)
+        throw Error("mark name longer than " + std::to_string(SpeechMark::kMaxName) + " bytes");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    std::lock_guard input(input_mu_);
+    queue_marker(std::string(name), 0);
+}
+
+void StreamCore::push_break(double ms) {
+    if (mel_ && !piper_)
+        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    if (!(ms >= 0.0 && ms <= 60000.0)) throw Error("a break must be 0..60000 ms");
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    std::lock_guard input(input_mu_);
+    queue_marker({}, static_cast<std::size_t>(rate_ * ms / 1000.0));
+}
+
 std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_samples) {
     // What is held before it is complete now: a mark's place is after it.
     const std::string rest = input_.finish();

@@ -55,6 +55,8 @@ class StreamCore final : public BlockSink {
     void push_mel(std::span<const float> mel, std::size_t frames, bool last);
     std::size_t push_text(std::string_view text);
     std::size_t push_ssml(std::string_view document);
+    void push_mark(std::string_view name);
+    void push_break(double ms);
     std::size_t end_input();
     void push_phoneme_ids(std::span<const std::int64_t> ids);
     void set_voice(std::string_view name);

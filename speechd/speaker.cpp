@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <deque>
 
 #include "speechd/audio_block.h"
 #include "speechd/log.h"
@@ -108,32 +109,29 @@ void Speaker::speak(SpeechJob& job) {
     }
     Ending ending = Ending::End;
     const int rate = stream ? static_cast<int>(stream->sample_rate()) : 16000;
-    for (const Piece& piece : job.pieces) {
-        if (stop_ || !stream) break;
-        if (piece.kind == Piece::Kind::Text) {
-            // One segment at a time: the stream is read to its end before
-            // the next mark, so each mark sits exactly where its text's
-            // audio ends.
-            try {
-                stream->push_text(piece.text);
-                stream->end_input();
-            } catch (const std::exception& e) {
-                log_line(1, std::string("text refused: ") + e.what());
-                stream->cancel();
+    if (stream && !stop_) {
+        // The whole message into the stream at once, so the engine works
+        // ahead across sentences and marks; each mark comes back with the
+        // sample where its audio position is, and pump() sends its 700 when
+        // the audio sent reaches it.
+        try {
+            for (const Piece& piece : job.pieces) {
+                if (piece.kind == Piece::Kind::Text) {
+                    stream->push_text(piece.text);
+                } else if (piece.kind == Piece::Kind::Silence) {
+                    stream->push_break(piece.silence_ms);
+                } else if (piece.text.size() > engine::SpeechMark::kMaxName) {
+                    log_line(1, "mark name over 63 bytes skipped: " + piece.text.substr(0, 63));
+                } else {
+                    stream->push_mark(piece.text);
+                }
             }
-            if (!pump(*stream, job.gain, rate)) break;
-        } else if (piece.kind == Piece::Kind::Silence) {
-            if (!send_silence(piece.silence_ms, rate)) break;
-        } else {
-            out_.send("700-" + piece.text + "\n700 INDEX MARK\n");
-            // The server pauses its playback at the first __spd_ mark after
-            // a PAUSE and resumes from it later; a client's own mark is no
-            // place to stop.
-            if (pause_ && piece.text.rfind("__spd_", 0) == 0) {
-                ending = Ending::Pause;
-                break;
-            }
+            stream->end_input();
+        } catch (const std::exception& e) {
+            log_line(1, std::string("message refused: ") + e.what());
+            stream->cancel();
         }
+        if (pump(*stream, job.gain, rate) == Pumped::Paused) ending = Ending::Pause;
     }
     if (stop_) ending = Ending::Stop;
     {
@@ -156,16 +154,39 @@ void Speaker::speak(SpeechJob& job) {
     // server hears 703 without waiting for it.
 }
 
-bool Speaker::pump(engine::Stream& stream, float gain, int rate) {
+Speaker::Pumped Speaker::pump(engine::Stream& stream, float gain, int rate) {
     std::vector<float> buffer(kLargestPiece);
+    std::deque<engine::SpeechMark> marks;
+    std::uint64_t sent = 0;  // samples of the stream sent so far
+    // The marks at or before `sent`, each as its 700 before any audio after
+    // it; true when a PAUSE stops the message at one. A mark is recorded
+    // before any audio after it is made, so it is in the queue by the time
+    // that audio has been read.
+    const auto send_marks_reached = [&]() {
+        engine::SpeechMark m;
+        while (stream.next_mark(m)) marks.push_back(m);
+        while (!marks.empty() && marks.front().sample <= sent) {
+            const std::string name = marks.front().name;
+            marks.pop_front();
+            out_.send("700-" + name + "\n700 INDEX MARK\n");
+            // The server pauses its playback at the first __spd_ mark after
+            // a PAUSE and resumes from it later; a client's own mark is no
+            // place to stop.
+            if (pause_ && name.rfind("__spd_", 0) == 0) return true;
+        }
+        return false;
+    };
     // The engine hands out 10 ms blocks; they are gathered into pieces that
     // start small, so the first audio leaves at once, and grow, so a long
-    // message is not thousands of tiny events.
+    // message is not thousands of tiny events. A piece read across a mark
+    // (its audio after the mark may be read before the mark is seen) is
+    // sent in two, with the 700 between.
     std::size_t piece = kFirstPiece;
     for (;;) {
+        if (send_marks_reached()) return Pumped::Paused;
         std::size_t got = 0;
         while (got < piece) {
-            if (stop_ || out_.broken()) return false;
+            if (stop_ || out_.broken()) return Pumped::Stopped;
             const std::size_t n =
                 stream.read_some(std::span(buffer).subspan(got, piece - got), kReadWaitMs);
             if (n == 0) {
@@ -175,21 +196,24 @@ bool Speaker::pump(engine::Stream& stream, float gain, int rate) {
             }
             got += n;
         }
-        if (got == 0) return !stop_;
-        if (!send_audio(std::span<const float>(buffer).first(got), gain, rate)) return false;
+        if (got == 0) {
+            // Everything is out: the marks at its very end remain.
+            if (send_marks_reached()) return Pumped::Paused;
+            return stop_ ? Pumped::Stopped : Pumped::Done;
+        }
+        for (std::size_t from = 0; from < got;) {
+            // Marks recorded while this piece was read, and those reached.
+            if (send_marks_reached()) return Pumped::Paused;
+            std::size_t to = got;
+            if (!marks.empty() && marks.front().sample < sent + (got - from))
+                to = from + static_cast<std::size_t>(marks.front().sample - sent);
+            if (!send_audio(std::span<const float>(buffer).subspan(from, to - from), gain, rate))
+                return Pumped::Stopped;
+            sent += to - from;
+            from = to;
+        }
         piece = std::min(piece * 2, kLargestPiece);
     }
-}
-
-bool Speaker::send_silence(int ms, int rate) {
-    std::vector<float> zeros(kLargestPiece, 0.0f);
-    std::size_t left = static_cast<std::size_t>(static_cast<long long>(ms) * rate / 1000);
-    while (left > 0) {
-        const std::size_t n = std::min(left, zeros.size());
-        if (!send_audio(std::span<const float>(zeros).first(n), 1.0f, rate)) return false;
-        left -= n;
-    }
-    return true;
 }
 
 bool Speaker::send_audio(std::span<const float> samples, float gain, int rate) {

@@ -72,10 +72,10 @@ class Speaker {
     enum class Ending { End, Stop, Pause };
     void run();
     void speak(SpeechJob& job);
-    // Sends the stream's audio until it has all been delivered; false when
-    // stopped or the server is gone.
-    bool pump(engine::Stream& stream, float gain, int rate);
-    bool send_silence(int ms, int rate);
+    // Sends the stream's audio until it has all been delivered, and each
+    // mark's 700 when the audio sent reaches it.
+    enum class Pumped { Done, Stopped, Paused };
+    Pumped pump(engine::Stream& stream, float gain, int rate);
     bool send_audio(std::span<const float> samples, float gain, int rate);
 
     engine::Engine& engine_;

@@ -208,3 +208,32 @@ TEST(SsmlStream, many_marks_and_breaks_in_a_row_do_not_stall_the_stream) {
     EXPECT_EQ(marks.back().sample, audio.size());
     EXPECT_EQ(s->stats().sentences_spoken, 2u);
 }
+
+// Parsed text with its marks and breaks (what the speech-dispatcher module
+// pushes) gives what the same SSML gives.
+TEST(SsmlStream, push_mark_and_push_break_equal_the_ssml) {
+    Engine engine;
+    StreamOptions o;
+    auto a = engine.create_stream(o);
+    a->push_ssml("<speak>Left.<mark name=\"x\"/><break time=\"120ms\"/>Right.</speak>");
+    a->end_input();
+    const auto want = read_all(*a);
+    const auto want_marks = marks_of(*a);
+
+    auto b = engine.create_stream(o);
+    b->push_text("Left.");
+    b->push_mark("x");
+    b->push_break(120);
+    b->push_text("Right.");
+    b->end_input();
+    EXPECT_EQ(read_all(*b), want);
+    const auto got_marks = marks_of(*b);
+    ASSERT_EQ(got_marks.size(), 1u);
+    ASSERT_EQ(want_marks.size(), 1u);
+    EXPECT_EQ(got_marks[0].sample, want_marks[0].sample);
+
+    EXPECT_THROW(b->push_mark(std::string(SpeechMark::kMaxName + 1, 'n')), etude::Error);
+    EXPECT_THROW(b->push_break(-1), etude::Error);
+    EXPECT_THROW(b->push_break(60001), etude::Error);
+    EXPECT_FALSE(b->busy());
+}
