@@ -12,12 +12,18 @@
 #include "cli/commands.h"
 #include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
+#include "server/capacity.h"
 #include "server/http_server.h"
 #include "server/wyoming_server.h"
 #include "server/zeroconf_advertiser.h"
 
 namespace etude::cli {
 namespace {
+
+// The most syntheses admitted at once when the measured capacity is larger
+// (a built-in voice measures well over 100 streams): each stream has threads
+// of its own, and --max-syntheses raises it.
+constexpr std::size_t kMostSynthesesByDefault = 64;
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) {
@@ -136,6 +142,28 @@ int run_serve(const CommandLine& args) {
         engine_options.preload_voices.push_back(
             v.options.piper_voice.empty() ? v.options.voice : v.options.piper_voice);
     engine::Engine engine(engine_options);
+    // How many real-time streams this machine holds with the default voice:
+    // that many run at once unless --max-syntheses says otherwise.
+    std::string capacity_line;
+    try {
+        const auto& voice = voices.default_voice();
+        const server::Capacity c = server::measure_capacity(engine, voice.options);
+        if (!args.value("--max-syntheses"))
+            limits.max_syntheses = std::min(c.streams, kMostSynthesesByDefault);
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
+                      "machine; two fifths kept free): %zu syntheses at once%s, %zu more may wait",
+                      c.streams, voice.name.c_str(), c.speed, limits.max_syntheses,
+                      args.value("--max-syntheses")      ? " (--max-syntheses)"
+                      : c.streams > limits.max_syntheses ? " (the most by default)"
+                                                         : "",
+                      limits.max_waiting);
+        capacity_line = line;
+    } catch (const std::exception& e) {
+        capacity_line = "capacity not measured (" + std::string(e.what()) +
+                        "): " + std::to_string(limits.max_syntheses) + " syntheses at once";
+    }
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
     const server::ServerContext context{engine, voices, slots, limits, log};
@@ -194,6 +222,7 @@ int run_serve(const CommandLine& args) {
                      "etude serve: http on %s (POST /v1/audio/speech, GET /v1/models, GET "
                      "/v1/audio/voices%s)\n",
                      s->address().c_str(), api_key.empty() ? "" : "; API key required");
+    std::fprintf(stderr, "etude serve: %s\n", capacity_line.c_str());
     for (const auto& why : skipped)
         std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
                      why.c_str());
@@ -251,7 +280,9 @@ int serve_command(int argc, char** argv) {
             .option("--zeroconf-name", "NAME",
                     "the advertised name (default: etude-HOSTNAME); implies --zeroconf");
         args.group("limits")
-            .option("--max-syntheses", "N", "syntheses running at once, all clients (default 8)")
+            .option("--max-syntheses", "N",
+                    "syntheses running at once, all clients (default: the capacity measured "
+                    "at start, at most 64)")
             .option("--max-waiting", "N",
                     "requests waiting for a turn (default 32); past that a request gets a "
                     "'busy' error at once")

@@ -382,6 +382,34 @@ async def expect_error(client, code):
             return
 
 
+async def case_capacity(srv):
+    """The server measures its capacity at start and admits that many at once (the line
+    after the listening one), unless --max-syntheses says a number."""
+    for _ in range(50):
+        lines = [ln for ln in srv.log if ln.startswith("etude serve: capacity ")]
+        if lines:
+            break
+        await asyncio.sleep(0.1)
+    assert lines, f"no capacity line in {srv.log[:5]}"
+    m = re.search(r"capacity (\d+) real-time streams with (\S+) \(it speaks ([\d.]+)x real time"
+                  r".*: (\d+) syntheses at once", lines[0])
+    assert m, lines[0]
+    streams, speed, at_once = int(m.group(1)), float(m.group(3)), int(m.group(4))
+    assert streams >= 1 and speed > 1, lines[0]
+    assert abs(streams - max(1.0, speed * 0.6)) <= 1, lines[0]  # the speed is printed rounded
+    assert at_once == min(streams, 64), lines[0]
+    small = Server("--max-syntheses", "2")
+    try:
+        for _ in range(50):
+            got = [ln for ln in small.log if ln.startswith("etude serve: capacity ")]
+            if got:
+                break
+            await asyncio.sleep(0.1)
+        assert got and ": 2 syntheses at once (--max-syntheses)" in got[0], small.log[:3]
+    finally:
+        small.stop()
+
+
 async def case_limits(srv):
     """Busy, text-too-long and idle, on a server with small limits."""
     small = Server("--max-syntheses", "1", "--max-waiting", "0", "--max-text", "300",
@@ -514,6 +542,7 @@ CASES = {
     "malformed": case_malformed,
     "unix_and_stdio": case_unix_and_stdio,
     "limits": case_limits,
+    "capacity": case_capacity,
     "slow_client": case_slow_client,
     "piper": case_piper,
 }
