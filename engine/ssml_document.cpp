@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 
+#include "engine/piper/unicode_text.h"
+
 namespace etude::engine {
 
 namespace {
@@ -196,22 +198,7 @@ std::string decode_entities(std::string_view s) {
             out += '&';
             continue;
         }
-        const unsigned long c = *code;
-        if (c < 0x80) {
-            out += static_cast<char>(c);
-        } else if (c < 0x800) {
-            out += static_cast<char>(0xC0 | (c >> 6));
-            out += static_cast<char>(0x80 | (c & 0x3F));
-        } else if (c < 0x10000) {
-            out += static_cast<char>(0xE0 | (c >> 12));
-            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (c & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (c >> 18));
-            out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (c & 0x3F));
-        }
+        out += piper::codepoint_to_utf8(static_cast<char32_t>(*code));
         i = semi;
     }
     return out;
