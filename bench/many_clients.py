@@ -31,9 +31,9 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize, SynthesizeVoice
 
-# The same 20-word, two-sentence reply as wyoming_first_audio.py.
-REPLY = ("The living room lights are off and the front door is locked. "
-         "Tomorrow will be sunny with a light breeze.")
+# The same 20-word, two-sentence reply and machine line as wyoming_first_audio.py (beside
+# this script, so importable when it is run).
+from wyoming_first_audio import REPLY, cpu_model  # noqa: E402
 
 
 async def one_client(host, port, voice, start):
@@ -86,13 +86,6 @@ async def round_of(host, port, voice, n):
     wall = max(a[-1][0] for _, a, _, _ in results if a) - wall0
     audio = sum(sum(s for _, s in a) / rate for _, a, rate, _ in results)
     return results, audio / wall
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    m = re.search(r"Model name:\s*(.+)", out)
-    cpus = re.search(r"^CPU\(s\):\s*(\d+)", out, re.M)
-    return f"{m.group(1).strip() if m else '?'}, {cpus.group(1) if cpus else '?'} CPUs"
 
 
 def pct(values, q):
