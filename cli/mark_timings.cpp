@@ -22,11 +22,11 @@ void MarkTimings::drain(engine::Stream& stream, double rate, std::uint64_t offse
     engine::SpeechMark mark;
     while (stream.next_mark(mark)) {
         nlohmann::ordered_json line;
-        line["type"] = "mark";
+        line["type"] = mark.kind == engine::SpeechMark::Word ? "word" : "mark";
         line["name"] = mark.name;
         line["sample"] = offset + mark.sample;
         line["seconds"] = static_cast<double>(offset + mark.sample) / rate;
-        out_ << line.dump() << '\n';
+        out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }
 }
 

@@ -1,6 +1,7 @@
-// etude say --timings FILE: the marks a stream reaches (SSML <mark/>), one
-// JSON line each, as the audio is read: {"type":"mark","name":...,
-// "sample":N,"seconds":S}, the sample counted in the output's samples.
+// etude say --timings FILE: the words and marks a stream reaches (each
+// word's start, and SSML <mark/>), one JSON line each, as the audio is read:
+// {"type":"word" or "mark","name":...,"sample":N,"seconds":S}, the sample
+// counted in the output's samples.
 // Written to FILE.partial and renamed at finish(), so a run that fails
 // leaves no timings file (as the WAV writer does).
 #pragma once

@@ -341,7 +341,10 @@ int run_say(const CommandLine& args) {
             args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
     if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
     std::optional<MarkTimings> timings;
-    if (auto t = args.value("--timings")) timings.emplace(*t);
+    if (auto t = args.value("--timings")) {
+        timings.emplace(*t);
+        stream->report_words(true);
+    }
 
     std::unique_ptr<audio_io::PortAudioOutput> player;
     std::unique_ptr<rt::SpscRing<float>> tap;
@@ -399,6 +402,7 @@ int run_say(const CommandLine& args) {
                 opts.speaker = runs[r].speaker;
                 stream.reset();
                 stream = engine.create_stream(opts);
+                if (args.value("--timings")) stream->report_words(true);
             }
             push(*stream, runs[r]);
             const std::uint64_t offset = r > 0 ? stats.samples_delivered : 0;
@@ -505,8 +509,9 @@ int say_command(int argc, char** argv) {
                   "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">; other "
                   "elements keep their text; not well-formed XML is read as text")
             .option("--timings", "FILE",
-                    "write each SSML mark as it is reached, one JSON line: "
-                    "{\"type\":\"mark\",\"name\":...,\"sample\":N,\"seconds\":S}")
+                    "write each word's start and each SSML mark, one JSON line each: "
+                    "{\"type\":\"word\" or \"mark\",\"name\":...,\"sample\":N,"
+                    "\"seconds\":S}")
             .option("--trace", "FILE",
                     "write the scheduler's per-block trace (Chrome JSON, opens in Perfetto)")
             .flag("--stats", "print stream statistics to standard error at the end")

@@ -281,7 +281,12 @@ int etude_stream_next_mark(etude_stream* stream, etude_mark* mark) {
     static_assert(sizeof(m.name) == sizeof(mark->name));
     std::memcpy(mark->name, m.name, sizeof(m.name));
     mark->sample = m.sample;
+    mark->kind = m.kind == etude::engine::SpeechMark::Word ? ETUDE_MARK_WORD : ETUDE_MARK_NAMED;
     return 1;
+}
+
+void etude_stream_report_words(etude_stream* stream, int on) {
+    if (stream) stream->stream->report_words(on != 0);
 }
 
 uint64_t etude_stream_position(const etude_stream* stream) {

@@ -73,6 +73,10 @@ bool Stream::next_mark(SpeechMark& mark) noexcept {
     return core_->next_mark(mark);
 }
 
+void Stream::report_words(bool on) noexcept {
+    core_->report_words(on);
+}
+
 std::uint64_t Stream::position() const noexcept {
     return core_->position();
 }

@@ -151,10 +151,17 @@ struct BlockRecord {
     double slack_ms() const { return static_cast<double>(deadline_ns - finished_ns) / 1e6; }
 };
 
-/// A mark in a stream's speech (Stream::push_ssml, Stream::next_mark).
+/// A mark in a stream's speech (Stream::push_ssml, Stream::next_mark): an
+/// SSML mark, or a word's start once Stream::report_words() asked for them.
 struct SpeechMark {
+    /// What reached this point of the speech.
+    enum Kind : std::uint8_t {
+        Named = 0,  ///< an SSML `<mark>` (Stream::push_mark); `name` is its name
+        Word = 1,   ///< a written word starts; `name` is the word (cut at 63 bytes)
+    };
     static constexpr std::size_t kMaxName = 63;  ///< bytes of a name, at most
     char name[kMaxName + 1] = {};                ///< NUL-terminated
+    Kind kind = Named;                           ///< an SSML mark or a word
     std::uint64_t sample = 0;  ///< stream position where it is heard (Stream::position())
 };
 
@@ -210,8 +217,11 @@ struct StreamStats {
         mel_chunks_cpu = 0,            ///< chunks made by the model on the CPU
         mel_chunks_phase = 0;          ///< chunks made by phase reconstruction
     double model_latency_ms = 0;       ///< the network's added streaming latency
-    std::uint64_t marks = 0;           ///< SSML marks reached (next_mark())
+    std::uint64_t marks = 0;           ///< SSML marks and words reached (next_mark())
     std::uint64_t marks_dropped = 0;   ///< marks lost because 1,024 were not taken
+    /// Sentences spoken without word marks (report_words() on) because the
+    /// voice's front end could not pair written and spoken words.
+    std::uint64_t words_unpaired = 0;
 };
 
 /// One voice speaking at one output rate: text (or mel frames) in, audio out.
@@ -269,6 +279,13 @@ class Stream {
     /// stream keeps the last 1,024 marks not yet taken (more are counted in
     /// StreamStats::marks_dropped).
     bool next_mark(SpeechMark& mark) noexcept;
+    /// Also hand out each written word's start as a SpeechMark of kind Word,
+    /// from the next sentence on (off by default, so that a consumer that
+    /// takes no marks does not fill the queue). Built-in voices name Flite's
+    /// tokens; Piper voices pair the text's words with espeak-ng's spoken
+    /// words, and speak a sentence where they cannot be paired without its
+    /// word marks (StreamStats::words_unpaired). Mel streams have no words.
+    void report_words(bool on) noexcept;
     /// Real-time, the consumer's thread: samples of the stream's audio
     /// consumed so far by pull() or read() (padding excluded; audio dropped
     /// by a cancel counts as consumed). A mark is heard when position()

@@ -257,11 +257,25 @@ etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrd
 /** Longest mark name, in bytes. */
 #define ETUDE_MARK_NAME_MAX 63
 
+/** etude_mark::kind: an SSML `<mark>`; its name is the mark's. */
+#define ETUDE_MARK_NAMED 0
+/** etude_mark::kind: a written word starts (etude_stream_report_words());
+ * its name is the word, cut at ETUDE_MARK_NAME_MAX bytes. */
+#define ETUDE_MARK_WORD 1
+
 /** A mark reached in a stream's speech. */
 typedef struct etude_mark {
     char name[ETUDE_MARK_NAME_MAX + 1]; /**< NUL-terminated */
     uint64_t sample; /**< where it is heard: compare with etude_stream_position() */
+    int kind;        /**< ETUDE_MARK_NAMED or ETUDE_MARK_WORD */
 } etude_mark;
+
+/** Also hand out each written word's start as a mark of kind ETUDE_MARK_WORD,
+ * from the next sentence on (`on` nonzero), or stop (0). Off by default.
+ * Built-in voices name Flite's tokens; a Piper voice pairs the text's words
+ * with espeak-ng's and gives a sentence no word marks where they cannot be
+ * paired. Mel streams have no words. Does nothing if stream is NULL. */
+void etude_stream_report_words(etude_stream* stream, int on);
 
 /** Real-time (no allocation, lock or wait): the next mark the stream's
  * speech has reached, in order. Returns 1 and fills `mark`, or 0 when there

@@ -1,5 +1,7 @@
 #include "engine/flite_voice.h"
 
+#include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstdlib>
 #include <map>
@@ -161,6 +163,30 @@ AcousticFrames to_frames(const Tracks& t) {
     return out;
 }
 
+// Each token's first word, at the start of its first segment: Flite's
+// tokens are the written words (punctuation kept aside as features), its
+// words what is said ("42" is two). Only lookups that cannot fail are used
+// (a missing feature would longjmp out of Flite, past C++ frames).
+std::vector<WordStart> find_word_starts(cst_utterance* utt, float frame_advance) {
+    std::vector<WordStart> words;
+    cst_relation* rel = utt_relation(utt, "Word");
+    if (!rel || frame_advance <= 0) return words;
+    for (cst_item* w = relation_head(rel); w; w = item_next(w)) {
+        cst_item* in_token = item_as(w, "Token");
+        if (!in_token || item_prev(in_token)) continue;
+        cst_item* token = item_parent(in_token);
+        cst_item* syllable = item_daughter(item_as(w, "SylStructure"));
+        cst_item* segment = syllable ? item_as(item_daughter(syllable), "Segment") : nullptr;
+        if (!token || !segment || !item_feat_present(token, "name")) continue;
+        cst_item* before = item_prev(segment);
+        const float start =
+            before && item_feat_present(before, "end") ? item_feat_float(before, "end") : 0.0f;
+        words.push_back({item_name(token), static_cast<std::size_t>(std::lround(
+                                               std::max(0.0f, start) / frame_advance))});
+    }
+    return words;
+}
+
 std::string excerpt(const std::string& text) {
     return text.size() <= 60 ? text : text.substr(0, 57) + "...";
 }
@@ -174,6 +200,7 @@ AcousticFrames FliteVoice::analyse(std::string_view text, float duration_stretch
     const bool ok =
         run_front_end(static_cast<cst_voice*>(voice_), owned.c_str(), &t, duration_stretch);
     AcousticFrames out = ok ? to_frames(t) : AcousticFrames{};
+    if (out.frames > 0) out.words = find_word_starts(t.utt, t.db->frame_advance);
     release(t);
     if (!ok) throw Error("the Flite front end failed on the text \"" + excerpt(owned) + "\"");
     return out;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dsp/mlsa_vocoder.h"
+#include "engine/word_start.h"
 
 namespace etude::engine {
 
@@ -25,6 +26,7 @@ struct AcousticFrames {
     std::vector<float> f0;         // frames (Hz, 0 = unvoiced)
     std::vector<float> mcep;       // frames * mcep_order
     std::vector<float> strengths;  // frames * bands
+    std::vector<WordStart> words;  // each written word (Flite's token) at its first frame
 };
 
 class FliteVoice {

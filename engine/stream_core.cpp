@@ -395,6 +395,7 @@ StreamStats StreamCore::stats() const {
     s.latency_ms = latency_ms();
     s.marks = marks_reached_.get();
     s.marks_dropped = marks_dropped_.get();
+    s.words_unpaired = words_unpaired_.get();
     s.vocoder = piper_ ? "vits" : mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
     blocks_->fill_stats(s);
     if (mel_) {

@@ -73,6 +73,7 @@ class StreamCore final : public BlockSink {
     std::size_t pull(std::span<float> out) noexcept { return ring_.pull(out); }
     bool next_mark(SpeechMark& mark) noexcept;
     std::uint64_t position() const noexcept { return ring_.read_position(); }
+    void report_words(bool on) noexcept { report_words_.store(on, std::memory_order_relaxed); }
     std::size_t read(std::span<float> out);
     std::size_t read_some(std::span<float> out, int timeout_ms);
 
@@ -104,10 +105,24 @@ class StreamCore final : public BlockSink {
     std::size_t queue_marker(std::string mark, std::size_t silence_samples);
     // The producer's side of a marker: the mark recorded, or the silence written.
     bool speak_marker(const SpeechMarker& marker);
+    // Queues a mark for next_mark() at ring position `sample`.
+    void record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
+                     std::uint64_t generation);
+    // A built-in voice's sentence about to be written: its words' marks.
+    void mark_flite_words(const AnalysedSentence& sentence);
     std::size_t push_piper_text(std::string_view text);
-    void queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
-                           Clock::time_point pushed, bool continuing = false);
+    // `sentences`: their phoneme_ids and words set.
+    void queue_phoneme_ids(std::vector<Sentence> sentences, Clock::time_point pushed,
+                           bool continuing = false);
     void analyse_piper(Sentence sentence);
+    // Where vocode_latent() is in its sentence's word marks.
+    struct PiperWords {
+        std::uint64_t start = 0;  // ring position of the sentence's first sample
+        std::size_t next = 0;     // the next word to mark
+        std::size_t id = 0;       // ids whose frames `frames` holds
+        std::int64_t frames = 0;
+    };
+    void mark_piper_words(const LatentSentence& sentence, int until, PiperWords& words);
     // `refusal`: why the network refused the sentence (no item), if it did.
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
                          std::optional<WorkItem> item, std::string refusal = {});
@@ -161,7 +176,8 @@ class StreamCore final : public BlockSink {
         SpeechMark mark;
     };
     rt::SpscRing<MarkRecord> marks_{1024};
-    rt::Counter marks_reached_, marks_dropped_;
+    rt::Counter marks_reached_, marks_dropped_, words_unpaired_;
+    std::atomic<bool> report_words_{false};
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
     std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only

@@ -3,10 +3,12 @@
 // its prior on an engine worker, and the producer's side, which streams the
 // flow and decodes the latent chunk by chunk.
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <utility>
 
 #include "engine/engine_workers.h"
+#include "engine/piper/sentence_words.h"
 #include "engine/stream_core.h"
 
 namespace etude::engine {
@@ -23,9 +25,15 @@ std::size_t StreamCore::push_piper_text(std::string_view text) {
     while (!text.empty()) {
         std::size_t end = text.find("\n\n");
         end = end == std::string_view::npos ? text.size() : end + 2;
-        std::vector<std::vector<std::int64_t>> sentences;
-        for (auto& s : piper_->phonemize(text.substr(0, end)))
-            sentences.push_back(std::move(s.ids.ids));
+        std::vector<Sentence> sentences;
+        for (auto& p : piper_->phonemize(text.substr(0, end))) {
+            Sentence s;
+            s.phoneme_ids = std::move(p.ids.ids);
+            // A sentence with written words none of which could be paired.
+            s.words_paired = !p.words.empty() || piper::written_words(p.text).empty();
+            s.words = std::move(p.words);
+            sentences.push_back(std::move(s));
+        }
         const std::size_t count = sentences.size();
         queue_phoneme_ids(std::move(sentences), pushed, n > 0);
         n += count;
@@ -44,25 +52,23 @@ void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
     std::vector<std::int64_t> copy(ids.begin(), ids.end());
     piper_->check_ids(copy);
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
-    std::vector<std::vector<std::int64_t>> one;
-    one.push_back(std::move(copy));
+    std::vector<Sentence> one(1);
+    one[0].phoneme_ids = std::move(copy);  // no text, so no words
     queue_phoneme_ids(std::move(one), pushed);
 }
 
 // `pushed`: when the caller handed the text over (first audio counts from
 // there, the front end included); `continuing`: more of the same push,
 // whose first audio was counted already.
-void StreamCore::queue_phoneme_ids(std::vector<std::vector<std::int64_t>> sentences,
-                                   Clock::time_point pushed, bool continuing) {
+void StreamCore::queue_phoneme_ids(std::vector<Sentence> sentences, Clock::time_point pushed,
+                                   bool continuing) {
     if (sentences.empty()) return;
     {
         std::lock_guard lock(mu_);
         const auto gen = ring_.generation();
         bool first = !continuing && outstanding_ == markers_waiting_;
-        for (auto& ids : sentences) {
-            Sentence s;
+        for (auto& s : sentences) {
             s.origin = {gen, pushed, first};
-            s.phoneme_ids = std::move(ids);
             text_queue_.push_back(std::move(s));
             first = false;
         }
@@ -93,6 +99,8 @@ void StreamCore::analyse_piper(Sentence sentence) {
             l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
             l->prior = std::move(prior);
             l->origin = sentence.origin;
+            l->words = std::move(sentence.words);
+            l->words_paired = sentence.words_paired;
             item = std::move(l);
         }
     } catch (const std::exception& e) {
@@ -115,6 +123,11 @@ void StreamCore::analyse_piper(Sentence sentence) {
 bool StreamCore::vocode_latent(LatentSentence& s) {
     std::vector<float> chunk;
     piper_flow_->reset();
+    // Its audio starts where the ring's writing is now (the sentence before
+    // it is written whole); each word's marks go in before the chunk it is
+    // heard in.
+    PiperWords words{ring_.write_position()};
+    if (report_words_.load(std::memory_order_relaxed) && !s.words_paired) words_unpaired_.add();
     // The first push also covers the frames the decoder must see beyond its
     // first chunk before it makes any audio, so first audio waits for one
     // flow push, not two.
@@ -155,11 +168,33 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
         }
         // (Completed above whenever this chunk could reach the known end, so
         // `frames` still holds.)
+        mark_piper_words(s, first + count, words);
         copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
         const bool last = s.prior.complete() && first + count == frames;
         if (!vocode_frames(chunk, count, last, s.origin)) return false;
     }
     return true;
+}
+
+// A word is heard after the frames of the ids before its first: each id
+// lasts its duration in frames of `hop` samples of the voice's rate. Only
+// durations already made are read; the flow has been completed as far as
+// the chunk ending at `until` needs.
+void StreamCore::mark_piper_words(const LatentSentence& s, int until, PiperWords& w) {
+    if (!report_words_.load(std::memory_order_relaxed)) return;
+    const std::vector<int>& durations = s.prior.durations();
+    const double samples_per_frame = double(piper_->hop()) * rate_ / piper_->sample_rate();
+    while (w.next < s.words.size()) {
+        const WordStart& word = s.words[w.next];
+        if (word.start > durations.size()) return;
+        for (; w.id < word.start; ++w.id) w.frames += durations[w.id];
+        if (w.frames >= until) return;
+        record_mark(word.text, SpeechMark::Word,
+                    w.start + static_cast<std::uint64_t>(
+                                  std::llround(double(w.frames) * samples_per_frame)),
+                    s.origin.generation);
+        ++w.next;
+    }
 }
 
 }  // namespace etude::engine

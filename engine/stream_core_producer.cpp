@@ -4,6 +4,7 @@
 // side through which every executor writes into the PlaybackRing.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -99,6 +100,7 @@ void StreamCore::produce() {
         lock.unlock();
         engine_->wake();  // room for more look-ahead
         first_audio_pending_ = true;
+        mark_flite_words(*u);
         const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
         finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
     }
@@ -145,19 +147,43 @@ bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool la
     return write(audio, origin, last);
 }
 
+void StreamCore::record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
+                             std::uint64_t generation) {
+    MarkRecord r;
+    r.generation = generation;
+    std::size_t n = std::min(name.size(), SpeechMark::kMaxName);
+    // A name cut short is cut at a character's start (a word can be long).
+    while (n < name.size() && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    name.copy(r.mark.name, n);
+    r.mark.kind = kind;
+    r.mark.sample = sample;
+    if (marks_.write(std::span<const MarkRecord>(&r, 1)) == 1)
+        marks_reached_.add();
+    else
+        marks_dropped_.add();
+}
+
+// Recorded all at once as the sentence starts: its audio begins at the
+// ring's write position now (the one before it is written whole), and a
+// frame of the voice is frame_period of its samples.
+void StreamCore::mark_flite_words(const AnalysedSentence& u) {
+    if (!report_words_.load(std::memory_order_relaxed) || u.frames.words.empty()) return;
+    const std::uint64_t start = ring_.write_position();
+    const double samples_per_frame = static_cast<double>(u.voice->vocoder_config().frame_period) *
+                                     rate_ / u.voice->sample_rate();
+    for (const WordStart& w : u.frames.words)
+        record_mark(
+            w.text, SpeechMark::Word,
+            start + static_cast<std::uint64_t>(std::llround(double(w.start) * samples_per_frame)),
+            u.origin.generation);
+}
+
 // A mark is recorded at the ring position the audio before it has reached,
 // the consumer's position when it is heard; a break writes its silence.
 bool StreamCore::speak_marker(const SpeechMarker& m) {
     if (ring_.cancelled(m.origin.generation)) return false;
     if (!m.mark.empty()) {
-        MarkRecord r;
-        r.generation = m.origin.generation;
-        m.mark.copy(r.mark.name, SpeechMark::kMaxName);
-        r.mark.sample = ring_.write_position();
-        if (marks_.write(std::span<const MarkRecord>(&r, 1)) == 1)
-            marks_reached_.add();
-        else
-            marks_dropped_.add();
+        record_mark(m.mark, SpeechMark::Named, ring_.write_position(), m.origin.generation);
         mark_end_if_last(0);
         return true;
     }

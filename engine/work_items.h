@@ -20,6 +20,7 @@
 
 #include "engine/flite_voice.h"
 #include "engine/models/vits/text_to_latent.h"
+#include "engine/word_start.h"
 
 namespace etude::engine {
 
@@ -41,6 +42,8 @@ struct Sentence {
     const FliteVoice* voice = nullptr;
     ItemOrigin origin;
     std::vector<std::int64_t> phoneme_ids;  // Piper streams
+    std::vector<WordStart> words;           // Piper streams: at their first id's index
+    bool words_paired = true;               // Piper streams: false if they could not be
     std::shared_ptr<SpeechMarker> marker;   // else: a mark or break passing through in order
 };
 
@@ -78,6 +81,8 @@ struct LatentSentence {
     std::vector<float> z;
     int flowed = 0;  // producer thread
     ItemOrigin origin;
+    std::vector<WordStart> words;  // at their first id's index (Sentence::words)
+    bool words_paired = true;      // false: the front end could not pair them
 };
 
 // A mark or a break of SSML input (Stream::push_ssml), kept in order with

@@ -14,7 +14,9 @@ PhonemeIds phonemes_to_ids(const std::vector<std::string>& phonemes, const Voice
     out.ids.reserve(2 * phonemes.size() + bos.size() + pad.size() + eos.size());
     out.ids.insert(out.ids.end(), bos.begin(), bos.end());
     out.ids.insert(out.ids.end(), pad.begin(), pad.end());
+    out.phoneme_starts.reserve(phonemes.size());
     for (const std::string& p : phonemes) {
+        out.phoneme_starts.push_back(out.ids.size());
         auto it = voice.phoneme_id_map.find(p);
         if (it == voice.phoneme_id_map.end()) {
             ++out.missing;

@@ -17,6 +17,8 @@ struct PhonemeIds {
     std::vector<std::int64_t> ids;
     std::size_t missing = 0;                    // phonemes skipped
     std::vector<std::string> missing_phonemes;  // each distinct one, in order of appearance
+    // Per phoneme, the index of its first id (a skipped one: of the id after it).
+    std::vector<std::size_t> phoneme_starts;
 };
 
 PhonemeIds phonemes_to_ids(const std::vector<std::string>& phonemes, const VoiceConfig& voice);

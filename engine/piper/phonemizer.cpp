@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
+#include "engine/piper/sentence_words.h"
 #include "engine/piper/unicode_text.h"
 #include "engine/text_input.h"
 
@@ -80,6 +81,10 @@ PhonemizedSentence Phonemizer::finish(std::string text, std::vector<std::string>
     s.text = trimmed(text);
     s.phonemes = merge_vowel_clusters(phonemes, voice_);
     s.ids = phonemes_to_ids(s.phonemes, voice_);
+    const auto starts = phoneme_word_starts(s.phonemes);
+    for (auto& w : pair_words(written_words(s.text), starts,
+                              [this](const std::string& word) { return spoken_words(word); }))
+        s.words.push_back({std::move(w.text), s.ids.phoneme_starts[w.start]});
     return s;
 }
 
@@ -155,6 +160,21 @@ bool is_python_space(char c) {
 }
 
 }  // namespace
+
+// How many words a written word makes spoken alone: asked by pair_words()
+// only for a sentence whose written and spoken word counts differ.
+std::size_t Phonemizer::spoken_words(const std::string& word) const {
+    std::vector<std::string> phonemes;
+    if (voice_.phoneme_type != PhonemeType::Espeak) {
+        append_codepoints(phonemes, word);
+    } else {
+        for (PendingSentence& s : espeak_sentences(voice_.espeak_voice, word, 0)) {
+            if (!phonemes.empty()) phonemes.push_back(" ");
+            phonemes.insert(phonemes.end(), s.phonemes.begin(), s.phonemes.end());
+        }
+    }
+    return phoneme_word_starts(phonemes).size();
+}
 
 // Piper's PiperVoice.phonemize: text and [[ phoneme ]] blocks in turn; a
 // block's phonemes are its characters as written (no NFD), joined to the

@@ -15,6 +15,7 @@
 
 #include "engine/piper/phoneme_ids.h"
 #include "engine/piper/voice_config.h"
+#include "engine/word_start.h"
 
 namespace etude::piper {
 
@@ -22,6 +23,9 @@ struct PhonemizedSentence {
     std::string text;                   // the sentence as written, trimmed
     std::vector<std::string> phonemes;  // one codepoint each (or a vowel cluster)
     PhonemeIds ids;                     // laid out ^ _ (p _)* $
+    // Its written words, each starting at the index in `ids` of its first
+    // phoneme (sentence_words.h); empty when they could not be paired.
+    std::vector<engine::WordStart> words;
 };
 
 class Phonemizer {
@@ -45,6 +49,7 @@ class Phonemizer {
     std::vector<PhonemizedSentence> phonemize_espeak(const std::string& text) const;
     std::vector<PhonemizedSentence> phonemize_codepoints(const std::string& text) const;
     PhonemizedSentence finish(std::string text, std::vector<std::string> phonemes) const;
+    std::size_t spoken_words(const std::string& word) const;
 
     VoiceConfig voice_;
 };

@@ -1,4 +1,4 @@
-// `etude say --ssml` and `--timings`: SSML spoken with its marks written as
+// `etude say --ssml` and `--timings`: SSML spoken with its marks and words written as
 // JSON lines at the output's sample positions; bad combinations and paths
 // refused before any work.
 #include <gtest/gtest.h>
@@ -40,7 +40,23 @@ TEST(CliSaySsml, marks_are_written_at_their_samples_and_breaks_are_silence) {
     const auto one = read_wav(first).samples.size();
     std::istringstream lines(slurp(timings));
     std::vector<nlohmann::json> marks;
-    for (std::string line; std::getline(lines, line);) marks.push_back(nlohmann::json::parse(line));
+    std::vector<std::string> words;
+    std::uint64_t previous = 0;
+    for (std::string line; std::getline(lines, line);) {
+        auto j = nlohmann::json::parse(line);
+        EXPECT_GE(j["sample"].get<std::uint64_t>(), previous) << line;  // in the order heard
+        previous = j["sample"].get<std::uint64_t>();
+        if (j["type"] == "word") {
+            // Each word's start: the first sentence's before mark "a", the
+            // second's after mark "b".
+            EXPECT_EQ(j["sample"].get<std::uint64_t>() < one, words.size() < 4) << line;
+            words.push_back(j["name"]);
+        } else {
+            marks.push_back(j);
+        }
+    }
+    EXPECT_EQ(words, (std::vector<std::string>{"The", "lights", "are", "off", "The", "door", "the",
+                                               "gate", "are", "o", "k"}));
     ASSERT_EQ(marks.size(), 3u);
     EXPECT_EQ(marks[0]["type"], "mark");
     EXPECT_EQ(marks[0]["name"], "a");

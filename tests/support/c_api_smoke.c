@@ -112,7 +112,7 @@ int etude_c_api_ssml_smoke(size_t* samples_out) {
     etude_stream* stream = NULL;
     etude_mark mark;
     float block[512];
-    size_t n, total = 0;
+    size_t n, total = 0, before;
     uint64_t first = 0;
     int marks = 0;
 
@@ -131,6 +131,7 @@ int etude_c_api_ssml_smoke(size_t* samples_out) {
     while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
     if (etude_stream_position(stream) != total) return 208;
     while (etude_stream_next_mark(stream, &mark)) {
+        if (mark.kind != ETUDE_MARK_NAMED) return 214; /* words were not asked for */
         ++marks;
         if (marks == 1 && (strcmp(mark.name, "one") != 0 || mark.sample == 0)) return 209;
         if (marks == 1) first = mark.sample;
@@ -142,6 +143,21 @@ int etude_c_api_ssml_smoke(size_t* samples_out) {
     if (marks != 2) return 212;
     if (etude_stream_next_mark(stream, NULL) != 0 || etude_stream_next_mark(NULL, &mark) != 0)
         return 213;
+    /* Words once asked for: each with its kind, in order, inside the audio. */
+    etude_stream_report_words(NULL, 1);
+    etude_stream_report_words(stream, 1);
+    if (etude_stream_push_text(stream, "Two words.", -1) != ETUDE_OK) return 215;
+    if (etude_stream_end_input(stream) != ETUDE_OK) return 216;
+    before = total;
+    while ((n = etude_stream_read(stream, block, 512)) > 0) total += n;
+    marks = 0;
+    while (etude_stream_next_mark(stream, &mark)) {
+        if (mark.kind != ETUDE_MARK_WORD || mark.sample < before || mark.sample >= total)
+            return 217;
+        if (strcmp(mark.name, marks == 0 ? "Two" : "words") != 0) return 218;
+        ++marks;
+    }
+    if (marks != 2) return 219;
     etude_stream_destroy(stream);
     etude_engine_destroy(engine);
     *samples_out = total;

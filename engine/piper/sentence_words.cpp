@@ -1,0 +1,98 @@
+#include "engine/piper/sentence_words.h"
+
+#include <cstdint>
+
+#include "engine/piper/unicode_text.h"
+
+namespace etude::piper {
+namespace {
+
+// Punctuation as Piper's phonemes and written text carry it: ASCII's, and
+// the marks espeak-ng passes through or that stand between words.
+bool is_punctuation(char32_t c) {
+    if (c < 0x80)
+        return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+               (c >= 0x7B && c <= 0x7E);
+    switch (c) {
+        case 0x00A1:
+        case 0x00AB:
+        case 0x00BB:
+        case 0x00BF:  // ¡ « » ¿
+        case 0x2013:
+        case 0x2014:
+        case 0x2026:  // – — …
+        case 0x2018:
+        case 0x2019:
+        case 0x201C:
+        case 0x201D:  // ‘ ’ “ ”
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool is_space(char32_t c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x00A0;
+}
+
+}  // namespace
+
+std::vector<std::size_t> phoneme_word_starts(const std::vector<std::string>& phonemes) {
+    std::vector<std::size_t> starts;
+    std::size_t begin = 0;
+    bool spoken = false;  // the run since `begin` has a phoneme that is not punctuation
+    for (std::size_t i = 0; i <= phonemes.size(); ++i) {
+        if (i == phonemes.size() || phonemes[i] == " ") {
+            if (spoken) starts.push_back(begin);
+            begin = i + 1;
+            spoken = false;
+            continue;
+        }
+        for (char32_t c : utf8_to_codepoints(phonemes[i]))
+            if (!is_punctuation(c)) spoken = true;
+    }
+    return starts;
+}
+
+std::vector<std::string> written_words(std::string_view text) {
+    std::vector<std::string> words;
+    const std::u32string cps = utf8_to_codepoints(text);
+    for (std::size_t i = 0; i < cps.size();) {
+        while (i < cps.size() && is_space(cps[i])) ++i;
+        std::size_t end = i;
+        while (end < cps.size() && !is_space(cps[end])) ++end;
+        std::size_t b = i, e = end;
+        while (b < e && is_punctuation(cps[b])) ++b;
+        while (e > b && is_punctuation(cps[e - 1])) --e;
+        if (b < e) {
+            std::string word;
+            for (std::size_t k = b; k < e; ++k) word += codepoint_to_utf8(cps[k]);
+            words.push_back(std::move(word));
+        }
+        i = end;
+    }
+    return words;
+}
+
+std::vector<engine::WordStart> pair_words(
+    const std::vector<std::string>& written, const std::vector<std::size_t>& starts,
+    const std::function<std::size_t(const std::string&)>& spoken_words) {
+    std::vector<engine::WordStart> out;
+    if (written.empty() || starts.empty()) return out;
+    if (written.size() == starts.size()) {
+        for (std::size_t i = 0; i < written.size(); ++i) out.push_back({written[i], starts[i]});
+        return out;
+    }
+    std::size_t next = 0;  // the next spoken word
+    for (const std::string& w : written) {
+        const std::size_t n = spoken_words(w);
+        if (n == 0) continue;  // e.g. a symbol espeak-ng does not read: no speech of its own
+        if (next + n > starts.size()) return {};
+        out.push_back({w, starts[next]});
+        next += n;
+    }
+    if (next != starts.size()) return {};
+    return out;
+}
+
+}  // namespace etude::piper
