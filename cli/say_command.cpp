@@ -506,8 +506,9 @@ int say_command(int argc, char** argv) {
                     "devices')")
             .flag("--ssml",
                   "the text is an SSML document: <speak>, <mark name=\"...\"/>, "
-                  "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">; other "
-                  "elements keep their text; not well-formed XML is read as text")
+                  "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">, <prosody "
+                  "rate= pitch= volume=>; other elements keep their text; not well-formed XML "
+                  "is read as text")
             .option("--timings", "FILE",
                     "write each word's start and each SSML mark, one JSON line each: "
                     "{\"type\":\"word\" or \"mark\",\"name\":...,\"sample\":N,"

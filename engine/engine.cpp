@@ -69,6 +69,10 @@ void Stream::push_break(double ms) {
     core_->push_break(ms);
 }
 
+void Stream::set_prosody(const Prosody& prosody) {
+    core_->set_stream_prosody(prosody);
+}
+
 bool Stream::next_mark(SpeechMark& mark) noexcept {
     return core_->next_mark(mark);
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/ssml_prosody.h"
 
 /** \class etude::Error
  * What the C++ API throws: a std::runtime_error whose message names the file,
@@ -272,6 +273,13 @@ class Stream {
     /// sentence before it). Throws etude::Error outside 0..60000 ms or for a
     /// mel stream.
     void push_break(double ms);
+    /// The text pushed from now on is spoken with `prosody`: its rate
+    /// (0.1..10, times the voice's pace), pitch (0.5..2, times its F0;
+    /// built-in voices only, a Piper voice has no pitch control) and volume
+    /// (0..4, times its amplitude). It ends the sentence held before it, as
+    /// a mark does. SSML's `<prosody>` in push_ssml() applies within it.
+    /// Throws etude::Error for a value outside those ranges or a mel stream.
+    void set_prosody(const Prosody& prosody);
     /// Real-time: the next mark reached by the stream's speech production,
     /// in order, or false when there is none yet. Never blocks or allocates.
     /// `mark.sample` is where in the stream's audio it is heard: compare it

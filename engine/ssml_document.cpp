@@ -23,10 +23,11 @@ constexpr int kLongestBreakMs = 10000;
 // Builds the piece list, merging neighbouring text.
 class PieceList {
   public:
-    void text(std::string_view t) {
+    void text(std::string_view t, const Prosody& prosody = {}) {
         if (t.empty()) return;
-        if (pieces_.empty() || pieces_.back().kind != Piece::Kind::Text)
-            pieces_.push_back({Piece::Kind::Text, {}, 0});
+        if (pieces_.empty() || pieces_.back().kind != Piece::Kind::Text ||
+            !(pieces_.back().prosody == prosody))
+            pieces_.push_back({Piece::Kind::Text, {}, 0, prosody});
         pieces_.back().text += t;
     }
     void silence(int ms) {
@@ -84,6 +85,7 @@ struct XmlState {
     struct Open {
         bool spell = false;
         std::string spelt;
+        Prosody prosody;  // in effect inside it
     };
     std::vector<Open> open;
 };
@@ -98,14 +100,22 @@ void on_start(void* data, const XML_Char* name, const XML_Char** attrs) {
     auto& st = *static_cast<XmlState*>(data);
     const std::string_view element(name);
     XmlState::Open open;
-    if (element == "mark") {
+    const Prosody outer = st.open.empty() ? Prosody{} : st.open.back().prosody;
+    open.prosody = outer;
+    if (element == "prosody") {
+        Prosody own;
+        if (auto v = attribute(attrs, "rate")) own.rate = prosody_rate(*v).value_or(1.0f);
+        if (auto v = attribute(attrs, "pitch")) own.pitch = prosody_pitch(*v).value_or(1.0f);
+        if (auto v = attribute(attrs, "volume")) own.volume = prosody_volume(*v).value_or(1.0f);
+        open.prosody = own.within(outer);
+    } else if (element == "mark") {
         if (auto n = attribute(attrs, "name")) st.out.mark(std::string(*n));
     } else if (element == "break") {
         st.out.silence(break_ms(attribute(attrs, "time"), attribute(attrs, "strength")));
     } else if (element == "say-as") {
         open.spell = spells(attribute(attrs, "interpret-as").value_or(""));
     } else if (element == "p" || element == "s") {
-        st.out.text(" ");  // sentence and paragraph ends must not glue words together
+        st.out.text(" ", outer);  // sentence and paragraph ends must not glue words together
     }
     st.open.push_back(std::move(open));
 }
@@ -123,16 +133,18 @@ void on_end(void* data, const XML_Char*) {
     if (!st.open.empty() && st.open.back().spell)
         st.open.back().spelt += spelt;
     else
-        st.out.text(spelt);
+        st.out.text(spelt, closed.prosody);
 }
 
 void on_text(void* data, const XML_Char* s, int len) {
     auto& st = *static_cast<XmlState*>(data);
     const std::string_view text(s, static_cast<std::size_t>(len));
-    if (!st.open.empty() && st.open.back().spell)
+    if (st.open.empty())
+        st.out.text(text);
+    else if (st.open.back().spell)
         st.open.back().spelt += text;
     else
-        st.out.text(text);
+        st.out.text(text, st.open.back().prosody);
 }
 
 std::optional<std::vector<Piece>> parse_xml(std::string_view document) {

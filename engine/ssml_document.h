@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/ssml_prosody.h"
+
 namespace etude::engine {
 
 struct Piece {
@@ -15,6 +17,7 @@ struct Piece {
     Kind kind = Kind::Text;
     std::string text;    ///< Text: plain text to speak; Mark: the mark's name
     int silence_ms = 0;  ///< Silence: its length
+    Prosody prosody;     ///< Text: the <prosody> elements around it, multiplied
 };
 
 /// The pieces of `message`. speech-dispatcher sends SSML (a <speak>
@@ -24,8 +27,10 @@ struct Piece {
 /// neither is well-formed XML, a lenient scanner keeps the marks and breaks,
 /// drops every other tag and decodes the common entities. Never throws for
 /// bad input. Adjacent text is merged; <say-as interpret-as="characters">
-/// (or "spell-out") text is spelt; other elements (prosody, voice, emphasis,
-/// audio, ...) keep their text and lose their meaning.
+/// (or "spell-out") text is spelt; <prosody> sets each text piece's
+/// Prosody (neighbouring text merges only where it is the same); other
+/// elements (voice, emphasis, audio, ...) keep their text and lose their
+/// meaning. The lenient scanner ignores <prosody>.
 std::vector<Piece> parse_message(std::string_view message);
 
 /// `text` with every character separated by a space ("abc" -> "a b c"), so

@@ -208,6 +208,7 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
     for (const Piece& p : pieces) {
         switch (p.kind) {
             case Piece::Kind::Text:
+                queued += set_prosody(p.prosody.within(base_prosody_));
                 queued += add_text(p.text);
                 break;
             case Piece::Kind::Mark:
@@ -219,7 +220,36 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
                 break;
         }
     }
+    // What follows the document (push_text) is spoken as before it.
+    queued += set_prosody(base_prosody_);
     return queued;
+}
+
+// A sentence has one prosody: text held under another is ended first, as a
+// mark ends it.
+std::size_t StreamCore::set_prosody(const Prosody& prosody) {
+    if (prosody == input_prosody_) return 0;
+    const std::size_t queued = queue_text({input_.finish()});
+    input_prosody_ = prosody;
+    holding_ = false;  // nothing is held now: see end_input()
+    return queued;
+}
+
+void StreamCore::set_stream_prosody(const Prosody& p) {
+    if (mel_ && !piper_)
+        throw Error("this stream vocodes mel frames (StreamOptions::model); it has no prosody");
+    const auto in = [](float v, float lo, float hi) {
+        return std::isfinite(v) && v >= lo && v <= hi;
+    };
+    if (!in(p.rate, 0.1f, 10.0f))
+        throw Error("prosody rate must be 0.1..10, not " + format_number(p.rate));
+    if (!in(p.pitch, 0.5f, 2.0f))
+        throw Error("prosody pitch must be 0.5..2, not " + format_number(p.pitch));
+    if (!in(p.volume, 0.0f, 4.0f))
+        throw Error("prosody volume must be 0..4, not " + format_number(p.volume));
+    std::lock_guard input(input_mu_);
+    base_prosody_ = p;
+    set_prosody(p);
 }
 
 void StreamCore::push_mark(std::string_view name) {
@@ -326,7 +356,9 @@ std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
             // First-audio latency is measured from a push into an idle stream.
             bool first = outstanding_ == markers_waiting_;
             for (auto& p : pieces) {
-                text_queue_.push_back({std::move(p), next_voice_, {gen, now, first}});
+                Sentence s{std::move(p), next_voice_, {gen, now, first, input_prosody_.volume}};
+                s.prosody = input_prosody_;
+                text_queue_.push_back(std::move(s));
                 first = false;
             }
             outstanding_ += pieces.size();
@@ -521,7 +553,12 @@ void StreamCore::analyse(Sentence sentence) {
     const auto t0 = Clock::now();
     AcousticFrames frames;
     try {
-        frames = sentence.voice->analyse(sentence.text, options_.length_scale.value_or(1.0f));
+        // SSML's rate divides the stretch, within the bounds the stream's own has.
+        const float stretch =
+            std::clamp(options_.length_scale.value_or(1.0f) / sentence.prosody.rate, 0.1f, 10.0f);
+        frames = sentence.voice->analyse(sentence.text, stretch);
+        if (sentence.prosody.pitch != 1.0f)
+            for (float& f0 : frames.f0) f0 *= sentence.prosody.pitch;  // 0 (unvoiced) stays
     } catch (const Error&) {
         frames = AcousticFrames{};  // counted as dropped below
     }

@@ -56,6 +56,7 @@ class StreamCore final : public BlockSink {
     std::size_t push_text(std::string_view text);
     std::size_t push_ssml(std::string_view document);
     void push_mark(std::string_view name);
+    void set_stream_prosody(const Prosody& prosody);
     void push_break(double ms);
     std::size_t end_input();
     void push_phoneme_ids(std::span<const std::int64_t> ids);
@@ -103,6 +104,8 @@ class StreamCore final : public BlockSink {
     std::size_t add_text(std::string_view text);
     // Queues a mark or break after the held text, which it ends (input lock held).
     std::size_t queue_marker(std::string mark, std::size_t silence_samples);
+    // Text pushed from here on is spoken with `prosody` (input lock held).
+    std::size_t set_prosody(const Prosody& prosody);
     // The producer's side of a marker: the mark recorded, or the silence written.
     bool speak_marker(const SpeechMarker& marker);
     // Queues a mark for next_mark() at ring position `sample`.
@@ -145,6 +148,8 @@ class StreamCore final : public BlockSink {
     SentenceAccumulator input_;
     std::string utf8_tail_;             // a character the last piece began and did not end
     std::atomic<bool> holding_{false};  // the held text has something to speak
+    Prosody input_prosody_;             // SSML <prosody> of the text being pushed
+    Prosody base_prosody_;              // set_stream_prosody(): push_ssml's is within it
 
     mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;
@@ -178,6 +183,7 @@ class StreamCore final : public BlockSink {
     rt::SpscRing<MarkRecord> marks_{1024};
     rt::Counter marks_reached_, marks_dropped_, words_unpaired_;
     std::atomic<bool> report_words_{false};
+    std::vector<float> volume_scratch_;  // producer thread: audio with its SSML volume
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
     std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only

@@ -28,6 +28,7 @@ std::size_t StreamCore::push_piper_text(std::string_view text) {
         std::vector<Sentence> sentences;
         for (auto& p : piper_->phonemize(text.substr(0, end))) {
             Sentence s;
+            s.prosody = input_prosody_;
             s.phoneme_ids = std::move(p.ids.ids);
             // A sentence with written words none of which could be paired.
             s.words_paired = !p.words.empty() || piper::written_words(p.text).empty();
@@ -68,7 +69,7 @@ void StreamCore::queue_phoneme_ids(std::vector<Sentence> sentences, Clock::time_
         const auto gen = ring_.generation();
         bool first = !continuing && outstanding_ == markers_waiting_;
         for (auto& s : sentences) {
-            s.origin = {gen, pushed, first};
+            s.origin = {gen, pushed, first, s.prosody.volume};
             text_queue_.push_back(std::move(s));
             first = false;
         }
@@ -91,9 +92,11 @@ void StreamCore::analyse_piper(Sentence sentence) {
         // The prior's sampling, the flow and (staged) the later durations
         // run on the producer, after the sentence's first audio
         // (vocode_latent).
+        // SSML's rate divides the pace; a Piper voice has no pitch control.
+        auto scales = piper_scales_;
+        scales.length_scale /= sentence.prosody.rate;
         VitsPrior prior = piper_->network().text_to_latent().prior(
-            sentence.phoneme_ids, piper_speaker_, piper_scales_, piper_noise_,
-            PriorDurations::Staged);
+            sentence.phoneme_ids, piper_speaker_, scales, piper_noise_, PriorDurations::Staged);
         if (prior.frames() > 0 || !prior.complete()) {
             auto l = std::make_shared<LatentSentence>();
             l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);

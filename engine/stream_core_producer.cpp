@@ -241,6 +241,14 @@ bool StreamCore::wait_for_room(std::size_t block_samples, std::uint64_t gen) {
 }
 
 bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) {
+    if (origin.volume != 1.0f) {
+        // Every executor's audio passes here once, so the gain is applied
+        // once whichever processor or tier made it.
+        volume_scratch_.resize(samples.size());
+        for (std::size_t i = 0; i < samples.size(); ++i)
+            volume_scratch_[i] = samples[i] * origin.volume;
+        samples = volume_scratch_;
+    }
     for (;;) {
         if (ring_.cancelled(origin.generation)) return false;
         const bool fits = ring_.write_available() >= samples.size();

@@ -20,6 +20,7 @@
 
 #include "engine/flite_voice.h"
 #include "engine/models/vits/text_to_latent.h"
+#include "engine/ssml_prosody.h"
 #include "engine/word_start.h"
 
 namespace etude::engine {
@@ -31,6 +32,7 @@ struct ItemOrigin {
     std::uint64_t generation = 0;  // the cancel count when it was pushed
     Clock::time_point pushed;      // when push_text/push_mel took it
     bool first_of_push = false;    // first audio of a push into an idle stream
+    float volume = 1.0f;           // its audio's gain (SSML <prosody volume>), applied as written
 };
 
 // A sentence of pushed text, before the front end has analysed it. For a
@@ -45,6 +47,7 @@ struct Sentence {
     std::vector<WordStart> words;           // Piper streams: at their first id's index
     bool words_paired = true;               // Piper streams: false if they could not be
     std::shared_ptr<SpeechMarker> marker;   // else: a mark or break passing through in order
+    Prosody prosody;                        // SSML <prosody> around it (volume: origin.volume)
 };
 
 // An analysed sentence. Its audio is made either block by block by the
