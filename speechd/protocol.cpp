@@ -260,7 +260,9 @@ bool Protocol::speak(MessageKind kind) {
     }
     SpeechJob job;
     job.pieces = pieces_for(kind, *data);
-    job.options = stream_options(settings_, choose_voice(settings_, *voices_), config_.backend);
+    const ModuleVoice& voice = choose_voice(settings_, *voices_);
+    job.options = stream_options(settings_, voice, config_.backend);
+    job.prosody = base_prosody(settings_, voice);
     job.gain = output_gain(settings_);
     // The server waits for a message's ending before the next one; a
     // SPEAK that comes earlier replaces what is still being spoken.

@@ -117,6 +117,7 @@ void Speaker::speak(SpeechJob& job) {
         try {
             for (const Piece& piece : job.pieces) {
                 if (piece.kind == Piece::Kind::Text) {
+                    stream->set_prosody(piece.prosody.within(job.prosody));
                     stream->push_text(piece.text);
                 } else if (piece.kind == Piece::Kind::Silence) {
                     stream->push_break(piece.silence_ms);

@@ -24,6 +24,7 @@ using engine::spell_out;
 struct SpeechJob {
     std::vector<Piece> pieces;
     engine::StreamOptions options;
+    engine::Prosody prosody;  // SET pitch; each text piece's <prosody> within it
     float gain = 1.0f;
 };
 

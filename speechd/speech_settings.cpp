@@ -1,6 +1,7 @@
 #include "speechd/speech_settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -51,9 +52,44 @@ void SpeechSettings::apply(const std::string& key, const std::string& value) {
         log_line(3, "SET: unknown key '" + key + "' ignored");
 }
 
+namespace {
+
+// "en_US" and "EN-us" alike: lower case, '-' between subtags.
+std::string normal_tag(std::string tag) {
+    for (char& c : tag)
+        c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return tag;
+}
+
+std::string primary_subtag(const std::string& tag) {
+    return tag.substr(0, tag.find('-'));
+}
+
+// The listed voice that speaks `language` best: the same tag, else the
+// same language ("de" for "de-AT"); first listed first (the configured
+// voices come before the installed ones). None for no match.
+const ModuleVoice* voice_for_language(const std::string& language, const VoiceList& voices) {
+    const std::string want = normal_tag(language);
+    const ModuleVoice* same_language = nullptr;
+    for (const ModuleVoice& v : voices.voices()) {
+        if (v.variant != "none") continue;  // a voice's default speaker stands for it
+        const std::string tag = normal_tag(v.language);
+        if (tag == want) return &v;
+        if (!same_language && primary_subtag(tag) == primary_subtag(want)) same_language = &v;
+    }
+    return same_language;
+}
+
+}  // namespace
+
 const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices) {
     if (!s.synthesis_voice.empty())
         if (const ModuleVoice* v = voices.find(s.synthesis_voice)) return *v;
+    // A language the default voice does not speak chooses a voice that does
+    // (Orca sets the language of each message it reads).
+    if (!s.language.empty() && primary_subtag(normal_tag(voices.default_voice().language)) !=
+                                   primary_subtag(normal_tag(s.language)))
+        if (const ModuleVoice* v = voice_for_language(s.language, voices)) return *v;
     if (!s.voice_type.empty()) {
         // Flite's voices: rms is an American man, awb a Scottish man, slt an
         // American woman; there is no child voice.
@@ -85,6 +121,13 @@ engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice&
     o.allow_reduced_tier = false;
     o.realtime_workers = false;
     return o;
+}
+
+engine::Prosody base_prosody(const SpeechSettings& s, const ModuleVoice& voice) {
+    engine::Prosody p;
+    if (!voice.builtin.empty())
+        p.pitch = std::clamp(static_cast<float>(std::pow(2.0, s.pitch / 100.0)), 0.5f, 2.0f);
+    return p;
 }
 
 float output_gain(const SpeechSettings& s) {

@@ -39,6 +39,11 @@ const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices
 engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice& voice,
                                      const std::string& backend);
 
+/// pitch -> a built-in voice's F0 times 2^(pitch/100): an octave up at 100,
+/// down at -100 (SSML <prosody> in the message applies within it). A Piper
+/// voice has no pitch control: 1 for it.
+engine::Prosody base_prosody(const SpeechSettings& s, const ModuleVoice& voice);
+
 /// volume -> output gain, linear: (volume + 100) / 100 (0 silent, 1 at the
 /// default 0, 2 at 100, where loud speech clips at full scale).
 float output_gain(const SpeechSettings& s);

@@ -11,6 +11,7 @@ neither crashes nor hangs the module. Prints PASS/FAIL per check and exits
 1 on any failure. Standard library only.
 """
 import atexit
+import json
 import os
 import queue
 import shutil
@@ -213,9 +214,10 @@ def speak(m, text, command="SPEAK", timeout=60.0, after_200=None, after_first=No
             return first, second, spoken, sent
 
 
-def etude_raw(etude, text, voice="slt"):
-    return subprocess.run([etude, "say", "--voice", voice, "--raw", text], check=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=120).stdout
+def etude_raw(etude, text, voice="slt", ssml=False):
+    return subprocess.run([etude, "say", "--voice", voice, "--raw", *(["--ssml"] if ssml else []),
+                           text], check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          timeout=120).stdout
 
 
 def order_ok(spoken):
@@ -325,7 +327,17 @@ def piper_voices(binary, etude):
     if not os.path.exists(voice):
         print("SKIP Piper voice checks (no tests/data/piper/test_medium_multi.onnx)")
         return
-    env = dict(os.environ, ETUDE_SD_PIPER_VOICES=voice, ETUDE_SD_BACKEND="cpu")
+    global GERMAN
+    folder = tempfile.mkdtemp(prefix="sd_etude_de_")
+    GERMAN = os.path.join(folder, "de_DE-test-medium.onnx")
+    atexit.register(shutil.rmtree, folder, True)
+    os.symlink(os.path.abspath(voice), GERMAN)
+    with open(voice + ".json") as f:
+        config = json.load(f)
+    config["language"] = {"code": "de_DE", "family": "de", "region": "DE"}
+    with open(GERMAN + ".json", "w") as f:
+        json.dump(config, f)
+    env = dict(os.environ, ETUDE_SD_PIPER_VOICES=voice + ":" + GERMAN, ETUDE_SD_BACKEND="cpu")
     m = Module(binary, env=env)
     try:
         m.send("INIT\n")
@@ -333,7 +345,8 @@ def piper_voices(binary, etude):
         m.send("LIST VOICES\n")
         r = m.message(30)
         fields = [ln[4:].split(b"\t") for ln in r[:-1]]
-        piper = [f for f in fields if f[0] not in (b"slt", b"rms", b"awb")]
+        piper = [f for f in fields if f[0] not in (b"slt", b"rms", b"awb")
+                 and not f[0].startswith(b"de_DE")]
         check("LIST VOICES: the Piper voice (en-US) and one NAME#SPEAKER line per speaker",
               len(piper) == 5 and all(f[1] == b"en-US" for f in piper)
               and [f[2] for f in piper[1:]] == [b"speaker_%d" % i for i in range(4)],
@@ -350,6 +363,20 @@ def piper_voices(binary, etude):
               "`etude say --speaker speaker_1`",
               order_ok(sp) and sp.terminal == "702" and sp.rates == {22050}
               and sp.audio == ref, f"{len(sp.audio)} vs {len(ref)} bytes, rates {sp.rates}")
+        # A message in a language the default voice (slt, en) does not
+        # speak goes to a voice that does: here a German-labelled copy.
+        server_set(m, language="de-AT")
+        _, _, german, _ = speak(m, "<speak>Hello world.</speak>")
+        ref = subprocess.run([etude, "say", "--voice", GERMAN, "--backend", "cpu", "--raw",
+                              "Hello world."], check=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL).stdout
+        check("language=de-AT without synthesis_voice: the de_DE voice speaks it (its "
+              "22050 Hz audio), not slt", german.terminal == "702" and german.rates == {22050}
+              and german.audio == ref, f"rates {german.rates}")
+        server_set(m, language="en-US")
+        _, _, english, _ = speak(m, "<speak>Hello world.</speak>")
+        check("language=en-US: the default voice, slt", english.rates == {16000}
+              and english.audio == etude_raw(etude, "Hello world."))
         m.send("QUIT\n")
         m.message()
     except Timeout as e:
@@ -595,6 +622,20 @@ def run(m, binary, etude):
           0 < len(fast.audio) < 0.6 * len(ref), f"{len(fast.audio)} vs {len(ref)} bytes")
     check("voice=male1 speaks with rms (= etude say --voice rms)",
           male.audio == etude_raw(etude, text, "rms"))
+
+    # ---- pitch and SSML prosody: what the engine's <prosody> makes ----------
+    server_set(m, voice="female1", pitch="100")
+    _, _, high, _ = speak(m, f"<speak>{text}</speak>")
+    want = etude_raw(etude, f"<speak><prosody pitch='+100%'>{text}</prosody></speak>", ssml=True)
+    check("pitch=100: a built-in voice an octave up (= etude say --ssml <prosody pitch='+100%'>)",
+          high.terminal == "702" and high.audio == want and high.audio != ref
+          and len(high.audio) == len(ref), f"{len(high.audio)} vs {len(want)} bytes")
+    server_set(m, voice="female1")
+    doc = f"<speak>Soft <prosody volume='soft' rate='slow'>{text}</prosody> loud again.</speak>"
+    _, _, soft, _ = speak(m, doc)
+    check("<prosody volume rate> in a message: the audio of etude say --ssml of it",
+          soft.terminal == "702" and soft.audio == etude_raw(etude, doc, ssml=True),
+          f"{len(soft.audio)} bytes")
 
     stop_while_blocked(m)
 
