@@ -50,6 +50,8 @@ ModuleConfig read_module_config(const std::string& path) {
                 config.piper_voices.push_back(value);
             else if (key == "Backend")
                 config.backend = value;
+            else if (key == "SoundIconFolder")
+                config.sound_icon_folder = value;
             else
                 log_line(2, "etude.conf: unknown key '" + key + "' ignored");
         }
@@ -57,6 +59,7 @@ ModuleConfig read_module_config(const std::string& path) {
     if (const char* v = std::getenv("ETUDE_SD_VOICE"); v && *v) config.default_voice = v;
     if (const char* v = std::getenv("ETUDE_SD_PIPER_VOICES")) add_piper_voices(config, v);
     if (const char* v = std::getenv("ETUDE_SD_BACKEND"); v && *v) config.backend = v;
+    if (const char* v = std::getenv("ETUDE_SD_SOUND_ICONS")) config.sound_icon_folder = v;
     return config;
 }
 

@@ -15,6 +15,9 @@ struct ModuleConfig {
     std::vector<std::string> piper_voices;
     /// Where Piper voices' decoders run (StreamOptions::backend).
     std::string backend = "auto";
+    /// SOUND_ICON's files (Debian's sound-icons package); empty: icons are
+    /// spoken by name.
+    std::string sound_icon_folder = "/usr/share/sounds/sound-icons/";
 };
 
 /// Reads `path` (lines "Key value", '#' comments, values optionally in
@@ -22,7 +25,7 @@ struct ModuleConfig {
 /// is not an error: the server passes the path even when none exists.
 /// Then the environment overrides: ETUDE_SD_VOICE (the default voice),
 /// ETUDE_SD_PIPER_VOICES (more Piper voices, ':'-separated),
-/// ETUDE_SD_BACKEND. Unknown keys are logged and ignored.
+/// ETUDE_SD_BACKEND, ETUDE_SD_SOUND_ICONS (the icon folder). Unknown keys are logged and ignored.
 ModuleConfig read_module_config(const std::string& path);
 
 }  // namespace etude::speechd

@@ -46,6 +46,20 @@ std::string key_words(std::string key) {
     return key;
 }
 
+// cap_let_recogn=spell: each capital letter spoken alone (a CHAR, or a
+// letter of spelt text) is announced, "A" -> "capital A".
+std::string announce_capitals(const std::string& spelt) {
+    std::string out;
+    for (std::size_t i = 0; i < spelt.size(); ++i) {
+        const char c = spelt[i];
+        const bool alone =
+            (i == 0 || spelt[i - 1] == ' ') && (i + 1 == spelt.size() || spelt[i + 1] == ' ');
+        if (alone && c >= 'A' && c <= 'Z') out += "capital ";
+        out += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 Protocol::Protocol(LineReader& in, ReplyWriter& out, ModuleConfig config)
@@ -229,18 +243,21 @@ std::optional<std::string> Protocol::read_data(std::size_t& lines, bool& too_lar
 }
 
 std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& data) const {
-    if (kind == MessageKind::SoundIcon) return {};  // no icon sounds of our own: silent
     const std::string text = sanitize_utf8(data);
     std::vector<Piece> pieces;
     if (kind == MessageKind::Char)
         pieces.push_back({Piece::Kind::Text, text == "space" ? " " : text, 0});
-    else if (kind == MessageKind::Key)
+    else if (kind == MessageKind::Key || kind == MessageKind::SoundIcon)
         pieces.push_back({Piece::Kind::Text, key_words(text), 0});
     else
         pieces = parse_message(text);
-    if (spelling(settings_) && kind == MessageKind::Text)
-        for (auto& p : pieces)
-            if (p.kind == Piece::Kind::Text) p.text = spell_out(p.text);
+    const bool spelt = spelling(settings_) && kind == MessageKind::Text;
+    for (auto& p : pieces) {
+        if (p.kind != Piece::Kind::Text) continue;
+        if (spelt) p.text = spell_out(p.text);
+        if ((spelt || kind == MessageKind::Char) && settings_.cap_let_recogn == "spell")
+            p.text = announce_capitals(p.text);
+    }
     return pieces;
 }
 
@@ -259,7 +276,9 @@ bool Protocol::speak(MessageKind kind) {
         return true;
     }
     SpeechJob job;
-    job.pieces = pieces_for(kind, *data);
+    if (kind == MessageKind::SoundIcon)
+        job.icon = load_sound_icon(config_.sound_icon_folder, *data);
+    if (!job.icon) job.pieces = pieces_for(kind, *data);
     const ModuleVoice& voice = choose_voice(settings_, *voices_);
     job.options = stream_options(settings_, voice, config_.backend);
     job.prosody = base_prosody(settings_, voice);

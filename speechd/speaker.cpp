@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <deque>
 
@@ -98,7 +99,7 @@ void Speaker::speak(SpeechJob& job) {
     out_.send("701 BEGIN\n");
     std::unique_ptr<engine::Stream> stream;
     try {
-        stream = engine_.create_stream(job.options);
+        if (!job.icon) stream = engine_.create_stream(job.options);
     } catch (const std::exception& e) {
         log_line(1, std::string("cannot make a stream: ") + e.what());
     }
@@ -109,7 +110,14 @@ void Speaker::speak(SpeechJob& job) {
     }
     Ending ending = Ending::End;
     const int rate = stream ? static_cast<int>(stream->sample_rate()) : 16000;
-    if (stream && !stop_) {
+    if (job.icon) {
+        // The icon's file as it is, at its own rate, in pieces a STOP can cut.
+        const std::span<const float> all(job.icon->samples);
+        for (std::size_t at = 0; at < all.size() && !stop_; at += kLargestPiece)
+            if (!send_audio(all.subspan(at, std::min(kLargestPiece, all.size() - at)), job.gain,
+                            job.icon->rate))
+                break;
+    } else if (stream && !stop_) {
         // The whole message into the stream at once, so the engine works
         // ahead across sentences and marks; each mark comes back with the
         // sample where its audio position is, and pump() sends its 700 when

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/ssml_document.h"
 #include "speechd/reply_writer.h"
+#include "speechd/sound_icon.h"
 
 namespace etude::speechd {
 
@@ -24,7 +25,8 @@ using engine::spell_out;
 struct SpeechJob {
     std::vector<Piece> pieces;
     engine::StreamOptions options;
-    engine::Prosody prosody;  // SET pitch; each text piece's <prosody> within it
+    engine::Prosody prosody;        // SET pitch; each text piece's <prosody> within it
+    std::optional<SoundIcon> icon;  // SOUND_ICON with its file: sent instead of speech
     float gain = 1.0f;
 };
 

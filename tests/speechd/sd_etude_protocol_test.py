@@ -12,14 +12,17 @@ neither crashes nor hangs the module. Prints PASS/FAIL per check and exits
 """
 import atexit
 import json
+import math
 import os
 import queue
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import wave
 
 FAILURES = []
 TERMINAL = (b"702", b"703", b"704")
@@ -272,8 +275,26 @@ def server_set(m, **over):
     return r1, r2
 
 
+def make_icon_folder():
+    """A sound icon folder with one icon: 0.1 s of a 440 Hz tone, stereo at
+    22050 Hz, the left channel at half the right's level. Returns the folder
+    and the 16-bit mono samples the module should send (the channels' mean)."""
+    folder = tempfile.mkdtemp(prefix="sd_etude_icons_")
+    atexit.register(shutil.rmtree, folder, True)
+    left = [int(8000 * math.sin(2 * math.pi * 440 * i / 22050)) for i in range(2205)]
+    frames = b"".join(struct.pack("<hh", v // 2, v) for v in left)
+    with wave.open(os.path.join(folder, "chime.wav"), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(22050)
+        w.writeframes(frames)
+    return folder, [(v // 2 + v) / 2 for v in left]
+
+
 def main():
     binary, etude = sys.argv[1], sys.argv[2]
+    global ICON_SAMPLES
+    os.environ["ETUDE_SD_SOUND_ICONS"], ICON_SAMPLES = make_icon_folder()
     m = Module(binary)
     try:
         run(m, binary, etude)
@@ -567,6 +588,32 @@ def run(m, binary, etude):
         check(f"{command} {data}: 200, 701 .. 702",
               second == [b"200 OK SPEAKING"] and order_ok(sp) and sp.terminal == "702",
               repr([e[0] for e in sp.events][:3]))
+
+    # cap_let_recogn=spell: a capital spoken alone is announced.
+    server_set(m, voice="female1", cap_let_recogn="spell")
+    _, _, sp, _ = speak(m, "A", command="CHAR")
+    check("cap_let_recogn=spell: CHAR A says 'capital A' (= etude say)",
+          sp.terminal == "702" and sp.audio == etude_raw(etude, "capital A"))
+    server_set(m, voice="female1", cap_let_recogn="spell", spelling_mode="on")
+    _, _, sp, _ = speak(m, "<speak>Hi</speak>")
+    check("cap_let_recogn=spell with spelling_mode=on: 'Hi' is 'capital H i'",
+          sp.terminal == "702" and sp.audio == etude_raw(etude, "capital H i"))
+    server_set(m, voice="female1")
+
+    # An icon with its file is that file's audio, mixed to mono, at its own
+    # rate; one without is spoken by name, as the espeak-ng module does.
+    _, _, sp, _ = speak(m, "chime.wav", command="SOUND_ICON")
+    got = struct.unpack("<%dh" % (len(sp.audio) // 2), sp.audio)
+    check("SOUND_ICON chime.wav: the file's audio (stereo mixed to mono) at its 22050 Hz",
+          sp.terminal == "702" and sp.rates == {22050} and len(got) == len(ICON_SAMPLES)
+          and max(abs(a - b) for a, b in zip(got, ICON_SAMPLES)) <= 1,
+          f"{len(got)} samples at {sp.rates}")
+    _, _, sp, _ = speak(m, "new-message", command="SOUND_ICON")
+    check("SOUND_ICON with no file: its name spoken (= etude say 'new message')",
+          sp.terminal == "702" and sp.audio == etude_raw(etude, "new message"))
+    _, _, sp, _ = speak(m, "../chime.wav", command="SOUND_ICON")
+    check("SOUND_ICON ../chime.wav (not a file name): spoken, not read",
+          sp.terminal == "702" and sp.rates == {16000} and len(sp.audio) > 0)
 
     # ---- invalid UTF-8 ----------------------------------------------------------
     _, second, sp, _ = speak(m, b"<speak>Broken \xff\xfe bytes \xc3( here.</speak>")

@@ -1,0 +1,55 @@
+#include "speechd/sound_icon.h"
+
+#include <sndfile.h>
+
+#include <memory>
+
+#include "speechd/log.h"
+
+namespace etude::speechd {
+
+namespace {
+
+// A screen reader's icon is a click or a chime; a long file is not one.
+constexpr sf_count_t kLongestIconSeconds = 10;
+
+}  // namespace
+
+std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::string& name) {
+    if (folder.empty()) return std::nullopt;
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos) {
+        log_line(3, "SOUND_ICON '" + name + "' is not a file name: spoken");
+        return std::nullopt;
+    }
+    const std::string path = folder + (folder.back() == '/' ? "" : "/") + name;
+    SF_INFO info{};
+    std::unique_ptr<SNDFILE, decltype(&sf_close)> file(sf_open(path.c_str(), SFM_READ, &info),
+                                                       &sf_close);
+    if (!file) {
+        log_line(3, "SOUND_ICON '" + name + "': no icon at " + path + " (" + sf_strerror(nullptr) +
+                        "): spoken");
+        return std::nullopt;
+    }
+    if (info.channels < 1 || info.samplerate < 1000 || info.samplerate > 192000 ||
+        info.frames > kLongestIconSeconds * info.samplerate) {
+        log_line(3, "SOUND_ICON '" + name + "': " + path + " is not a short sound: spoken");
+        return std::nullopt;
+    }
+    std::vector<float> interleaved(static_cast<std::size_t>(info.frames * info.channels));
+    const sf_count_t got = sf_readf_float(file.get(), interleaved.data(), info.frames);
+    SoundIcon icon;
+    icon.rate = info.samplerate;
+    icon.samples.resize(static_cast<std::size_t>(got > 0 ? got : 0));
+    for (std::size_t f = 0; f < icon.samples.size(); ++f) {
+        float sum = 0;
+        for (int c = 0; c < info.channels; ++c)
+            sum += interleaved[f * static_cast<std::size_t>(info.channels) +
+                               static_cast<std::size_t>(c)];
+        icon.samples[f] = sum / static_cast<float>(info.channels);
+    }
+    if (icon.samples.empty()) return std::nullopt;
+    return icon;
+}
+
+}  // namespace etude::speechd
