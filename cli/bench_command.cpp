@@ -1,5 +1,6 @@
-// etude bench: the engine's speed, time to first audio and memory, beside
-// Flite's own synthesis of the same text on the same machine.
+// etude bench: the engine's speed, time to first audio, capacity and
+// memory, beside Flite's own synthesis of the same text on the same machine
+// for a built-in voice.
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,8 +14,10 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/voice_options.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
+#include "server/capacity.h"
 
 extern char** environ;
 
@@ -63,35 +66,48 @@ double time_flite_program(const std::string& voice, const std::string& text) {
 int bench_command(int argc, char** argv) {
     return run_command("bench", [&] {
         CommandLine args(
-            "etude bench [--voice NAME] [--runs N]",
+            "etude bench [--voice VOICE] [--runs N]",
             "Measures, on this machine:\n"
             "  * synthesis speed of a 50-word paragraph as a multiple of real time, for\n"
-            "    LibEtude (streaming engine, offline read), Flite's library (same voice,\n"
-            "    in process) and the `flite` program (if installed; includes start-up);\n"
+            "    LibEtude (streaming engine, offline read) and, for a built-in voice,\n"
+            "    Flite's library (same voice, in process) and the `flite` program (if\n"
+            "    installed; includes start-up);\n"
             "  * time from push_text() of a 20-word sentence to its first audio sample;\n"
+            "  * the capacity: how many real-time streams `etude serve` admits at once\n"
+            "    with this voice (it measures the same at start);\n"
             "  * peak resident memory of this process.\n"
             "Reports medians over the runs.");
-        args.option("--voice", "NAME", "the voice to measure: slt (default), rms or awb");
+        declare_voice_options(args, kVoiceOptionHelp);
         args.option("--runs", "N", "how many times to measure each figure (default 5)");
         args.footer("exit status: 0 measured, 1 runtime error, 2 usage error.\n");
         if (!args.parse(argc, argv)) return 0;
-        const std::string voice_name = args.value_or("--voice", "slt");
         const int runs = static_cast<int>(parse_number("--runs", args.value_or("--runs", "5")));
         if (runs < 1) throw UsageError("--runs must be at least 1");
+        engine::StreamOptions opts;
+        apply_voice_options(args, opts);
+        opts.sample_rate = 0;  // the voice's own rate
+        const bool builtin = opts.piper_voice.empty();
+        const std::string voice_name = builtin ? opts.voice : opts.piper_voice;
 
-        engine::Engine engine(engine::Engine::Options{{voice_name}});
-        const auto& voice = engine::FliteVoice::load(voice_name);
-        const double rate = voice.sample_rate();
+        engine::Engine engine(engine::Engine::Options{{builtin ? opts.voice : "slt"}});
+        const engine::FliteVoice* flite = builtin ? &engine::FliteVoice::load(opts.voice) : nullptr;
+        // Warm-up: first use pages in the voice data (and Flite's lexicon).
+        {
+            auto stream = engine.create_stream(opts);
+            stream->push_text(kSentence);
+            stream->end_input();
+            std::vector<float> block(4096);
+            while (stream->read(block) > 0) {
+            }
+        }
+        if (flite) flite->flite_synthesize(kParagraph);
 
-        // Warm-up: first use pages in the voice data and lexicon.
-        voice.flite_synthesize(kParagraph);
-
-        std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours;
+        std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours, capacity_speed;
         double audio_seconds = 0;
         std::vector<float> block(4096);
         for (int r = 0; r < runs; ++r) {
             {
-                auto stream = engine.create_stream({.voice = voice_name});
+                auto stream = engine.create_stream(opts);
                 rusage ru0{}, ru1{};
                 getrusage(RUSAGE_SELF, &ru0);
                 const auto t0 = Clock::now();
@@ -101,7 +117,7 @@ int bench_command(int argc, char** argv) {
                 while ((n = stream->read(block)) > 0) total += n;
                 const double wall = since(t0);
                 getrusage(RUSAGE_SELF, &ru1);
-                audio_seconds = static_cast<double>(total) / rate;
+                audio_seconds = static_cast<double>(total) / stream->sample_rate();
                 ours.push_back(audio_seconds / wall);
                 const double cpu = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
                                    (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) * 1e-6 +
@@ -109,15 +125,15 @@ int bench_command(int argc, char** argv) {
                                    (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
                 cpu_ours.push_back(audio_seconds / cpu);
             }
-            {
+            if (flite) {
                 const auto t0 = Clock::now();
-                const std::size_t n = voice.flite_synthesize(kParagraph);
-                flite_lib.push_back(static_cast<double>(n) / rate / since(t0));
+                const std::size_t n = flite->flite_synthesize(kParagraph);
+                flite_lib.push_back(static_cast<double>(n) / flite->sample_rate() / since(t0));
+                if (const double t = time_flite_program(opts.voice, kParagraph); t > 0)
+                    flite_prog.push_back(audio_seconds / t);
             }
-            if (const double t = time_flite_program(voice_name, kParagraph); t > 0)
-                flite_prog.push_back(audio_seconds / t);
             {
-                auto stream = engine.create_stream({.voice = voice_name});
+                auto stream = engine.create_stream(opts);
                 float first[16];
                 const auto t0 = Clock::now();
                 stream->push_text(kSentence);
@@ -126,12 +142,11 @@ int bench_command(int argc, char** argv) {
                 while (stream->read(block) > 0) {
                 }
             }
+            capacity_speed.push_back(server::measure_capacity(engine, opts).speed);
         }
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
 
-        char host[256] = "?";
-        gethostname(host, sizeof host);
         std::printf("etude bench: voice %s, %d runs, %ld CPUs online, medians\n",
                     voice_name.c_str(), runs, sysconf(_SC_NPROCESSORS_ONLN));
         std::printf("| measure | value |\n|---|---|\n");
@@ -139,16 +154,23 @@ int bench_command(int argc, char** argv) {
         std::printf("| LibEtude speed (wall clock) | %.1fx real time |\n", median(ours));
         std::printf("| LibEtude speed (per CPU second, all threads) | %.1fx real time |\n",
                     median(cpu_ours));
-        std::printf("| Flite library, same voice, in process | %.1fx real time |\n",
-                    median(flite_lib));
-        if (!flite_prog.empty())
-            std::printf("| `flite` program (incl. start-up) | %.1fx real time |\n",
-                        median(flite_prog));
-        else
-            std::printf("| `flite` program | not installed |\n");
-        std::printf("| LibEtude / Flite library | %.2fx |\n", median(ours) / median(flite_lib));
+        if (flite) {
+            std::printf("| Flite library, same voice, in process | %.1fx real time |\n",
+                        median(flite_lib));
+            if (!flite_prog.empty())
+                std::printf("| `flite` program (incl. start-up) | %.1fx real time |\n",
+                            median(flite_prog));
+            else
+                std::printf("| `flite` program | not installed |\n");
+            std::printf("| LibEtude / Flite library | %.2fx |\n", median(ours) / median(flite_lib));
+        }
         std::printf("| push_text -> first sample, 20-word sentence | %.1f ms |\n",
                     median(first_audio));
+        const double speed = median(capacity_speed);
+        std::printf(
+            "| capacity: real-time streams `etude serve` admits at once | %zu (one stream of its "
+            "reply speaks %.1fx real time; two fifths kept free) |\n",
+            server::streams_at_speed(speed), speed);
         std::printf("| peak resident memory (whole bench process) | %.1f MiB |\n",
                     static_cast<double>(ru.ru_maxrss) / 1024.0);
         return 0;

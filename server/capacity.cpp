@@ -37,8 +37,12 @@ Capacity measure_capacity(engine::Engine& engine, const engine::StreamOptions& o
     if (samples == 0) throw Error("the voice made no audio for the capacity measurement");
     Capacity c;
     c.speed = static_cast<double>(samples) / stream->sample_rate() / std::max(wall, 1e-6);
-    c.streams = static_cast<std::size_t>(std::max(1.0, std::floor(c.speed * kHeadroom)));
+    c.streams = streams_at_speed(c.speed);
     return c;
+}
+
+std::size_t streams_at_speed(double speed) {
+    return static_cast<std::size_t>(std::max(1.0, std::floor(speed * kHeadroom)));
 }
 
 }  // namespace etude::server

@@ -23,4 +23,8 @@ struct Capacity {
 // cannot speak. Takes a fraction of a second for the voices shipped.
 Capacity measure_capacity(engine::Engine& engine, const engine::StreamOptions& options);
 
+// The streams admitted for a stream speed: that speed less two fifths, at
+// least 1 (measure_capacity()'s rule; `etude bench` applies it to its median).
+std::size_t streams_at_speed(double speed);
+
 }  // namespace etude::server
