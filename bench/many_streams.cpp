@@ -3,7 +3,15 @@
 // and how much speech the engine makes per second with all of them at once.
 //
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
-//                      [--rounds 3] [--period-ms 10]
+//                      [--rounds 3] [--period-ms 10] [--backend auto]
+//                      [--ids-from FILE.json]
+//
+// --backend says where each stream's decoder runs (StreamOptions::backend:
+// auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
+// reply's text, each stream speaks the "phoneme_ids" array of FILE three
+// times over (three sentences), which needs no espeak-ng: how the GPU pack
+// runs it on a machine without our packages (tests/data/piper/reference.json
+// holds ids every test and full-size voice takes).
 //
 // For each count N, N streams get the same 20-word reply at the same moment
 // (push_text then end_input); a consumer thread per stream calls pull() for
@@ -20,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,13 +55,27 @@ double percentile(std::vector<double> v, double q) {
     return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
 }
 
+// What each stream is given: the reply's text, or a sentence's phoneme ids
+// pushed kIdSentences times.
+struct Reply {
+    std::vector<std::int64_t> ids;  // empty: the text
+    void push(etude::engine::Stream& s) const {
+        if (ids.empty())
+            s.push_text(kReply);
+        else
+            for (int i = 0; i < kIdSentences; ++i) s.push_phoneme_ids(ids);
+        s.end_input();
+    }
+    static constexpr int kIdSentences = 3;
+};
+
 struct LiveResult {
     std::vector<double> first_ms;
     std::uint64_t streams_with_underruns = 0, underrun_samples = 0;
 };
 
 LiveResult live_round(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                      int n, double period_ms) {
+                      const Reply& reply, int n, double period_ms) {
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
     const double rate = streams[0]->sample_rate();
@@ -74,10 +97,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
             }
         });
     }
-    for (auto& s : streams) {
-        s->push_text(kReply);
-        s->end_input();
-    }
+    for (auto& s : streams) reply.push(*s);
     go = true;
     for (auto& t : consumers) t.join();
     LiveResult r;
@@ -91,7 +111,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
 }
 
 double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                     int n) {
+                     const Reply& reply, int n) {
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
     const double rate = streams[0]->sample_rate();
@@ -100,8 +120,7 @@ double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamO
     std::vector<std::thread> readers;
     for (int i = 0; i < n; ++i) {
         readers.emplace_back([&, i] {
-            streams[i]->push_text(kReply);
-            streams[i]->end_input();
+            reply.push(*streams[i]);
             std::vector<float> buf(4096);
             for (std::size_t got; (got = streams[i]->read(buf)) > 0;) samples[i] += got;
         });
@@ -116,14 +135,14 @@ double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamO
 int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
-                 "[--rounds 3] [--period-ms 10]\n");
+                 "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json]\n");
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string voice, counts = "1,2,4,8,16";
+    std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
     int rounds = 3;
     double period_ms = 10.0;
     for (int i = 1; i < argc; ++i) {
@@ -137,6 +156,10 @@ int main(int argc, char** argv) {
             rounds = std::atoi(argv[++i]);
         else if (a == "--period-ms")
             period_ms = std::atof(argv[++i]);
+        else if (a == "--backend")
+            backend = argv[++i];
+        else if (a == "--ids-from")
+            ids_from = argv[++i];
         else
             return usage();
     }
@@ -146,10 +169,21 @@ int main(int argc, char** argv) {
         etude::engine::StreamOptions opts;
         opts.piper_voice = voice;
         opts.sample_rate = 0;
+        opts.backend = backend;
+        Reply reply;
+        if (!ids_from.empty()) {
+            std::ifstream in(ids_from);
+            if (!in) throw std::runtime_error("cannot read " + ids_from);
+            reply.ids =
+                nlohmann::json::parse(in).at("phoneme_ids").get<std::vector<std::int64_t>>();
+        }
         // Warm-up: the voice loads on first use.
-        offline_speed(engine, opts, 1);
-        std::printf("%s, %u CPUs; %s; pulls of %.0f ms; %d rounds\n", cpu_model().c_str(),
-                    std::thread::hardware_concurrency(), voice.c_str(), period_ms, rounds);
+        offline_speed(engine, opts, reply, 1);
+        std::printf("%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds\n", cpu_model().c_str(),
+                    std::thread::hardware_concurrency(), voice.c_str(), backend.c_str(),
+                    reply.ids.empty() ? "the reply's text"
+                                      : "3 sentences of phoneme ids from the --ids-from file",
+                    period_ms, rounds);
         for (std::size_t pos = 0; pos < counts.size();) {
             const std::size_t comma = std::min(counts.find(',', pos), counts.size());
             const int n = std::atoi(counts.substr(pos, comma - pos).c_str());
@@ -158,11 +192,11 @@ int main(int argc, char** argv) {
             LiveResult all;
             std::vector<double> speeds;
             for (int r = 0; r < rounds; ++r) {
-                const LiveResult one = live_round(engine, opts, n, period_ms);
+                const LiveResult one = live_round(engine, opts, reply, n, period_ms);
                 all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
                 all.streams_with_underruns += one.streams_with_underruns;
                 all.underrun_samples += one.underrun_samples;
-                speeds.push_back(offline_speed(engine, opts, n));
+                speeds.push_back(offline_speed(engine, opts, reply, n));
             }
             std::printf(
                 "  %3d streams  first audio median %7.1f ms  p95 %7.1f  max %7.1f  "

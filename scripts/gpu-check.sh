@@ -10,9 +10,12 @@
 # machine,
 #   DIR/run.sh OUT
 # runs them and writes the results under OUT (see docs/backends.md).
+#   scripts/gpu-check.sh pack-streams DIR [BUILD_DIR]
+# packs the many-streams benchmark the same way, alone: the whole engine it
+# links (ICU, espeak-ng, Flite's voices) would not fit in the first pack.
 # BUILD_DIR defaults to $ETUDE_BUILD_DIR or build/; it must hold
-# etude_tests_gpu, etude_tests_engine_models, etude_bench and
-# gpu/cuda/libetude_cuda.so.
+# etude_tests_gpu, etude_tests_engine_models, etude_bench (pack) or
+# etude_many_streams (pack-streams), and gpu/cuda/libetude_cuda.so.
 set -euo pipefail
 
 # Which tests and benchmarks are the GPU ones: the only place to change
@@ -51,7 +54,7 @@ target_libs='libcuda.so libcufft.so libcublas.so libcublasLt.so'
 vulkan_loader='libvulkan.so.1'
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -69,17 +72,21 @@ newest_needed() {  # newest_needed PREFIX FILE... -> newest PREFIX_x.y the files
 }
 
 pack() {
-  local dir=$1 build=$2
+  local kind=$1 dir=$2 build=$3
   local here; here=$(cd "$(dirname "$0")/.." && pwd)
   # The packed programs, then the module: each is copied, and ldd of all of
   # them finds the libraries to carry.
   local programs=("$build/tests/etude_tests_gpu" "$build/tests/etude_tests_engine_models"
-                  "$build/bench/etude_bench")
+                  "$build/bench/etude_bench") targets="etude_tests_gpu etude_tests_engine_models etude_bench"
+  if [ "$kind" = streams ]; then
+    programs=("$build/bench/etude_many_streams")
+    targets=etude_many_streams
+  fi
   local module=$build/gpu/cuda/libetude_cuda.so f
   for f in "${programs[@]}" "$module"; do
     if [ ! -f "$f" ]; then
       echo "gpu-check: $f is missing: build it first (cmake --build $build" \
-           "--target etude_tests_gpu etude_tests_engine_models etude_bench etude_cuda)" >&2
+           "--target $targets etude_cuda)" >&2
       exit 1
     fi
   done
@@ -91,16 +98,24 @@ pack() {
   cp "${programs[@]}" "$dir/bin/"
   cp "$module" "$dir/lib/"
   # The model parity tests' reference data (the test Piper voices and the
-  # small neural vocoders, 6 MB), found through ETUDE_TEST_DATA.
-  mkdir -p "$dir/data"
-  cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
+  # small neural vocoders, 6 MB), found through ETUDE_TEST_DATA; the
+  # many-streams benchmark takes a test voice and its phoneme ids from it.
+  mkdir -p "$dir/data" "$dir/tools"
   cp "$here/scripts/gpu-pack-run.sh" "$dir/run.sh"
-  # The neural benchmarks need full-size models; they are made on the GPU
-  # machine with its own PyTorch rather than carried (over 100 MB).
-  mkdir -p "$dir/tools"
-  for f in make_parity_data.py convert.py lef.py reference_models.py; do
-    cp "$here/tools/$f" "$dir/tools/"
-  done
+  if [ "$kind" = main ]; then
+    cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
+    # The neural benchmarks need full-size models; they are made on the GPU
+    # machine with its own PyTorch rather than carried (over 100 MB).
+    for f in make_parity_data.py convert.py lef.py reference_models.py; do
+      cp "$here/tools/$f" "$dir/tools/"
+    done
+  else
+    cp -r "$here/tests/data/piper" "$dir/data/"
+    # Its full-size Piper voice is made there too (63 MB).
+    mkdir -p "$dir/tools/piper_reference"
+    cp "$here/tools/piper_reference/make_voices.py" "$here/tools/piper_reference/vits.py" \
+       "$dir/tools/piper_reference/"
+  fi
   chmod +x "$dir/run.sh"
 
   # ldd lists the whole closure of each file, so one pass over the programs
@@ -142,6 +157,7 @@ pack() {
   others=("$dir"/bin/* "$dir"/lib/*.so*)
   {
     echo "# Written by scripts/gpu-check.sh pack; read by run.sh."
+    echo "pack_kind='$kind'"
     echo "cuda_test_filter='$cuda_test_filter'"
     echo "cuda_bench_filter='$cuda_bench_filter'"
     echo "needed_cuda_libs='${needed_cuda% }'"
@@ -165,9 +181,11 @@ pack() {
 }
 
 case "${1:-}" in
-  pack)
+  pack | pack-streams)
     [ $# -ge 2 ] && [ $# -le 3 ] || usage
-    pack "$2" "${3:-${ETUDE_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build}}"
+    kind=main
+    [ "$1" = pack-streams ] && kind=streams
+    pack "$kind" "$2" "${3:-${ETUDE_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build}}"
     ;;
   *) usage ;;
 esac

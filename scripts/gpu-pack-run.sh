@@ -11,6 +11,10 @@
 #   cuda-bench.json/.log Google Benchmark results and console output
 #   cuda-tests-list.txt, cuda-model-tests-list.txt
 #                       the tests the filter selects (written even without a GPU)
+# or, for a pack made by `gpu-check.sh pack-streams`:
+#   many-streams-cuda.log, many-streams-vulkan.log
+#                       N Piper streams pulled in real time on each device
+#                       (bench/many_streams.cpp), piper-voice.log its voice
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -46,7 +50,8 @@ say "pack: $packed_from, packed $packed_on"
 # says why); this run unpacks them into a folder of its own, removed at exit.
 files=$(mktemp -d) || exit 1
 models=""
-trap 'rm -rf "$files" ${models:+"$models"}' EXIT
+piper_models=""
+trap 'rm -rf "$files" ${models:+"$models"} ${piper_models:+"$piper_models"}' EXIT
 if ! tar -xzf "$pack/payload.tar.gz" -C "$files"; then
   say "FAILED: cannot unpack $pack/payload.tar.gz"
   exit 1
@@ -108,8 +113,12 @@ else
 fi
 # The neural vocoders' benchmarks on Vulkan too (bench/neural_bench.cpp).
 export ETUDE_BENCH_VULKAN=1
-# The two test programs and the name of each one's result files.
+# The two test programs and the name of each one's result files (none in
+# a many-streams pack).
 programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
+pack_kind=${pack_kind:-main}
+[ "$pack_kind" = streams ] && programs=""
+say "pack kind: $pack_kind"
 
 # The programs must start from the pack alone, GPU or not.
 selected=0
@@ -123,7 +132,18 @@ for entry in $programs; do
   fi
   selected=$((selected + $(count '^  ' "$out/$base-list.txt")))
 done
-say "tests selected by '$test_filter': $selected"
+if [ "$pack_kind" = main ]; then
+  say "tests selected by '$test_filter': $selected"
+else
+  # Without arguments it prints its usage and exits 2: it starts.
+  started=$("$files/bin/etude_many_streams" 2>&1)
+  if ! grep -q '^usage: etude_many_streams' <<<"$started"; then
+    say "FAILED: the packed etude_many_streams does not start:"
+    head -5 <<<"$started" | tee -a "$summary"
+    exit 1
+  fi
+  say "etude_many_streams starts"
+fi
 
 gpus=""
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -206,33 +226,70 @@ for entry in $programs; do
   fi
 done
 
-# The neural benchmarks read full-size models (random weights, published
-# sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and
-# yaml, in a temporary folder (they are too large to return with the results).
-if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
-  if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, numpy, yaml' 2>/dev/null; then
-    models=$(mktemp -d)
-    if timeout "$limit" python3 -B "$files/tools/make_parity_data.py" --full-size "$models" \
-         >"$out/models.log" 2>&1; then
-      export ETUDE_MODELS_DIR=$models
-      say "neural benchmarks: full-size models made with this machine's PyTorch (models.log)"
+if [ "$pack_kind" = main ]; then
+  # The neural benchmarks read full-size models (random weights, published
+  # sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and
+  # yaml, in a temporary folder (they are too large to return with the results).
+  if [ -z "${ETUDE_MODELS_DIR:-}" ]; then
+    if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, numpy, yaml' 2>/dev/null; then
+      models=$(mktemp -d)
+      if timeout "$limit" python3 -B "$files/tools/make_parity_data.py" --full-size "$models" \
+           >"$out/models.log" 2>&1; then
+        export ETUDE_MODELS_DIR=$models
+        say "neural benchmarks: full-size models made with this machine's PyTorch (models.log)"
+      else
+        say "neural benchmarks will skip: making their models failed (models.log)"
+      fi
     else
-      say "neural benchmarks will skip: making their models failed (models.log)"
+      say "neural benchmarks will skip: making their models needs python3 with torch, numpy and yaml"
     fi
   else
-    say "neural benchmarks will skip: making their models needs python3 with torch, numpy and yaml"
+    say "neural benchmarks: models from ETUDE_MODELS_DIR=$ETUDE_MODELS_DIR"
   fi
-else
-  say "neural benchmarks: models from ETUDE_MODELS_DIR=$ETUDE_MODELS_DIR"
+
+  timeout "$limit" "$files/bin/etude_bench" --benchmark_filter="$bench_filter" \
+    --benchmark_out="$out/cuda-bench.json" --benchmark_out_format=json >"$out/cuda-bench.log" 2>&1
+  bench_rc=$?
+  benchmarks=$(count '"run_name"' "$out/cuda-bench.json")
+  errors=$(count '"error_occurred": true' "$out/cuda-bench.json")
+  say "benchmarks ('$bench_filter'): exit $bench_rc; $benchmarks results, $errors with an error (cuda-bench.json)"
+  [ "$bench_rc" -eq 0 ] || status=1
 fi
 
-timeout "$limit" "$files/bin/etude_bench" --benchmark_filter="$bench_filter" \
-  --benchmark_out="$out/cuda-bench.json" --benchmark_out_format=json >"$out/cuda-bench.log" 2>&1
-bench_rc=$?
-benchmarks=$(count '"run_name"' "$out/cuda-bench.json")
-errors=$(count '"error_occurred": true' "$out/cuda-bench.json")
-say "benchmarks ('$bench_filter'): exit $bench_rc; $benchmarks results, $errors with an error (cuda-bench.json)"
-[ "$bench_rc" -eq 0 ] || status=1
+if [ "$pack_kind" = streams ]; then
+  # Many streams of one Piper voice with its decoder on each device
+  # (bench/many_streams.cpp): first audio, underruns of streams pulled in real
+  # time, and the aggregate speed, i.e. how many real-time streams one device
+  # holds. The voice: a full-size medium voice with random weights, made here
+  # when python3 has torch and onnx (tools/piper_reference/make_voices.py),
+  # else the pack's small test voice, whose figures then measure launches and
+  # scheduling rather than a real voice's work. Phoneme ids rather than text:
+  # the pack carries no espeak-ng data. ETUDE_MANY_STREAMS sets the counts.
+  many_voice=$files/data/piper/test_medium.onnx
+  many_voice_kind="the pack's small test voice test_medium (no full-size voice)"
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, onnx' 2>/dev/null; then
+    piper_models=$(mktemp -d)
+    if timeout "$limit" python3 -B "$files/tools/piper_reference/make_voices.py" \
+         --full-size "$piper_models" --sizes medium >"$out/piper-voice.log" 2>&1; then
+      many_voice=$piper_models/full_medium.onnx
+      many_voice_kind="a full-size medium voice with random weights (piper-voice.log)"
+    else
+      many_voice_kind="$many_voice_kind: making a full-size voice failed (piper-voice.log)"
+    fi
+  else
+    many_voice_kind="$many_voice_kind: making one needs python3 with torch and onnx"
+  fi
+  say "many streams: $many_voice_kind"
+  for backend in cuda vulkan; do
+    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend "$backend" \
+      --streams "${ETUDE_MANY_STREAMS:-1,16,64,256}" --rounds 1 >"$out/many-streams-$backend.log" 2>&1
+    many_rc=$?
+    say "many streams on $backend: exit $many_rc (many-streams-$backend.log)"
+    grep -E ' streams +first audio' "$out/many-streams-$backend.log" | tee -a "$summary"
+    [ "$many_rc" -eq 0 ] || status=1
+  done
+fi
 
 if [ "$status" -eq 0 ]; then say "PASSED"; else say "FAILED"; fi
 exit "$status"

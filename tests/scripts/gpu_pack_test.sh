@@ -11,6 +11,7 @@
 #    own files, in the 64 MiB that travel to a GPU machine;
 #  - run.sh starts the packed programs and, without a GPU, says so and
 #    exits 0 (with a GPU it runs the checks and must pass);
+#  - the same for the many-streams pack (gpu-check.sh pack-streams);
 #  - the model layer's CUDA parity tests (Piper voices, neural vocoders)
 #    are among those it selects, and so are the Vulkan tests, whose loader
 #    travels in the pack.
@@ -31,83 +32,100 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-env -i PATH=/usr/bin:/bin "$src/scripts/gpu-check.sh" pack "$tmp/pack" "$build" || {
-  echo "FAIL: gpu-check.sh pack failed"
-  exit 1
+# check_pack COMMAND NAME FILE...: packs with `gpu-check.sh COMMAND` into
+# $tmp/NAME, checks it as above (the FILEs must be in its payload), and runs
+# its run.sh into $tmp/NAME-out.
+check_pack() {
+  local command=$1 label=$2
+  shift 2
+  pack=$tmp/$label
+  env -i PATH=/usr/bin:/bin "$src/scripts/gpu-check.sh" "$command" "$pack" "$build" || {
+    bad "gpu-check.sh $command failed"
+    return
+  }
+  # The payload unpacked as run.sh unpacks it, for the checks of its files.
+  files=$tmp/$label-files
+  mkdir -p "$files"
+  tar -xzf "$pack/payload.tar.gz" -C "$files" || bad "payload.tar.gz does not unpack"
+
+  # Allowed outside the pack: glibc, and the CUDA libraries of the GPU machine.
+  glibc='^(libc|libm|libmvec|libdl|libpthread|librt)\.so\.[0-9]+$|^ld-linux'
+  cuda='^(libcuda|libcufft|libcublas|libcublasLt)\.so\.[0-9]+$'
+  count=0
+  for f in "$files"/bin/* "$files"/lib/*.so* "$files"/lib/cxx/*; do
+    count=$((count + 1))
+    report=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$files/lib:$files/lib/cxx" ldd "$f" 2>&1) ||
+      bad "ldd $f: $report"
+    while read -r name arrow path _; do
+      [ "$arrow" = "=>" ] || continue
+      if [[ $name =~ $cuda ]]; then
+        [ -e "$files/lib/$name" ] && bad "$name travels although the GPU machine provides it"
+        continue
+      fi
+      if [ "$path" = "not" ]; then
+        bad "$(basename "$f"): $name not found"
+      elif [[ $path == "$files/lib/"* ]]; then  # lib/ or lib/cxx/
+        :
+      elif [[ $name =~ $glibc ]]; then
+        :
+      else
+        bad "$(basename "$f"): $name comes from $path, outside the pack"
+      fi
+    done <<<"$report"
+  done
+  [ "$count" -ge 2 ] || bad "only $count files packed"
+  for f in run.sh pack.env payload.tar.gz; do
+    [ -e "$pack/$f" ] || bad "$f missing from the pack"
+  done
+  for f in "$@"; do
+    [ -e "$files/$f" ] || bad "$f missing from the pack's payload"
+  done
+
+  size=$(du -sb "$pack" | cut -f1)
+  tracked=0
+  if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+    tracked=$(cd "$src" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  fi
+  echo "$label: $count programs and libraries, $size bytes; the repository's files: $tracked bytes"
+  [ $((size + tracked)) -lt "$limit_bytes" ] ||
+    bad "the pack ($size bytes) and the repository's files ($tracked) are over $limit_bytes"
+
+  output=$(env -i PATH=/usr/bin:/bin "$pack/run.sh" "$tmp/$label-out" 2>&1)
+  rc=$?
+  echo "$output"
+  if env -i PATH=/usr/bin:/bin nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    [ "$rc" -eq 0 ] || bad "run.sh on this GPU machine exited $rc"
+    grep -q '^PASSED' "$tmp/$label-out/summary.txt" || bad "run.sh did not pass on this GPU machine"
+  else
+    [ "$rc" -eq 0 ] || bad "run.sh without a GPU exited $rc, not 0"
+    grep -q 'no NVIDIA GPU on this machine' <<<"$output" || bad "run.sh did not say there is no GPU"
+  fi
 }
-pack=$tmp/pack
-# The payload unpacked as run.sh unpacks it, for the checks of its files.
-files=$tmp/files
-mkdir -p "$files"
-tar -xzf "$pack/payload.tar.gz" -C "$files" || bad "payload.tar.gz does not unpack"
 
-# Allowed outside the pack: glibc, and the CUDA libraries of the GPU machine.
-glibc='^(libc|libm|libmvec|libdl|libpthread|librt)\.so\.[0-9]+$|^ld-linux'
-cuda='^(libcuda|libcufft|libcublas|libcublasLt)\.so\.[0-9]+$'
-count=0
-for f in "$files"/bin/* "$files"/lib/*.so* "$files"/lib/cxx/*; do
-  count=$((count + 1))
-  report=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$files/lib:$files/lib/cxx" ldd "$f" 2>&1) ||
-    bad "ldd $f: $report"
-  while read -r name arrow path _; do
-    [ "$arrow" = "=>" ] || continue
-    if [[ $name =~ $cuda ]]; then
-      [ -e "$files/lib/$name" ] && bad "$name travels although the GPU machine provides it"
-      continue
-    fi
-    if [ "$path" = "not" ]; then
-      bad "$(basename "$f"): $name not found"
-    elif [[ $path == "$files/lib/"* ]]; then  # lib/ or lib/cxx/
-      :
-    elif [[ $name =~ $glibc ]]; then
-      :
-    else
-      bad "$(basename "$f"): $name comes from $path, outside the pack"
-    fi
-  done <<<"$report"
-done
-[ "$count" -ge 3 ] || bad "only $count files packed"
-for f in run.sh pack.env payload.tar.gz; do
-  [ -e "$pack/$f" ] || bad "$f missing from the pack"
-done
-for f in bin/etude_tests_gpu bin/etude_tests_engine_models bin/etude_bench lib/libetude_cuda.so \
-         lib/libvulkan.so.1 data/piper/reference.json data/neural; do
-  [ -e "$files/$f" ] || bad "$f missing from the pack's payload"
-done
+check_pack pack pack bin/etude_tests_gpu bin/etude_tests_engine_models bin/etude_bench \
+  lib/libetude_cuda.so lib/libvulkan.so.1 data/piper/reference.json data/neural
+# The many-streams pack: its program (which links the whole engine) with a
+# test voice, its phoneme ids and the voice maker; it starts from the pack.
+check_pack pack-streams streams bin/etude_many_streams lib/libetude_cuda.so lib/libvulkan.so.1 \
+  data/piper/test_medium.onnx data/piper/reference.json tools/piper_reference/make_voices.py \
+  tools/piper_reference/vits.py
+grep -q '^etude_many_streams starts' "$tmp/streams-out/summary.txt" ||
+  bad "the packed etude_many_streams did not start"
 
-size=$(du -sb "$pack" | cut -f1)
-tracked=0
-if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
-  tracked=$(cd "$src" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
-fi
-echo "pack: $count programs and libraries, $size bytes; the repository's files: $tracked bytes"
-[ $((size + tracked)) -lt "$limit_bytes" ] ||
-  bad "the pack ($size bytes) and the repository's files ($tracked) are over $limit_bytes"
-
-output=$(env -i PATH=/usr/bin:/bin "$pack/run.sh" "$tmp/out" 2>&1)
-rc=$?
-echo "$output"
-if env -i PATH=/usr/bin:/bin nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  [ "$rc" -eq 0 ] || bad "run.sh on this GPU machine exited $rc"
-  grep -q '^PASSED' "$tmp/out/summary.txt" || bad "run.sh did not pass on this GPU machine"
-else
-  [ "$rc" -eq 0 ] || bad "run.sh without a GPU exited $rc, not 0"
-  grep -q 'no NVIDIA GPU on this machine' <<<"$output" || bad "run.sh did not say there is no GPU"
-fi
 # The packed test program started from the pack alone and found CUDA tests.
-grep -q '^tests selected by .*: [1-9]' "$tmp/out/summary.txt" ||
+grep -q '^tests selected by .*: [1-9]' "$tmp/pack-out/summary.txt" ||
   bad "the packed test programs selected no CUDA tests"
 # ... among them the Piper voices' and the neural vocoders' CUDA parity.
 for suite in VitsParity NeuralVocoder; do
-  grep -q "^Backends/$suite\." "$tmp/out/cuda-model-tests-list.txt" ||
+  grep -q "^Backends/$suite\." "$tmp/pack-out/cuda-model-tests-list.txt" ||
     bad "the packed model tests list no $suite tests"
 done
 # The Vulkan tests are selected too: where lavapipe is installed, the packed
 # loader finds it and the parity suite has a vulkan0 instance.
 if ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
-  grep -q 'vulkan0' "$tmp/out/cuda-tests-list.txt" ||
+  grep -q 'vulkan0' "$tmp/pack-out/cuda-tests-list.txt" ||
     bad "the packed backend tests select no Vulkan tests (with lavapipe installed)"
-  grep -q '/vulkan ' "$tmp/out/cuda-model-tests-list.txt" ||
+  grep -q '/vulkan ' "$tmp/pack-out/cuda-model-tests-list.txt" ||
     bad "the packed model tests select no Vulkan tests"
 fi
 exit "$fail"

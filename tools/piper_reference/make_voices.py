@@ -12,7 +12,7 @@ that ONNX Runtime running the exported graph gives the same audio (within
 
   /usr/bin/python3 tools/piper_reference/make_voices.py            # small test voices
   build/pyenv/bin/python tools/piper_reference/make_voices.py      # ... checked by onnxruntime
-  ... make_voices.py --full-size DIR                                # published channel counts
+  ... make_voices.py --full-size DIR [--sizes medium,high]          # published channel counts
   ... make_voices.py --compare-with REAL.onnx                       # graph check against a real voice
 
 Everything is deterministic (fixed seeds). onnxruntime (PyPI, in the test
@@ -415,19 +415,28 @@ def main():
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--full-size", metavar="DIR",
                     help="write published-size voices (x_low, low, medium, high) to DIR instead")
+    ap.add_argument("--sizes", metavar="LIST",
+                    help="with --full-size: only these sizes, comma-separated (x_low, low, "
+                         "medium, high; the GPU pack makes medium alone)")
     ap.add_argument("--compare-with", metavar="ONNX",
                     help="a real Piper voice to compare the exported graph with")
     args = ap.parse_args()
 
     if args.full_size:
         out_dir = args.full_size
-        voices = {f"full_{s}": (s, (lambda s=s: dict(SIZES[s])), None, 1.0) for s in SIZES}
+        sizes = args.sizes.split(",") if args.sizes else list(SIZES)
+        unknown = [s for s in sizes if s not in SIZES]
+        if unknown:
+            ap.error(f"--sizes: unknown {', '.join(unknown)} (choose from {', '.join(SIZES)})")
+        voices = {f"full_{s}": (s, (lambda s=s: dict(SIZES[s])), None, 1.0) for s in sizes}
     else:
         out_dir = args.out
         voices = TEST_VOICES
     os.makedirs(out_dir, exist_ok=True)
     written, durations = {}, {}
     for seed, (name, (size, make_hp, sid, length_scale)) in enumerate(voices.items(), start=7):
+        if args.full_size:
+            seed = 7 + list(SIZES).index(size)  # the same voice whichever --sizes are made
         written[name], durations[name] = build_voice(name, size, make_hp(), sid, length_scale, out_dir, seed,
                                     shorten=not args.full_size)
     if not args.full_size:
