@@ -15,7 +15,7 @@ See docs/python.md.
 from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
 from ._native import StreamStats
 from ._engine import Engine
-from ._stream import Stream
+from ._stream import Mark, Stream
 from ._voices import VoiceInfo, refresh_voices, voice_folders
 
 __version__ = "0.1.0"
@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Engine",
     "Stream",
+    "Mark",
     "StreamStats",
     "VoiceInfo",
     "EtudeError",

@@ -7,7 +7,7 @@ import asyncio
 import math
 import threading
 import time
-from typing import TYPE_CHECKING, AsyncIterator, Iterator, Optional, Union
+from typing import TYPE_CHECKING, AsyncIterator, Iterator, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -39,6 +39,16 @@ def encode_text(text: Union[str, bytes]) -> bytes:
             f"text is not valid Unicode (a lone surrogate U+{ord(text[e.start]):04X} at "
             f"index {e.start} cannot be UTF-8)"
         ) from None
+
+
+class Mark(NamedTuple):
+    """A point in a stream's speech (Stream.marks()): an SSML mark, or a
+    written word's start after Stream.report_words()."""
+
+    kind: str  # "mark" or "word"
+    name: str  # the mark's name, or the word as written
+    sample: int  # where it is heard, in the stream's samples (compare Stream.position())
+    seconds: float  # the same, in seconds of the stream's audio
 
 
 class Stream:
@@ -126,6 +136,60 @@ class Stream:
         finally:
             self._input_open = False
             self._input_event.set()
+
+    def push_ssml(self, ssml: Union[str, bytes]) -> int:
+        """Queues an SSML document (<speak>, <mark/>, <break/>, <prosody>,
+        <say-as interpret-as="characters">); returns the sentences it queued.
+        Not well-formed XML is spoken as its text with the marks and breaks a
+        lenient reading finds; invalid UTF-8 or a mark name over 63 bytes
+        raises InvalidText with nothing queued."""
+        data = encode_text(ssml)
+        native = self._live()
+        self._input_open = True
+        try:
+            return native.push_ssml(data)
+        finally:
+            self._input_event.set()
+
+    def push_mark(self, name: str) -> None:
+        """Queues a mark after the text pushed so far (it ends the held
+        sentence); marks() hands it out when production reaches it."""
+        self._live().push_mark(name)
+        self._input_open = True
+        self._input_event.set()
+
+    def push_break(self, ms: float) -> None:
+        """Queues ``ms`` milliseconds (0 to 60000) of silence after the text so far."""
+        self._live().push_break(float(ms))
+        self._input_open = True
+        self._input_event.set()
+
+    def set_prosody(self, rate: float = 1.0, pitch: float = 1.0, volume: float = 1.0) -> None:
+        """The text pushed from now on is spoken at ``rate`` (0.1 to 10, times
+        the voice's pace), ``pitch`` (0.5 to 2, times its F0; built-in voices
+        only) and ``volume`` (0 to 4, times its amplitude). It ends the held
+        sentence. SSML's <prosody> applies within it."""
+        self._live().set_prosody(float(rate), float(pitch), float(volume))
+
+    def report_words(self, on: bool = True) -> None:
+        """Also hand out each written word's start as a Mark of kind "word",
+        from the next sentence the stream starts (off by default)."""
+        self._live().report_words(bool(on))
+
+    def marks(self) -> list[Mark]:
+        """The marks (and words, after report_words()) production has reached
+        since the last call, in order. Each is heard when position() reaches
+        its ``sample``. Never blocks."""
+        out = []
+        native = self._live()
+        while (m := native.next_mark()) is not None:
+            is_word, name, sample = m
+            out.append(Mark("word" if is_word else "mark", name, sample, sample / self._sample_rate))
+        return out
+
+    def position(self) -> int:
+        """Samples of this stream's audio read so far (padding excluded)."""
+        return self._live().position()
 
     def cancel(self) -> None:
         """Stops speaking with a short fade (5 ms) and drops queued and held

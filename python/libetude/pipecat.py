@@ -116,7 +116,12 @@ class EtudeTTSService(TTSService):
         # The base class opens the audio context with TTSStartedFrame before
         # run_tts and closes it with TTSStoppedFrame when the turn is spoken,
         # so the frames of one reply keep one context.
+        # Each word's TTSTextFrame comes from the engine's word marks, timed
+        # where the word is heard (push_text_frames=False: the base class then
+        # emits the reply's text word by word as the audio reaches each one,
+        # and completes any word the engine could not time at the end).
         super().__init__(
+            push_text_frames=False,
             push_start_frame=True,
             push_stop_frames=True,
             sample_rate=sample_rate,
@@ -137,6 +142,9 @@ class EtudeTTSService(TTSService):
         # Streams still speaking, by audio context, so an interruption can
         # cancel them even when run_tts is not the code that is waiting.
         self._speaking: dict[str, set[Any]] = {}
+        # Seconds of audio each context has sent so far: a sentence's word
+        # times count from the first audio of its reply, not of its stream.
+        self._context_seconds: dict[str, float] = {}
 
     @property
     def engine(self) -> libetude.Engine:
@@ -177,7 +185,11 @@ class EtudeTTSService(TTSService):
         speaking = self._speaking.setdefault(context_id, set())
         speaking.add(stream)
         finished = False
+        offset = self._context_seconds.get(context_id, 0.0)
+        sent = 0  # samples of this stream yielded
+        words: list[libetude.Mark] = []  # reached by production, not yet by the audio sent
         try:
+            stream.report_words(True)
             stream.push_text(text)
             stream.end_input()
             async for block in stream:
@@ -190,6 +202,16 @@ class EtudeTTSService(TTSService):
                     num_channels=1,
                     context_id=context_id,
                 )
+                sent += len(block)
+                # A word after the audio it starts in, so that the two go out
+                # in playback order.
+                words.extend(m for m in stream.marks() if m.kind == "word")
+                heard = [m for m in words if m.sample < sent]
+                if heard:
+                    words = words[len(heard) :]
+                    await self.add_word_timestamps(
+                        [(m.name, offset + m.seconds) for m in heard], context_id
+                    )
             finished = True
         except libetude.EtudeError as error:
             finished = True
@@ -200,13 +222,20 @@ class EtudeTTSService(TTSService):
             # rather than let it vocode audio nobody will play.
             if not finished:
                 stream.cancel()
+            self._context_seconds[context_id] = offset + sent / self.sample_rate
             stream.close()
             speaking.discard(stream)
             if not speaking and self._speaking.get(context_id) is speaking:
                 del self._speaking[context_id]
 
+    async def on_audio_context_completed(self, context_id: str):
+        """Forget a finished reply's running time."""
+        self._context_seconds.pop(context_id, None)
+        await super().on_audio_context_completed(context_id)
+
     async def on_audio_context_interrupted(self, context_id: str):
         """Cancel the streams speaking into an interrupted audio context."""
+        self._context_seconds.pop(context_id, None)
         streams = self._speaking.pop(context_id, set())
         for stream in streams:
             stream.cancel()
@@ -224,6 +253,7 @@ class EtudeTTSService(TTSService):
         await super().cleanup()
 
     def _cancel_all(self) -> None:
+        self._context_seconds.clear()
         speaking, self._speaking = self._speaking, {}
         for streams in speaking.values():
             for stream in streams:

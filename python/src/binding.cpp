@@ -10,6 +10,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
@@ -19,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,8 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 using etude::engine::Engine;
+using etude::engine::Prosody;
+using etude::engine::SpeechMark;
 using etude::engine::Stream;
 using etude::engine::StreamOptions;
 using etude::engine::StreamStats;
@@ -166,7 +170,10 @@ void bind_types(nb::module_& m) {
         .def_ro("mel_chunks_gpu", &StreamStats::mel_chunks_gpu)
         .def_ro("mel_chunks_cpu", &StreamStats::mel_chunks_cpu)
         .def_ro("mel_chunks_phase", &StreamStats::mel_chunks_phase)
-        .def_ro("model_latency_ms", &StreamStats::model_latency_ms);
+        .def_ro("model_latency_ms", &StreamStats::model_latency_ms)
+        .def_ro("marks", &StreamStats::marks)
+        .def_ro("marks_dropped", &StreamStats::marks_dropped)
+        .def_ro("words_unpaired", &StreamStats::words_unpaired);
 }
 
 void bind_stream(nb::module_& m) {
@@ -186,6 +193,48 @@ void bind_stream(nb::module_& m) {
                 return guarded(Code::InvalidText, [&] { return s.end_input(); });
             },
             "Releases the held sentence; returns the sentences it queued.")
+        .def(
+            "push_ssml",
+            [](Stream& s, nb::bytes ssml) {
+                const std::string_view utf8(ssml.c_str(), ssml.size());
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidText, [&] { return s.push_ssml(utf8); });
+            },
+            "ssml"_a, "Queues an SSML document; returns the sentences it queued.")
+        .def(
+            "push_mark",
+            [](Stream& s, const std::string& name) {
+                guarded(Code::InvalidText, [&] { s.push_mark(name); });
+            },
+            "name"_a, "Queues a mark after the text so far (it ends the held sentence).")
+        .def(
+            "push_break",
+            [](Stream& s, double ms) {
+                guarded(Code::InvalidArgument, [&] { s.push_break(ms); });
+            },
+            "ms"_a, "Queues that much silence after the text so far (0..60000 ms).")
+        .def(
+            "set_prosody",
+            [](Stream& s, float rate, float pitch, float volume) {
+                Prosody p;
+                p.rate = rate;
+                p.pitch = pitch;
+                p.volume = volume;
+                guarded(Code::InvalidArgument, [&] { s.set_prosody(p); });
+            },
+            "rate"_a, "pitch"_a, "volume"_a, "The prosody of the text pushed from now on.")
+        .def(
+            "report_words", [](Stream& s, bool on) { s.report_words(on); }, "on"_a,
+            "Also hand out each written word's start as a mark (from the next sentence).")
+        .def(
+            "next_mark",
+            [](Stream& s) -> std::optional<std::tuple<bool, std::string, std::uint64_t>> {
+                SpeechMark m;
+                if (!s.next_mark(m)) return std::nullopt;
+                return std::make_tuple(m.kind == SpeechMark::Word, std::string(m.name), m.sample);
+            },
+            "The next mark reached: (is_word, name, sample), or None.")
+        .def("position", &Stream::position, "Samples consumed so far (padding excluded).")
         .def(
             "push_phoneme_ids",
             [](Stream& s, std::vector<std::int64_t> ids) {

@@ -25,6 +25,7 @@ from pipecat.frames.frames import (  # noqa: E402
     TTSSpeakFrame,
     TTSStartedFrame,
     TTSStoppedFrame,
+    TTSTextFrame,
 )
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker  # noqa: E402
@@ -166,6 +167,36 @@ def test_llm_reply_in_tokens_is_spoken_sentence_by_sentence(engine):
     # One reply: one TTSStartedFrame and one TTSStoppedFrame around all of it.
     assert len(collector.of_type(TTSStartedFrame)) == 1
     assert len(collector.of_type(TTSStoppedFrame)) == 1
+
+
+def test_each_word_is_a_text_frame_timed_where_it_is_heard(engine):
+    # Pipecat's transcript of what was spoken: a TTSTextFrame per word, in
+    # order, whose PTS is where the engine reported the word's start (word
+    # times count from the reply's first audio, across its sentences).
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    frames = [LLMFullResponseStartFrame(), LLMTextFrame(TEXT), LLMFullResponseEndFrame()]
+    collector = speak(service, frames)
+    words = [frame for _, frame in collector.of_type(TTSTextFrame)]
+    # The frame's text is the engine's word; Pipecat keeps the reply's own
+    # text around it (punctuation included) as raw_text for the context.
+    assert [w.text for w in words] == [t.strip(".,") for t in TEXT.split()]
+    assert [w.raw_text for w in words] == TEXT.split()
+    pts = [w.pts for w in words]
+    assert all(p is not None for p in pts)
+    assert pts == sorted(pts) and pts[0] < pts[-1]
+    # The last word starts before the audio ends, the first after it starts.
+    audio_seconds = len(streamed_pcm(collector)) / RATE
+    assert (pts[-1] - pts[0]) / 1e9 < audio_seconds
+    # Against the engine: the third sentence's first word starts after the
+    # audio of the first two sentences.
+    with engine.stream(voice=VOICE, sample_rate=RATE) as s:
+        s.report_words()
+        first_two = TEXT[: TEXT.index("A third")]
+        s.push_text(first_two.strip())
+        s.end_input()
+        two = sum(len(b) for b in s)
+    third = next(i for i, w in enumerate(words) if w.text.startswith("A") and i > 5)
+    assert (pts[third] - pts[0]) / 1e9 >= two / RATE - 0.5
 
 
 def test_piper_voice_options_pass_through(engine, joe_model):
