@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/ssml_document.h"
+#include "support/piper_test_stream.h"
 
 using namespace etude::engine;
 
@@ -155,12 +156,7 @@ TEST(SsmlProsody, a_piper_voice_takes_rate_and_volume) {
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
     Engine engine;
-    StreamOptions o;
-    o.piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
-    o.speaker = "speaker_0";
-    o.seed = 9;
-    o.sample_rate = 0;
-    o.backend = "cpu";
+    StreamOptions o = etude::test::piper_test_stream(9);
     const std::string text = "The boats came home at night.";
     const auto plain = ssml(engine, o, "<speak>" + text + "</speak>");
     const auto loud =

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
+#include "support/piper_test_stream.h"
 
 using namespace etude::engine;
 
@@ -158,12 +159,7 @@ TEST(SsmlStream, a_piper_voice_places_marks_too) {
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
     Engine engine;
-    StreamOptions o;
-    o.piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
-    o.speaker = "speaker_0";
-    o.seed = 3;
-    o.sample_rate = 0;
-    o.backend = "cpu";
+    StreamOptions o = etude::test::piper_test_stream(3);
     // Both sentences from one seeded stream, so the noise is drawn alike.
     auto plain = engine.create_stream(o);
     plain->push_text("The wind rose. ");

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/piper/espeak_session.h"
+#include "support/piper_test_stream.h"
 
 using namespace etude::engine;
 
@@ -130,12 +131,7 @@ TEST(WordMarks, a_piper_voice_marks_words_alike_for_any_chunk_size) {
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
     Engine engine;
-    StreamOptions o;
-    o.piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
-    o.speaker = "speaker_0";
-    o.seed = 5;
-    o.sample_rate = 0;
-    o.backend = "cpu";
+    StreamOptions o = etude::test::piper_test_stream(5);
     std::string long_sentence = "The";
     for (int i = 0; i < 40; ++i) long_sentence += " boats came home";
     long_sentence += ".";
