@@ -288,8 +288,9 @@ class Stream {
     /// StreamStats::marks_dropped).
     bool next_mark(SpeechMark& mark) noexcept;
     /// Also hand out each written word's start as a SpeechMark of kind Word,
-    /// from the next sentence on (off by default, so that a consumer that
-    /// takes no marks does not fill the queue). Built-in voices name Flite's
+    /// for the text pushed after it (off by default, so that a consumer that
+    /// takes no marks does not fill the queue); each goes into the queue as
+    /// the audio it starts in is made. Built-in voices name Flite's
     /// tokens; Piper voices pair the text's words with espeak-ng's spoken
     /// words, and speak a sentence where they cannot be paired without its
     /// word marks (StreamStats::words_unpaired). Mel streams have no words.

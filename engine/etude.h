@@ -279,7 +279,7 @@ typedef struct etude_mark {
 } etude_mark;
 
 /** Also hand out each written word's start as a mark of kind ETUDE_MARK_WORD,
- * from the next sentence on (`on` nonzero), or stop (0). Off by default.
+ * for the text pushed after it (`on` nonzero), or stop (0). Off by default.
  * Built-in voices name Flite's tokens; a Piper voice pairs the text's words
  * with espeak-ng's and gives a sentence no word marks where they cannot be
  * paired. Mel streams have no words. Does nothing if stream is NULL. */

@@ -102,9 +102,10 @@ VitsScales PiperVoice::scales(std::optional<float> noise_scale, std::optional<fl
     return s;
 }
 
-std::vector<piper::PhonemizedSentence> PiperVoice::phonemize(std::string_view text) const {
+std::vector<piper::PhonemizedSentence> PiperVoice::phonemize(std::string_view text,
+                                                             bool with_words) const {
     if (!phonemizer_) throw Error(phonemizer_error_);
-    return phonemizer_->phonemize(text);
+    return phonemizer_->phonemize(text, with_words);
 }
 
 void PiperVoice::check_ids(const std::vector<std::int64_t>& ids) const {

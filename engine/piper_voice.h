@@ -67,7 +67,8 @@ class PiperVoice {
     // etude::Error when the front end cannot run (a build without
     // espeak-ng, or a phoneme type it does not produce): phoneme ids still
     // can be spoken.
-    std::vector<piper::PhonemizedSentence> phonemize(std::string_view text) const;
+    std::vector<piper::PhonemizedSentence> phonemize(std::string_view text,
+                                                     bool with_words = false) const;
     // Throws etude::Error naming the voice for an id outside its symbols.
     void check_ids(const std::vector<std::int64_t>& ids) const;
     // Phoneme ids to the decoder's input, noise from `noise`.

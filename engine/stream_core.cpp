@@ -229,7 +229,13 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
 // mark ends it.
 std::size_t StreamCore::set_prosody(const Prosody& prosody) {
     if (prosody == input_prosody_) return 0;
-    const std::size_t queued = queue_text({input_.finish()});
+    std::size_t queued = 0;
+    try {
+        queued = queue_text({input_.finish()});
+    } catch (...) {
+        holding_ = false;  // what was held is gone either way (the caller hears why)
+        throw;
+    }
     input_prosody_ = prosody;
     holding_ = false;  // nothing is held now: see end_input()
     return queued;
@@ -247,9 +253,17 @@ void StreamCore::set_stream_prosody(const Prosody& p) {
         throw Error("prosody pitch must be 0.5..2, not " + format_number(p.pitch));
     if (!in(p.volume, 0.0f, 4.0f))
         throw Error("prosody volume must be 0..4, not " + format_number(p.volume));
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
+    refuse_split_character("prosody");
+    set_prosody(p);  // first: it may throw, and then nothing has changed
     base_prosody_ = p;
-    set_prosody(p);
+}
+
+void StreamCore::refuse_split_character(const char* what) const {
+    if (!utf8_tail_.empty())
+        throw Error(std::string(what) +
+                    " after text that ends inside a UTF-8 character: push the rest of it first");
 }
 
 void StreamCore::push_mark(std::string_view name) {
@@ -259,6 +273,7 @@ void StreamCore::push_mark(std::string_view name) {
         throw Error("mark name longer than " + std::to_string(SpeechMark::kMaxName) + " bytes");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
+    refuse_split_character("a mark");
     queue_marker(std::string(name), 0);
 }
 
@@ -268,13 +283,19 @@ void StreamCore::push_break(double ms) {
     if (!(ms >= 0.0 && ms <= 60000.0)) throw Error("a break must be 0..60000 ms");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
+    refuse_split_character("a break");
     queue_marker({}, static_cast<std::size_t>(rate_ * ms / 1000.0));
 }
 
 std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_samples) {
     // What is held before it is complete now: a mark's place is after it.
-    const std::string rest = input_.finish();
-    const std::size_t queued = queue_text({rest});
+    std::size_t queued = 0;
+    try {
+        queued = queue_text({input_.finish()});
+    } catch (...) {
+        holding_ = false;  // what was held is gone either way (the caller hears why)
+        throw;
+    }
     auto m = std::make_shared<SpeechMarker>();
     m->mark = std::move(mark);
     m->silence_samples = silence_samples;
@@ -358,6 +379,7 @@ std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
             for (auto& p : pieces) {
                 Sentence s{std::move(p), next_voice_, {gen, now, first, input_prosody_.volume}};
                 s.prosody = input_prosody_;
+                s.words_wanted = report_words_.load(std::memory_order_relaxed);
                 text_queue_.push_back(std::move(s));
                 first = false;
             }
@@ -568,6 +590,7 @@ void StreamCore::analyse(Sentence sentence) {
         u->frames = std::move(frames);
         u->voice = sentence.voice;
         u->origin = sentence.origin;
+        u->words_wanted = sentence.words_wanted;
         item = std::move(u);
     }
     finish_analysis(t0, sentence.origin, std::move(item));

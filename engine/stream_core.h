@@ -106,13 +106,19 @@ class StreamCore final : public BlockSink {
     std::size_t queue_marker(std::string mark, std::size_t silence_samples);
     // Text pushed from here on is spoken with `prosody` (input lock held).
     std::size_t set_prosody(const Prosody& prosody);
+    // Throws etude::Error when the last push ended inside a UTF-8 character,
+    // which `what` (a mark, a break, prosody) would split (input lock held).
+    void refuse_split_character(const char* what) const;
     // The producer's side of a marker: the mark recorded, or the silence written.
     bool speak_marker(const SpeechMarker& marker);
     // Queues a mark for next_mark() at ring position `sample`.
     void record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
                      std::uint64_t generation);
-    // A built-in voice's sentence about to be written: its words' marks.
-    void mark_flite_words(const AnalysedSentence& sentence);
+    // A built-in voice's sentence about to be written: its words, to be
+    // marked as the audio they start in is written (pending_words_).
+    void plan_flite_words(const AnalysedSentence& sentence);
+    // The pending words that start before ring position `end`, as marks.
+    void mark_words_before(std::uint64_t end);
     std::size_t push_piper_text(std::string_view text);
     // `sentences`: their phoneme_ids and words set.
     void queue_phoneme_ids(std::vector<Sentence> sentences, Clock::time_point pushed,
@@ -121,11 +127,12 @@ class StreamCore final : public BlockSink {
     // Where vocode_latent() is in its sentence's word marks.
     struct PiperWords {
         std::uint64_t start = 0;  // ring position of the sentence's first sample
-        std::size_t next = 0;     // the next word to mark
+        std::size_t next = 0;     // the next word to plan
         std::size_t id = 0;       // ids whose frames `frames` holds
         std::int64_t frames = 0;
     };
-    void mark_piper_words(const LatentSentence& sentence, int until, PiperWords& words);
+    // The words whose frames are known, up to frame `until`, into pending_words_.
+    void plan_piper_words(const LatentSentence& sentence, int until, PiperWords& words);
     // `refusal`: why the network refused the sentence (no item), if it did.
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
                          std::optional<WorkItem> item, std::string refusal = {});
@@ -184,6 +191,11 @@ class StreamCore final : public BlockSink {
     rt::Counter marks_reached_, marks_dropped_, words_unpaired_;
     std::atomic<bool> report_words_{false};
     std::vector<float> volume_scratch_;  // producer thread: audio with its SSML volume
+    // Producer thread: the current item's words not yet reached by the audio
+    // written, in order; a mark each as its audio goes in, dropped with the
+    // item if it ends first (cancelled, or failed), so no mark names a word
+    // that was not spoken.
+    std::deque<MarkRecord> pending_words_;
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
     std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only

@@ -10,6 +10,7 @@
 #include "engine/engine_workers.h"
 #include "engine/piper/sentence_words.h"
 #include "engine/stream_core.h"
+#include "engine/stream_core_detail.h"
 
 namespace etude::engine {
 
@@ -26,12 +27,14 @@ std::size_t StreamCore::push_piper_text(std::string_view text) {
         std::size_t end = text.find("\n\n");
         end = end == std::string_view::npos ? text.size() : end + 2;
         std::vector<Sentence> sentences;
-        for (auto& p : piper_->phonemize(text.substr(0, end))) {
+        const bool words = report_words_.load(std::memory_order_relaxed);
+        for (auto& p : piper_->phonemize(text.substr(0, end), words)) {
             Sentence s;
             s.prosody = input_prosody_;
             s.phoneme_ids = std::move(p.ids.ids);
+            s.words_wanted = words;
             // A sentence with written words none of which could be paired.
-            s.words_paired = !p.words.empty() || piper::written_words(p.text).empty();
+            s.words_paired = !words || !p.words.empty() || piper::written_words(p.text).empty();
             s.words = std::move(p.words);
             sentences.push_back(std::move(s));
         }
@@ -104,6 +107,7 @@ void StreamCore::analyse_piper(Sentence sentence) {
             l->origin = sentence.origin;
             l->words = std::move(sentence.words);
             l->words_paired = sentence.words_paired;
+            l->words_wanted = sentence.words_wanted;
             item = std::move(l);
         }
     } catch (const std::exception& e) {
@@ -130,7 +134,7 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
     // it is written whole); each word's marks go in before the chunk it is
     // heard in.
     PiperWords words{ring_.write_position()};
-    if (report_words_.load(std::memory_order_relaxed) && !s.words_paired) words_unpaired_.add();
+    if (s.words_wanted && !s.words_paired) words_unpaired_.add();
     // The first push also covers the frames the decoder must see beyond its
     // first chunk before it makes any audio, so first audio waits for one
     // flow push, not two.
@@ -171,7 +175,7 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
         }
         // (Completed above whenever this chunk could reach the known end, so
         // `frames` still holds.)
-        mark_piper_words(s, first + count, words);
+        plan_piper_words(s, first + count, words);
         copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
         const bool last = s.prior.complete() && first + count == frames;
         if (!vocode_frames(chunk, count, last, s.origin)) return false;
@@ -182,9 +186,10 @@ bool StreamCore::vocode_latent(LatentSentence& s) {
 // A word is heard after the frames of the ids before its first: each id
 // lasts its duration in frames of `hop` samples of the voice's rate. Only
 // durations already made are read; the flow has been completed as far as
-// the chunk ending at `until` needs.
-void StreamCore::mark_piper_words(const LatentSentence& s, int until, PiperWords& w) {
-    if (!report_words_.load(std::memory_order_relaxed)) return;
+// the chunk ending at `until` needs. The marks go in as the audio does
+// (mark_words_before), since a chunk's audio can come out later.
+void StreamCore::plan_piper_words(const LatentSentence& s, int until, PiperWords& w) {
+    if (!s.words_wanted) return;
     const std::vector<int>& durations = s.prior.durations();
     const double samples_per_frame = double(piper_->hop()) * rate_ / piper_->sample_rate();
     while (w.next < s.words.size()) {
@@ -192,10 +197,13 @@ void StreamCore::mark_piper_words(const LatentSentence& s, int until, PiperWords
         if (word.start > durations.size()) return;
         for (; w.id < word.start; ++w.id) w.frames += durations[w.id];
         if (w.frames >= until) return;
-        record_mark(word.text, SpeechMark::Word,
-                    w.start + static_cast<std::uint64_t>(
-                                  std::llround(double(w.frames) * samples_per_frame)),
-                    s.origin.generation);
+        MarkRecord r;
+        r.generation = s.origin.generation;
+        r.mark.kind = SpeechMark::Word;
+        r.mark.sample = w.start + static_cast<std::uint64_t>(
+                                      std::llround(double(w.frames) * samples_per_frame));
+        stream_core_detail::copy_mark_name(word.text, r.mark);
+        pending_words_.push_back(r);
         ++w.next;
     }
 }

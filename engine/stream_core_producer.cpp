@@ -17,6 +17,7 @@
 namespace etude::engine {
 namespace {
 
+using stream_core_detail::copy_mark_name;
 using stream_core_detail::seconds_since;
 
 // How often a producer blocked on a full ring rechecks it: a real-time
@@ -100,7 +101,7 @@ void StreamCore::produce() {
         lock.unlock();
         engine_->wake();  // room for more look-ahead
         first_audio_pending_ = true;
-        mark_flite_words(*u);
+        plan_flite_words(*u);
         const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
         finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
     }
@@ -151,10 +152,7 @@ void StreamCore::record_mark(std::string_view name, SpeechMark::Kind kind, std::
                              std::uint64_t generation) {
     MarkRecord r;
     r.generation = generation;
-    std::size_t n = std::min(name.size(), SpeechMark::kMaxName);
-    // A name cut short is cut at a character's start (a word can be long).
-    while (n < name.size() && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
-    name.copy(r.mark.name, n);
+    copy_mark_name(name, r.mark);
     r.mark.kind = kind;
     r.mark.sample = sample;
     if (marks_.write(std::span<const MarkRecord>(&r, 1)) == 1)
@@ -163,19 +161,35 @@ void StreamCore::record_mark(std::string_view name, SpeechMark::Kind kind, std::
         marks_dropped_.add();
 }
 
-// Recorded all at once as the sentence starts: its audio begins at the
-// ring's write position now (the one before it is written whole), and a
-// frame of the voice is frame_period of its samples.
-void StreamCore::mark_flite_words(const AnalysedSentence& u) {
-    if (!report_words_.load(std::memory_order_relaxed) || u.frames.words.empty()) return;
+// Planned as the sentence starts: its audio begins at the ring's write
+// position now (the one before it is written whole), and a frame of the
+// voice is frame_period of its samples.
+void StreamCore::plan_flite_words(const AnalysedSentence& u) {
+    if (!u.words_wanted) return;
     const std::uint64_t start = ring_.write_position();
     const double samples_per_frame = static_cast<double>(u.voice->vocoder_config().frame_period) *
                                      rate_ / u.voice->sample_rate();
-    for (const WordStart& w : u.frames.words)
-        record_mark(
-            w.text, SpeechMark::Word,
-            start + static_cast<std::uint64_t>(std::llround(double(w.start) * samples_per_frame)),
-            u.origin.generation);
+    for (const WordStart& w : u.frames.words) {
+        MarkRecord r;
+        r.generation = u.origin.generation;
+        r.mark.kind = SpeechMark::Word;
+        r.mark.sample =
+            start + static_cast<std::uint64_t>(std::llround(double(w.start) * samples_per_frame));
+        copy_mark_name(w.text, r.mark);
+        pending_words_.push_back(r);
+    }
+}
+
+// Before the audio from the write position to `end` goes into the ring: a
+// consumer that reads it finds the marks of the words it holds queued.
+void StreamCore::mark_words_before(std::uint64_t end) {
+    while (!pending_words_.empty() && pending_words_.front().mark.sample < end) {
+        if (marks_.write(std::span<const MarkRecord>(&pending_words_.front(), 1)) == 1)
+            marks_reached_.add();
+        else
+            marks_dropped_.add();
+        pending_words_.pop_front();
+    }
 }
 
 // A mark is recorded at the ring position the audio before it has reached,
@@ -204,6 +218,7 @@ void StreamCore::note_unspeakable(std::string reason) {
 }
 
 void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentence) {
+    pending_words_.clear();  // words of audio that was not written: never heard
     std::unique_lock lock(mu_);
     vocoder_seconds_ += vocoder_seconds;
     // A sentence that ended without audio (cancelled, or a device error)
@@ -251,10 +266,11 @@ bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin,
     }
     for (;;) {
         if (ring_.cancelled(origin.generation)) return false;
-        const bool fits = ring_.write_available() >= samples.size();
-        if (fits || !last_chunk) {
+        const std::size_t room = std::min(samples.size(), ring_.write_available());
+        if (room == samples.size() || !last_chunk) {
             if (last_chunk) mark_end_if_last(samples.size());
-            const std::size_t n = ring_.write(samples);
+            mark_words_before(ring_.write_position() + room);
+            const std::size_t n = ring_.write(samples.first(room));
             if (n > 0) {
                 note_first_audio(origin);
                 // Through the mutex: a reader between its check of the ring

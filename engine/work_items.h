@@ -46,6 +46,7 @@ struct Sentence {
     std::vector<std::int64_t> phoneme_ids;  // Piper streams
     std::vector<WordStart> words;           // Piper streams: at their first id's index
     bool words_paired = true;               // Piper streams: false if they could not be
+    bool words_wanted = false;              // report_words() was on when it was pushed
     std::shared_ptr<SpeechMarker> marker;   // else: a mark or break passing through in order
     Prosody prosody;                        // SSML <prosody> around it (volume: origin.volume)
 };
@@ -58,8 +59,9 @@ struct AnalysedSentence {
     AcousticFrames frames;
     const FliteVoice* voice = nullptr;
     ItemOrigin origin;
-    State state = Pending;     // stream mutex
-    std::vector<float> audio;  // valid once state == Rendered
+    State state = Pending;      // stream mutex
+    std::vector<float> audio;   // valid once state == Rendered
+    bool words_wanted = false;  // Sentence::words_wanted
     std::int64_t render_started_ns = 0, render_finished_ns = 0;
     // The producer reached this sentence before its render worker finished
     // and makes it itself, block by block; the worker stops and drops its audio.
@@ -86,6 +88,7 @@ struct LatentSentence {
     ItemOrigin origin;
     std::vector<WordStart> words;  // at their first id's index (Sentence::words)
     bool words_paired = true;      // false: the front end could not pair them
+    bool words_wanted = false;     // Sentence::words_wanted
 };
 
 // A mark or a break of SSML input (Stream::push_ssml), kept in order with

@@ -1,8 +1,10 @@
 #include "speechd/sound_icon.h"
 
 #include <sndfile.h>
+#include <sys/stat.h>
 
 #include <memory>
+#include <new>
 
 #include "speechd/log.h"
 
@@ -11,7 +13,11 @@ namespace etude::speechd {
 namespace {
 
 // A screen reader's icon is a click or a chime; a long file is not one.
+// The file's size and channels are bounded too: a compressed file's header
+// may promise any number of frames, and each channel is a buffer.
 constexpr sf_count_t kLongestIconSeconds = 10;
+constexpr off_t kLargestIconBytes = 32 << 20;
+constexpr int kMostIconChannels = 8;
 
 }  // namespace
 
@@ -23,6 +29,13 @@ std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::s
         return std::nullopt;
     }
     const std::string path = folder + (folder.back() == '/' ? "" : "/") + name;
+    // A plain file (a FIFO would block the protocol in sf_open) of bounded size.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kLargestIconBytes) {
+        log_line(
+            3, "SOUND_ICON '" + name + "': no icon file of at most 32 MiB at " + path + ": spoken");
+        return std::nullopt;
+    }
     SF_INFO info{};
     std::unique_ptr<SNDFILE, decltype(&sf_close)> file(sf_open(path.c_str(), SFM_READ, &info),
                                                        &sf_close);
@@ -31,12 +44,18 @@ std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::s
                         "): spoken");
         return std::nullopt;
     }
-    if (info.channels < 1 || info.samplerate < 1000 || info.samplerate > 192000 ||
-        info.frames > kLongestIconSeconds * info.samplerate) {
+    if (info.channels < 1 || info.channels > kMostIconChannels || info.samplerate < 1000 ||
+        info.samplerate > 192000 || info.frames > kLongestIconSeconds * info.samplerate) {
         log_line(3, "SOUND_ICON '" + name + "': " + path + " is not a short sound: spoken");
         return std::nullopt;
     }
-    std::vector<float> interleaved(static_cast<std::size_t>(info.frames * info.channels));
+    std::vector<float> interleaved;
+    try {
+        interleaved.resize(static_cast<std::size_t>(info.frames * info.channels));
+    } catch (const std::bad_alloc&) {
+        log_line(1, "SOUND_ICON '" + name + "': no memory for " + path + ": spoken");
+        return std::nullopt;
+    }
     const sf_count_t got = sf_readf_float(file.get(), interleaved.data(), info.frames);
     SoundIcon icon;
     icon.rate = info.samplerate;

@@ -18,7 +18,8 @@ struct SoundIcon {
 
 /// The icon `name` in `folder`, or nothing (logged at level 3) when the
 /// folder is empty, the name is not a plain file name (empty, "..", a '/'),
-/// or the file is missing, not audio libsndfile reads, or longer than 10 s.
+/// or the file is missing, not a regular file, over 32 MiB, not audio
+/// libsndfile reads, longer than 10 s, or has more than 8 channels.
 std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::string& name);
 
 }  // namespace etude::speechd

@@ -61,7 +61,8 @@ Phonemizer::Phonemizer(VoiceConfig voice) : voice_(std::move(voice)) {
     }
 }
 
-std::vector<PhonemizedSentence> Phonemizer::phonemize(std::string_view text) const {
+std::vector<PhonemizedSentence> Phonemizer::phonemize(std::string_view text,
+                                                      bool with_words) const {
     if (auto bad = engine::find_invalid_utf8(text))
         throw Error("text is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
     // Control characters are not text; espeak-ng would read some as its own
@@ -72,8 +73,11 @@ std::vector<PhonemizedSentence> Phonemizer::phonemize(std::string_view text) con
             c == 0x7F)
             c = ' ';
     if (!engine::has_speakable_text(clean)) return {};
-    return voice_.phoneme_type == PhonemeType::Espeak ? phonemize_espeak(clean)
-                                                      : phonemize_codepoints(clean);
+    auto sentences = voice_.phoneme_type == PhonemeType::Espeak ? phonemize_espeak(clean)
+                                                                : phonemize_codepoints(clean);
+    if (with_words)
+        for (auto& s : sentences) pair_sentence_words(s);
+    return sentences;
 }
 
 PhonemizedSentence Phonemizer::finish(std::string text, std::vector<std::string> phonemes) const {
@@ -81,11 +85,14 @@ PhonemizedSentence Phonemizer::finish(std::string text, std::vector<std::string>
     s.text = trimmed(text);
     s.phonemes = merge_vowel_clusters(phonemes, voice_);
     s.ids = phonemes_to_ids(s.phonemes, voice_);
+    return s;
+}
+
+void Phonemizer::pair_sentence_words(PhonemizedSentence& s) const {
     const auto starts = phoneme_word_starts(s.phonemes);
     for (auto& w : pair_words(written_words(s.text), starts,
                               [this](const std::string& word) { return spoken_words(word); }))
         s.words.push_back({std::move(w.text), s.ids.phoneme_starts[w.start]});
-    return s;
 }
 
 namespace {

@@ -41,7 +41,10 @@ class Phonemizer {
 
     // Sentences with at least one phoneme; none for empty or blank text.
     // Throws etude::Error for invalid UTF-8 (naming the byte offset).
-    std::vector<PhonemizedSentence> phonemize(std::string_view text) const;
+    // `with_words`: pair each sentence's written and spoken words
+    // (PhonemizedSentence::words), which can take an espeak-ng call per
+    // written word where the counts differ; else `words` stays empty.
+    std::vector<PhonemizedSentence> phonemize(std::string_view text, bool with_words = false) const;
 
     const VoiceConfig& voice() const { return voice_; }
 
@@ -49,6 +52,7 @@ class Phonemizer {
     std::vector<PhonemizedSentence> phonemize_espeak(const std::string& text) const;
     std::vector<PhonemizedSentence> phonemize_codepoints(const std::string& text) const;
     PhonemizedSentence finish(std::string text, std::vector<std::string> phonemes) const;
+    void pair_sentence_words(PhonemizedSentence& sentence) const;
     std::size_t spoken_words(const std::string& word) const;
 
     VoiceConfig voice_;

@@ -1,5 +1,6 @@
 #include "engine/piper/sentence_words.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "engine/piper/unicode_text.h"
@@ -29,6 +30,18 @@ bool is_punctuation(char32_t c) {
         default:
             return false;
     }
+}
+
+// A word spoken as one word whatever its neighbours: letters and
+// apostrophes only ("don't"). Digits, symbols and inner dots ("42", "3.5",
+// "U.S.") can be several spoken words, or join a neighbour's.
+bool is_plain_word(const std::string& word) {
+    for (char32_t c : utf8_to_codepoints(word)) {
+        const bool ascii_letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        const bool apostrophe = c == '\'' || c == 0x2019;
+        if (!ascii_letter && !apostrophe && (c < 0x80 || is_punctuation(c))) return false;
+    }
+    return true;
 }
 
 bool is_space(char32_t c) {
@@ -79,7 +92,12 @@ std::vector<engine::WordStart> pair_words(
     const std::function<std::size_t(const std::string&)>& spoken_words) {
     std::vector<engine::WordStart> out;
     if (written.empty() || starts.empty()) return out;
-    if (written.size() == starts.size()) {
+    // Equal counts pair one to one only when no written word can be more
+    // than one spoken word: else a merge elsewhere (espeak-ng puts no space
+    // after a clause it ends without a mark, as at "...") could make the
+    // counts agree with the words shifted.
+    if (written.size() == starts.size() &&
+        std::all_of(written.begin(), written.end(), is_plain_word)) {
         for (std::size_t i = 0; i < written.size(); ++i) out.push_back({written[i], starts[i]});
         return out;
     }

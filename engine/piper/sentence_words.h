@@ -2,10 +2,11 @@
 // speak them: espeak-ng puts a space between the words it says, so the
 // phonemes fall into words, and each written word (a run of text between
 // spaces with a letter or digit in it) is one of them when the counts
-// agree. Where they do not (numbers, abbreviations and symbols become
-// several spoken words), each written word is phonemized alone to count
-// its spoken words; if the counts still differ, the sentence gets no words
-// rather than wrong ones.
+// agree and every written word is letters (and apostrophes) only. Else
+// (numbers, abbreviations and symbols become several spoken words; a clause
+// ended without a mark, as at "...", joins two) each written word is
+// phonemized alone to count its spoken words; if those do not add up to the
+// sentence's, it gets no words rather than wrong ones.
 #pragma once
 
 #include <cstddef>

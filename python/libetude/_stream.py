@@ -173,7 +173,7 @@ class Stream:
 
     def report_words(self, on: bool = True) -> None:
         """Also hand out each written word's start as a Mark of kind "word",
-        from the next sentence the stream starts (off by default)."""
+        for the text pushed after it (off by default)."""
         self._live().report_words(bool(on))
 
     def marks(self) -> list[Mark]:

@@ -209,9 +209,7 @@ void bind_stream(nb::module_& m) {
             "name"_a, "Queues a mark after the text so far (it ends the held sentence).")
         .def(
             "push_break",
-            [](Stream& s, double ms) {
-                guarded(Code::InvalidArgument, [&] { s.push_break(ms); });
-            },
+            [](Stream& s, double ms) { guarded(Code::InvalidArgument, [&] { s.push_break(ms); }); },
             "ms"_a, "Queues that much silence after the text so far (0..60000 ms).")
         .def(
             "set_prosody",
@@ -225,7 +223,7 @@ void bind_stream(nb::module_& m) {
             "rate"_a, "pitch"_a, "volume"_a, "The prosody of the text pushed from now on.")
         .def(
             "report_words", [](Stream& s, bool on) { s.report_words(on); }, "on"_a,
-            "Also hand out each written word's start as a mark (from the next sentence).")
+            "Also hand out each written word's start as a mark (for the text pushed after it).")
         .def(
             "next_mark",
             [](Stream& s) -> std::optional<std::tuple<bool, std::string, std::uint64_t>> {

@@ -167,3 +167,26 @@ TEST(SsmlProsody, a_piper_voice_takes_rate_and_volume) {
         ssml(engine, o, "<speak><prosody rate=\"x-fast\">" + text + "</prosody></speak>");
     EXPECT_LT(double(fast.size()), 0.7 * double(plain.size()));
 }
+
+// A mark, a break or a prosody change between the bytes of one character
+// would split it: refused with the reason, and the stream goes on as if the
+// call had not been made.
+TEST(SsmlProsody, a_split_character_is_refused_and_nothing_changes) {
+    Engine engine;
+    StreamOptions o;
+    auto want = engine.create_stream(o);
+    want->push_text("Caf\xC3\xA9 open.");
+    want->end_input();
+    std::vector<float> expected = read_all(*want);
+
+    auto s = engine.create_stream(o);
+    s->push_text("Caf\xC3");
+    EXPECT_THROW(s->set_prosody({1.0f, 1.0f, 2.0f}), etude::Error);
+    EXPECT_THROW(s->push_mark("m"), etude::Error);
+    EXPECT_THROW(s->push_break(100), etude::Error);
+    s->push_text("\xA9 open.");
+    s->end_input();
+    EXPECT_EQ(read_all(*s), expected);
+    SpeechMark m;
+    EXPECT_FALSE(s->next_mark(m));
+}

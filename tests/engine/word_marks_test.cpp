@@ -2,8 +2,10 @@
 // at the sample where its speech starts; off by default.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -152,4 +154,38 @@ TEST(WordMarks, a_piper_voice_marks_words_alike_for_any_chunk_size) {
     EXPECT_GE(small.marks[3].sample, first.audio.size());
     EXPECT_EQ((small.marks[3].sample - first.audio.size()) % 256, 0u);
     for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(small.marks[i].sample % 256, 0u);
+}
+
+// A word's mark goes in as its audio goes into the ring, not when its
+// sentence starts: a consumer that has read nothing finds only the words of
+// the audio made ahead of it (the stream's latency), and after a cancel no
+// mark names a word past the audio that was made.
+TEST(WordMarks, go_in_with_their_audio_so_a_cancel_leaves_none_unspoken) {
+    Engine engine;
+    StreamOptions o;
+    o.latency_ms = 100;
+    auto s = engine.create_stream(o);
+    s->report_words(true);
+    const std::string sentence =
+        "The quick brown fox jumps over the lazy dog while the farmer sleeps in the barn.";
+    s->push_text(sentence);
+    s->end_input();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // made ahead: 100 ms
+    std::vector<SpeechMark> early;
+    for (SpeechMark m; s->next_mark(m);) early.push_back(m);
+    EXPECT_LT(early.size(), 8u) << "marks for the whole 16-word sentence before its audio";
+    // Play half a second as a live consumer would, then cancel.
+    std::vector<float> block(160);
+    for (int i = 0; i < 50; ++i) {
+        s->pull(block);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const std::uint64_t at_cancel = s->position();
+    s->cancel();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::vector<SpeechMark> late;
+    for (SpeechMark m; s->next_mark(m);) late.push_back(m);
+    const std::size_t ahead = static_cast<std::size_t>(16000 * 0.25);  // latency and a block or two
+    for (const auto& m : late) EXPECT_LT(m.sample, at_cancel + ahead) << m.name;
+    EXPECT_LT(early.size() + late.size(), 16u);
 }

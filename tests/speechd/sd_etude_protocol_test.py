@@ -288,6 +288,14 @@ def make_icon_folder():
         w.setsampwidth(2)
         w.setframerate(22050)
         w.writeframes(frames)
+    # Not icons: a FIFO (opening it would wait for a writer) and a file of
+    # 9 channels (more than any icon has).
+    os.mkfifo(os.path.join(folder, "fifo"))
+    with wave.open(os.path.join(folder, "nine.wav"), "wb") as w:
+        w.setnchannels(9)
+        w.setsampwidth(2)
+        w.setframerate(22050)
+        w.writeframes(b"\0\0" * 9 * 100)
     return folder, [(v // 2 + v) / 2 for v in left]
 
 
@@ -611,6 +619,10 @@ def run(m, binary, etude):
     _, _, sp, _ = speak(m, "new-message", command="SOUND_ICON")
     check("SOUND_ICON with no file: its name spoken (= etude say 'new message')",
           sp.terminal == "702" and sp.audio == etude_raw(etude, "new message"))
+    for name in ("fifo", "nine.wav"):
+        _, _, sp, _ = speak(m, name, command="SOUND_ICON", timeout=10)
+        check(f"SOUND_ICON {name} (not an icon file): spoken at once, 702",
+              sp.terminal == "702" and sp.rates == {16000} and len(sp.audio) > 0)
     _, _, sp, _ = speak(m, "../chime.wav", command="SOUND_ICON")
     check("SOUND_ICON ../chime.wav (not a file name): spoken, not read",
           sp.terminal == "702" and sp.rates == {16000} and len(sp.audio) > 0)
