@@ -41,6 +41,10 @@ packages=(
 test_packages=(python3-torch python3-numpy python3-yaml doxygen clang-format python3-venv espeak-ng)
 # lavapipe, Mesa's Vulkan driver on the CPU: the Vulkan backend's tests run on it.
 test_packages+=(mesa-vulkan-drivers)
+# Debian's ONNX reader: piper.joe_voice_is_found checks that the joe voice
+# from PyPI is a Piper export (its opset, inputs and outputs) with it, and
+# tools/piper_reference/make_voices.py exports voices with it.
+test_packages+=(python3-onnx)
 # The server tests (tests/server/): two instances behind HAProxy; curl fetches
 # from --http; a private avahi-daemon and D-Bus for --zeroconf, avahi-browse.
 test_packages+=(haproxy curl avahi-daemon avahi-utils dbus)

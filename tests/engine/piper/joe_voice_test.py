@@ -59,8 +59,9 @@ def main():
         if card_value != config_value:
             failures.append(f"MODEL_CARD says {what} {card_value!r}, the config {config_value!r}")
 
-    # A Piper export, read with Debian's python3-onnx (seen from the venv).
-    graph = subprocess.run([args.python, "-c", """
+    # A Piper export, read with Debian's python3-onnx (scripts/bootstrap.sh
+    # installs it; this script runs under /usr/bin/python3, which sees it).
+    graph = subprocess.run([sys.executable, "-c", """
 import json, sys, onnx
 m = onnx.load(sys.argv[1], load_external_data=False)
 print(json.dumps({
