@@ -24,6 +24,7 @@ try:
         tts,
         utils,
     )
+    from livekit.agents.types import TimedString
 except ModuleNotFoundError as error:
     raise ModuleNotFoundError(
         "libetude.livekit needs LiveKit Agents; install it with: pip install 'libetude[livekit]'"
@@ -83,7 +84,7 @@ class EtudeTTS(tts.TTS):
         with engine.stream(**options) as probe:
             own_rate = int(probe.sample_rate)
         super().__init__(
-            capabilities=tts.TTSCapabilities(streaming=True),
+            capabilities=tts.TTSCapabilities(streaming=True, aligned_transcript=True),
             sample_rate=own_rate if sample_rate is None else int(sample_rate),
             num_channels=1,
         )
@@ -142,16 +143,72 @@ def _engine_call(method: Any, *args: Any) -> None:
         raise APIError(f"LibEtude refused the text: {error}", retryable=False) from error
 
 
-async def _emit_audio(engine_stream: Any, output_emitter: tts.AudioEmitter) -> None:
-    """Push every block of ``engine_stream`` to ``output_emitter`` as 16-bit PCM.
+class _WordAligner:
+    """The text pushed to one engine stream, cut at the words the engine
+    marks into TimedStrings: each from its word's start to the next word's,
+    so that together they are the text as pushed (spaces and punctuation
+    included), which LiveKit shows as the transcript in step with the audio.
+    A word the engine did not mark (a Piper sentence whose words it could
+    not pair) stays in the piece before it."""
+
+    def __init__(self, text: str = "") -> None:
+        self.text = text
+        self._search = 0  # where the next word is looked for
+        self._open: tuple[int, float] | None = None  # the last word: its text's start, its time
+
+    def word(self, mark: libetude.Mark) -> TimedString | None:
+        """The piece the word before this one ends, once this one starts."""
+        at = self.text.find(mark.name, self._search)
+        if at < 0:
+            return None  # not in the text (never expected): its time is lost
+        self._search = at + len(mark.name)
+        piece = None
+        if self._open is None:
+            at = 0  # what comes before the first word goes with it
+        else:
+            start, seconds = self._open
+            piece = TimedString(self.text[start:at], start_time=seconds)
+        self._open = (at, mark.seconds)
+        return piece
+
+    def finish(self) -> TimedString | None:
+        """The last word's piece, to the end of the text; None with no words
+        (LiveKit then shows the text without timings)."""
+        if self._open is None:
+            return None
+        start, seconds = self._open
+        self._open = None
+        return TimedString(self.text[start:], start_time=seconds)
+
+
+async def _emit_audio(
+    engine_stream: Any, output_emitter: tts.AudioEmitter, words: _WordAligner
+) -> None:
+    """Push every block of ``engine_stream`` to ``output_emitter`` as 16-bit
+    PCM, and each word's piece of the transcript after the block it starts in.
 
     Cancels the engine stream when the iteration is left early (the request
     was closed), so the engine stops vocoding audio nobody will hear.
     """
     finished = False
+    sent = 0
+    pending: list[libetude.Mark] = []
     try:
         async for block in engine_stream:
             output_emitter.push(to_pcm16(block))
+            sent += len(block)
+            pending.extend(m for m in engine_stream.marks() if m.kind == "word")
+            while pending and pending[0].sample < sent:
+                piece = words.word(pending.pop(0))
+                if piece is not None:
+                    output_emitter.push_timed_transcript(piece)
+        for mark in pending:
+            piece = words.word(mark)
+            if piece is not None:
+                output_emitter.push_timed_transcript(piece)
+        last = words.finish()
+        if last is not None:
+            output_emitter.push_timed_transcript(last)
         finished = True
     except libetude.EtudeError as error:
         finished = True
@@ -161,8 +218,10 @@ async def _emit_audio(engine_stream: Any, output_emitter: tts.AudioEmitter) -> N
             engine_stream.cancel()
 
 
-async def _emit_segment(engine_stream: Any, output_emitter: tts.AudioEmitter) -> None:
-    await _emit_audio(engine_stream, output_emitter)
+async def _emit_segment(
+    engine_stream: Any, output_emitter: tts.AudioEmitter, words: _WordAligner
+) -> None:
+    await _emit_audio(engine_stream, output_emitter, words)
     output_emitter.end_segment()
 
 
@@ -181,9 +240,10 @@ class EtudeChunkedStream(tts.ChunkedStream):
             mime_type="audio/pcm",
         )
         with self._tts._open_engine_stream() as engine_stream:
+            engine_stream.report_words()
             _engine_call(engine_stream.push_text, self.input_text)
             _engine_call(engine_stream.end_input)
-            await _emit_audio(engine_stream, output_emitter)
+            await _emit_audio(engine_stream, output_emitter, _WordAligner(self.input_text))
         # No flush here: the base class ends the segment, which sends the
         # held-back tail as the final frame. A flush first would release that
         # tail early and make LiveKit append a 10 ms silent marker instead.
@@ -210,6 +270,8 @@ class EtudeSynthesizeStream(tts.SynthesizeStream):
             stream=True,
         )
         with self._tts._open_engine_stream() as engine_stream:
+            engine_stream.report_words()
+            words = _WordAligner()
             audio: asyncio.Task[None] | None = None
             try:
                 input_ended = False
@@ -223,12 +285,15 @@ class EtudeSynthesizeStream(tts.SynthesizeStream):
                     if input_ended:
                         continue
                     _engine_call(engine_stream.push_text, item)
+                    words.text += item
                     if audio is None:
                         # Read only once the engine has text: reading a stream
                         # that has none yet ends at once.
                         output_emitter.start_segment(segment_id=utils.shortuuid())
                         self._mark_started()
-                        audio = asyncio.create_task(_emit_segment(engine_stream, output_emitter))
+                        audio = asyncio.create_task(
+                            _emit_segment(engine_stream, output_emitter, words)
+                        )
                 if not input_ended:
                     _engine_call(engine_stream.end_input)
                 if audio is not None:

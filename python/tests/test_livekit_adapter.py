@@ -17,6 +17,7 @@ pytest.importorskip(
 )
 
 from livekit.agents import APIConnectOptions  # noqa: E402
+from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT  # noqa: E402
 
 import libetude  # noqa: E402
 from libetude._pcm import to_pcm16  # noqa: E402
@@ -70,6 +71,7 @@ def assert_same_audio(got, expected, rate=RATE):
 def test_capabilities_say_streaming(engine):
     tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
     assert tts.capabilities.streaming
+    assert tts.capabilities.aligned_transcript
     assert tts.sample_rate == RATE and tts.num_channels == 1
 
 
@@ -210,3 +212,49 @@ def test_tts_aclose_closes_open_requests(engine):
     asyncio.run(main())
     assert len(recording.streams) == 1
     assert recording.streams[0].stats_at_close.cancels >= 1
+
+
+async def timed_transcript(request):
+    """The TimedStrings LiveKit attached to the request's frames, in order,
+    and the seconds of audio before each one's frame."""
+    pieces, seconds = [], 0.0
+    async for event in request:
+        for piece in event.frame.userdata.get(USERDATA_TIMED_TRANSCRIPT, []):
+            pieces.append((piece, seconds))
+        seconds += event.frame.samples_per_channel / event.frame.sample_rate
+    return pieces
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_aligned_transcript_is_the_text_in_pieces_timed_at_each_word(engine, streamed):
+    # The transcript LiveKit shows in step with the audio: the text exactly
+    # as pushed, cut where each word starts, each piece timed at its word's
+    # start as the engine reports it, and attached to audio at or after it.
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+
+    async def main():
+        if not streamed:
+            async with tts.synthesize(TEXT) as request:
+                return await timed_transcript(request)
+        async with tts.stream() as stream:
+            for piece in pieces(TEXT, 7):
+                stream.push_text(piece)
+                await asyncio.sleep(0)
+            stream.end_input()
+            return await timed_transcript(stream)
+
+    got = asyncio.run(main())
+    assert "".join(piece for piece, _ in got) == TEXT
+    assert [piece.split()[0].strip(".,") for piece, _ in got] == [
+        w.strip(".,") for w in TEXT.split()
+    ]
+    with engine.stream(voice=VOICE, sample_rate=RATE) as s:
+        s.report_words()
+        s.push_text(TEXT)
+        s.end_input()
+        for _ in s:
+            pass
+        words = [m for m in s.marks() if m.kind == "word"]
+    assert [piece.start_time for piece, _ in got] == pytest.approx([m.seconds for m in words])
+    for piece, audio_before in got:
+        assert piece.start_time <= audio_before + 0.5  # sent soon after its audio, never long before
