@@ -504,11 +504,12 @@ int say_command(int argc, char** argv) {
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")
-            .flag("--ssml",
-                  "the text is an SSML document: <speak>, <mark name=\"...\"/>, "
-                  "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">, <prosody "
-                  "rate= pitch= volume=>; other elements keep their text; not well-formed XML "
-                  "is read as text")
+            .flag(
+                "--ssml",
+                "the text is an SSML document: <speak>, <mark name=\"...\"/>, "
+                "<break time=\"500ms\"/>, <say-as interpret-as=\"characters\">, <prosody "
+                "rate= pitch= range= volume=>; other elements keep their text; not well-formed XML "
+                "is read as text")
             .option("--timings", "FILE",
                     "write each word's start and each SSML mark, one JSON line each: "
                     "{\"type\":\"word\" or \"mark\",\"name\":...,\"sample\":N,"

@@ -274,11 +274,13 @@ etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrd
     return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
 }
 
-etude_status etude_stream_set_prosody(etude_stream* stream, float rate, float pitch, float volume) {
+etude_status etude_stream_set_prosody(etude_stream* stream, float rate, float pitch, float range,
+                                      float volume) {
     if (!stream) return null_argument("stream");
     etude::engine::Prosody p;
     p.rate = rate;
     p.pitch = pitch;
+    p.range = range;
     p.volume = volume;
     return guarded([&] { stream->stream->set_prosody(p); });
 }

@@ -255,12 +255,14 @@ etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrd
 etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrdiff_t length);
 
 /** The text pushed from now on is spoken at `rate` (0.1..10, times the
- * voice's pace), `pitch` (0.5..2, times its F0; built-in voices only) and
- * `volume` (0..4, times its amplitude); 1, 1, 1 is the voice as it is. It
+ * voice's pace), `pitch` (0.5..2, times its F0), `range` (0..4, times its
+ * F0's spread about its mean; pitch and range: built-in voices only) and
+ * `volume` (0..4, times its amplitude); all 1 is the voice as it is. It
  * ends the sentence held before it. SSML's `<prosody>` applies within it.
  * \return ETUDE_ERROR_INVALID_ARGUMENT for a value out of range, a mel
  *         stream or a NULL stream. */
-etude_status etude_stream_set_prosody(etude_stream* stream, float rate, float pitch, float volume);
+etude_status etude_stream_set_prosody(etude_stream* stream, float rate, float pitch, float range,
+                                      float volume);
 
 /** Longest mark name, in bytes. */
 #define ETUDE_MARK_NAME_MAX 63

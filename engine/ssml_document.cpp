@@ -106,6 +106,7 @@ void on_start(void* data, const XML_Char* name, const XML_Char** attrs) {
         Prosody own;
         if (auto v = attribute(attrs, "rate")) own.rate = prosody_rate(*v).value_or(1.0f);
         if (auto v = attribute(attrs, "pitch")) own.pitch = prosody_pitch(*v).value_or(1.0f);
+        if (auto v = attribute(attrs, "range")) own.range = prosody_range(*v).value_or(1.0f);
         if (auto v = attribute(attrs, "volume")) own.volume = prosody_volume(*v).value_or(1.0f);
         open.prosody = own.within(outer);
     } else if (element == "mark") {

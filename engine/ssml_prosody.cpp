@@ -41,6 +41,7 @@ Prosody Prosody::within(const Prosody& outer) const {
     Prosody p;
     p.rate = std::clamp(rate * outer.rate, 0.1f, 10.0f);
     p.pitch = std::clamp(pitch * outer.pitch, 0.5f, 2.0f);
+    p.range = std::clamp(range * outer.range, 0.0f, 4.0f);
     p.volume = std::clamp(volume * outer.volume, 0.0f, 4.0f);
     return p;
 }
@@ -97,6 +98,40 @@ std::optional<float> prosody_volume(std::string_view value) {
         return std::nullopt;
     if (!(f >= 0)) return std::nullopt;
     return static_cast<float>(std::clamp(f, 0.0, 4.0));
+}
+
+std::optional<float> prosody_range(std::string_view value) {
+    static const char* const names[6] = {"x-low", "low", "medium", "high", "x-high", "default"};
+    static const float factors[6] = {0.25f, 0.5f, 1.0f, 1.5f, 2.0f, 1.0f};
+    if (auto f = label(value, names, factors)) return f;
+    auto n = read_number(value);
+    if (!n || !n->signed_) return std::nullopt;  // absolute Hz: needs the voice's own range
+    double f;
+    if (n->unit == "%")
+        f = 1.0 + n->value / 100.0;
+    else if (n->unit == "st")
+        f = std::pow(2.0, n->value / 12.0);
+    else
+        return std::nullopt;
+    if (!(f >= 0)) return std::nullopt;
+    return static_cast<float>(std::clamp(f, 0.0, 4.0));
+}
+
+void shape_f0(std::span<float> f0, const Prosody& p) {
+    if (p.range != 1.0f) {
+        double sum = 0;
+        std::size_t voiced = 0;
+        for (float v : f0)
+            if (v > 0) sum += v, ++voiced;
+        if (voiced > 0) {
+            const auto mean = static_cast<float>(sum / static_cast<double>(voiced));
+            // Kept voiced: a wide range must not push a low frame to 0 Hz.
+            for (float& v : f0)
+                if (v > 0) v = std::max(mean + (v - mean) * p.range, 0.25f * mean);
+        }
+    }
+    if (p.pitch != 1.0f)
+        for (float& v : f0) v *= p.pitch;  // 0 (unvoiced) stays 0
 }
 
 }  // namespace etude::engine

@@ -251,6 +251,8 @@ void StreamCore::set_stream_prosody(const Prosody& p) {
         throw Error("prosody rate must be 0.1..10, not " + format_number(p.rate));
     if (!in(p.pitch, 0.5f, 2.0f))
         throw Error("prosody pitch must be 0.5..2, not " + format_number(p.pitch));
+    if (!in(p.range, 0.0f, 4.0f))
+        throw Error("prosody range must be 0..4, not " + format_number(p.range));
     if (!in(p.volume, 0.0f, 4.0f))
         throw Error("prosody volume must be 0..4, not " + format_number(p.volume));
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
@@ -579,8 +581,7 @@ void StreamCore::analyse(Sentence sentence) {
         const float stretch =
             std::clamp(options_.length_scale.value_or(1.0f) / sentence.prosody.rate, 0.1f, 10.0f);
         frames = sentence.voice->analyse(sentence.text, stretch);
-        if (sentence.prosody.pitch != 1.0f)
-            for (float& f0 : frames.f0) f0 *= sentence.prosody.pitch;  // 0 (unvoiced) stays
+        shape_f0(frames.f0, sentence.prosody);
     } catch (const Error&) {
         frames = AcousticFrames{};  // counted as dropped below
     }

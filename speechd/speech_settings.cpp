@@ -125,8 +125,10 @@ engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice&
 
 engine::Prosody base_prosody(const SpeechSettings& s, const ModuleVoice& voice) {
     engine::Prosody p;
-    if (!voice.builtin.empty())
+    if (!voice.builtin.empty()) {
         p.pitch = std::clamp(static_cast<float>(std::pow(2.0, s.pitch / 100.0)), 0.5f, 2.0f);
+        p.range = static_cast<float>(std::pow(2.0, s.pitch_range / 100.0));
+    }
     return p;
 }
 

@@ -40,8 +40,9 @@ engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice&
                                      const std::string& backend);
 
 /// pitch -> a built-in voice's F0 times 2^(pitch/100): an octave up at 100,
-/// down at -100 (SSML <prosody> in the message applies within it). A Piper
-/// voice has no pitch control: 1 for it.
+/// down at -100; pitch_range -> its F0's spread about its mean times
+/// 2^(pitch_range/100) (SSML <prosody> in the message applies within
+/// both). A Piper voice has no pitch control: 1 for it.
 engine::Prosody base_prosody(const SpeechSettings& s, const ModuleVoice& voice);
 
 /// volume -> output gain, linear: (volume + 100) / 100 (0 silent, 1 at the

@@ -164,12 +164,15 @@ class Stream:
         self._input_open = True
         self._input_event.set()
 
-    def set_prosody(self, rate: float = 1.0, pitch: float = 1.0, volume: float = 1.0) -> None:
+    def set_prosody(
+        self, rate: float = 1.0, pitch: float = 1.0, volume: float = 1.0, range: float = 1.0
+    ) -> None:
         """The text pushed from now on is spoken at ``rate`` (0.1 to 10, times
-        the voice's pace), ``pitch`` (0.5 to 2, times its F0; built-in voices
-        only) and ``volume`` (0 to 4, times its amplitude). It ends the held
-        sentence. SSML's <prosody> applies within it."""
-        self._live().set_prosody(float(rate), float(pitch), float(volume))
+        the voice's pace), ``pitch`` (0.5 to 2, times its F0), ``range`` (0 to
+        4, times its F0's spread about its mean; pitch and range: built-in
+        voices only) and ``volume`` (0 to 4, times its amplitude). It ends the
+        held sentence. SSML's <prosody> applies within it."""
+        self._live().set_prosody(float(rate), float(pitch), float(range), float(volume))
 
     def report_words(self, on: bool = True) -> None:
         """Also hand out each written word's start as a Mark of kind "word",

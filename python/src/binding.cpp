@@ -213,14 +213,16 @@ void bind_stream(nb::module_& m) {
             "ms"_a, "Queues that much silence after the text so far (0..60000 ms).")
         .def(
             "set_prosody",
-            [](Stream& s, float rate, float pitch, float volume) {
+            [](Stream& s, float rate, float pitch, float range, float volume) {
                 Prosody p;
                 p.rate = rate;
                 p.pitch = pitch;
+                p.range = range;
                 p.volume = volume;
                 guarded(Code::InvalidArgument, [&] { s.set_prosody(p); });
             },
-            "rate"_a, "pitch"_a, "volume"_a, "The prosody of the text pushed from now on.")
+            "rate"_a, "pitch"_a, "range"_a, "volume"_a,
+            "The prosody of the text pushed from now on.")
         .def(
             "report_words", [](Stream& s, bool on) { s.report_words(on); }, "on"_a,
             "Also hand out each written word's start as a mark (for the text pushed after it).")

@@ -86,6 +86,8 @@ def test_bad_ssml_marks_and_prosody_are_refused_with_the_reason(engine):
             s.set_prosody(rate=0)
         with pytest.raises(libetude.InvalidArgument, match="pitch"):
             s.set_prosody(pitch=3)
+        with pytest.raises(libetude.InvalidArgument, match="range"):
+            s.set_prosody(range=5)
         # Malformed SSML is spoken as its text, not refused.
         assert s.push_ssml("<speak>Unclosed <prosody rate='fast'>tag") >= 0
         s.end_input()

@@ -132,7 +132,7 @@ TEST(SsmlProsody, set_prosody_holds_for_later_text_and_ssml_applies_within_it) {
     StreamOptions o;
     const auto plain = ssml(engine, o, "<speak>One. Two.</speak>");
     auto s = engine.create_stream(o);
-    s->set_prosody({1.0f, 1.0f, 2.0f});
+    s->set_prosody({.volume = 2.0f});
     s->push_ssml("<speak>One. <prosody volume=\"soft\">Two.</prosody></speak>");
     s->set_prosody({});
     s->end_input();
@@ -147,9 +147,10 @@ TEST(SsmlProsody, set_prosody_holds_for_later_text_and_ssml_applies_within_it) {
     for (std::size_t i = 0; i < split; ++i) ASSERT_EQ(got[i], plain[i] * 2.0f) << i;
     for (std::size_t i = split; i < plain.size(); ++i) ASSERT_EQ(got[i], plain[i]) << i;
 
-    EXPECT_THROW(s->set_prosody({0.0f, 1.0f, 1.0f}), etude::Error);
-    EXPECT_THROW(s->set_prosody({1.0f, 3.0f, 1.0f}), etude::Error);
-    EXPECT_THROW(s->set_prosody({1.0f, 1.0f, NAN}), etude::Error);
+    EXPECT_THROW(s->set_prosody({.rate = 0.0f}), etude::Error);
+    EXPECT_THROW(s->set_prosody({.pitch = 3.0f}), etude::Error);
+    EXPECT_THROW(s->set_prosody({.range = 4.5f}), etude::Error);
+    EXPECT_THROW(s->set_prosody({.volume = NAN}), etude::Error);
 }
 
 TEST(SsmlProsody, a_piper_voice_takes_rate_and_volume) {
@@ -181,7 +182,7 @@ TEST(SsmlProsody, a_split_character_is_refused_and_nothing_changes) {
 
     auto s = engine.create_stream(o);
     s->push_text("Caf\xC3");
-    EXPECT_THROW(s->set_prosody({1.0f, 1.0f, 2.0f}), etude::Error);
+    EXPECT_THROW(s->set_prosody({.volume = 2.0f}), etude::Error);
     EXPECT_THROW(s->push_mark("m"), etude::Error);
     EXPECT_THROW(s->push_break(100), etude::Error);
     s->push_text("\xA9 open.");
@@ -189,4 +190,37 @@ TEST(SsmlProsody, a_split_character_is_refused_and_nothing_changes) {
     EXPECT_EQ(read_all(*s), expected);
     SpeechMark m;
     EXPECT_FALSE(s->next_mark(m));
+}
+
+// <prosody range=>: each voiced frame's distance from the voiced mean
+// scaled, the mean kept (then the pitch moves all of it); unvoiced frames
+// stay 0, and a wide range keeps every frame voiced.
+TEST(SsmlProsody, range_scales_the_f0_about_its_mean_and_pitch_moves_it) {
+    EXPECT_FLOAT_EQ(*prosody_range("x-low"), 0.25f);
+    EXPECT_FLOAT_EQ(*prosody_range("+50%"), 1.5f);
+    EXPECT_NEAR(*prosody_range("-12st"), 0.5, 1e-6);
+    EXPECT_FALSE(prosody_range("40Hz"));
+    std::vector<float> f0{0, 100, 200, 0, 300};  // voiced mean 200
+    shape_f0(f0, {.range = 0.5f});
+    EXPECT_EQ(f0, (std::vector<float>{0, 150, 200, 0, 250}));
+    shape_f0(f0, {.pitch = 2.0f});
+    EXPECT_EQ(f0, (std::vector<float>{0, 300, 400, 0, 500}));
+    std::vector<float> flat{0, 100, 200, 300};
+    shape_f0(flat, {.range = 0.0f});
+    EXPECT_EQ(flat, (std::vector<float>{0, 200, 200, 200}));  // monotone
+    std::vector<float> wide{100, 300};
+    shape_f0(wide, {.range = 4.0f});
+    EXPECT_EQ(wide, (std::vector<float>{50, 600}));  // 200 - 400 held at a quarter of the mean
+    const auto pieces = parse_message("<speak><prosody range=\"x-high\">Wide.</prosody></speak>");
+    ASSERT_EQ(pieces.size(), 1u);
+    EXPECT_FLOAT_EQ(pieces[0].prosody.range, 2.0f);
+
+    // Through a stream: the same frames (same length), another F0 track.
+    Engine engine;
+    StreamOptions o;
+    const auto plain = ssml(engine, o, "<speak>The lights are off.</speak>");
+    const auto flat_audio =
+        ssml(engine, o, "<speak><prosody range=\"-100%\">The lights are off.</prosody></speak>");
+    EXPECT_EQ(flat_audio.size(), plain.size());
+    EXPECT_NE(flat_audio, plain);
 }

@@ -689,6 +689,11 @@ def run(m, binary, etude):
     check("pitch=100: a built-in voice an octave up (= etude say --ssml <prosody pitch='+100%'>)",
           high.terminal == "702" and high.audio == want and high.audio != ref
           and len(high.audio) == len(ref), f"{len(high.audio)} vs {len(want)} bytes")
+    server_set(m, voice="female1", pitch_range="100")
+    _, _, wide, _ = speak(m, f"<speak>{text}</speak>")
+    want = etude_raw(etude, f"<speak><prosody range='+100%'>{text}</prosody></speak>", ssml=True)
+    check("pitch_range=100: a built-in voice's F0 spread doubled (= <prosody range='+100%'>)",
+          wide.terminal == "702" and wide.audio == want and wide.audio != ref)
     server_set(m, voice="female1")
     doc = f"<speak>Soft <prosody volume='soft' rate='slow'>{text}</prosody> loud again.</speak>"
     _, _, soft, _ = speak(m, doc)

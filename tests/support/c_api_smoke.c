@@ -159,12 +159,14 @@ int etude_c_api_ssml_smoke(size_t* samples_out) {
     }
     if (marks != 2) return 219;
     /* Prosody: out of range refused with its reason; in range taken. */
-    if (etude_stream_set_prosody(stream, 0.0f, 1.0f, 1.0f) != ETUDE_ERROR_INVALID_ARGUMENT)
+    if (etude_stream_set_prosody(stream, 0.0f, 1.0f, 1.0f, 1.0f) != ETUDE_ERROR_INVALID_ARGUMENT)
         return 220;
     if (strstr(etude_last_error(), "rate") == NULL) return 221;
-    if (etude_stream_set_prosody(NULL, 1.0f, 1.0f, 1.0f) != ETUDE_ERROR_INVALID_ARGUMENT)
+    if (etude_stream_set_prosody(NULL, 1.0f, 1.0f, 1.0f, 1.0f) != ETUDE_ERROR_INVALID_ARGUMENT)
         return 222;
-    if (etude_stream_set_prosody(stream, 1.5f, 1.2f, 0.5f) != ETUDE_OK) return 223;
+    if (etude_stream_set_prosody(stream, 1.5f, 1.2f, 0.5f, 0.5f) != ETUDE_OK) return 223;
+    if (etude_stream_set_prosody(stream, 1.0f, 1.0f, 5.0f, 1.0f) != ETUDE_ERROR_INVALID_ARGUMENT)
+        return 224;
     etude_stream_destroy(stream);
     etude_engine_destroy(engine);
     *samples_out = total;
