@@ -35,6 +35,22 @@ std::optional<float> label(std::string_view value, const char* const (&names)[6]
     return std::nullopt;
 }
 
+// A relative change of an F0 (pitch) or of its spread (range): "+10%",
+// "-2st". An absolute value in Hz needs the voice's own F0: none.
+std::optional<float> f0_change(std::string_view value, double lowest, double highest) {
+    auto n = read_number(value);
+    if (!n || !n->signed_) return std::nullopt;
+    double f;
+    if (n->unit == "%")
+        f = 1.0 + n->value / 100.0;
+    else if (n->unit == "st")
+        f = std::pow(2.0, n->value / 12.0);
+    else
+        return std::nullopt;
+    if (!(f >= 0)) return std::nullopt;
+    return static_cast<float>(std::clamp(f, lowest, highest));
+}
+
 }  // namespace
 
 Prosody Prosody::within(const Prosody& outer) const {
@@ -67,17 +83,7 @@ std::optional<float> prosody_pitch(std::string_view value) {
     static const char* const names[6] = {"x-low", "low", "medium", "high", "x-high", "default"};
     static const float factors[6] = {0.8f, 0.9f, 1.0f, 1.1f, 1.2f, 1.0f};
     if (auto f = label(value, names, factors)) return f;
-    auto n = read_number(value);
-    if (!n || !n->signed_) return std::nullopt;  // absolute Hz: needs the voice's own F0
-    double f;
-    if (n->unit == "%")
-        f = 1.0 + n->value / 100.0;
-    else if (n->unit == "st")
-        f = std::pow(2.0, n->value / 12.0);
-    else
-        return std::nullopt;
-    if (!(f > 0)) return std::nullopt;
-    return static_cast<float>(std::clamp(f, 0.5, 2.0));
+    return f0_change(value, 0.5, 2.0);
 }
 
 std::optional<float> prosody_volume(std::string_view value) {
@@ -104,17 +110,7 @@ std::optional<float> prosody_range(std::string_view value) {
     static const char* const names[6] = {"x-low", "low", "medium", "high", "x-high", "default"};
     static const float factors[6] = {0.25f, 0.5f, 1.0f, 1.5f, 2.0f, 1.0f};
     if (auto f = label(value, names, factors)) return f;
-    auto n = read_number(value);
-    if (!n || !n->signed_) return std::nullopt;  // absolute Hz: needs the voice's own range
-    double f;
-    if (n->unit == "%")
-        f = 1.0 + n->value / 100.0;
-    else if (n->unit == "st")
-        f = std::pow(2.0, n->value / 12.0);
-    else
-        return std::nullopt;
-    if (!(f >= 0)) return std::nullopt;
-    return static_cast<float>(std::clamp(f, 0.0, 4.0));
+    return f0_change(value, 0.0, 4.0);
 }
 
 void shape_f0(std::span<float> f0, const Prosody& p) {

@@ -225,17 +225,20 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
     return queued;
 }
 
-// A sentence has one prosody: text held under another is ended first, as a
-// mark ends it.
-std::size_t StreamCore::set_prosody(const Prosody& prosody) {
-    if (prosody == input_prosody_) return 0;
-    std::size_t queued = 0;
+std::size_t StreamCore::queue_held_text() {
     try {
-        queued = queue_text({input_.finish()});
+        return queue_text({input_.finish()});
     } catch (...) {
         holding_ = false;  // what was held is gone either way (the caller hears why)
         throw;
     }
+}
+
+// A sentence has one prosody: text held under another is ended first, as a
+// mark ends it.
+std::size_t StreamCore::set_prosody(const Prosody& prosody) {
+    if (prosody == input_prosody_) return 0;
+    const std::size_t queued = queue_held_text();
     input_prosody_ = prosody;
     holding_ = false;  // nothing is held now: see end_input()
     return queued;
@@ -291,13 +294,7 @@ void StreamCore::push_break(double ms) {
 
 std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_samples) {
     // What is held before it is complete now: a mark's place is after it.
-    std::size_t queued = 0;
-    try {
-        queued = queue_text({input_.finish()});
-    } catch (...) {
-        holding_ = false;  // what was held is gone either way (the caller hears why)
-        throw;
-    }
+    const std::size_t queued = queue_held_text();
     auto m = std::make_shared<SpeechMarker>();
     m->mark = std::move(mark);
     m->silence_samples = silence_samples;

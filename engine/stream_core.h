@@ -104,6 +104,9 @@ class StreamCore final : public BlockSink {
     std::size_t add_text(std::string_view text);
     // Queues a mark or break after the held text, which it ends (input lock held).
     std::size_t queue_marker(std::string mark, std::size_t silence_samples);
+    // The held text queued as complete (input lock held); the caller drops
+    // holding_ once what follows it is queued too.
+    std::size_t queue_held_text();
     // Text pushed from here on is spoken with `prosody` (input lock held).
     std::size_t set_prosody(const Prosody& prosody);
     // Throws etude::Error when the last push ended inside a UTF-8 character,
