@@ -63,6 +63,19 @@ etude_status check_struct_size(std::size_t struct_size, std::size_t needed, cons
     return ETUDE_ERROR_INVALID_ARGUMENT;
 }
 
+// push_text() and push_ssml(): the bytes as a view (`length` < 0: up to the
+// NUL), and the engine's refusal of them reported as invalid text.
+template <typename Push>
+etude_status push_utf8(etude_stream* stream, const char* name, const char* bytes, ptrdiff_t length,
+                       Push push) {
+    if (!stream) return null_argument("stream");
+    if (!bytes) return null_argument(name);
+    const std::string_view view =
+        length < 0 ? std::string_view(bytes) : std::string_view(bytes, static_cast<size_t>(length));
+    const etude_status s = guarded([&] { push(*stream->stream, view); });
+    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+}
+
 }  // namespace
 
 extern "C" {
@@ -257,21 +270,13 @@ etude_status etude_stream_push_mel(etude_stream* stream, const float* mel, size_
 }
 
 etude_status etude_stream_push_text(etude_stream* stream, const char* text, ptrdiff_t length) {
-    if (!stream) return null_argument("stream");
-    if (!text) return null_argument("text");
-    const std::string_view view =
-        length < 0 ? std::string_view(text) : std::string_view(text, static_cast<size_t>(length));
-    const etude_status s = guarded([&] { stream->stream->push_text(view); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return push_utf8(stream, "text", text, length,
+                     [](etude::engine::Stream& s, std::string_view v) { s.push_text(v); });
 }
 
 etude_status etude_stream_push_ssml(etude_stream* stream, const char* ssml, ptrdiff_t length) {
-    if (!stream) return null_argument("stream");
-    if (!ssml) return null_argument("ssml");
-    const std::string_view view =
-        length < 0 ? std::string_view(ssml) : std::string_view(ssml, static_cast<size_t>(length));
-    const etude_status s = guarded([&] { stream->stream->push_ssml(view); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return push_utf8(stream, "ssml", ssml, length,
+                     [](etude::engine::Stream& s, std::string_view v) { s.push_ssml(v); });
 }
 
 etude_status etude_stream_set_prosody(etude_stream* stream, float rate, float pitch, float range,

@@ -117,6 +117,10 @@ class StreamCore final : public BlockSink {
     // Queues a mark for next_mark() at ring position `sample`.
     void record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
                      std::uint64_t generation);
+    // A word heard `offset` samples after ring position `start`, its mark to
+    // go in with its audio (pending_words_).
+    void plan_word(std::string_view text, std::uint64_t start, double offset,
+                   std::uint64_t generation);
     // A built-in voice's sentence about to be written: its words, to be
     // marked as the audio they start in is written (pending_words_).
     void plan_flite_words(const AnalysedSentence& sentence);
@@ -199,6 +203,8 @@ class StreamCore final : public BlockSink {
     // item if it ends first (cancelled, or failed), so no mark names a word
     // that was not spoken.
     std::deque<MarkRecord> pending_words_;
+    // Into the queue next_mark() reads, counted as reached or dropped.
+    void queue_mark(const MarkRecord& mark);
     BlockRecorder records_;
     std::unique_ptr<BlockScheduler> blocks_;
     std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only

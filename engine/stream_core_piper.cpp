@@ -3,14 +3,12 @@
 // its prior on an engine worker, and the producer's side, which streams the
 // flow and decodes the latent chunk by chunk.
 #include <algorithm>
-#include <cmath>
 #include <exception>
 #include <utility>
 
 #include "engine/engine_workers.h"
 #include "engine/piper/sentence_words.h"
 #include "engine/stream_core.h"
-#include "engine/stream_core_detail.h"
 
 namespace etude::engine {
 
@@ -197,13 +195,7 @@ void StreamCore::plan_piper_words(const LatentSentence& s, int until, PiperWords
         if (word.start > durations.size()) return;
         for (; w.id < word.start; ++w.id) w.frames += durations[w.id];
         if (w.frames >= until) return;
-        MarkRecord r;
-        r.generation = s.origin.generation;
-        r.mark.kind = SpeechMark::Word;
-        r.mark.sample = w.start + static_cast<std::uint64_t>(
-                                      std::llround(double(w.frames) * samples_per_frame));
-        stream_core_detail::copy_mark_name(word.text, r.mark);
-        pending_words_.push_back(r);
+        plan_word(word.text, w.start, double(w.frames) * samples_per_frame, s.origin.generation);
         ++w.next;
     }
 }

@@ -17,8 +17,16 @@
 namespace etude::engine {
 namespace {
 
-using stream_core_detail::copy_mark_name;
 using stream_core_detail::seconds_since;
+
+// A mark's name into `mark`: one cut short at kMaxName bytes is cut at a
+// character's start (a word can be long); the rest of `mark.name` stays
+// zero, so it ends with a NUL.
+void copy_mark_name(std::string_view name, SpeechMark& mark) {
+    std::size_t n = std::min(name.size(), SpeechMark::kMaxName);
+    while (n < name.size() && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    name.copy(mark.name, n);
+}
 
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
@@ -148,6 +156,13 @@ bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool la
     return write(audio, origin, last);
 }
 
+void StreamCore::queue_mark(const MarkRecord& mark) {
+    if (marks_.write(std::span<const MarkRecord>(&mark, 1)) == 1)
+        marks_reached_.add();
+    else
+        marks_dropped_.add();
+}
+
 void StreamCore::record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
                              std::uint64_t generation) {
     MarkRecord r;
@@ -155,10 +170,17 @@ void StreamCore::record_mark(std::string_view name, SpeechMark::Kind kind, std::
     copy_mark_name(name, r.mark);
     r.mark.kind = kind;
     r.mark.sample = sample;
-    if (marks_.write(std::span<const MarkRecord>(&r, 1)) == 1)
-        marks_reached_.add();
-    else
-        marks_dropped_.add();
+    queue_mark(r);
+}
+
+void StreamCore::plan_word(std::string_view text, std::uint64_t start, double offset,
+                           std::uint64_t generation) {
+    MarkRecord r;
+    r.generation = generation;
+    copy_mark_name(text, r.mark);
+    r.mark.kind = SpeechMark::Word;
+    r.mark.sample = start + static_cast<std::uint64_t>(std::llround(offset));
+    pending_words_.push_back(r);
 }
 
 // Planned as the sentence starts: its audio begins at the ring's write
@@ -169,25 +191,15 @@ void StreamCore::plan_flite_words(const AnalysedSentence& u) {
     const std::uint64_t start = ring_.write_position();
     const double samples_per_frame = static_cast<double>(u.voice->vocoder_config().frame_period) *
                                      rate_ / u.voice->sample_rate();
-    for (const WordStart& w : u.frames.words) {
-        MarkRecord r;
-        r.generation = u.origin.generation;
-        r.mark.kind = SpeechMark::Word;
-        r.mark.sample =
-            start + static_cast<std::uint64_t>(std::llround(double(w.start) * samples_per_frame));
-        copy_mark_name(w.text, r.mark);
-        pending_words_.push_back(r);
-    }
+    for (const WordStart& w : u.frames.words)
+        plan_word(w.text, start, double(w.start) * samples_per_frame, u.origin.generation);
 }
 
 // Before the audio from the write position to `end` goes into the ring: a
 // consumer that reads it finds the marks of the words it holds queued.
 void StreamCore::mark_words_before(std::uint64_t end) {
     while (!pending_words_.empty() && pending_words_.front().mark.sample < end) {
-        if (marks_.write(std::span<const MarkRecord>(&pending_words_.front(), 1)) == 1)
-            marks_reached_.add();
-        else
-            marks_dropped_.add();
+        queue_mark(pending_words_.front());
         pending_words_.pop_front();
     }
 }
