@@ -20,9 +20,11 @@
 #include "engine/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/stream_output.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
+using etude::test::read_all;
 
 namespace {
 
@@ -82,13 +84,6 @@ StreamOptions piper_options(const std::string& speaker, std::uint64_t seed, doub
     o.latency_ms = latency_ms;
     o.backend = "cpu";
     return o;
-}
-
-std::vector<float> read_all(Stream& stream) {
-    std::vector<float> out, block(1000);
-    std::size_t n;
-    while ((n = stream.read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
-    return out;
 }
 
 }  // namespace

@@ -13,17 +13,12 @@
 #include "engine/piper/espeak_session.h"
 #include "engine/ssml_document.h"
 #include "support/piper_test_stream.h"
+#include "support/stream_output.h"
 
 using namespace etude::engine;
+using etude::test::read_all;
 
 namespace {
-
-std::vector<float> read_all(Stream& s) {
-    std::vector<float> out, block(1000);
-    for (std::size_t n; (n = s.read(block)) > 0;)
-        out.insert(out.end(), block.begin(), block.begin() + n);
-    return out;
-}
 
 std::vector<float> ssml(Engine& engine, const StreamOptions& o, const std::string& doc) {
     auto s = engine.create_stream(o);

@@ -12,30 +12,19 @@
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "support/piper_test_stream.h"
+#include "support/stream_output.h"
 
 using namespace etude::engine;
+using etude::test::read_all;
+using etude::test::take_marks;
 
 namespace {
-
-std::vector<float> read_all(Stream& stream) {
-    std::vector<float> out, block(1000);
-    std::size_t n;
-    while ((n = stream.read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
-    return out;
-}
 
 std::vector<float> say(Engine& engine, const StreamOptions& o, const std::string& text) {
     auto s = engine.create_stream(o);
     s->push_text(text);
     s->end_input();
     return read_all(*s);
-}
-
-std::vector<SpeechMark> marks_of(Stream& stream) {
-    std::vector<SpeechMark> out;
-    SpeechMark m;
-    while (stream.next_mark(m)) out.push_back(m);
-    return out;
 }
 
 std::vector<float> slice(const std::vector<float>& v, std::size_t from, std::size_t n) {
@@ -59,7 +48,7 @@ TEST(SsmlStream, marks_are_placed_where_the_audio_after_them_starts) {
         "The door is locked.<mark name=\"end\"/></speak>");
     s->end_input();
     const auto audio = read_all(*s);
-    const auto marks = marks_of(*s);
+    const auto marks = take_marks(*s);
 
     ASSERT_EQ(marks.size(), 3u);
     EXPECT_STREQ(marks[0].name, "start");
@@ -91,7 +80,7 @@ TEST(SsmlStream, a_break_is_exact_silence_between_the_sentences) {
     EXPECT_EQ(slice(audio, 0, one.size()), one);
     EXPECT_EQ(slice(audio, one.size(), gap), std::vector<float>(gap, 0.0f));
     EXPECT_EQ(slice(audio, one.size() + gap, two.size()), two);
-    const auto marks = marks_of(*s);
+    const auto marks = take_marks(*s);
     ASSERT_EQ(marks.size(), 1u);
     EXPECT_EQ(marks[0].sample, one.size() + gap);
 }
@@ -150,7 +139,7 @@ TEST(SsmlStream, a_cancel_drops_the_marks_of_the_dropped_speech) {
     s->push_ssml("<speak>Again.<mark name=\"new\"/></speak>");
     s->end_input();
     read_all(*s);
-    const auto marks = marks_of(*s);
+    const auto marks = take_marks(*s);
     ASSERT_EQ(marks.size(), 1u);
     EXPECT_STREQ(marks[0].name, "new");
 }
@@ -172,7 +161,7 @@ TEST(SsmlStream, a_piper_voice_places_marks_too) {
     s->end_input();
     const auto audio = read_all(*s);
     ASSERT_EQ(audio.size(), expected.size());
-    const auto marks = marks_of(*s);
+    const auto marks = take_marks(*s);
     ASSERT_EQ(marks.size(), 1u);
     EXPECT_GT(marks[0].sample, 0u);
     EXPECT_LT(marks[0].sample, audio.size());
@@ -198,7 +187,7 @@ TEST(SsmlStream, many_marks_and_breaks_in_a_row_do_not_stall_the_stream) {
     s->push_ssml(doc);
     s->end_input();
     const auto audio = read_all(*s);
-    const auto marks = marks_of(*s);
+    const auto marks = take_marks(*s);
     ASSERT_EQ(marks.size(), 9u);
     EXPECT_STREQ(marks.back().name, "end");
     EXPECT_EQ(marks.back().sample, audio.size());
@@ -214,7 +203,7 @@ TEST(SsmlStream, push_mark_and_push_break_equal_the_ssml) {
     a->push_ssml("<speak>Left.<mark name=\"x\"/><break time=\"120ms\"/>Right.</speak>");
     a->end_input();
     const auto want = read_all(*a);
-    const auto want_marks = marks_of(*a);
+    const auto want_marks = take_marks(*a);
 
     auto b = engine.create_stream(o);
     b->push_text("Left.");
@@ -223,7 +212,7 @@ TEST(SsmlStream, push_mark_and_push_break_equal_the_ssml) {
     b->push_text("Right.");
     b->end_input();
     EXPECT_EQ(read_all(*b), want);
-    const auto got_marks = marks_of(*b);
+    const auto got_marks = take_marks(*b);
     ASSERT_EQ(got_marks.size(), 1u);
     ASSERT_EQ(want_marks.size(), 1u);
     EXPECT_EQ(got_marks[0].sample, want_marks[0].sample);

@@ -12,21 +12,16 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "support/stream_output.h"
 
 using namespace etude::engine;
+using etude::test::read_all;
 
 namespace {
 
 const std::string kText =
     "Pieces arrive a few bytes at a time. Dr. Smith's café opens at 9.30, "
     "doesn't it? Ünïcödé — ok!";
-
-std::vector<float> read_all(Stream& s) {
-    std::vector<float> out, block(1000);
-    std::size_t n;
-    while ((n = s.read(block)) > 0) out.insert(out.end(), block.begin(), block.begin() + n);
-    return out;
-}
 
 std::vector<float> whole(Engine& engine, const StreamOptions& o, const std::string& text) {
     auto s = engine.create_stream(o);

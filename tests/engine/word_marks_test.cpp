@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/piper/espeak_session.h"
 #include "support/piper_test_stream.h"
+#include "support/stream_output.h"
 
 using namespace etude::engine;
 
@@ -27,10 +28,8 @@ Spoken speak(Engine& engine, const StreamOptions& o, const std::string& text, bo
     s->push_text(text);
     s->end_input();
     Spoken out;
-    std::vector<float> block(1000);
-    for (std::size_t n; (n = s->read(block)) > 0;)
-        out.audio.insert(out.audio.end(), block.begin(), block.begin() + n);
-    for (SpeechMark m; s->next_mark(m);) out.marks.push_back(m);
+    out.audio = etude::test::read_all(*s);
+    out.marks = etude::test::take_marks(*s);
     return out;
 }
 
