@@ -39,19 +39,13 @@ import tempfile
 import threading
 import time
 
+from sd_module_client import FAILURES, check  # the PASS/FAIL lines both speechd tests print
+
 SKIP = 77
-FAILURES = []
 BYTES_PER_SECOND = 32000  # sd_etude's built-in voices: 16 kHz, 16-bit, mono
 # output.c (0.11.4) sets the server's audio volume to 85, and alsa.c scales
 # every sample by (85 + 100) / 200 in single precision, truncating.
 ALSA_GAIN = struct.unpack("f", struct.pack("f", (85 + 100) / 200.0))[0]
-
-
-def check(name, ok, detail=""):
-    print(("PASS " if ok else "FAIL ") + name + (f" ({detail})" if detail else ""), flush=True)
-    if not ok:
-        FAILURES.append(name)
-    return ok
 
 
 def skip(why):
