@@ -32,6 +32,7 @@ except ModuleNotFoundError as error:
 
 import libetude
 from libetude._pcm import to_pcm16  # the package's one float-to-16-bit rule
+from libetude._words import HeardWords
 
 __all__ = ["EtudeTTS"]
 
@@ -191,18 +192,15 @@ async def _emit_audio(
     was closed), so the engine stops vocoding audio nobody will hear.
     """
     finished = False
-    sent = 0
-    pending: list[libetude.Mark] = []
+    heard = HeardWords(engine_stream)
     try:
         async for block in engine_stream:
             output_emitter.push(to_pcm16(block))
-            sent += len(block)
-            pending.extend(m for m in engine_stream.marks() if m.kind == "word")
-            while pending and pending[0].sample < sent:
-                piece = words.word(pending.pop(0))
+            for mark in heard.after_block(len(block)):
+                piece = words.word(mark)
                 if piece is not None:
                     output_emitter.push_timed_transcript(piece)
-        for mark in pending:
+        for mark in heard.rest():
             piece = words.word(mark)
             if piece is not None:
                 output_emitter.push_timed_transcript(piece)

@@ -27,6 +27,7 @@ except ModuleNotFoundError as error:
 
 import libetude
 from libetude._pcm import to_pcm16  # the package's one float-to-16-bit rule
+from libetude._words import HeardWords
 
 __all__ = ["EtudeTTSService", "EtudeTTSSettings"]
 
@@ -186,8 +187,7 @@ class EtudeTTSService(TTSService):
         speaking.add(stream)
         finished = False
         offset = self._context_seconds.get(context_id, 0.0)
-        sent = 0  # samples of this stream yielded
-        words: list[libetude.Mark] = []  # reached by production, not yet by the audio sent
+        words = HeardWords(stream)
         try:
             stream.report_words(True)
             stream.push_text(text)
@@ -202,13 +202,8 @@ class EtudeTTSService(TTSService):
                     num_channels=1,
                     context_id=context_id,
                 )
-                sent += len(block)
-                # A word after the audio it starts in, so that the two go out
-                # in playback order.
-                words.extend(m for m in stream.marks() if m.kind == "word")
-                heard = [m for m in words if m.sample < sent]
+                heard = words.after_block(len(block))
                 if heard:
-                    words = words[len(heard) :]
                     await self.add_word_timestamps(
                         [(m.name, offset + m.seconds) for m in heard], context_id
                     )
@@ -222,7 +217,7 @@ class EtudeTTSService(TTSService):
             # rather than let it vocode audio nobody will play.
             if not finished:
                 stream.cancel()
-            self._context_seconds[context_id] = offset + sent / self.sample_rate
+            self._context_seconds[context_id] = offset + words.sent / self.sample_rate
             stream.close()
             speaking.discard(stream)
             if not speaking and self._speaking.get(context_id) is speaking:
