@@ -282,9 +282,11 @@ bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin,
         if (room == samples.size() || !last_chunk) {
             if (last_chunk) mark_end_if_last(samples.size());
             mark_words_before(ring_.write_position() + room);
+            // Noted before the samples go in: a reader may take them and ask
+            // for the stats at once, and must find first audio set by then.
+            if (room > 0) note_first_audio(origin);
             const std::size_t n = ring_.write(samples.first(room));
             if (n > 0) {
-                note_first_audio(origin);
                 // Through the mutex: a reader between its check of the ring
                 // and its wait would otherwise miss this and sleep out its
                 // wait (read_some() hands blocks on as they come).
