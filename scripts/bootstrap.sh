@@ -27,6 +27,7 @@ packages=(
   libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
   libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
   libexpat1-dev                          # sd_etude: the SSML speech-dispatcher sends
+  libpcre2-dev                           # sd_etude: speech-dispatcher's symbol tables (their patterns are PCRE)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
   pocl-opencl-icd libclfft-dev           # PoCL: OpenCL on the CPU (tests run on it); clFFT
   libvulkan-dev glslc spirv-tools        # Vulkan backend: loader and headers, shader compiler and validator

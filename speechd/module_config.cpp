@@ -52,6 +52,8 @@ ModuleConfig read_module_config(const std::string& path) {
                 config.backend = value;
             else if (key == "SoundIconFolder")
                 config.sound_icon_folder = value;
+            else if (key == "SymbolsFolder")
+                config.symbols_folder = value;
             else
                 log_line(2, "etude.conf: unknown key '" + key + "' ignored");
         }
@@ -60,6 +62,7 @@ ModuleConfig read_module_config(const std::string& path) {
     if (const char* v = std::getenv("ETUDE_SD_PIPER_VOICES")) add_piper_voices(config, v);
     if (const char* v = std::getenv("ETUDE_SD_BACKEND"); v && *v) config.backend = v;
     if (const char* v = std::getenv("ETUDE_SD_SOUND_ICONS")) config.sound_icon_folder = v;
+    if (const char* v = std::getenv("ETUDE_SD_SYMBOLS")) config.symbols_folder = v;
     return config;
 }
 

@@ -18,6 +18,9 @@ struct ModuleConfig {
     /// SOUND_ICON's files (Debian's sound-icons package); empty: icons are
     /// spoken by name.
     std::string sound_icon_folder = "/usr/share/sounds/sound-icons/";
+    /// speech-dispatcher's symbol tables (LANG/symbols.dic), read when the
+    /// server leaves punctuation to the module; empty: symbols are not spoken.
+    std::string symbols_folder = "/usr/share/speech-dispatcher/locale";
 };
 
 /// Reads `path` (lines "Key value", '#' comments, values optionally in
@@ -25,7 +28,8 @@ struct ModuleConfig {
 /// is not an error: the server passes the path even when none exists.
 /// Then the environment overrides: ETUDE_SD_VOICE (the default voice),
 /// ETUDE_SD_PIPER_VOICES (more Piper voices, ':'-separated),
-/// ETUDE_SD_BACKEND, ETUDE_SD_SOUND_ICONS (the icon folder). Unknown keys are logged and ignored.
+/// ETUDE_SD_BACKEND, ETUDE_SD_SOUND_ICONS (the icon folder), ETUDE_SD_SYMBOLS (the symbol tables'
+/// folder). Unknown keys are logged and ignored.
 ModuleConfig read_module_config(const std::string& path);
 
 }  // namespace etude::speechd

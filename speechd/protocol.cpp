@@ -63,7 +63,7 @@ std::string announce_capitals(const std::string& spelt) {
 }  // namespace
 
 Protocol::Protocol(LineReader& in, ReplyWriter& out, ModuleConfig config)
-    : in_(in), out_(out), config_(std::move(config)) {}
+    : in_(in), out_(out), config_(std::move(config)), symbols_(config_.symbols_folder) {}
 
 Protocol::~Protocol() {
     speaker_.reset();  // before the engine its streams belong to
@@ -242,7 +242,8 @@ std::optional<std::string> Protocol::read_data(std::size_t& lines, bool& too_lar
     return std::nullopt;
 }
 
-std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& data) const {
+std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& data,
+                                        const ModuleVoice& voice) {
     const std::string text = sanitize_utf8(data);
     std::vector<Piece> pieces;
     if (kind == MessageKind::Char)
@@ -252,8 +253,15 @@ std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& dat
     else
         pieces = parse_message(text);
     const bool spelt = spelling(settings_) && kind == MessageKind::Text;
+    // The server sends a punctuation mode other than "none" only when it
+    // left the symbols to the module, and a CHAR it did not describe.
+    std::optional<SymbolLevel> symbols = punctuation_level(settings_.punctuation_mode);
+    if (symbols == SymbolLevel::None) symbols.reset();
+    if (kind == MessageKind::Char) symbols = SymbolLevel::Char;
+    if (kind != MessageKind::Text && kind != MessageKind::Char) symbols.reset();
     for (auto& p : pieces) {
         if (p.kind != Piece::Kind::Text) continue;
+        if (symbols) p.text = symbols_.speak(p.text, voice.language, *symbols);
         if (spelt) p.text = spell_out(p.text);
         if ((spelt || kind == MessageKind::Char) && settings_.cap_let_recogn == "spell")
             p.text = announce_capitals(p.text);
@@ -278,8 +286,11 @@ bool Protocol::speak(MessageKind kind) {
     SpeechJob job;
     if (kind == MessageKind::SoundIcon)
         job.icon = load_sound_icon(config_.sound_icon_folder, *data);
-    if (!job.icon) job.pieces = pieces_for(kind, *data);
     const ModuleVoice& voice = choose_voice(settings_, *voices_);
+    if (!job.icon) job.pieces = pieces_for(kind, *data, voice);
+    // A capital letter alone (as announce_capitals() finds one) gets its cue.
+    job.capital_cue = kind == MessageKind::Char && settings_.cap_let_recogn == "icon" &&
+                      data->size() == 1 && (*data)[0] >= 'A' && (*data)[0] <= 'Z';
     job.options = stream_options(settings_, voice, config_.backend);
     job.prosody = base_prosody(settings_, voice);
     job.gain = output_gain(settings_);

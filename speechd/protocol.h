@@ -14,6 +14,7 @@
 #include "speechd/reply_writer.h"
 #include "speechd/speaker.h"
 #include "speechd/speech_settings.h"
+#include "speechd/symbol_table.h"
 #include "speechd/voice_list.h"
 
 namespace etude::speechd {
@@ -50,7 +51,10 @@ class Protocol {
     std::optional<std::string> read_data(std::size_t& lines, bool& too_large);
     // The Engine, made on first use (INIT normally); false when it failed.
     bool ensure_engine();
-    std::vector<Piece> pieces_for(MessageKind kind, const std::string& data) const;
+    // The message as the engine is to speak it: SSML read, symbols spoken
+    // as the punctuation settings ask, spelt, capitals announced.
+    std::vector<Piece> pieces_for(MessageKind kind, const std::string& data,
+                                  const ModuleVoice& voice);
 
     LineReader& in_;
     ReplyWriter& out_;
@@ -60,6 +64,7 @@ class Protocol {
     std::unique_ptr<VoiceList> voices_;
     std::unique_ptr<Speaker> speaker_;  // after engine_: stopped and joined first
     std::string init_error_;
+    SymbolTables symbols_;  // speech-dispatcher's symbols.dic, by language
 };
 
 }  // namespace etude::speechd

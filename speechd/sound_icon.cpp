@@ -3,6 +3,7 @@
 #include <sndfile.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <memory>
 #include <new>
 
@@ -69,6 +70,19 @@ std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::s
     }
     if (icon.samples.empty()) return std::nullopt;
     return icon;
+}
+
+std::vector<float> capital_cue(int rate) {
+    const std::size_t n = static_cast<std::size_t>(rate * 0.040);
+    const std::size_t fade = static_cast<std::size_t>(rate * 0.005);
+    std::vector<float> cue(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t edge = std::min(i, n - 1 - i);
+        const double ramp =
+            edge >= fade ? 1.0 : 0.5 - 0.5 * std::cos(M_PI * double(edge) / double(fade));
+        cue[i] = static_cast<float>(0.1 * ramp * std::sin(2.0 * M_PI * 1500.0 * double(i) / rate));
+    }
+    return cue;
 }
 
 }  // namespace etude::speechd

@@ -22,4 +22,9 @@ struct SoundIcon {
 /// libsndfile reads, longer than 10 s, or has more than 8 channels.
 std::optional<SoundIcon> load_sound_icon(const std::string& folder, const std::string& name);
 
+/// cap_let_recogn=icon: the cue before a capital letter spoken alone, a
+/// 40 ms tone at 1.5 kHz, a tenth of full scale, faded in and out over
+/// 5 ms (no click), at `rate` (the speech's, so one message has one rate).
+std::vector<float> capital_cue(int rate);
+
 }  // namespace etude::speechd

@@ -118,6 +118,7 @@ void Speaker::speak(SpeechJob& job) {
                             job.icon->rate))
                 break;
     } else if (stream && !stop_) {
+        if (job.capital_cue) send_audio(capital_cue(rate), job.gain, rate);
         // The whole message into the stream at once, so the engine works
         // ahead across sentences and marks; each mark comes back with the
         // sample where its audio position is, and pump() sends its 700 when

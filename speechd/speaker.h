@@ -27,6 +27,7 @@ struct SpeechJob {
     engine::StreamOptions options;
     engine::Prosody prosody;        // SET pitch; each text piece's <prosody> within it
     std::optional<SoundIcon> icon;  // SOUND_ICON with its file: sent instead of speech
+    bool capital_cue = false;       // cap_let_recogn=icon: capital_cue() before the speech
     float gain = 1.0f;
 };
 

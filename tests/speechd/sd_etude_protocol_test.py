@@ -59,10 +59,24 @@ def make_icon_folder():
     return folder, [(v // 2 + v) / 2 for v in left]
 
 
+def make_symbols_folder():
+    """speech-dispatcher's locale folder with an English symbols.dic of a few
+    lines in its format (the module reads the voice language's table)."""
+    folder = tempfile.mkdtemp(prefix="sd_etude_symbols_")
+    atexit.register(shutil.rmtree, folder, True)
+    os.mkdir(os.path.join(folder, "en"))
+    with open(os.path.join(folder, "en", "symbols.dic"), "w", encoding="utf-8") as f:
+        f.write("complexSymbols:\n! sentence ending\t(?<=[^\\s!])\\!(?=[\\s]|$)\n"
+                "symbols:\n! sentence ending\tbang\tall\talways\n,\tcomma\tall\talways\n"
+                "%\tpercent\tsome\n\\#\tnumber\tsome\n")
+    return folder
+
+
 def main():
     binary, etude = sys.argv[1], sys.argv[2]
     global ICON_SAMPLES
     os.environ["ETUDE_SD_SOUND_ICONS"], ICON_SAMPLES = make_icon_folder()
+    os.environ["ETUDE_SD_SYMBOLS"] = make_symbols_folder()
     m = Module(binary)
     try:
         run(m, binary, etude)
@@ -366,7 +380,33 @@ def run(m, binary, etude):
     _, _, sp, _ = speak(m, "<speak>Hi</speak>")
     check("cap_let_recogn=spell with spelling_mode=on: 'Hi' is 'capital H i'",
           sp.terminal == "702" and sp.audio == etude_raw(etude, "capital H i"))
+    # cap_let_recogn=icon: a 40 ms 1.5 kHz cue, then the letter as it is.
+    server_set(m, voice="female1", cap_let_recogn="icon")
+    _, _, sp, _ = speak(m, "A", command="CHAR")
+    plain = etude_raw(etude, "A")
+    head = sp.audio[:len(sp.audio) - len(plain)]
+    cue = struct.unpack("<%dh" % (len(head) // 2), head)
+    crossings = sum(1 for a, b in zip(cue, cue[1:]) if (a < 0) != (b < 0))
+    check("cap_let_recogn=icon: CHAR A is a 40 ms 1.5 kHz cue, then 'A' (= etude say)",
+          sp.terminal == "702" and sp.audio.endswith(plain) and len(cue) == 640
+          and 110 <= crossings <= 130 and 3000 <= max(cue) <= 3300, f"{len(cue)} samples, "
+          f"{crossings} zero crossings, peak {max(cue) if cue else 0}")
+    _, _, sp, _ = speak(m, "a", command="CHAR")
+    check("cap_let_recogn=icon: CHAR a has no cue", sp.audio == etude_raw(etude, "a"))
     server_set(m, voice="female1")
+
+    # Punctuation: the server sends a mode other than none only when it left
+    # the symbols to the module, which reads the voice language's table.
+    for mode, said in (("all", "Yes comma, 50 percent off bang!"), ("some", "Yes, 50 percent off!"),
+                       ("none", "Yes, 50% off!")):
+        server_set(m, voice="female1", punctuation_mode=mode)
+        _, _, sp, _ = speak(m, "<speak>Yes, 50% off!</speak>")
+        check(f"punctuation_mode={mode}: 'Yes, 50% off!' is '{said}' (= etude say)",
+              sp.terminal == "702" and sp.audio == etude_raw(etude, said))
+    server_set(m, voice="female1")
+    _, _, sp, _ = speak(m, "#", command="CHAR")
+    check("CHAR # (not described by the server): 'number' (= etude say)",
+          sp.terminal == "702" and sp.audio == etude_raw(etude, "number"))
 
     # An icon with its file is that file's audio, mixed to mono, at its own
     # rate; one without is spoken by name, as the espeak-ng module does.
