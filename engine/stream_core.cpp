@@ -1,9 +1,8 @@
-// StreamCore's construction, intake (push_text, push_mel, set_voice,
-// cancel), statistics, the offline reader and the engine workers' side
-// (taking sentences, analysing them, rendering ahead). The producer loop
-// and the BlockSink writes are in stream_core_producer.cpp; what only a
-// Piper stream does (its intake, analysis and latent chunks) in
-// stream_core_piper.cpp.
+// StreamCore's construction, intake (push_text, push_ssml, push_mel,
+// push_phoneme_ids, set_voice, cancel), statistics, the offline reader and
+// the engine workers' side (taking sentences, analysing them, rendering
+// ahead). The producer loop and the VoiceSink writes are in
+// stream_core_producer.cpp; what differs by voice, in its StreamVoice.
 #include "engine/stream_core.h"
 
 #include <algorithm>
@@ -30,9 +29,6 @@ using stream_core_detail::seconds_since;
 // vocoder and the render workers fed, few enough that a long text costs
 // memory for only a few.
 constexpr std::size_t kLookaheadSentences = 3;
-// The most latent frames a Piper stream decodes at once (about 0.37 s at
-// 22050 Hz): a larger latency budget gains nothing from larger chunks.
-constexpr int kMaxLatentChunkFrames = 32;
 
 // "20", "0.05": a number as a person wrote it, for messages.
 std::string format_number(double v) {
@@ -46,55 +42,13 @@ std::string format_number(double v) {
 StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
                        std::shared_ptr<const PiperVoice> piper, StreamOptions options)
     : engine_(std::move(engine)),
-      voice_(&voice),
       options_(std::move(options)),
       rate_(options_.sample_rate),
       ring_(rate_, static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0),
             options_.cancel_fade_ms) {
-    // A built-in voice's pace is Flite's duration stretch; bounded, since
-    // every frame it asks for is made and kept until spoken.
-    if (!piper && options_.length_scale &&
-        !(std::isfinite(*options_.length_scale) && *options_.length_scale >= 0.1f &&
-          *options_.length_scale <= 10.0f))
-        throw Error(voice.name() + ": length_scale must be from 0.1 to 10, not " +
-                    format_number(*options_.length_scale));
-    const FaultSpec faults = faults_for_stream(options_.faults);
-    blocks_ =
-        std::make_unique<BlockScheduler>(*engine_, options_, faults, voice, ring_, *this, records_);
-    if (piper) {
-        // Piper's front end splits sentences itself (espeak-ng's clauses), so
-        // its input holds a long sentence whole rather than cutting it.
-        input_ = SentenceAccumulator(0);
-        piper_ = std::move(piper);
-        piper_speaker_ = piper_->speaker_id(options_.speaker);
-        piper_scales_ =
-            piper_->scales(options_.noise_scale, options_.length_scale, options_.noise_w);
-        piper_noise_.seed(options_.seed);
-        piper_flow_ = piper_->network().open_flow(piper_speaker_);
-        // Half the latency budget per chunk: a chunk is decoded well before
-        // the audio ahead of it has played, and first audio waits for one.
-        const double frame_ms = 1000.0 * piper_->hop() / piper_->sample_rate();
-        latent_chunk_frames_ = std::clamp(static_cast<int>(options_.latency_ms / 2.0 / frame_ms), 1,
-                                          kMaxLatentChunkFrames);
-    }
-    if (!options_.model.empty() || piper_) {
-        MelSchedulerOptions m;
-        m.model_path = options_.model;
-        m.cpu_model_path = options_.cpu_model;
-        if (piper_) {
-            m.load_model = [voice = piper_, speaker = piper_speaker_](auto backend) {
-                return voice->load_decoder(speaker, std::move(backend));
-            };
-            m.label = "VITS (" + piper_->model_path() + ")";
-        }
-        m.backend = options_.backend;
-        m.device = options_.device;
-        m.output_rate = rate_;
-        if (faults.device) m.gpu_fault = *faults.device;
-        // Phase reconstruction needs a mel; a Piper decoder takes the VITS latent.
-        m.allow_phase_fallback = options_.allow_phase_fallback && !piper_;
-        mel_ = std::make_unique<MelScheduler>(m);
-    }
+    voice_ = make_stream_voice(*engine_, options_, faults_for_stream(options_.faults), voice,
+                               std::move(piper), ring_, *this, records_);
+    input_ = voice_->make_input();
 }
 
 void StreamCore::start() {
@@ -111,12 +65,12 @@ void StreamCore::start() {
         // busy loops, a JACK client underran 211 times in 8 s of speech (the
         // CPU backend's OpenMP team, made by this thread, inherits its
         // priority too). The ring bounds how far ahead it works, so it
-        // sleeps once it is ahead.
-        if (options_.realtime_workers && (!mel_ || piper_))
-            rt::make_current_thread_realtime(kProcessorPriority);
+        // sleeps once it is ahead. (StreamVoice::producer_realtime().)
+        if (options_.realtime_workers && voice_->producer_realtime())
+            producer_realtime_ = rt::make_current_thread_realtime(kProcessorPriority);
         produce();
     });
-    if (options_.wait_for_device) blocks_->wait_for_device();
+    if (options_.wait_for_device) voice_->wait_for_device();
 }
 
 StreamCore::~StreamCore() {
@@ -127,18 +81,23 @@ StreamCore::~StreamCore() {
     work_cv_.notify_all();
     space_cv_.notify_all();
     data_cv_.notify_all();
-    blocks_->stop();
+    voice_->stop();
     if (producer_.joinable()) producer_.join();
 }
 
 std::size_t StreamCore::mel_bands() const {
-    return mel_ && !piper_ ? static_cast<std::size_t>(mel_->audio().n_mels) : 0;
+    return voice_->mel_bands();
+}
+
+void StreamCore::require_text(const char* what) const {
+    if (!voice_->speaks_text())
+        throw Error(std::string("this stream vocodes mel frames (StreamOptions::model); ") + what);
 }
 
 void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
-    if (!mel_ || piper_)
+    const std::size_t n_mels = voice_->mel_bands();
+    if (n_mels == 0)
         throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
-    const std::size_t n_mels = static_cast<std::size_t>(mel_->audio().n_mels);
     if (mel.size() != frames * n_mels)
         throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
                     std::to_string(n_mels) + " mels x " + std::to_string(frames) + " frames");
@@ -181,16 +140,14 @@ std::size_t unfinished_utf8_tail(std::string_view text) {
 }  // namespace
 
 std::size_t StreamCore::push_text(std::string_view text) {
-    if (mel_ && !piper_)
-        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    require_text("use push_mel");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
     return add_text(text);
 }
 
 std::size_t StreamCore::push_ssml(std::string_view document) {
-    if (mel_ && !piper_)
-        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    require_text("use push_mel");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     // Refused whole, before anything is queued.
     if (auto bad = find_invalid_utf8(document))
@@ -245,8 +202,7 @@ std::size_t StreamCore::set_prosody(const Prosody& prosody) {
 }
 
 void StreamCore::set_stream_prosody(const Prosody& p) {
-    if (mel_ && !piper_)
-        throw Error("this stream vocodes mel frames (StreamOptions::model); it has no prosody");
+    require_text("it has no prosody");
     const auto in = [](float v, float lo, float hi) {
         return std::isfinite(v) && v >= lo && v <= hi;
     };
@@ -272,8 +228,7 @@ void StreamCore::refuse_split_character(const char* what) const {
 }
 
 void StreamCore::push_mark(std::string_view name) {
-    if (mel_ && !piper_)
-        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    require_text("use push_mel");
     if (name.size() > SpeechMark::kMaxName)
         throw Error("mark name longer than " + std::to_string(SpeechMark::kMaxName) + " bytes");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
@@ -283,8 +238,7 @@ void StreamCore::push_mark(std::string_view name) {
 }
 
 void StreamCore::push_break(double ms) {
-    if (mel_ && !piper_)
-        throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
+    require_text("use push_mel");
     if (!(ms >= 0.0 && ms <= 60000.0)) throw Error("a break must be 0..60000 ms");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     std::lock_guard input(input_mu_);
@@ -362,42 +316,48 @@ std::size_t StreamCore::end_input() {
 
 std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
     std::size_t queued = 0;
+    const bool words = report_words_.load(std::memory_order_relaxed);
     for (const auto& stretch : stretches) {
-        if (piper_) {
-            queued += push_piper_text(stretch);
-            continue;
-        }
-        auto pieces = split_sentences(stretch);
-        if (pieces.empty()) continue;
-        const auto now = Clock::now();
-        {
-            std::lock_guard lock(mu_);
-            const auto gen = ring_.generation();
-            // First-audio latency is measured from a push into an idle stream.
-            bool first = outstanding_ == markers_waiting_;
-            for (auto& p : pieces) {
-                Sentence s{std::move(p), next_voice_, {gen, now, first, input_prosody_.volume}};
-                s.prosody = input_prosody_;
-                s.words_wanted = report_words_.load(std::memory_order_relaxed);
-                text_queue_.push_back(std::move(s));
-                first = false;
-            }
-            outstanding_ += pieces.size();
-            sentences_queued_ += pieces.size();
-        }
-        queued += pieces.size();
-        engine_->wake();
+        // First audio counts from here, the voice's splitting included.
+        const auto pushed = Clock::now();
+        voice_->split(stretch, words, [&](std::vector<Sentence> sentences, bool continuing) {
+            queued += sentences.size();
+            queue_sentences(std::move(sentences), pushed, continuing, input_prosody_);
+        });
     }
     return queued;
 }
 
+void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_point pushed,
+                                 bool continuing, const Prosody& prosody) {
+    if (sentences.empty()) return;
+    {
+        std::lock_guard lock(mu_);
+        const auto gen = ring_.generation();
+        // First-audio latency is measured from a push into an idle stream.
+        bool first = !continuing && outstanding_ == markers_waiting_;
+        for (auto& s : sentences) {
+            s.prosody = prosody;
+            s.origin = {gen, pushed, first, prosody.volume};
+            text_queue_.push_back(std::move(s));
+            first = false;
+        }
+        outstanding_ += sentences.size();
+        sentences_queued_ += sentences.size();
+    }
+    engine_->wake();
+}
+
+void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
+    const auto pushed = Clock::now();
+    std::vector<Sentence> one(1);
+    one[0].phoneme_ids = voice_->check_ids(ids);  // no text, so no words
+    if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
+    queue_sentences(std::move(one), pushed, false, Prosody{});
+}
+
 void StreamCore::set_voice(std::string_view name) {
-    if (piper_)
-        throw Error("a Piper stream speaks its one voice (" + piper_->name() +
-                    "); create another stream for another voice");
-    const FliteVoice& v = FliteVoice::load(name);
-    std::lock_guard lock(mu_);
-    next_voice_ = &v;
+    voice_->set_voice(name);
 }
 
 void StreamCore::cancel() {
@@ -449,23 +409,9 @@ StreamStats StreamCore::stats() const {
     s.marks = marks_reached_.get();
     s.marks_dropped = marks_dropped_.get();
     s.words_unpaired = words_unpaired_.get();
-    s.vocoder = piper_ ? "vits" : mel_ ? "neural" : blocks_->spectral() ? "spectral" : "mlsa";
-    blocks_->fill_stats(s);
-    if (mel_) {
-        const auto m = mel_->stats();
-        s.model = m.model;
-        s.mel_frames = m.frames;
-        s.mel_chunks_gpu = m.chunks[0];
-        s.mel_chunks_cpu = m.chunks[1];
-        s.mel_chunks_phase = m.chunks[2];
-        s.model_latency_ms = m.latency_ms;
-        s.gpu_device = m.gpu_device;
-        s.gpu_note = m.gpu_note;
-        s.gpu_failures = m.gpu_failures;
-        s.gpu_disabled = m.gpu_disabled;
-        s.gpu_ready = m.gpu_ready;
-        s.gpu_last_error = m.gpu_last_error;
-    }
+    s.vocoder = voice_->vocoder();
+    s.realtime_workers = producer_realtime_;  // a voice with processors of its own says
+    voice_->fill_stats(s);
     records_.fill_stats(s);
     std::lock_guard lock(mu_);
     s.sentences_queued = sentences_queued_;
@@ -479,7 +425,7 @@ StreamStats StreamCore::stats() const {
 }
 
 void StreamCore::write_trace(const std::string& path) const {
-    write_chrome_trace(path, records_.records(BlockRecorder::kCapacity), blocks_->kernel_timings());
+    write_chrome_trace(path, records_.records(BlockRecorder::kCapacity), voice_->kernel_timings());
 }
 
 // ---- offline consumer -------------------------------------------------------
@@ -570,28 +516,10 @@ void StreamCore::analyse(Sentence sentence) {
         finish_analysis(Clock::now(), sentence.origin, WorkItem(std::move(sentence.marker)));
         return;
     }
-    if (piper_) return analyse_piper(std::move(sentence));
     const auto t0 = Clock::now();
-    AcousticFrames frames;
-    try {
-        // SSML's rate divides the stretch, within the bounds the stream's own has.
-        const float stretch =
-            std::clamp(options_.length_scale.value_or(1.0f) / sentence.prosody.rate, 0.1f, 10.0f);
-        frames = sentence.voice->analyse(sentence.text, stretch);
-        shape_f0(frames.f0, sentence.prosody);
-    } catch (const Error&) {
-        frames = AcousticFrames{};  // counted as dropped below
-    }
-    std::optional<WorkItem> item;
-    if (frames.frames > 1) {  // else only symbols Flite skips, or a front-end error
-        auto u = std::make_shared<AnalysedSentence>();
-        u->frames = std::move(frames);
-        u->voice = sentence.voice;
-        u->origin = sentence.origin;
-        u->words_wanted = sentence.words_wanted;
-        item = std::move(u);
-    }
-    finish_analysis(t0, sentence.origin, std::move(item));
+    std::string refusal;
+    std::optional<WorkItem> item = voice_->analyse(sentence, refusal);
+    finish_analysis(t0, sentence.origin, std::move(item), std::move(refusal));
 }
 
 // The front end is done with a sentence: its work item is queued, or, with
@@ -625,8 +553,8 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
 // latency). Called with the engine's lock held.
 std::shared_ptr<AnalysedSentence> StreamCore::take_render_job() {
     std::lock_guard lock(mu_);
-    // Spectral streams give every block to the scheduler (and the GPU).
-    if (shutdown_ || !options_.render_ahead || blocks_->spectral()) return nullptr;
+    // (Spectral streams give every block to the scheduler and the GPU.)
+    if (shutdown_ || !voice_->renders_ahead()) return nullptr;
     // While the producer is idle it will take the head itself.
     for (std::size_t i = producer_busy_ ? 0 : 1; i < queue_.size(); ++i) {
         auto* s = std::get_if<std::shared_ptr<AnalysedSentence>>(&queue_[i]);

@@ -1,8 +1,10 @@
 // One stream's insides, behind the Stream facade: its intake (push_text,
-// push_mel, cancel), the queue between the engine's workers and its
-// producer thread, and the producer loop, which hands each item to its
-// executor: an analysed sentence to the BlockScheduler, a mel chunk to the
-// MelScheduler. Audio goes into the PlaybackRing, which the consumer reads.
+// push_ssml, push_mel, cancel), the queue between the engine's workers and
+// its producer thread, and the producer loop. What differs between a
+// built-in voice, a Piper voice and a mel stream (splitting text, analysing
+// a sentence, speaking a work item) is its StreamVoice's (stream_voice.h);
+// everything else is here once. Audio goes into the PlaybackRing, which the
+// consumer reads, and marks and word starts into the mark queue beside it.
 //
 // Threads: the public calls from any non-real-time thread, except pull()
 // (the audio callback, real-time) and read() (one offline consumer). The
@@ -18,7 +20,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,13 +28,11 @@
 #include <vector>
 
 #include "engine/block_records.h"
-#include "engine/block_scheduler.h"
-#include "engine/block_sink.h"
 #include "engine/engine.h"
-#include "engine/mel_scheduler.h"
 #include "engine/piper_voice.h"
 #include "engine/playback_ring.h"
 #include "engine/sentence_accumulator.h"
+#include "engine/stream_voice.h"
 #include "engine/work_items.h"
 #include "rt/counters.h"
 
@@ -41,7 +40,7 @@ namespace etude::engine {
 
 class EngineWorkers;
 
-class StreamCore final : public BlockSink {
+class StreamCore final : public VoiceSink {
   public:
     // `piper`: the Piper voice of a Piper stream (StreamOptions::piper_voice), else null.
     StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
@@ -67,7 +66,7 @@ class StreamCore final : public BlockSink {
     StreamStats stats() const;
     std::vector<BlockRecord> block_records(std::size_t max) const { return records_.records(max); }
     void write_trace(const std::string& path) const;
-    const std::string& voice_name() const { return piper_ ? piper_->name() : voice_->name(); }
+    const std::string& voice_name() const { return voice_->name(); }
     const StreamOptions& options() const { return options_; }
 
     // ---- consumers --------------------------------------------------------
@@ -84,22 +83,26 @@ class StreamCore final : public BlockSink {
     std::shared_ptr<AnalysedSentence> take_render_job();
     void render_ahead(const std::shared_ptr<AnalysedSentence>& s);
 
-    // ---- BlockSink (producer thread) --------------------------------------
+    // ---- VoiceSink (producer thread) --------------------------------------
     bool wait_for_room(std::size_t samples, std::uint64_t generation) override;
     bool write(std::span<const float> samples, const ItemOrigin& origin, bool last_chunk) override;
     bool cancelled(std::uint64_t generation) const override { return ring_.cancelled(generation); }
     bool shutting_down() override;
+    void plan_word(std::string_view text, std::uint64_t start, double offset,
+                   std::uint64_t generation) override;
+    void note_unspeakable(std::string reason) override;
+    void note_words_unpaired() override { words_unpaired_.add(); }
 
   private:
     void produce();
-    bool vocode_mel(const MelChunk& chunk);
-    bool vocode_latent(LatentSentence& sentence);
-    // One chunk of frames through the mel scheduler, its audio into the ring.
-    bool vocode_frames(std::span<const float> frames, int count, bool last,
-                       const ItemOrigin& origin);
-    // Queues text the input released (sentences for the Flite front end,
-    // the Piper voice's own phonemizer for a Piper stream).
+    // Throws etude::Error naming `what` when the stream takes mel frames.
+    void require_text(const char* what) const;
+    // Queues text the input released: its voice splits it into sentences.
     std::size_t queue_text(const std::vector<std::string>& stretches);
+    // Queues sentences of one push (`pushed`: when the caller handed it
+    // over; `continuing`: more of a push whose first sentence was queued).
+    void queue_sentences(std::vector<Sentence> sentences, Clock::time_point pushed, bool continuing,
+                         const Prosody& prosody);
     // push_text() with the input lock held and the UTF-8 checked.
     std::size_t add_text(std::string_view text);
     // Queues a mark or break after the held text, which it ends (input lock held).
@@ -117,41 +120,20 @@ class StreamCore final : public BlockSink {
     // Queues a mark for next_mark() at ring position `sample`.
     void record_mark(std::string_view name, SpeechMark::Kind kind, std::uint64_t sample,
                      std::uint64_t generation);
-    // A word heard `offset` samples after ring position `start`, its mark to
-    // go in with its audio (pending_words_).
-    void plan_word(std::string_view text, std::uint64_t start, double offset,
-                   std::uint64_t generation);
-    // A built-in voice's sentence about to be written: its words, to be
-    // marked as the audio they start in is written (pending_words_).
-    void plan_flite_words(const AnalysedSentence& sentence);
     // The pending words that start before ring position `end`, as marks.
     void mark_words_before(std::uint64_t end);
-    std::size_t push_piper_text(std::string_view text);
-    // `sentences`: their phoneme_ids and words set.
-    void queue_phoneme_ids(std::vector<Sentence> sentences, Clock::time_point pushed,
-                           bool continuing = false);
-    void analyse_piper(Sentence sentence);
-    // Where vocode_latent() is in its sentence's word marks.
-    struct PiperWords {
-        std::uint64_t start = 0;  // ring position of the sentence's first sample
-        std::size_t next = 0;     // the next word to plan
-        std::size_t id = 0;       // ids whose frames `frames` holds
-        std::int64_t frames = 0;
-    };
-    // The words whose frames are known, up to frame `until`, into pending_words_.
-    void plan_piper_words(const LatentSentence& sentence, int until, PiperWords& words);
+    // A render worker may be making `u` ahead: the producer takes it over,
+    // or waits for its audio (with mu_ held in `lock`). False at shutdown.
+    bool claim(AnalysedSentence& u, std::unique_lock<std::mutex>& lock);
     // `refusal`: why the network refused the sentence (no item), if it did.
     void finish_analysis(Clock::time_point started, const ItemOrigin& origin,
                          std::optional<WorkItem> item, std::string refusal = {});
     // `sentence`: the item was a sentence (not a mark or break) for the counts.
     void finish_item(bool complete, double vocoder_seconds, bool sentence = true);
-    // Counts a sentence refused on the producer (stats()).
-    void note_unspeakable(std::string reason);
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
 
     std::shared_ptr<EngineWorkers> engine_;
-    const FliteVoice* voice_;
     const StreamOptions options_;
     const double rate_;
 
@@ -168,18 +150,17 @@ class StreamCore final : public BlockSink {
     mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;
     std::deque<Sentence> text_queue_;
-    std::deque<WorkItem> queue_;  // analysed sentences or mel chunks, in order
-    const FliteVoice* next_voice_ = voice_;
+    std::deque<WorkItem> queue_;   // the voice's work items and markers, in order
     bool producer_busy_ = false;   // the producer is speaking an item
     std::size_t outstanding_ = 0;  // items queued and not yet fully written or dropped
     // Marks and breaks among them not yet taken by the producer: a push
     // into a stream that holds only these still starts its first audio.
     std::size_t markers_waiting_ = 0;
     bool analysing_ = false;
-    // A Piper stream's producer is making the first audio of a push: the
-    // next sentence's analysis waits for it (take_sentence()), so that the
-    // prior of sentence two does not take the cores the flow and decoder of
-    // sentence one need before anything is heard.
+    // The producer is making the first audio of a push and the voice holds
+    // the next analysis back meanwhile (a Piper voice: the prior of
+    // sentence two would take the cores the flow and decoder of sentence
+    // one need before anything is heard; take_sentence()).
     bool first_audio_due_ = false;
     bool shutdown_ = false;
     bool mel_open_ = false;  // a mel utterance has begun and not ended
@@ -206,20 +187,11 @@ class StreamCore final : public BlockSink {
     // Into the queue next_mark() reads, counted as reached or dropped.
     void queue_mark(const MarkRecord& mark);
     BlockRecorder records_;
-    std::unique_ptr<BlockScheduler> blocks_;
-    std::unique_ptr<MelScheduler> mel_;  // mel and Piper streams only
-    // Piper streams: the voice, the speaker and scales fixed at creation, and
-    // the stream's noise (used by one engine worker at a time: analysing_).
-    std::shared_ptr<const PiperVoice> piper_;
-    int piper_speaker_ = 0;
-    VitsScales piper_scales_;
-    std::mt19937_64 piper_noise_;
-    int latent_chunk_frames_ = 1;  // frames the producer decodes per chunk
+    std::unique_ptr<StreamVoice> voice_;          // after the ring and records it writes through
+    std::atomic<bool> producer_realtime_{false};  // the OS granted SCHED_FIFO to the producer
 
     // Producer-thread state.
-    std::unique_ptr<VitsFlowStream> piper_flow_;  // Piper streams: the sentence's flow
     bool first_audio_pending_ = false;
-    std::int64_t mel_compute_ns_ = 0;
     std::thread producer_;
 };
 

@@ -1,7 +1,7 @@
 // StreamCore's producer thread: the loop that hands each queued item to its
-// executor (an analysed sentence to the BlockScheduler, a mel chunk or a
-// Piper sentence's latent chunks to the MelScheduler), and the BlockSink
-// side through which every executor writes into the PlaybackRing.
+// voice's executor (StreamVoice::speak()) or, for a mark or break, speaks
+// it itself; and the VoiceSink side through which every executor writes
+// into the PlaybackRing and plans its words' marks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,7 +52,7 @@ void StreamCore::produce() {
         const auto gen = ring_.generation();
         if (gen != seen_generation) {
             seen_generation = gen;
-            if (mel_) mel_->reset();
+            voice_->reset();
             ring_.acknowledge(gen);
             data_cv_.notify_all();  // an offline reader waits for this (read())
             continue;
@@ -67,93 +67,38 @@ void StreamCore::produce() {
             finish_item(speak_marker(**marker), 0.0, false);
             continue;
         }
-        if (auto* chunk = std::get_if<std::shared_ptr<MelChunk>>(&item)) {
-            lock.unlock();
-            first_audio_pending_ = first_audio_pending_ || (*chunk)->origin.first_of_push;
-            mel_compute_ns_ = 0;
-            const bool complete = vocode_mel(**chunk);
-            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
-            continue;
-        }
-        if (auto* latent = std::get_if<std::shared_ptr<LatentSentence>>(&item)) {
-            first_audio_due_ = (*latent)->origin.first_of_push;
-            lock.unlock();
-            engine_->wake();  // room for the next sentence's latent
-            first_audio_pending_ = true;
-            mel_compute_ns_ = 0;
-            const bool complete = vocode_latent(**latent);
-            finish_item(complete, static_cast<double>(mel_compute_ns_) / 1e9);
-            continue;
-        }
-        auto u = std::get<std::shared_ptr<AnalysedSentence>>(std::move(item));
-        // A sentence a render worker is still making is taken over and
-        // scheduled block by block: the producer gets here once the previous
-        // sentence is in the ring, so the worker is late, and waiting for it
-        // had no deadline and no fallback (with both cores loaded the ring
-        // ran dry at the sentence boundary; the workers run at normal
-        // priority).
-        if (u->state == AnalysedSentence::WorkerRendering)
-            u->taken_over.store(true, std::memory_order_relaxed);
-        const bool mine =
-            u->state == AnalysedSentence::Pending || u->state == AnalysedSentence::WorkerRendering;
-        if (mine) u->state = AnalysedSentence::Scheduled;
-        if (!mine) {
-            // A render worker has finished it (or the cancel came).
-            work_cv_.wait(lock, [&] {
-                return shutdown_ || u->state == AnalysedSentence::Rendered ||
-                       u->state == AnalysedSentence::Abandoned ||
-                       ring_.cancelled(u->origin.generation);
-            });
-            if (shutdown_) return;
-        }
+        // A sentence a render worker may be making ahead is settled first.
+        if (auto* u = std::get_if<std::shared_ptr<AnalysedSentence>>(&item))
+            if (!claim(**u, lock)) return;
+        const ItemOrigin& origin =
+            std::visit([](const auto& i) -> const ItemOrigin& { return i->origin; }, item);
+        first_audio_due_ = voice_->holds_analysis_until_first_audio() && origin.first_of_push;
         lock.unlock();
         engine_->wake();  // room for more look-ahead
         first_audio_pending_ = true;
-        plan_flite_words(*u);
-        const bool complete = mine ? blocks_->schedule(*u) : blocks_->copy_ahead(*u);
-        finish_item(complete, static_cast<double>(blocks_->compute_ns()) / 1e9);
+        const Spoken spoken = voice_->speak(item);
+        finish_item(spoken.complete, spoken.compute_seconds);
     }
 }
 
-// One chunk of a mel stream: the mel scheduler picks the tier by the
-// time left before this audio is due and makes the audio.
-bool StreamCore::vocode_mel(const MelChunk& c) {
-    return vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
-}
-
-bool StreamCore::vocode_frames(std::span<const float> frames, int count, bool last,
-                               const ItemOrigin& origin) {
-    if (ring_.cancelled(origin.generation)) {
-        mel_->reset();
-        return false;
+// A sentence a render worker is still making is taken over and scheduled
+// block by block: the producer gets here once the previous sentence is in
+// the ring, so the worker is late, and waiting for it had no deadline and
+// no fallback (with both cores loaded the ring ran dry at the sentence
+// boundary; the workers run at normal priority). One it has finished is
+// copied (its state says which: StreamVoice::speak()).
+bool StreamCore::claim(AnalysedSentence& u, std::unique_lock<std::mutex>& lock) {
+    if (u.state == AnalysedSentence::WorkerRendering)
+        u.taken_over.store(true, std::memory_order_relaxed);
+    if (u.state == AnalysedSentence::Pending || u.state == AnalysedSentence::WorkerRendering) {
+        u.state = AnalysedSentence::Scheduled;
+        return true;
     }
-    // The same deadline as text blocks (deadline.h).
-    MelChunkReport report;
-    const auto dispatched = rt::now_ns();
-    const PlaybackState playback = ring_.playback_state();
-    const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
-    std::span<const float> audio;
-    try {
-        audio = mel_->process(frames, count, last, budget_ns, report, may_reduce_quality(playback));
-    } catch (const std::exception&) {
-        mel_->reset();  // a device error the CPU could not cover either
-        return false;
-    }
-    mel_compute_ns_ += report.finished_ns - report.started_ns;
-    BlockRecord rec;
-    rec.index = records_.next_index();
-    rec.processor = to_record(report.processor);
-    rec.quality = report.quality;
-    rec.reduced_tier = report.quality != Quality::Full;
-    rec.fell_back = report.fell_back;
-    rec.dispatched_ns = dispatched;
-    rec.started_ns = report.started_ns;
-    rec.finished_ns = report.finished_ns;
-    rec.deadline_ns = dispatched + budget_ns;
-    records_.record(rec);
-    if (report.fell_back) records_.note_fallback();
-    if (!last && audio.empty()) return true;
-    return write(audio, origin, last);
+    work_cv_.wait(lock, [&] {
+        return shutdown_ || u.state == AnalysedSentence::Rendered ||
+               u.state == AnalysedSentence::Abandoned || ring_.cancelled(u.origin.generation);
+    });
+    return !shutdown_;
 }
 
 void StreamCore::queue_mark(const MarkRecord& mark) {
@@ -181,18 +126,6 @@ void StreamCore::plan_word(std::string_view text, std::uint64_t start, double of
     r.mark.kind = SpeechMark::Word;
     r.mark.sample = start + static_cast<std::uint64_t>(std::llround(offset));
     pending_words_.push_back(r);
-}
-
-// Planned as the sentence starts: its audio begins at the ring's write
-// position now (the one before it is written whole), and a frame of the
-// voice is frame_period of its samples.
-void StreamCore::plan_flite_words(const AnalysedSentence& u) {
-    if (!u.words_wanted) return;
-    const std::uint64_t start = ring_.write_position();
-    const double samples_per_frame = static_cast<double>(u.voice->vocoder_config().frame_period) *
-                                     rate_ / u.voice->sample_rate();
-    for (const WordStart& w : u.frames.words)
-        plan_word(w.text, start, double(w.start) * samples_per_frame, u.origin.generation);
 }
 
 // Before the audio from the write position to `end` goes into the ring: a

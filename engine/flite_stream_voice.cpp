@@ -1,0 +1,107 @@
+#include "engine/flite_stream_voice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/flite_voice.h"
+#include "engine/playback_ring.h"
+#include "engine/ssml_prosody.h"
+#include "engine/text_input.h"
+
+namespace etude::engine {
+namespace {
+
+// A built-in voice's pace is Flite's duration stretch; bounded, since
+// every frame it asks for is made and kept until spoken.
+float checked_length_scale(const StreamOptions& options, const FliteVoice& voice) {
+    const float v = options.length_scale.value_or(1.0f);
+    if (!(std::isfinite(v) && v >= 0.1f && v <= 10.0f)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", v);
+        throw Error(voice.name() + ": length_scale must be from 0.1 to 10, not " + text);
+    }
+    return v;
+}
+
+}  // namespace
+
+FliteStreamVoice::FliteStreamVoice(EngineWorkers& workers, const StreamOptions& options,
+                                   const FaultSpec& faults, const FliteVoice& voice,
+                                   const PlaybackRing& ring, VoiceSink& sink,
+                                   BlockRecorder& records)
+    : first_voice_(&voice),
+      next_voice_(&voice),
+      rate_(options.sample_rate),
+      length_scale_(checked_length_scale(options, voice)),
+      render_ahead_(options.render_ahead),
+      ring_(ring),
+      sink_(sink),
+      blocks_(workers, options, faults, voice, ring, sink, records) {}
+
+// The voice the stream was made with: set_voice() changes what later text
+// is spoken with, not the stream's name.
+const std::string& FliteStreamVoice::name() const {
+    return first_voice_->name();
+}
+
+void FliteStreamVoice::split(std::string_view text, bool words, const QueueSentences& queue) {
+    auto pieces = split_sentences(text);
+    if (pieces.empty()) return;
+    const FliteVoice* voice = next_voice_.load(std::memory_order_acquire);
+    std::vector<Sentence> sentences(pieces.size());
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        sentences[i].text = std::move(pieces[i]);
+        sentences[i].voice = voice;
+        sentences[i].words_wanted = words;
+    }
+    queue(std::move(sentences), false);
+}
+
+void FliteStreamVoice::set_voice(std::string_view name) {
+    next_voice_.store(&FliteVoice::load(name), std::memory_order_release);
+}
+
+std::optional<WorkItem> FliteStreamVoice::analyse(Sentence& sentence, std::string&) {
+    AcousticFrames frames;
+    try {
+        // SSML's rate divides the stretch, within the bounds the stream's own has.
+        const float stretch = std::clamp(length_scale_ / sentence.prosody.rate, 0.1f, 10.0f);
+        frames = sentence.voice->analyse(sentence.text, stretch);
+        shape_f0(frames.f0, sentence.prosody);
+    } catch (const Error&) {
+        return std::nullopt;  // a front-end error: counted as dropped
+    }
+    if (frames.frames <= 1) return std::nullopt;  // only symbols Flite skips
+    auto u = std::make_shared<AnalysedSentence>();
+    u->frames = std::move(frames);
+    u->voice = sentence.voice;
+    u->origin = sentence.origin;
+    u->words_wanted = sentence.words_wanted;
+    return WorkItem(std::move(u));
+}
+
+// The stream has settled who makes the sentence (StreamCore::produce()):
+// scheduled here block by block, or made ahead by a render worker, whose
+// audio is copied.
+Spoken FliteStreamVoice::speak(WorkItem& item) {
+    const AnalysedSentence& u = *std::get<std::shared_ptr<AnalysedSentence>>(item);
+    plan_words(u);
+    const bool complete =
+        u.state == AnalysedSentence::Scheduled ? blocks_.schedule(u) : blocks_.copy_ahead(u);
+    return {complete, static_cast<double>(blocks_.compute_ns()) / 1e9};
+}
+
+// Planned as the sentence starts: its audio begins at the ring's write
+// position now (the one before it is written whole), and a frame of the
+// voice is frame_period of its samples.
+void FliteStreamVoice::plan_words(const AnalysedSentence& u) {
+    if (!u.words_wanted) return;
+    const std::uint64_t start = ring_.write_position();
+    const double samples_per_frame = static_cast<double>(u.voice->vocoder_config().frame_period) *
+                                     rate_ / u.voice->sample_rate();
+    for (const WordStart& w : u.frames.words)
+        sink_.plan_word(w.text, start, double(w.start) * samples_per_frame, u.origin.generation);
+}
+
+}  // namespace etude::engine

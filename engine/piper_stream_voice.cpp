@@ -1,0 +1,211 @@
+#include "engine/piper_stream_voice.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "engine/fault_plan.h"
+#include "engine/piper/sentence_words.h"
+#include "engine/playback_ring.h"
+
+namespace etude::engine {
+namespace {
+
+// The most latent frames a Piper stream decodes at once (about 0.37 s at
+// 22050 Hz): a larger latency budget gains nothing from larger chunks.
+constexpr int kMaxLatentChunkFrames = 32;
+
+MelSchedulerOptions decoder_options(const std::shared_ptr<const PiperVoice>& voice, int speaker,
+                                    const StreamOptions& options, const FaultSpec& faults) {
+    MelSchedulerOptions m;
+    m.load_model = [voice, speaker](auto backend) {
+        return voice->load_decoder(speaker, std::move(backend));
+    };
+    m.label = "VITS (" + voice->model_path() + ")";
+    m.backend = options.backend;
+    m.device = options.device;
+    m.output_rate = options.sample_rate;
+    if (faults.device) m.gpu_fault = *faults.device;
+    // Phase reconstruction needs a mel; a Piper decoder takes the VITS latent.
+    m.allow_phase_fallback = false;
+    return m;
+}
+
+}  // namespace
+
+PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice,
+                                   const StreamOptions& options, const FaultSpec& faults,
+                                   const PlaybackRing& ring, VoiceSink& sink,
+                                   BlockRecorder& records)
+    : DecoderVoice(decoder_options(voice, voice->speaker_id(options.speaker), options, faults),
+                   ring, sink, records),
+      voice_(std::move(voice)),
+      rate_(options.sample_rate),
+      speaker_(voice_->speaker_id(options.speaker)),
+      scales_(voice_->scales(options.noise_scale, options.length_scale, options.noise_w)),
+      noise_(options.seed),
+      flow_(voice_->network().open_flow(speaker_)) {
+    // Half the latency budget per chunk: a chunk is decoded well before
+    // the audio ahead of it has played, and first audio waits for one.
+    const double frame_ms = 1000.0 * voice_->hop() / voice_->sample_rate();
+    chunk_frames_ =
+        std::clamp(static_cast<int>(options.latency_ms / 2.0 / frame_ms), 1, kMaxLatentChunkFrames);
+}
+
+// The sentences and their phonemes are found here, on the caller's thread
+// (espeak-ng takes a few milliseconds a sentence); the engine's workers run
+// the network's text-to-latent part. A long text goes paragraph by
+// paragraph (at blank lines, which no sentence crosses), each queued as
+// soon as it is phonemized, so a chapter starts playing after its first
+// paragraph rather than after all of it.
+void PiperStreamVoice::split(std::string_view text, bool words, const QueueSentences& queue) {
+    bool continuing = false;  // a paragraph before queued sentences
+    while (!text.empty()) {
+        std::size_t end = text.find("\n\n");
+        end = end == std::string_view::npos ? text.size() : end + 2;
+        std::vector<Sentence> sentences;
+        for (auto& p : voice_->phonemize(text.substr(0, end), words)) {
+            Sentence s;
+            s.phoneme_ids = std::move(p.ids.ids);
+            s.words_wanted = words;
+            // A sentence with written words none of which could be paired.
+            s.words_paired = !words || !p.words.empty() || piper::written_words(p.text).empty();
+            s.words = std::move(p.words);
+            sentences.push_back(std::move(s));
+        }
+        text.remove_prefix(end);
+        if (sentences.empty()) continue;
+        queue(std::move(sentences), continuing);
+        continuing = true;
+    }
+}
+
+std::vector<std::int64_t> PiperStreamVoice::check_ids(std::span<const std::int64_t> ids) const {
+    if (ids.empty()) throw Error(voice_->name() + ": no phoneme ids to speak");
+    std::vector<std::int64_t> copy(ids.begin(), ids.end());
+    voice_->check_ids(copy);
+    return copy;
+}
+
+void PiperStreamVoice::set_voice(std::string_view) {
+    throw Error("a Piper stream speaks its one voice (" + voice_->name() +
+                "); create another stream for another voice");
+}
+
+// A sentence's ids to its prior: the text encoder, the durations and the
+// prior's own generator, seeded from this stream's noise, in the order the
+// sentences were pushed, so that a seed reproduces the audio.
+std::optional<WorkItem> PiperStreamVoice::analyse(Sentence& sentence, std::string& refusal) {
+    try {
+        // The prior's sampling, the flow and (staged) the later durations
+        // run on the producer, after the sentence's first audio (speak()).
+        // SSML's rate divides the pace; a Piper voice has no pitch control.
+        auto scales = scales_;
+        scales.length_scale /= sentence.prosody.rate;
+        VitsPrior prior = voice_->network().text_to_latent().prior(
+            sentence.phoneme_ids, speaker_, scales, noise_, PriorDurations::Staged);
+        if (prior.frames() == 0 && prior.complete()) return std::nullopt;
+        auto l = std::make_shared<LatentSentence>();
+        l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
+        l->prior = std::move(prior);
+        l->origin = sentence.origin;
+        l->words = std::move(sentence.words);
+        l->words_paired = sentence.words_paired;
+        l->words_wanted = sentence.words_wanted;
+        return WorkItem(std::move(l));
+    } catch (const std::exception& e) {
+        // Refused ids or durations past the limit (etude::Error), or no
+        // memory: this sentence is unspeakable, and why is kept for
+        // stats(); the stream and the shared worker go on.
+        refusal = e.what();
+        return std::nullopt;
+    }
+}
+
+Spoken PiperStreamVoice::speak(WorkItem& item) {
+    const bool complete = vocode_latent(*std::get<std::shared_ptr<LatentSentence>>(item));
+    return {complete, take_compute_seconds()};
+}
+
+// A Piper sentence, chunk by chunk: the flow and the decoder both stream
+// with exact context (each frame through each once), and each chunk's
+// audio goes out as soon as it is made, so first audio waits for the flow's
+// first block (the chunk and the flow's 32 frames of look-ahead) and one
+// chunk, not for the sentence. The last chunk ends the utterance at the
+// sentence's end, as Piper's model calls do.
+bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
+    std::vector<float> chunk;
+    flow_->reset();
+    // Its audio starts where the ring's writing is now (the sentence before
+    // it is written whole); each word's marks go in before the chunk it is
+    // heard in.
+    WordCursor words{ring_.write_position()};
+    if (s.words_wanted && !s.words_paired) sink_.note_words_unpaired();
+    // The first push also covers the frames the decoder must see beyond its
+    // first chunk before it makes any audio, so first audio waits for one
+    // flow push, not two.
+    const auto flow_until = [&](int first, int count) {
+        return first == 0 ? count + mel_.right_context_frames() : first + count;
+    };
+    for (int first = 0;; first += chunk_frames_) {
+        // A staged prior (analyse()) has its first durations only; the rest
+        // are made here, after the sentence's first audio, once the flow's
+        // push for this chunk (which covers the chunk) would reach the known
+        // frames' end.
+        if (flow_->needs_complete_prior(s.prior, flow_until(first, chunk_frames_))) {
+            try {
+                complete_prior(s.prior, s.z, s.flowed);
+            } catch (const std::exception& e) {
+                // Durations past the frame limit (etude::Error), or no
+                // memory: the rest of the sentence is unspeakable.
+                mel_.reset();
+                sink_.note_unspeakable(e.what());
+                return false;
+            }
+        }
+        const int frames = s.prior.frames();
+        if (first >= frames) break;
+        const int count = std::min(chunk_frames_, frames - first);
+        if (ring_.cancelled(s.origin.generation)) {
+            mel_.reset();
+            return false;
+        }
+        if (first + count > s.flowed) {
+            try {
+                s.flowed = flow_->run_until(s.prior, flow_until(first, count), s.z);
+            } catch (const std::exception&) {
+                mel_.reset();  // a device error in the flow: the sentence is dropped
+                return false;
+            }
+        }
+        // (Completed above whenever this chunk could reach the known end, so
+        // `frames` still holds.)
+        plan_words(s, first + count, words);
+        copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
+        const bool last = s.prior.complete() && first + count == frames;
+        if (!vocode_frames(chunk, count, last, s.origin)) return false;
+    }
+    return true;
+}
+
+// A word is heard after the frames of the ids before its first: each id
+// lasts its duration in frames of `hop` samples of the voice's rate. Only
+// durations already made are read; the flow has been completed as far as
+// the chunk ending at `until` needs. The marks go in as the audio does,
+// since a chunk's audio can come out later.
+void PiperStreamVoice::plan_words(const LatentSentence& s, int until, WordCursor& w) {
+    if (!s.words_wanted) return;
+    const std::vector<int>& durations = s.prior.durations();
+    const double samples_per_frame = double(voice_->hop()) * rate_ / voice_->sample_rate();
+    while (w.next < s.words.size()) {
+        const WordStart& word = s.words[w.next];
+        if (word.start > durations.size()) return;
+        for (; w.id < word.start; ++w.id) w.frames += durations[w.id];
+        if (w.frames >= until) return;
+        sink_.plan_word(word.text, w.start, double(w.frames) * samples_per_frame,
+                        s.origin.generation);
+        ++w.next;
+    }
+}
+
+}  // namespace etude::engine
