@@ -4,14 +4,17 @@
 //
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
-//                      [--ids-from FILE.json]
+//                      [--ids-from FILE.json] [--beside-readers N]
 //
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
 // times over (three sentences), which needs no espeak-ng: how the GPU pack
 // runs it on a machine without our packages (tests/data/piper/reference.json
-// holds ids every test and full-size voice takes).
+// holds ids every test and full-size voice takes). --beside-readers N: N
+// more streams of the voice read offline with read(), one reply after
+// another, for as long as the live streams speak: whether a stream pulled
+// in real time is fed beside work that has no deadline.
 //
 // For each count N, N streams get the same 20-word reply at the same moment
 // (push_text then end_input); a consumer thread per stream calls pull() for
@@ -74,8 +77,30 @@ struct LiveResult {
     std::uint64_t streams_with_underruns = 0, underrun_samples = 0;
 };
 
+// `readers` offline readers, each reading the reply over and over until `stop`.
+std::vector<std::thread> start_readers(etude::engine::Engine& engine,
+                                       const etude::engine::StreamOptions& opts, const Reply& reply,
+                                       int readers, std::atomic<bool>& stop) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < readers; ++i)
+        threads.emplace_back([&] {
+            std::vector<float> buf(4096);
+            while (!stop.load()) {
+                auto s = engine.create_stream(opts);
+                reply.push(*s);
+                while (!stop.load() && s->read(buf) > 0) {
+                }
+            }
+        });
+    return threads;
+}
+
 LiveResult live_round(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                      const Reply& reply, int n, double period_ms) {
+                      const Reply& reply, int n, double period_ms, int readers) {
+    std::atomic<bool> stop_readers{false};
+    std::vector<std::thread> reader_threads =
+        start_readers(engine, opts, reply, readers, stop_readers);
+    if (readers > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // under way
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
     const double rate = streams[0]->sample_rate();
@@ -100,6 +125,8 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
     for (auto& s : streams) reply.push(*s);
     go = true;
     for (auto& t : consumers) t.join();
+    stop_readers = true;
+    for (auto& t : reader_threads) t.join();
     LiveResult r;
     for (auto& s : streams) {
         const auto st = s->stats();
@@ -135,7 +162,8 @@ double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamO
 int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
-                 "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json]\n");
+                 "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
+                 "[--beside-readers N]\n");
     return 2;
 }
 
@@ -143,7 +171,7 @@ int usage() {
 
 int main(int argc, char** argv) {
     std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
-    int rounds = 3;
+    int rounds = 3, readers = 0;
     double period_ms = 10.0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -160,10 +188,12 @@ int main(int argc, char** argv) {
             backend = argv[++i];
         else if (a == "--ids-from")
             ids_from = argv[++i];
+        else if (a == "--beside-readers")
+            readers = std::atoi(argv[++i]);
         else
             return usage();
     }
-    if (voice.empty() || rounds < 1 || period_ms <= 0) return usage();
+    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0) return usage();
     try {
         etude::engine::Engine engine;
         etude::engine::StreamOptions opts;
@@ -179,11 +209,14 @@ int main(int argc, char** argv) {
         }
         // Warm-up: the voice loads on first use.
         offline_speed(engine, opts, reply, 1);
-        std::printf("%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds\n", cpu_model().c_str(),
-                    std::thread::hardware_concurrency(), voice.c_str(), backend.c_str(),
-                    reply.ids.empty() ? "the reply's text"
-                                      : "3 sentences of phoneme ids from the --ids-from file",
-                    period_ms, rounds);
+        std::printf(
+            "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
+            "readers beside\n",
+            cpu_model().c_str(), std::thread::hardware_concurrency(), voice.c_str(),
+            backend.c_str(),
+            reply.ids.empty() ? "the reply's text"
+                              : "3 sentences of phoneme ids from the --ids-from file",
+            period_ms, rounds, readers);
         for (std::size_t pos = 0; pos < counts.size();) {
             const std::size_t comma = std::min(counts.find(',', pos), counts.size());
             const int n = std::atoi(counts.substr(pos, comma - pos).c_str());
@@ -192,7 +225,7 @@ int main(int argc, char** argv) {
             LiveResult all;
             std::vector<double> speeds;
             for (int r = 0; r < rounds; ++r) {
-                const LiveResult one = live_round(engine, opts, reply, n, period_ms);
+                const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers);
                 all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
                 all.streams_with_underruns += one.streams_with_underruns;
                 all.underrun_samples += one.underrun_samples;

@@ -49,4 +49,43 @@ inline bool may_reduce_quality(const PlaybackState& s) {
     return s.live_consumer;
 }
 
+// ---- The order across streams ----------------------------------------------
+// The engine's front end takes the sentence to analyse next from all its
+// streams earliest deadline first (EngineWorkers). A sentence's deadline is
+// when its stream's listener would run out of audio without it:
+//
+//  * A stream that has not started (no audio of its push written yet): its
+//    push plus the first-audio target, plus the audio queued before the
+//    sentence. Every new stream gets the same target, so new streams are
+//    served in the order they came, and before any started stream that has
+//    more than the target plus the lead still to play.
+//  * A started stream: on a listener clock that starts at its first audio,
+//    the end of the audio made and queued so far, less the lead a sentence
+//    needs to be analysed and its first audio made on a loaded machine. A
+//    live consumer plays from about then; an offline reader (read()) counts
+//    as a listener starting then too, so one that reads far ahead of real
+//    time waits for the streams someone is listening to.
+//
+// The order is between streams only: a stream's own sentences stay in order.
+struct StreamHorizon {
+    bool started = false;
+    std::int64_t pushed_ns = 0;          // not started: when the sentence was pushed
+    std::int64_t listener_start_ns = 0;  // started: when its first audio was written
+    // Started: audio made and queued since the listener's start. Not
+    // started: audio queued before the sentence. Seconds, estimated.
+    double audio_s = 0.0;
+};
+
+// First audio within this of a push is the goal the order serves.
+constexpr std::int64_t kFirstAudioTargetNs = 200'000'000;
+// What a started stream's next sentence needs before it is heard: queueing
+// behind other analyses, its own, and its first chunk, with both cores busy.
+constexpr std::int64_t kSentenceLeadNs = 500'000'000;
+
+inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
+    const auto audio_ns = static_cast<std::int64_t>(h.audio_s * 1e9);
+    if (!h.started) return h.pushed_ns + kFirstAudioTargetNs + audio_ns;
+    return h.listener_start_ns + audio_ns - kSentenceLeadNs;
+}
+
 }  // namespace etude::engine

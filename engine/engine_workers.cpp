@@ -78,10 +78,35 @@ std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
     }
 }
 
+std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::next_sentence() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        if (stopping_) return {};
+        streams_.remove_if([](const auto& w) { return w.expired(); });
+        std::shared_ptr<StreamCore> first;
+        std::int64_t first_due = 0;
+        for (const auto& w : streams_) {
+            auto s = w.lock();
+            if (!s) continue;
+            // Ties go to the stream added first: the list's order.
+            if (const auto due = s->sentence_deadline(); due && (!first || *due < first_due)) {
+                first = std::move(s);
+                first_due = *due;
+            }
+        }
+        if (first) {
+            // Still there unless a cancel came between the look and now.
+            if (auto sentence = first->take_sentence())
+                return {std::move(first), std::move(sentence)};
+            continue;
+        }
+        cv_.wait(lock);
+    }
+}
+
 void EngineWorkers::run_front_end() {
     for (;;) {
-        auto [stream, sentence] =
-            next_job<std::optional<Sentence>>([](StreamCore& s) { return s.take_sentence(); });
+        auto [stream, sentence] = next_sentence();
         if (!stream) return;
         stream->analyse(std::move(*sentence));
     }

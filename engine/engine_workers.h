@@ -1,8 +1,10 @@
 // The engine's workers, shared by all its streams: one front-end thread
-// analyses text into acoustic frames (Flite), and render workers vocode
-// sentences ahead of the one being spoken. Both take work from the streams
-// round-robin. Also keeps one GPU block processor per device, shared by the
-// streams on it, so the device gets one batch of launches for all of them.
+// analyses each stream's sentences (Flite's front end, a Piper voice's
+// encoder and durations), taking the sentence with the earliest deadline
+// of all streams (deadline.h: the order across streams), and render
+// workers vocode built-in voices' sentences ahead of the one being spoken,
+// taking work from the streams round-robin. Also keeps one GPU block processor per device, shared
+// by the streams on it, so the device gets one batch of launches for all of them.
 //
 // Threads: add(), wake(), stop(), stopping() and shared_gpu_processor() from
 // any thread; the workers take their stream's lock only through the
@@ -15,12 +17,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "engine/block_processor.h"
+#include "engine/work_items.h"
 
 namespace etude::engine {
 
@@ -55,6 +59,9 @@ class EngineWorkers {
     // Finds work with `take` over the streams, round-robin; waits if none.
     template <typename Job, typename Take>
     std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
+    // The sentence due first of all streams' (StreamCore::sentence_deadline());
+    // waits if none.
+    std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> next_sentence();
     void run_front_end();
     void run_renderer();
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "engine/flite_voice.h"
 #include "engine/playback_ring.h"
@@ -10,22 +9,6 @@
 #include "engine/text_input.h"
 
 namespace etude::engine {
-namespace {
-
-// A built-in voice's pace is Flite's duration stretch; bounded, since
-// every frame it asks for is made and kept until spoken.
-float checked_length_scale(const StreamOptions& options, const FliteVoice& voice) {
-    const float v = options.length_scale.value_or(1.0f);
-    if (!(std::isfinite(v) && v >= 0.1f && v <= 10.0f)) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%g", v);
-        throw Error(voice.name() + ": length_scale must be from 0.1 to 10, not " + text);
-    }
-    return v;
-}
-
-}  // namespace
-
 FliteStreamVoice::FliteStreamVoice(EngineWorkers& workers, const StreamOptions& options,
                                    const FaultSpec& faults, const FliteVoice& voice,
                                    const PlaybackRing& ring, VoiceSink& sink,
@@ -33,7 +16,7 @@ FliteStreamVoice::FliteStreamVoice(EngineWorkers& workers, const StreamOptions& 
     : first_voice_(&voice),
       next_voice_(&voice),
       rate_(options.sample_rate),
-      length_scale_(checked_length_scale(options, voice)),
+      length_scale_(checked_length_scale(options, voice.name())),
       render_ahead_(options.render_ahead),
       ring_(ring),
       sink_(sink),
@@ -79,6 +62,13 @@ std::optional<WorkItem> FliteStreamVoice::analyse(Sentence& sentence, std::strin
     u->origin = sentence.origin;
     u->words_wanted = sentence.words_wanted;
     return WorkItem(std::move(u));
+}
+
+std::uint64_t FliteStreamVoice::estimated_samples(const WorkItem& item) const {
+    const AnalysedSentence& u = *std::get<std::shared_ptr<AnalysedSentence>>(item);
+    return static_cast<std::uint64_t>(static_cast<double>(u.frames.frames) *
+                                      u.voice->vocoder_config().frame_period * rate_ /
+                                      u.voice->sample_rate());
 }
 
 // The stream has settled who makes the sentence (StreamCore::produce()):

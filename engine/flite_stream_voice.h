@@ -27,6 +27,7 @@ class FliteStreamVoice final : public StreamVoice {
     void set_voice(std::string_view name) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
     bool renders_ahead() const override { return render_ahead_ && !blocks_.spectral(); }
+    std::uint64_t estimated_samples(const WorkItem& item) const override;
     Spoken speak(WorkItem& item) override;
     void wait_for_device() override { blocks_.wait_for_device(); }
     void stop() override { blocks_.stop(); }

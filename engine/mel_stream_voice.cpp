@@ -30,13 +30,20 @@ std::size_t MelStreamVoice::mel_bands() const {
     return static_cast<std::size_t>(mel_.audio().n_mels);
 }
 
-// Never called: StreamCore refuses text for a voice with mel bands.
-void MelStreamVoice::split(std::string_view, bool, const QueueSentences&) {
-    throw Error("this stream vocodes mel frames (StreamOptions::model); use push_mel");
-}
+// Only end_input()'s empty rest comes here: StreamCore refuses text for a
+// voice with mel bands, and ending a mel stream's (absent) text is no error.
+void MelStreamVoice::split(std::string_view, bool, const QueueSentences&) {}
 
+// Never called: a mel stream's chunks go straight to the producer's queue
+// (push_mel), and its text queue stays empty.
 std::optional<WorkItem> MelStreamVoice::analyse(Sentence&, std::string&) {
     return std::nullopt;
+}
+
+std::uint64_t MelStreamVoice::estimated_samples(const WorkItem& item) const {
+    const MelChunk& c = *std::get<std::shared_ptr<MelChunk>>(item);
+    return static_cast<std::uint64_t>(static_cast<double>(c.frames) * mel_.audio().hop *
+                                      mel_.output_rate() / mel_.audio().sample_rate);
 }
 
 Spoken MelStreamVoice::speak(WorkItem& item) {

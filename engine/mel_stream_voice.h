@@ -25,6 +25,7 @@ class MelStreamVoice final : public DecoderVoice {
     void split(std::string_view text, bool words, const QueueSentences& queue) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
     Spoken speak(WorkItem& item) override;
+    std::uint64_t estimated_samples(const WorkItem& item) const override;
 
   private:
     const std::string name_;

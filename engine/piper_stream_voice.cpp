@@ -37,12 +37,19 @@ PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice,
                                    const StreamOptions& options, const FaultSpec& faults,
                                    const PlaybackRing& ring, VoiceSink& sink,
                                    BlockRecorder& records)
-    : DecoderVoice(decoder_options(voice, voice->speaker_id(options.speaker), options, faults),
-                   ring, sink, records),
+    : PiperStreamVoice(voice, voice->speaker_id(options.speaker),
+                       voice->scales(options.noise_scale, options.length_scale, options.noise_w),
+                       options, faults, ring, sink, records) {}
+
+PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int speaker,
+                                   VitsScales scales, const StreamOptions& options,
+                                   const FaultSpec& faults, const PlaybackRing& ring,
+                                   VoiceSink& sink, BlockRecorder& records)
+    : DecoderVoice(decoder_options(voice, speaker, options, faults), ring, sink, records),
       voice_(std::move(voice)),
       rate_(options.sample_rate),
-      speaker_(voice_->speaker_id(options.speaker)),
-      scales_(voice_->scales(options.noise_scale, options.length_scale, options.noise_w)),
+      speaker_(speaker),
+      scales_(scales),
       noise_(options.seed),
       flow_(voice_->network().open_flow(speaker_)) {
     // Half the latency budget per chunk: a chunk is decoded well before
@@ -120,6 +127,13 @@ std::optional<WorkItem> PiperStreamVoice::analyse(Sentence& sentence, std::strin
         refusal = e.what();
         return std::nullopt;
     }
+}
+
+// A staged prior knows its first phonemes' frames only: a lower bound.
+std::uint64_t PiperStreamVoice::estimated_samples(const WorkItem& item) const {
+    const LatentSentence& s = *std::get<std::shared_ptr<LatentSentence>>(item);
+    return static_cast<std::uint64_t>(static_cast<double>(s.prior.frames()) * voice_->hop() *
+                                      rate_ / voice_->sample_rate());
 }
 
 Spoken PiperStreamVoice::speak(WorkItem& item) {

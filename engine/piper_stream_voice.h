@@ -34,8 +34,14 @@ class PiperStreamVoice final : public DecoderVoice {
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
     bool holds_analysis_until_first_audio() const override { return true; }
     Spoken speak(WorkItem& item) override;
+    std::uint64_t estimated_samples(const WorkItem& item) const override;
 
   private:
+    // After the speaker and scales are known good: the decoder (and its
+    // device) is opened only for options that are.
+    PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int speaker, VitsScales scales,
+                     const StreamOptions& options, const FaultSpec& faults,
+                     const PlaybackRing& ring, VoiceSink& sink, BlockRecorder& records);
     // Where speak() is in its sentence's word marks.
     struct WordCursor {
         std::uint64_t start = 0;  // ring position of the sentence's first sample

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "engine/deadline.h"
 #include "engine/engine_workers.h"
 #include "engine/fault_plan.h"
 #include "engine/ssml_document.h"
@@ -114,6 +115,7 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
         std::lock_guard lock(mu_);
         c->origin.generation = ring_.generation();
         c->origin.first_of_push = outstanding_ == 0;
+        queued_samples_ += estimated_samples(WorkItem(c));
         mel_open_ = !last;
         queue_.push_back(std::move(c));
         ++outstanding_;
@@ -334,8 +336,10 @@ void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_po
     {
         std::lock_guard lock(mu_);
         const auto gen = ring_.generation();
-        // First-audio latency is measured from a push into an idle stream.
+        // First-audio latency is measured from a push into an idle stream,
+        // whose listener starts again with that audio.
         bool first = !continuing && outstanding_ == markers_waiting_;
+        if (first) listening_ = false;
         for (auto& s : sentences) {
             s.prosody = prosody;
             s.origin = {gen, pushed, first, prosody.volume};
@@ -372,6 +376,7 @@ void StreamCore::cancel() {
         markers_waiting_ = 0;
         text_queue_.clear();
         queue_.clear();
+        queued_samples_ = 0;
         mel_open_ = false;  // the next push_mel starts a new utterance
         ++cancels_;
     }
@@ -431,6 +436,10 @@ void StreamCore::write_trace(const std::string& path) const {
 // ---- offline consumer -------------------------------------------------------
 
 std::size_t StreamCore::read(std::span<float> out) {
+    if (!offline_reader_.load(std::memory_order_relaxed)) {
+        offline_reader_.store(true, std::memory_order_relaxed);
+        work_cv_.notify_all();  // an idle producer steps down before its next item
+    }
     std::size_t got = 0;
     while (got < out.size()) {
         if (ring_.cancel_pending()) {
@@ -497,13 +506,37 @@ std::size_t StreamCore::read_some(std::span<float> out, int timeout_ms) {
 
 // ---- engine workers ---------------------------------------------------------
 
+bool StreamCore::sentence_ready() const {
+    return !shutdown_ && !text_queue_.empty() && !analysing_ && !first_audio_due_ &&
+           queue_.size() < kLookaheadSentences;
+}
+
+std::optional<std::int64_t> StreamCore::sentence_deadline() const {
+    std::lock_guard lock(mu_);
+    if (!sentence_ready()) return std::nullopt;
+    const Sentence& next = text_queue_.front();
+    const auto ns = [](Clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    const std::uint64_t written = ring_.write_position();
+    const std::uint64_t end = std::max(written, current_end_pos_) + queued_samples_;
+    StreamHorizon h;
+    h.started = listening_ && !next.origin.first_of_push;
+    if (h.started) {
+        h.listener_start_ns = ns(listener_start_);
+        h.audio_s = static_cast<double>(end - std::min(end, listener_start_pos_)) / rate_;
+    } else {
+        h.pushed_ns = ns(next.origin.pushed);
+        h.audio_s = static_cast<double>(end - written) / rate_;
+    }
+    return sentence_deadline_ns(h);
+}
+
 // Takes the next sentence to analyse if this stream has room for more
 // look-ahead. Called with the engine's lock held, never this stream's.
 std::optional<Sentence> StreamCore::take_sentence() {
     std::lock_guard lock(mu_);
-    if (shutdown_ || text_queue_.empty() || analysing_ || first_audio_due_ ||
-        queue_.size() >= kLookaheadSentences)
-        return std::nullopt;
+    if (!sentence_ready()) return std::nullopt;
     Sentence s = std::move(text_queue_.front());
     text_queue_.pop_front();
     analysing_ = true;
@@ -533,6 +566,7 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
         frontend_seconds_ += seconds_since(started);
         const bool current = !ring_.cancelled(origin.generation);
         if (current && item) {
+            queued_samples_ += estimated_samples(*item);
             queue_.push_back(std::move(*item));
         } else {
             --outstanding_;

@@ -78,6 +78,9 @@ class StreamCore final : public VoiceSink {
     std::size_t read_some(std::span<float> out, int timeout_ms);
 
     // ---- engine workers (called with the engine's lock held for take_*) ----
+    // When the sentence take_sentence() would give is due (deadline.h, the
+    // order across streams), in steady-clock nanoseconds; nothing if none.
+    std::optional<std::int64_t> sentence_deadline() const;
     std::optional<Sentence> take_sentence();
     void analyse(Sentence sentence);
     std::shared_ptr<AnalysedSentence> take_render_job();
@@ -95,6 +98,10 @@ class StreamCore final : public VoiceSink {
 
   private:
     void produce();
+    // take_sentence() would give one (mu_ held).
+    bool sentence_ready() const;
+    // A marker's silence, or the voice's estimate (StreamVoice::estimated_samples).
+    std::uint64_t estimated_samples(const WorkItem& item) const;
     // Throws etude::Error naming `what` when the stream takes mel frames.
     void require_text(const char* what) const;
     // Queues text the input released: its voice splits it into sentences.
@@ -164,6 +171,14 @@ class StreamCore final : public VoiceSink {
     bool first_audio_due_ = false;
     bool shutdown_ = false;
     bool mel_open_ = false;  // a mel utterance has begun and not ended
+    // The listener's clock of the order across streams (deadline.h): it
+    // starts at the first audio of a push into an idle stream, at ring
+    // position listener_start_pos_. Queued items' estimated samples, and
+    // where the item being spoken is expected to end, give how far ahead
+    // of it the stream's audio reaches.
+    bool listening_ = false;
+    Clock::time_point listener_start_;
+    std::uint64_t listener_start_pos_ = 0, queued_samples_ = 0, current_end_pos_ = 0;
     std::uint64_t sentences_queued_ = 0, cancels_ = 0, sentences_unspeakable_ = 0;
     std::string unspeakable_reason_;
     double first_audio_ms_ = -1.0, frontend_seconds_ = 0.0, vocoder_seconds_ = 0.0;
@@ -189,9 +204,14 @@ class StreamCore final : public VoiceSink {
     BlockRecorder records_;
     std::unique_ptr<StreamVoice> voice_;          // after the ring and records it writes through
     std::atomic<bool> producer_realtime_{false};  // the OS granted SCHED_FIFO to the producer
+    // read() has been called: nobody listens in real time, so the producer
+    // gives up SCHED_FIFO at its next item (the order across streams: a
+    // reader far ahead must not take the cores from a stream someone hears).
+    std::atomic<bool> offline_reader_{false};
 
     // Producer-thread state.
     bool first_audio_pending_ = false;
+    bool producer_background_ = false;  // stepped down for an offline reader
     std::thread producer_;
 };
 

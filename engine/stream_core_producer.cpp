@@ -13,6 +13,7 @@
 #include "engine/stream_core.h"
 #include "engine/stream_core_detail.h"
 #include "rt/monotonic_clock.h"
+#include "rt/realtime_thread.h"
 
 namespace etude::engine {
 namespace {
@@ -31,6 +32,9 @@ void copy_mark_name(std::string_view name, SpeechMark& mark) {
 // How often a producer blocked on a full ring rechecks it: a real-time
 // reader never signals (it must not), so the writer polls.
 constexpr auto kSpacePoll = std::chrono::milliseconds(1);
+
+// An offline reader's producer: as the render workers, below normal work.
+constexpr int kOfflineNice = 10;
 
 }  // namespace
 
@@ -57,9 +61,19 @@ void StreamCore::produce() {
             data_cv_.notify_all();  // an offline reader waits for this (read())
             continue;
         }
+        if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) {
+            // Behind the front end and every stream someone hears; the CPU
+            // backend's helpers take on its policy (cpu_worker_pool.h).
+            producer_background_ = rt::make_current_thread_background(kOfflineNice);
+            producer_realtime_ = producer_realtime_ && !producer_background_;
+        }
         WorkItem item = std::move(queue_.front());
         queue_.pop_front();
         producer_busy_ = true;
+        // From here its audio counts as the item being spoken (sentence_deadline()).
+        const std::uint64_t item_samples = estimated_samples(item);
+        queued_samples_ -= std::min(queued_samples_, item_samples);
+        current_end_pos_ = ring_.write_position() + item_samples;
         if (auto* marker = std::get_if<std::shared_ptr<SpeechMarker>>(&item)) {
             --markers_waiting_;
             lock.unlock();
@@ -99,6 +113,12 @@ bool StreamCore::claim(AnalysedSentence& u, std::unique_lock<std::mutex>& lock) 
                u.state == AnalysedSentence::Abandoned || ring_.cancelled(u.origin.generation);
     });
     return !shutdown_;
+}
+
+std::uint64_t StreamCore::estimated_samples(const WorkItem& item) const {
+    if (const auto* marker = std::get_if<std::shared_ptr<SpeechMarker>>(&item))
+        return (*marker)->silence_samples;
+    return voice_->estimated_samples(item);
 }
 
 void StreamCore::queue_mark(const MarkRecord& mark) {
@@ -251,6 +271,9 @@ void StreamCore::note_first_audio(const ItemOrigin& origin) {
             std::lock_guard lock(mu_);
             first_audio_ms_ = seconds_since(origin.pushed) * 1000.0;
             analysis_held = std::exchange(first_audio_due_, false);
+            listening_ = true;  // the listener's clock starts (sentence_deadline())
+            listener_start_ = Clock::now();
+            listener_start_pos_ = ring_.write_position();
         }
         if (analysis_held) engine_->wake();  // the next sentence's analysis may start
     }

@@ -1,5 +1,8 @@
 #include "engine/stream_voice.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "engine/flite_stream_voice.h"
 #include "engine/mel_stream_voice.h"
 #include "engine/piper_stream_voice.h"
@@ -15,6 +18,16 @@ void StreamVoice::set_voice(std::string_view) {
     throw Error("this stream vocodes mel frames (StreamOptions::model); it has no text voice");
 }
 
+float checked_length_scale(const StreamOptions& options, const std::string& voice) {
+    const float v = options.length_scale.value_or(1.0f);
+    if (!(std::isfinite(v) && v >= 0.1f && v <= 10.0f)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", v);
+        throw Error(voice + ": length_scale must be from 0.1 to 10, not " + text);
+    }
+    return v;
+}
+
 std::unique_ptr<StreamVoice> make_stream_voice(EngineWorkers& workers, const StreamOptions& options,
                                                const FaultSpec& faults, const FliteVoice& voice,
                                                std::shared_ptr<const PiperVoice> piper,
@@ -23,6 +36,7 @@ std::unique_ptr<StreamVoice> make_stream_voice(EngineWorkers& workers, const Str
     if (piper)
         return std::make_unique<PiperStreamVoice>(std::move(piper), options, faults, ring, sink,
                                                   records);
+    checked_length_scale(options, voice.name());  // a mel stream is refused one too
     if (!options.model.empty())
         return std::make_unique<MelStreamVoice>(voice.name(), options, faults, ring, sink, records);
     return std::make_unique<FliteStreamVoice>(workers, options, faults, voice, ring, sink, records);

@@ -99,6 +99,10 @@ class StreamVoice {
     virtual bool holds_analysis_until_first_audio() const { return false; }
     /// Engine render workers may make this voice's analysed sentences ahead.
     virtual bool renders_ahead() const { return false; }
+    /// The samples at the stream's rate a work item of this voice will
+    /// write, as far as is known (a Piper prior's first durations only): the
+    /// order across streams (deadline.h) counts queued audio with it.
+    virtual std::uint64_t estimated_samples(const WorkItem& item) const = 0;
 
     // ---- the executor, on the producer thread --------------------------------
     /// Speaks one work item (not a marker) into the ring.
@@ -115,6 +119,12 @@ class StreamVoice {
         return {};
     }
 };
+
+/// StreamOptions::length_scale of a stream without a Piper voice, 1 if
+/// unset: a built-in voice's pace is Flite's duration stretch, bounded since
+/// every frame it asks for is made and kept until spoken. Throws
+/// etude::Error naming `voice` outside 0.1..10.
+float checked_length_scale(const StreamOptions& options, const std::string& voice);
 
 /// The voice of a stream made with `options`: a Piper voice when `piper`
 /// is set, mel frames when options.model is, else the built-in `voice`.

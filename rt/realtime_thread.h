@@ -7,6 +7,9 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -19,6 +22,18 @@ inline bool make_current_thread_realtime(int priority) noexcept {
     p.sched_priority = std::clamp(priority, sched_get_priority_min(SCHED_FIFO),
                                   sched_get_priority_max(SCHED_FIFO));
     return pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+}
+
+// Puts the calling thread on the normal policy (SCHED_OTHER) at nice
+// `nice` (0..19; a thread may always lower itself, not raise itself again
+// without privilege). Returns false if the OS refused the policy.
+inline bool make_current_thread_background(int nice) noexcept {
+    sched_param p{};
+    p.sched_priority = 0;
+    if (pthread_setschedparam(pthread_self(), SCHED_OTHER, &p) != 0) return false;
+    // Linux keeps a nice value per thread.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), std::clamp(nice, 0, 19));
+    return true;
 }
 
 }  // namespace etude::rt

@@ -388,6 +388,13 @@ TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     some[3] = NAN;
     EXPECT_THROW(s->push_mel(some, 1), Error);
 
+    // Ending a mel stream's (absent) text is no error: generic callers end every stream.
+    EXPECT_EQ(s->end_input(), 0u);
+    EXPECT_THROW(s->set_voice("rms"), Error);  // it has no text voice to change
+    StreamOptions bad_scale = o;
+    bad_scale.length_scale = 0.0f;  // refused as for a built-in voice's stream
+    EXPECT_THROW(engine.create_stream(bad_scale), Error);
+
     StreamOptions missing = o;
     missing.model = kData + "no_such_model.lef";
     EXPECT_THROW(engine.create_stream(missing), Error);

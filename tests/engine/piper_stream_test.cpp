@@ -147,6 +147,52 @@ TEST(PiperStream, pulled_live_equals_the_offline_render) {
     EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
 }
 
+// The order across streams: offline readers have no listener, so their
+// producers step down from real time (and to below normal work) at their
+// first read(), and a stream pulled in real time beside them is still fed
+// whole, equal to its offline render.
+TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed) {
+    Engine engine;
+    const auto s = sentences();
+    const auto expected = offline(kMulti, s, "", 11);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> readers;
+    std::vector<std::unique_ptr<Stream>> reader_streams;
+    for (int i = 0; i < 4; ++i) {
+        reader_streams.push_back(engine.create_stream(piper_options("", 100 + i, 200)));
+        readers.emplace_back([&, i] {
+            std::vector<float> block(4096);
+            while (!stop.load()) {
+                reader_streams[i]->push_phoneme_ids(s[0]);
+                reader_streams[i]->read(block);
+                while (reader_streams[i]->busy() && reader_streams[i]->read(block) > 0) {
+                }
+            }
+        });
+    }
+    auto live = engine.create_stream(piper_options("", 11, 200));
+    for (const auto& ids : s) live->push_phoneme_ids(ids);
+    std::vector<float> got, block(256);
+    auto next = std::chrono::steady_clock::now();
+    const auto give_up = next + std::chrono::seconds(60);
+    while ((live->busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
+        const std::size_t n = live->pull(block);
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+        next += std::chrono::microseconds(256 * 1000000 / 22050);
+        std::this_thread::sleep_until(next);
+    }
+    stop = true;
+    for (auto& t : readers) t.join();
+    const auto stats = live->stats();
+    EXPECT_EQ(stats.underruns, 0u) << "the live stream fell behind beside offline readers";
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
+    if (!stats.realtime_workers)
+        GTEST_SKIP() << "SCHED_FIFO is refused here: no producer runs in real time to step down";
+    for (const auto& r : reader_streams)
+        EXPECT_FALSE(r->stats().realtime_workers) << "an offline reader's producer kept SCHED_FIFO";
+}
+
 TEST(PiperStream, text_is_spoken_through_the_voices_own_front_end) {
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";

@@ -1,6 +1,7 @@
 // The scheduling policy shared by text and mel streams, on its own with a
-// fake clock (times are plain numbers): the deadline (deadline.h), the
-// chooser (processor_chooser.h) and the device-health breaker (device_health.h).
+// fake clock (times are plain numbers): the deadline (deadline.h) and the
+// order across streams it gives sentences, the chooser
+// (processor_chooser.h) and the device-health breaker (device_health.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -57,6 +58,50 @@ TEST(Deadline, an_offline_reader_has_the_budget_but_never_reduced_quality) {
     // ... but no block is made worse for a reader who hears nothing late.
     EXPECT_FALSE(may_reduce_quality(offline));
     EXPECT_TRUE(may_reduce_quality(state(0, false)));
+}
+
+// ---- the order across streams ----------------------------------------------
+
+namespace {
+
+StreamHorizon waiting(std::int64_t pushed_ns, double queued_s = 0.0) {
+    return {.started = false, .pushed_ns = pushed_ns, .audio_s = queued_s};
+}
+StreamHorizon playing(std::int64_t start_ns, double audio_s) {
+    return {.started = true, .listener_start_ns = start_ns, .audio_s = audio_s};
+}
+
+}  // namespace
+
+TEST(StreamOrder, new_streams_go_in_the_order_they_came) {
+    EXPECT_LT(sentence_deadline_ns(waiting(100 * kMs)), sentence_deadline_ns(waiting(101 * kMs)));
+    // Audio queued before a sentence gives it that much longer.
+    EXPECT_EQ(sentence_deadline_ns(waiting(100 * kMs, 2.0)),
+              sentence_deadline_ns(waiting(100 * kMs)) + 2'000 * kMs);
+}
+
+TEST(StreamOrder, a_new_stream_goes_before_a_started_one_with_seconds_left_to_play) {
+    const std::int64_t now = 10'000 * kMs;
+    // Started 2 s ago with 5 s of audio made and queued: 3 s left.
+    const auto started = sentence_deadline_ns(playing(now - 2'000 * kMs, 5.0));
+    EXPECT_LT(sentence_deadline_ns(waiting(now)), started);
+}
+
+TEST(StreamOrder, a_started_stream_about_to_run_dry_goes_before_a_new_one) {
+    const std::int64_t now = 10'000 * kMs;
+    // 0.3 s left to play: less than the lead a sentence needs.
+    const auto started = sentence_deadline_ns(playing(now - 2'000 * kMs, 2.3));
+    EXPECT_LT(started, sentence_deadline_ns(waiting(now)));
+    EXPECT_LT(started, now);  // already due
+}
+
+TEST(StreamOrder, an_offline_reader_far_ahead_waits_for_a_stream_someone_hears) {
+    const std::int64_t now = 10'000 * kMs;
+    // Read for 1 s at 20x real time: 20 s of audio on a listener clock 1 s old.
+    const auto reader = sentence_deadline_ns(playing(now - 1'000 * kMs, 20.0));
+    const auto live = sentence_deadline_ns(playing(now - 1'000 * kMs, 1.8));
+    EXPECT_LT(live, reader);
+    EXPECT_LT(sentence_deadline_ns(waiting(now + 5'000 * kMs)), reader);
 }
 
 // ---- chooser ----------------------------------------------------------------
