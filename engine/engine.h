@@ -210,7 +210,10 @@ struct StreamStats {
     std::uint64_t gpu_batches = 0;       ///< launches of the (shared) GPU processor
     std::uint64_t gpu_batched_jobs = 0;  ///< blocks they computed, all streams on the device
     std::int64_t gpu_largest_batch = 0;  ///< most blocks computed together
-    bool realtime_workers = false;       ///< the OS granted SCHED_FIFO to the processors
+    /// The OS granted SCHED_FIFO to the stream's processors (a built-in
+    /// voice's) or its producer (a Piper voice's); false once read() has
+    /// made the stream an offline reader, whose producer steps down.
+    bool realtime_workers = false;
     // Mel streams (push_mel): chunks made by each tier and frames vocoded.
     std::string model;                 ///< architecture and file
     std::uint64_t mel_frames = 0;      ///< mel frames vocoded
@@ -324,7 +327,9 @@ class Stream {
     /// Blocking read for offline use: waits for audio, returns the number of
     /// samples written (less than out.size() only when speech has ended);
     /// returns 0 once everything queued has been delivered and no text is
-    /// held back (see push_text()).
+    /// held back (see push_text()). A stream read this way has no real-time
+    /// listener: its producer steps down from SCHED_FIFO to below normal
+    /// work, behind the streams someone hears (docs/architecture.md).
     std::size_t read(std::span<float> out);
     /// Streaming read for offline consumers that hand audio on as it is
     /// made (a network reply, a Python iterator): copies the audio that is
