@@ -64,6 +64,23 @@ std::optional<std::string> identifier(const std::string& field) {
     return id;
 }
 
+// Each lead byte followed by its continuation bytes, nothing else.
+bool valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const std::size_t n = c < 0x80             ? 1
+                              : (c & 0xE0) == 0xC0 ? 2
+                              : (c & 0xF0) == 0xE0 ? 3
+                              : (c & 0xF8) == 0xF0 ? 4
+                                                   : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        for (std::size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
 bool blank(const std::string& line) {
     return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
 }
@@ -142,6 +159,11 @@ void SymbolTable::read(const File& file, std::vector<std::pair<std::string, std:
             continue;
         }
         const std::string where = file.source + ":" + std::to_string(number);
+        // Its words go to the engine, which takes UTF-8 only.
+        if (!valid_utf8(line)) {
+            problems_.push_back(where + ": not UTF-8");
+            continue;
+        }
         if (section == Complex) {
             const std::size_t tab = line.find('\t');
             if (tab == std::string::npos) {
