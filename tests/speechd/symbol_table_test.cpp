@@ -110,6 +110,13 @@ TEST(SymbolTable, unreadable_lines_are_listed_and_the_rest_kept) {
     EXPECT_EQ(t.speak("Hi!", SymbolLevel::All), "Hi bang ");
 }
 
+TEST(SymbolTable, a_line_that_is_not_utf8_is_left_out) {
+    const SymbolTable t(Files{{"symbols:\n,\tcom\xFFma\tall\n!\tbang\tall\n", "bad.dic"}});
+    ASSERT_EQ(t.problems().size(), 1u);
+    EXPECT_NE(t.problems()[0].find("bad.dic:2: not UTF-8"), std::string::npos) << t.problems()[0];
+    EXPECT_EQ(t.speak("a, b!", SymbolLevel::All), "a, b bang ");
+}
+
 TEST(SymbolTable, a_pattern_pcre2_refuses_costs_only_its_own_symbol) {
     const SymbolTable t(
         Files{{"complexSymbols:\nbroken\t(unclosed\n"
