@@ -186,6 +186,7 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentenc
     pending_words_.clear();  // words of audio that was not written: never heard
     std::unique_lock lock(mu_);
     vocoder_seconds_ += vocoder_seconds;
+    current_end_pos_ = 0;  // its audio is all written (or dropped): the ring says where it ended
     // A sentence that ended without audio (cancelled, or a device error)
     // holds the next analysis back no longer. (wake() after unlocking: the
     // workers take the engine's lock before this stream's.)
