@@ -378,7 +378,7 @@ void StreamCore::cancel() {
         queue_.clear();
         queued_samples_ = 0;
         current_end_pos_ = 0;  // the item being spoken ends here, not where it would have
-        mel_open_ = false;  // the next push_mel starts a new utterance
+        mel_open_ = false;     // the next push_mel starts a new utterance
         ++cancels_;
     }
     {
