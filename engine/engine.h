@@ -211,8 +211,9 @@ struct StreamStats {
     std::uint64_t gpu_batched_jobs = 0;  ///< blocks they computed, all streams on the device
     std::int64_t gpu_largest_batch = 0;  ///< most blocks computed together
     /// The OS granted SCHED_FIFO to the stream's processors (a built-in
-    /// voice's) or its producer (a Piper voice's); false once read() has
-    /// made the stream an offline reader, whose producer steps down.
+    /// voice's) or its producer (a Piper voice's). A Piper stream read
+    /// offline (read()) reports false once its producer has stepped down; a
+    /// built-in voice's processors keep theirs.
     bool realtime_workers = false;
     // Mel streams (push_mel): chunks made by each tier and frames vocoded.
     std::string model;                 ///< architecture and file
@@ -329,7 +330,8 @@ class Stream {
     /// returns 0 once everything queued has been delivered and no text is
     /// held back (see push_text()). A stream read this way has no real-time
     /// listener: its producer steps down from SCHED_FIFO to below normal
-    /// work, behind the streams someone hears (docs/architecture.md).
+    /// work, behind the streams someone hears (docs/architecture.md). To
+    /// feed a player, use pull() or read_some(), which keep it.
     std::size_t read(std::span<float> out);
     /// Streaming read for offline consumers that hand audio on as it is
     /// made (a network reply, a Python iterator): copies the audio that is

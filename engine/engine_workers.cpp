@@ -8,10 +8,15 @@
 #include <optional>
 
 #include "engine/stream_core.h"
+#include "gpu/cpu/cpu_worker_pool.h"
 
 namespace etude::engine {
 
 EngineWorkers::EngineWorkers() {
+    // The CPU backend's helpers are made now, by the thread that makes the
+    // engine: made later by a producer that has stepped down (an offline
+    // reader's), they would keep its nice value for good.
+    gpu::cpu::WorkerPool::shared();
     front_end_ = std::thread([this] { run_front_end(); });
     // Render workers pre-vocode upcoming sentences on the other cores.
     const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
@@ -35,7 +40,10 @@ void EngineWorkers::wake() {
     // already waiting (it gets the notification): without it, a notification
     // sent between the look and the wait was lost, and the sentence waited
     // for the next wake() (a Wyoming client's reply hung, the server with it).
-    { std::lock_guard lock(mu_); }
+    {
+        std::lock_guard lock(mu_);
+        ++wakes_;
+    }
     cv_.notify_all();
 }
 
@@ -58,9 +66,11 @@ bool EngineWorkers::stopping() {
 
 template <typename Job, typename Take>
 std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
+    std::vector<std::shared_ptr<StreamCore>> seen;  // released after mu_: see next_sentence()
     std::unique_lock lock(mu_);
     for (;;) {
         if (stopping_) return {};
+        const std::uint64_t wakes = wakes_;
         streams_.remove_if([](const auto& w) { return w.expired(); });
         const std::size_t count = streams_.size();
         auto it = streams_.begin();
@@ -71,17 +81,22 @@ std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
                     ++round_robin_;
                     return {std::move(s), std::move(job)};
                 }
+                seen.push_back(std::move(s));
             }
             if (++it == streams_.end()) it = streams_.begin();
         }
-        cv_.wait(lock);
+        release_and_wait(lock, seen, wakes);
     }
 }
 
 std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::next_sentence() {
+    // Before the lock, so released after it: the last reference to a stream
+    // dropped here would join its producer, which may be waiting for mu_ in wake().
+    std::vector<std::shared_ptr<StreamCore>> seen;
     std::unique_lock lock(mu_);
     for (;;) {
         if (stopping_) return {};
+        std::uint64_t wakes = wakes_;
         streams_.remove_if([](const auto& w) { return w.expired(); });
         std::shared_ptr<StreamCore> first;
         std::int64_t first_due = 0;
@@ -90,18 +105,31 @@ std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::n
             if (!s) continue;
             // Ties go to the stream added first: the list's order.
             if (const auto due = s->sentence_deadline(); due && (!first || *due < first_due)) {
-                first = std::move(s);
+                first = s;
                 first_due = *due;
             }
+            seen.push_back(std::move(s));
         }
-        if (first) {
-            // Still there unless a cancel came between the look and now.
+        const bool found = first != nullptr;
+        // Still there unless a cancel came between the look and now.
+        if (found)
             if (auto sentence = first->take_sentence())
                 return {std::move(first), std::move(sentence)};
-            continue;
-        }
-        cv_.wait(lock);
+        first.reset();
+        if (found) wakes = wakes_ - 1;  // taken away meanwhile: look again at once
+        release_and_wait(lock, seen, wakes);
     }
+}
+
+void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
+                                     std::vector<std::shared_ptr<StreamCore>>& seen,
+                                     std::uint64_t wakes) {
+    // The streams looked at are let go without mu_ (see next_sentence());
+    // a wake() meanwhile is not lost: wakes_ has moved on.
+    lock.unlock();
+    seen.clear();
+    lock.lock();
+    cv_.wait(lock, [&] { return stopping_ || wakes_ != wakes; });
 }
 
 void EngineWorkers::run_front_end() {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <list>
 #include <map>
 #include <memory>
@@ -62,12 +63,17 @@ class EngineWorkers {
     // The sentence due first of all streams' (StreamCore::sentence_deadline());
     // waits if none.
     std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> next_sentence();
+    // Lets `seen` go without mu_, then waits for a wake() after the look
+    // that began when wakes_ was `wakes` (or for stop()).
+    void release_and_wait(std::unique_lock<std::mutex>& lock,
+                          std::vector<std::shared_ptr<StreamCore>>& seen, std::uint64_t wakes);
     void run_front_end();
     void run_renderer();
 
     std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;
+    std::uint64_t wakes_ = 0;  // wake() calls: a look that began before one looks again
     std::list<std::weak_ptr<StreamCore>> streams_;
     std::size_t round_robin_ = 0;
     std::thread front_end_;

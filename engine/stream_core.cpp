@@ -437,10 +437,17 @@ void StreamCore::write_trace(const std::string& path) const {
 // ---- offline consumer -------------------------------------------------------
 
 std::size_t StreamCore::read(std::span<float> out) {
-    if (!offline_reader_.load(std::memory_order_relaxed)) {
-        offline_reader_.store(true, std::memory_order_relaxed);
-        work_cv_.notify_all();  // an idle producer steps down before its next item
-    }
+    // read() is the offline reader's call (read_some() is a server's, pull()
+    // a real-time consumer's): its producer steps down at its next item
+    // (produce()). A bound on how far ahead of real time it reads was tried
+    // and dropped: readers that each read one reply per stream never got
+    // that far ahead beside each other, and kept the cores from a live
+    // stream (docs/benchmarks.md).
+    offline_reader_.store(true, std::memory_order_relaxed);
+    return read_audio(out);
+}
+
+std::size_t StreamCore::read_audio(std::span<float> out) {
     std::size_t got = 0;
     while (got < out.size()) {
         if (ring_.cancel_pending()) {

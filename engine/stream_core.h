@@ -98,6 +98,8 @@ class StreamCore final : public VoiceSink {
 
   private:
     void produce();
+    // read() without the offline-reader check.
+    std::size_t read_audio(std::span<float> out);
     // take_sentence() would give one (mu_ held).
     bool sentence_ready() const;
     // A marker's silence, or the voice's estimate (StreamVoice::estimated_samples).

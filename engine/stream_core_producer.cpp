@@ -47,6 +47,14 @@ void StreamCore::produce() {
     // be acknowledged, or read() waits for that forever.
     std::uint64_t seen_generation = ring_.acknowledged_generation();
     for (;;) {
+        // Outside mu_: a thread stepped down must not hold a lock that
+        // real-time threads wait for while it waits for the CPU.
+        if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) {
+            // Behind the front end and every stream someone hears. The CPU
+            // backend's helpers take on its policy, not its nice value.
+            producer_background_ = rt::make_current_thread_background(kOfflineNice);
+            producer_realtime_ = producer_realtime_ && !producer_background_;
+        }
         std::unique_lock lock(mu_);
         producer_busy_ = false;
         work_cv_.wait(lock, [&] {
@@ -61,12 +69,9 @@ void StreamCore::produce() {
             data_cv_.notify_all();  // an offline reader waits for this (read())
             continue;
         }
-        if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) {
-            // Behind the front end and every stream someone hears; the CPU
-            // backend's helpers take on its policy (cpu_worker_pool.h).
-            producer_background_ = rt::make_current_thread_background(kOfflineNice);
-            producer_realtime_ = producer_realtime_ && !producer_background_;
-        }
+        // read() came while this thread waited: step down (outside mu_,
+        // at the top of the loop) before the item, not after it.
+        if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) continue;
         WorkItem item = std::move(queue_.front());
         queue_.pop_front();
         producer_busy_ = true;

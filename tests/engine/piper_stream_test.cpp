@@ -158,8 +158,9 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
     std::atomic<bool> stop{false};
     std::vector<std::thread> readers;
     std::vector<std::unique_ptr<Stream>> reader_streams;
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4; ++i)  // all made before any reader runs: the vector stays put
         reader_streams.push_back(engine.create_stream(piper_options("", 100 + i, 200)));
+    for (int i = 0; i < 4; ++i) {
         readers.emplace_back([&, i] {
             std::vector<float> block(4096);
             while (!stop.load()) {
