@@ -86,6 +86,21 @@ StreamOptions piper_options(const std::string& speaker, std::uint64_t seed, doub
     return o;
 }
 
+// A consumer at the audio clock: 256 samples every 256/22050 s, until the
+// stream has spoken everything (or a minute has passed).
+std::vector<float> pull_at_audio_clock(Stream& stream) {
+    std::vector<float> got, block(256);
+    auto next = std::chrono::steady_clock::now();
+    const auto give_up = next + std::chrono::seconds(60);
+    while ((stream.busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
+        const std::size_t n = stream.pull(block);
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+        next += std::chrono::microseconds(256 * 1000000 / 22050);
+        std::this_thread::sleep_until(next);
+    }
+    return got;
+}
+
 }  // namespace
 
 TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
@@ -131,16 +146,7 @@ TEST(PiperStream, pulled_live_equals_the_offline_render) {
     const auto expected = offline(kMulti, s, "", 11);
     auto stream = engine.create_stream(piper_options("", 11, 200));
     for (const auto& ids : s) stream->push_phoneme_ids(ids);
-    // A consumer at the audio clock: 256 samples every 256/22050 s.
-    std::vector<float> got, block(256);
-    auto next = std::chrono::steady_clock::now();
-    const auto give_up = next + std::chrono::seconds(60);
-    while ((stream->busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
-        const std::size_t n = stream->pull(block);
-        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
-        next += std::chrono::microseconds(256 * 1000000 / 22050);
-        std::this_thread::sleep_until(next);
-    }
+    const auto got = pull_at_audio_clock(*stream);
     const auto stats = stream->stats();
     EXPECT_EQ(stats.underruns, 0u) << "the producer fell behind a real-time consumer";
     ASSERT_EQ(got.size(), expected.size());
@@ -173,15 +179,7 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
     }
     auto live = engine.create_stream(piper_options("", 11, 200));
     for (const auto& ids : s) live->push_phoneme_ids(ids);
-    std::vector<float> got, block(256);
-    auto next = std::chrono::steady_clock::now();
-    const auto give_up = next + std::chrono::seconds(60);
-    while ((live->busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
-        const std::size_t n = live->pull(block);
-        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
-        next += std::chrono::microseconds(256 * 1000000 / 22050);
-        std::this_thread::sleep_until(next);
-    }
+    const auto got = pull_at_audio_clock(*live);
     stop = true;
     for (auto& t : readers) t.join();
     const auto stats = live->stats();
