@@ -4,8 +4,9 @@
 //
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
-//                      [--ids-from FILE.json] [--beside-readers N]
+//                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
 //
+// --turns N: Engine::Options::work_turns (default: the engine's own).
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -16,15 +17,15 @@
 // another, for as long as the live streams speak: whether a stream pulled
 // in real time is fed beside work that has no deadline.
 //
-// For each count N, N streams get the same 20-word reply at the same moment
-// (push_text then end_input); a consumer thread per stream calls pull() for
-// one period's samples every period from that moment on (the ring
-// prebuffers and then plays, as for a live client). Per stream: first audio
-// (StreamStats::first_audio_ms), underruns and padded silence (the engine's
-// own counters, which count only inside speech). Then the same N streams
-// read offline with read(): the aggregate speed, seconds of audio per
-// second of wall time. Prints one line per N and the CPU; numbers belong to
-// the machine they came from (docs/benchmarks.md).
+// For each count N, N streams get the same 20-word reply at the same moment,
+// each from its own thread as a server's connections push theirs
+// (push_text then end_input); that thread then calls pull() for one
+// period's samples every period (the ring prebuffers and then plays, as
+// for a live client). Per stream: first audio from the common moment (so
+// a push that waits for another's espeak-ng counts its wait), underruns and padded silence (the
+// engine's own counters, which count only inside speech). Then the same N streams read offline with
+// read(): the aggregate speed, seconds of audio per second of wall time. Prints one line per N and
+// the CPU; numbers belong to the machine they came from (docs/benchmarks.md).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -107,11 +108,17 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
     const auto period = std::chrono::duration<double, std::milli>(period_ms);
     const std::size_t frames = static_cast<std::size_t>(rate * period_ms / 1000.0);
     std::atomic<bool> go{false};
+    Clock::time_point start;
+    std::vector<double> push_ms(static_cast<std::size_t>(n), 0.0);
     std::vector<std::thread> consumers;
     for (int i = 0; i < n; ++i) {
         consumers.emplace_back([&, i] {
             std::vector<float> buf(frames);
             while (!go.load()) std::this_thread::yield();
+            // First audio counts from the push (StreamStats), which may
+            // begin after the common start: that wait is added.
+            push_ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+            reply.push(*streams[i]);
             auto next = Clock::now();
             // Until the stream has spoken everything and nothing is queued.
             for (int idle = 0; idle < 20;) {
@@ -122,15 +129,16 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
             }
         });
     }
-    for (auto& s : streams) reply.push(*s);
+    start = Clock::now();
     go = true;
     for (auto& t : consumers) t.join();
     stop_readers = true;
     for (auto& t : reader_threads) t.join();
     LiveResult r;
-    for (auto& s : streams) {
-        const auto st = s->stats();
-        r.first_ms.push_back(st.first_audio_ms);
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        const auto st = streams[i]->stats();
+        r.first_ms.push_back(st.first_audio_ms < 0 ? st.first_audio_ms
+                                                   : push_ms[i] + st.first_audio_ms);
         r.streams_with_underruns += st.underruns > 0;
         r.underrun_samples += st.underrun_samples;
     }
@@ -163,7 +171,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
-                 "[--beside-readers N]\n");
+                 "[--beside-readers N] [--turns N]\n");
     return 2;
 }
 
@@ -171,7 +179,7 @@ int usage() {
 
 int main(int argc, char** argv) {
     std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
-    int rounds = 3, readers = 0;
+    int rounds = 3, readers = 0, turns = 0;
     double period_ms = 10.0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -190,12 +198,16 @@ int main(int argc, char** argv) {
             ids_from = argv[++i];
         else if (a == "--beside-readers")
             readers = std::atoi(argv[++i]);
+        else if (a == "--turns")
+            turns = std::atoi(argv[++i]);
         else
             return usage();
     }
-    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0) return usage();
+    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0) return usage();
     try {
-        etude::engine::Engine engine;
+        etude::engine::Engine::Options engine_options;
+        engine_options.work_turns = turns;
+        etude::engine::Engine engine(engine_options);
         etude::engine::StreamOptions opts;
         opts.piper_voice = voice;
         opts.sample_rate = 0;
@@ -211,12 +223,12 @@ int main(int argc, char** argv) {
         offline_speed(engine, opts, reply, 1);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
-            "readers beside\n",
+            "readers beside; %s work turns\n",
             cpu_model().c_str(), std::thread::hardware_concurrency(), voice.c_str(),
             backend.c_str(),
             reply.ids.empty() ? "the reply's text"
                               : "3 sentences of phoneme ids from the --ids-from file",
-            period_ms, rounds, readers);
+            period_ms, rounds, readers, turns > 0 ? std::to_string(turns).c_str() : "default");
         for (std::size_t pos = 0; pos < counts.size();) {
             const std::size_t comma = std::min(counts.find(',', pos), counts.size());
             const int n = std::atoi(counts.substr(pos, comma - pos).c_str());

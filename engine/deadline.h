@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace etude::engine {
 
@@ -82,10 +83,64 @@ constexpr std::int64_t kFirstAudioTargetNs = 200'000'000;
 // behind other analyses, its own, and its first chunk, with both cores busy.
 constexpr std::int64_t kSentenceLeadNs = 500'000'000;
 
-inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
+// When the work that continues a stream past its horizon is due: `lead`
+// before its listener reaches it, or for a stream that has not started,
+// the first-audio target after its push.
+inline std::int64_t horizon_deadline_ns(const StreamHorizon& h, std::int64_t lead_ns) {
     const auto audio_ns = static_cast<std::int64_t>(h.audio_s * 1e9);
     if (!h.started) return h.pushed_ns + kFirstAudioTargetNs + audio_ns;
-    return h.listener_start_ns + audio_ns - kSentenceLeadNs;
+    return h.listener_start_ns + audio_ns - lead_ns;
+}
+
+inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
+    return horizon_deadline_ns(h, kSentenceLeadNs);
+}
+
+// ---- The order of the work that makes audio ---------------------------------
+// Each unit of it (splitting a push, analysing a sentence, a decoder chunk
+// with the flow and durations it needs) waits for its turn at the engine's
+// DeadlineGate (deadline_gate.h), in two classes: first the work of
+// started streams that has become urgent, then everything else, each
+// earliest deadline first.
+//
+//  * Splitting and analysing: due as the sentence is (above); a started
+//    stream's is urgent from that deadline on.
+//  * A decoder chunk: due when the listener reaches the end of the audio
+//    written so far, or for a push's first chunk, by the first-audio
+//    target. A started stream's is urgent from kChunkUrgentNs before it:
+//    what a chunk may still wait and take with every core busy. So while
+//    new streams wait, started ones are kept that far ahead and no
+//    further; once none waits, they run ahead as far as their rings take.
+//
+// An offline reader's work (its stream has been read with read()) comes in
+// a third class, after all work someone listens to: nobody hears it late,
+// and a reader that pushes one reply after another would otherwise be a
+// new stream at each push. It takes no turn at the gate: it runs outside
+// the order at its thread's own priority (deadline_gate.h).
+struct WorkDue {
+    static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+    std::int64_t deadline_ns = 0;
+    std::int64_t urgent_ns = kNever;  // from when it is in the first class
+    bool offline = false;             // the third class
+    // 0: the first class at `now_ns`, 1: the second, 2: offline readers'.
+    int order_class(std::int64_t now_ns) const { return offline ? 2 : now_ns >= urgent_ns ? 0 : 1; }
+    // Whether this goes before `o` at `now_ns`.
+    bool before(const WorkDue& o, std::int64_t now_ns) const {
+        const int a = order_class(now_ns), b = o.order_class(now_ns);
+        return a != b ? a < b : deadline_ns < o.deadline_ns;
+    }
+};
+
+constexpr std::int64_t kChunkUrgentNs = 150'000'000;
+
+inline WorkDue sentence_due(const StreamHorizon& h) {
+    const std::int64_t d = sentence_deadline_ns(h);
+    return {d, h.started ? d : WorkDue::kNever};
+}
+
+inline WorkDue chunk_due(const StreamHorizon& h) {
+    const std::int64_t d = horizon_deadline_ns(h, 0);
+    return {d, h.started ? d - kChunkUrgentNs : WorkDue::kNever};
 }
 
 }  // namespace etude::engine

@@ -15,8 +15,8 @@ DecoderVoice::DecoderVoice(MelSchedulerOptions options, const PlaybackRing& ring
     : mel_(std::move(options)), ring_(ring), sink_(sink), records_(records) {}
 
 bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool last,
-                                 const ItemOrigin& origin) {
-    if (ring_.cancelled(origin.generation)) {
+                                 const ItemOrigin& origin, DeadlineGate::Turn turn) {
+    if (!turn.held() || ring_.cancelled(origin.generation)) {
         mel_.reset();
         return false;
     }
@@ -32,6 +32,7 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
         mel_.reset();  // a device error the CPU could not cover either
         return false;
     }
+    turn.release();  // the write may wait for the consumer
     compute_ns_ += report.finished_ns - report.started_ns;
     BlockRecord rec;
     rec.index = records_.next_index();

@@ -19,11 +19,12 @@ class DecoderVoice : public StreamVoice {
   protected:
     DecoderVoice(MelSchedulerOptions options, const PlaybackRing& ring, VoiceSink& sink,
                  BlockRecorder& records);
-    // One chunk of `count` frames through the mel scheduler, its audio into
-    // the ring (`last` ends the utterance). False when cancelled, shut down,
-    // or a device error the CPU could not cover either.
+    // One chunk of `count` frames through the mel scheduler in `turn`
+    // (VoiceSink::wait_turn), which is given back before its audio goes into
+    // the ring (`last` ends the utterance). False when cancelled, shut down
+    // (no turn), or a device error the CPU could not cover either.
     bool vocode_frames(std::span<const float> frames, int count, bool last,
-                       const ItemOrigin& origin);
+                       const ItemOrigin& origin, DeadlineGate::Turn turn);
     // The decoder time of the item being spoken, reset for the next.
     double take_compute_seconds();
 

@@ -128,7 +128,7 @@ void open_gpu_tier_now(const std::string& backend, int device) {
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options)
-    : core_(std::make_shared<EngineWorkers>()),
+    : core_(std::make_shared<EngineWorkers>(options.work_turns)),
       preload_backend_(std::move(options.preload_backend)),
       preload_device_(options.preload_device) {
     for (const auto& v : options.preload_voices) preload_voice(v);

@@ -12,7 +12,9 @@
 
 namespace etude::engine {
 
-EngineWorkers::EngineWorkers() {
+EngineWorkers::EngineWorkers(int turns)
+    : gate_(turns > 0 ? turns : default_turns(std::thread::hardware_concurrency()),
+            kProcessorPriority) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
@@ -52,7 +54,9 @@ void EngineWorkers::stop() {
         std::lock_guard lock(mu_);
         if (stopping_) return;
         stopping_ = true;
+        stopped_ = true;
     }
+    gate_.wake_all();
     cv_.notify_all();
     if (front_end_.joinable()) front_end_.join();
     for (auto& t : renderers_)
@@ -89,7 +93,8 @@ std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
     }
 }
 
-std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::next_sentence() {
+std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::next_sentence(
+    DeadlineGate::Due& due) {
     // Before the lock, so released after it: the last reference to a stream
     // dropped here would join its producer, which may be waiting for mu_ in wake().
     std::vector<std::shared_ptr<StreamCore>> seen;
@@ -99,12 +104,14 @@ std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::n
         std::uint64_t wakes = wakes_;
         streams_.remove_if([](const auto& w) { return w.expired(); });
         std::shared_ptr<StreamCore> first;
-        std::int64_t first_due = 0;
+        DeadlineGate::Due first_due;
+        const std::int64_t now = DeadlineGate::now_ns();
         for (const auto& w : streams_) {
             auto s = w.lock();
             if (!s) continue;
             // Ties go to the stream added first: the list's order.
-            if (const auto due = s->sentence_deadline(); due && (!first || *due < first_due)) {
+            if (const auto due = s->sentence_deadline();
+                due && (!first || due->before(first_due, now))) {
                 first = s;
                 first_due = *due;
             }
@@ -113,8 +120,10 @@ std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::n
         const bool found = first != nullptr;
         // Still there unless a cancel came between the look and now.
         if (found)
-            if (auto sentence = first->take_sentence())
+            if (auto sentence = first->take_sentence()) {
+                due = first_due;
                 return {std::move(first), std::move(sentence)};
+            }
         first.reset();
         if (found) wakes = wakes_ - 1;  // taken away meanwhile: look again at once
         release_and_wait(lock, seen, wakes);
@@ -134,8 +143,14 @@ void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
 
 void EngineWorkers::run_front_end() {
     for (;;) {
-        auto [stream, sentence] = next_sentence();
+        DeadlineGate::Due due;
+        auto [stream, sentence] = next_sentence(due);
         if (!stream) return;
+        // The analysis in its turn among the producers' work, at their
+        // priority (deadline_gate.h): as a normal thread it got only what
+        // real-time producers left it, and new streams queued here.
+        DeadlineGate::Turn turn =
+            gate_.wait(due, [this] { return stopped_.load(std::memory_order_relaxed); });
         stream->analyse(std::move(*sentence));
     }
 }

@@ -12,6 +12,7 @@
 // after releasing its own.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "engine/block_processor.h"
+#include "engine/deadline_gate.h"
 #include "engine/work_items.h"
 
 namespace etude::engine {
@@ -33,7 +35,8 @@ class StreamCore;
 
 class EngineWorkers {
   public:
-    EngineWorkers();
+    // `turns`: Engine::Options::work_turns (0: default_turns()).
+    explicit EngineWorkers(int turns = 0);
     ~EngineWorkers() { stop(); }
     EngineWorkers(const EngineWorkers&) = delete;
     EngineWorkers& operator=(const EngineWorkers&) = delete;
@@ -43,6 +46,9 @@ class EngineWorkers {
     void wake();
     void stop();
     bool stopping();
+    // The turns of the producers' neural work, earliest deadline first
+    // across the streams (deadline_gate.h).
+    DeadlineGate& gate() { return gate_; }
 
     // The GPU processor of a device, created by `make` on first use and
     // shared by the streams using that device while any of them lives.
@@ -62,7 +68,9 @@ class EngineWorkers {
     std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
     // The sentence due first of all streams' (StreamCore::sentence_deadline());
     // waits if none.
-    std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> next_sentence();
+    // `due`: when it is due.
+    std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> next_sentence(
+        DeadlineGate::Due& due);
     // Lets `seen` go without mu_, then waits for a wake() after the look
     // that began when wakes_ was `wakes` (or for stop()).
     void release_and_wait(std::unique_lock<std::mutex>& lock,
@@ -73,11 +81,13 @@ class EngineWorkers {
     std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;
-    std::uint64_t wakes_ = 0;  // wake() calls: a look that began before one looks again
+    std::atomic<bool> stopped_{false};  // stopping_, for the gate's give_up (no mu_ there)
+    std::uint64_t wakes_ = 0;           // wake() calls: a look that began before one looks again
     std::list<std::weak_ptr<StreamCore>> streams_;
     std::size_t round_robin_ = 0;
     std::thread front_end_;
     std::vector<std::thread> renderers_;
+    DeadlineGate gate_;
     std::mutex gpu_mu_;
     std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
 };

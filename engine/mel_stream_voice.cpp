@@ -48,7 +48,8 @@ std::uint64_t MelStreamVoice::estimated_samples(const WorkItem& item) const {
 
 Spoken MelStreamVoice::speak(WorkItem& item) {
     const MelChunk& c = *std::get<std::shared_ptr<MelChunk>>(item);
-    const bool complete = vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin);
+    const bool complete = vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin,
+                                        sink_.wait_turn(c.origin));
     return {complete, take_compute_seconds()};
 }
 

@@ -162,6 +162,13 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         return first == 0 ? count + mel_.right_context_frames() : first + count;
     };
     for (int first = 0;; first += chunk_frames_) {
+        // The chunk's work (durations, flow, decoder) in its turn across
+        // streams; vocode_frames gives it back before the audio goes in.
+        DeadlineGate::Turn turn = sink_.wait_turn(s.origin);
+        if (!turn.held()) {
+            mel_.reset();
+            return false;
+        }
         // A staged prior (analyse()) has its first durations only; the rest
         // are made here, after the sentence's first audio, once the flow's
         // push for this chunk (which covers the chunk) would reach the known
@@ -197,7 +204,7 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         plan_words(s, first + count, words);
         copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
         const bool last = s.prior.complete() && first + count == frames;
-        if (!vocode_frames(chunk, count, last, s.origin)) return false;
+        if (!vocode_frames(chunk, count, last, s.origin, std::move(turn))) return false;
     }
     return true;
 }

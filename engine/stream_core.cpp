@@ -24,6 +24,7 @@
 namespace etude::engine {
 namespace {
 
+using stream_core_detail::clock_ns;
 using stream_core_detail::seconds_since;
 
 // Sentences analysed ahead of the one being spoken: enough to keep the
@@ -78,7 +79,9 @@ StreamCore::~StreamCore() {
     {
         std::lock_guard lock(mu_);
         shutdown_ = true;
+        closing_ = true;
     }
+    engine_->gate().wake_all();
     work_cv_.notify_all();
     space_cv_.notify_all();
     data_cv_.notify_all();
@@ -369,6 +372,9 @@ void StreamCore::cancel() {
     // Silence first (the ring's fade), then the held text: a push in
     // progress on another thread holds the input for as long as it queues.
     ring_.cancel();
+    // A producer or a push waiting for its turn gives up (before the input
+    // lock, which a push holds while it waits).
+    engine_->gate().wake_all();
     {
         std::lock_guard lock(mu_);
         dropped = text_queue_.size() + queue_.size();
@@ -519,25 +525,30 @@ bool StreamCore::sentence_ready() const {
            queue_.size() < kLookaheadSentences;
 }
 
-std::optional<std::int64_t> StreamCore::sentence_deadline() const {
+std::optional<DeadlineGate::Due> StreamCore::sentence_deadline() const {
     std::lock_guard lock(mu_);
     if (!sentence_ready()) return std::nullopt;
     const Sentence& next = text_queue_.front();
-    const auto ns = [](Clock::time_point t) {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-    };
     const std::uint64_t written = ring_.write_position();
     const std::uint64_t end = std::max(written, current_end_pos_) + queued_samples_;
+    WorkDue due =
+        sentence_due(horizon(listening_ && !next.origin.first_of_push, next.origin.pushed, end));
+    due.offline = offline_reader_.load(std::memory_order_relaxed);
+    return due;
+}
+
+StreamHorizon StreamCore::horizon(bool started, Clock::time_point pushed, std::uint64_t end) const {
     StreamHorizon h;
-    h.started = listening_ && !next.origin.first_of_push;
-    if (h.started) {
-        h.listener_start_ns = ns(listener_start_);
+    h.started = started;
+    if (started) {
+        h.listener_start_ns = clock_ns(listener_start_);
         h.audio_s = static_cast<double>(end - std::min(end, listener_start_pos_)) / rate_;
     } else {
-        h.pushed_ns = ns(next.origin.pushed);
-        h.audio_s = static_cast<double>(end - written) / rate_;
+        const std::uint64_t written = ring_.write_position();
+        h.pushed_ns = clock_ns(pushed);
+        h.audio_s = static_cast<double>(end - std::min(end, written)) / rate_;
     }
-    return sentence_deadline_ns(h);
+    return h;
 }
 
 // Takes the next sentence to analyse if this stream has room for more

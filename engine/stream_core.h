@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/block_records.h"
+#include "engine/deadline.h"
 #include "engine/engine.h"
 #include "engine/piper_voice.h"
 #include "engine/playback_ring.h"
@@ -80,7 +81,7 @@ class StreamCore final : public VoiceSink {
     // ---- engine workers (called with the engine's lock held for take_*) ----
     // When the sentence take_sentence() would give is due (deadline.h, the
     // order across streams), in steady-clock nanoseconds; nothing if none.
-    std::optional<std::int64_t> sentence_deadline() const;
+    std::optional<DeadlineGate::Due> sentence_deadline() const;
     std::optional<Sentence> take_sentence();
     void analyse(Sentence sentence);
     std::shared_ptr<AnalysedSentence> take_render_job();
@@ -95,6 +96,7 @@ class StreamCore final : public VoiceSink {
                    std::uint64_t generation) override;
     void note_unspeakable(std::string reason) override;
     void note_words_unpaired() override { words_unpaired_.add(); }
+    DeadlineGate::Turn wait_turn(const ItemOrigin& origin) override;
 
   private:
     void produce();
@@ -102,6 +104,9 @@ class StreamCore final : public VoiceSink {
     std::size_t read_audio(std::span<float> out);
     // take_sentence() would give one (mu_ held).
     bool sentence_ready() const;
+    // How far the stream's audio reaches at ring position `end` (deadline.h):
+    // on its listener's clock if `started`, else from `pushed` (mu_ held).
+    StreamHorizon horizon(bool started, Clock::time_point pushed, std::uint64_t end) const;
     // A marker's silence, or the voice's estimate (StreamVoice::estimated_samples).
     std::uint64_t estimated_samples(const WorkItem& item) const;
     // Throws etude::Error naming `what` when the stream takes mel frames.
@@ -172,6 +177,9 @@ class StreamCore final : public VoiceSink {
     // one need before anything is heard; take_sentence()).
     bool first_audio_due_ = false;
     bool shutdown_ = false;
+    // shutdown_, readable without mu_: a producer waiting for its turn
+    // checks it under the gate's lock (deadline_gate.h).
+    std::atomic<bool> closing_{false};
     bool mel_open_ = false;  // a mel utterance has begun and not ended
     // The listener's clock of the order across streams (deadline.h): it
     // starts at the first audio of a push into an idle stream, at ring

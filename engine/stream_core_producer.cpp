@@ -208,6 +208,23 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentenc
     if (analysis_held) engine_->wake();
 }
 
+// The unit is due when the listener reaches the end of what is written
+// (deadline.h), or for a push's first audio, by the first-audio target.
+DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
+    DeadlineGate::Due due;
+    {
+        std::lock_guard lock(mu_);
+        if (shutdown_) return {};
+        const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
+        due = chunk_due(horizon(started, origin.pushed, ring_.write_position()));
+        // Outside the order once its producer has stepped down (produce()).
+        due.offline = producer_background_;
+    }
+    return engine_->gate().wait(due, [&] {
+        return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
+    });
+}
+
 bool StreamCore::shutting_down() {
     std::lock_guard lock(mu_);
     return shutdown_;

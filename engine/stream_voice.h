@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "engine/block_sink.h"
+#include "engine/deadline_gate.h"
 #include "engine/engine.h"
 #include "engine/sentence_accumulator.h"
 #include "engine/work_items.h"
@@ -53,6 +54,11 @@ class VoiceSink : public BlockSink {
     virtual void note_unspeakable(std::string reason) = 0;
     /// A sentence whose words were wanted and could not be paired.
     virtual void note_words_unpaired() = 0;
+    /// Waits for the stream's turn at the engine's DeadlineGate for one unit
+    /// of neural work of `origin`'s speech (the order across streams,
+    /// deadline.h). Empty when that speech is cancelled or the stream
+    /// closes meanwhile. Give it back before writing the unit's audio.
+    virtual DeadlineGate::Turn wait_turn(const ItemOrigin& origin) = 0;
 };
 
 /// What a voice's executor did with one work item.

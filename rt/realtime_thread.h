@@ -36,4 +36,44 @@ inline bool make_current_thread_background(int nice) noexcept {
     return true;
 }
 
+// While one lives, the thread that made it runs at SCHED_FIFO `priority`
+// if it was on the normal policy at nice 0 or below and the OS allows it;
+// then it goes back to what it was. A thread already real-time, or one
+// that stepped down on purpose (positive nice), is left as it is. Movable,
+// but undone by the thread that made it.
+class ScopedRealtime {
+  public:
+    ScopedRealtime() = default;
+    explicit ScopedRealtime(int priority) noexcept {
+        sched_param old{};
+        int policy = 0;
+        if (pthread_getschedparam(pthread_self(), &policy, &old) != 0 || policy != SCHED_OTHER)
+            return;
+        if (::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid))) > 0) return;
+        raised_ = make_current_thread_realtime(priority);
+    }
+    ScopedRealtime(ScopedRealtime&& o) noexcept : raised_(o.raised_) { o.raised_ = false; }
+    ScopedRealtime& operator=(ScopedRealtime&& o) noexcept {
+        if (this != &o) {
+            restore();
+            raised_ = o.raised_;
+            o.raised_ = false;
+        }
+        return *this;
+    }
+    ScopedRealtime(const ScopedRealtime&) = delete;
+    ScopedRealtime& operator=(const ScopedRealtime&) = delete;
+    ~ScopedRealtime() { restore(); }
+    bool raised() const { return raised_; }
+
+  private:
+    void restore() noexcept {
+        if (!raised_) return;
+        raised_ = false;
+        sched_param p{};
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &p);
+    }
+    bool raised_ = false;
+};
+
 }  // namespace etude::rt

@@ -104,6 +104,41 @@ TEST(StreamOrder, an_offline_reader_far_ahead_waits_for_a_stream_someone_hears) 
     EXPECT_LT(sentence_deadline_ns(waiting(now + 5'000 * kMs)), reader);
 }
 
+// ---- the order of the work that makes audio (two classes) ------------------
+
+TEST(WorkOrder, a_new_streams_first_chunk_goes_before_a_started_streams_chunk_not_yet_due) {
+    const std::int64_t now = 10'000 * kMs;
+    // Started 1 s ago, 1.5 s written: 0.5 s before its listener needs more.
+    const WorkDue running = chunk_due(playing(now - 1'000 * kMs, 1.5));
+    const WorkDue fresh = chunk_due(waiting(now));
+    EXPECT_TRUE(fresh.before(running, now));
+    EXPECT_FALSE(running.before(fresh, now));
+    // A new stream's work never becomes urgent: its target is a goal.
+    EXPECT_EQ(fresh.order_class(now + 10'000 * kMs), 1);
+}
+
+TEST(WorkOrder, a_started_stream_close_to_running_dry_goes_before_new_streams_past_their_target) {
+    const std::int64_t now = 10'000 * kMs;
+    // 0.1 s left to play: less than kChunkUrgentNs.
+    const WorkDue running = chunk_due(playing(now - 1'000 * kMs, 1.1));
+    EXPECT_EQ(running.order_class(now), 0);
+    // A new stream pushed 2 s ago is long past its target, an earlier deadline.
+    const WorkDue late = chunk_due(waiting(now - 2'000 * kMs));
+    EXPECT_LT(late.deadline_ns, running.deadline_ns);
+    EXPECT_TRUE(running.before(late, now));
+    // 0.3 s before, it was not yet urgent, and the late stream went first.
+    EXPECT_TRUE(late.before(running, now - 300 * kMs));
+}
+
+TEST(WorkOrder, a_started_streams_sentence_is_urgent_from_its_deadline) {
+    const std::int64_t now = 10'000 * kMs;
+    const WorkDue due = sentence_due(playing(now - 2'000 * kMs, 2.3));
+    EXPECT_EQ(due.deadline_ns, sentence_deadline_ns(playing(now - 2'000 * kMs, 2.3)));
+    EXPECT_EQ(due.order_class(due.deadline_ns - 1), 1);
+    EXPECT_EQ(due.order_class(due.deadline_ns), 0);
+    EXPECT_EQ(sentence_due(waiting(now)).urgent_ns, WorkDue::kNever);
+}
+
 // ---- chooser ----------------------------------------------------------------
 
 TEST(Chooser, picks_the_first_available_candidate_that_meets_the_deadline) {

@@ -1,0 +1,148 @@
+// The order across streams for the work that makes audio (deadline.h):
+// every unit of it (a sentence's analysis on the front end, a decoder chunk
+// with the flow and durations it needs on a producer) waits for a turn
+// here, and the turns go to the engine's streams by deadline, a few at a
+// time:
+//
+//  1. first, work of a started stream that has become urgent (its
+//     listener is about to run out of audio), earliest deadline first;
+//  2. then all other work, earliest deadline first: a new stream's by the
+//     first-audio target after its push, a started stream's as its
+//     listener needs it.
+//
+// Why two classes: with one, a burst of new streams that was already past
+// its target went before every started stream however close to running
+// dry. A new stream's target is a goal; a started stream running dry is a
+// gap in speech.
+//
+// Why turns at all: each stream has its own producer thread, and a Piper
+// producer decodes as fast as its ring takes audio, seconds ahead of its
+// listener. Those threads shared the cores equally, so a stream that had
+// not started waited behind streams seconds ahead, and sixteen streams
+// started together all started late together.
+//
+// The work of a stream read offline (read()) takes no turn: nobody hears
+// it late, and it runs at its thread's own priority outside the order (its
+// producer at nice +10), taking what the cores leave. Held in a turn at
+// that priority, it kept the turn from live work for as long as the cores
+// were busy: one live stream beside 16 readers started after 0.8 s, not
+// 0.05 s.
+//
+// A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
+// the OS allows it) while it holds it, if it was a normal thread at nice 0
+// or below: the front end's thread is one, and as a normal thread it got
+// only what the real-time producers left it while new streams waited for
+// their first sentence.
+//
+// A turn covers computation only: the holder gives it back before it
+// writes into its ring, which may block until the consumer reads (an
+// offline reader that stops reading must not hold every stream up).
+//
+// Threads: any. A thread holds at most one turn and never waits for
+// another while holding one, so the waits cannot form a cycle.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine/deadline.h"
+#include "rt/realtime_thread.h"
+
+namespace etude::engine {
+
+class DeadlineGate {
+  public:
+    // `turns`: how many units run at once. `priority`: the SCHED_FIFO
+    // priority of a turn's holder (see above).
+    DeadlineGate(int turns, int priority);
+    DeadlineGate(const DeadlineGate&) = delete;
+    DeadlineGate& operator=(const DeadlineGate&) = delete;
+
+    // A turn, held until destroyed or released; empty when its wait gave up.
+    class Turn {
+      public:
+        Turn() = default;
+        Turn(Turn&& o) noexcept
+            : gate_(std::exchange(o.gate_, nullptr)),
+              outside_(std::exchange(o.outside_, false)),
+              priority_(std::move(o.priority_)) {}
+        Turn& operator=(Turn&& o) noexcept {
+            if (this != &o) {
+                release();
+                gate_ = std::exchange(o.gate_, nullptr);
+                outside_ = std::exchange(o.outside_, false);
+                priority_ = std::move(o.priority_);
+            }
+            return *this;
+        }
+        ~Turn() { release(); }
+        // Work that goes outside the order (an offline reader's): held, of
+        // no gate.
+        static Turn outside_the_order() {
+            Turn t;
+            t.outside_ = true;
+            return t;
+        }
+        void release();
+        bool held() const { return gate_ != nullptr || outside_; }
+
+      private:
+        friend class DeadlineGate;
+        Turn(DeadlineGate* gate, int priority) : gate_(gate), priority_(priority) {}
+        DeadlineGate* gate_ = nullptr;
+        bool outside_ = false;
+        rt::ScopedRealtime priority_;
+    };
+
+    // When a unit of work is due, and from when it is urgent (deadline.h).
+    using Due = WorkDue;
+    static std::int64_t now_ns();
+
+    // Waits until this unit is first in the order above (ties: first come,
+    // first served) when a turn is free. `give_up` is checked under the
+    // gate's lock whenever the waiter wakes (wake_all() wakes them all): it
+    // must not take locks that a turn's holder may hold. Returns an empty
+    // turn if it gave up.
+    Turn wait(Due due, const std::function<bool()>& give_up);
+    // A waiter's give_up may have changed (its stream was cancelled or closed).
+    void wake_all();
+
+    int turns() const { return turns_; }
+    // Waiting and running now (for tests and statistics).
+    std::size_t waiting() const;
+    int running() const;
+
+  private:
+    struct Waiter {
+        Due due;
+        std::uint64_t ticket = 0;
+        bool granted = false;
+    };
+    // Free turns go to the first waiters in the order, decided here, at
+    // one moment, by the thread that frees them (mu_ held). Returns whether
+    // any was granted.
+    bool grant_free_turns();
+    void give_back();
+
+    const int turns_, priority_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    int running_ = 0;  // turns held or granted
+    std::uint64_t next_ticket_ = 0;
+    std::vector<Waiter*> waiting_;  // not yet gone with a turn or given up
+};
+
+// Turns for a machine of `cores` hardware threads: one less, at least one.
+// A turn's holder runs real-time and its convolutions share their work
+// over every core, so with as many turns as cores, the threads outside a
+// turn (a server's connections, the threads that push text and run
+// espeak-ng, the front end looking for its next sentence) got no CPU while
+// work waited: on 2 vCPUs (AMD EPYC), 16 streams started together had
+// first audio p95 1.36-1.38 s with 2 turns against 1.07-1.10 s with 1.
+int default_turns(unsigned cores);
+
+}  // namespace etude::engine

@@ -1,0 +1,160 @@
+// The engine's gate for the work that makes audio (engine/deadline_gate.h):
+// turns go earliest deadline first, a started stream's urgent work before
+// everything else, never more at once than there are turns, and a waiter
+// whose stream is cancelled gives up. Each test holds the gate's turns
+// itself while waiters queue, so the order they get them in is decided by
+// the gate alone, not by which thread the OS runs first.
+#include "engine/deadline_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace etude::engine;
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000;
+constexpr int kPriority = 5;
+
+// Waits (bounded) until `n` waiters are queued at `gate`.
+bool wait_for_waiters(const DeadlineGate& gate, std::size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (gate.waiting() < n) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+// Waiters that note the order in which they got their turns.
+struct Recorder {
+    std::mutex mu;
+    std::vector<int> order;
+    std::vector<std::thread> threads;
+
+    // Queued one at a time, so that tickets (the tie-break) follow `id`.
+    void add(DeadlineGate& gate, int id, DeadlineGate::Due due) {
+        const std::size_t before = gate.waiting();
+        threads.emplace_back([this, &gate, id, due] {
+            auto turn = gate.wait(due, [] { return false; });
+            ASSERT_TRUE(turn.held());
+            std::lock_guard lock(mu);
+            order.push_back(id);
+        });
+        ASSERT_TRUE(wait_for_waiters(gate, before + 1));
+    }
+    void join() {
+        for (auto& t : threads) t.join();
+    }
+};
+
+const auto never = [] { return false; };
+
+}  // namespace
+
+TEST(DeadlineGate, turns_go_earliest_deadline_first_and_ties_in_the_order_they_came) {
+    DeadlineGate gate(1, kPriority);
+    const std::int64_t now = DeadlineGate::now_ns();
+    Recorder r;
+    {
+        auto held = gate.wait({now, WorkDue::kNever}, never);
+        ASSERT_TRUE(held.held());
+        r.add(gate, 0, {now + 300 * kMs});
+        r.add(gate, 1, {now + 100 * kMs});
+        r.add(gate, 2, {now + 200 * kMs});
+        r.add(gate, 3, {now + 100 * kMs});  // ties with 1, came later
+        EXPECT_EQ(gate.running(), 1);
+    }
+    r.join();
+    EXPECT_EQ(r.order, (std::vector<int>{1, 3, 2, 0}));
+}
+
+TEST(DeadlineGate, urgent_work_of_a_started_stream_goes_before_earlier_deadlines) {
+    DeadlineGate gate(1, kPriority);
+    const std::int64_t now = DeadlineGate::now_ns();
+    Recorder r;
+    {
+        auto held = gate.wait({now}, never);
+        // A new stream past its target, and a started stream that becomes
+        // urgent while both wait (its urgent time passes before the turn is free).
+        r.add(gate, 0, {now - 500 * kMs});
+        r.add(gate, 1, {now + 200 * kMs, now + 20 * kMs});
+        r.add(gate, 2, {now + 100 * kMs, now + 10'000 * kMs});  // started, not urgent
+        while (DeadlineGate::now_ns() < now + 20 * kMs)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    r.join();
+    EXPECT_EQ(r.order, (std::vector<int>{1, 0, 2}));
+}
+
+TEST(DeadlineGate, no_more_run_at_once_than_there_are_turns) {
+    DeadlineGate gate(2, kPriority);
+    std::atomic<int> inside{0}, most{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+            for (int k = 0; k < 50; ++k) {
+                auto turn = gate.wait({DeadlineGate::now_ns() + i * kMs}, never);
+                const int n = ++inside;
+                int m = most.load();
+                while (n > m && !most.compare_exchange_weak(m, n)) {
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+                --inside;
+            }
+        });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(most.load(), 2);
+    EXPECT_EQ(gate.running(), 0);
+    EXPECT_EQ(gate.waiting(), 0u);
+}
+
+TEST(DeadlineGate, a_waiter_whose_stream_is_cancelled_gives_up_and_the_next_goes_on) {
+    DeadlineGate gate(1, kPriority);
+    const std::int64_t now = DeadlineGate::now_ns();
+    std::atomic<bool> cancelled{false};
+    DeadlineGate::Turn held = gate.wait({now}, never);
+    bool gave_up = false;
+    std::thread cancelled_waiter([&] {
+        auto turn = gate.wait({now + kMs}, [&] { return cancelled.load(); });
+        gave_up = !turn.held();
+    });
+    ASSERT_TRUE(wait_for_waiters(gate, 1));
+    Recorder r;
+    r.add(gate, 7, {now + 2 * kMs});
+    cancelled = true;
+    gate.wake_all();
+    cancelled_waiter.join();  // returns while the turn is still held
+    EXPECT_TRUE(gave_up);
+    held.release();
+    r.join();
+    EXPECT_EQ(r.order, (std::vector<int>{7}));
+}
+
+TEST(DeadlineGate, a_normal_thread_holds_its_turn_at_worker_priority_and_then_gets_its_own_back) {
+    // Whether this process may use SCHED_FIFO at all (tried on a thread of its own).
+    bool fifo_allowed = false;
+    std::thread([&] { fifo_allowed = etude::rt::make_current_thread_realtime(kPriority); }).join();
+    DeadlineGate gate(1, kPriority);
+    int before = -1, during = -1, after = -1;
+    sched_param p{};
+    std::thread t([&] {
+        pthread_getschedparam(pthread_self(), &before, &p);
+        {
+            auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+            pthread_getschedparam(pthread_self(), &during, &p);
+        }
+        pthread_getschedparam(pthread_self(), &after, &p);
+    });
+    t.join();
+    EXPECT_EQ(before, SCHED_OTHER);
+    EXPECT_EQ(during, fifo_allowed ? SCHED_FIFO : SCHED_OTHER);
+    EXPECT_EQ(after, SCHED_OTHER);
+    if (!fifo_allowed) std::printf("SCHED_FIFO is refused here: only the restore was checked\n");
+}
