@@ -115,15 +115,17 @@ inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
 // An offline reader's work (its stream has been read with read()) comes in
 // a third class, after all work someone listens to: nobody hears it late,
 // and a reader that pushes one reply after another would otherwise be a
-// new stream at each push. It takes no turn at the gate: it runs outside
-// the order at its thread's own priority (deadline_gate.h).
+// new stream at each push. So does the work of a stream made without
+// real-time workers (StreamOptions::realtime_workers: a server's, whose
+// reader is a socket). Neither takes a turn at the gate: they run outside
+// the order at their threads' own priority (deadline_gate.h).
 struct WorkDue {
     static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
     std::int64_t deadline_ns = 0;
     std::int64_t urgent_ns = kNever;  // from when it is in the first class
-    bool offline = false;             // the third class
-    // 0: the first class at `now_ns`, 1: the second, 2: offline readers'.
-    int order_class(std::int64_t now_ns) const { return offline ? 2 : now_ns >= urgent_ns ? 0 : 1; }
+    bool outside = false;             // the third class, outside the turns
+    // 0: the first class at `now_ns`, 1: the second, 2: outside the turns.
+    int order_class(std::int64_t now_ns) const { return outside ? 2 : now_ns >= urgent_ns ? 0 : 1; }
     // Whether this goes before `o` at `now_ns`.
     bool before(const WorkDue& o, std::int64_t now_ns) const {
         const int a = order_class(now_ns), b = o.order_class(now_ns);

@@ -20,8 +20,8 @@ void DeadlineGate::Turn::release() {
     if (gate_) std::exchange(gate_, nullptr)->give_back();
 }
 
-DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up) {
-    if (due.offline) return Turn::outside_the_order();
+DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up, bool raise) {
+    if (due.outside) return Turn::outside_the_order();
     std::unique_lock lock(mu_);
     Waiter me{due, next_ticket_++};
     waiting_.push_back(&me);
@@ -32,7 +32,7 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
     if (!me.granted) return Turn();
     lock.unlock();
-    return Turn(this, priority_);
+    return raise ? Turn(this, priority_) : Turn(this);
 }
 
 bool DeadlineGate::grant_free_turns() {

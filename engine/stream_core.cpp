@@ -533,7 +533,7 @@ std::optional<DeadlineGate::Due> StreamCore::sentence_deadline() const {
     const std::uint64_t end = std::max(written, current_end_pos_) + queued_samples_;
     WorkDue due =
         sentence_due(horizon(listening_ && !next.origin.first_of_push, next.origin.pushed, end));
-    due.offline = offline_reader_.load(std::memory_order_relaxed);
+    due.outside = offline_reader_.load(std::memory_order_relaxed) || !options_.realtime_workers;
     return due;
 }
 

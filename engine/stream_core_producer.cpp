@@ -217,12 +217,16 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
         if (shutdown_) return {};
         const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
         due = chunk_due(horizon(started, origin.pushed, ring_.write_position()));
-        // Outside the order once its producer has stepped down (produce()).
-        due.offline = producer_background_;
+        // Outside the order once its producer has stepped down (produce()),
+        // and for a stream without real-time workers (deadline.h).
+        due.outside = producer_background_ || !options_.realtime_workers;
     }
-    return engine_->gate().wait(due, [&] {
-        return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
-    });
+    return engine_->gate().wait(
+        due,
+        [&] {
+            return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
+        },
+        options_.realtime_workers);
 }
 
 bool StreamCore::shutting_down() {
