@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "rt/monotonic_clock.h"
+
 namespace etude::engine {
 
 std::int64_t DeadlineGate::now_ns() {
@@ -24,6 +26,7 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     if (due.outside) return Turn::outside_the_order();
     std::unique_lock lock(mu_);
     Waiter me{due, next_ticket_++};
+    me.asked_ns = rt::now_ns();
     waiting_.push_back(&me);
     if (grant_free_turns() && !me.granted) cv_.notify_all();
     // A turn granted is taken even if give_up() has become true meanwhile:
@@ -32,7 +35,10 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
     if (!me.granted) return Turn();
     lock.unlock();
-    return raise ? Turn(this, priority_) : Turn(this);
+    Turn turn = raise ? Turn(this, priority_) : Turn(this);
+    turn.asked_ns_ = me.asked_ns;
+    turn.granted_ns_ = me.granted_ns;
+    return turn;
 }
 
 bool DeadlineGate::grant_free_turns() {
@@ -48,6 +54,7 @@ bool DeadlineGate::grant_free_turns() {
         }
         if (!first) break;
         first->granted = true;
+        first->granted_ns = rt::now_ns();
         ++running_;
         granted = true;
     }

@@ -74,12 +74,16 @@ class DeadlineGate {
         Turn(Turn&& o) noexcept
             : gate_(std::exchange(o.gate_, nullptr)),
               outside_(std::exchange(o.outside_, false)),
+              asked_ns_(o.asked_ns_),
+              granted_ns_(o.granted_ns_),
               priority_(std::move(o.priority_)) {}
         Turn& operator=(Turn&& o) noexcept {
             if (this != &o) {
                 release();
                 gate_ = std::exchange(o.gate_, nullptr);
                 outside_ = std::exchange(o.outside_, false);
+                asked_ns_ = o.asked_ns_;
+                granted_ns_ = o.granted_ns_;
                 priority_ = std::move(o.priority_);
             }
             return *this;
@@ -94,6 +98,10 @@ class DeadlineGate {
         }
         void release();
         bool held() const { return gate_ != nullptr || outside_; }
+        // When it was asked for and granted (rt::now_ns()); 0 outside the
+        // order. Grants are stamped under the gate's lock, in grant order.
+        std::int64_t asked_ns() const { return asked_ns_; }
+        std::int64_t granted_ns() const { return granted_ns_; }
 
       private:
         friend class DeadlineGate;
@@ -101,6 +109,7 @@ class DeadlineGate {
         Turn(DeadlineGate* gate, int priority) : gate_(gate), priority_(priority) {}
         DeadlineGate* gate_ = nullptr;
         bool outside_ = false;
+        std::int64_t asked_ns_ = 0, granted_ns_ = 0;
         rt::ScopedRealtime priority_;
     };
 
@@ -129,6 +138,7 @@ class DeadlineGate {
         Due due;
         std::uint64_t ticket = 0;
         bool granted = false;
+        std::int64_t asked_ns = 0, granted_ns = 0;
     };
     // Free turns go to the first waiters in the order, decided here, at
     // one moment, by the thread that frees them (mu_ held). Returns whether

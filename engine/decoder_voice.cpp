@@ -44,6 +44,8 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
     rec.started_ns = report.started_ns;
     rec.finished_ns = report.finished_ns;
     rec.deadline_ns = dispatched + budget_ns;
+    rec.turn_asked_ns = turn.asked_ns();
+    rec.turn_granted_ns = turn.granted_ns();
     records_.record(rec);
     if (report.fell_back) records_.note_fallback();
     if (!last && audio.empty()) return true;

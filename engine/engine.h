@@ -146,6 +146,11 @@ struct BlockRecord {
     std::int64_t started_ns = 0;     ///< the processor began it
     std::int64_t finished_ns = 0;    ///< its audio was ready
     std::int64_t deadline_ns = 0;    ///< when pull() needed it
+    /// A neural chunk of a stream with real-time workers waits for its turn
+    /// among all streams' work (Engine::Options::work_turns): when it asked
+    /// for one and when it was granted it (0: it took none).
+    std::int64_t turn_asked_ns = 0;
+    std::int64_t turn_granted_ns = 0;  ///< (see turn_asked_ns)
     /// Time the processor spent on the block, in milliseconds.
     double compute_ms() const { return static_cast<double>(finished_ns - started_ns) / 1e6; }
     /// Time left between the block being ready and its deadline (negative: late).

@@ -192,6 +192,72 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
         EXPECT_FALSE(r->stats().realtime_workers) << "an offline reader's producer kept SCHED_FIFO";
 }
 
+// The order across streams for the producers' work (engine/deadline_gate.h):
+// with one turn, three streams read flat out with read_some() (live, real
+// time, seconds ahead of their listeners: not due) and a new stream pushed
+// beside them. While the new stream's first chunk waited for its turn, no
+// running stream's chunk may be granted one: the new stream's is due first.
+// (First come, first served would let the running streams' chunks that
+// were already waiting go first.)
+TEST(PiperStream, a_new_streams_first_chunk_goes_before_running_streams_not_yet_due) {
+    Engine::Options options;
+    options.work_turns = 1;
+    Engine engine(options);
+    const auto s = sentences();
+    std::atomic<bool> stop{false};
+    std::vector<std::unique_ptr<Stream>> running;
+    for (int i = 0; i < 3; ++i)
+        running.push_back(engine.create_stream(piper_options("", 20 + i, 200)));
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 3; ++i)
+        readers.emplace_back([&, i] {
+            std::vector<float> block(4096);
+            for (int k = 0; k < 40; ++k) running[i]->push_phoneme_ids(long_sentence());
+            while (!stop.load()) running[i]->read_some(block, 50);
+        });
+    // Until every running stream has made seconds of audio (far ahead of its
+    // listener clock, which started at its first audio).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (bool ahead = false; !ahead && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ahead = true;
+        for (const auto& r : running) ahead = ahead && r->stats().samples_delivered > 3 * 22050;
+    }
+    // New streams one after another; each one's first chunk and what the
+    // running streams were granted meanwhile.
+    std::vector<BlockRecord> firsts;
+    for (int n = 0; n < 4; ++n) {
+        auto fresh = engine.create_stream(piper_options("", 11, 200));
+        fresh->push_phoneme_ids(s[0]);
+        std::vector<float> block(4096);
+        while (fresh->read_some(block, 100) == 0 && std::chrono::steady_clock::now() < until) {
+        }
+        if (!fresh->stats().realtime_workers) break;
+        const auto records = fresh->block_records();
+        ASSERT_FALSE(records.empty());
+        firsts.push_back(records.front());
+    }
+    stop = true;
+    for (auto& t : readers) t.join();
+    if (firsts.empty()) GTEST_SKIP() << "SCHED_FIFO is refused here: such streams take no turns";
+    int contending = 0;
+    for (const BlockRecord& first : firsts) {
+        ASSERT_GT(first.turn_granted_ns, 0) << "the chunk took no turn";
+        int overtaking = 0;
+        for (const auto& r : running)
+            for (const auto& rec : r->block_records()) {
+                contending += rec.turn_asked_ns < first.turn_asked_ns &&
+                              rec.turn_granted_ns > first.turn_asked_ns;
+                overtaking += rec.turn_granted_ns > first.turn_asked_ns &&
+                              rec.turn_granted_ns < first.turn_granted_ns;
+            }
+        EXPECT_EQ(overtaking, 0) << "running streams' chunks went before a new stream's first";
+    }
+    // The case the test is about happened: running streams' chunks waited
+    // beside a new stream's first, and it went first.
+    EXPECT_GT(contending, 0) << "no running stream's chunk was waiting beside it";
+}
+
 TEST(PiperStream, text_is_spoken_through_the_voices_own_front_end) {
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
