@@ -406,8 +406,19 @@ int run_say(const CommandLine& args) {
             }
             push(*stream, runs[r]);
             const std::uint64_t offset = r > 0 ? stats.samples_delivered : 0;
+            // Raw audio usually goes to a player (`| aplay`): read it as a
+            // live consumer (read_some), which keeps the stream's real-time
+            // priority and its turns across streams; a WAV file is an
+            // offline render (read), which steps down (docs/tuning.md).
+            const auto next = [&]() -> std::size_t {
+                if (!raw) return stream->read(block);
+                for (;;) {
+                    const std::size_t got = stream->read_some(block, 200);
+                    if (got > 0 || !stream->busy() || g_interrupted) return got;
+                }
+            };
             std::size_t n;
-            while (!g_interrupted && (n = stream->read(block)) > 0) {
+            while (!g_interrupted && (n = next()) > 0) {
                 const auto chunk = std::span<const float>(block).first(n);
                 if (wav) wav->write(chunk);
                 if (raw && !write_raw(chunk)) {
