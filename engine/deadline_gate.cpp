@@ -18,8 +18,10 @@ DeadlineGate::DeadlineGate(int turns, int priority)
 
 void DeadlineGate::Turn::release() {
     outside_ = false;
-    priority_ = rt::ScopedRealtime();  // the holder's own priority again
+    // Given back first: restored to a normal thread while still counted as
+    // running, the holder could be kept off the CPU with the turn.
     if (gate_) std::exchange(gate_, nullptr)->give_back();
+    priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
 DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up, bool raise) {

@@ -399,12 +399,12 @@ class Engine {
         /// Their device index within that backend (as
         /// StreamOptions::device; -1: the best).
         int preload_device = -1;
-        /// How many units of the work that makes audio (a Piper voice's
-        /// espeak-ng for a paragraph, a sentence's analysis, a decoder chunk)
-        /// run at once, across all streams, taken earliest deadline first
-        /// (docs/architecture.md, "The order across streams"). 0: one less
-        /// than the machine's hardware threads, at least 1, which leaves a
-        /// core for the threads that push text and serve clients.
+        /// How many units of the work that makes audio (a sentence's
+        /// analysis, a Piper or mel decoder chunk) of streams with real-time
+        /// workers run at once, across all streams, taken earliest deadline
+        /// first (docs/architecture.md, "The order across streams"). 0: one
+        /// less than the machine's hardware threads, at least 1, which
+        /// leaves a core for the threads that push text and serve clients.
         int work_turns = 0;
     };
     /// Starts the workers and loads the default voice, "slt".

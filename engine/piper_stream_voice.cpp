@@ -162,10 +162,12 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         return first == 0 ? count + mel_.right_context_frames() : first + count;
     };
     for (int first = 0;; first += chunk_frames_) {
+        // Past the last chunk: no turn to wait for.
+        if (s.prior.complete() && first >= s.prior.frames()) break;
         // The chunk's work (durations, flow, decoder) in its turn across
         // streams; vocode_frames gives it back before the audio goes in.
         DeadlineGate::Turn turn = sink_.wait_turn(s.origin);
-        if (!turn.held()) {
+        if (!turn.held() || ring_.cancelled(s.origin.generation)) {
             mel_.reset();
             return false;
         }

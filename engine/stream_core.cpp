@@ -372,8 +372,7 @@ void StreamCore::cancel() {
     // Silence first (the ring's fade), then the held text: a push in
     // progress on another thread holds the input for as long as it queues.
     ring_.cancel();
-    // A producer or a push waiting for its turn gives up (before the input
-    // lock, which a push holds while it waits).
+    // A producer waiting for its turn gives up (deadline_gate.h).
     engine_->gate().wake_all();
     {
         std::lock_guard lock(mu_);

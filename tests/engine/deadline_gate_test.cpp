@@ -7,6 +7,7 @@
 #include "engine/deadline_gate.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -95,6 +96,13 @@ TEST(DeadlineGate, urgent_work_of_a_started_stream_goes_before_earlier_deadlines
 
 TEST(DeadlineGate, no_more_run_at_once_than_there_are_turns) {
     DeadlineGate gate(2, kPriority);
+    {
+        // Two at once: a second waiter gets a turn while the first is held.
+        auto one = gate.wait({DeadlineGate::now_ns()}, never);
+        auto two = gate.wait({DeadlineGate::now_ns()}, never);
+        EXPECT_TRUE(one.held() && two.held());
+        EXPECT_EQ(gate.running(), 2);
+    }
     std::atomic<int> inside{0}, most{0};
     std::vector<std::thread> threads;
     for (int i = 0; i < 8; ++i)
@@ -110,7 +118,8 @@ TEST(DeadlineGate, no_more_run_at_once_than_there_are_turns) {
             }
         });
     for (auto& t : threads) t.join();
-    EXPECT_EQ(most.load(), 2);
+    EXPECT_LE(most.load(), 2);
+    EXPECT_GE(most.load(), 1);
     EXPECT_EQ(gate.running(), 0);
     EXPECT_EQ(gate.waiting(), 0u);
 }
@@ -132,15 +141,20 @@ TEST(DeadlineGate, a_waiter_whose_stream_is_cancelled_gives_up_and_the_next_goes
     gate.wake_all();
     cancelled_waiter.join();  // returns while the turn is still held
     EXPECT_TRUE(gave_up);
+    EXPECT_EQ(gate.running(), 1) << "giving up took a turn";
     held.release();
     r.join();
     EXPECT_EQ(r.order, (std::vector<int>{7}));
+    EXPECT_EQ(gate.running(), 0);
 }
 
 TEST(DeadlineGate, a_normal_thread_holds_its_turn_at_worker_priority_and_then_gets_its_own_back) {
-    // Whether this process may use SCHED_FIFO at all (tried on a thread of its own).
+    // Whether this process may use SCHED_FIFO at all (tried on a thread of
+    // its own), and whether its threads run niced (as under `nice ctest`),
+    // which a turn leaves as they are.
     bool fifo_allowed = false;
     std::thread([&] { fifo_allowed = etude::rt::make_current_thread_realtime(kPriority); }).join();
+    const bool niced = ::getpriority(PRIO_PROCESS, 0) > 0;
     DeadlineGate gate(1, kPriority);
     int before = -1, during = -1, after = -1;
     sched_param p{};
@@ -154,7 +168,9 @@ TEST(DeadlineGate, a_normal_thread_holds_its_turn_at_worker_priority_and_then_ge
     });
     t.join();
     EXPECT_EQ(before, SCHED_OTHER);
-    EXPECT_EQ(during, fifo_allowed ? SCHED_FIFO : SCHED_OTHER);
+    EXPECT_EQ(during, fifo_allowed && !niced ? SCHED_FIFO : SCHED_OTHER);
     EXPECT_EQ(after, SCHED_OTHER);
-    if (!fifo_allowed) std::printf("SCHED_FIFO is refused here: only the restore was checked\n");
+    if (!fifo_allowed || niced)
+        std::printf(
+            "SCHED_FIFO is refused here, or the test runs niced: only the restore was checked\n");
 }
