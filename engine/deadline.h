@@ -22,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -77,6 +78,11 @@ struct StreamHorizon {
     double audio_s = 0.0;
 };
 
+// The order's clock: steady-clock nanoseconds.
+inline std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 // First audio within this of a push is the goal the order serves.
 constexpr std::int64_t kFirstAudioTargetNs = 200'000'000;
 // What a started stream's next sentence needs before it is heard: queueing
@@ -97,14 +103,14 @@ inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
 }
 
 // ---- The order of the work that makes audio ---------------------------------
-// Each unit of it (splitting a push, analysing a sentence, a decoder chunk
-// with the flow and durations it needs) waits for its turn at the engine's
+// Each unit of it (analysing a sentence, a decoder chunk with the flow and
+// durations it needs) waits for its turn at the engine's
 // DeadlineGate (deadline_gate.h), in two classes: first the work of
 // started streams that has become urgent, then everything else, each
 // earliest deadline first.
 //
-//  * Splitting and analysing: due as the sentence is (above); a started
-//    stream's is urgent from that deadline on.
+//  * Analysing: due as the sentence is (above); a started stream's is
+//    urgent from that deadline on.
 //  * A decoder chunk: due when the listener reaches the end of the audio
 //    written so far, or for a push's first chunk, by the first-audio
 //    target. A started stream's is urgent from kChunkUrgentNs before it:

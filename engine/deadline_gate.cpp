@@ -8,9 +8,7 @@
 namespace etude::engine {
 
 std::int64_t DeadlineGate::now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+    return steady_ns(std::chrono::steady_clock::now());
 }
 
 DeadlineGate::DeadlineGate(int turns, int priority)
@@ -24,7 +22,7 @@ void DeadlineGate::Turn::release() {
     priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
-DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up, bool raise) {
+DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up) {
     if (due.outside) return Turn::outside_the_order();
     std::unique_lock lock(mu_);
     Waiter me{due, next_ticket_++};
@@ -37,7 +35,7 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
     if (!me.granted) return Turn();
     lock.unlock();
-    Turn turn = raise ? Turn(this, priority_) : Turn(this);
+    Turn turn(this, priority_);
     turn.asked_ns_ = me.asked_ns;
     turn.granted_ns_ = me.granted_ns;
     return turn;

@@ -28,16 +28,16 @@
 // were busy: one live stream beside 16 readers started after 0.8 s, not
 // 0.05 s. Nor does a stream made without real-time workers (a server's):
 // one turn at a time cut `etude serve`'s speed at 16 Wyoming clients from
-// 29x to 22x real time, and its first-audio p95 went from 2.4 to 3.2 s.
+// 29x to 22x real time, its first-audio p95 went from 2.4 to 3.2 s, and
+// its producers, raised while they held turns, starved the connection
+// threads that send their audio (one client's first audio went from 25
+// to 60-68 ms).
 //
 // A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
 // the OS allows it) while it holds it, if it was a normal thread at nice 0
-// or below and its stream wants real-time workers: the front end's thread
-// is one, and as a normal thread it got only what the real-time producers
-// left it while new streams waited for their first sentence. (A server's
-// streams want none: raised, they starved the connection threads that
-// send their audio, and one Wyoming client's first audio went from 25 to
-// 60-68 ms.)
+// or below: the front end's thread is one, and as a normal thread it got
+// only what the real-time producers left it while new streams waited for
+// their first sentence.
 //
 // A turn covers computation only: the holder gives it back before it
 // writes into its ring, which may block until the consumer reads (an
@@ -105,7 +105,6 @@ class DeadlineGate {
 
       private:
         friend class DeadlineGate;
-        explicit Turn(DeadlineGate* gate) : gate_(gate) {}
         Turn(DeadlineGate* gate, int priority) : gate_(gate), priority_(priority) {}
         DeadlineGate* gate_ = nullptr;
         bool outside_ = false;
@@ -122,9 +121,8 @@ class DeadlineGate {
     // gate's lock whenever the waiter wakes (wake_all() wakes them all): it
     // must not take locks that a turn's holder may hold. Returns an empty
     // turn if it gave up. Work outside the turns (Due::outside) returns at
-    // once with Turn::outside_the_order(). `raise`: a normal thread holds
-    // the turn at the workers' priority (StreamOptions::realtime_workers).
-    Turn wait(Due due, const std::function<bool()>& give_up, bool raise = true);
+    // once with Turn::outside_the_order().
+    Turn wait(Due due, const std::function<bool()>& give_up);
     // A waiter's give_up may have changed (its stream was cancelled or closed).
     void wake_all();
 

@@ -149,9 +149,8 @@ void EngineWorkers::run_front_end() {
         // The analysis in its turn among the producers' work, at their
         // priority (deadline_gate.h): as a normal thread it got only what
         // real-time producers left it, and new streams queued here.
-        DeadlineGate::Turn turn = gate_.wait(
-            due, [this] { return stopped_.load(std::memory_order_relaxed); },
-            stream->options().realtime_workers);
+        DeadlineGate::Turn turn =
+            gate_.wait(due, [this] { return stopped_.load(std::memory_order_relaxed); });
         stream->analyse(std::move(*sentence));
     }
 }

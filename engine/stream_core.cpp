@@ -24,7 +24,6 @@
 namespace etude::engine {
 namespace {
 
-using stream_core_detail::clock_ns;
 using stream_core_detail::seconds_since;
 
 // Sentences analysed ahead of the one being spoken: enough to keep the
@@ -540,11 +539,11 @@ StreamHorizon StreamCore::horizon(bool started, Clock::time_point pushed, std::u
     StreamHorizon h;
     h.started = started;
     if (started) {
-        h.listener_start_ns = clock_ns(listener_start_);
+        h.listener_start_ns = steady_ns(listener_start_);
         h.audio_s = static_cast<double>(end - std::min(end, listener_start_pos_)) / rate_;
     } else {
         const std::uint64_t written = ring_.write_position();
-        h.pushed_ns = clock_ns(pushed);
+        h.pushed_ns = steady_ns(pushed);
         h.audio_s = static_cast<double>(end - std::min(end, written)) / rate_;
     }
     return h;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 
 #include "engine/work_items.h"
 
@@ -11,11 +10,6 @@ namespace etude::engine::stream_core_detail {
 
 inline double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// The order across streams' clock (deadline.h): steady-clock nanoseconds.
-inline std::int64_t clock_ns(Clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 }  // namespace etude::engine::stream_core_detail

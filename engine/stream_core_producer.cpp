@@ -221,12 +221,9 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
         // and for a stream without real-time workers (deadline.h).
         due.outside = producer_background_ || !options_.realtime_workers;
     }
-    return engine_->gate().wait(
-        due,
-        [&] {
-            return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
-        },
-        options_.realtime_workers);
+    return engine_->gate().wait(due, [&] {
+        return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
+    });
 }
 
 bool StreamCore::shutting_down() {
