@@ -21,6 +21,7 @@ venv) is optional: without it the ONNX Runtime check is skipped, saying so.
 
 import argparse
 import collections
+import inspect
 import json
 import math
 import os
@@ -227,8 +228,13 @@ def export(model, path, num_speakers):
     sid = torch.LongTensor([0]) if num_speakers > 1 else None
     scales = torch.FloatTensor([0.667, 1.0, 0.8])
     torch.manual_seed(1234)
+    # Newer torch (2.9 on the GPU machine) exports through torch.export by
+    # default, which cannot trace the durations' data-dependent lengths;
+    # Piper's own export uses the TorchScript exporter, asked for by name
+    # where torch has both.
+    choice = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
-        model=model, args=(sequences, lengths, scales, sid), f=path, verbose=False,
+        model=model, args=(sequences, lengths, scales, sid), f=path, verbose=False, **choice,
         opset_version=OPSET, input_names=["input", "input_lengths", "scales", "sid"],
         output_names=["output"],
         dynamic_axes={"input": {0: "batch_size", 1: "phonemes"},
