@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "audio-io/npy_file.h"
 #include "engine/device_choice.h"
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/vits_decoder.h"
 #include "gpu/registry.h"
 
 namespace {
@@ -116,6 +118,107 @@ void run_concurrent(benchmark::State& state, const std::string& name, const std:
     state.SetLabel(model->backend().info().name);
 }
 
+// A model and its input for the streams benchmark: a full-size model with
+// its mel, or a Piper voice's decoder with a random latent.
+struct Input {
+    std::shared_ptr<NeuralModel> model;
+    std::vector<float> mel;
+    int channels = 0, frames = 0;
+};
+
+Input input_or_skip(benchmark::State& state, const std::string& name, const std::string& backend) {
+    Input in;
+    if (name != "piper_decoder") {
+        in.model = load_or_skip(state, name, backend);
+        if (!in.model) return in;
+        auto mel = etude::audio_io::read_npy(models_dir() + "/" + name + "_mel.npy");
+        in.channels = static_cast<int>(mel.shape[0]);
+        in.frames = static_cast<int>(mel.shape[1]);
+        in.mel = std::move(mel.data);
+        return in;
+    }
+    const char* voice = std::getenv("ETUDE_DECODER_VOICE");
+    if (!voice) {
+        state.SkipWithError("set ETUDE_DECODER_VOICE to a Piper voice's .onnx");
+        return in;
+    }
+    try {
+        const auto weights = etude::engine::read_vits_weights(voice);
+        in.model = etude::engine::load_vits_decoder(weights, 22050, 0, voice,
+                                                    etude::engine::open_model_backend(backend, -1));
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return in;
+    }
+    in.channels = in.model->audio().n_mels;
+    in.frames = 200;  // 2.3 s at 22050 Hz
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    in.mel.resize(static_cast<std::size_t>(in.channels) * in.frames);
+    for (float& v : in.mel) v = normal(rng);
+    return in;
+}
+
+// `streams` streams of one model on one thread, each through the utterance
+// in `chunk`-frame chunks, a chunk of each stream per step: alone, each
+// stream's push in turn; together, one push_together() of all of them.
+void run_streams(benchmark::State& state, const std::string& name, const std::string& backend,
+                 int streams, int chunk, bool together) {
+    const Input in = input_or_skip(state, name, backend);
+    if (!in.model) return;
+    std::vector<std::unique_ptr<etude::engine::NetworkStream>> all;
+    for (int i = 0; i < streams; ++i) all.push_back(in.model->open_stream());
+    if (!all[0]) {
+        state.SkipWithError("the model does not run incrementally");
+        return;
+    }
+    std::vector<std::vector<float>> values(static_cast<std::size_t>(streams));
+    std::vector<float> part;
+    std::size_t samples = 0;
+    for (auto _ : state) {
+        for (auto& s : all) s->reset();
+        for (auto& v : values) v.clear();
+        for (int f0 = 0; f0 < in.frames; f0 += chunk) {
+            const int n = std::min(chunk, in.frames - f0);
+            const bool flush = f0 + n == in.frames;
+            etude::engine::copy_mel_frames(in.mel, in.channels, in.frames, f0, n, part);
+            std::vector<etude::engine::StreamPush> pushes;
+            for (int i = 0; i < streams; ++i)
+                pushes.push_back({all[i].get(), part.data(), n, flush, &values[i]});
+            if (together)
+                all[0]->push_together(pushes);
+            else
+                for (const auto& p : pushes) p.stream->push(p.mel, p.frames, p.flush, *p.values);
+        }
+        samples = 0;
+        for (const auto& v : values) samples += v.size();
+    }
+    const double audio_seconds = static_cast<double>(samples) / in.model->audio().sample_rate;
+    state.counters["rtf"] = benchmark::Counter(
+        audio_seconds * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["streams"] = streams;
+    state.SetLabel(in.model->backend().info().name);
+}
+
+void register_streams() {
+    std::vector<std::string> backends = {"cpu", "cuda"};
+    if (std::getenv("ETUDE_BENCH_VULKAN")) backends.push_back("vulkan");
+    for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos", "piper_decoder"})
+        for (const std::string& backend : backends)
+            for (int chunk : {4, 32})
+                for (bool together : {false, true})
+                    benchmark::RegisterBenchmark(
+                        ("Neural/" + std::string(name) + "/" + backend + "/streams16_chunk" +
+                         std::to_string(chunk) + "/" + (together ? "together" : "alone"))
+                            .c_str(),
+                        [=](benchmark::State& s) {
+                            run_streams(s, name, backend, 16, chunk, together);
+                        })
+                        ->Unit(benchmark::kMillisecond)
+                        ->UseRealTime()
+                        ->MinTime(2.0);
+}
+
 void register_all() {
     for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"})
         // OpenCL and Vulkan at full size only on request (ETUDE_BENCH_OPENCL=1,
@@ -165,6 +268,6 @@ void register_concurrent() {
             }
 }
 
-const bool registered = (register_all(), register_concurrent(), true);
+const bool registered = (register_all(), register_concurrent(), register_streams(), true);
 
 }  // namespace

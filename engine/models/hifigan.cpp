@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/error.h"
@@ -279,7 +280,11 @@ class HifiGanStream final : public NetworkStream {
         }
     }
 
-    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override;
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
+        const StreamPush alone{this, mel, frames, flush, &values};
+        push_together({&alone, 1});
+    }
+    void push_together(std::span<const StreamPush> pushes) override;
 
   private:
     struct Sub {
@@ -373,57 +378,109 @@ void HifiGanNetwork::run(const float* mel, int frames, int first, int count, flo
 }
 
 // Incremental: the same layers as stream layers, each keeping the input its
-// kernel still needs; the sums line up through the delays made above.
-void HifiGanStream::push(const float* mel, int frames, bool flush, std::vector<float>& values) {
-    gpu::Queue& q = *queue_;
-    const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * std::max(frames, 0);
-    auto& in = mel_.need(backend_, n_in);
-    if (n_in > 0) backend_.copy_to_device(q, in, 0, mel, n_in);
-    SignalRef x = pre_->push(q, {&in, net_.n_mels_, frames}, flush);
-    for (auto& st : stages_) {
-        const SignalRef y = st.up->push(q, x, flush);
-        // Every resblock, lined up, completes the same samples.
-        int length = -1;
-        std::size_t n = 0;
-        gpu::DeviceBuffer* sum = nullptr;
-        for (std::size_t j = 0; j < st.branches.size(); ++j) {
-            auto& br = st.branches[j];
-            SignalRef r = y;
-            for (auto& sub : br.subs) {
-                // ResBlock1: r + c2(lrelu(c1(lrelu(r)))); ResBlock2: r + c1(lrelu(r)).
-                SignalRef b = sub.c1->push(q, r, flush);
-                if (sub.c2) b = sub.c2->push(q, b, flush);
-                const SignalRef d = sub.skip->push(q, r, flush);
-                if (b.length != d.length) throw Error("HiFi-GAN stream: paths out of step");
-                if (d.length > 0)
-                    backend_.axpby(q, static_cast<std::size_t>(st.channels) * d.length, 1.0f,
-                                   *b.buffer, 1.0f, *d.buffer);
-                r = d;
-            }
-            const SignalRef a = br.align->push(q, r, flush);
-            if (j == 0) {
-                length = a.length;
-                n = static_cast<std::size_t>(st.channels) * length;
-                sum = &sum_.need(backend_, n);
-            } else if (a.length != length) {
-                throw Error("HiFi-GAN stream: resblocks out of step");
-            }
-            if (n > 0) backend_.axpby(q, n, 1.0f, *a.buffer, j == 0 ? 0.0f : 1.0f, *sum);
+// kernel still needs; the sums line up through the delays made above. Every
+// stream of the push goes through each layer before any goes to the next, so
+// that the streams' convolutions run as one backend call per layer
+// (JointPush, stream_layers.h); one stream alone is the same walk.
+void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
+    // Streams of another network cannot share this one's layers.
+    std::vector<HifiGanStream*> streams;
+    for (const auto& p : pushes) {
+        auto* s = dynamic_cast<HifiGanStream*>(p.stream);
+        if (!s || &s->net_ != &net_) {
+            NetworkStream::push_together(pushes);
+            return;
         }
-        if (n > 0)
-            backend_.axpby(q, n, 1.0f / static_cast<float>(st.branches.size()), *sum, 0.0f, *sum);
-        x = {sum, st.channels, std::max(length, 0)};
-        // The next stage's upsampler takes x into its window before
-        // anything writes `sum_` again.
+        streams.push_back(s);
     }
-    const SignalRef out = post_->push(q, x, flush);
-    if (out.length > 0) {
-        const std::size_t n = static_cast<std::size_t>(out.length);
-        backend_.activation(q, gpu::Activation::Tanh, *out.buffer, *out.buffer, n);
-        const std::size_t at = values.size();
-        values.resize(at + n);
-        backend_.copy_to_host(q, values.data() + at, *out.buffer, 0, n);
+    gpu::Queue& q = *queue_;
+    // Everything below runs on this stream's queue: the others' own queues
+    // must have finished (their layers' zero fills, on a GPU).
+    for (HifiGanStream* s : streams)
+        if (s != this) backend_.synchronize(*s->queue_);
+    const std::size_t count = pushes.size();
+    const auto each = [&](auto&& body) {
+        for (std::size_t i = 0; i < count; ++i) body(*streams[i], pushes[i], i);
+    };
+    std::vector<SignalRef> x(count);
+    each([&](HifiGanStream& s, const StreamPush& p, std::size_t i) {
+        const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * std::max(p.frames, 0);
+        auto& in = s.mel_.need(backend_, n_in);
+        if (n_in > 0) backend_.copy_to_device(q, in, 0, p.mel, n_in);
+        x[i] = {&in, net_.n_mels_, p.frames};
+    });
+    // One layer of every stream: `layer` picks it, `in` is each one's input;
+    // the outputs come back in `out`.
+    const auto together = [&](auto layer, const std::vector<SignalRef>& in,
+                              std::vector<SignalRef>& out) {
+        using Layer = std::remove_reference_t<decltype(*layer(*streams[0]))>;
+        std::vector<LayerStep<Layer>> steps(count);
+        each([&](HifiGanStream& s, const StreamPush& p, std::size_t i) {
+            steps[i].layer = layer(s);
+            steps[i].in = in[i];
+            steps[i].flush = p.flush;
+        });
+        JointPush::push_together(q, steps, scratch_);
+        out.resize(count);
+        each([&](HifiGanStream&, const StreamPush&, std::size_t i) { out[i] = steps[i].out; });
+    };
+    together([](HifiGanStream& s) { return s.pre_.get(); }, x, x);
+    std::vector<SignalRef> y, r, b;
+    for (std::size_t k = 0; k < stages_.size(); ++k) {
+        const int channels = stages_[k].channels;
+        together([k](HifiGanStream& s) { return s.stages_[k].up.get(); }, x, y);
+        // Every resblock, lined up, completes the same samples.
+        std::vector<int> length(count, -1);
+        for (std::size_t j = 0; j < stages_[k].branches.size(); ++j) {
+            r = y;
+            for (std::size_t m = 0; m < stages_[k].branches[j].subs.size(); ++m) {
+                // ResBlock1: r + c2(lrelu(c1(lrelu(r)))); ResBlock2: r + c1(lrelu(r)).
+                const auto sub = [k, j, m](HifiGanStream& s) -> Sub& {
+                    return s.stages_[k].branches[j].subs[m];
+                };
+                together([&](HifiGanStream& s) { return sub(s).c1.get(); }, r, b);
+                if (sub(*this).c2)
+                    together([&](HifiGanStream& s) { return sub(s).c2.get(); }, b, b);
+                each([&](HifiGanStream& s, const StreamPush& p, std::size_t i) {
+                    const SignalRef d = sub(s).skip->push(q, r[i], p.flush);
+                    if (b[i].length != d.length) throw Error("HiFi-GAN stream: paths out of step");
+                    if (d.length > 0)
+                        backend_.axpby(q, static_cast<std::size_t>(channels) * d.length, 1.0f,
+                                       *b[i].buffer, 1.0f, *d.buffer);
+                    r[i] = d;
+                });
+            }
+            each([&](HifiGanStream& s, const StreamPush& p, std::size_t i) {
+                const SignalRef a = s.stages_[k].branches[j].align->push(q, r[i], p.flush);
+                if (j == 0)
+                    length[i] = a.length;
+                else if (a.length != length[i])
+                    throw Error("HiFi-GAN stream: resblocks out of step");
+                const std::size_t n = static_cast<std::size_t>(channels) * length[i];
+                if (n > 0)
+                    backend_.axpby(q, n, 1.0f, *a.buffer, j == 0 ? 0.0f : 1.0f,
+                                   s.sum_.need(backend_, n));
+            });
+        }
+        each([&](HifiGanStream& s, const StreamPush&, std::size_t i) {
+            const std::size_t n = static_cast<std::size_t>(channels) * std::max(length[i], 0);
+            if (n > 0)
+                backend_.axpby(q, n, 1.0f / static_cast<float>(stages_[k].branches.size()),
+                               s.sum_.get(), 0.0f, s.sum_.get());
+            // The next stage's upsampler takes x into its window before
+            // anything writes `sum_` again.
+            x[i] = {&s.sum_.get(), channels, std::max(length[i], 0)};
+        });
     }
+    together([](HifiGanStream& s) { return s.post_.get(); }, x, x);
+    each([&](HifiGanStream&, const StreamPush& p, std::size_t i) {
+        if (x[i].length <= 0) return;
+        const std::size_t n = static_cast<std::size_t>(x[i].length);
+        backend_.activation(q, gpu::Activation::Tanh, *x[i].buffer, *x[i].buffer, n);
+        const std::size_t at = p.values->size();
+        p.values->resize(at + n);
+        backend_.copy_to_host(q, p.values->data() + at, *x[i].buffer, 0, n);
+    });
     backend_.synchronize(q);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace etude::engine {
 namespace {
@@ -109,13 +110,23 @@ StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dSh
 }
 
 SignalRef StreamConv::push(gpu::Queue& q, const SignalRef& in, bool flush) {
-    const int length = window_.append(q, in, flush ? shape_.padding : 0);
-    const int n = length - 2 * shape_.padding;
+    return run_alone(q, stage(q, in, flush));
+}
+
+StreamConv::Staged StreamConv::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
+    Staged st;
+    st.length = window_.append(q, in, flush ? shape_.padding : 0);
+    st.outputs = std::max(st.length - 2 * shape_.padding, 0);
+    if (st.outputs > 0) activate(q, st.length);
+    return st;
+}
+
+SignalRef StreamConv::run_alone(gpu::Queue& q, const Staged& st) {
+    const int n = st.outputs;
     if (n <= 0) return ref(out_.get(), shape_.out_channels, 0);
-    activate(q, length);
     gpu::Conv1dShape s = shape_;
     s.batch = 1;
-    s.in_length = length;
+    s.in_length = st.length;
     s.padding = 0;
     auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * n);
     backend_.conv1d(q, s, window_.work(), weight_, bias_, out);
@@ -152,33 +163,163 @@ void StreamUpsample::reset() {
 }
 
 SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
+    return run_alone(q, stage(q, in, flush));
+}
+
+StreamUpsample::Staged StreamUpsample::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int u = shape_.stride, held = tail(shape_);
-    const int length = window_.append(q, in, flush ? held : 0);
+    Staged st;
+    st.length = window_.append(q, in, flush ? held : 0);
     in_total_ += std::max(in.length, 0);
     // With the window's tail samples in front, cropping held * u outputs on
     // each side leaves exactly the outputs the new input completes. The first
     // `padding` of a signal lie before its start (the layer's own padding).
-    const int full = std::max(0, (length - held) * u);
+    const int full = std::max(0, (st.length - held) * u);
     // Outputs before the signal's start still to drop (a first chunk may
     // make fewer than `padding` of them when the kernel spans 3+ strides).
-    const long first = std::clamp<long>(shape_.padding - full_total_, 0, full);
+    st.first = std::clamp<long>(shape_.padding - full_total_, 0, full);
     full_total_ += full;
-    long count = full - first;
-    if (flush) count = std::min<long>(count, in_total_ * u - out_total_);
-    if (count <= 0) return ref(out_.get(), shape_.out_channels, 0);
-    activate(q, length);
+    st.count = full - st.first;
+    if (flush) st.count = std::min<long>(st.count, in_total_ * u - out_total_);
+    st.count = std::max<long>(st.count, 0);
+    out_total_ += st.count;
+    if (st.count > 0) activate(q, st.length);
+    return st;
+}
+
+SignalRef StreamUpsample::run_alone(gpu::Queue& q, const Staged& st) {
+    if (st.count <= 0) return ref(out_.get(), shape_.out_channels, 0);
+    const int held = tail(shape_);
     gpu::Conv1dShape s = shape_;
     s.batch = 1;
-    s.in_length = length;
-    s.padding = held * u;
+    s.in_length = st.length;
+    s.padding = held * shape_.stride;
+    const int full = (st.length - held) * shape_.stride;
     auto& z = scratch_.staging.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
     backend_.conv_transpose1d(q, s, window_.work(), weight_, bias_, z);
-    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * count);
-    backend_.copy_rows(q, shape_.out_channels, static_cast<int>(count), z,
-                       static_cast<std::size_t>(first), static_cast<std::size_t>(full), out, 0,
-                       static_cast<std::size_t>(count));
-    out_total_ += count;
-    return ref(out, shape_.out_channels, static_cast<int>(count));
+    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * st.count);
+    backend_.copy_rows(q, shape_.out_channels, static_cast<int>(st.count), z,
+                       static_cast<std::size_t>(st.first), static_cast<std::size_t>(full), out, 0,
+                       static_cast<std::size_t>(st.count));
+    return ref(out, shape_.out_channels, static_cast<int>(st.count));
+}
+
+// ---- JointPush ---------------------------------------------------------------------
+
+namespace {
+
+// The steps whose windows have the same length and make outputs, in groups
+// of two or more: each group runs as one call of batch size its count.
+template <class Staged, class Runs>
+std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& staged, Runs runs) {
+    std::vector<std::vector<std::size_t>> groups;
+    std::vector<bool> taken(staged.size(), false);
+    for (std::size_t i = 0; i < staged.size(); ++i) {
+        if (taken[i] || !runs(staged[i])) continue;
+        std::vector<std::size_t> g{i};
+        for (std::size_t j = i + 1; j < staged.size(); ++j)
+            if (!taken[j] && runs(staged[j]) && staged[j].length == staged[i].length) {
+                g.push_back(j);
+                taken[j] = true;
+            }
+        if (g.size() > 1) groups.push_back(std::move(g));
+    }
+    return groups;
+}
+
+// A group's windows, one after another ([batch][channels][length]), in `joint`.
+template <class Window>
+gpu::DeviceBuffer& stack_windows(gpu::Backend& backend, gpu::Queue& q, Window window,
+                                 const std::vector<std::size_t>& group, int channels, int length,
+                                 ScratchBuffer& joint) {
+    const std::size_t each = static_cast<std::size_t>(channels) * length;
+    auto& buf = joint.need(backend, each * group.size());
+    for (std::size_t b = 0; b < group.size(); ++b)
+        backend.copy_rows(q, channels, length, window(group[b]), 0,
+                          static_cast<std::size_t>(length), buf, b * each,
+                          static_cast<std::size_t>(length));
+    return buf;
+}
+
+}  // namespace
+
+void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
+                              StreamScratch& leader) {
+    if (steps.empty()) return;
+    StreamConv& first = *steps[0].layer;
+    gpu::Backend& backend = first.backend_;
+    const gpu::Conv1dShape& shape = first.shape_;
+    std::vector<StreamConv::Staged> staged;
+    for (auto& step : steps) staged.push_back(step.layer->stage(q, step.in, step.flush));
+    std::vector<bool> done(steps.size(), false);
+    const auto window = [&](std::size_t i) -> gpu::DeviceBuffer& {
+        return steps[i].layer->window_.work();
+    };
+    for (const auto& group : batches_of(staged, [](const auto& st) { return st.outputs > 0; })) {
+        const int length = staged[group[0]].length, n = staged[group[0]].outputs;
+        gpu::Conv1dShape s = shape;
+        s.batch = static_cast<int>(group.size());
+        s.in_length = length;
+        s.padding = 0;
+        const auto& in =
+            stack_windows(backend, q, window, group, shape.in_channels, length, leader.joint_in);
+        const std::size_t each = static_cast<std::size_t>(shape.out_channels) * n;
+        auto& out = leader.joint_out.need(backend, each * group.size());
+        backend.conv1d(q, s, in, first.weight_, first.bias_, out);
+        for (std::size_t b = 0; b < group.size(); ++b) {
+            StreamConv& layer = *steps[group[b]].layer;
+            auto& own = layer.out_.need(backend, each);
+            backend.copy_rows(q, shape.out_channels, n, out, b * each, static_cast<std::size_t>(n),
+                              own, 0, static_cast<std::size_t>(n));
+            steps[group[b]].out = ref(own, shape.out_channels, n);
+            done[group[b]] = true;
+        }
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        if (!done[i]) steps[i].out = steps[i].layer->run_alone(q, staged[i]);
+}
+
+void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
+                              StreamScratch& leader) {
+    if (steps.empty()) return;
+    StreamUpsample& first = *steps[0].layer;
+    gpu::Backend& backend = first.backend_;
+    const gpu::Conv1dShape& shape = first.shape_;
+    std::vector<StreamUpsample::Staged> staged;
+    for (auto& step : steps) staged.push_back(step.layer->stage(q, step.in, step.flush));
+    std::vector<bool> done(steps.size(), false);
+    const auto window = [&](std::size_t i) -> gpu::DeviceBuffer& {
+        return steps[i].layer->window_.work();
+    };
+    const int u = shape.stride, held = StreamUpsample::tail(shape);
+    for (const auto& group : batches_of(staged, [](const auto& st) { return st.count > 0; })) {
+        // As run_alone(), for every window of the group at once; each then
+        // crops its own outputs (a signal's first window drops its padding).
+        const int length = staged[group[0]].length, full = (length - held) * u;
+        gpu::Conv1dShape s = shape;
+        s.batch = static_cast<int>(group.size());
+        s.in_length = length;
+        s.padding = held * u;
+        const auto& in =
+            stack_windows(backend, q, window, group, shape.in_channels, length, leader.joint_in);
+        const std::size_t each = static_cast<std::size_t>(shape.out_channels) * full;
+        auto& out = leader.joint_out.need(backend, each * group.size());
+        backend.conv_transpose1d(q, s, in, first.weight_, first.bias_, out);
+        for (std::size_t b = 0; b < group.size(); ++b) {
+            const auto& st = staged[group[b]];
+            StreamUpsample& layer = *steps[group[b]].layer;
+            auto& own =
+                layer.out_.need(backend, static_cast<std::size_t>(shape.out_channels) * st.count);
+            backend.copy_rows(q, shape.out_channels, static_cast<int>(st.count), out,
+                              b * each + static_cast<std::size_t>(st.first),
+                              static_cast<std::size_t>(full), own, 0,
+                              static_cast<std::size_t>(st.count));
+            steps[group[b]].out = ref(own, shape.out_channels, static_cast<int>(st.count));
+            done[group[b]] = true;
+        }
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i)
+        if (!done[i]) steps[i].out = steps[i].layer->run_alone(q, staged[i]);
 }
 
 // ---- StreamDelay ------------------------------------------------------------------

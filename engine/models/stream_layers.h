@@ -23,6 +23,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 
 #include "gpu/backend.h"
 
@@ -48,10 +49,13 @@ class ScratchBuffer {
 };
 
 // Chunk-sized buffers the layers of one stream use only inside their own
-// push(), so every layer of the stream can share them.
+// push(), so every layer of the stream can share them. `joint_in` and
+// `joint_out` hold several streams' windows and outputs when this stream
+// leads a joint push (push_together() below).
 struct StreamScratch {
     ScratchBuffer window;   // a layer's held samples and new input, lined up
     ScratchBuffer staging;  // an upsampler's output before cropping
+    ScratchBuffer joint_in, joint_out;
 };
 
 // The last `hold` input samples of every channel, lined up in front of new
@@ -115,6 +119,17 @@ class StreamConv : public WeightedStreamLayer {
     static bool supports(const gpu::Conv1dShape& shape);
     void reset() { window_.reset(); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+
+  private:
+    friend struct JointPush;
+    struct Staged {
+        int length = 0;  // window columns
+        int outputs = 0;
+    };
+    // push() in two steps: the window lined up (and activated), then the
+    // convolution, alone or beside other streams' windows.
+    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush);
+    SignalRef run_alone(gpu::Queue& q, const Staged& st);
 };
 
 // conv_transpose1d (upsampling by `stride`) whose kernel minus stride is a
@@ -130,6 +145,14 @@ class StreamUpsample : public WeightedStreamLayer {
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
   private:
+    friend struct JointPush;
+    struct Staged {
+        int length = 0;  // window columns
+        long first = 0;  // outputs of the window's run to drop in front
+        long count = 0;  // outputs handed out
+    };
+    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush);
+    SignalRef run_alone(gpu::Queue& q, const Staged& st);
     static int tail(const gpu::Conv1dShape& s);  // input samples held: (kernel - stride) / stride
     // Input taken, outputs handed out, and outputs made before cropping
     // (from the left padding on).
@@ -153,6 +176,33 @@ class StreamDelay {
     // tail_[1] and the two swapped, so no copy overlaps its source.
     gpu::DeviceBuffer tail_[2];
     ScratchBuffer& out_;
+};
+
+// Several streams' pushes through the same layer of one network (the same
+// weights, one backend): the streams whose windows have the same length (in
+// steady state, every stream pushing chunks of one size) run as one backend
+// call of that batch size, each window one batch item, and each stream's
+// outputs are copied out to its own buffer; the others run alone. A batch
+// item is the same computation as the window alone, so each stream gets the
+// values its own push would make (on the CPU's direct convolutions, bit for
+// bit). Lining windows of any length up end to end in one long signal was
+// tried first: the outputs that straddle two windows, thrown away, are as
+// many as a window's held samples (up to 50 a layer for HiFi-GAN V1), more
+// than a 4-frame chunk's new ones in the first stage. Each step's
+// layer belongs to a different stream; `leader` is the stream whose queue
+// runs the calls and whose joint buffers they use.
+template <class Layer>
+struct LayerStep {
+    Layer* layer = nullptr;
+    SignalRef in;
+    bool flush = false;
+    SignalRef out;  // set by push_together
+};
+struct JointPush {
+    static void push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
+                              StreamScratch& leader);
+    static void push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
+                              StreamScratch& leader);
 };
 
 }  // namespace etude::engine

@@ -1,0 +1,157 @@
+// Several streams of one neural vocoder pushed together (one backend call per
+// layer for all of them, NetworkStream::push_together) against the same
+// streams pushed alone: each stream's audio must be its solo audio. The
+// streams start at different frames of the reference mel, push chunks of
+// different sizes, sit some pushes out and end at different pushes, so the
+// windows lined up side by side differ in length and in how much each layer
+// holds (a stream's first chunk has the left padding in front of it, its last
+// the right padding behind).
+//
+// Tolerance: none for the CPU backend's direct convolutions (AVX2 with FMA;
+// every layer of these test models), which sum each output in one fixed
+// order wherever it lies in the signal, so a stream's outputs are the same
+// operations in the same order together or alone. SGEMM (the CPU's other
+// path, which a real voice's largest upsamplers take) and a GPU's kernels may
+// block a longer signal's sums differently: there the bound is the one
+// chunked streaming already holds against a whole run for the same reason,
+// 1e-5 on outputs of magnitude up to 1 (tanh), about 2^7 float roundings
+// (2^-23 each) of the largest sums.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "audio-io/npy_file.h"
+#include "engine/models/neural_model.h"
+#include "gpu/cpu/cpu_direct_conv.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+#include "support/test_data.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kData = test::test_data_dir() + "/neural/";
+
+class JointPush : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = test::backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << " — these tests are skipped";
+        backend_->reset_health();
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+};
+
+// One stream's plan: where in the mel it starts, its chunk sizes in turn
+// (0: sits this push out), and how many frames it takes in all.
+struct Plan {
+    int start = 0;
+    std::vector<int> chunks;
+    int frames = 0;
+};
+
+// Pushes every stream of `plans` alone and, in a twin, together with the
+// others due at the same push; each twin's audio must equal its solo audio
+// (bit for bit when `exact`).
+void check_together_equals_alone(const std::shared_ptr<gpu::Backend>& backend, const char* name,
+                                 bool exact) {
+    const std::vector<Plan> plans = {
+        {0, {4}, 40},               // the engine's Piper chunk at 100 ms
+        {3, {1, 7, 0, 2, 13}, 45},  // short and long, a push sat out
+        {10, {32, 0, 0, 5}, 38},    // a long first chunk
+        {7, {2, 3}, 9},             // ends (flushes) while the others go on
+        {1, {0, 0, 6, 9, 1}, 47},   // joins late
+    };
+    SCOPED_TRACE(name);
+    auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
+    const int n_mels = static_cast<int>(mel_file.shape[0]);
+    const int total = static_cast<int>(mel_file.shape[1]);
+    auto model = NeuralModel::load(kData + name + ".lef", backend);
+    const std::size_t count = plans.size();
+    std::vector<std::unique_ptr<NetworkStream>> joint(count), solo(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        joint[i] = model->open_stream();
+        solo[i] = model->open_stream();
+        ASSERT_TRUE(joint[i] && solo[i]) << name << " runs incrementally";
+    }
+    std::vector<std::vector<float>> joint_out(count), solo_out(count), mels(count);
+    std::vector<int> fed(count, 0);
+    std::vector<bool> done(count, false);
+    int joined = 0;  // pushes that joined two or more streams
+    for (int round = 0; std::find(done.begin(), done.end(), false) != done.end(); ++round) {
+        std::vector<StreamPush> pushes;
+        for (std::size_t i = 0; i < count; ++i) {
+            const Plan& p = plans[i];
+            if (done[i]) continue;
+            const int want = p.chunks[static_cast<std::size_t>(round) % p.chunks.size()];
+            if (want == 0) continue;
+            const int n = std::min(want, p.frames - fed[i]);
+            const bool flush = fed[i] + n == p.frames;
+            ASSERT_LE(p.start + p.frames, total);
+            copy_mel_frames(mel_file.data, n_mels, total, p.start + fed[i], n, mels[i]);
+            solo[i]->push(mels[i].data(), n, flush, solo_out[i]);
+            pushes.push_back({joint[i].get(), mels[i].data(), n, flush, &joint_out[i]});
+            fed[i] += n;
+            done[i] = flush;
+        }
+        if (pushes.empty()) continue;
+        joined += pushes.size() > 1;
+        pushes[0].stream->push_together(pushes);
+    }
+    EXPECT_GT(joined, 3);
+    for (std::size_t i = 0; i < count; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_EQ(joint_out[i].size(), solo_out[i].size());
+        ASSERT_FALSE(solo_out[i].empty());
+        const double diff = test::max_abs_diff(joint_out[i], solo_out[i]);
+        if (exact)
+            EXPECT_EQ(0, std::memcmp(joint_out[i].data(), solo_out[i].data(),
+                                     sizeof(float) * solo_out[i].size()))
+                << "max |difference| " << diff;
+        else
+            EXPECT_LE(diff, 1e-5);
+    }
+}
+
+const char* const kModels[] = {"hifigan_v1", "hifigan_v2", "hifigan_v3", "vocos"};
+
+// Whether this CPU runs the test models' layers through the direct loops
+// (no AVX2 with FMA, or ETUDE_CPU_DIRECT_CONV=0: SGEMM).
+bool cpu_runs_direct() {
+    gpu::Conv1dShape conv;
+    conv.kernel = 3;
+    gpu::Conv1dShape up;
+    up.kernel = 4;
+    up.stride = 2;
+    up.padding = 1;
+    return gpu::cpu::direct_conv1d_applies(conv) && gpu::cpu::direct_conv_transpose1d_applies(up);
+}
+
+TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
+    const bool exact = GetParam() == gpu::BackendKind::Cpu && cpu_runs_direct();
+    for (const char* name : kModels) check_together_equals_alone(backend_, name, exact);
+}
+
+// The CPU's other path, im2col or col2im around SGEMM, taken where the
+// direct loops do not apply (no AVX2, or a large upsampler such as a real
+// Piper voice's first two): OpenBLAS blocks a longer product differently, so
+// within the tolerance above (measured here: up to 2.3e-6).
+TEST(JointPushCpu, each_stream_pushed_together_gives_its_solo_audio_through_sgemm) {
+    std::string why;
+    auto backend = test::backend_of(gpu::BackendKind::Cpu, why);
+    ASSERT_TRUE(backend) << why;
+    gpu::cpu::DirectConvOff sgemm_only;
+    for (const char* name : kModels) check_together_equals_alone(backend, name, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, JointPush,
+                         ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
+                                           gpu::BackendKind::Cuda, gpu::BackendKind::Vulkan),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
+}  // namespace
+}  // namespace etude::engine
