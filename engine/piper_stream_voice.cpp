@@ -161,7 +161,20 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
     const auto flow_until = [&](int first, int count) {
         return first == 0 ? count + mel_.right_context_frames() : first + count;
     };
-    for (int first = 0;; first += chunk_frames_) {
+    // A sentence's first chunk is the latency budget's (chunk_frames_); each
+    // next one is as long as all the chunks before it (so 4, 4, 8, 16, 32
+    // frames, then 32 at most: kMaxLatentChunkFrames). Small chunks cost: 4
+    // frames take about a quarter more decoder time than 32
+    // (docs/benchmarks.md). A chunk no longer than the audio already made before
+    // it asks the producer to keep up with its listener and no more, as a
+    // fixed chunk does; doubling from the first chunk on (4, 8, 16) asked
+    // for twice that at the second and made listeners run dry over Wyoming.
+    // The schedule depends only on the position in the sentence, so a live
+    // stream and an offline render cut the same chunks and give the same
+    // audio.
+    const int base = chunk_frames_;
+    for (int first = 0, size = base;;
+         first += size, size = std::clamp(first, base, kMaxLatentChunkFrames)) {
         // Past the last chunk: no turn to wait for.
         if (s.prior.complete() && first >= s.prior.frames()) break;
         // The chunk's work (durations, flow, decoder) in its turn across
@@ -175,7 +188,7 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         // are made here, after the sentence's first audio, once the flow's
         // push for this chunk (which covers the chunk) would reach the known
         // frames' end.
-        if (flow_->needs_complete_prior(s.prior, flow_until(first, chunk_frames_))) {
+        if (flow_->needs_complete_prior(s.prior, flow_until(first, size))) {
             try {
                 complete_prior(s.prior, s.z, s.flowed);
             } catch (const std::exception& e) {
@@ -188,7 +201,7 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         }
         const int frames = s.prior.frames();
         if (first >= frames) break;
-        const int count = std::min(chunk_frames_, frames - first);
+        const int count = std::min(size, frames - first);
         if (ring_.cancelled(s.origin.generation)) {
             mel_.reset();
             return false;

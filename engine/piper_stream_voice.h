@@ -60,7 +60,7 @@ class PiperStreamVoice final : public DecoderVoice {
     const int speaker_;
     const VitsScales scales_;
     std::mt19937_64 noise_;
-    int chunk_frames_ = 1;  // latent frames decoded per chunk
+    int chunk_frames_ = 1;  // latent frames in a sentence's first chunk (then growing)
     // Producer thread: the sentence's flow.
     std::unique_ptr<VitsFlowStream> flow_;
 };

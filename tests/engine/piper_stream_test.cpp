@@ -110,7 +110,8 @@ TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
     s.insert(s.begin(), long_sentence());
     const auto expected = offline(kMulti, s, "speaker_2", 7);
     ASSERT_GT(expected.size(), 0u);
-    // 20 ms: chunks of 1 frame; 100 ms: 4 frames; 800 ms: 32 frames.
+    // A sentence's chunks from 1 frame (20 ms), 4 frames (100 ms) or 32
+    // frames (800 ms) on, growing to 32 (1, 1, 2, 4, ...).
     for (double latency : {20.0, 100.0, 800.0}) {
         SCOPED_TRACE(latency);
         auto stream = engine.create_stream(piper_options("speaker_2", 7, latency));
@@ -123,6 +124,28 @@ TEST(PiperStream, read_equals_the_offline_render_with_the_same_seed) {
         EXPECT_EQ(stats.sentences_spoken, 3u);
         EXPECT_EQ(stats.vocoder, "vits");
         EXPECT_EQ(stats.mel_chunks_phase, 0u);
+    }
+}
+
+// A sentence's first chunk is the latency budget's (half of it: 1 frame of
+// 256 samples at 22050 Hz for 20 ms, 4 for 100 ms); each next one is as long
+// as all the chunks before it, up to 32 frames (small chunks cost decoder
+// time, and a chunk no longer than the audio before it asks no more of the
+// producer than a fixed chunk does).
+TEST(PiperStream, a_sentences_chunks_grow_from_the_latency_budget_to_32_frames) {
+    Engine engine;
+    for (const auto& [latency, first] : {std::pair{20.0, 1}, std::pair{100.0, 4}}) {
+        SCOPED_TRACE(latency);
+        auto stream = engine.create_stream(piper_options("", 5, latency));
+        stream->push_phoneme_ids(long_sentence());
+        read_all(*stream);
+        const auto stats = stream->stats();
+        ASSERT_GT(stats.mel_frames, 200u);
+        std::uint64_t chunks = 0;
+        for (std::uint64_t done = 0, size = first; done < stats.mel_frames;
+             done += size, size = std::clamp<std::uint64_t>(done, first, 32))
+            ++chunks;
+        EXPECT_EQ(stats.mel_chunks_cpu, chunks) << stats.mel_frames << " frames";
     }
 }
 
