@@ -123,12 +123,11 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
     if (speaker < 0 || speaker >= num_speakers())
         throw Error(model_path() + ": speaker " + std::to_string(speaker) +
                     " is outside the voice's " + std::to_string(num_speakers()) + " speakers");
-    const bool shared_cpu = backend == gpu::shared_cpu_backend();
+    const std::pair<int, const gpu::Backend*> key{speaker, backend.get()};
     std::shared_ptr<const DecoderImage> image;
     {
         std::lock_guard lock(images_mu_);
-        if (shared_cpu)
-            if (auto it = cpu_decoders_.find(speaker); it != cpu_decoders_.end()) return it->second;
+        if (auto it = decoders_.find(key); it != decoders_.end()) return it->second;
         auto& slot = images_[speaker];
         if (!slot) {
             auto made = std::make_shared<DecoderImage>();
@@ -139,12 +138,9 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
         image = slot;
     }
     auto model = NeuralModel::load(*image->file, model_path(), std::move(backend));
-    if (shared_cpu) {
-        // Two streams may have loaded it at once: the first one stored wins.
-        std::lock_guard lock(images_mu_);
-        return cpu_decoders_.emplace(speaker, std::move(model)).first->second;
-    }
-    return model;
+    // Two streams may have loaded it at once: the first one stored wins.
+    std::lock_guard lock(images_mu_);
+    return decoders_.emplace(key, std::move(model)).first->second;
 }
 
 void PiperVoice::prepare(int speaker) const {

@@ -1,10 +1,8 @@
 // A Piper voice as the engine's streams speak it: its files found by path or
 // by name (piper/voice_catalog.h), its config and text front end (piper/),
 // and its network (models/vits/): the text-to-latent part runs on the CPU
-// for every stream, and each stream loads its own copy of the decoder for
-// the speaker it speaks with, on the CPU and on the GPU if it has one (a
-// NeuralModel runs one network at a time, so streams sharing one decoder
-// would take turns on it).
+// for every stream, and the streams of one speaker share its decoder on
+// each backend (load_decoder), each running it through state of its own.
 //
 // open() reads a voice once per process: streams of the same file share it
 // for as long as one of them holds it.
@@ -24,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/models/lef_file.h"
@@ -74,17 +73,17 @@ class PiperVoice {
     // Phoneme ids to the decoder's input, noise from `noise`.
     VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                       std::mt19937_64& noise) const;
-    // The decoder of `speaker` on `backend`. On the process's CPU backend
-    // one per speaker, made on first use and shared by every stream (each
-    // stream runs it through state of its own: NeuralModel::open_stream);
+    // The decoder of `speaker` on `backend`: one per speaker and backend,
+    // made on first use and shared by every stream (each stream runs it
+    // through state of its own: NeuralModel::open_stream). On the CPU,
     // copying the weights anew took 2.7 ms of each new server stream's
-    // first audio, and as much memory again per stream. On any other
-    // backend, the stream's own.
+    // first audio, and as much memory again per stream; on a GPU, streams
+    // that share a decoder have their chunks batched (models/stream_joiner.h).
     std::shared_ptr<NeuralModel> load_decoder(int speaker,
                                               std::shared_ptr<gpu::Backend> backend) const;
     // Makes now what the first stream of `speaker` would make when it is
     // created: the flow's network and the decoder on the CPU backend (and
-    // the decoder's image, from which a stream on a GPU loads its own).
+    // the decoder's image, from which the decoder on a GPU is loaded).
     // About 200 ms for a medium voice, which a server's first request would
     // otherwise wait for (Engine::Options::preload_voices calls it).
     void prepare(int speaker) const;
@@ -98,15 +97,16 @@ class PiperVoice {
     std::optional<piper::Phonemizer> phonemizer_;
     std::string phonemizer_error_;        // why there is none
     std::shared_ptr<VitsVoice> network_;  // on the CPU backend
-    // Each speaker's decoder as a LEF image, made once: a stream loads its
-    // own decoder from it (building it takes longer than loading it).
+    // Each speaker's decoder as a LEF image, made once: each backend's copy
+    // is loaded from it (building it takes longer than loading it).
     struct DecoderImage {
         std::vector<std::uint8_t> bytes;
         std::optional<LefFile> file;  // reads `bytes`
     };
-    mutable std::mutex images_mu_;  // guards images_ and cpu_decoders_
+    mutable std::mutex images_mu_;  // guards images_ and decoders_
     mutable std::map<int, std::shared_ptr<const DecoderImage>> images_;
-    mutable std::map<int, std::shared_ptr<NeuralModel>> cpu_decoders_;
+    // By speaker and backend (the registry opens one backend per device).
+    mutable std::map<std::pair<int, const gpu::Backend*>, std::shared_ptr<NeuralModel>> decoders_;
 };
 
 }  // namespace etude::engine

@@ -1,6 +1,7 @@
 #include "engine/models/hifigan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -9,6 +10,7 @@
 #include "engine/error.h"
 #include "engine/models/device_weights.h"
 #include "engine/models/receptive_field.h"
+#include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 
 namespace etude::engine {
@@ -151,6 +153,8 @@ class HifiGanNetwork final : public VocoderNetwork {
 
     int values_per_frame() const override { return hop_; }
     std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
+    void set_join_streams(bool on) override { join_ = on; }
+    StreamJoiner* joiner() const override { return join_ ? &joiner_ : nullptr; }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -173,6 +177,10 @@ class HifiGanNetwork final : public VocoderNetwork {
     gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
     Workspace work_;
+    // The streams' pushes meet in batches on a GPU (stream_joiner.h says
+    // why not on the CPU).
+    std::atomic<bool> join_{backend_.info().is_gpu};
+    mutable StreamJoiner joiner_;
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
@@ -282,7 +290,12 @@ class HifiGanStream final : public NetworkStream {
 
     void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
         const StreamPush alone{this, mel, frames, flush, &values};
-        push_together({&alone, 1});
+        if (StreamJoiner* joiner = net_.joiner())
+            joiner->push(alone, [](std::span<const StreamPush> batch) {
+                batch[0].stream->push_together(batch);
+            });
+        else
+            push_together({&alone, 1});
     }
     void push_together(std::span<const StreamPush> pushes) override;
 

@@ -58,6 +58,13 @@ class NeuralModel {
         return network_->open_stream(right_context_);
     }
     const std::vector<float>& synthesis_window() const { return window_; }  // Vocos' ISTFT window
+    // Whether the pushes of this model's streams (MelVocoderStreams on their
+    // own threads) meet in batches (models/stream_joiner.h): on by default
+    // on a GPU, where one call for many streams pays, off on the CPU, where
+    // it does not. HiFi-GAN only; the others ignore it. joiner() is null
+    // while off.
+    void set_join_streams(bool on) { network_->set_join_streams(on); }
+    StreamJoiner* joiner() const { return network_->joiner(); }
 
   private:
     NeuralModel() = default;

@@ -10,6 +10,7 @@
 namespace etude::engine {
 
 class NetworkStream;
+class StreamJoiner;
 
 // One stream's part in NetworkStream::push_together(): push()'s arguments.
 struct StreamPush {
@@ -62,6 +63,11 @@ class VocoderNetwork {
     // An incremental runner on the same weights and backend, or null when a
     // layer's shape does not allow one (the stream then recomputes context).
     virtual std::unique_ptr<NetworkStream> open_stream(int right_context) const = 0;
+    // Whether the streams' pushes, made on their own threads, meet in
+    // batches (models/stream_joiner.h); the joiner while they do, else null.
+    // Networks that cannot batch streams never do.
+    virtual void set_join_streams(bool) {}
+    virtual StreamJoiner* joiner() const { return nullptr; }
 };
 
 }  // namespace etude::engine

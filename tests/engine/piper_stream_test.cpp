@@ -393,3 +393,20 @@ TEST(PiperStream, an_engine_keeps_preloaded_voices_open) {
     EXPECT_GT(read_all(*stream).size(), 0u);
     EXPECT_THROW(Engine(Engine::Options{{"bogus"}}), etude::Error);
 }
+
+// One decoder per speaker and backend, shared by the streams: on a GPU, the
+// streams' chunks then meet in batches (engine/models/stream_joiner.h).
+TEST(PiperStream, the_streams_of_a_speaker_share_its_decoder_on_each_backend) {
+    const auto voice = PiperVoice::open(kMulti);
+    std::vector<std::shared_ptr<etude::gpu::Backend>> backends{etude::gpu::shared_cpu_backend()};
+    std::string why;
+    if (auto vulkan = etude::test::backend_of(etude::gpu::BackendKind::Vulkan, why))
+        backends.push_back(vulkan);
+    for (const auto& backend : backends) {
+        SCOPED_TRACE(backend->info().name);
+        const auto a = voice->load_decoder(1, backend);
+        EXPECT_EQ(voice->load_decoder(1, backend).get(), a.get());
+        EXPECT_NE(voice->load_decoder(2, backend).get(), a.get()) << "another speaker";
+        EXPECT_EQ(&a->backend(), backend.get());
+    }
+}

@@ -1,0 +1,71 @@
+#include "engine/models/stream_joiner.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace etude::engine {
+
+void StreamJoiner::push(const StreamPush& push, const RunBatch& run) {
+    Waiter me{push};
+    std::unique_lock lock(mu_);
+    waiting_.push_back(&me);
+    while (!me.done) {
+        if (running_ || paused_) {
+            cv_.wait(lock);
+            continue;
+        }
+        // No batch runs: this thread runs one for every push waiting, its
+        // own among them (it was queued before it looked).
+        running_ = true;
+        std::vector<Waiter*> batch = std::move(waiting_);
+        waiting_.clear();
+        lock.unlock();
+        std::vector<StreamPush> pushes;
+        pushes.reserve(batch.size());
+        for (const Waiter* w : batch) pushes.push_back(w->push);
+        std::exception_ptr error;
+        try {
+            run(pushes);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        lock.lock();
+        for (Waiter* w : batch) {
+            w->done = true;
+            w->error = error;
+        }
+        ++stats_.batches;
+        stats_.pushes += batch.size();
+        stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
+        running_ = false;
+        // The pushes of this batch return; of those that came meanwhile, the
+        // first to wake runs the next batch.
+        cv_.notify_all();
+    }
+    if (me.error) std::rethrow_exception(me.error);
+}
+
+JoinStats StreamJoiner::stats() const {
+    std::lock_guard lock(mu_);
+    return stats_;
+}
+
+void StreamJoiner::pause() {
+    std::lock_guard lock(mu_);
+    paused_ = true;
+}
+
+void StreamJoiner::resume() {
+    {
+        std::lock_guard lock(mu_);
+        paused_ = false;
+    }
+    cv_.notify_all();
+}
+
+std::size_t StreamJoiner::waiting() const {
+    std::lock_guard lock(mu_);
+    return waiting_.size();
+}
+
+}  // namespace etude::engine

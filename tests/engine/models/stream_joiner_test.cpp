@@ -1,0 +1,150 @@
+// Streams of one model pushing on their own threads meet in batches
+// (StreamJoiner, on by default on a GPU): each stream's audio is its solo
+// audio, a push that arrives while a batch runs goes in the next one, and a
+// device error reaches every push of its batch. Run on the CPU backend with
+// joining switched on, so that CI checks it without a GPU; the joiner's
+// pause() makes the batches certain rather than a matter of timing.
+#include "engine/models/stream_joiner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audio-io/npy_file.h"
+#include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/neural_model.h"
+#include "gpu/cpu/cpu_direct_conv.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+#include "support/test_data.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kData = test::test_data_dir() + "/neural/";
+
+struct Mel {
+    std::vector<float> data;
+    int channels = 0, frames = 0;
+};
+
+Mel read_mel(const std::string& name) {
+    auto npy = audio_io::read_npy(kData + name + "_mel.npy");
+    return {std::move(npy.data), static_cast<int>(npy.shape[0]), static_cast<int>(npy.shape[1])};
+}
+
+// The mel from frame `start` on, in 4-frame chunks, through `stream`.
+std::vector<float> speak(MelVocoderStream& stream, const Mel& mel, int start) {
+    std::vector<float> out, part;
+    for (int f = start; f < mel.frames; f += 4) {
+        const int n = std::min(4, mel.frames - f);
+        copy_mel_frames(mel.data, mel.channels, mel.frames, f, n, part);
+        const auto got = stream.push(part, n);
+        out.insert(out.end(), got.begin(), got.end());
+    }
+    const auto rest = stream.finish();
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+
+void wait_for(const std::function<bool()>& ready) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!ready() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(StreamJoiner, is_off_on_the_cpu_and_for_networks_that_cannot_batch) {
+    auto hifigan = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    EXPECT_EQ(hifigan->joiner(), nullptr) << "a batch would run on one producer's thread";
+    hifigan->set_join_streams(true);
+    EXPECT_NE(hifigan->joiner(), nullptr);
+    auto vocos = NeuralModel::load(kData + "vocos.lef", gpu::shared_cpu_backend());
+    vocos->set_join_streams(true);
+    EXPECT_EQ(vocos->joiner(), nullptr);
+}
+
+TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_solo_audio) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto solo_model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner();
+    constexpr int kStreams = 4;
+    // Every stream starts at frame 0 or 2, so their chunks line up in pairs
+    // or all together, and the first push of each waits until all four do.
+    std::vector<std::vector<float>> solo(kStreams), joint(kStreams);
+    for (int i = 0; i < kStreams; ++i) {
+        MelVocoderStream s(solo_model);
+        solo[i] = speak(s, mel, 2 * (i % 2));
+    }
+    joiner.pause();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i)
+        threads.emplace_back([&, i] {
+            MelVocoderStream s(model);
+            joint[i] = speak(s, mel, 2 * (i % 2));
+        });
+    wait_for([&] { return joiner.waiting() == kStreams; });
+    EXPECT_EQ(joiner.waiting(), static_cast<std::size_t>(kStreams));
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    const JoinStats stats = joiner.stats();
+    EXPECT_EQ(stats.largest, static_cast<std::uint64_t>(kStreams)) << "the first pushes met";
+    EXPECT_LT(stats.batches, stats.pushes);
+    const bool direct = gpu::cpu::direct_conv1d_applies([] {
+        gpu::Conv1dShape s;
+        s.kernel = 3;
+        return s;
+    }());
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_EQ(joint[i].size(), solo[i].size());
+        if (direct)  // joint_push_test.cpp says why bit for bit
+            EXPECT_EQ(0,
+                      std::memcmp(joint[i].data(), solo[i].data(), sizeof(float) * solo[i].size()));
+        else
+            EXPECT_LE(test::max_abs_diff(joint[i], solo[i]), 1e-5);
+    }
+}
+
+TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto backend = gpu::shared_cpu_backend();
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", backend);
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner();
+    constexpr int kStreams = 3;
+    std::atomic<int> failed{0};
+    std::vector<float> part;
+    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
+    joiner.pause();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i)
+        threads.emplace_back([&] {
+            auto stream = model->open_stream();
+            std::vector<float> values;
+            try {
+                stream->push(part.data(), 8, false, values);
+            } catch (const gpu::DeviceError&) {
+                ++failed;
+            }
+        });
+    wait_for([&] { return joiner.waiting() == kStreams; });
+    gpu::GpuFault fault;
+    fault.kind = gpu::GpuFault::KernelFailure;
+    fault.count = 1;
+    backend->inject_fault(fault);
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    backend->reset_health();
+    EXPECT_EQ(joiner.stats().batches, 1u);
+    EXPECT_EQ(failed.load(), kStreams);
+}
+
+}  // namespace
+}  // namespace etude::engine
