@@ -41,7 +41,8 @@ class NetworkStream {
     // chunks (an H200, docs/benchmarks.md); on the CPU 5-10% slower, since
     // stream by stream each chunk stays in cache from layer to layer. Streams
     // of another network, or a network that cannot join them (Vocos), push
-    // one after another. Not yet called by the engine (issue 32).
+    // one after another. The engine calls it through models/stream_joiner.h
+    // on a GPU.
     virtual void push_together(std::span<const StreamPush> pushes) {
         for (const auto& p : pushes) p.stream->push(p.mel, p.frames, p.flush, *p.values);
     }
