@@ -1,7 +1,14 @@
 #include "engine/models/hifigan.h"
 
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -17,6 +24,17 @@ namespace etude::engine {
 namespace {
 
 using Json = MetadataReader::Json;
+
+// Whether the calling thread runs below normal priority: nice above 0, or a
+// background policy (SCHED_BATCH, SCHED_IDLE).
+bool below_normal_priority() {
+    const int policy = ::sched_getscheduler(0);
+    if (policy == SCHED_FIFO || policy == SCHED_RR) return false;
+    if (policy == SCHED_BATCH || policy == SCHED_IDLE) return true;
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+    return errno == 0 && nice > 0;
+}
 
 // The generator: hyperparameters checked, weights on the device, and the
 // receptive field walked from one output frame back to the mel.
@@ -155,6 +173,10 @@ class HifiGanNetwork final : public VocoderNetwork {
     std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
     void set_join_streams(bool on) override { join_ = on; }
     StreamJoiner* joiner() const override { return join_ ? &joiner_ : nullptr; }
+    std::uint64_t batched_layer_calls() const override {
+        std::lock_guard lock(joint_mu_);
+        return joint_.batched_calls;
+    }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -181,6 +203,9 @@ class HifiGanNetwork final : public VocoderNetwork {
     // why not on the CPU).
     std::atomic<bool> join_{backend_.info().is_gpu};
     mutable StreamJoiner joiner_;
+    // The buffers of a push of several streams, one such push at a time.
+    mutable std::mutex joint_mu_;
+    mutable JointScratch joint_;
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
@@ -290,14 +315,33 @@ class HifiGanStream final : public NetworkStream {
 
     void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
         const StreamPush alone{this, mel, frames, flush, &values};
-        if (StreamJoiner* joiner = net_.joiner())
-            joiner->push(alone, [](std::span<const StreamPush> batch) {
-                batch[0].stream->push_together(batch);
-            });
-        else
+        StreamJoiner* joiner = net_.joiner();
+        // A thread stepped down below normal priority (an offline reader's
+        // producer, at nice +10) would run the live streams' chunks of a
+        // batch it led at its own priority: it pushes alone.
+        if (!joiner || below_normal_priority()) {
             push_together({&alone, 1});
+            return;
+        }
+        joiner->push(alone, [](std::span<const StreamPush> batch) {
+            try {
+                batch[0].stream->push_together(batch);
+            } catch (const gpu::DeviceError&) {
+                throw;
+            } catch (const std::exception& e) {
+                if (batch.size() == 1) throw;
+                // Whichever stream it was, it reaches every stream of the
+                // batch: as a device error, each one's scheduler remakes the
+                // chunk on the CPU, as for a failed kernel.
+                throw gpu::DeviceError("HiFi-GAN: a batch of " + std::to_string(batch.size()) +
+                                       " streams failed: " + e.what());
+            }
+        });
     }
     void push_together(std::span<const StreamPush> pushes) override;
+    // push_together()'s walk through the layers, on `q`.
+    void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
+                       const std::vector<HifiGanStream*>& streams);
 
   private:
     struct Sub {
@@ -396,17 +440,43 @@ void HifiGanNetwork::run(const float* mel, int frames, int first, int count, flo
 // that the streams' convolutions run as one backend call per layer
 // (JointPush, stream_layers.h); one stream alone is the same walk.
 void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
-    // Streams of another network cannot share this one's layers.
+    // Streams of another network cannot share this one's layers: each goes
+    // alone (not through push(), which may wait for a joiner this thread
+    // may be running a batch of).
     std::vector<HifiGanStream*> streams;
     for (const auto& p : pushes) {
         auto* s = dynamic_cast<HifiGanStream*>(p.stream);
         if (!s || &s->net_ != &net_) {
-            NetworkStream::push_together(pushes);
+            for (const auto& one : pushes)
+                if (auto* h = dynamic_cast<HifiGanStream*>(one.stream))
+                    h->push_together({&one, 1});
+                else
+                    one.stream->push(one.mel, one.frames, one.flush, *one.values);
             return;
         }
         streams.push_back(s);
     }
+    // Several streams share the network's joint buffers (a lone stream
+    // never uses them, so lone pushes run side by side).
+    std::unique_lock<std::mutex> joint_lock;
+    if (pushes.size() > 1) joint_lock = std::unique_lock(net_.joint_mu_);
     gpu::Queue& q = *queue_;
+    try {
+        walk_together(q, pushes, streams);
+    } catch (...) {
+        // What was queued before the failure must not still be writing to
+        // the streams' buffers (or, copied to the host, to their values)
+        // once they have returned and rolled back.
+        try {
+            backend_.synchronize(q);
+        } catch (...) {
+        }
+        throw;
+    }
+}
+
+void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                  const std::vector<HifiGanStream*>& streams) {
     // Everything below runs on this stream's queue: the others' own queues
     // must have finished (their layers' zero fills, on a GPU).
     for (HifiGanStream* s : streams)
@@ -433,7 +503,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
             steps[i].in = in[i];
             steps[i].flush = p.flush;
         });
-        JointPush::push_together(q, steps, scratch_);
+        JointPush::push_together(q, steps, net_.joint_);
         out.resize(count);
         each([&](HifiGanStream&, const StreamPush&, std::size_t i) { out[i] = steps[i].out; });
     };

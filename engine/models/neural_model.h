@@ -65,6 +65,8 @@ class NeuralModel {
     // while off.
     void set_join_streams(bool on) { network_->set_join_streams(on); }
     StreamJoiner* joiner() const { return network_->joiner(); }
+    // Backend calls that ran two or more streams' layers at once.
+    std::uint64_t batched_layer_calls() const { return network_->batched_layer_calls(); }
 
   private:
     NeuralModel() = default;

@@ -20,11 +20,13 @@ void StreamJoiner::push(const StreamPush& push, const RunBatch& run) {
         std::vector<Waiter*> batch = std::move(waiting_);
         waiting_.clear();
         lock.unlock();
-        std::vector<StreamPush> pushes;
-        pushes.reserve(batch.size());
-        for (const Waiter* w : batch) pushes.push_back(w->push);
         std::exception_ptr error;
         try {
+            // (Inside the try: a push that failed here but left running_ set
+            // would hang every push of the batch.)
+            std::vector<StreamPush> pushes;
+            pushes.reserve(batch.size());
+            for (const Waiter* w : batch) pushes.push_back(w->push);
             run(pushes);
         } catch (...) {
             error = std::current_exception();

@@ -244,7 +244,7 @@ gpu::DeviceBuffer& stack_windows(gpu::Backend& backend, gpu::Queue& q, Window wi
 }  // namespace
 
 void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
-                              StreamScratch& leader) {
+                              JointScratch& joint) {
     if (steps.empty()) return;
     StreamConv& first = *steps[0].layer;
     gpu::Backend& backend = first.backend_;
@@ -262,9 +262,10 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> st
         s.in_length = length;
         s.padding = 0;
         const auto& in =
-            stack_windows(backend, q, window, group, shape.in_channels, length, leader.joint_in);
+            stack_windows(backend, q, window, group, shape.in_channels, length, joint.in);
         const std::size_t each = static_cast<std::size_t>(shape.out_channels) * n;
-        auto& out = leader.joint_out.need(backend, each * group.size());
+        auto& out = joint.out.need(backend, each * group.size());
+        ++joint.batched_calls;
         backend.conv1d(q, s, in, first.weight_, first.bias_, out);
         for (std::size_t b = 0; b < group.size(); ++b) {
             StreamConv& layer = *steps[group[b]].layer;
@@ -280,7 +281,7 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> st
 }
 
 void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
-                              StreamScratch& leader) {
+                              JointScratch& joint) {
     if (steps.empty()) return;
     StreamUpsample& first = *steps[0].layer;
     gpu::Backend& backend = first.backend_;
@@ -301,9 +302,10 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>
         s.in_length = length;
         s.padding = held * u;
         const auto& in =
-            stack_windows(backend, q, window, group, shape.in_channels, length, leader.joint_in);
+            stack_windows(backend, q, window, group, shape.in_channels, length, joint.in);
         const std::size_t each = static_cast<std::size_t>(shape.out_channels) * full;
-        auto& out = leader.joint_out.need(backend, each * group.size());
+        auto& out = joint.out.need(backend, each * group.size());
+        ++joint.batched_calls;
         backend.conv_transpose1d(q, s, in, first.weight_, first.bias_, out);
         for (std::size_t b = 0; b < group.size(); ++b) {
             const auto& st = staged[group[b]];

@@ -22,6 +22,7 @@
 // Allocates device memory when a chunk is longer than any before.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -49,13 +50,19 @@ class ScratchBuffer {
 };
 
 // Chunk-sized buffers the layers of one stream use only inside their own
-// push(), so every layer of the stream can share them. `joint_in` and
-// `joint_out` hold several streams' windows and outputs when this stream
-// leads a joint push (push_together() below).
+// push(), so every layer of the stream can share them.
 struct StreamScratch {
     ScratchBuffer window;   // a layer's held samples and new input, lined up
     ScratchBuffer staging;  // an upsampler's output before cropping
-    ScratchBuffer joint_in, joint_out;
+};
+
+// Several streams' windows and outputs in a joint push (below): one per
+// network, since one joint push runs at a time (its owner says how), rather
+// than one per stream, each sized for all the streams. `batched_calls`
+// counts the backend calls that took two or more streams.
+struct JointScratch {
+    ScratchBuffer in, out;
+    std::uint64_t batched_calls = 0;
 };
 
 // The last `hold` input samples of every channel, lined up in front of new
@@ -189,8 +196,7 @@ class StreamDelay {
 // tried first: the outputs that straddle two windows, thrown away, are as
 // many as a window's held samples (up to 50 a layer for HiFi-GAN V1), more
 // than a 4-frame chunk's new ones in the first stage. Each step's
-// layer belongs to a different stream; `leader` is the stream whose queue
-// runs the calls and whose joint buffers they use.
+// layer belongs to a different stream; the calls run on `q` and use `joint`.
 template <class Layer>
 struct LayerStep {
     Layer* layer = nullptr;
@@ -200,9 +206,9 @@ struct LayerStep {
 };
 struct JointPush {
     static void push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
-                              StreamScratch& leader);
+                              JointScratch& joint);
     static void push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
-                              StreamScratch& leader);
+                              JointScratch& joint);
 };
 
 }  // namespace etude::engine

@@ -3,6 +3,7 @@
 // incremental runner on the same weights. NeuralModel holds one.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -69,6 +70,8 @@ class VocoderNetwork {
     // Networks that cannot batch streams never do.
     virtual void set_join_streams(bool) {}
     virtual StreamJoiner* joiner() const { return nullptr; }
+    // Backend calls that ran two or more streams' layers (push_together).
+    virtual std::uint64_t batched_layer_calls() const { return 0; }
 };
 
 }  // namespace etude::engine

@@ -96,11 +96,13 @@ TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_s
     const JoinStats stats = joiner.stats();
     EXPECT_EQ(stats.largest, static_cast<std::uint64_t>(kStreams)) << "the first pushes met";
     EXPECT_LT(stats.batches, stats.pushes);
-    const bool direct = gpu::cpu::direct_conv1d_applies([] {
-        gpu::Conv1dShape s;
-        s.kernel = 3;
-        return s;
-    }());
+    gpu::Conv1dShape conv, up;
+    conv.kernel = 3;
+    up.kernel = 4;
+    up.stride = 2;
+    up.padding = 1;
+    const bool direct =
+        gpu::cpu::direct_conv1d_applies(conv) && gpu::cpu::direct_conv_transpose1d_applies(up);
     for (int i = 0; i < kStreams; ++i) {
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_EQ(joint[i].size(), solo[i].size());
@@ -112,6 +114,9 @@ TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_s
     }
 }
 
+// A device error partway through a batch (after some of its layers ran)
+// reaches every push of it; each stream, reset as MelVocoderStream resets its
+// runner after a failed run, then speaks as a fresh one does.
 TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
     const Mel mel = read_mel("hifigan_v1");
     auto backend = gpu::shared_cpu_backend();
@@ -119,31 +124,46 @@ TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
     model->set_join_streams(true);
     StreamJoiner& joiner = *model->joiner();
     constexpr int kStreams = 3;
-    std::atomic<int> failed{0};
+    std::atomic<int> failed{0}, other{0};
     std::vector<float> part;
     copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
+    std::vector<std::unique_ptr<NetworkStream>> streams;
+    for (int i = 0; i < kStreams; ++i) streams.push_back(model->open_stream());
     joiner.pause();
     std::vector<std::thread> threads;
     for (int i = 0; i < kStreams; ++i)
-        threads.emplace_back([&] {
-            auto stream = model->open_stream();
+        threads.emplace_back([&, i] {
             std::vector<float> values;
             try {
-                stream->push(part.data(), 8, false, values);
+                streams[i]->push(part.data(), 8, false, values);
             } catch (const gpu::DeviceError&) {
                 ++failed;
+            } catch (...) {
+                ++other;
             }
         });
     wait_for([&] { return joiner.waiting() == kStreams; });
     gpu::GpuFault fault;
     fault.kind = gpu::GpuFault::KernelFailure;
     fault.count = 1;
+    fault.after = 40;  // partway: some layers of the batch have run
     backend->inject_fault(fault);
     joiner.resume();
     for (auto& t : threads) t.join();
+    backend->inject_fault({});  // nothing left over for later tests
     backend->reset_health();
     EXPECT_EQ(joiner.stats().batches, 1u);
     EXPECT_EQ(failed.load(), kStreams);
+    EXPECT_EQ(other.load(), 0);
+    auto fresh = model->open_stream();
+    std::vector<float> want;
+    fresh->push(part.data(), 8, true, want);
+    for (auto& s : streams) {
+        s->reset();
+        std::vector<float> got;
+        s->push(part.data(), 8, true, got);
+        EXPECT_EQ(got, want);
+    }
 }
 
 }  // namespace
