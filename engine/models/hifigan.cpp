@@ -11,7 +11,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "engine/error.h"
@@ -496,8 +495,7 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
     // the outputs come back in `out`.
     const auto together = [&](auto layer, const std::vector<SignalRef>& in,
                               std::vector<SignalRef>& out) {
-        using Layer = std::remove_reference_t<decltype(*layer(*streams[0]))>;
-        std::vector<LayerStep<Layer>> steps(count);
+        std::vector<LayerStep> steps(count);
         each([&](HifiGanStream& s, const StreamPush& p, std::size_t i) {
             steps[i].layer = layer(s);
             steps[i].in = in[i];

@@ -109,28 +109,20 @@ StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dSh
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
-SignalRef StreamConv::push(gpu::Queue& q, const SignalRef& in, bool flush) {
-    return run_alone(q, stage(q, in, flush));
-}
-
 StreamConv::Staged StreamConv::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
     Staged st;
     st.length = window_.append(q, in, flush ? shape_.padding : 0);
-    st.outputs = std::max(st.length - 2 * shape_.padding, 0);
-    if (st.outputs > 0) activate(q, st.length);
+    st.count = std::max(run_outputs(st.length), 0);
+    if (st.count > 0) activate(q, st.length);
     return st;
 }
 
-SignalRef StreamConv::run_alone(gpu::Queue& q, const Staged& st) {
-    const int n = st.outputs;
-    if (n <= 0) return ref(out_.get(), shape_.out_channels, 0);
+gpu::Conv1dShape StreamConv::run_shape(int batch, int length) const {
     gpu::Conv1dShape s = shape_;
-    s.batch = 1;
-    s.in_length = st.length;
-    s.padding = 0;
-    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * n);
-    backend_.conv1d(q, s, window_.work(), weight_, bias_, out);
-    return ref(out, shape_.out_channels, n);
+    s.batch = batch;
+    s.in_length = length;
+    s.padding = 0;  // the window holds it
+    return s;
 }
 
 // ---- StreamUpsample ---------------------------------------------------------------
@@ -162,21 +154,15 @@ void StreamUpsample::reset() {
     in_total_ = out_total_ = full_total_ = 0;
 }
 
-SignalRef StreamUpsample::push(gpu::Queue& q, const SignalRef& in, bool flush) {
-    return run_alone(q, stage(q, in, flush));
-}
-
 StreamUpsample::Staged StreamUpsample::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int u = shape_.stride, held = tail(shape_);
     Staged st;
     st.length = window_.append(q, in, flush ? held : 0);
     in_total_ += std::max(in.length, 0);
-    // With the window's tail samples in front, cropping held * u outputs on
-    // each side leaves exactly the outputs the new input completes. The first
-    // `padding` of a signal lie before its start (the layer's own padding).
-    const int full = std::max(0, (st.length - held) * u);
-    // Outputs before the signal's start still to drop (a first chunk may
-    // make fewer than `padding` of them when the kernel spans 3+ strides).
+    const int full = run_outputs(st.length);
+    // Outputs before the signal's start still to drop (the first `padding`
+    // of a signal lie before its start, the layer's own padding; a first
+    // chunk may make fewer than that when the kernel spans 3+ strides).
     st.first = std::clamp<long>(shape_.padding - full_total_, 0, full);
     full_total_ += full;
     st.count = full - st.first;
@@ -187,38 +173,54 @@ StreamUpsample::Staged StreamUpsample::stage(gpu::Queue& q, const SignalRef& in,
     return st;
 }
 
-SignalRef StreamUpsample::run_alone(gpu::Queue& q, const Staged& st) {
-    if (st.count <= 0) return ref(out_.get(), shape_.out_channels, 0);
-    const int held = tail(shape_);
+gpu::Conv1dShape StreamUpsample::run_shape(int batch, int length) const {
     gpu::Conv1dShape s = shape_;
-    s.batch = 1;
-    s.in_length = st.length;
-    s.padding = held * shape_.stride;
-    const int full = (st.length - held) * shape_.stride;
-    auto& z = scratch_.staging.need(backend_, static_cast<std::size_t>(shape_.out_channels) * full);
-    backend_.conv_transpose1d(q, s, window_.work(), weight_, bias_, z);
-    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * st.count);
-    backend_.copy_rows(q, shape_.out_channels, static_cast<int>(st.count), z,
-                       static_cast<std::size_t>(st.first), static_cast<std::size_t>(full), out, 0,
-                       static_cast<std::size_t>(st.count));
-    return ref(out, shape_.out_channels, static_cast<int>(st.count));
+    s.batch = batch;
+    s.in_length = length;
+    s.padding = tail(shape_) * shape_.stride;
+    return s;
 }
 
-// ---- JointPush ---------------------------------------------------------------------
+// ---- the layer's call, alone or beside other streams' --------------------------------
+
+SignalRef WeightedStreamLayer::run_alone(gpu::Queue& q, const Staged& st) {
+    if (st.count <= 0) return ref(out_.get(), shape_.out_channels, 0);
+    const gpu::Conv1dShape s = run_shape(1, st.length);
+    const int made = run_outputs(st.length);
+    const std::size_t rows = static_cast<std::size_t>(shape_.out_channels);
+    if (st.first == 0 && st.count == made) {
+        // Every output is handed out: made where it goes.
+        auto& out = out_.need(backend_, rows * made);
+        launch(q, s, window_.work(), out);
+        return ref(out, shape_.out_channels, made);
+    }
+    auto& made_buf = scratch_.staging.need(backend_, rows * made);
+    launch(q, s, window_.work(), made_buf);
+    return hand_out(q, made_buf, 0, static_cast<std::size_t>(made), st);
+}
+
+SignalRef WeightedStreamLayer::hand_out(gpu::Queue& q, const gpu::DeviceBuffer& from,
+                                        std::size_t at, std::size_t stride, const Staged& st) {
+    const std::size_t count = static_cast<std::size_t>(st.count);
+    auto& out = out_.need(backend_, static_cast<std::size_t>(shape_.out_channels) * count);
+    backend_.copy_rows(q, shape_.out_channels, static_cast<int>(count), from,
+                       at + static_cast<std::size_t>(st.first), stride, out, 0, count);
+    return ref(out, shape_.out_channels, static_cast<int>(count));
+}
 
 namespace {
 
 // The steps whose windows have the same length and make outputs, in groups
 // of two or more: each group runs as one call of batch size its count.
-template <class Staged, class Runs>
-std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& staged, Runs runs) {
+template <class Staged>
+std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& staged) {
     std::vector<std::vector<std::size_t>> groups;
     std::vector<bool> taken(staged.size(), false);
     for (std::size_t i = 0; i < staged.size(); ++i) {
-        if (taken[i] || !runs(staged[i])) continue;
+        if (taken[i] || staged[i].count <= 0) continue;
         std::vector<std::size_t> g{i};
         for (std::size_t j = i + 1; j < staged.size(); ++j)
-            if (!taken[j] && runs(staged[j]) && staged[j].length == staged[i].length) {
+            if (!taken[j] && staged[j].count > 0 && staged[j].length == staged[i].length) {
                 g.push_back(j);
                 taken[j] = true;
             }
@@ -227,97 +229,35 @@ std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& stag
     return groups;
 }
 
-// A group's windows, one after another ([batch][channels][length]), in `joint`.
-template <class Window>
-gpu::DeviceBuffer& stack_windows(gpu::Backend& backend, gpu::Queue& q, Window window,
-                                 const std::vector<std::size_t>& group, int channels, int length,
-                                 ScratchBuffer& joint) {
-    const std::size_t each = static_cast<std::size_t>(channels) * length;
-    auto& buf = joint.need(backend, each * group.size());
-    for (std::size_t b = 0; b < group.size(); ++b)
-        backend.copy_rows(q, channels, length, window(group[b]), 0,
-                          static_cast<std::size_t>(length), buf, b * each,
-                          static_cast<std::size_t>(length));
-    return buf;
-}
-
 }  // namespace
 
-void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
-                              JointScratch& joint) {
+void JointPush::push_together(gpu::Queue& q, std::span<LayerStep> steps, JointScratch& joint) {
     if (steps.empty()) return;
-    StreamConv& first = *steps[0].layer;
+    WeightedStreamLayer& first = *steps[0].layer;
     gpu::Backend& backend = first.backend_;
     const gpu::Conv1dShape& shape = first.shape_;
-    std::vector<StreamConv::Staged> staged;
+    std::vector<WeightedStreamLayer::Staged> staged;
     for (auto& step : steps) staged.push_back(step.layer->stage(q, step.in, step.flush));
     std::vector<bool> done(steps.size(), false);
-    const auto window = [&](std::size_t i) -> gpu::DeviceBuffer& {
-        return steps[i].layer->window_.work();
-    };
-    for (const auto& group : batches_of(staged, [](const auto& st) { return st.outputs > 0; })) {
-        const int length = staged[group[0]].length, n = staged[group[0]].outputs;
-        gpu::Conv1dShape s = shape;
-        s.batch = static_cast<int>(group.size());
-        s.in_length = length;
-        s.padding = 0;
-        const auto& in =
-            stack_windows(backend, q, window, group, shape.in_channels, length, joint.in);
-        const std::size_t each = static_cast<std::size_t>(shape.out_channels) * n;
-        auto& out = joint.out.need(backend, each * group.size());
+    for (const auto& group : batches_of(staged)) {
+        // The group's windows one after another ([batch][channels][length]),
+        // one call over them, and each stream's outputs out of its item.
+        const int length = staged[group[0]].length, made = first.run_outputs(length);
+        const std::size_t in_each = static_cast<std::size_t>(shape.in_channels) * length;
+        auto& in = joint.in.need(backend, in_each * group.size());
+        for (std::size_t b = 0; b < group.size(); ++b)
+            backend.copy_rows(q, shape.in_channels, length, steps[group[b]].layer->window_.work(),
+                              0, static_cast<std::size_t>(length), in, b * in_each,
+                              static_cast<std::size_t>(length));
+        const std::size_t out_each = static_cast<std::size_t>(shape.out_channels) * made;
+        auto& out = joint.out.need(backend, out_each * group.size());
         ++joint.batched_calls;
-        backend.conv1d(q, s, in, first.weight_, first.bias_, out);
+        first.launch(q, first.run_shape(static_cast<int>(group.size()), length), in, out);
         for (std::size_t b = 0; b < group.size(); ++b) {
-            StreamConv& layer = *steps[group[b]].layer;
-            auto& own = layer.out_.need(backend, each);
-            backend.copy_rows(q, shape.out_channels, n, out, b * each, static_cast<std::size_t>(n),
-                              own, 0, static_cast<std::size_t>(n));
-            steps[group[b]].out = ref(own, shape.out_channels, n);
-            done[group[b]] = true;
-        }
-    }
-    for (std::size_t i = 0; i < steps.size(); ++i)
-        if (!done[i]) steps[i].out = steps[i].layer->run_alone(q, staged[i]);
-}
-
-void JointPush::push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
-                              JointScratch& joint) {
-    if (steps.empty()) return;
-    StreamUpsample& first = *steps[0].layer;
-    gpu::Backend& backend = first.backend_;
-    const gpu::Conv1dShape& shape = first.shape_;
-    std::vector<StreamUpsample::Staged> staged;
-    for (auto& step : steps) staged.push_back(step.layer->stage(q, step.in, step.flush));
-    std::vector<bool> done(steps.size(), false);
-    const auto window = [&](std::size_t i) -> gpu::DeviceBuffer& {
-        return steps[i].layer->window_.work();
-    };
-    const int u = shape.stride, held = StreamUpsample::tail(shape);
-    for (const auto& group : batches_of(staged, [](const auto& st) { return st.count > 0; })) {
-        // As run_alone(), for every window of the group at once; each then
-        // crops its own outputs (a signal's first window drops its padding).
-        const int length = staged[group[0]].length, full = (length - held) * u;
-        gpu::Conv1dShape s = shape;
-        s.batch = static_cast<int>(group.size());
-        s.in_length = length;
-        s.padding = held * u;
-        const auto& in =
-            stack_windows(backend, q, window, group, shape.in_channels, length, joint.in);
-        const std::size_t each = static_cast<std::size_t>(shape.out_channels) * full;
-        auto& out = joint.out.need(backend, each * group.size());
-        ++joint.batched_calls;
-        backend.conv_transpose1d(q, s, in, first.weight_, first.bias_, out);
-        for (std::size_t b = 0; b < group.size(); ++b) {
-            const auto& st = staged[group[b]];
-            StreamUpsample& layer = *steps[group[b]].layer;
-            auto& own =
-                layer.out_.need(backend, static_cast<std::size_t>(shape.out_channels) * st.count);
-            backend.copy_rows(q, shape.out_channels, static_cast<int>(st.count), out,
-                              b * each + static_cast<std::size_t>(st.first),
-                              static_cast<std::size_t>(full), own, 0,
-                              static_cast<std::size_t>(st.count));
-            steps[group[b]].out = ref(own, shape.out_channels, static_cast<int>(st.count));
-            done[group[b]] = true;
+            const std::size_t i = group[b];
+            steps[i].out = steps[i].layer->hand_out(q, out, b * out_each,
+                                                    static_cast<std::size_t>(made), staged[i]);
+            done[i] = true;
         }
     }
     for (std::size_t i = 0; i < steps.size(); ++i)

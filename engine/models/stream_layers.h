@@ -22,6 +22,7 @@
 // Allocates device memory when a chunk is longer than any before.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -89,10 +90,19 @@ class InputWindow {
 };
 
 // What a convolution and an upsampler share: the layer's weights, its input
-// window, an optional leaky ReLU on the input, and where its output goes.
+// window, an optional leaky ReLU on the input, where its output goes, and
+// push() in two steps: stage() lines the window up (and activates it) and
+// says which outputs of the layer's backend call over it are handed out;
+// then that call runs, over this window alone (run_alone) or beside other
+// streams' windows (JointPush, below).
 class WeightedStreamLayer {
   public:
+    virtual ~WeightedStreamLayer() = default;
+    WeightedStreamLayer(WeightedStreamLayer&&) = default;  // (layers are held by value too)
     int lag() const { return shape_.padding; }
+    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
+        return run_alone(q, stage(q, in, flush));
+    }
 
   protected:
     WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
@@ -103,6 +113,24 @@ class WeightedStreamLayer {
     // holds raw input; the activation is applied to the copy).
     void activate(gpu::Queue& q, int length);
 
+    struct Staged {
+        int length = 0;  // window columns
+        long first = 0;  // outputs of the call over the window to drop in front
+        long count = 0;  // outputs handed out, from `first` on
+    };
+    virtual Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) = 0;
+    // The backend call over `batch` windows of `length` columns each, and
+    // the outputs it makes per window.
+    virtual gpu::Conv1dShape run_shape(int batch, int length) const = 0;
+    virtual int run_outputs(int length) const = 0;
+    virtual void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
+                        gpu::DeviceBuffer& out) = 0;
+    SignalRef run_alone(gpu::Queue& q, const Staged& st);
+    // The staged outputs, out of a call's outputs at `at` (rows `stride`
+    // apart), into this layer's output buffer.
+    SignalRef hand_out(gpu::Queue& q, const gpu::DeviceBuffer& from, std::size_t at,
+                       std::size_t stride, const Staged& st);
+
     gpu::Backend& backend_;
     gpu::Conv1dShape shape_;
     const gpu::DeviceBuffer& weight_;
@@ -111,13 +139,16 @@ class WeightedStreamLayer {
     StreamScratch& scratch_;
     InputWindow window_;
     ScratchBuffer& out_;
+
+  private:
+    friend struct JointPush;
 };
 
 // conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
 // groups, stride 1; an optional leaky ReLU on its input. Lag: padding.
 // Its output goes to `out` (which may be the input's buffer: the input is
 // copied into the window first).
-class StreamConv : public WeightedStreamLayer {
+class StreamConv final : public WeightedStreamLayer {
   public:
     StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
@@ -125,41 +156,40 @@ class StreamConv : public WeightedStreamLayer {
     // Whether `shape` can run this way.
     static bool supports(const gpu::Conv1dShape& shape);
     void reset() { window_.reset(); }
-    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
   private:
-    friend struct JointPush;
-    struct Staged {
-        int length = 0;  // window columns
-        int outputs = 0;
-    };
-    // push() in two steps: the window lined up (and activated), then the
-    // convolution, alone or beside other streams' windows.
-    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush);
-    SignalRef run_alone(gpu::Queue& q, const Staged& st);
+    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) override;
+    gpu::Conv1dShape run_shape(int batch, int length) const override;
+    int run_outputs(int length) const override { return length - 2 * shape_.padding; }
+    void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
+                gpu::DeviceBuffer& out) override {
+        backend_.conv1d(q, s, in, weight_, bias_, out);
+    }
 };
 
 // conv_transpose1d (upsampling by `stride`) whose kernel minus stride is a
 // whole, even number of strides (HiFi-GAN's kernel = 2 x stride); an
 // optional leaky ReLU on its input. Lag: padding output samples.
-class StreamUpsample : public WeightedStreamLayer {
+class StreamUpsample final : public WeightedStreamLayer {
   public:
     StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                    std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
-    SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
 
   private:
-    friend struct JointPush;
-    struct Staged {
-        int length = 0;  // window columns
-        long first = 0;  // outputs of the window's run to drop in front
-        long count = 0;  // outputs handed out
-    };
-    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush);
-    SignalRef run_alone(gpu::Queue& q, const Staged& st);
+    Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) override;
+    gpu::Conv1dShape run_shape(int batch, int length) const override;
+    // With the window's tail samples in front, cropping held * u outputs on
+    // each side leaves exactly the outputs the new input completes.
+    int run_outputs(int length) const override {
+        return std::max(0, (length - tail(shape_)) * shape_.stride);
+    }
+    void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
+                gpu::DeviceBuffer& out) override {
+        backend_.conv_transpose1d(q, s, in, weight_, bias_, out);
+    }
     static int tail(const gpu::Conv1dShape& s);  // input samples held: (kernel - stride) / stride
     // Input taken, outputs handed out, and outputs made before cropping
     // (from the left padding on).
@@ -197,18 +227,14 @@ class StreamDelay {
 // many as a window's held samples (up to 50 a layer for HiFi-GAN V1), more
 // than a 4-frame chunk's new ones in the first stage. Each step's
 // layer belongs to a different stream; the calls run on `q` and use `joint`.
-template <class Layer>
 struct LayerStep {
-    Layer* layer = nullptr;
+    WeightedStreamLayer* layer = nullptr;
     SignalRef in;
     bool flush = false;
     SignalRef out;  // set by push_together
 };
 struct JointPush {
-    static void push_together(gpu::Queue& q, std::span<LayerStep<StreamConv>> steps,
-                              JointScratch& joint);
-    static void push_together(gpu::Queue& q, std::span<LayerStep<StreamUpsample>> steps,
-                              JointScratch& joint);
+    static void push_together(gpu::Queue& q, std::span<LayerStep> steps, JointScratch& joint);
 };
 
 }  // namespace etude::engine
