@@ -223,12 +223,13 @@ int main(int argc, char** argv) {
         offline_speed(engine, opts, reply, 1);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
-            "readers beside; %s work turns\n",
+            "readers beside; %d work turns%s\n",
             cpu_model().c_str(), std::thread::hardware_concurrency(), voice.c_str(),
             backend.c_str(),
             reply.ids.empty() ? "the reply's text"
                               : "3 sentences of phoneme ids from the --ids-from file",
-            period_ms, rounds, readers, turns > 0 ? std::to_string(turns).c_str() : "default");
+            period_ms, rounds, readers, engine.stats().work_turns,
+            turns > 0 ? "" : " (the default)");
         for (std::size_t pos = 0; pos < counts.size();) {
             const std::size_t comma = std::min(counts.find(',', pos), counts.size());
             const int n = std::atoi(counts.substr(pos, comma - pos).c_str());
@@ -250,6 +251,10 @@ int main(int argc, char** argv) {
                 *std::max_element(all.first_ms.begin(), all.first_ms.end()),
                 static_cast<unsigned long long>(all.streams_with_underruns), all.first_ms.size(),
                 static_cast<unsigned long long>(all.underrun_samples), percentile(speeds, 0.5));
+            std::printf(
+                "               front ends: %d threads, at most %d sentences analysed at once so "
+                "far\n",
+                engine.stats().front_end_threads, engine.stats().most_analyses_at_once);
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

@@ -134,6 +134,14 @@ Engine::Engine(Options options)
     for (const auto& v : options.preload_voices) preload_voice(v);
 }
 
+EngineStats Engine::stats() const {
+    EngineStats s;
+    s.work_turns = core_->gate().turns();
+    s.front_end_threads = core_->front_end_threads();
+    s.most_analyses_at_once = core_->most_analyses_at_once();
+    return s;
+}
+
 void Engine::preload_voice(const std::string& v) {
     const auto& builtin = FliteVoice::names();
     if (std::find(builtin.begin(), builtin.end(), v) != builtin.end()) {

@@ -377,6 +377,18 @@ class Stream {
     std::shared_ptr<StreamCore> core_;
 };
 
+/// What an Engine's shared workers are and have done (Engine::stats()).
+struct EngineStats {
+    /// Units of audio work run at once across streams (Options::work_turns,
+    /// resolved).
+    int work_turns = 0;
+    /// Threads analysing sentences (Flite's front end, a Piper voice's
+    /// encoder and durations): one per turn.
+    int front_end_threads = 0;
+    /// The most sentences analysed at once so far (each in its turn).
+    int most_analyses_at_once = 0;
+};
+
 /// Loads voices and owns the workers that analyse text and vocode ahead; the
 /// factory of streams. One is enough for a process: its streams share the
 /// workers. Destroy the streams first: once the Engine is gone they take no
@@ -440,6 +452,9 @@ class Engine {
     /// a rate outside 8-192 kHz, a latency or block length out of range, or a
     /// model file that cannot be loaded.
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
+
+    /// The shared workers' counts. Any thread.
+    EngineStats stats() const;
 
   private:
     std::shared_ptr<EngineWorkers> core_;

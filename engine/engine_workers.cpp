@@ -19,7 +19,12 @@ EngineWorkers::EngineWorkers(int turns)
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
     gpu::cpu::WorkerPool::shared();
-    front_end_ = std::thread([this] { run_front_end(); });
+    // As many front ends as turns: a sentence's analysis waits for a turn
+    // like any other unit of work, so more could not run at once, and fewer
+    // would queue new streams' first sentences behind one encoder while
+    // turns stand free (16 cores, 64 Piper streams: one front-end thread
+    // held the engine to what one core's encoder gets through).
+    for (int i = 0; i < gate_.turns(); ++i) front_ends_.emplace_back([this] { run_front_end(); });
     // Render workers pre-vocode upcoming sentences on the other cores.
     const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
@@ -58,7 +63,8 @@ void EngineWorkers::stop() {
     }
     gate_.wake_all();
     cv_.notify_all();
-    if (front_end_.joinable()) front_end_.join();
+    for (auto& t : front_ends_)
+        if (t.joinable()) t.join();
     for (auto& t : renderers_)
         if (t.joinable()) t.join();
 }
@@ -93,8 +99,7 @@ std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
     }
 }
 
-std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::next_sentence(
-    DeadlineGate::Due& due) {
+EngineWorkers::Analysis EngineWorkers::next_sentence() {
     // Before the lock, so released after it: the last reference to a stream
     // dropped here would join its producer, which may be waiting for mu_ in wake().
     std::vector<std::shared_ptr<StreamCore>> seen;
@@ -109,9 +114,12 @@ std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::n
         for (const auto& w : streams_) {
             auto s = w.lock();
             if (!s) continue;
-            // Ties go to the stream added first: the list's order.
+            // A one-at-a-time voice's sentence waits while another is
+            // analysed rather than holding a turn while it waits for the
+            // voice's lock. Ties go to the stream added first: the list's order.
             if (const auto due = s->sentence_deadline();
-                due && (!first || due->before(first_due, now))) {
+                due && !(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
+                (!first || due->before(first_due, now))) {
                 first = s;
                 first_due = *due;
             }
@@ -121,13 +129,34 @@ std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> EngineWorkers::n
         // Still there unless a cancel came between the look and now.
         if (found)
             if (auto sentence = first->take_sentence()) {
-                due = first_due;
-                return {std::move(first), std::move(sentence)};
+                const bool one_at_a_time = first->analyses_one_at_a_time();
+                one_at_a_time_busy_ = one_at_a_time_busy_ || one_at_a_time;
+                return {std::move(first), std::move(sentence), first_due, one_at_a_time};
             }
         first.reset();
         if (found) wakes = wakes_ - 1;  // taken away meanwhile: look again at once
         release_and_wait(lock, seen, wakes);
     }
+}
+
+void EngineWorkers::begin_analysis() {
+    std::lock_guard lock(mu_);
+    most_analysing_ = std::max(most_analysing_, ++analysing_);
+}
+
+void EngineWorkers::end_analysis(bool one_at_a_time) {
+    {
+        std::lock_guard lock(mu_);
+        --analysing_;
+        if (one_at_a_time) one_at_a_time_busy_ = false;
+        ++wakes_;  // a front end that passed over such a sentence looks again
+    }
+    cv_.notify_all();
+}
+
+int EngineWorkers::most_analyses_at_once() {
+    std::lock_guard lock(mu_);
+    return most_analysing_;
 }
 
 void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
@@ -143,15 +172,18 @@ void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
 
 void EngineWorkers::run_front_end() {
     for (;;) {
-        DeadlineGate::Due due;
-        auto [stream, sentence] = next_sentence(due);
-        if (!stream) return;
-        // The analysis in its turn among the producers' work, at their
-        // priority (deadline_gate.h): as a normal thread it got only what
-        // real-time producers left it, and new streams queued here.
-        DeadlineGate::Turn turn =
-            gate_.wait(due, [this] { return stopped_.load(std::memory_order_relaxed); });
-        stream->analyse(std::move(*sentence));
+        Analysis a = next_sentence();
+        if (!a.stream) return;
+        {
+            // The analysis in its turn among the producers' work, at their
+            // priority (deadline_gate.h): as a normal thread it got only what
+            // real-time producers left it, and new streams queued here.
+            DeadlineGate::Turn turn =
+                gate_.wait(a.due, [this] { return stopped_.load(std::memory_order_relaxed); });
+            begin_analysis();
+            a.stream->analyse(std::move(*a.sentence));
+        }
+        end_analysis(a.one_at_a_time);
     }
 }
 

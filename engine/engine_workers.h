@@ -1,7 +1,10 @@
-// The engine's workers, shared by all its streams: one front-end thread
-// analyses each stream's sentences (Flite's front end, a Piper voice's
-// encoder and durations), taking the sentence with the earliest deadline
-// of all streams (deadline.h: the order across streams), and render
+// The engine's workers, shared by all its streams: front-end threads, as
+// many as the order across streams has turns (deadline_gate.h), analyse the
+// streams' sentences (Flite's front end, a Piper voice's encoder and
+// durations), each taking the sentence with the earliest deadline of all
+// streams (deadline.h: the order across streams); a stream's own sentences
+// are analysed one at a time, in order, and a voice whose front end has
+// process-wide state (Flite's) one at a time across all streams. Render
 // workers vocode built-in voices' sentences ahead of the one being spoken,
 // taking work from the streams round-robin. Also keeps one GPU block processor per device, shared
 // by the streams on it, so the device gets one batch of launches for all of them.
@@ -49,6 +52,10 @@ class EngineWorkers {
     // The turns of the producers' neural work, earliest deadline first
     // across the streams (deadline_gate.h).
     DeadlineGate& gate() { return gate_; }
+    // How many front-end threads there are, and the most sentences they
+    // have analysed at once (each holding its turn) since the engine began.
+    int front_end_threads() const { return static_cast<int>(front_ends_.size()); }
+    int most_analyses_at_once();
 
     // The GPU processor of a device, created by `make` on first use and
     // shared by the streams using that device while any of them lives.
@@ -66,11 +73,20 @@ class EngineWorkers {
     // Finds work with `take` over the streams, round-robin; waits if none.
     template <typename Job, typename Take>
     std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
-    // The sentence due first of all streams' (StreamCore::sentence_deadline());
-    // waits if none.
-    // `due`: when it is due.
-    std::pair<std::shared_ptr<StreamCore>, std::optional<Sentence>> next_sentence(
-        DeadlineGate::Due& due);
+    // A sentence taken for analysis.
+    struct Analysis {
+        std::shared_ptr<StreamCore> stream;  // null: the workers are stopping
+        std::optional<Sentence> sentence;
+        DeadlineGate::Due due;       // when it is due
+        bool one_at_a_time = false;  // StreamVoice::analyses_one_at_a_time()
+    };
+    // The sentence due first of all streams' (StreamCore::sentence_deadline())
+    // that may be analysed now; waits if none.
+    Analysis next_sentence();
+    // Counts an analysis that has its turn (begin) or is done (end: its
+    // one-at-a-time voice's next sentence may then be taken).
+    void begin_analysis();
+    void end_analysis(bool one_at_a_time);
     // Lets `seen` go without mu_, then waits for a wake() after the look
     // that began when wakes_ was `wakes` (or for stop()).
     void release_and_wait(std::unique_lock<std::mutex>& lock,
@@ -85,7 +101,9 @@ class EngineWorkers {
     std::uint64_t wakes_ = 0;           // wake() calls: a look that began before one looks again
     std::list<std::weak_ptr<StreamCore>> streams_;
     std::size_t round_robin_ = 0;
-    std::thread front_end_;
+    std::vector<std::thread> front_ends_;
+    int analysing_ = 0, most_analysing_ = 0;  // analyses holding their turns (mu_)
+    bool one_at_a_time_busy_ = false;         // such a voice's sentence is taken (mu_)
     std::vector<std::thread> renderers_;
     DeadlineGate gate_;
     std::mutex gpu_mu_;

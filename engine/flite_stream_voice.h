@@ -26,6 +26,8 @@ class FliteStreamVoice final : public StreamVoice {
     void split(std::string_view text, bool words, const QueueSentences& queue) override;
     void set_voice(std::string_view name) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
+    // Flite keeps process-wide state: FliteVoice::analyse holds its lock.
+    bool analyses_one_at_a_time() const override { return true; }
     bool renders_ahead() const override { return render_ahead_ && !blocks_.spectral(); }
     std::uint64_t estimated_samples(const WorkItem& item) const override;
     Spoken speak(WorkItem& item) override;

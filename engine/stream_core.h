@@ -83,6 +83,8 @@ class StreamCore final : public VoiceSink {
     // order across streams), in steady-clock nanoseconds; nothing if none.
     std::optional<DeadlineGate::Due> sentence_deadline() const;
     std::optional<Sentence> take_sentence();
+    // StreamVoice::analyses_one_at_a_time(), of this stream's voice.
+    bool analyses_one_at_a_time() const { return voice_->analyses_one_at_a_time(); }
     void analyse(Sentence sentence);
     std::shared_ptr<AnalysedSentence> take_render_job();
     void render_ahead(const std::shared_ptr<AnalysedSentence>& s);

@@ -6,7 +6,8 @@
 // steps that differ:
 //
 //   split    released text into sentences   the pushing thread
-//   analyse  one sentence into its work item an engine worker, one at a time
+//   analyse  one sentence into its work item an engine front end, one at a
+//                                            time per stream
 //   speak    one work item into the ring     the stream's producer thread
 //
 // Each writes through the VoiceSink its stream lends it. The voices:
@@ -100,6 +101,11 @@ class StreamVoice {
     /// The sentence's work item, or nothing (nothing to say, or refused:
     /// `refusal` says why, if the voice knows).
     virtual std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) = 0;
+    /// Its analyses run one at a time across all streams (a front end with
+    /// process-wide state behind one lock, Flite's): the engine's front ends
+    /// then take such a sentence only while no other is being analysed,
+    /// rather than hold turns while they wait for the lock.
+    virtual bool analyses_one_at_a_time() const { return false; }
     /// While the first audio of a push is being made, the next sentence's
     /// analysis waits (its work would take the cores the first audio needs).
     virtual bool holds_analysis_until_first_audio() const { return false; }

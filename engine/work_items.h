@@ -5,7 +5,7 @@
 // from (ItemOrigin), which decides whether a cancel has made it obsolete and when its first audio
 // counts.
 //
-// Threads: created by the intake or the front-end worker, then owned by the
+// Threads: created by the intake or a front-end worker, then owned by the
 // stream's queue; fields marked "stream mutex" are guarded by it.
 #pragma once
 

@@ -264,7 +264,9 @@ if [ "$pack_kind" = streams ]; then
   # when python3 has torch and onnx (tools/piper_reference/make_voices.py),
   # else the pack's small test voice, whose figures then measure launches and
   # scheduling rather than a real voice's work. Phoneme ids rather than text:
-  # the pack carries no espeak-ng data. ETUDE_MANY_STREAMS sets the counts.
+  # the pack carries no espeak-ng data. ETUDE_MANY_STREAMS sets the counts,
+  # ETUDE_MANY_STREAMS_BACKENDS the devices (cpu too: the same machine's CPU
+  # alone, to see what the GPU adds).
   many_voice=$files/data/piper/test_medium.onnx
   many_voice_kind="the pack's small test voice test_medium (no full-size voice)"
   if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, onnx' 2>/dev/null; then
@@ -280,7 +282,7 @@ if [ "$pack_kind" = streams ]; then
     many_voice_kind="$many_voice_kind: making one needs python3 with torch and onnx"
   fi
   say "many streams: $many_voice_kind"
-  for backend in cuda vulkan; do
+  for backend in ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan}; do
     timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
       --ids-from "$files/data/piper/reference.json" --backend "$backend" \
       --streams "${ETUDE_MANY_STREAMS:-1,16,64,256}" --rounds 1 >"$out/many-streams-$backend.log" 2>&1

@@ -252,3 +252,34 @@ TEST(Engine, symbols_and_numbers_are_spoken_not_dropped) {
     EXPECT_GT(audio.size() / 16000.0, 4.0);
     EXPECT_GT(rms(audio), 0.02);
 }
+
+// Flite's front end keeps process-wide state behind one lock: the engine's
+// front ends take a built-in voice's sentence only while no other is being
+// analysed, rather than several of them holding turns while they wait for
+// the lock. Each stream still says its text as the offline render.
+TEST(Engine, built_in_voices_sentences_are_analysed_one_at_a_time_across_streams) {
+    Engine::Options options;
+    options.work_turns = 3;
+    Engine engine(options);
+    ASSERT_EQ(engine.stats().front_end_threads, 3);
+    std::string text;
+    for (int i = 0; i < 6; ++i) text += "Sentence " + std::to_string(i) + " of a built-in voice. ";
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (int i = 0; i < 3; ++i) {
+        streams.push_back(engine.create_stream());
+        streams.back()->push_text(text);
+        streams.back()->end_input();
+    }
+    std::vector<std::vector<float>> got(streams.size());
+    std::vector<std::thread> readers;
+    for (std::size_t i = 0; i < streams.size(); ++i)
+        readers.emplace_back([&, i] {
+            std::vector<float> block(1000);
+            for (std::size_t n; (n = streams[i]->read(block)) > 0;)
+                got[i].insert(got[i].end(), block.begin(), block.begin() + static_cast<long>(n));
+        });
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(engine.stats().most_analyses_at_once, 1);
+    const auto want = render_offline(engine, text);
+    for (const auto& g : got) EXPECT_TRUE(g == want);
+}

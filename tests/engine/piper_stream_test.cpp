@@ -410,3 +410,46 @@ TEST(PiperStream, the_streams_of_a_speaker_share_its_decoder_on_each_backend) {
         EXPECT_EQ(&a->backend(), backend.get());
     }
 }
+
+// The front end runs on as many threads as the engine has turns: several
+// streams' sentences (their encoders and durations) are analysed at once,
+// and each stream's audio is still its offline render, sentence by sentence
+// in the order pushed. With one turn there is one front end, and the count
+// it keeps says so (which shows the count can tell the two apart).
+TEST(PiperStream, several_streams_sentences_are_analysed_at_once_and_each_is_its_offline_render) {
+    std::vector<std::vector<std::int64_t>> text;
+    for (int i = 0; i < 6; ++i) text.push_back(i % 2 ? sentences()[1] : long_sentence());
+    for (const int turns : {1, 3}) {
+        SCOPED_TRACE(turns);
+        Engine::Options options;
+        options.work_turns = turns;
+        Engine engine(options);
+        EXPECT_EQ(engine.stats().work_turns, turns);
+        EXPECT_EQ(engine.stats().front_end_threads, turns);
+        constexpr int kStreams = 4;
+        std::vector<std::unique_ptr<Stream>> streams;
+        for (int i = 0; i < kStreams; ++i) {
+            streams.push_back(engine.create_stream(piper_options("", 40 + i, 100)));
+            for (const auto& ids : text) streams.back()->push_phoneme_ids(ids);
+            streams.back()->end_input();
+        }
+        std::vector<std::vector<float>> got(kStreams);
+        std::vector<std::thread> readers;
+        for (int i = 0; i < kStreams; ++i)
+            readers.emplace_back(
+                [&, i] { got[std::size_t(i)] = read_all(*streams[std::size_t(i)]); });
+        for (auto& t : readers) t.join();
+        for (int i = 0; i < kStreams; ++i) {
+            const auto want = offline(kMulti, text, "", 40 + std::uint64_t(i));
+            ASSERT_EQ(got[std::size_t(i)].size(), want.size()) << "stream " << i;
+            EXPECT_LE(max_abs_diff(got[std::size_t(i)], want), kChunkedBound) << "stream " << i;
+        }
+        if (turns == 1)
+            EXPECT_EQ(engine.stats().most_analyses_at_once, 1);
+        else
+            EXPECT_GE(engine.stats().most_analyses_at_once, 2)
+                << kStreams * text.size() << " sentences of " << kStreams
+                << " streams, and never two analysed at once";
+        EXPECT_LE(engine.stats().most_analyses_at_once, turns);
+    }
+}
