@@ -52,7 +52,7 @@ inline bool may_reduce_quality(const PlaybackState& s) {
 }
 
 // ---- The order across streams ----------------------------------------------
-// The engine's front end takes the sentence to analyse next from all its
+// The engine's front ends take the sentence to analyse next from all its
 // streams earliest deadline first (EngineWorkers). A sentence's deadline is
 // when its stream's listener would run out of audio without it:
 //

@@ -1,5 +1,5 @@
 // The order across streams for the work that makes audio (deadline.h):
-// every unit of it (a sentence's analysis on the front end, a decoder chunk
+// every unit of it (a sentence's analysis on a front end, a decoder chunk
 // with the flow and durations it needs on a producer) waits for a turn
 // here, and the turns go to the engine's streams by deadline, a few at a
 // time:
@@ -35,7 +35,7 @@
 //
 // A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
 // the OS allows it) while it holds it, if it was a normal thread at nice 0
-// or below: the front end's thread is one, and as a normal thread it got
+// or below: a front end's thread is one, and as a normal thread it got
 // only what the real-time producers left it while new streams waited for
 // their first sentence.
 //

@@ -383,9 +383,10 @@ struct EngineStats {
     /// resolved).
     int work_turns = 0;
     /// Threads analysing sentences (Flite's front end, a Piper voice's
-    /// encoder and durations): one per turn.
+    /// encoder and durations): one per turn less one, at least one.
     int front_end_threads = 0;
-    /// The most sentences analysed at once so far (each in its turn).
+    /// The most sentences analysed at once so far (a live stream's each in
+    /// its turn; an offline reader's and a server stream's take none).
     int most_analyses_at_once = 0;
 };
 
@@ -417,6 +418,8 @@ class Engine {
         /// first (docs/architecture.md, "The order across streams"). 0: one
         /// less than the machine's hardware threads, at least 1, which
         /// leaves a core for the threads that push text and serve clients.
+        /// It also sets the front-end threads: one per turn less one (that
+        /// turn is kept for decoder chunks), at least one.
         int work_turns = 0;
     };
     /// Starts the workers and loads the default voice, "slt".

@@ -19,16 +19,29 @@ EngineWorkers::EngineWorkers(int turns)
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
     gpu::cpu::WorkerPool::shared();
-    // As many front ends as turns: a sentence's analysis waits for a turn
-    // like any other unit of work, so more could not run at once, and fewer
-    // would queue new streams' first sentences behind one encoder while
-    // turns stand free (16 cores, 64 Piper streams: one front-end thread
-    // held the engine to what one core's encoder gets through).
-    for (int i = 0; i < gate_.turns(); ++i) front_ends_.emplace_back([this] { run_front_end(); });
-    // Render workers pre-vocode upcoming sentences on the other cores.
     const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
-        renderers_.emplace_back([this] { run_renderer(); });
+    try {
+        for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)
+            front_ends_.emplace_back([this] { run_front_end(); });
+        // Render workers pre-vocode upcoming sentences on the other cores.
+        for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
+            renderers_.emplace_back([this] { run_renderer(); });
+    } catch (...) {
+        stop();  // the threads made so far, joined rather than left to terminate()
+        throw;
+    }
+}
+
+int EngineWorkers::front_ends_for(int turns, unsigned cores) {
+    // A sentence's analysis waits for a turn like any other unit of work,
+    // so one front end per turn is as many as can run; fewer queued every
+    // stream's encoder and durations behind one core while turns stood
+    // free (16 cores, 64 Piper streams: one front end held the engine to
+    // 56x real time, several made it 105x). One turn is kept out of their
+    // reach where there are two or more: an analysis cannot be stopped once
+    // it holds its turn, and a started stream's urgent chunk must not wait
+    // for the shortest of as many long encoders as there are turns.
+    return std::clamp(turns - 1, 1, static_cast<int>(cores));
 }
 
 void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {

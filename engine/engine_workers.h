@@ -1,5 +1,6 @@
-// The engine's workers, shared by all its streams: front-end threads, as
-// many as the order across streams has turns (deadline_gate.h), analyse the
+// The engine's workers, shared by all its streams: front-end threads, one
+// fewer than the order across streams has turns (deadline_gate.h; at least
+// one, front_ends_for() says why), analyse the
 // streams' sentences (Flite's front end, a Piper voice's encoder and
 // durations), each taking the sentence with the earliest deadline of all
 // streams (deadline.h: the order across streams); a stream's own sentences
@@ -53,7 +54,8 @@ class EngineWorkers {
     // across the streams (deadline_gate.h).
     DeadlineGate& gate() { return gate_; }
     // How many front-end threads there are, and the most sentences they
-    // have analysed at once (each holding its turn) since the engine began.
+    // have analysed at once since the engine began (those of live streams
+    // each in its turn; an offline reader's and a server's take none).
     int front_end_threads() const { return static_cast<int>(front_ends_.size()); }
     int most_analyses_at_once();
 
@@ -68,6 +70,9 @@ class EngineWorkers {
         weak = p;
         return p;
     }
+
+    // The front-end threads for `turns` turns on `cores` hardware threads.
+    static int front_ends_for(int turns, unsigned cores);
 
   private:
     // Finds work with `take` over the streams, round-robin; waits if none.

@@ -35,6 +35,11 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
             ok = parse_slow(item, 5, into.primary);
         } else if (item.rfind("fallback-slow:", 0) == 0) {
             ok = parse_slow(item, 14, into.fallback);
+        } else if (item.rfind("slow-analysis:", 0) == 0) {
+            double ms = 0;
+            char tail = 0;
+            ok = std::sscanf(item.c_str() + 14, "%lf%c", &ms, &tail) == 1 && ms > 0 && ms <= 60000;
+            if (ok) into.slow_analysis_ms = ms;
         } else {
             const auto f = gpu::parse_gpu_fault(item);
             ok = f.has_value();
@@ -42,8 +47,8 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
         }
         if (!ok)
             throw Error(std::string(source) + ": cannot read fault '" + item +
-                        "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED] or "
-                        "kernel|oom|late:COUNT[:MS[:AFTER]])");
+                        "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED], slow-analysis:MS "
+                        "or kernel|oom|late:COUNT[:MS[:AFTER]])");
     }
 }
 

@@ -6,6 +6,8 @@
 //   slow:PROBABILITY:MS[:SEED]           the primary CPU processor takes MS
 //                                        longer on that share of its blocks
 //   fallback-slow:PROBABILITY:MS[:SEED]  the same for the fallback processor
+//   slow-analysis:MS                     each sentence's analysis (on a front
+//                                        end, in its turn) takes MS longer
 //   kernel:COUNT[:MS[:AFTER]]            the GPU fails COUNT operations,
 //   oom:COUNT[:MS[:AFTER]]               runs out of memory on them,
 //   late:COUNT:MS[:AFTER]                or finishes them MS late, after
@@ -36,6 +38,7 @@ struct FaultPlan {
 // Everything one fault text asks for.
 struct FaultSpec {
     FaultPlan primary, fallback;
+    double slow_analysis_ms = 0.0;
     std::optional<gpu::GpuFault> device;
 };
 

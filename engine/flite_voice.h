@@ -6,7 +6,8 @@
 // Threads: Flite keeps global state (voice registry, error jump buffer), so
 // every call into Flite goes through one process-wide mutex. None of this is
 // real-time safe; it runs on the engine's front-end workers, which take a
-// built-in voice's sentence only while no other is analysed (the lock).
+// built-in voice's sentence only while no other built-in voice's sentence
+// is being analysed (the lock).
 #pragma once
 
 #include <cstddef>

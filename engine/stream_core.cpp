@@ -47,8 +47,10 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
       rate_(options_.sample_rate),
       ring_(rate_, static_cast<std::size_t>(rate_ * options_.latency_ms / 1000.0),
             options_.cancel_fade_ms) {
-    voice_ = make_stream_voice(*engine_, options_, faults_for_stream(options_.faults), voice,
-                               std::move(piper), ring_, *this, records_);
+    const FaultSpec faults = faults_for_stream(options_.faults);
+    slow_analysis_ms_ = faults.slow_analysis_ms;
+    voice_ = make_stream_voice(*engine_, options_, faults, voice, std::move(piper), ring_, *this,
+                               records_);
     input_ = voice_->make_input();
 }
 
@@ -569,6 +571,8 @@ void StreamCore::analyse(Sentence sentence) {
     const auto t0 = Clock::now();
     std::string refusal;
     std::optional<WorkItem> item = voice_->analyse(sentence, refusal);
+    if (slow_analysis_ms_ > 0)  // a fault drill: a slow front end (fault_plan.h)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_analysis_ms_));
     finish_analysis(t0, sentence.origin, std::move(item), std::move(refusal));
 }
 

@@ -151,6 +151,7 @@ class StreamCore final : public VoiceSink {
 
     std::shared_ptr<EngineWorkers> engine_;
     const StreamOptions options_;
+    double slow_analysis_ms_ = 0;  // StreamOptions::faults: slow-analysis (fault_plan.h)
     const double rate_;
 
     // The text input: pieces in, complete sentences out (push_text()). Its

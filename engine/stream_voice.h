@@ -103,8 +103,9 @@ class StreamVoice {
     virtual std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) = 0;
     /// Its analyses run one at a time across all streams (a front end with
     /// process-wide state behind one lock, Flite's): the engine's front ends
-    /// then take such a sentence only while no other is being analysed,
-    /// rather than hold turns while they wait for the lock.
+    /// then take such a sentence only while no other such sentence is
+    /// being analysed (other voices' go on beside it), rather than hold
+    /// turns while they wait for the lock.
     virtual bool analyses_one_at_a_time() const { return false; }
     /// While the first audio of a push is being made, the next sentence's
     /// analysis waits (its work would take the cores the first audio needs).
