@@ -17,7 +17,6 @@
 #include "cli/voice_options.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
-#include "server/capacity.h"
 
 extern char** environ;
 
@@ -103,6 +102,7 @@ int bench_command(int argc, char** argv) {
         if (flite) flite->flite_synthesize(kParagraph);
 
         std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours, capacity_speed;
+        int capacity_streams = 0;
         double audio_seconds = 0;
         std::vector<float> block(4096);
         for (int r = 0; r < runs; ++r) {
@@ -142,7 +142,9 @@ int bench_command(int argc, char** argv) {
                 while (stream->read(block) > 0) {
                 }
             }
-            capacity_speed.push_back(server::measure_capacity(engine, opts).speed);
+            const engine::EngineCapacity c = engine.measure_capacity(opts);
+            capacity_speed.push_back(c.speed);
+            capacity_streams = c.streams_measured;
         }
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
@@ -168,9 +170,9 @@ int bench_command(int argc, char** argv) {
                     median(first_audio));
         const double speed = median(capacity_speed);
         std::printf(
-            "| capacity: real-time streams `etude serve` admits at once | %zu (one stream of its "
-            "reply speaks %.1fx real time; two fifths kept free) |\n",
-            server::streams_at_speed(speed), speed);
+            "| capacity: real-time streams `etude serve` admits at once | %zu (%d streams of its "
+            "reply at once speak %.1fx real time; two fifths kept free) |\n",
+            engine::realtime_streams_at(speed), capacity_streams, speed);
         std::printf("| peak resident memory (whole bench process) | %.1f MiB |\n",
                     static_cast<double>(ru.ru_maxrss) / 1024.0);
         return 0;

@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
-#include "server/capacity.h"
 #include "server/http_server.h"
 #include "server/wyoming_server.h"
 #include "server/zeroconf_advertiser.h"
@@ -147,14 +146,16 @@ int run_serve(const CommandLine& args) {
     std::string capacity_line;
     try {
         const auto& voice = voices.default_voice();
-        const server::Capacity c = server::measure_capacity(engine, voice.options);
+        const engine::EngineCapacity c = engine.measure_capacity(voice.options);
         if (!args.value("--max-syntheses"))
             limits.max_syntheses = std::min(c.streams, kMostSynthesesByDefault);
         char line[256];
         std::snprintf(line, sizeof line,
                       "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
-                      "machine; two fifths kept free): %zu syntheses at once%s, %zu more may wait",
-                      c.streams, voice.name.c_str(), c.speed, limits.max_syntheses,
+                      "machine, %d streams at once; two fifths kept free): %zu syntheses at "
+                      "once%s, %zu more may wait",
+                      c.streams, voice.name.c_str(), c.speed, c.streams_measured,
+                      limits.max_syntheses,
                       args.value("--max-syntheses")      ? " (--max-syntheses)"
                       : c.streams > limits.max_syntheses ? " (the most by default)"
                                                          : "",

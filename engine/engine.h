@@ -390,6 +390,23 @@ struct EngineStats {
     int most_analyses_at_once = 0;
 };
 
+/// How many real-time streams this machine holds with a voice
+/// (Engine::measure_capacity()).
+struct EngineCapacity {
+    /// Seconds of speech made per second of wall time by all the streams
+    /// measured together.
+    double speed = 0;
+    /// How many streams spoke at once for the measurement.
+    int streams_measured = 0;
+    /// Real-time streams to admit at once: realtime_streams_at(speed).
+    std::size_t streams = 0;
+};
+
+/// The real-time streams to admit for an aggregate speed: that speed less
+/// two fifths kept free (starts cost more than their real-time share and
+/// come in bursts), at least 1.
+std::size_t realtime_streams_at(double speed);
+
 /// Loads voices and owns the workers that analyse text and vocode ahead; the
 /// factory of streams. One is enough for a process: its streams share the
 /// workers. Destroy the streams first: once the Engine is gone they take no
@@ -458,6 +475,15 @@ class Engine {
 
     /// The shared workers' counts. Any thread.
     EngineStats stats() const;
+
+    /// Measures how many real-time streams this machine holds with the
+    /// voice of `options`: `at_once` streams (0: one per hardware thread,
+    /// 2 to 32) each speak a typical two-sentence assistant reply, read
+    /// offline, and their aggregate speed, less two fifths, is the answer.
+    /// Takes about a second for a Piper medium voice; loads the voice if it
+    /// is not yet. A server admits that many syntheses at once (`etude
+    /// serve` does). Throws etude::Error when the voice cannot speak.
+    EngineCapacity measure_capacity(const StreamOptions& options = {}, int at_once = 0);
 
   private:
     std::shared_ptr<EngineWorkers> core_;

@@ -28,15 +28,17 @@ TEST(CliBench, a_built_in_voice_is_measured_beside_flite_with_its_capacity) {
     const double speed = row_number(r.out, "LibEtude speed \\(wall clock\\)");
     EXPECT_GT(speed, 1.0) << r.out;
     EXPECT_GT(row_number(r.out, "Flite library, same voice, in process"), 0.0) << r.out;
-    // At least one stream; as `etude serve` says it: "N (one stream of its
-    // reply speaks Sx real time; ...)", N = floor(0.6 S).
+    // At least one stream; as `etude serve` says it: "N (K streams of its
+    // reply at once speak Sx real time; ...)", N = floor(0.6 S).
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
         r.out, m,
-        std::regex("capacity: real-time streams `etude serve` admits at once \\| ([0-9]+) \\(one "
-                   "stream of its reply speaks ([0-9.]+)x real time")))
+        std::regex(
+            "capacity: real-time streams `etude serve` admits at once \\| ([0-9]+) \\(([0-9]+) "
+            "streams of its reply at once speak ([0-9.]+)x real time")))
         << r.out;
-    const double streams = std::stod(m[1]), reply_speed = std::stod(m[2]);
+    const double streams = std::stod(m[1]), reply_speed = std::stod(m[3]);
+    EXPECT_GE(std::stoi(m[2]), 2) << "streams measured at once";
     EXPECT_GE(streams, 1);
     EXPECT_NEAR(streams, std::max(1.0, reply_speed * 0.6), 1.0);  // the speed is printed rounded
 }

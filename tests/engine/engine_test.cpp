@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -282,4 +283,22 @@ TEST(Engine, built_in_voices_sentences_are_analysed_one_at_a_time_across_streams
     EXPECT_EQ(engine.stats().most_analyses_at_once, 1);
     const auto want = render_offline(engine, text);
     for (const auto& g : got) EXPECT_TRUE(g == want);
+}
+
+// The capacity an embedder or a server admits: several streams speak a
+// reply at once, and their aggregate speed less two fifths is the answer.
+TEST(Engine, capacity_is_measured_on_several_streams_at_once) {
+    EXPECT_EQ(realtime_streams_at(0.5), 1u);
+    EXPECT_EQ(realtime_streams_at(26.0), 15u);
+    Engine engine;
+    const EngineCapacity c = engine.measure_capacity({}, 3);
+    EXPECT_EQ(c.streams_measured, 3);
+    EXPECT_GT(c.speed, 1.0);
+    EXPECT_EQ(c.streams, realtime_streams_at(c.speed));
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    EXPECT_EQ(engine.measure_capacity().streams_measured, std::clamp(cores, 2, 32))
+        << "one stream per hardware thread by default";
+    StreamOptions bad;
+    bad.voice = "no-such-voice";
+    EXPECT_THROW(engine.measure_capacity(bad), etude::Error);
 }
