@@ -13,7 +13,7 @@ See docs/python.md.
 """
 
 from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
-from ._native import StreamStats
+from ._native import EngineCapacity, StreamStats
 from ._engine import Engine
 from ._stream import Mark, Stream
 from ._voices import VoiceInfo, refresh_voices, voice_folders
@@ -25,6 +25,7 @@ __all__ = [
     "Stream",
     "Mark",
     "StreamStats",
+    "EngineCapacity",
     "VoiceInfo",
     "EtudeError",
     "InvalidArgument",

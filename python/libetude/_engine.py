@@ -14,6 +14,8 @@ from ._errors import InvalidArgument
 from ._stream import Stream, encode_text
 from ._voices import VoiceInfo
 
+EngineCapacity = _native.EngineCapacity
+
 # synthesize() reads in blocks this long, waiting at most READ_POLL_MS for
 # each, so that Ctrl-C is noticed between reads.
 _SYNTH_FRAMES = 1 << 16
@@ -150,6 +152,22 @@ class Engine:
                 raise InvalidArgument("the engine is closed")
             self._streams.add(stream)
         return stream
+
+    def capacity(self, voice: str = "slt", *, at_once: int = 0, **options) -> EngineCapacity:
+        """How many real-time streams this machine holds with `voice` (and
+        stream()'s options): `at_once` streams (0: one per hardware thread,
+        2 to 32) speak a typical two-sentence reply together, and their
+        aggregate speed less two fifths is ``.streams`` (``.speed`` and
+        ``.streams_measured`` say how it was found). What `etude serve`
+        admits at once; takes about a second with a Piper medium voice."""
+        if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
+            raise InvalidArgument(f"at_once must be a whole number from 0 to 32, not {at_once!r}")
+        kw = {name: options.pop(name, None) for name in (
+            "speaker", "noise_scale", "length_scale", "noise_w", "seed", "latency_ms", "vocoder",
+            "backend", "device")}
+        if options:
+            raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
+        return self._live().measure_capacity(self._options(voice, None, **kw), at_once)
 
     def synthesize(
         self,

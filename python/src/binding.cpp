@@ -29,6 +29,7 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 using etude::engine::Engine;
+using etude::engine::EngineCapacity;
 using etude::engine::Prosody;
 using etude::engine::SpeechMark;
 using etude::engine::Stream;
@@ -131,6 +132,11 @@ void bind_types(nb::module_& m) {
         .def_rw("noise_w", &StreamOptions::noise_w)
         .def_rw("seed", &StreamOptions::seed);
 
+    nb::class_<EngineCapacity>(m, "EngineCapacity",
+                               "The real-time streams a machine holds (Engine.capacity).")
+        .def_ro("speed", &EngineCapacity::speed)
+        .def_ro("streams_measured", &EngineCapacity::streams_measured)
+        .def_ro("streams", &EngineCapacity::streams);
     nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
         .def_ro("samples_delivered", &StreamStats::samples_delivered)
         .def_ro("underruns", &StreamStats::underruns)
@@ -330,6 +336,14 @@ void bind_engine(nb::module_& m) {
                                [&] { return Engine::describe_voice(name_or_path); });
             },
             "name_or_path"_a, "The Piper voice a name or path names, read from its files.")
+        .def(
+            "measure_capacity",
+            [](Engine& e, const StreamOptions& options, int at_once) {
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidArgument,
+                               [&] { return e.measure_capacity(options, at_once); });
+            },
+            "options"_a, "at_once"_a = 0)
         // The stream keeps its engine alive: the C++ engine must outlive it.
         .def(
             "create_stream",

@@ -117,3 +117,17 @@ def test_voice_info_of_builtin_voices(engine):
     assert slt.speakers == ("0",)
     with pytest.raises(libetude.InvalidArgument):
         engine.describe_voice("nobody")
+
+
+def test_capacity_is_measured_on_several_streams(engine):
+    c = engine.capacity("slt", at_once=2)
+    assert isinstance(c, libetude.EngineCapacity)
+    assert c.streams_measured == 2
+    assert c.speed > 1.0
+    assert c.streams == max(1, int(c.speed * 0.6))
+    with pytest.raises(libetude.InvalidArgument):
+        engine.capacity("slt", at_once=99)
+    with pytest.raises(libetude.InvalidArgument):
+        engine.capacity("slt", colour="blue")
+    with pytest.raises(libetude.EtudeError):
+        engine.capacity("no-such-voice")
