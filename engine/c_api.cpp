@@ -103,6 +103,26 @@ etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice)
     return guarded([&] { engine->engine.preload_voice(voice); });
 }
 
+etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voice, int at_once,
+                                           double* speed, size_t* streams) {
+    if (!engine) return null_argument("engine");
+    if (!streams) return null_argument("streams");
+    if (at_once < 0 || at_once > 32)
+        return guarded([] { throw etude::Error("at_once must be from 0 to 32"); });
+    return guarded([&] {
+        etude::engine::StreamOptions o;
+        const std::string name = voice ? voice : "slt";
+        const auto& builtin = etude::engine::Engine::voices();
+        if (std::find(builtin.begin(), builtin.end(), name) != builtin.end())
+            o.voice = name;
+        else
+            o.piper_voice = name;
+        const etude::engine::EngineCapacity c = engine->engine.measure_capacity(o, at_once);
+        if (speed) *speed = c.speed;
+        *streams = c.streams;
+    });
+}
+
 etude_status etude_stream_create(etude_engine* engine, const char* voice, double sample_rate,
                                  etude_stream** out) {
     if (!engine) return null_argument("engine");

@@ -71,6 +71,23 @@ void etude_engine_destroy(etude_engine* engine);
  * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL argument or a voice that is
  *         unknown or malformed (the message names the file and field) */
 etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice);
+/** How many real-time streams this machine holds with a voice, as `etude
+ * serve` measures it at start: `at_once` streams speak a two-sentence reply
+ * together, read offline, and their aggregate speed less two fifths (at
+ * least 1) is the answer. About a second for a Piper medium voice; loads the
+ * voice if it is not yet.
+ * \param engine the engine to measure
+ * \param voice a built-in voice ("slt"; NULL means "slt"; "rms", "awb") or
+ *        a Piper voice (named as etude_piper_stream_options::voice)
+ * \param at_once streams spoken at once, 1..32; 0: one per hardware thread
+ *        (2 to 32)
+ * \param speed receives their aggregate speed, seconds of speech per second
+ *        (may be NULL)
+ * \param streams receives the real-time streams to admit at once
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL engine or streams, an
+ *         at_once outside 0..32, or a voice that is unknown or malformed */
+etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voice, int at_once,
+                                           double* speed, size_t* streams);
 
 /** Makes a text stream.
  * \param engine the engine whose workers it uses

@@ -64,6 +64,23 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
     if (etude_engine_preload_voice(engine, NULL) != ETUDE_ERROR_INVALID_ARGUMENT) return 124;
     if (etude_engine_preload_voice(engine, voice_path) != ETUDE_OK) return 125;
     if (etude_engine_preload_voice(engine, "rms") != ETUDE_OK) return 126;
+    {
+        double speed = 0;
+        size_t streams = 0;
+        if (etude_engine_measure_capacity(engine, voice_path, 2, &speed, &streams) != ETUDE_OK)
+            return 140;
+        if (!(speed > 0) || streams < 1) return 141;
+        if (etude_engine_measure_capacity(engine, NULL, 1, NULL, &streams) != ETUDE_OK) return 142;
+        if (etude_engine_measure_capacity(engine, "rms", 33, NULL, &streams) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 143;
+        if (etude_engine_measure_capacity(engine, "no-such-voice", 1, NULL, &streams) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 144;
+        if (etude_engine_measure_capacity(engine, "slt", 1, NULL, NULL) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 145;
+    }
     etude_piper_stream_options_init(&options, sizeof options);
     options.voice = voice_path;
     options.speaker = "nobody";
