@@ -107,16 +107,19 @@ etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voi
                                            double* speed, size_t* streams) {
     if (!engine) return null_argument("engine");
     if (!streams) return null_argument("streams");
-    if (at_once < 0 || at_once > 32)
-        return guarded([] { throw etude::Error("at_once must be from 0 to 32"); });
     return guarded([&] {
         etude::engine::StreamOptions o;
         const std::string name = voice ? voice : "slt";
+        if (name.empty()) throw etude::Error("measure_capacity: the voice is empty");
         const auto& builtin = etude::engine::Engine::voices();
-        if (std::find(builtin.begin(), builtin.end(), name) != builtin.end())
+        if (std::find(builtin.begin(), builtin.end(), name) != builtin.end()) {
             o.voice = name;
-        else
+        } else {
+            // As etude_piper_stream_options_init() makes a Piper stream: at
+            // the voice's own rate, its default speaker, backend "auto".
             o.piper_voice = name;
+            o.sample_rate = 0;
+        }
         const etude::engine::EngineCapacity c = engine->engine.measure_capacity(o, at_once);
         if (speed) *speed = c.speed;
         *streams = c.streams;

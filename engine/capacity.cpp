@@ -1,6 +1,8 @@
 // Engine::measure_capacity(): how many real-time streams this machine holds
 // with a voice, measured by speaking a typical reply on several streams at
 // once and timing them all.
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +31,14 @@ constexpr double kHeadroom = 0.6;
 // machine's cores, few enough to take about a second there.
 constexpr int kMostAtOnce = 32;
 
+// The CPUs this process may run on: a container's or a taskset's share,
+// not the host's (hardware_concurrency() counts the host's).
+int usable_cpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    return static_cast<int>(std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 std::size_t realtime_streams_at(double speed) {
@@ -36,13 +46,14 @@ std::size_t realtime_streams_at(double speed) {
 }
 
 EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_once) {
-    // One stream per hardware thread by default: a single stream does not
-    // fill many cores (on 16 cores one Piper stream ran 24.5x real time
-    // and sixteen together 75x), while on two cores one or two streams
-    // measure the same.
-    const int n = at_once > 0 ? std::min(at_once, kMostAtOnce)
-                              : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2,
-                                           kMostAtOnce);
+    if (at_once < 0 || at_once > kMostAtOnce)
+        throw Error("measure_capacity: at_once must be from 0 to " + std::to_string(kMostAtOnce) +
+                    ", not " + std::to_string(at_once));
+    // One stream per usable CPU by default: a single stream does not fill
+    // many cores (on 16 cores one Piper stream ran 24.5x real time and
+    // sixteen together 75x), while on two cores one or two streams measure
+    // the same.
+    const int n = at_once > 0 ? at_once : std::clamp(usable_cpus(), 2, kMostAtOnce);
     std::vector<std::unique_ptr<Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(create_stream(options));
     std::vector<std::size_t> samples(static_cast<std::size_t>(n), 0);

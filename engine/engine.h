@@ -477,12 +477,13 @@ class Engine {
     EngineStats stats() const;
 
     /// Measures how many real-time streams this machine holds with the
-    /// voice of `options`: `at_once` streams (0: one per hardware thread,
-    /// 2 to 32) each speak a typical two-sentence assistant reply, read
+    /// voice of `options`: `at_once` streams (1 to 32; 0: one per CPU this
+    /// process may use, 2 to 32) each speak a typical two-sentence assistant reply, read
     /// offline, and their aggregate speed, less two fifths, is the answer.
     /// Takes about a second for a Piper medium voice; loads the voice if it
     /// is not yet. A server admits that many syntheses at once (`etude
-    /// serve` does). Throws etude::Error when the voice cannot speak.
+    /// serve` does). Throws etude::Error when the voice cannot speak or
+    /// `at_once` is outside 0 to 32.
     EngineCapacity measure_capacity(const StreamOptions& options = {}, int at_once = 0);
 
   private:

@@ -72,20 +72,24 @@ void etude_engine_destroy(etude_engine* engine);
  *         unknown or malformed (the message names the file and field) */
 etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice);
 /** How many real-time streams this machine holds with a voice, as `etude
- * serve` measures it at start: `at_once` streams speak a two-sentence reply
+ * serve` measures it at start, for streams made with the defaults
+ * (etude_stream_create at 16 kHz for a built-in voice;
+ * etude_piper_stream_options_init's for a Piper voice: its own rate,
+ * default speaker, backend "auto"): `at_once` streams speak a two-sentence reply
  * together, read offline, and their aggregate speed less two fifths (at
  * least 1) is the answer. About a second for a Piper medium voice; loads the
  * voice if it is not yet.
  * \param engine the engine to measure
  * \param voice a built-in voice ("slt"; NULL means "slt"; "rms", "awb") or
  *        a Piper voice (named as etude_piper_stream_options::voice)
- * \param at_once streams spoken at once, 1..32; 0: one per hardware thread
- *        (2 to 32)
+ * \param at_once streams spoken at once, 1..32; 0: one per CPU the process
+ *        may use (2 to 32)
  * \param speed receives their aggregate speed, seconds of speech per second
  *        (may be NULL)
  * \param streams receives the real-time streams to admit at once
  * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL engine or streams, an
- *         at_once outside 0..32, or a voice that is unknown or malformed */
+ *         at_once outside 0..32, or a voice that is empty, unknown or
+ *         malformed */
 etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voice, int at_once,
                                            double* speed, size_t* streams);
 

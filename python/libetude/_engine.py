@@ -153,10 +153,13 @@ class Engine:
             self._streams.add(stream)
         return stream
 
-    def capacity(self, voice: str = "slt", *, at_once: int = 0, **options) -> EngineCapacity:
+    def capacity(
+        self, voice: str = "slt", sample_rate: Optional[float] = None, *, at_once: int = 0,
+        **options,
+    ) -> EngineCapacity:
         """How many real-time streams this machine holds with `voice` (and
-        stream()'s options): `at_once` streams (0: one per hardware thread,
-        2 to 32) speak a typical two-sentence reply together, and their
+        stream()'s options): `at_once` streams (0: one per CPU this process
+        may use, 2 to 32) speak a typical two-sentence reply together, and their
         aggregate speed less two fifths is ``.streams`` (``.speed`` and
         ``.streams_measured`` say how it was found). What `etude serve`
         admits at once; takes about a second with a Piper medium voice."""
@@ -167,7 +170,7 @@ class Engine:
             "backend", "device")}
         if options:
             raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
-        return self._live().measure_capacity(self._options(voice, None, **kw), at_once)
+        return self._live().measure_capacity(self._options(voice, sample_rate, **kw), at_once)
 
     def synthesize(
         self,

@@ -120,7 +120,7 @@ def test_voice_info_of_builtin_voices(engine):
 
 
 def test_capacity_is_measured_on_several_streams(engine):
-    c = engine.capacity("slt", at_once=2)
+    c = engine.capacity("slt", 16000, at_once=2)
     assert isinstance(c, libetude.EngineCapacity)
     assert c.streams_measured == 2
     assert c.speed > 1.0

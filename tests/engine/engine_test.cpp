@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -295,9 +296,12 @@ TEST(Engine, capacity_is_measured_on_several_streams_at_once) {
     EXPECT_EQ(c.streams_measured, 3);
     EXPECT_GT(c.speed, 1.0);
     EXPECT_EQ(c.streams, realtime_streams_at(c.speed));
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    EXPECT_EQ(engine.measure_capacity().streams_measured, std::clamp(cores, 2, 32))
-        << "one stream per hardware thread by default";
+    cpu_set_t cpus;
+    ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+    EXPECT_EQ(engine.measure_capacity().streams_measured, std::clamp(CPU_COUNT(&cpus), 2, 32))
+        << "one stream per usable CPU by default";
+    EXPECT_THROW(engine.measure_capacity({}, 33), etude::Error);
+    EXPECT_THROW(engine.measure_capacity({}, -1), etude::Error);
     StreamOptions bad;
     bad.voice = "no-such-voice";
     EXPECT_THROW(engine.measure_capacity(bad), etude::Error);

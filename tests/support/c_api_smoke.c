@@ -80,6 +80,9 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
         if (etude_engine_measure_capacity(engine, "slt", 1, NULL, NULL) !=
             ETUDE_ERROR_INVALID_ARGUMENT)
             return 145;
+        if (etude_engine_measure_capacity(engine, "", 1, NULL, &streams) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 146;
     }
     etude_piper_stream_options_init(&options, sizeof options);
     options.voice = voice_path;
