@@ -443,9 +443,17 @@ const SymbolTable* SymbolTables::table_for(const std::string& language) {
             files.push_back({std::move(*base), folder_ + "/base/symbols.dic"});
         table = std::make_unique<SymbolTable>(files);
     }
-    // Languages a client names are few; a bound keeps a stream of odd ones small.
-    if (loaded_.size() < 64) loaded_.emplace(locale, std::move(table));
-    return loaded_.count(locale) ? loaded_[locale].get() : nullptr;
+    // A table found is kept: there are only as many as the folder holds.
+    // Languages without one are remembered up to a bound, so that a client
+    // naming odd languages keeps the map small; past it they are looked up
+    // again each time (a miss reads no file twice). Before, the bound
+    // counted tables too, and a real language named after 64 odd ones went
+    // without its table.
+    if (!table) {
+        if (unknown_languages_ >= kMostUnknownLanguages) return nullptr;
+        ++unknown_languages_;
+    }
+    return loaded_.emplace(locale, std::move(table)).first->second.get();
 }
 
 std::string SymbolTables::speak(const std::string& text, const std::string& language,

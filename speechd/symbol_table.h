@@ -95,6 +95,8 @@ class SymbolTables {
     const std::string folder_;
     std::mutex mu_;
     std::map<std::string, std::unique_ptr<SymbolTable>> loaded_;  // null: no table
+    static constexpr int kMostUnknownLanguages = 64;              // null entries kept in loaded_
+    int unknown_languages_ = 0;
 };
 
 }  // namespace etude::speechd

@@ -4,9 +4,11 @@
 #include "speechd/symbol_table.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace etude::speechd {
 namespace {
@@ -179,6 +181,23 @@ TEST(SymbolTables, a_long_message_takes_linear_time) {
     std::size_t commas = 0;
     for (std::size_t at = 0; (at = out.find("comma", at)) != std::string::npos; ++at) ++commas;
     EXPECT_EQ(commas, text.size() / 47);
+}
+
+// A client that names many languages without tables (or odd names) does
+// not crowd out a language that has one.
+TEST(SymbolTables, many_unknown_languages_leave_a_real_ones_table_in_use) {
+    const auto folder =
+        std::filesystem::temp_directory_path() / ("etude-symbols-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder / "en");
+    std::ofstream(folder / "en" / "symbols.dic") << kTable;
+    SymbolTables tables(folder.string());
+    for (int i = 0; i < 200; ++i) {
+        const std::string odd = std::to_string(i) + "x";  // no such folder
+        EXPECT_EQ(tables.speak("a, b", odd, SymbolLevel::All), "a, b");
+    }
+    EXPECT_EQ(tables.speak("a, b", "en", SymbolLevel::All), "a comma, b");
+    EXPECT_EQ(tables.speak("a, b", "en-GB", SymbolLevel::All), "a comma, b");
+    std::filesystem::remove_all(folder);
 }
 
 TEST(SymbolTables, a_folder_without_tables_changes_nothing) {
