@@ -215,9 +215,9 @@ async def settle(srv, baseline, what, seconds=20.0):
 
 
 async def case_dropped(_shared):
-    """64 connections dropped at random mid-stream, three times over: every time the server ends
-    all their work (threads back to the baseline) and goes on serving; after the first round has
-    set the high-water mark, further rounds leave memory where it was.
+    """64 connections dropped at random mid-stream, five times over: every time the server ends
+    all their work (threads back to the baseline) and goes on serving; once the first rounds
+    have set the high-water mark, further rounds leave memory where it was.
 
     Its own server admits a fixed 8 at once. With the measured default (up to 64 for slt) how
     many of the 64 run together depends on timing, and so does the heap's high-water mark: in
@@ -255,20 +255,24 @@ async def dropped_rounds(srv):
         writer.transport.abort()  # vanish mid-stream, without a goodbye
 
     rss = []
-    for round_ in range(3):
+    for round_ in range(5):
         await asyncio.gather(*[drop(i) for i in range(64)])
         await settle(srv, baseline, f"64 dropped connections, round {round_ + 1}")
         check_equal(await synthesize(srv.port, TEXTS[1], "slt"), TEXTS[1], "slt", "after drops")
         rss.append(srv.rss_kib())
-    grown = rss[-1] - rss[0]
     # glibc's allocator keeps freed large blocks as cache once its mmap threshold has risen:
     # RSS moves in steps of about 16 MB that come and go (46-63 MB after the same first
     # round in six runs; once 52 -> 68 MB within one), so the bound sits above one step.
-    # A leak of 200 KB per dropped connection still fails it.
-    assert grown < 24 * 1024, f"memory grew by {grown} KiB over 128 more dropped connections: {rss}"
+    # The high-water mark is the highest of the first three rounds, not the first: one
+    # round may not reach it (CI, under load: 40 MB after round 1, then 74 and 66 MB,
+    # which failed a check against round 1). A leak of 200 KB per dropped connection
+    # still fails it: the last two rounds' 128 connections add 25 MB above any mark.
+    grown = rss[-1] - max(rss[:3])
+    assert grown < 24 * 1024, (
+        f"memory grew by {grown} KiB over 128 more dropped connections: {rss}")
     outcomes = {k: sum(l.endswith(" " + k) for l in srv.log) for k in ("cancelled", "busy")}
     # Per round 8 run, 32 wait, the rest are told "busy" at once.
-    print(f"  3 x 64 drops: syntheses logged {outcomes}; threads back to {baseline} each time; "
+    print(f"  5 x 64 drops: syntheses logged {outcomes}; threads back to {baseline} each time; "
           f"RSS after each round {rss} KiB")
 
 
