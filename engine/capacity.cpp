@@ -1,8 +1,6 @@
 // Engine::measure_capacity(): how many real-time streams this machine holds
 // with a voice, measured by speaking a typical reply on several streams at
 // once and timing them all.
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "gpu/cpu/cpu_worker_pool.h"
 
 namespace etude::engine {
 namespace {
@@ -31,14 +30,6 @@ constexpr double kHeadroom = 0.6;
 // machine's cores, few enough to take about a second there.
 constexpr int kMostAtOnce = 32;
 
-// The CPUs this process may run on: a container's or a taskset's share,
-// not the host's (hardware_concurrency() counts the host's).
-int usable_cpus() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    return static_cast<int>(std::thread::hardware_concurrency());
-}
-
 }  // namespace
 
 std::size_t realtime_streams_at(double speed) {
@@ -53,7 +44,7 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
     // many cores (on 16 cores one Piper stream ran 24.5x real time and
     // sixteen together 75x), while on two cores one or two streams measure
     // the same.
-    const int n = at_once > 0 ? at_once : std::clamp(usable_cpus(), 2, kMostAtOnce);
+    const int n = at_once > 0 ? at_once : std::clamp(gpu::cpu::usable_cpus(), 2, kMostAtOnce);
     std::vector<std::unique_ptr<Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(create_stream(options));
     std::vector<std::size_t> samples(static_cast<std::size_t>(n), 0);

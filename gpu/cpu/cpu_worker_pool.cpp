@@ -41,9 +41,7 @@ int threads_from_environment() {
         const long n = std::strtol(value, &end, 10);
         if (end != value && n >= 1) return static_cast<int>(std::min(n, 1024L));
     }
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return usable_cpus();
 }
 
 std::uint32_t batch_jobs(std::uint64_t ticket) {
@@ -54,6 +52,12 @@ std::uint32_t next_job(std::uint64_t ticket) {
 }
 
 }  // namespace
+
+int usable_cpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 WorkerPool& WorkerPool::shared() {
     // Never destroyed: a backend op may run during another static's

@@ -31,6 +31,10 @@
 
 namespace etude::gpu::cpu {
 
+// The CPUs this process may run on (its affinity: a container's or a
+// taskset's share, not the host's), at least 1.
+int usable_cpus();
+
 class WorkerPool {
   public:
     // The process's pool: ETUDE_CPU_THREADS threads, else OMP_NUM_THREADS

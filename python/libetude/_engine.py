@@ -22,6 +22,10 @@ _SYNTH_FRAMES = 1 << 16
 _READ_POLL_MS = 100
 
 _PIPER_ONLY = ("speaker", "noise_scale", "noise_w", "seed")
+# stream()'s keyword options after voice and sample_rate, which _options()
+# reads; capacity() takes the same ones through **options.
+_STREAM_OPTIONS = ("speaker", "noise_scale", "length_scale", "noise_w", "seed", "latency_ms",
+                   "vocoder", "backend", "device")
 
 
 class Engine:
@@ -165,9 +169,7 @@ class Engine:
         admits at once; takes about a second with a Piper medium voice."""
         if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
             raise InvalidArgument(f"at_once must be a whole number from 0 to 32, not {at_once!r}")
-        kw = {name: options.pop(name, None) for name in (
-            "speaker", "noise_scale", "length_scale", "noise_w", "seed", "latency_ms", "vocoder",
-            "backend", "device")}
+        kw = {name: options.pop(name, None) for name in _STREAM_OPTIONS}
         if options:
             raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
         return self._live().measure_capacity(self._options(voice, sample_rate, **kw), at_once)

@@ -131,3 +131,13 @@ def test_capacity_is_measured_on_several_streams(engine):
         engine.capacity("slt", colour="blue")
     with pytest.raises(libetude.EtudeError):
         engine.capacity("no-such-voice")
+
+
+def test_capacity_takes_the_options_stream_takes():
+    import inspect
+
+    from libetude import _engine
+
+    keyword_only = [n for n, p in inspect.signature(libetude.Engine.stream).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert tuple(keyword_only) == _engine._STREAM_OPTIONS
