@@ -13,6 +13,7 @@
 #include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
 #include "server/http_server.h"
+#include "server/speech_job.h"
 #include "server/wyoming_server.h"
 #include "server/zeroconf_advertiser.h"
 
@@ -23,6 +24,9 @@ namespace {
 // (a built-in voice measures well over 100 streams): each stream has threads
 // of its own, and --max-syntheses raises it.
 constexpr std::size_t kMostSynthesesByDefault = 64;
+// The most started together to measure the first audio promised
+// (Engine::measure_first_audio()'s limit).
+constexpr std::size_t kMostMeasured = 64;
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) {
@@ -142,11 +146,13 @@ int run_serve(const CommandLine& args) {
             v.options.piper_voice.empty() ? v.options.voice : v.options.piper_voice);
     engine::Engine engine(engine_options);
     // How many real-time streams this machine holds with the default voice:
-    // that many run at once unless --max-syntheses says otherwise.
-    std::string capacity_line;
+    // that many run at once unless --max-syntheses says otherwise. Then the
+    // promise: how soon each of that many is heard when all start together.
+    std::string capacity_line, promise_line;
     try {
         const auto& voice = voices.default_voice();
-        const engine::EngineCapacity c = engine.measure_capacity(voice.options);
+        const engine::StreamOptions options = server::network_stream_options(voice.options);
+        const engine::EngineCapacity c = engine.measure_capacity(options);
         if (!args.value("--max-syntheses"))
             limits.max_syntheses = std::min(c.streams, kMostSynthesesByDefault);
         char line[256];
@@ -161,9 +167,22 @@ int run_serve(const CommandLine& args) {
                                                          : "",
                       limits.max_waiting);
         capacity_line = line;
+        const int together = static_cast<int>(std::min(limits.max_syntheses, kMostMeasured));
+        const engine::FirstAudioMeasure f = engine.measure_first_audio(options, together);
+        std::snprintf(line, sizeof line,
+                      "first audio within %.0f ms when %d syntheses start together (median %.0f "
+                      "ms, measured with %s)%s",
+                      f.last_ms, f.streams, f.median_ms, voice.name.c_str(),
+                      static_cast<std::size_t>(together) < limits.max_syntheses
+                          ? "; more at once were not measured"
+                          : "");
+        promise_line = line;
     } catch (const std::exception& e) {
-        capacity_line = "capacity not measured (" + std::string(e.what()) +
-                        "): " + std::to_string(limits.max_syntheses) + " syntheses at once";
+        if (capacity_line.empty())
+            capacity_line = "capacity not measured (" + std::string(e.what()) +
+                            "): " + std::to_string(limits.max_syntheses) + " syntheses at once";
+        else
+            promise_line = "first audio not measured (" + std::string(e.what()) + ")";
     }
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
@@ -224,6 +243,7 @@ int run_serve(const CommandLine& args) {
                      "/v1/audio/voices%s)\n",
                      s->address().c_str(), api_key.empty() ? "" : "; API key required");
     std::fprintf(stderr, "etude serve: %s\n", capacity_line.c_str());
+    if (!promise_line.empty()) std::fprintf(stderr, "etude serve: %s\n", promise_line.c_str());
     for (const auto& why : skipped)
         std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
                      why.c_str());

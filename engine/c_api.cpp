@@ -103,26 +103,49 @@ etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice)
     return guarded([&] { engine->engine.preload_voice(voice); });
 }
 
+namespace {
+
+// The options of a measurement's streams: those of a stream made with the
+// defaults for `voice`. `what` names the measurement in errors.
+etude::engine::StreamOptions measured_stream_options(const char* voice, const char* what) {
+    etude::engine::StreamOptions o;
+    const std::string name = voice ? voice : "slt";
+    if (name.empty()) throw etude::Error(std::string(what) + ": the voice is empty");
+    const auto& builtin = etude::engine::Engine::voices();
+    if (std::find(builtin.begin(), builtin.end(), name) != builtin.end()) {
+        o.voice = name;
+    } else {
+        // As etude_piper_stream_options_init() makes a Piper stream: at
+        // the voice's own rate, its default speaker, backend "auto".
+        o.piper_voice = name;
+        o.sample_rate = 0;
+    }
+    return o;
+}
+
+}  // namespace
+
 etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voice, int at_once,
                                            double* speed, size_t* streams) {
     if (!engine) return null_argument("engine");
     if (!streams) return null_argument("streams");
     return guarded([&] {
-        etude::engine::StreamOptions o;
-        const std::string name = voice ? voice : "slt";
-        if (name.empty()) throw etude::Error("measure_capacity: the voice is empty");
-        const auto& builtin = etude::engine::Engine::voices();
-        if (std::find(builtin.begin(), builtin.end(), name) != builtin.end()) {
-            o.voice = name;
-        } else {
-            // As etude_piper_stream_options_init() makes a Piper stream: at
-            // the voice's own rate, its default speaker, backend "auto".
-            o.piper_voice = name;
-            o.sample_rate = 0;
-        }
-        const etude::engine::EngineCapacity c = engine->engine.measure_capacity(o, at_once);
+        const etude::engine::EngineCapacity c = engine->engine.measure_capacity(
+            measured_stream_options(voice, "measure_capacity"), at_once);
         if (speed) *speed = c.speed;
         *streams = c.streams;
+    });
+}
+
+etude_status etude_engine_measure_first_audio(etude_engine* engine, const char* voice, int streams,
+                                              double* median_ms, double* last_ms) {
+    if (!engine) return null_argument("engine");
+    if (!last_ms) return null_argument("last_ms");
+    return guarded([&] {
+        const etude::engine::FirstAudioMeasure f = engine->engine.measure_first_audio(
+            measured_stream_options(voice, "measure_first_audio"), streams);
+        if (median_ms) *median_ms = f.median_ms;
+        *last_ms = f.last_ms;
     });
 }
 

@@ -1,9 +1,12 @@
-// Engine::measure_capacity(): how many real-time streams this machine holds
-// with a voice, measured by speaking a typical reply on several streams at
-// once and timing them all.
+// Engine::measure_capacity() and Engine::measure_first_audio(): how many
+// real-time streams this machine holds with a voice, and how soon each of
+// that many streams started together is heard, both measured by speaking a
+// typical reply on several streams at once.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -13,6 +16,8 @@
 
 namespace etude::engine {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // An assistant's typical reply (the one bench/many_clients.py sends).
 constexpr const char* kReply =
@@ -26,9 +31,91 @@ constexpr const char* kReply =
 // run dry at 32 clients; 15 (two fifths free) none.
 constexpr double kHeadroom = 0.6;
 
-// The most streams the measurement speaks at once: enough to fill a large
-// machine's cores, few enough to take about a second there.
+// The most streams the capacity measurement speaks at once: enough to fill
+// a large machine's cores, few enough to take about a second there.
 constexpr int kMostAtOnce = 32;
+// The most the first-audio measurement starts together: a server's
+// default admits at most 16, and each stream has its own threads.
+constexpr int kMostStarted = 64;
+
+// What `n` streams that start together, each read as a server reads its
+// client's (read_some(): audio handed on as it is made, no real-time
+// workers), did.
+struct SpokenTogether {
+    double wall_s = 0;                  // from the start until the last ended
+    std::vector<double> audio_s;        // each stream's audio
+    std::vector<double> first_audio_s;  // each one's first audio, from the start
+};
+
+// How long a reader waits for audio before it looks whether all are heard.
+constexpr int kReadWaitMs = 20;
+
+// `until_all_heard`: every stream stops once each has been heard. What is
+// spoken after the last first audio delays no first audio, and speaking
+// it would make a server's start seconds longer.
+SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int n,
+                              bool until_all_heard) {
+    // Outside the engine's work turns, as a server's streams run: the
+    // answer is what the CPUs hold, not what Options::work_turns allows.
+    StreamOptions outside = options;
+    outside.realtime_workers = false;
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(outside));
+    const auto count = static_cast<std::size_t>(n);
+    std::vector<std::size_t> samples(count, 0);
+    std::vector<double> first(count, -1.0);
+    std::vector<std::exception_ptr> errors(count);
+    // All streams are created before any is pushed: a voice that loads on
+    // first use would otherwise be timed in the first stream's start.
+    std::latch go(1);
+    std::atomic<int> heard{0};
+    Clock::time_point t0;
+    {
+        std::vector<std::jthread> readers;
+        for (int i = 0; i < n; ++i)
+            readers.emplace_back([&, i] {
+                const auto k = static_cast<std::size_t>(i);
+                try {
+                    go.wait();
+                    Stream& s = *streams[k];
+                    s.push_text(kReply);
+                    s.end_input();
+                    std::vector<float> block(4096);
+                    for (;;) {
+                        const std::size_t got = s.read_some(block, kReadWaitMs);
+                        if (got > 0 && first[k] < 0) {
+                            first[k] = std::chrono::duration<double>(Clock::now() - t0).count();
+                            heard.fetch_add(1);
+                        }
+                        samples[k] += got;
+                        if (until_all_heard && heard.load() == n) break;
+                        // None came and none is on its way: all spoken.
+                        if (got == 0 && !s.busy()) break;
+                    }
+                } catch (...) {
+                    errors[k] = std::current_exception();
+                }
+            });
+        t0 = Clock::now();
+        go.count_down();
+    }
+    SpokenTogether r;
+    r.wall_s = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-6);
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    for (std::size_t i = 0; i < count; ++i) {
+        if (samples[i] == 0) throw Error("the voice made no audio for the measurement");
+        r.audio_s.push_back(static_cast<double>(samples[i]) / streams[i]->sample_rate());
+    }
+    r.first_audio_s = std::move(first);
+    return r;
+}
+
+double aggregate_speed(const SpokenTogether& s) {
+    double audio = 0;
+    for (double a : s.audio_s) audio += a;
+    return audio / s.wall_s;
+}
 
 }  // namespace
 
@@ -45,40 +132,27 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
     // sixteen together 75x), while on two cores one or two streams measure
     // the same.
     const int n = at_once > 0 ? at_once : std::clamp(gpu::cpu::usable_cpus(), 2, kMostAtOnce);
-    std::vector<std::unique_ptr<Stream>> streams;
-    for (int i = 0; i < n; ++i) streams.push_back(create_stream(options));
-    std::vector<std::size_t> samples(static_cast<std::size_t>(n), 0);
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-    const auto t0 = std::chrono::steady_clock::now();
-    {
-        std::vector<std::jthread> readers;
-        for (int i = 0; i < n; ++i)
-            readers.emplace_back([&, i] {
-                const auto k = static_cast<std::size_t>(i);
-                try {
-                    streams[k]->push_text(kReply);
-                    streams[k]->end_input();
-                    std::vector<float> block(4096);
-                    for (std::size_t got; (got = streams[k]->read(block)) > 0;) samples[k] += got;
-                } catch (...) {
-                    errors[k] = std::current_exception();
-                }
-            });
-    }
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (const auto& e : errors)
-        if (e) std::rethrow_exception(e);
-    double audio = 0;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        if (samples[i] == 0) throw Error("the voice made no audio for the capacity measurement");
-        audio += static_cast<double>(samples[i]) / streams[i]->sample_rate();
-    }
     EngineCapacity c;
     c.streams_measured = n;
-    c.speed = audio / std::max(wall, 1e-6);
+    c.speed = aggregate_speed(speak_together(*this, options, n, false));
     c.streams = realtime_streams_at(c.speed);
     return c;
+}
+
+FirstAudioMeasure Engine::measure_first_audio(const StreamOptions& options, int streams) {
+    if (streams < 1 || streams > kMostStarted)
+        throw Error("measure_first_audio: streams must be from 1 to " +
+                    std::to_string(kMostStarted) + ", not " + std::to_string(streams));
+    const SpokenTogether s = speak_together(*this, options, streams, true);
+    std::vector<double> ms;
+    for (double f : s.first_audio_s) ms.push_back(f * 1e3);
+    std::sort(ms.begin(), ms.end());
+    FirstAudioMeasure m;
+    m.streams = streams;
+    const std::size_t mid = ms.size() / 2;
+    m.median_ms = ms.size() % 2 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
+    m.last_ms = ms.back();
+    return m;
 }
 
 }  // namespace etude::engine

@@ -402,6 +402,18 @@ struct EngineCapacity {
     std::size_t streams = 0;
 };
 
+/// How soon each of several streams started together is heard
+/// (Engine::measure_first_audio()): what a server that admits that many at
+/// once can promise its clients.
+struct FirstAudioMeasure {
+    /// How many streams started together.
+    int streams = 0;
+    /// From their common start to each one's first audio, milliseconds: the
+    /// median, and the last of them all (the promise).
+    double median_ms = 0;
+    double last_ms = 0;
+};
+
 /// The real-time streams to admit for an aggregate speed: that speed less
 /// two fifths kept free (starts cost more than their real-time share and
 /// come in bursts), at least 1.
@@ -478,13 +490,24 @@ class Engine {
 
     /// Measures how many real-time streams this machine holds with the
     /// voice of `options`: `at_once` streams (1 to 32; 0: one per CPU this
-    /// process may use, 2 to 32) each speak a typical two-sentence assistant reply, read
-    /// offline, and their aggregate speed, less two fifths, is the answer.
+    /// process may use, 2 to 32) each speak a typical two-sentence
+    /// assistant reply, read as a server reads it (read_some()), and their
+    /// aggregate speed, less two fifths, is the answer.
     /// Takes about a second for a Piper medium voice; loads the voice if it
     /// is not yet. A server admits that many syntheses at once (`etude
     /// serve` does). Throws etude::Error when the voice cannot speak or
     /// `at_once` is outside 0 to 32.
     EngineCapacity measure_capacity(const StreamOptions& options = {}, int at_once = 0);
+    /// Measures how soon each of `streams` streams (1 to 64) with `options`
+    /// is heard when all start at once: each speaks the same typical reply,
+    /// read as a server reads it (read_some(), audio handed on as it is
+    /// made), and the time from the common start to each one's first audio
+    /// is taken; once all have been heard, all stop. With `streams` the
+    /// capacity measured above, the last of them is the first audio a
+    /// server that admits that many can promise (`etude serve` logs it).
+    /// Takes about as long as that last first audio. Throws etude::Error
+    /// when the voice cannot speak or `streams` is outside 1 to 64.
+    FirstAudioMeasure measure_first_audio(const StreamOptions& options, int streams);
 
   private:
     std::shared_ptr<EngineWorkers> core_;

@@ -16,6 +16,18 @@ constexpr int kAudioWaitMs = 200;
 
 }  // namespace
 
+engine::StreamOptions network_stream_options(engine::StreamOptions options) {
+    // Nobody hears a network client's audio late, and its audio must
+    // equal the offline render: never trade quality for time. (read()
+    // already never does; this says it for the block scheduler too.)
+    options.allow_reduced_tier = false;
+    // No audio callback waits on this stream: its reader is a socket. At
+    // real-time priority, streams computing as fast as their clients take
+    // audio would starve the connection threads that send it.
+    options.realtime_workers = false;
+    return options;
+}
+
 SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice, std::string speaker)
     : context_(context), voice_(voice), options_(voice.options) {
     if (!speaker.empty()) options_.speaker = std::move(speaker);
@@ -127,16 +139,7 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
 
     std::unique_ptr<engine::Stream> stream;
     try {
-        engine::StreamOptions options = options_;
-        // Nobody hears a network client's audio late, and its audio must
-        // equal the offline render: never trade quality for time. (read()
-        // already never does; this says it for the block scheduler too.)
-        options.allow_reduced_tier = false;
-        // No audio callback waits on this stream: its reader is a socket. At
-        // real-time priority, streams computing as fast as their clients take
-        // audio would starve the connection threads that send it.
-        options.realtime_workers = false;
-        stream = context_.engine.create_stream(options);
+        stream = context_.engine.create_stream(network_stream_options(options_));
     } catch (const std::exception& e) {
         result.error = e.what();
         return result;

@@ -22,6 +22,11 @@
 
 namespace etude::server {
 
+// The options a network client's stream is made with, from its voice's:
+// audio equal to the offline render, and no real-time workers (its reader
+// is a socket). The server's capacity is measured with them too.
+engine::StreamOptions network_stream_options(engine::StreamOptions voice_options);
+
 class SpeechJob {
   public:
     // `speaker`: a speaker of a voice with several, by name; "" its default.

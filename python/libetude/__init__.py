@@ -13,7 +13,7 @@ See docs/python.md.
 """
 
 from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
-from ._native import EngineCapacity, StreamStats
+from ._native import EngineCapacity, FirstAudioMeasure, StreamStats
 from ._engine import Engine
 from ._stream import Mark, Stream
 from ._voices import VoiceInfo, refresh_voices, voice_folders
@@ -26,6 +26,7 @@ __all__ = [
     "Mark",
     "StreamStats",
     "EngineCapacity",
+    "FirstAudioMeasure",
     "VoiceInfo",
     "EtudeError",
     "InvalidArgument",

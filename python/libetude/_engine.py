@@ -15,6 +15,7 @@ from ._stream import Stream, encode_text
 from ._voices import VoiceInfo
 
 EngineCapacity = _native.EngineCapacity
+FirstAudioMeasure = _native.FirstAudioMeasure
 
 # synthesize() reads in blocks this long, waiting at most READ_POLL_MS for
 # each, so that Ctrl-C is noticed between reads.
@@ -173,6 +174,24 @@ class Engine:
         if options:
             raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
         return self._live().measure_capacity(self._options(voice, sample_rate, **kw), at_once)
+
+    def first_audio(
+        self, voice: str = "slt", sample_rate: Optional[float] = None, *, streams: int,
+        **options,
+    ) -> FirstAudioMeasure:
+        """How soon each of `streams` streams (1 to 64) of `voice` (and
+        stream()'s options) is heard when all start at once: each speaks the
+        same reply, read as it is made, and ``.median_ms`` and ``.last_ms``
+        are the median and the last of their first audios, from the common
+        start. With `streams` the capacity(), ``.last_ms`` is the first
+        audio a server admitting that many can promise (`etude serve` logs
+        it). Takes about as long as that last first audio."""
+        if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 64:
+            raise InvalidArgument(f"streams must be a whole number from 1 to 64, not {streams!r}")
+        kw = {name: options.pop(name, None) for name in _STREAM_OPTIONS}
+        if options:
+            raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
+        return self._live().measure_first_audio(self._options(voice, sample_rate, **kw), streams)
 
     def synthesize(
         self,

@@ -30,6 +30,7 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using etude::engine::Engine;
 using etude::engine::EngineCapacity;
+using etude::engine::FirstAudioMeasure;
 using etude::engine::Prosody;
 using etude::engine::SpeechMark;
 using etude::engine::Stream;
@@ -137,6 +138,12 @@ void bind_types(nb::module_& m) {
         .def_ro("speed", &EngineCapacity::speed)
         .def_ro("streams_measured", &EngineCapacity::streams_measured)
         .def_ro("streams", &EngineCapacity::streams);
+    nb::class_<FirstAudioMeasure>(
+        m, "FirstAudioMeasure",
+        "How soon each of several streams started together is heard (Engine.first_audio).")
+        .def_ro("streams", &FirstAudioMeasure::streams)
+        .def_ro("median_ms", &FirstAudioMeasure::median_ms)
+        .def_ro("last_ms", &FirstAudioMeasure::last_ms);
     nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
         .def_ro("samples_delivered", &StreamStats::samples_delivered)
         .def_ro("underruns", &StreamStats::underruns)
@@ -344,6 +351,14 @@ void bind_engine(nb::module_& m) {
                                [&] { return e.measure_capacity(options, at_once); });
             },
             "options"_a, "at_once"_a = 0)
+        .def(
+            "measure_first_audio",
+            [](Engine& e, const StreamOptions& options, int streams) {
+                nb::gil_scoped_release nogil;
+                return guarded(Code::InvalidArgument,
+                               [&] { return e.measure_first_audio(options, streams); });
+            },
+            "options"_a, "streams"_a)
         // The stream keeps its engine alive: the C++ engine must outlive it.
         .def(
             "create_stream",

@@ -133,6 +133,20 @@ def test_capacity_is_measured_on_several_streams(engine):
         engine.capacity("no-such-voice")
 
 
+def test_first_audio_is_measured_for_streams_started_together(engine):
+    f = engine.first_audio("slt", 16000, streams=2)
+    assert isinstance(f, libetude.FirstAudioMeasure)
+    assert f.streams == 2
+    assert f.last_ms >= f.median_ms > 0
+    for bad in (0, 65, True, 2.0):
+        with pytest.raises(libetude.InvalidArgument):
+            engine.first_audio("slt", streams=bad)
+    with pytest.raises(libetude.InvalidArgument):
+        engine.first_audio("slt", streams=1, colour="blue")
+    with pytest.raises(libetude.EtudeError):
+        engine.first_audio("no-such-voice", streams=1)
+
+
 def test_capacity_takes_the_options_stream_takes():
     import inspect
 

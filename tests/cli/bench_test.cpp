@@ -1,4 +1,5 @@
-// `etude bench`: its table, with the capacity row `etude serve` would admit,
+// `etude bench`: its table, with the capacity row `etude serve` would admit
+// and the first audio it would promise,
 // for a built-in voice (beside Flite) and a Piper voice (without Flite).
 #include <gtest/gtest.h>
 
@@ -41,6 +42,15 @@ TEST(CliBench, a_built_in_voice_is_measured_beside_flite_with_its_capacity) {
     EXPECT_GE(std::stoi(m[2]), 2) << "streams measured at once";
     EXPECT_GE(streams, 1);
     EXPECT_NEAR(streams, std::max(1.0, reply_speed * 0.6), 1.0);  // the speed is printed rounded
+    // The first audio promised at that many (at most 64, serve's default).
+    ASSERT_TRUE(std::regex_search(r.out, m,
+                                  std::regex("first audio promised: ([0-9]+) replies started "
+                                             "together, the last / the median \\| ([0-9]+) ms / "
+                                             "([0-9]+) ms")))
+        << r.out;
+    EXPECT_EQ(std::stod(m[1]), std::min(streams, 64.0)) << r.out;
+    EXPECT_GE(std::stod(m[2]), std::stod(m[3])) << "the last is never before the median";
+    EXPECT_GT(std::stod(m[3]), 0.0) << r.out;
 }
 
 TEST(CliBench, a_piper_voice_is_measured_without_flite_rows) {

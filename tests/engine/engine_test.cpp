@@ -306,3 +306,24 @@ TEST(Engine, capacity_is_measured_on_several_streams_at_once) {
     bad.voice = "no-such-voice";
     EXPECT_THROW(engine.measure_capacity(bad), etude::Error);
 }
+
+// The latency a server promises at its capacity: how soon each of that many
+// streams started together is heard. Timed from their common start, so a
+// front end made slower (the slow-analysis drill) shows in every one of
+// them, and the last is never before the median.
+TEST(Engine, first_audio_is_measured_for_streams_started_together) {
+    Engine engine;
+    const FirstAudioMeasure quick = engine.measure_first_audio({}, 3);
+    EXPECT_EQ(quick.streams, 3);
+    EXPECT_GT(quick.median_ms, 0.0);
+    EXPECT_GE(quick.last_ms, quick.median_ms);
+    StreamOptions slow;
+    slow.faults = "slow-analysis:400";
+    const FirstAudioMeasure late = engine.measure_first_audio(slow, 2);
+    EXPECT_GE(late.median_ms, 400.0) << "each stream's first sentence took 400 ms more";
+    EXPECT_THROW(engine.measure_first_audio({}, 0), etude::Error);
+    EXPECT_THROW(engine.measure_first_audio({}, 65), etude::Error);
+    StreamOptions bad;
+    bad.voice = "no-such-voice";
+    EXPECT_THROW(engine.measure_first_audio(bad, 1), etude::Error);
+}

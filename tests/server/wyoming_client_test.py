@@ -416,6 +416,13 @@ async def case_capacity(srv):
     assert streams >= 1 and speed > 1, lines[0]
     assert abs(streams - max(1.0, speed * 0.6)) <= 1, lines[0]  # the speed is printed rounded
     assert at_once == min(streams, 64), lines[0]
+    # The promise: the last first audio of that many started together.
+    promise = [ln for ln in srv.log if ln.startswith("etude serve: first audio within ")]
+    assert promise, srv.log[:5]
+    m = re.search(r"first audio within (\d+) ms when (\d+) syntheses start together "
+                  r"\(median (\d+) ms", promise[0])
+    assert m and int(m.group(2)) == at_once, promise[0]
+    assert int(m.group(1)) >= int(m.group(3)) > 0, promise[0]
     small = Server("--max-syntheses", "2")
     try:
         for _ in range(50):

@@ -84,6 +84,27 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
             ETUDE_ERROR_INVALID_ARGUMENT)
             return 146;
     }
+    {
+        double median_ms = -1, last_ms = -1;
+        if (etude_engine_measure_first_audio(engine, voice_path, 2, &median_ms, &last_ms) !=
+            ETUDE_OK)
+            return 160;
+        if (!(median_ms > 0) || last_ms < median_ms) return 161;
+        if (etude_engine_measure_first_audio(engine, NULL, 1, NULL, &last_ms) != ETUDE_OK)
+            return 162;
+        if (etude_engine_measure_first_audio(engine, "slt", 65, NULL, &last_ms) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 163;
+        if (etude_engine_measure_first_audio(engine, "slt", 0, NULL, &last_ms) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 164;
+        if (etude_engine_measure_first_audio(engine, "slt", 1, NULL, NULL) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 165;
+        if (etude_engine_measure_first_audio(engine, "", 1, NULL, &last_ms) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 166;
+    }
     etude_piper_stream_options_init(&options, sizeof options);
     options.voice = voice_path;
     options.speaker = "nobody";
