@@ -18,6 +18,7 @@
 #include "gpu/cpu/cpu_conv.h"
 #include "gpu/cpu/cpu_parallel.h"
 #include "gpu/cpu/cpu_vector_math.h"
+#include "gpu/cpu/cpu_worker_pool.h"
 
 namespace etude::gpu {
 namespace {
@@ -107,7 +108,7 @@ CpuBackend::CpuBackend() {
     info_.platform = "FFTW3 + OpenBLAS";
     info_.global_memory = static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) *
                           static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
-    info_.compute_units = static_cast<int>(std::thread::hardware_concurrency());
+    info_.compute_units = cpu::usable_cpus();
     info_.is_gpu = false;
     info_.capabilities = {"fft", "gemm", "fp64"};
 }

@@ -18,6 +18,7 @@
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/piper_voice.h"
+#include "gpu/cpu/cpu_worker_pool.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
 #include "support/stream_output.h"
@@ -426,9 +427,9 @@ TEST(PiperStream, several_streams_sentences_are_analysed_at_once_and_each_is_its
         Engine::Options options;
         options.work_turns = turns;
         Engine engine(options);
-        // (And no more than the machine's hardware threads, 2 at least.)
-        const int front_ends = std::clamp(
-            turns - 1, 1, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+        // (And no more than the CPUs the process may use, 2 at least.)
+        const int front_ends =
+            std::clamp(turns - 1, 1, std::max(2, etude::gpu::cpu::usable_cpus()));
         EXPECT_EQ(engine.stats().work_turns, turns);
         EXPECT_EQ(engine.stats().front_end_threads, front_ends);
         constexpr int kStreams = 4;
