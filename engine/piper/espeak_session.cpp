@@ -16,12 +16,16 @@ namespace etude::piper {
 #ifdef ETUDE_WITH_ESPEAK
 namespace {
 
-// The process's espeak-ng. Constructed on first use (under the mutex of the
-// function-local static), espeak_Terminate at exit.
+// The process's espeak-ng. Started on first use (under the mutex of the
+// function-local static), espeak_Terminate at exit. A start that failed is
+// not tried again: each try has espeak-ng print its own error (a missing
+// phontab) to stderr, once per voice loaded, while every try would fail
+// the same way.
 class EspeakOwner {
   public:
     static EspeakOwner& get() {
         static EspeakOwner owner;
+        if (!owner.started_) throw Error(owner.failure_);
         return owner;
     }
     std::mutex mutex;
@@ -43,12 +47,19 @@ class EspeakOwner {
         // missing data folder must be an error, not the end of the process.
         const int rate =
             espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, espeakINITIALIZE_DONT_EXIT);
-        if (rate <= 0)
-            throw Error("espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)");
+        started_ = rate > 0;
+        if (!started_) {
+            failure_ = "espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)";
+            return;
+        }
         const char* path = nullptr;
         version_ = std::string("espeak-ng ") + espeak_Info(&path);
     }
-    ~EspeakOwner() { espeak_Terminate(); }
+    ~EspeakOwner() {
+        if (started_) espeak_Terminate();
+    }
+    bool started_ = false;
+    std::string failure_;
     std::string voice_;
     std::string version_;
 };

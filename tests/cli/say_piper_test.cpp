@@ -112,3 +112,31 @@ TEST(CliSayPiper, bad_voices_options_and_lines_are_refused_without_output) {
     expect_clean_error(run_etude(say + "slt --json-input", ids_line), "--json-input", 2);
     EXPECT_FALSE(fs::exists(out));
 }
+
+// Without espeak-ng's data (a machine with the library but not its data,
+// as the GPU pack's machine is): phoneme ids still speak, espeak-ng's own
+// complaint about its data comes at most once, and text is refused with an
+// error that says where to look. (A process that opens a voice several
+// times, as etude_many_streams does between rounds, printed the complaint
+// at each opening before espeak-ng's start was tried only once.)
+TEST(CliSayPiper, without_espeak_data_ids_speak_and_text_names_espeak_data_path) {
+    const fs::path empty = tmpdir() / "no-espeak-data";
+    fs::create_directories(empty);
+    const std::string env = "ESPEAK_DATA_PATH=" + quote(empty.string());
+    const std::string lines = "{\"phoneme_ids\": " + kIds + "}\n{\"phoneme_ids\": " + kIds +
+                              ", \"speaker\": \"speaker_3\"}\n";
+    const CliRun ids = run_etude("say --voice " + quote(kMulti) + " --json-input -o " +
+                                     (tmpdir() / "no_espeak.wav").string(),
+                                 lines, env);
+    EXPECT_EQ(ids.status, 0) << ids.err;
+    std::size_t complaints = 0;
+    for (std::size_t at = 0; (at = ids.err.find("phontab", at)) != std::string::npos; ++at)
+        ++complaints;
+    EXPECT_LE(complaints, 1u) << ids.err;
+    const CliRun text = run_etude(
+        "say --voice " + quote(kMulti) + " Hello. -o " + (tmpdir() / "no_espeak_text.wav").string(),
+        "", env);
+    EXPECT_EQ(text.status, 1) << text.err;
+    EXPECT_NE(text.err.find("etude say: espeak-ng could not start"), std::string::npos) << text.err;
+    EXPECT_NE(text.err.find("ESPEAK_DATA_PATH"), std::string::npos) << text.err;
+}
