@@ -25,5 +25,10 @@ fi
 # C++ library), which `python -m` would import as the module libetude.
 run_dir="$build_dir/python-tests-run"
 mkdir -p "$run_dir" && cd "$run_dir" || exit 1
-PYTHONDONTWRITEBYTECODE=1 exec "$env/bin/python" -m pytest "$here" --rootdir="$here" \
-    -p no:cacheprovider -q -rs "$@"
+# An empty per-user voice folder, and no ETUDE_VOICE_PATH: the tests look
+# voices up by name and expect the ones installed beside the wheel, which a
+# folder's voice of the same name would shadow (scripts/bootstrap.sh demo
+# links joe into ~/.local/share/libetude/voices).
+mkdir -p "$run_dir/xdg-data" || exit 1
+XDG_DATA_HOME="$run_dir/xdg-data" ETUDE_VOICE_PATH= PYTHONDONTWRITEBYTECODE=1 \
+    exec "$env/bin/python" -m pytest "$here" --rootdir="$here" -p no:cacheprovider -q -rs "$@"
