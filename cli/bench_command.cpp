@@ -152,7 +152,8 @@ int bench_command(int argc, char** argv) {
         }
         // The promise at that capacity, as `etude serve` measures it.
         const double speed = median(capacity_speed);
-        const std::size_t admitted = std::min<std::size_t>(engine::realtime_streams_at(speed), 64);
+        const std::size_t admitted = std::min<std::size_t>(engine::realtime_streams_at(speed),
+                                                           engine::Engine::kMostStartedTogether);
         std::vector<double> promised, promised_median;
         for (int r = 0; r < runs; ++r) {
             const engine::FirstAudioMeasure f = engine.measure_first_audio(

@@ -22,11 +22,9 @@ namespace {
 
 // The most syntheses admitted at once when the measured capacity is larger
 // (a built-in voice measures well over 100 streams): each stream has threads
-// of its own, and --max-syntheses raises it.
-constexpr std::size_t kMostSynthesesByDefault = 64;
-// The most started together to measure the first audio promised
-// (Engine::measure_first_audio()'s limit).
-constexpr std::size_t kMostMeasured = 64;
+// of its own, and --max-syntheses raises it. As many as the engine measures
+// started together (64), so the first audio promised covers every one.
+constexpr std::size_t kMostSynthesesByDefault = engine::Engine::kMostStartedTogether;
 
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) {
@@ -167,7 +165,8 @@ int run_serve(const CommandLine& args) {
                                                          : "",
                       limits.max_waiting);
         capacity_line = line;
-        const int together = static_cast<int>(std::min(limits.max_syntheses, kMostMeasured));
+        const int together = static_cast<int>(
+            std::min<std::size_t>(limits.max_syntheses, engine::Engine::kMostStartedTogether));
         const engine::FirstAudioMeasure f = engine.measure_first_audio(options, together);
         std::snprintf(line, sizeof line,
                       "first audio within %.0f ms when %d syntheses start together (median %.0f "

@@ -137,13 +137,13 @@ etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voi
     });
 }
 
-etude_status etude_engine_measure_first_audio(etude_engine* engine, const char* voice, int streams,
+etude_status etude_engine_measure_first_audio(etude_engine* engine, const char* voice, int at_once,
                                               double* median_ms, double* last_ms) {
     if (!engine) return null_argument("engine");
     if (!last_ms) return null_argument("last_ms");
     return guarded([&] {
         const etude::engine::FirstAudioMeasure f = engine->engine.measure_first_audio(
-            measured_stream_options(voice, "measure_first_audio"), streams);
+            measured_stream_options(voice, "measure_first_audio"), at_once);
         if (median_ms) *median_ms = f.median_ms;
         *last_ms = f.last_ms;
     });

@@ -34,15 +34,12 @@ constexpr double kHeadroom = 0.6;
 // The most streams the capacity measurement speaks at once: enough to fill
 // a large machine's cores, few enough to take about a second there.
 constexpr int kMostAtOnce = 32;
-// The most the first-audio measurement starts together: a server's
-// default admits at most 16, and each stream has its own threads.
-constexpr int kMostStarted = 64;
 
 // What `n` streams that start together, each read as a server reads its
 // client's (read_some(): audio handed on as it is made, no real-time
 // workers), did.
 struct SpokenTogether {
-    double wall_s = 0;                  // from the start until the last ended
+    double wall_s = 0;                  // from the start until all stopped
     std::vector<double> audio_s;        // each stream's audio
     std::vector<double> first_audio_s;  // each one's first audio, from the start
 };
@@ -55,8 +52,9 @@ constexpr int kReadWaitMs = 20;
 // it would make a server's start seconds longer.
 SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int n,
                               bool until_all_heard) {
-    // Outside the engine's work turns, as a server's streams run: the
-    // answer is what the CPUs hold, not what Options::work_turns allows.
+    // Outside the engine's work turns, as a server's streams run
+    // (server::network_stream_options() says the same): the answer is what
+    // the CPUs hold, not what Options::work_turns allows.
     StreamOptions outside = options;
     outside.realtime_workers = false;
     std::vector<std::unique_ptr<Stream>> streams;
@@ -68,15 +66,31 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
     // All streams are created before any is pushed: a voice that loads on
     // first use would otherwise be timed in the first stream's start.
     std::latch go(1);
+    std::atomic<bool> abandoned{false};
     std::atomic<int> heard{0};
     Clock::time_point t0;
     {
         std::vector<std::jthread> readers;
+        readers.reserve(count);
+        // Should a reader's thread fail to start, those started are let go
+        // before the error leaves: joined while waiting at the latch, they
+        // would wait for ever.
+        struct LetGo {
+            std::latch& go;
+            std::atomic<bool>& abandoned;
+            bool armed = true;
+            ~LetGo() {
+                if (!armed) return;
+                abandoned = true;
+                go.count_down();
+            }
+        } let_go{go, abandoned};
         for (int i = 0; i < n; ++i)
             readers.emplace_back([&, i] {
                 const auto k = static_cast<std::size_t>(i);
                 try {
                     go.wait();
+                    if (abandoned) return;
                     Stream& s = *streams[k];
                     s.push_text(kReply);
                     s.end_input();
@@ -97,6 +111,7 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
                 }
             });
         t0 = Clock::now();
+        let_go.armed = false;
         go.count_down();
     }
     SpokenTogether r;
@@ -140,9 +155,9 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
 }
 
 FirstAudioMeasure Engine::measure_first_audio(const StreamOptions& options, int streams) {
-    if (streams < 1 || streams > kMostStarted)
+    if (streams < 1 || streams > kMostStartedTogether)
         throw Error("measure_first_audio: streams must be from 1 to " +
-                    std::to_string(kMostStarted) + ", not " + std::to_string(streams));
+                    std::to_string(kMostStartedTogether) + ", not " + std::to_string(streams));
     const SpokenTogether s = speak_together(*this, options, streams, true);
     std::vector<double> ms;
     for (double f : s.first_audio_s) ms.push_back(f * 1e3);

@@ -408,9 +408,11 @@ struct EngineCapacity {
 struct FirstAudioMeasure {
     /// How many streams started together.
     int streams = 0;
-    /// From their common start to each one's first audio, milliseconds: the
-    /// median, and the last of them all (the promise).
+    /// The median of their first audios, in milliseconds from their common
+    /// start.
     double median_ms = 0;
+    /// The last of their first audios (the promise), in milliseconds from
+    /// their common start.
     double last_ms = 0;
 };
 
@@ -445,7 +447,8 @@ class Engine {
         /// analysis, a Piper or mel decoder chunk) of streams with real-time
         /// workers run at once, across all streams, taken earliest deadline
         /// first (docs/architecture.md, "The order across streams"). 0: one
-        /// less than the machine's hardware threads, at least 1, which
+        /// less than the CPUs this process may use (its affinity: taskset,
+        /// a container's cpuset), at least 1, which
         /// leaves a core for the threads that push text and serve clients.
         /// It also sets the front-end threads: one per turn less one (that
         /// turn is kept for decoder chunks), at least one.
@@ -508,6 +511,10 @@ class Engine {
     /// Takes about as long as that last first audio. Throws etude::Error
     /// when the voice cannot speak or `streams` is outside 1 to 64.
     FirstAudioMeasure measure_first_audio(const StreamOptions& options, int streams);
+    /// The most streams measure_first_audio() starts together: a server's
+    /// most admitted by default (`etude serve`), and each stream has
+    /// threads of its own.
+    static constexpr int kMostStartedTogether = 64;
 
   private:
     std::shared_ptr<EngineWorkers> core_;

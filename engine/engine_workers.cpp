@@ -19,8 +19,9 @@ EngineWorkers::EngineWorkers(int turns)
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
     gpu::cpu::WorkerPool::shared();
-    // The CPUs this process may use (a container's share), not the host's:
-    // on 2 of 64 host threads, the host's count made 63 turns.
+    // The CPUs this process may use (its affinity: taskset, a container's
+    // cpuset), not the host's: on 2 of 64 host threads, the host's count
+    // made 63 turns.
     const unsigned cores = static_cast<unsigned>(std::max(2, gpu::cpu::usable_cpus()));
     try {
         for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)

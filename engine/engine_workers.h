@@ -71,7 +71,7 @@ class EngineWorkers {
         return p;
     }
 
-    // The front-end threads for `turns` turns on `cores` hardware threads.
+    // The front-end threads for `turns` turns on `cores` usable CPUs.
     static int front_ends_for(int turns, unsigned cores);
 
   private:

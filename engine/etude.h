@@ -92,23 +92,23 @@ etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice)
  *         malformed */
 etude_status etude_engine_measure_capacity(etude_engine* engine, const char* voice, int at_once,
                                            double* speed, size_t* streams);
-/** How soon each of `streams` streams of a voice (made as for
+/** How soon each of `at_once` streams of a voice (made as for
  * etude_engine_measure_capacity) is heard when all start at once: each
  * speaks the same reply, read as it is made, and the time from their common
  * start to each one's first audio is taken; once all have been heard, all
- * stop. With `streams` the capacity, the last is the first audio a server
+ * stop. With `at_once` the capacity, the last is the first audio a server
  * admitting that many can promise (`etude serve` logs it). Takes about as
  * long as that last first audio; loads the voice if it is not yet.
  * \param engine the engine to measure
  * \param voice as for etude_engine_measure_capacity
- * \param streams streams started together, 1..64
+ * \param at_once streams started together, 1..64
  * \param median_ms receives the median of their first audios, in
  *        milliseconds from the start (may be NULL)
  * \param last_ms receives the last of them
  * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL engine or last_ms,
- *         streams outside 1..64, or a voice that is empty, unknown or
+ *         at_once outside 1..64, or a voice that is empty, unknown or
  *         malformed */
-etude_status etude_engine_measure_first_audio(etude_engine* engine, const char* voice, int streams,
+etude_status etude_engine_measure_first_audio(etude_engine* engine, const char* voice, int at_once,
                                               double* median_ms, double* last_ms);
 
 /** Makes a text stream.

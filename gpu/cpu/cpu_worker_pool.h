@@ -31,8 +31,9 @@
 
 namespace etude::gpu::cpu {
 
-// The CPUs this process may run on (its affinity: a container's or a
-// taskset's share, not the host's), at least 1.
+// The CPUs this process may run on (its affinity: taskset, a container's
+// cpuset; not the host's count, nor a CPU-time quota such as docker
+// --cpus, which leaves every CPU usable), at least 1.
 int usable_cpus();
 
 class WorkerPool {

@@ -24,7 +24,7 @@ _READ_POLL_MS = 100
 
 _PIPER_ONLY = ("speaker", "noise_scale", "noise_w", "seed")
 # stream()'s keyword options after voice and sample_rate, which _options()
-# reads; capacity() takes the same ones through **options.
+# reads; capacity() and first_audio() take the same ones through **options.
 _STREAM_OPTIONS = ("speaker", "noise_scale", "length_scale", "noise_w", "seed", "latency_ms",
                    "vocoder", "backend", "device")
 
@@ -170,10 +170,8 @@ class Engine:
         admits at once; takes about a second with a Piper medium voice."""
         if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
             raise InvalidArgument(f"at_once must be a whole number from 0 to 32, not {at_once!r}")
-        kw = {name: options.pop(name, None) for name in _STREAM_OPTIONS}
-        if options:
-            raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
-        return self._live().measure_capacity(self._options(voice, sample_rate, **kw), at_once)
+        return self._live().measure_capacity(
+            self._measured_options(voice, sample_rate, options), at_once)
 
     def first_audio(
         self, voice: str = "slt", sample_rate: Optional[float] = None, *, streams: int,
@@ -186,12 +184,20 @@ class Engine:
         start. With `streams` the capacity(), ``.last_ms`` is the first
         audio a server admitting that many can promise (`etude serve` logs
         it). Takes about as long as that last first audio."""
-        if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= 64:
-            raise InvalidArgument(f"streams must be a whole number from 1 to 64, not {streams!r}")
+        most = _native.MOST_STARTED_TOGETHER
+        if isinstance(streams, bool) or not isinstance(streams, int) or not 1 <= streams <= most:
+            raise InvalidArgument(
+                f"streams must be a whole number from 1 to {most}, not {streams!r}")
+        return self._live().measure_first_audio(
+            self._measured_options(voice, sample_rate, options), streams)
+
+    def _measured_options(self, voice, sample_rate, options: dict):
+        """A measurement's stream options: stream()'s keyword options, and
+        no others."""
         kw = {name: options.pop(name, None) for name in _STREAM_OPTIONS}
         if options:
             raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
-        return self._live().measure_first_audio(self._options(voice, sample_rate, **kw), streams)
+        return self._options(voice, sample_rate, **kw)
 
     def synthesize(
         self,

@@ -144,6 +144,7 @@ void bind_types(nb::module_& m) {
         .def_ro("streams", &FirstAudioMeasure::streams)
         .def_ro("median_ms", &FirstAudioMeasure::median_ms)
         .def_ro("last_ms", &FirstAudioMeasure::last_ms);
+    m.attr("MOST_STARTED_TOGETHER") = Engine::kMostStartedTogether;
     nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
         .def_ro("samples_delivered", &StreamStats::samples_delivered)
         .def_ro("underruns", &StreamStats::underruns)

@@ -3,14 +3,16 @@ is spoken; never a crash or a hang."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
 import libetude
-from conftest import assert_same_audio, run_bounded
+from conftest import TEST_DATA, assert_same_audio, run_bounded
 
 
 def test_the_errors_are_runtime_errors_with_the_c_api_codes():
@@ -153,3 +155,33 @@ def test_a_read_with_a_timeout_returns_when_nothing_comes(engine):
         assert time.perf_counter() - t0 < 1.0
         with pytest.raises(libetude.InvalidArgument, match="timeout"):
             s.read(160, timeout=-1)
+
+
+def test_without_espeak_data_text_is_refused_and_espeak_complains_once(tmp_path):
+    """A machine with espeak-ng's library but not its data (the GPU pack's):
+    a Piper voice still opens, text is refused naming ESPEAK_DATA_PATH, and
+    espeak-ng's own complaint about its data comes once per process, not
+    at each opening of the voice (two engines one after the other open it
+    twice; before, each opening printed it)."""
+    empty = tmp_path / "no-espeak-data"
+    empty.mkdir()
+    voice = str(TEST_DATA / "piper" / "test_medium.onnx")
+    script = (
+        "import sys, libetude\n"
+        "for _ in range(2):\n"
+        "    with libetude.Engine() as e, e.stream(voice=sys.argv[1]) as s:\n"
+        "        try:\n"
+        "            s.push_text('Hello there.')\n"
+        "            s.end_input()\n"
+        "        except libetude.EtudeError as err:\n"
+        "            print(err)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, voice], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "ESPEAK_DATA_PATH": str(empty)},
+    )
+    assert run.returncode == 0, run.stderr
+    refusals = run.stdout.splitlines()
+    assert len(refusals) == 2, run.stdout
+    assert all("ESPEAK_DATA_PATH" in r for r in refusals), run.stdout
+    assert run.stderr.count("phontab") <= 1, run.stderr

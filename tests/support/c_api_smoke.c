@@ -89,7 +89,11 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
         if (etude_engine_measure_first_audio(engine, voice_path, 2, &median_ms, &last_ms) !=
             ETUDE_OK)
             return 160;
+        /* Swapped outputs would put the last before the median. */
         if (!(median_ms > 0) || last_ms < median_ms) return 161;
+        if (etude_engine_measure_first_audio(NULL, "slt", 1, NULL, &last_ms) !=
+            ETUDE_ERROR_INVALID_ARGUMENT)
+            return 167;
         if (etude_engine_measure_first_audio(engine, NULL, 1, NULL, &last_ms) != ETUDE_OK)
             return 162;
         if (etude_engine_measure_first_audio(engine, "slt", 65, NULL, &last_ms) !=
