@@ -328,8 +328,11 @@ int serve_command(int argc, char** argv) {
                     "drop a client that takes no audio for S seconds (default 10)");
         args.group("options").flag("-q,--quiet", "no log line per request on standard error");
         args.footer(
-            "Each request logs one line on standard error: client, voice, characters, time\n"
-            "to first audio, real-time factor (wall time / audio time).\n"
+            "On standard error, at start: where it listens, the capacity it measured (the\n"
+            "real-time streams this machine holds with the default voice) and the first\n"
+            "audio it promises: how soon each of that many syntheses, started together, was\n"
+            "heard. Then one line per request: client, voice, characters, time to first\n"
+            "audio, real-time factor (wall time / audio time).\n"
             "\n"
             "exit status: 0 after SIGINT/SIGTERM (stdio: after the client closes),\n"
             "1 runtime error (address in use), 2 usage error.\n"
