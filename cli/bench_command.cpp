@@ -106,6 +106,8 @@ int bench_command(int argc, char** argv) {
 
         std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours, capacity_speed;
         int capacity_streams = 0;
+        // The capacity and the promise, measured as `etude serve` measures them.
+        const engine::StreamOptions served = server::network_stream_options(opts);
         double audio_seconds = 0;
         std::vector<float> block(4096);
         for (int r = 0; r < runs; ++r) {
@@ -145,19 +147,18 @@ int bench_command(int argc, char** argv) {
                 while (stream->read(block) > 0) {
                 }
             }
-            const engine::EngineCapacity c =
-                engine.measure_capacity(server::network_stream_options(opts));
+            const engine::EngineCapacity c = engine.measure_capacity(served);
             capacity_speed.push_back(c.speed);
             capacity_streams = c.streams_measured;
         }
-        // The promise at that capacity, as `etude serve` measures it.
+        // The promise at that capacity.
         const double speed = median(capacity_speed);
         const std::size_t admitted = std::min<std::size_t>(engine::realtime_streams_at(speed),
                                                            engine::Engine::kMostStartedTogether);
         std::vector<double> promised, promised_median;
         for (int r = 0; r < runs; ++r) {
-            const engine::FirstAudioMeasure f = engine.measure_first_audio(
-                server::network_stream_options(opts), static_cast<int>(admitted));
+            const engine::FirstAudioMeasure f =
+                engine.measure_first_audio(served, static_cast<int>(admitted));
             promised.push_back(f.last_ms);
             promised_median.push_back(f.median_ms);
         }

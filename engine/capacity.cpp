@@ -40,8 +40,9 @@ constexpr int kMostAtOnce = 32;
 // workers), did.
 struct SpokenTogether {
     double wall_s = 0;                  // from the start until all stopped
-    std::vector<double> audio_s;        // each stream's audio
+    double audio_s = 0;                 // all the streams' audio together
     std::vector<double> first_audio_s;  // each one's first audio, from the start
+    double speed() const { return audio_s / wall_s; }
 };
 
 // How long a reader waits for audio before it looks whether all are heard.
@@ -120,16 +121,10 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
         if (e) std::rethrow_exception(e);
     for (std::size_t i = 0; i < count; ++i) {
         if (samples[i] == 0) throw Error("the voice made no audio for the measurement");
-        r.audio_s.push_back(static_cast<double>(samples[i]) / streams[i]->sample_rate());
+        r.audio_s += static_cast<double>(samples[i]) / streams[i]->sample_rate();
     }
     r.first_audio_s = std::move(first);
     return r;
-}
-
-double aggregate_speed(const SpokenTogether& s) {
-    double audio = 0;
-    for (double a : s.audio_s) audio += a;
-    return audio / s.wall_s;
 }
 
 }  // namespace
@@ -149,7 +144,7 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
     const int n = at_once > 0 ? at_once : std::clamp(gpu::cpu::usable_cpus(), 2, kMostAtOnce);
     EngineCapacity c;
     c.streams_measured = n;
-    c.speed = aggregate_speed(speak_together(*this, options, n, false));
+    c.speed = speak_together(*this, options, n, false).speed();
     c.streams = realtime_streams_at(c.speed);
     return c;
 }

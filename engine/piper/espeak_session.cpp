@@ -25,7 +25,8 @@ class EspeakOwner {
   public:
     static EspeakOwner& get() {
         static EspeakOwner owner;
-        if (!owner.started_) throw Error(owner.failure_);
+        if (!owner.started_)
+            throw Error("espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)");
         return owner;
     }
     std::mutex mutex;
@@ -48,10 +49,7 @@ class EspeakOwner {
         const int rate =
             espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, espeakINITIALIZE_DONT_EXIT);
         started_ = rate > 0;
-        if (!started_) {
-            failure_ = "espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)";
-            return;
-        }
+        if (!started_) return;
         const char* path = nullptr;
         version_ = std::string("espeak-ng ") + espeak_Info(&path);
     }
@@ -59,7 +57,6 @@ class EspeakOwner {
         if (started_) espeak_Terminate();
     }
     bool started_ = false;
-    std::string failure_;
     std::string voice_;
     std::string version_;
 };
