@@ -15,7 +15,6 @@
 #include "cli/voice_options.h"
 #include "engine/block_records.h"
 #include "engine/engine.h"
-#include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
@@ -70,30 +69,153 @@ void print_stats(const audio_io::JackOutput& jack, const engine::StreamStats& s)
                      (unsigned long long)s.sentences_unspeakable, s.unspeakable_reason.c_str());
 }
 
-int run_jack(const CommandLine& args) {
+audio_io::JackOptions read_jack_options(const CommandLine& args) {
     audio_io::JackOptions opts;
     opts.client_name = args.value_or("--name", "etude");
     opts.server_name = args.value_or("--server", "");
     apply_voice_options(args, opts.stream);
-    if (auto l = args.value("--latency-ms"))
-        opts.stream.latency_ms = parse_number("--latency-ms", *l);
-    opts.stream.vocoder = args.value_or("--vocoder", "mlsa");
-    if (opts.stream.vocoder != "mlsa" && opts.stream.vocoder != "spectral")
-        throw UsageError("unknown vocoder '" + opts.stream.vocoder + "' (choose mlsa or spectral)");
-    if (!opts.stream.piper_voice.empty() && opts.stream.vocoder != "mlsa")
-        throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
-    opts.stream.backend = args.value_or("--backend", "auto");
-    if (auto d = args.value("--gpu-device"))
-        opts.stream.device = static_cast<int>(parse_number("--gpu-device", *d));
-    try {
-        gpu::parse_backend_request(opts.stream.backend, opts.stream.device);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
+    apply_synthesis_options(args, opts.stream);
     // Start-up may wait for a device to build its state; speech may not.
     opts.stream.wait_for_device = true;
     if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
+    return opts;
+}
 
+// The lines read from standard input and spoken on the client's stream.
+// Lines pushed and not yet fully spoken are kept, so that nothing is lost
+// silently: they are re-queued after a sample-rate change and counted when
+// speech is stopped.
+class LineSpeaker {
+  public:
+    explicit LineSpeaker(audio_io::JackOutput& jack) : jack_(jack) {}
+
+    // Reads what standard input has within 20 ms and speaks its whole lines;
+    // at its end, the last unfinished line. Returns false once input ended.
+    bool read_input() {
+        if (eof_) return false;
+        pollfd pfd{STDIN_FILENO, POLLIN, 0};
+        if (::poll(&pfd, 1, 20) <= 0) return true;
+        char chunk[65536];
+        const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+        if (n <= 0) {
+            eof_ = true;
+            if (!buffer_.empty()) handle_line(std::exchange(buffer_, {}));
+            return false;
+        }
+        buffer_.append(chunk, static_cast<std::size_t>(n));
+        std::size_t nl;
+        while ((nl = buffer_.find('\n')) != std::string::npos) {
+            handle_line(buffer_.substr(0, nl));
+            buffer_.erase(0, nl + 1);
+        }
+        return true;
+    }
+
+    // Forgets the lines whose sentences have all been spoken or dropped.
+    void settle() {
+        const auto st = jack_.stream().stats();
+        const std::uint64_t settled = st.sentences_spoken + st.sentences_dropped;
+        while (!pending_.empty() && settled >= consumed_ + pending_.front().sentences) {
+            consumed_ += pending_.front().sentences;
+            pending_.pop_front();
+        }
+    }
+
+    // The server's rate changed: start again at the new rate with what was
+    // not yet spoken.
+    void requeue_at_new_rate() {
+        settle();
+        std::fprintf(stderr, "etude jack: JACK sample rate is now %u Hz; re-queueing %zu line(s)\n",
+                     jack_.sample_rate(), pending_.size());
+        jack_.stream().cancel();
+        jack_.recreate_stream();
+        std::deque<Line> again;
+        again.swap(pending_);
+        consumed_ = 0;  // a new stream counts from zero
+        for (auto& l : again) handle_line(l.text);
+    }
+
+    // Stopped by a signal: says what is dropped and stops speech at once.
+    void stop(int signal) {
+        settle();
+        const auto st = jack_.stream().stats();
+        const std::uint64_t unspoken =
+            st.sentences_queued - st.sentences_spoken - st.sentences_dropped;
+        std::fprintf(
+            stderr,
+            "etude jack: stopped by signal %d; dropping %llu queued sentence(s) in %zu line(s)\n",
+            signal, (unsigned long long)unspoken, pending_.size());
+        jack_.stream().cancel();
+    }
+
+    std::size_t pending_lines() const { return pending_.size(); }
+
+  private:
+    void handle_line(std::string line) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line == "/stop") {
+            jack_.stream().cancel();
+            pending_.clear();
+            // Every sentence queued so far will settle as dropped or spoken.
+            consumed_ = jack_.stream().stats().sentences_queued;
+            return;
+        }
+        if (line.rfind("/voice", 0) == 0) {
+            const std::string name = line.size() > 7 ? line.substr(7) : "";
+            try {
+                jack_.stream().set_voice(name);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "etude jack: %s; keeping the current voice\n", e.what());
+            }
+            return;
+        }
+        try {
+            // Each line is a whole utterance: its last sentence is not held
+            // for the next line.
+            std::size_t n = jack_.stream().push_text(line);
+            n += jack_.stream().end_input();
+            if (n > 0) pending_.push_back({line, n});
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "etude jack: line not spoken: %s\n", e.what());
+        }
+    }
+
+    audio_io::JackOutput& jack_;
+    std::deque<Line> pending_;
+    // How many of the stream's settled (spoken or dropped) sentences belong
+    // to lines already removed from pending_.
+    std::uint64_t consumed_ = 0;
+    std::string buffer_;  // an unfinished line
+    bool eof_ = false;
+};
+
+// Speaks standard input's lines until it ends and all is spoken, a signal
+// or the server going away; returns the exit status.
+int speak_lines(audio_io::JackOutput& jack) {
+    LineSpeaker lines(jack);
+    bool reading = true;
+    while (!g_signal) {
+        if (jack.server_gone()) {
+            std::fprintf(stderr,
+                         "etude jack: the JACK server shut down (%s); %zu line(s) not spoken\n",
+                         jack.shutdown_reason().c_str(), lines.pending_lines());
+            return 1;
+        }
+        if (jack.rate_changed()) lines.requeue_at_new_rate();
+        if (reading) {
+            reading = lines.read_input();
+        } else {
+            if (!jack.stream().busy()) break;
+            ::usleep(20000);
+        }
+        lines.settle();
+    }
+    if (g_signal) lines.stop(g_signal.load());
+    return 0;
+}
+
+int run_jack(const CommandLine& args) {
+    const audio_io::JackOptions opts = read_jack_options(args);
     engine::Engine engine(engine::Engine::Options{{}});
     audio_io::JackOutput jack(engine, opts);
     jack.activate();
@@ -106,110 +228,8 @@ int run_jack(const CommandLine& args) {
     std::signal(SIGINT, on_jack_signal);
     std::signal(SIGTERM, on_jack_signal);
     std::signal(SIGPIPE, SIG_IGN);
-
-    // Lines pushed and not yet fully spoken, so that nothing is lost
-    // silently: they are re-queued after a sample-rate change and counted
-    // when speech is stopped. `consumed` is how many of the stream's settled
-    // (spoken or dropped) sentences belong to lines already removed.
-    std::deque<Line> pending;
-    std::uint64_t consumed = 0;
-    std::string buffer;
-    bool eof = false;
-    int status = 0;
-    auto settle = [&] {
-        const auto st = jack.stream().stats();
-        const std::uint64_t settled = st.sentences_spoken + st.sentences_dropped;
-        while (!pending.empty() && settled >= consumed + pending.front().sentences) {
-            consumed += pending.front().sentences;
-            pending.pop_front();
-        }
-    };
-    auto handle_line = [&](std::string line) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line == "/stop") {
-            jack.stream().cancel();
-            pending.clear();
-            consumed =
-                jack.stream().stats().sentences_queued;  // all will settle as dropped or spoken
-            return;
-        }
-        if (line.rfind("/voice", 0) == 0) {
-            const std::string name = line.size() > 7 ? line.substr(7) : "";
-            try {
-                jack.stream().set_voice(name);
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "etude jack: %s; keeping the current voice\n", e.what());
-            }
-            return;
-        }
-        try {
-            // Each line is a whole utterance: its last sentence is not held
-            // for the next line.
-            std::size_t n = jack.stream().push_text(line);
-            n += jack.stream().end_input();
-            if (n > 0) pending.push_back({line, n});
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "etude jack: line not spoken: %s\n", e.what());
-        }
-    };
-
-    while (!g_signal) {
-        if (jack.server_gone()) {
-            std::fprintf(stderr,
-                         "etude jack: the JACK server shut down (%s); %zu line(s) not spoken\n",
-                         jack.shutdown_reason().c_str(), pending.size());
-            status = 1;
-            break;
-        }
-        if (jack.rate_changed()) {
-            // Start again at the new rate with what was not yet spoken.
-            settle();
-            std::fprintf(stderr,
-                         "etude jack: JACK sample rate is now %u Hz; re-queueing %zu line(s)\n",
-                         jack.sample_rate(), pending.size());
-            jack.stream().cancel();
-            jack.recreate_stream();
-            std::deque<Line> again;
-            again.swap(pending);
-            consumed = 0;  // a new stream counts from zero
-            for (auto& l : again) handle_line(l.text);
-        }
-        if (!eof) {
-            pollfd pfd{STDIN_FILENO, POLLIN, 0};
-            if (::poll(&pfd, 1, 20) > 0) {
-                char chunk[65536];
-                const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
-                if (n <= 0) {
-                    eof = true;
-                    if (!buffer.empty()) handle_line(std::exchange(buffer, {}));
-                } else {
-                    buffer.append(chunk, static_cast<std::size_t>(n));
-                    std::size_t nl;
-                    while ((nl = buffer.find('\n')) != std::string::npos) {
-                        handle_line(buffer.substr(0, nl));
-                        buffer.erase(0, nl + 1);
-                    }
-                }
-            }
-        } else {
-            if (!jack.stream().busy()) break;
-            ::usleep(20000);
-        }
-        settle();
-    }
-    if (g_signal) {
-        settle();
-        const auto st = jack.stream().stats();
-        const std::uint64_t unspoken =
-            st.sentences_queued - st.sentences_spoken - st.sentences_dropped;
-        std::fprintf(
-            stderr,
-            "etude jack: stopped by signal %d; dropping %llu queued sentence(s) in %zu line(s)\n",
-            g_signal.load(), (unsigned long long)unspoken, pending.size());
-        jack.stream().cancel();
-    }
-    const auto stats = jack.stream().stats();
-    print_stats(jack, stats);
+    const int status = speak_lines(jack);
+    print_stats(jack, jack.stream().stats());
     if (auto trace = args.value("--trace")) jack.stream().write_trace(*trace);
     return status;
 }

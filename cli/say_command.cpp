@@ -5,13 +5,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "audio-io/portaudio_output.h"
@@ -19,14 +16,11 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/mark_timings.h"
+#include "cli/say_input.h"
+#include "cli/say_report.h"
 #include "cli/voice_options.h"
 #include "engine/block_records.h"
 #include "engine/engine.h"
-#include "engine/piper/json_input.h"
-#include "engine/piper/phoneme_ids.h"
-#include "engine/piper/voice_catalog.h"
-#include "engine/piper/voice_config.h"
-#include "engine/text_input.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
@@ -35,133 +29,6 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) {
     g_interrupted.store(true);
-}
-
-std::string read_all_stdin() {
-    std::string text;
-    char buf[65536];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
-    return text;
-}
-
-class Progress {
-  public:
-    Progress(bool enabled, double rate) : enabled_(enabled), rate_(rate) {}
-    void update(const engine::StreamStats& s, bool force = false) {
-        if (!enabled_) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (!force && now - last_ < std::chrono::milliseconds(200)) return;
-        last_ = now;
-        std::fprintf(stderr, "\r[etude] sentence %llu/%llu, %.1f s of audio ",
-                     static_cast<unsigned long long>(s.sentences_spoken),
-                     static_cast<unsigned long long>(s.sentences_queued),
-                     static_cast<double>(s.samples_delivered) / rate_);
-        shown_ = true;
-    }
-    void finish() {
-        if (shown_) std::fputc('\n', stderr);
-    }
-
-  private:
-    bool enabled_;
-    double rate_;
-    bool shown_ = false;
-    std::chrono::steady_clock::time_point last_{};
-};
-
-void print_stats(const engine::StreamStats& s, double rate) {
-    std::fprintf(stderr,
-                 "stats: %.2f s of audio, %llu sentences spoken, %llu dropped, %llu underruns "
-                 "(%llu samples), first audio %.1f ms, front end %.3f s, vocoder %.3f s\n"
-                 "  latency %.1f ms, blocks %llu (primary %llu, fallback %llu, ahead %llu), "
-                 "fallbacks %llu, late %llu, reduced tier %llu\n",
-                 static_cast<double>(s.samples_delivered) / rate,
-                 static_cast<unsigned long long>(s.sentences_spoken),
-                 static_cast<unsigned long long>(s.sentences_dropped),
-                 static_cast<unsigned long long>(s.underruns),
-                 static_cast<unsigned long long>(s.underrun_samples), s.first_audio_ms,
-                 s.frontend_seconds, s.vocoder_seconds, s.latency_ms,
-                 static_cast<unsigned long long>(s.blocks),
-                 static_cast<unsigned long long>(s.blocks_primary),
-                 static_cast<unsigned long long>(s.blocks_fallback),
-                 static_cast<unsigned long long>(s.blocks_ahead),
-                 static_cast<unsigned long long>(s.fallbacks),
-                 static_cast<unsigned long long>(s.late_blocks),
-                 static_cast<unsigned long long>(s.reduced_tier_blocks));
-}
-
-// A run of --json-input lines with another speaker is a stream of its own:
-// its counters add to the runs' before it (the first run keeps its first
-// audio; the rest, the latency and devices, are the last run's).
-void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool first) {
-    if (first) {
-        total = run;
-        return;
-    }
-    const double first_audio_ms = total.first_audio_ms;
-    engine::StreamStats sum = run;
-    sum.first_audio_ms = first_audio_ms;
-    sum.samples_delivered += total.samples_delivered;
-    sum.underruns += total.underruns;
-    sum.underrun_samples += total.underrun_samples;
-    sum.sentences_queued += total.sentences_queued;
-    sum.sentences_spoken += total.sentences_spoken;
-    sum.sentences_dropped += total.sentences_dropped;
-    sum.sentences_unspeakable += total.sentences_unspeakable;
-    if (sum.unspeakable_reason.empty()) sum.unspeakable_reason = total.unspeakable_reason;
-    sum.frames_vocoded += total.frames_vocoded;
-    sum.frontend_seconds += total.frontend_seconds;
-    sum.vocoder_seconds += total.vocoder_seconds;
-    sum.blocks += total.blocks;
-    sum.blocks_primary += total.blocks_primary;
-    sum.blocks_fallback += total.blocks_fallback;
-    sum.blocks_ahead += total.blocks_ahead;
-    sum.fallbacks += total.fallbacks;
-    sum.late_blocks += total.late_blocks;
-    sum.reduced_tier_blocks += total.reduced_tier_blocks;
-    sum.blocks_gpu += total.blocks_gpu;
-    sum.gpu_failures += total.gpu_failures;
-    sum.mel_chunks_gpu += total.mel_chunks_gpu;
-    sum.mel_chunks_cpu += total.mel_chunks_cpu;
-    sum.mel_chunks_phase += total.mel_chunks_phase;
-    total = std::move(sum);
-}
-
-void print_gpu_stats(const engine::StreamStats& s, const engine::StreamOptions& o) {
-    if (!s.gpu_device.empty()) {
-        std::fprintf(
-            stderr, "  spectral vocoder on %s: %llu GPU blocks, %llu device failures%s%s\n",
-            s.gpu_device.c_str(), static_cast<unsigned long long>(s.blocks_gpu),
-            static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
-            s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
-        try {
-            auto backend =
-                gpu::DeviceRegistry::instance().open(gpu::with_environment({o.backend, o.device}));
-            for (const auto& t : backend->kernel_timings())
-                std::fprintf(stderr, "    %-18s %6llu calls, %8.3f ms total, %7.3f ms max\n",
-                             t.name.c_str(), static_cast<unsigned long long>(t.calls), t.total_ms,
-                             t.max_ms);
-        } catch (const std::exception&) {
-        }
-    } else {
-        std::fprintf(stderr, "  spectral vocoder on the CPU (%s)\n", s.gpu_note.c_str());
-    }
-}
-
-// A Piper voice's decoder: which tier made its chunks, and on which device.
-void print_decoder_stats(const engine::StreamStats& s) {
-    if (s.gpu_device.empty())
-        std::fprintf(stderr, "  decoder: %llu chunks on the CPU (%s)\n",
-                     static_cast<unsigned long long>(s.mel_chunks_cpu),
-                     s.gpu_note.empty() ? "no GPU tier" : s.gpu_note.c_str());
-    else
-        std::fprintf(
-            stderr, "  decoder: %llu chunks on %s, %llu on the CPU, %llu device failures%s%s\n",
-            static_cast<unsigned long long>(s.mel_chunks_gpu), s.gpu_device.c_str(),
-            static_cast<unsigned long long>(s.mel_chunks_cpu),
-            static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
-            s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
 }
 
 bool write_raw(std::span<const float> samples) {
@@ -173,114 +40,10 @@ bool write_raw(std::span<const float> samples) {
     return n == samples.size() && std::fflush(stdout) == 0;
 }
 
-// What one stream speaks: a Piper speaker's run of --json-input lines, or
-// all the text.
-struct Utterances {
-    using PhonemeIds = std::vector<std::int64_t>;
-    std::string speaker;  // Piper streams: as --speaker takes it; "" the default
-    std::vector<std::variant<std::string, PhonemeIds>> items;  // text or ids, in order
-    bool ssml = false;  // the text items are SSML documents (--ssml)
-};
-
-// How StreamOptions::speaker names speaker `id`: by its name where the
-// voice names it (a number could be another speaker's name), else by number.
-std::string speaker_name(const piper::VoiceConfig& voice, int id) {
-    for (const auto& [name, i] : voice.speaker_id_map)
-        if (i == id) return name;
-    return std::to_string(id);
-}
-
-// Piper's --json-input: one JSON object per line; consecutive lines with
-// the same speaker share a stream (a Piper stream speaks with one speaker).
-std::vector<Utterances> read_json_input(const std::string& input,
-                                        const engine::StreamOptions& opts) {
-    const auto voice = piper::read_voice_config(piper::require_voice(opts.piper_voice).config_path);
-    const int fallback =
-        opts.speaker.empty() ? voice.default_speaker_id : voice.speaker_id(opts.speaker);
-    std::vector<Utterances> runs;
-    std::size_t number = 0, begin = 0;
-    while (begin < input.size()) {
-        std::size_t end = input.find('\n', begin);
-        if (end == std::string::npos) end = input.size();
-        const std::string_view line(input.data() + begin, end - begin);
-        begin = end + 1;
-        ++number;
-        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        const auto parsed = piper::parse_json_input_line(line, "stdin:" + std::to_string(number));
-        const std::string speaker =
-            speaker_name(voice, piper::speaker_for(parsed, voice, fallback));
-        if (runs.empty() || runs.back().speaker != speaker) runs.push_back({speaker, {}});
-        auto& items = runs.back().items;
-        if (parsed.phoneme_ids) {
-            piper::check_phoneme_ids(*parsed.phoneme_ids, voice);
-            items.emplace_back(*parsed.phoneme_ids);
-        } else {
-            items.emplace_back(parsed.text.value_or(""));
-        }
-    }
-    if (runs.empty()) throw Error("no text to speak: standard input holds no JSON lines");
-    return runs;
-}
-
-std::size_t push(engine::Stream& stream, const Utterances& u) {
-    std::size_t sentences = 0;
-    for (const auto& item : u.items) {
-        if (const auto* ids = std::get_if<Utterances::PhonemeIds>(&item)) {
-            stream.push_phoneme_ids(*ids);
-            ++sentences;
-        } else {
-            const auto& text = std::get<std::string>(item);
-            sentences += u.ssml ? stream.push_ssml(text) : stream.push_text(text);
-            sentences += stream.end_input();  // each item is a whole utterance
-        }
-    }
-    return sentences;
-}
-
-int run_say(const CommandLine& args) {
-    // ---- validate everything before any work -------------------------------
-    engine::StreamOptions opts;
-    apply_voice_options(args, opts);
-    const bool piper = !opts.piper_voice.empty();
-    const bool json_input = args.flag("--json-input");
-    if (json_input && !piper) throw UsageError("--json-input needs a Piper voice (--voice)");
-    if (json_input && !args.positional().empty())
-        throw UsageError("--json-input reads standard input; give no TEXT");
-    const bool ssml = args.flag("--ssml");
-    if (ssml && json_input) throw UsageError("--ssml and --json-input cannot be combined");
-    std::string text;
-    if (!args.positional().empty()) {
-        for (const auto& w : args.positional()) text += (text.empty() ? "" : " ") + w;
-    } else {
-        text = read_all_stdin();
-    }
-    if (auto bad = engine::find_invalid_utf8(text))
-        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
-    std::vector<Utterances> runs;
-    if (json_input) {
-        runs = read_json_input(text, opts);
-    } else {
-        if (!engine::has_speakable_text(text))
-            throw Error("no text to speak: the input is empty or only white space");
-        runs.push_back({opts.speaker, {std::move(text)}, ssml});
-    }
-    text.clear();
-    text.shrink_to_fit();
-
-    if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
-    opts.vocoder = args.value_or("--vocoder", "mlsa");
-    if (opts.vocoder != "mlsa" && opts.vocoder != "spectral")
-        throw UsageError("unknown vocoder '" + opts.vocoder + "' (choose mlsa or spectral)");
-    if (piper && opts.vocoder != "mlsa")
-        throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
-    opts.backend = args.value_or("--backend", "auto");
-    if (auto d = args.value("--gpu-device"))
-        opts.device = static_cast<int>(parse_number("--gpu-device", *d));
-    try {
-        gpu::parse_backend_request(opts.backend, opts.device);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
+// The stream's options beyond the voice, and its rate: without --rate, the
+// voice's own.
+void apply_say_options(const CommandLine& args, engine::StreamOptions& opts) {
+    apply_synthesis_options(args, opts);
     if (opts.vocoder == "spectral") {
         // Fail early and clearly on a device that does not exist.
         const auto request = gpu::with_environment({opts.backend, opts.device});
@@ -291,184 +54,242 @@ int run_say(const CommandLine& args) {
         // named device never shows at work.
         opts.wait_for_device = request.kind != "auto" || request.device >= 0;
     }
-    // Without --rate: the voice's own rate.
-    if (piper) opts.sample_rate = 0;
+    if (!opts.piper_voice.empty()) opts.sample_rate = 0;
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
-    const auto out_path = args.value("-o") ? args.value("-o") : args.value("--output");
-    const bool raw = args.flag("--raw");
-    bool play = args.flag("--play");
-    if (!out_path && !raw && !play) play = true;
-    if (raw && isatty(STDOUT_FILENO))
+}
+
+// Where the speech goes: -o, --raw and --play (the default when none is
+// given), checked against each other before any work.
+struct SayOutputs {
+    std::optional<std::string> wav_path;
+    bool raw = false;
+    bool play = false;
+};
+
+SayOutputs read_outputs(const CommandLine& args, std::size_t runs) {
+    SayOutputs out;
+    out.wav_path = args.value("-o") ? args.value("-o") : args.value("--output");
+    out.raw = args.flag("--raw");
+    out.play = args.flag("--play") || (!out.wav_path && !out.raw);
+    if (out.raw && isatty(STDOUT_FILENO))
         throw Error(
             "--raw writes binary audio to standard output, which is a terminal; "
             "redirect it or pipe it to a player");
-    if (raw && play) throw UsageError("--raw and --play cannot be combined");
-    if (args.flag("--float") && !out_path) throw UsageError("--float needs -o FILE");
-    if (play && runs.size() > 1)
+    if (out.raw && args.flag("--play")) throw UsageError("--raw and --play cannot be combined");
+    if (args.flag("--float") && !out.wav_path) throw UsageError("--float needs -o FILE");
+    if (out.play && runs > 1)
         throw UsageError("--play speaks with one speaker; these JSON lines ask for " +
-                         std::to_string(runs.size()) + " runs of different speakers");
+                         std::to_string(runs) + " runs of different speakers");
+    return out;
+}
 
-    // Playing: find the device first, and without --rate synthesise at the
-    // device's own rate (a JACK server, for one, accepts nothing else).
-    std::optional<audio_io::PortAudioSystem> pa;
-    int play_device = -1;
-    if (play) {
-        pa.emplace();
-        play_device =
-            pa->find_output_device(args.value_or("--device", ""), args.value_or("--host-api", ""));
-        if (!args.value("--rate"))
-            for (const auto& d : pa->output_devices())
-                if (d.index == play_device && d.default_sample_rate >= 8000 &&
-                    d.default_sample_rate <= 192000)
-                    opts.sample_rate = d.default_sample_rate;
+// Playing: the device is found first, and without --rate the stream speaks
+// at the device's own rate (a JACK server, for one, accepts nothing else).
+struct PlaybackDevice {
+    std::optional<audio_io::PortAudioSystem> system;
+    int index = -1;
+};
+
+void find_playback_device(const CommandLine& args, engine::StreamOptions& opts,
+                          PlaybackDevice& device) {
+    device.system.emplace();
+    device.index = device.system->find_output_device(args.value_or("--device", ""),
+                                                     args.value_or("--host-api", ""));
+    if (!args.value("--rate"))
+        for (const auto& d : device.system->output_devices())
+            if (d.index == device.index && d.default_sample_rate >= 8000 &&
+                d.default_sample_rate <= 192000)
+                opts.sample_rate = d.default_sample_rate;
+}
+
+// One `etude say`: its engine, the stream of the run being spoken, and
+// where the audio goes.
+class SaySession {
+  public:
+    SaySession(const CommandLine& args, engine::StreamOptions opts,
+               const std::vector<Utterances>& runs, const SayOutputs& outputs)
+        : args_(args), opts_(std::move(opts)), runs_(runs), outputs_(outputs) {
+        if (outputs_.play) find_playback_device(args_, opts_, playback_);
+        // A Piper voice is read once and kept for every run of speakers.
+        engine::Engine::Options engine_options;
+        engine_options.preload_voices.clear();
+        if (!opts_.piper_voice.empty()) engine_options.preload_voices.push_back(opts_.piper_voice);
+        engine_options.preload_backend = opts_.backend;
+        engine_options.preload_device = opts_.device;
+        engine_.emplace(engine_options);
+        opts_.speaker = runs_.front().speaker;
+        stream_ = engine_->create_stream(opts_);  // checks voice and rate
+        rate_ = stream_->sample_rate();
+        open_outputs();
     }
 
-    // A Piper voice is read once and kept for every run of speakers.
-    engine::Engine::Options engine_options;
-    engine_options.preload_voices.clear();
-    if (piper) engine_options.preload_voices.push_back(opts.piper_voice);
-    engine_options.preload_backend = opts.backend;
-    engine_options.preload_device = opts.device;
-    engine::Engine engine(engine_options);
-    opts.speaker = runs.front().speaker;
-    auto stream = engine.create_stream(opts);  // checks voice and rate
-    const double rate = stream->sample_rate();
-
-    std::optional<audio_io::WavWriter> wav;
-    if (out_path)
-        wav.emplace(
-            *out_path, static_cast<int>(rate),
-            args.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
-    if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
-    std::optional<MarkTimings> timings;
-    if (auto t = args.value("--timings")) {
-        timings.emplace(*t);
-        stream->report_words(true);
+    // Speaks every run and returns the stream statistics summed over them.
+    engine::StreamStats speak() {
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        std::signal(SIGPIPE, SIG_IGN);
+        const bool long_text = text_bytes(runs_) > 200;
+        progress_.emplace(
+            !args_.flag("-q") && !args_.flag("--quiet") && isatty(STDERR_FILENO) && long_text,
+            rate_);
+        engine::StreamStats stats = player_ ? play() : render();
+        progress_->update(stream_->stats(), true);
+        progress_->finish();
+        return stats;
     }
 
-    std::unique_ptr<audio_io::PortAudioOutput> player;
-    std::unique_ptr<rt::SpscRing<float>> tap;
-    if (play) {
-        if (wav) tap = std::make_unique<rt::SpscRing<float>>(static_cast<std::size_t>(rate * 4));
-        player =
-            std::make_unique<audio_io::PortAudioOutput>(*pa, *stream, play_device, 256, tap.get());
+    // After speech: an interruption or no audio at all is an error (no file
+    // is written); otherwise the file, the timings, the trace and --stats.
+    void finish(const engine::StreamStats& stats) {
+        if (g_interrupted) {
+            stream_->cancel();
+            throw Error("interrupted; no output file written");
+        }
+        const char* front_end = opts_.piper_voice.empty() ? "Flite" : "the voice";
+        const std::string& refusal = stats.unspeakable_reason;
+        // A sentence the voice's network refused says why (the last such
+        // reason), not that there was nothing to pronounce.
+        if (stats.samples_delivered == 0)
+            throw Error(refusal.empty() ? std::string("the text produced no speech (nothing ") +
+                                              front_end + " could pronounce)"
+                                        : "the text produced no speech: " + refusal);
+        if (timings_) {
+            timings_->drain(*stream_, rate_, 0);
+            timings_->finish();
+        }
+        if (wav_) wav_->commit();
+        const auto unspeakable = static_cast<unsigned long long>(stats.sentences_unspeakable);
+        if (unspeakable > 0 && refusal.empty())
+            std::fprintf(
+                stderr,
+                "etude say: %llu sentence(s) had nothing %s could pronounce and were skipped\n",
+                unspeakable, front_end);
+        else if (unspeakable > 0)
+            std::fprintf(stderr,
+                         "etude say: %llu sentence(s) were refused and skipped (last: %s)\n",
+                         unspeakable, refusal.c_str());
+        if (auto trace = args_.value("--trace")) stream_->write_trace(*trace);
+        if (args_.flag("--stats")) print_stats(stats, opts_, rate_);
     }
 
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGPIPE, SIG_IGN);
+  private:
+    void open_outputs() {
+        if (outputs_.wav_path)
+            wav_.emplace(
+                *outputs_.wav_path, static_cast<int>(rate_),
+                args_.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
+        if (auto trace = args_.value("--trace")) engine::check_trace_path(*trace);
+        if (auto t = args_.value("--timings")) {
+            timings_.emplace(*t);
+            stream_->report_words(true);
+        }
+        if (!outputs_.play) return;
+        // With -o too, the played audio is copied to the file through a tap.
+        if (wav_) tap_ = std::make_unique<rt::SpscRing<float>>(static_cast<std::size_t>(rate_ * 4));
+        player_ = std::make_unique<audio_io::PortAudioOutput>(*playback_.system, *stream_,
+                                                              playback_.index, 256, tap_.get());
+    }
 
-    std::size_t input_bytes = 0;
-    for (const auto& run : runs)
-        for (const auto& item : run.items)
-            if (const auto* t = std::get_if<std::string>(&item)) input_bytes += t->size();
-    Progress progress(
-        !args.flag("-q") && !args.flag("--quiet") && isatty(STDERR_FILENO) && input_bytes > 200,
-        rate);
-
-    std::vector<float> block(4096);
-    std::uint64_t delivered = 0, unspeakable = 0;
-    std::string refusal;  // why the voice's network refused a sentence, if it did
-    engine::StreamStats stats;
-    if (player) {
-        push(*stream, runs.front());
-        player->start();
-        while (!g_interrupted && stream->busy()) {
-            if (tap) {
-                std::size_t n;
-                while ((n = tap->read(block)) > 0) wav->write(std::span(block).first(n));
-            }
-            if (timings) timings->drain(*stream, rate, 0);
-            progress.update(stream->stats());
+    // --play: the one run, pulled by the audio device's callback.
+    engine::StreamStats play() {
+        push(*stream_, runs_.front());
+        player_->start();
+        while (!g_interrupted && stream_->busy()) {
+            drain_tap();
+            if (timings_) timings_->drain(*stream_, rate_, 0);
+            progress_->update(stream_->stats());
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         // Let the device play out what it has buffered.
         std::this_thread::sleep_for(
-            std::chrono::duration<double>(player->output_latency_seconds() + 0.05));
-        player->stop();
-        if (tap) {
-            std::size_t n;
-            while ((n = tap->read(block)) > 0) wav->write(std::span(block).first(n));
-            if (player->tap_overflows())
-                throw Error("the WAV copy of the played audio overflowed; nothing was written");
-        }
-        stats = stream->stats();
-        delivered = stats.samples_delivered;
-        unspeakable = stats.sentences_unspeakable;
-        if (!stats.unspeakable_reason.empty()) refusal = stats.unspeakable_reason;
-    } else {
-        for (std::size_t r = 0; r < runs.size() && !g_interrupted; ++r) {
+            std::chrono::duration<double>(player_->output_latency_seconds() + 0.05));
+        player_->stop();
+        drain_tap();
+        if (tap_ && player_->tap_overflows())
+            throw Error("the WAV copy of the played audio overflowed; nothing was written");
+        return stream_->stats();
+    }
+
+    void drain_tap() {
+        if (!tap_) return;
+        std::size_t n;
+        while ((n = tap_->read(block_)) > 0) wav_->write(std::span(block_).first(n));
+    }
+
+    // -o and --raw: each run on a stream of its own, read as it is made.
+    engine::StreamStats render() {
+        engine::StreamStats stats;
+        for (std::size_t r = 0; r < runs_.size() && !g_interrupted; ++r) {
             if (r > 0) {  // the next speaker's lines: a stream of its own
-                opts.speaker = runs[r].speaker;
-                stream.reset();
-                stream = engine.create_stream(opts);
-                if (args.value("--timings")) stream->report_words(true);
+                opts_.speaker = runs_[r].speaker;
+                stream_.reset();
+                stream_ = engine_->create_stream(opts_);
+                if (timings_) stream_->report_words(true);
             }
-            push(*stream, runs[r]);
-            const std::uint64_t offset = r > 0 ? stats.samples_delivered : 0;
-            // Raw audio usually goes to a player (`| aplay`): read it as a
-            // live consumer (read_some), which keeps the stream's real-time
-            // priority and its turns across streams; a WAV file is an
-            // offline render (read), which steps down (docs/tuning.md).
-            const auto next = [&]() -> std::size_t {
-                if (!raw) return stream->read(block);
-                for (;;) {
-                    const std::size_t got = stream->read_some(block, 200);
-                    if (got > 0 || !stream->busy() || g_interrupted) return got;
-                }
-            };
-            std::size_t n;
-            while (!g_interrupted && (n = next()) > 0) {
-                const auto chunk = std::span<const float>(block).first(n);
-                if (wav) wav->write(chunk);
-                if (raw && !write_raw(chunk)) {
-                    progress.finish();
-                    throw Error("standard output was closed after " +
-                                std::to_string((r > 0 ? stats.samples_delivered : 0) +
-                                               stream->stats().samples_delivered) +
-                                " samples; stopping");
-                }
-                if (timings) timings->drain(*stream, rate, offset);
-                progress.update(stream->stats());
-            }
-            if (timings) timings->drain(*stream, rate, offset);
-            add_run(stats, stream->stats(), r == 0);
+            push(*stream_, runs_[r]);
+            render_run(r > 0 ? stats.samples_delivered : 0);
+            add_run(stats, stream_->stats(), r == 0);
         }
-        delivered = stats.samples_delivered;
-        unspeakable = stats.sentences_unspeakable;
-        refusal = stats.unspeakable_reason;
+        return stats;
     }
-    progress.update(stream->stats(), true);
-    progress.finish();
-    if (g_interrupted) {
-        stream->cancel();
-        throw Error("interrupted; no output file written");
+
+    // Writes the current stream's audio; `offset` is the samples of the
+    // runs before it.
+    void render_run(std::uint64_t offset) {
+        std::size_t n;
+        while (!g_interrupted && (n = next_block()) > 0) {
+            const auto chunk = std::span<const float>(block_).first(n);
+            if (wav_) wav_->write(chunk);
+            if (outputs_.raw && !write_raw(chunk)) {
+                progress_->finish();
+                throw Error("standard output was closed after " +
+                            std::to_string(offset + stream_->stats().samples_delivered) +
+                            " samples; stopping");
+            }
+            if (timings_) timings_->drain(*stream_, rate_, offset);
+            progress_->update(stream_->stats());
+        }
+        if (timings_) timings_->drain(*stream_, rate_, offset);
     }
-    const char* front_end = piper ? "the voice" : "Flite";
-    // A sentence the voice's network refused says why (the last such
-    // reason), not that there was nothing to pronounce.
-    if (delivered == 0)
-        throw Error(refusal.empty() ? std::string("the text produced no speech (nothing ") +
-                                          front_end + " could pronounce)"
-                                    : "the text produced no speech: " + refusal);
-    if (timings) {
-        timings->drain(*stream, rate, 0);
-        timings->finish();
+
+    // Raw audio usually goes to a player (`| aplay`): it is read as a live
+    // consumer reads (read_some), which keeps the stream's real-time
+    // priority and its turns across streams; a WAV file is an offline
+    // render (read), which steps down (docs/tuning.md).
+    std::size_t next_block() {
+        if (!outputs_.raw) return stream_->read(block_);
+        for (;;) {
+            const std::size_t got = stream_->read_some(block_, 200);
+            if (got > 0 || !stream_->busy() || g_interrupted) return got;
+        }
     }
-    if (wav) wav->commit();
-    if (unspeakable > 0 && refusal.empty())
-        std::fprintf(
-            stderr, "etude say: %llu sentence(s) had nothing %s could pronounce and were skipped\n",
-            static_cast<unsigned long long>(unspeakable), front_end);
-    else if (unspeakable > 0)
-        std::fprintf(stderr, "etude say: %llu sentence(s) were refused and skipped (last: %s)\n",
-                     static_cast<unsigned long long>(unspeakable), refusal.c_str());
-    if (auto trace = args.value("--trace")) stream->write_trace(*trace);
-    if (args.flag("--stats")) {
-        print_stats(stats, rate);
-        if (stats.vocoder == "spectral") print_gpu_stats(stats, opts);
-        if (stats.vocoder == "vits") print_decoder_stats(stats);
-    }
+
+    const CommandLine& args_;
+    engine::StreamOptions opts_;
+    const std::vector<Utterances>& runs_;
+    const SayOutputs outputs_;
+    PlaybackDevice playback_;
+    std::optional<engine::Engine> engine_;
+    std::unique_ptr<engine::Stream> stream_;
+    double rate_ = 0;
+    std::optional<audio_io::WavWriter> wav_;
+    std::optional<MarkTimings> timings_;
+    std::unique_ptr<rt::SpscRing<float>> tap_;
+    std::unique_ptr<audio_io::PortAudioOutput> player_;
+    std::optional<Progress> progress_;
+    std::vector<float> block_ = std::vector<float>(4096);
+};
+
+int run_say(const CommandLine& args) {
+    // Everything is checked before any work: the voice, the input, the
+    // options, the outputs.
+    engine::StreamOptions opts;
+    apply_voice_options(args, opts);
+    const std::vector<Utterances> runs = read_utterances(args, opts);
+    apply_say_options(args, opts);
+    const SayOutputs outputs = read_outputs(args, runs.size());
+    SaySession session(args, std::move(opts), runs, outputs);
+    session.finish(session.speak());
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/voice_options.h"
 #include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
 #include "server/http_server.h"
@@ -51,11 +52,7 @@ std::chrono::milliseconds seconds_option(const CommandLine& args, const std::str
     return std::chrono::milliseconds(static_cast<long long>(s * 1000));
 }
 
-int run_serve(const CommandLine& args) {
-    const auto wyoming = args.values("--wyoming");
-    const auto http = args.values("--http");
-    if (wyoming.empty() && http.empty())
-        throw UsageError("nothing to serve: give --wyoming URI and/or --http HOST:PORT");
+server::ServerLimits read_limits(const CommandLine& args) {
     server::ServerLimits limits;
     limits.max_syntheses = count_option(args, "--max-syntheses", limits.max_syntheses, 1, 1024);
     limits.max_waiting = count_option(args, "--max-waiting", limits.max_waiting, 0, 100000);
@@ -71,7 +68,11 @@ int run_serve(const CommandLine& args) {
     limits.write_timeout = seconds_option(args, "--write-timeout", limits.write_timeout);
     limits.header_timeout = seconds_option(args, "--header-timeout", limits.header_timeout);
     limits.body_timeout = seconds_option(args, "--body-timeout", limits.body_timeout);
+    return limits;
+}
 
+std::vector<server::Endpoint> read_wyoming_endpoints(const std::vector<std::string>& wyoming,
+                                                     std::size_t listeners) {
     std::vector<server::Endpoint> endpoints;
     for (const auto& uri : wyoming) {
         try {
@@ -79,37 +80,38 @@ int run_serve(const CommandLine& args) {
         } catch (const Error& e) {
             throw UsageError(e.what());
         }
-        if (endpoints.back().kind == server::Endpoint::Kind::Stdio &&
-            wyoming.size() + http.size() > 1)
+        if (endpoints.back().kind == server::Endpoint::Kind::Stdio && listeners > 1)
             throw UsageError("stdio:// serves one client and cannot be combined with others");
     }
+    return endpoints;
+}
 
-    // Where the Piper voices' decoders run (the built-in voices' MLSA
-    // vocoder is the CPU's): checked now, so a device that does not exist
-    // stops the server before it listens.
-    const std::string backend = args.value_or("--backend", "auto");
-    int device = -1;
-    if (auto d = args.value("--gpu-device"))
-        device = static_cast<int>(parse_number("--gpu-device", *d));
-    try {
-        gpu::parse_backend_request(backend, device);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
-    if (backend != "auto" || device >= 0) {
+// Where the Piper voices' decoders run (the built-in voices' MLSA vocoder
+// is the CPU's): checked now, so a device that does not exist stops the
+// server before it listens.
+BackendChoice read_backend(const CommandLine& args) {
+    const BackendChoice choice = parse_backend_options(args);
+    if (choice.backend != "auto" || choice.device >= 0) {
         try {
-            gpu::DeviceRegistry::instance().resolve(gpu::with_environment({backend, device}));
+            gpu::DeviceRegistry::instance().resolve(
+                gpu::with_environment({choice.backend, choice.device}));
         } catch (const std::invalid_argument& e) {
             throw Error(e.what());
         }
     }
+    return choice;
+}
 
-    // The voices: each --voice (the first is the default), the built-in
-    // ones, then the Piper voices in the voice folders.
+// The voices served: each --voice (the first is the default), the built-in
+// ones, then the Piper voices in the voice folders, each checked by reading
+// it. A folder's voice that fails is skipped, not fatal: why is added to
+// `skipped`.
+server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice& backend,
+                                   std::vector<std::string>& skipped) {
     server::VoiceCatalog voices;
     const auto add_voice = [&](server::VoiceEntry v) {
-        v.options.backend = backend;
-        v.options.device = device;
+        v.options.backend = backend.backend;
+        v.options.device = backend.device;
         voices.add(std::move(v));
     };
     const auto builtin = server::VoiceCatalog::builtin();
@@ -122,10 +124,6 @@ int run_serve(const CommandLine& args) {
     }
     for (const auto& v : builtin.voices())
         if (!voices.by_name(v.name)) add_voice(v);
-    // The voice folders' voices, each checked by reading it (a voice that
-    // fails is skipped, not fatal); said after the listening lines, which
-    // scripts read first.
-    std::vector<std::string> skipped;
     for (const auto& files : piper::list_voices()) {
         if (voices.by_name(files.name) || !files.model_present) continue;
         try {
@@ -135,18 +133,22 @@ int run_serve(const CommandLine& args) {
             skipped.push_back(e.what());
         }
     }
-    engine::Engine::Options engine_options;
-    engine_options.preload_backend = backend;
-    engine_options.preload_device = device;
-    engine_options.preload_voices.clear();
-    for (const auto& v : voices.voices())
-        engine_options.preload_voices.push_back(
-            v.options.piper_voice.empty() ? v.options.voice : v.options.piper_voice);
-    engine::Engine engine(engine_options);
-    // How many real-time streams this machine holds with the default voice:
-    // that many run at once unless --max-syntheses says otherwise. Then the
-    // promise: how soon each of that many is heard when all start together.
-    std::string capacity_line, promise_line;
+    return voices;
+}
+
+// What the server says of its admission at start: the capacity line and
+// the first audio promised.
+struct AdmissionLines {
+    std::string capacity, promise;
+};
+
+// How many real-time streams this machine holds with the default voice:
+// that many run at once unless --max-syntheses says otherwise (`limits` is
+// set). Then the promise: how soon each of that many is heard when all
+// start together.
+AdmissionLines measure_admission(const CommandLine& args, engine::Engine& engine,
+                                 const server::VoiceCatalog& voices, server::ServerLimits& limits) {
+    AdmissionLines lines;
     try {
         const auto& voice = voices.default_voice();
         const engine::StreamOptions options = server::network_stream_options(voice.options);
@@ -164,7 +166,7 @@ int run_serve(const CommandLine& args) {
                       : c.streams > limits.max_syntheses ? " (the most by default)"
                                                          : "",
                       limits.max_waiting);
-        capacity_line = line;
+        lines.capacity = line;
         const int together = static_cast<int>(
             std::min<std::size_t>(limits.max_syntheses, engine::Engine::kMostStartedTogether));
         const engine::FirstAudioMeasure f = engine.measure_first_audio(options, together);
@@ -175,33 +177,34 @@ int run_serve(const CommandLine& args) {
                       static_cast<std::size_t>(together) < limits.max_syntheses
                           ? "; more at once were not measured"
                           : "");
-        promise_line = line;
+        lines.promise = line;
     } catch (const std::exception& e) {
-        if (capacity_line.empty())
-            capacity_line = "capacity not measured (" + std::string(e.what()) +
-                            "): " + std::to_string(limits.max_syntheses) + " syntheses at once";
+        if (lines.capacity.empty())
+            lines.capacity = "capacity not measured (" + std::string(e.what()) +
+                             "): " + std::to_string(limits.max_syntheses) + " syntheses at once";
         else
-            promise_line = "first audio not measured (" + std::string(e.what()) + ")";
+            lines.promise = "first audio not measured (" + std::string(e.what()) + ")";
     }
-    server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
-    server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
-    const server::ServerContext context{engine, voices, slots, limits, log};
+    return lines;
+}
 
-    std::vector<std::unique_ptr<server::WyomingServer>> servers;
-    for (const auto& e : endpoints)
-        servers.push_back(std::make_unique<server::WyomingServer>(context, e));
-
-    // A file, never the key itself: a command line and an environment are
-    // readable by other users of the machine through /proc.
+// A file, never the key itself: a command line and an environment are
+// readable by other users of the machine through /proc.
+std::string read_api_key_option(const CommandLine& args, bool serves_http) {
     std::string api_key;
     const char* key_env = std::getenv("ETUDE_API_KEY_FILE");
     if (auto path = args.value("--api-key-file"))
         api_key = server::read_api_key(*path);
     else if (key_env && *key_env)
         api_key = server::read_api_key(key_env);
-    if (args.value("--api-key-file") && http.empty())
+    if (args.value("--api-key-file") && !serves_http)
         throw UsageError("--api-key-file guards --http; give an --http address");
+    return api_key;
+}
 
+std::vector<std::unique_ptr<server::HttpServer>> start_http(const server::ServerContext& context,
+                                                            const std::vector<std::string>& http,
+                                                            const std::string& api_key) {
     std::vector<std::unique_ptr<server::HttpServer>> http_servers;
     for (const auto& hp : http) {
         try {
@@ -212,23 +215,63 @@ int run_serve(const CommandLine& args) {
             throw;
         }
     }
+    return http_servers;
+}
 
-    std::unique_ptr<server::ZeroconfAdvertiser> zeroconf;
-    if (args.flag("--zeroconf") || args.value("--zeroconf-name")) {
-        int port = -1;
-        for (std::size_t i = 0; i < endpoints.size() && port < 0; ++i)
-            if (endpoints[i].kind == server::Endpoint::Kind::Tcp) {
-                const auto address = servers[i]->address();  // the bound port, also for port 0
-                port = std::stoi(address.substr(address.rfind(':') + 1));
-            }
-        if (port < 0)
-            throw UsageError("--zeroconf advertises a --wyoming tcp:// address; give one");
-        // Not the request log: discovery problems are said even with --quiet.
-        zeroconf = std::make_unique<server::ZeroconfAdvertiser>(
-            args.value_or("--zeroconf-name", ""), port, [](const std::string& line) {
-                std::fprintf(stderr, "etude serve: %s\n", line.c_str());
-            });
-    }
+// --zeroconf: advertises the first tcp:// Wyoming listener's bound port
+// (also for port 0); nullptr when not asked for.
+std::unique_ptr<server::ZeroconfAdvertiser> start_zeroconf(
+    const CommandLine& args, const std::vector<server::Endpoint>& endpoints,
+    const std::vector<std::unique_ptr<server::WyomingServer>>& servers) {
+    if (!args.flag("--zeroconf") && !args.value("--zeroconf-name")) return nullptr;
+    int port = -1;
+    for (std::size_t i = 0; i < endpoints.size() && port < 0; ++i)
+        if (endpoints[i].kind == server::Endpoint::Kind::Tcp) {
+            const auto address = servers[i]->address();
+            port = std::stoi(address.substr(address.rfind(':') + 1));
+        }
+    if (port < 0) throw UsageError("--zeroconf advertises a --wyoming tcp:// address; give one");
+    // Not the request log: discovery problems are said even with --quiet.
+    return std::make_unique<server::ZeroconfAdvertiser>(
+        args.value_or("--zeroconf-name", ""), port,
+        [](const std::string& line) { std::fprintf(stderr, "etude serve: %s\n", line.c_str()); });
+}
+
+engine::Engine::Options engine_options_for(const server::VoiceCatalog& voices,
+                                           const BackendChoice& backend) {
+    engine::Engine::Options options;
+    options.preload_backend = backend.backend;
+    options.preload_device = backend.device;
+    options.preload_voices.clear();
+    for (const auto& v : voices.voices())
+        options.preload_voices.push_back(v.options.piper_voice.empty() ? v.options.voice
+                                                                       : v.options.piper_voice);
+    return options;
+}
+
+int run_serve(const CommandLine& args) {
+    const auto wyoming = args.values("--wyoming");
+    const auto http = args.values("--http");
+    if (wyoming.empty() && http.empty())
+        throw UsageError("nothing to serve: give --wyoming URI and/or --http HOST:PORT");
+    server::ServerLimits limits = read_limits(args);
+    const auto endpoints = read_wyoming_endpoints(wyoming, wyoming.size() + http.size());
+    const BackendChoice backend = read_backend(args);
+    // Skipped voices are said after the listening lines, which scripts read first.
+    std::vector<std::string> skipped;
+    const server::VoiceCatalog voices = gather_voices(args, backend, skipped);
+    engine::Engine engine(engine_options_for(voices, backend));
+    const AdmissionLines admission = measure_admission(args, engine, voices, limits);
+
+    server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
+    server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
+    const server::ServerContext context{engine, voices, slots, limits, log};
+    std::vector<std::unique_ptr<server::WyomingServer>> servers;
+    for (const auto& e : endpoints)
+        servers.push_back(std::make_unique<server::WyomingServer>(context, e));
+    const std::string api_key = read_api_key_option(args, !http.empty());
+    const auto http_servers = start_http(context, http, api_key);
+    const auto zeroconf = start_zeroconf(args, endpoints, servers);
 
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
@@ -241,8 +284,9 @@ int run_serve(const CommandLine& args) {
                      "etude serve: http on %s (POST /v1/audio/speech, GET /v1/models, GET "
                      "/v1/audio/voices%s)\n",
                      s->address().c_str(), api_key.empty() ? "" : "; API key required");
-    std::fprintf(stderr, "etude serve: %s\n", capacity_line.c_str());
-    if (!promise_line.empty()) std::fprintf(stderr, "etude serve: %s\n", promise_line.c_str());
+    std::fprintf(stderr, "etude serve: %s\n", admission.capacity.c_str());
+    if (!admission.promise.empty())
+        std::fprintf(stderr, "etude serve: %s\n", admission.promise.c_str());
     for (const auto& why : skipped)
         std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
                      why.c_str());

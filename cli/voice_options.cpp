@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "engine/error.h"
 #include "engine/piper/voice_catalog.h"
+#include "gpu/registry.h"
 
 namespace etude::cli {
 
@@ -68,6 +70,31 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
             throw UsageError("--seed must be a whole number from 0 to 2^53, not '" + *s + "'");
         opts.seed = static_cast<std::uint64_t>(seed);
     }
+}
+
+BackendChoice parse_backend_options(const CommandLine& args) {
+    BackendChoice choice;
+    choice.backend = args.value_or("--backend", "auto");
+    if (auto d = args.value("--gpu-device"))
+        choice.device = static_cast<int>(parse_number("--gpu-device", *d));
+    try {
+        gpu::parse_backend_request(choice.backend, choice.device);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    return choice;
+}
+
+void apply_synthesis_options(const CommandLine& args, engine::StreamOptions& opts) {
+    if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
+    opts.vocoder = args.value_or("--vocoder", "mlsa");
+    if (opts.vocoder != "mlsa" && opts.vocoder != "spectral")
+        throw UsageError("unknown vocoder '" + opts.vocoder + "' (choose mlsa or spectral)");
+    if (!opts.piper_voice.empty() && opts.vocoder != "mlsa")
+        throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
+    const BackendChoice choice = parse_backend_options(args);
+    opts.backend = choice.backend;
+    opts.device = choice.device;
 }
 
 }  // namespace etude::cli

@@ -22,4 +22,19 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts);
 // The --voice help shared by the commands.
 extern const char* const kVoiceOptionHelp;
 
+// Where a command's GPU work runs: --backend (default auto) and
+// --gpu-device (default -1, the best). A backend name or index that is
+// malformed is a UsageError; whether the device exists is not checked here.
+struct BackendChoice {
+    std::string backend = "auto";
+    int device = -1;
+};
+BackendChoice parse_backend_options(const CommandLine& args);
+
+// The options of a speaking command beyond the voice (say, jack):
+// --latency-ms, --vocoder (mlsa or spectral; built-in voices only) and the
+// backend. Call after apply_voice_options(), which says whether the voice
+// is a Piper voice.
+void apply_synthesis_options(const CommandLine& args, engine::StreamOptions& opts);
+
 }  // namespace etude::cli
