@@ -18,7 +18,9 @@
 #include "dsp/resampler.h"
 #include "engine/device_choice.h"
 #include "engine/error.h"
+#include "engine/fault_plan.h"
 #include "engine/models/mel_vocoder_stream.h"
+#include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
@@ -75,14 +77,59 @@ class WavSink {
 // run over the whole input (docs/benchmarks.md).
 constexpr int kDefaultChunk = 256;
 
+// The model's stream, with the CPU behind a device: a device that fails or
+// never finishes (a fence that times out on a device too slow for the
+// network) does not cost the file. The CPU copy of the model remakes the
+// failed step from the same stream state (MelVocoderStream::set_model keeps
+// the output exact) and makes the rest.
+class CoveredStream {
+  public:
+    CoveredStream(const char* command, std::shared_ptr<engine::NeuralModel> model,
+                  std::string model_path, std::string& where)
+        : command_(command), stream_(model), model_path_(std::move(model_path)), where_(where) {
+        on_device_ = &model->backend() != gpu::shared_cpu_backend().get();
+    }
+
+    std::vector<float> push(std::span<const float> mel, int frames) {
+        stream_.append(mel, frames);
+        return covered([&] { return stream_.drain(false); });
+    }
+    std::vector<float> finish() {
+        return covered([&] { return stream_.finish(); });
+    }
+
+  private:
+    template <typename Step>
+    std::vector<float> covered(Step step) {
+        if (!on_device_) return step();
+        try {
+            return step();
+        } catch (const gpu::DeviceError& e) {
+            std::fprintf(stderr, "\netude %s: %s; the CPU makes the rest of the audio\n", command_,
+                         e.what());
+            stream_.set_model(engine::NeuralModel::load(model_path_, gpu::shared_cpu_backend()));
+            on_device_ = false;
+            where_ += ", then the CPU after a device failure";
+            return step();
+        }
+    }
+
+    const char* command_;
+    engine::MelVocoderStream stream_;
+    std::string model_path_;
+    std::string& where_;
+    bool on_device_;
+};
+
 // Runs `mel` through the model in chunks of `chunk` frames into `sink`, with
 // a progress line on a terminal for long inputs.
-void run_model(const std::shared_ptr<engine::NeuralModel>& model, const std::vector<float>& mel,
-               int frames, int chunk, bool quiet, WavSink& sink) {
+void run_model(const char* command, const std::shared_ptr<engine::NeuralModel>& model,
+               const std::string& model_path, const std::vector<float>& mel, int frames, int chunk,
+               bool quiet, WavSink& sink, std::string& where) {
     const int n_mels = model->audio().n_mels;
     if (chunk <= 0) chunk = kDefaultChunk;
     const bool progress = !quiet && isatty(STDERR_FILENO) && frames > 4 * chunk;
-    engine::MelVocoderStream stream(model);
+    CoveredStream stream(command, model, model_path, where);
     std::vector<float> part;
     for (int f0 = 0; f0 < frames; f0 += chunk) {
         const int n = std::min(chunk, frames - f0);
@@ -105,9 +152,22 @@ std::vector<float> resample_whole(std::span<const float> in, double from, double
     return out;
 }
 
-std::shared_ptr<engine::NeuralModel> load_model(const Common& c, std::string& where) {
+// The model on its device, or on the CPU when the device fails while the
+// model is made (said on standard error, as a failure later is).
+std::shared_ptr<engine::NeuralModel> load_model(const char* command, const Common& c,
+                                                std::string& where) {
     auto backend = engine::open_model_backend(c.backend, c.device, &where);
-    return engine::NeuralModel::load(c.model_path, backend);
+    const auto cpu = gpu::shared_cpu_backend();
+    if (backend == cpu) return engine::NeuralModel::load(c.model_path, backend);
+    // The drills of ETUDE_FAULT reach the device here as they reach a stream's.
+    if (const auto fault = engine::faults_for_stream("").device) backend->inject_fault(*fault);
+    try {
+        return engine::NeuralModel::load(c.model_path, backend);
+    } catch (const gpu::DeviceError& e) {
+        std::fprintf(stderr, "etude %s: %s; the model runs on the CPU\n", command, e.what());
+        where = "the CPU after a device failure";
+        return engine::NeuralModel::load(c.model_path, cpu);
+    }
 }
 
 }  // namespace
@@ -187,7 +247,7 @@ int vocode_command(int argc, char** argv) {
                             " is not finite (a log-mel must be finite; clamp before the log)");
         if (frames == 0) throw Error(mel_path + ": the mel has no frames");
         std::string where;
-        auto model = load_model(c, where);
+        auto model = load_model("vocode", c, where);
         if (n_mels != static_cast<std::size_t>(model->audio().n_mels))
             throw Error(mel_path + ": " + std::to_string(n_mels) + " mel bands, but " +
                         c.model_path + " takes " + std::to_string(model->audio().n_mels) +
@@ -196,7 +256,8 @@ int vocode_command(int argc, char** argv) {
                                "PyTorch holds it)"
                              : ""));
         WavSink sink(c.output, model->audio().sample_rate, rate, c.float_wav);
-        run_model(model, npy.data, static_cast<int>(frames), chunk, c.quiet, sink);
+        run_model("vocode", model, c.model_path, npy.data, static_cast<int>(frames), chunk, c.quiet,
+                  sink, where);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %zu frames -> %.2f s of audio (%s on %s)\n", c.output.c_str(),
                          frames, static_cast<double>(sink.samples()) / model->audio().sample_rate,
@@ -240,7 +301,7 @@ int resynth_command(int argc, char** argv) {
 
         auto input = audio_io::read_audio_file(args.positional()[0]);
         std::string where;
-        auto model = load_model(c, where);
+        auto model = load_model("resynth", c, where);
         const auto& a = model->audio();
         if (input.sample_rate != a.sample_rate)
             input.samples = resample_whole(input.samples, input.sample_rate, a.sample_rate);
@@ -250,7 +311,8 @@ int resynth_command(int argc, char** argv) {
         const auto mel = analyzer.analyze(input.samples, &frames);
         if (auto mel_out = args.value("--mel-out"))
             audio_io::write_npy(*mel_out, {static_cast<std::size_t>(a.n_mels), frames}, mel);
-        run_model(model, mel, static_cast<int>(frames), kDefaultChunk, c.quiet, sink);
+        run_model("resynth", model, c.model_path, mel, static_cast<int>(frames), kDefaultChunk,
+                  c.quiet, sink, where);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %.2f s in, %zu mel frames, %.2f s out (%s on %s)\n",
                          c.output.c_str(),

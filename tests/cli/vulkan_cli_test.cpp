@@ -110,6 +110,33 @@ TEST(CliVulkan, vocode_on_vulkan_equals_the_cpu) {
     EXPECT_LT(relative_difference(samples(cpu), samples(vk)), 1e-4);
 }
 
+// A device that fails mid-file (as one that times out does: both are a
+// DeviceError) costs neither the file nor its exactness: the CPU copy of
+// the model remakes that step from the same state and makes the rest.
+TEST(CliVulkan, vocode_finishes_on_the_cpu_when_the_device_fails_midway) {
+    if (!have_vulkan()) GTEST_SKIP() << "no Vulkan device (see 'etude devices')";
+    const std::string model = quote(kData + "/neural/hifigan_v1.lef");
+    const std::string mel = quote(kData + "/neural/hifigan_v1_mel.npy");
+    const fs::path cpu = tmpdir() / "vk_cover_cpu.wav", vk = tmpdir() / "vk_cover.wav";
+    const std::string vocode = "vocode --model " + model + " --mel " + mel + " --float --chunk 8 ";
+    ASSERT_EQ(run_etude(vocode + "-q --backend cpu -o " + cpu.string()).status, 0);
+    // After 800 device operations the model is made and vocoding has begun.
+    const CliRun r =
+        run_etude(vocode + "--backend vulkan -o " + vk.string(), "", "ETUDE_FAULT=kernel:1:0:800");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("etude vocode: injected kernel failure"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the CPU makes the rest of the audio"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("then the CPU after a device failure"), std::string::npos) << r.err;
+    EXPECT_LT(relative_difference(samples(cpu), samples(vk)), 1e-4);
+    // A failure while the model is uploaded: the model is made on the CPU.
+    const fs::path early = tmpdir() / "vk_cover_early.wav";
+    const CliRun e = run_etude(vocode + "--backend vulkan -o " + early.string(), "",
+                               "ETUDE_FAULT=kernel:1:0:10");
+    ASSERT_EQ(e.status, 0) << e.err;
+    EXPECT_NE(e.err.find("; the model runs on the CPU"), std::string::npos) << e.err;
+    EXPECT_EQ(samples(cpu), samples(early));
+}
+
 TEST(CliVulkan, no_driver_and_a_missing_device_give_one_clear_line) {
     const std::string no_driver = "VK_ICD_FILENAMES=/nonexistent/icd.json";
     const CliRun devices = run_etude("devices", "", no_driver);
