@@ -27,6 +27,7 @@
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper/voice_config.h"
 #include "engine/text_input.h"
+#include "engine/utf8.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
@@ -254,8 +255,8 @@ int run_say(const CommandLine& args) {
     } else {
         text = read_all_stdin();
     }
-    if (auto bad = engine::find_invalid_utf8(text))
-        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    if (auto bad = utf8::find_bad_sequence(text))
+        throw Error("text is not valid UTF-8 (" + utf8::describe(*bad) + ")");
     std::vector<Utterances> runs;
     if (json_input) {
         runs = read_json_input(text, opts);
