@@ -8,6 +8,7 @@
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper/voice_config.h"
 #include "engine/text_input.h"
+#include "engine/utf8.h"
 
 namespace etude::cli {
 namespace {
@@ -77,8 +78,8 @@ std::vector<Utterances> read_utterances(const CommandLine& args,
     } else {
         text = read_all_stdin();
     }
-    if (auto bad = engine::find_invalid_utf8(text))
-        throw Error("text is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    if (auto bad = utf8::find_bad_sequence(text))
+        throw Error("text is not valid UTF-8 (" + utf8::describe(*bad) + ")");
     if (json_input) return read_json_input(text, opts);
     if (!engine::has_speakable_text(text))
         throw Error("no text to speak: the input is empty or only white space");

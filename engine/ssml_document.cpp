@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/piper/unicode_text.h"
+#include "engine/utf8.h"
 
 namespace etude::engine {
 
@@ -203,15 +203,16 @@ std::string decode_entities(std::string_view s) {
             const std::string digits(name.substr(hex ? 2 : 1));
             char* end = nullptr;
             const unsigned long v = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-            if (!digits.empty() && *end == '\0' && v > 0 && v < 0x110000 &&
-                !(v >= 0xD800 && v < 0xE000))
+            // (The bound first: the cast to char32_t would wrap a larger v.)
+            if (!digits.empty() && *end == '\0' && v > 0 && v <= 0x10FFFF &&
+                utf8::is_scalar_value(static_cast<char32_t>(v)))
                 code = v;
         }
         if (!code) {
             out += '&';
             continue;
         }
-        out += piper::codepoint_to_utf8(static_cast<char32_t>(*code));
+        utf8::append(out, static_cast<char32_t>(*code));
         i = semi;
     }
     return out;
@@ -287,57 +288,12 @@ std::string spell_out(std::string_view text) {
     std::string out;
     for (std::size_t i = 0; i < text.size();) {
         const auto lead = static_cast<unsigned char>(text[i]);
-        std::size_t len = 1;
-        if (lead >= 0xF0)
-            len = 4;
-        else if (lead >= 0xE0)
-            len = 3;
-        else if (lead >= 0xC0)
-            len = 2;
-        len = std::min(len, text.size() - i);
+        const std::size_t len = utf8::decode_at(text, i).bytes;
         if (!std::isspace(lead)) {
             if (!out.empty()) out += ' ';
             out += text.substr(i, len);
         }
         i += len;
-    }
-    return out;
-}
-
-std::string sanitize_utf8(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const std::size_t n = text.size();
-    for (std::size_t i = 0; i < n;) {
-        const unsigned char c = p[i];
-        std::size_t len = 0;
-        unsigned long cp = 0, min = 0;
-        if (c < 0x80) {
-            out += static_cast<char>(c);
-            ++i;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        }
-        bool ok = len > 0 && i + len <= n;
-        for (std::size_t k = 1; ok && k < len; ++k) {
-            ok = (p[i + k] & 0xC0) == 0x80;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        // Overlong forms, surrogates and values past Unicode are invalid too.
-        ok = ok && cp >= min && cp < 0x110000 && !(cp >= 0xD800 && cp < 0xE000);
-        if (ok) {
-            out.append(text.substr(i, len));
-            i += len;
-        } else {
-            out += ' ';
-            ++i;
-        }
     }
     return out;
 }

@@ -38,9 +38,4 @@ std::vector<Piece> parse_message(std::string_view message);
 /// is dropped.
 std::string spell_out(std::string_view text);
 
-/// `text` with every byte that is not part of a well-formed UTF-8 sequence
-/// replaced by a space: the engine refuses invalid UTF-8 outright, and a
-/// screen reader would rather hear the rest of the message.
-std::string sanitize_utf8(std::string_view text);
-
 }  // namespace etude::engine

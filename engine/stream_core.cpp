@@ -17,6 +17,7 @@
 #include "engine/ssml_document.h"
 #include "engine/stream_core_detail.h"
 #include "engine/text_input.h"
+#include "engine/utf8.h"
 #include "engine/utterance_renderer.h"
 #include "rt/monotonic_clock.h"
 #include "rt/realtime_thread.h"
@@ -128,23 +129,6 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
     work_cv_.notify_all();
 }
 
-namespace {
-
-// The bytes at the end of `text` that begin a UTF-8 character and do not
-// finish it (a piece cut inside a character): 0 to 3.
-std::size_t unfinished_utf8_tail(std::string_view text) {
-    for (std::size_t back = 1; back <= std::min<std::size_t>(3, text.size()); ++back) {
-        const auto c = static_cast<unsigned char>(text[text.size() - back]);
-        if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-        if (c >= 0xF8) return 0;           // no lead byte: invalid, for the caller to find
-        const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        return len > back ? back : 0;
-    }
-    return 0;
-}
-
-}  // namespace
-
 std::size_t StreamCore::push_text(std::string_view text) {
     require_text("use push_mel");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
@@ -156,8 +140,8 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
     require_text("use push_mel");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     // Refused whole, before anything is queued.
-    if (auto bad = find_invalid_utf8(document))
-        throw Error("SSML is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    if (auto bad = utf8::find_bad_sequence(document))
+        throw Error("SSML is not valid UTF-8 (" + utf8::describe(*bad) + ")");
     const std::vector<Piece> pieces = parse_message(document);
     for (const Piece& p : pieces)
         if (p.kind == Piece::Kind::Mark && p.text.size() > SpeechMark::kMaxName)
@@ -286,12 +270,13 @@ bool StreamCore::next_mark(SpeechMark& mark) noexcept {
 std::size_t StreamCore::add_text(std::string_view text) {
     // The piece continues the character the last one began, if it did.
     const std::string joined = utf8_tail_ + std::string(text);
-    const std::size_t tail = unfinished_utf8_tail(joined);
-    if (auto bad = find_invalid_utf8(std::string_view(joined).substr(0, joined.size() - tail))) {
-        const std::size_t at = *bad >= utf8_tail_.size() ? *bad - utf8_tail_.size() : 0;
-        throw Error(
-            "text is not valid UTF-8 (bad byte at offset " + std::to_string(at) +
-            (*bad < utf8_tail_.size() ? ", continuing the character the last piece began)" : ")"));
+    const std::size_t tail = utf8::unfinished_tail(joined);
+    if (auto bad =
+            utf8::find_bad_sequence(std::string_view(joined).substr(0, joined.size() - tail))) {
+        const bool continuing = bad->offset < utf8_tail_.size();
+        bad->offset = continuing ? 0 : bad->offset - utf8_tail_.size();
+        throw Error("text is not valid UTF-8 (" + utf8::describe(*bad) +
+                    (continuing ? ", continuing the character the last piece began)" : ")"));
     }
     utf8_tail_ = joined.substr(joined.size() - tail);
     const auto released = input_.add(text);

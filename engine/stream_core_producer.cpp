@@ -12,6 +12,7 @@
 #include "engine/engine_workers.h"
 #include "engine/stream_core.h"
 #include "engine/stream_core_detail.h"
+#include "engine/utf8.h"
 #include "rt/monotonic_clock.h"
 #include "rt/realtime_thread.h"
 
@@ -24,8 +25,8 @@ using stream_core_detail::seconds_since;
 // character's start (a word can be long); the rest of `mark.name` stays
 // zero, so it ends with a NUL.
 void copy_mark_name(std::string_view name, SpeechMark& mark) {
-    std::size_t n = std::min(name.size(), SpeechMark::kMaxName);
-    while (n < name.size() && n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    const std::size_t n =
+        utf8::char_start_at_or_before(name, std::min(name.size(), SpeechMark::kMaxName));
     name.copy(mark.name, n);
 }
 

@@ -3,40 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
-namespace etude::engine {
+#include "engine/utf8.h"
 
-std::optional<std::size_t> find_invalid_utf8(std::string_view text) {
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-    const std::size_t n = text.size();
-    std::size_t i = 0;
-    while (i < n) {
-        const unsigned char c = s[i];
-        std::size_t len;
-        unsigned min_cp;
-        unsigned cp;
-        if (c < 0x80) {
-            ++i;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, min_cp = 0x80, cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, min_cp = 0x800, cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, min_cp = 0x10000, cp = c & 0x07;
-        } else {
-            return i;
-        }
-        if (i + len > n) return i;
-        for (std::size_t k = 1; k < len; ++k) {
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        // Reject overlong forms, UTF-16 surrogates and values past U+10FFFF.
-        if (cp < min_cp || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
-        i += len;
-    }
-    return std::nullopt;
-}
+namespace etude::engine {
 
 bool has_speakable_text(std::string_view text) {
     for (unsigned char c : text)
@@ -70,12 +39,6 @@ bool ends_with_abbreviation(std::string_view before_period) {
     return false;
 }
 
-// Largest cut <= limit that does not split a UTF-8 sequence.
-std::size_t utf8_boundary(std::string_view s, std::size_t limit) {
-    while (limit > 0 && (static_cast<unsigned char>(s[limit]) & 0xC0) == 0x80) --limit;
-    return limit;
-}
-
 // The length of the first piece of a sentence longer than max_bytes: at the
 // last comma or semicolon in the second half of the limit, else at the last
 // white space before it, else at a UTF-8 character boundary. It depends on
@@ -86,7 +49,7 @@ std::size_t first_cut(std::string_view piece, std::size_t max_bytes) {
         if (piece[i - 1] == ',' || piece[i - 1] == ';') return i;
     for (std::size_t i = max_bytes; i > 0; --i)
         if (is_space(piece[i - 1])) return i;
-    const std::size_t cut = utf8_boundary(piece, max_bytes);
+    const std::size_t cut = utf8::char_start_at_or_before(piece, max_bytes);
     return cut > 0 ? cut : max_bytes;  // 0 only for invalid UTF-8
 }
 

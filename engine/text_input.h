@@ -1,16 +1,13 @@
-// Checking and splitting the text users hand us, before Flite sees it.
+// Splitting the text users hand us, before Flite sees it (engine/utf8.h
+// checks that it is UTF-8).
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace etude::engine {
-
-// Byte offset of the first invalid UTF-8 sequence, or nullopt if valid.
-std::optional<std::size_t> find_invalid_utf8(std::string_view text);
 
 // True if the text contains something other than white space and control characters.
 bool has_speakable_text(std::string_view text);

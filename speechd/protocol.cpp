@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "engine/utf8.h"
 #include "speechd/log.h"
 
 namespace etude::speechd {
@@ -244,14 +245,13 @@ std::optional<std::string> Protocol::read_data(std::size_t& lines, bool& too_lar
 
 std::vector<Piece> Protocol::pieces_for(MessageKind kind, const std::string& data,
                                         const ModuleVoice& voice) {
-    const std::string text = sanitize_utf8(data);
     std::vector<Piece> pieces;
     if (kind == MessageKind::Char)
-        pieces.push_back({Piece::Kind::Text, text == "space" ? " " : text, 0});
+        pieces.push_back({Piece::Kind::Text, data == "space" ? " " : data, 0});
     else if (kind == MessageKind::Key || kind == MessageKind::SoundIcon)
-        pieces.push_back({Piece::Kind::Text, key_words(text), 0});
+        pieces.push_back({Piece::Kind::Text, key_words(data), 0});
     else
-        pieces = parse_message(text);
+        pieces = parse_message(data);
     const bool spelt = spelling(settings_) && kind == MessageKind::Text;
     // The server sends a punctuation mode other than "none" only when it
     // left the symbols to the module, and a CHAR it did not describe.
@@ -276,6 +276,13 @@ bool Protocol::speak(MessageKind kind) {
     const auto data = read_data(lines, too_large);
     if (!data) return false;
     if (too_large || data->empty() || !ensure_engine()) {
+        out_.send("301 ERROR CANT SPEAK\n");
+        return true;
+    }
+    // Refused whole with the words the engine uses everywhere, rather than
+    // spoken with holes the listener cannot know about.
+    if (auto bad = utf8::find_bad_sequence(*data)) {
+        log_line(1, "message not spoken: text is not valid UTF-8 (" + utf8::describe(*bad) + ")");
         out_.send("301 ERROR CANT SPEAK\n");
         return true;
     }

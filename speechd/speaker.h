@@ -18,7 +18,6 @@ namespace etude::speechd {
 
 using engine::parse_message;
 using engine::Piece;
-using engine::sanitize_utf8;
 using engine::spell_out;
 
 /// A message ready to speak.

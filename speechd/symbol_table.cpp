@@ -10,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "engine/error.h"
+#include "engine/utf8.h"
+
 namespace etude::speechd {
 
 namespace {
@@ -64,29 +67,13 @@ std::optional<std::string> identifier(const std::string& field) {
     return id;
 }
 
-// Each lead byte followed by its continuation bytes, nothing else.
-bool valid_utf8(std::string_view s) {
-    for (std::size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        const std::size_t n = c < 0x80             ? 1
-                              : (c & 0xE0) == 0xC0 ? 2
-                              : (c & 0xF0) == 0xE0 ? 3
-                              : (c & 0xF8) == 0xF0 ? 4
-                                                   : 0;
-        if (n == 0 || i + n > s.size()) return false;
-        for (std::size_t k = 1; k < n; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-        i += n;
-    }
-    return true;
-}
-
 bool blank(const std::string& line) {
     return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
-std::size_t utf8_length(unsigned char lead) {
-    return lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+// The bytes of the character at text[at] (1 for a byte that begins none).
+std::size_t char_bytes(std::string_view text, std::size_t at) {
+    return utf8::decode_at(text, at).bytes;
 }
 
 std::string pcre2_message(int error) {
@@ -160,8 +147,8 @@ void SymbolTable::read(const File& file, std::vector<std::pair<std::string, std:
         }
         const std::string where = file.source + ":" + std::to_string(number);
         // Its words go to the engine, which takes UTF-8 only.
-        if (!valid_utf8(line)) {
-            problems_.push_back(where + ": not UTF-8");
+        if (auto bad = utf8::find_bad_sequence(line)) {
+            problems_.push_back(where + ": not UTF-8 (" + utf8::describe(*bad) + ")");
             continue;
         }
         if (section == Complex) {
@@ -248,7 +235,7 @@ void SymbolTable::compile(const std::vector<std::pair<std::string, std::string>>
             if (!std::isalnum(static_cast<unsigned char>(id[0]))) chars += '\\';
             chars += id;
         } else {
-            const std::string first = id.substr(0, utf8_length(static_cast<unsigned char>(id[0])));
+            const std::string first = id.substr(0, char_bytes(id, 0));
             multi_[first].push_back(id);
         }
     }
@@ -286,8 +273,7 @@ void SymbolTable::compile(const std::vector<std::pair<std::string, std::string>>
 }
 
 const std::string* SymbolTable::simple_at(std::string_view text, std::size_t at) const {
-    const auto it = multi_.find(
-        std::string(text.substr(at, utf8_length(static_cast<unsigned char>(text[at])))));
+    const auto it = multi_.find(std::string(text.substr(at, char_bytes(text, at))));
     if (it == multi_.end()) return nullptr;
     for (const std::string& id : it->second)
         if (text.compare(at, id.size(), id) == 0) return &id;
@@ -335,6 +321,9 @@ std::optional<SymbolTable::Found> SymbolTable::find(std::string_view text, std::
 }
 
 std::string SymbolTable::speak(std::string_view text, SymbolLevel level) const {
+    // What the engine would refuse is refused here, in its words.
+    if (auto bad = utf8::find_bad_sequence(text))
+        throw Error("text is not valid UTF-8 (" + utf8::describe(*bad) + ")");
     if (!pattern_) return std::string(text);
     std::lock_guard lock(pattern_->mu);
     std::string out;
@@ -347,8 +336,7 @@ std::string SymbolTable::speak(std::string_view text, SymbolLevel level) const {
         // when that is a one-byte symbol, comes first.
         const std::size_t limit = ahead ? ahead->start : text.size();
         std::optional<Found> next;
-        for (std::size_t at = from; at <= limit && at < text.size();
-             at += utf8_length(static_cast<unsigned char>(text[at]))) {
+        for (std::size_t at = from; at <= limit && at < text.size(); at += char_bytes(text, at)) {
             if (at == limit && ahead->kind != Found::Simple) break;
             if (const std::string* id = simple_at(text, at)) {
                 next = Found{Found::Simple, at, at + id->size()};

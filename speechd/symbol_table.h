@@ -43,9 +43,10 @@ class SymbolTable {
     SymbolTable(const SymbolTable&) = delete;
     SymbolTable& operator=(const SymbolTable&) = delete;
 
-    /// `text` (valid UTF-8) with the symbols of `level` and below replaced
-    /// by their words as the server does: " comma," for a comma at "all",
-    /// which keeps the comma (its pause) after the word; "!!!!" as " 4 bang ".
+    /// `text` with the symbols of `level` and below replaced by their words
+    /// as the server does: " comma," for a comma at "all", which keeps the
+    /// comma (its pause) after the word; "!!!!" as " 4 bang ". Text that is
+    /// not UTF-8 throws etude::Error, in the words the engine uses.
     std::string speak(std::string_view text, SymbolLevel level) const;
     std::size_t size() const { return symbols_.size(); }
     const std::vector<std::string>& problems() const { return problems_; }

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/piper/unicode_text.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 namespace {
@@ -59,16 +59,14 @@ const Mark* mark_of(char32_t c) {
     return nullptr;
 }
 
-// Bytes of the UTF-8 codepoint that ends text[0, end).
+// Where the UTF-8 codepoint that ends text[0, end) begins.
 std::size_t last_codepoint_start(std::string_view text, std::size_t end) {
-    std::size_t i = end - 1;
-    while (i > 0 && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) --i;
-    return i;
+    return utf8::char_start_at_or_before(text, end - 1);
 }
 
+// The codepoint text[begin, end) holds; 0 for bytes that are not one.
 char32_t codepoint_at(std::string_view text, std::size_t begin, std::size_t end) {
-    const std::u32string c = utf8_to_codepoints(text.substr(begin, end - begin));
-    return c.empty() ? 0 : c[0];
+    return begin < end ? utf8::decode_at(text.substr(begin, end - begin), 0).value : 0;
 }
 
 }  // namespace

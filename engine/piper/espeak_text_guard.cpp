@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "engine/piper/unicode_text.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 namespace {
@@ -75,7 +76,7 @@ std::string guard_espeak_text(std::string_view text, const std::string& espeak_v
     blank_non_characters(blanked);
     const std::vector<UScriptCode> own = voice_scripts(espeak_voice);
     for (std::size_t i = 0; i < blanked.size();) {
-        const Utf8Codepoint c = utf8_codepoint_at(blanked, i);
+        const utf8::Decoded c = utf8::decode_at(blanked, i);
         if (espeak_mishandles(c.value) &&
             std::find(own.begin(), own.end(), harmless_in(c.value)) == own.end())
             std::fill_n(blanked.begin() + static_cast<std::ptrdiff_t>(i), c.bytes, ' ');

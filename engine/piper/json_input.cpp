@@ -4,14 +4,14 @@
 
 #include "engine/error.h"
 #include "engine/piper/json_error.h"
-#include "engine/text_input.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 
 JsonInputLine parse_json_input_line(std::string_view line, const std::string& label) {
     using Json = nlohmann::json;
-    if (auto bad = engine::find_invalid_utf8(line))
-        throw Error(label + ": not valid UTF-8 (byte " + std::to_string(*bad) + ")");
+    if (auto bad = utf8::find_bad_sequence(line))
+        throw Error(label + ": not valid UTF-8 (" + utf8::describe(*bad) + ")");
     Json j;
     try {
         j = Json::parse(line);

@@ -7,6 +7,7 @@
 #include "engine/piper/sentence_words.h"
 #include "engine/piper/unicode_text.h"
 #include "engine/text_input.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 namespace {
@@ -19,7 +20,7 @@ std::string trimmed(std::string_view s) {
 }
 
 void append_codepoints(std::vector<std::string>& phonemes, std::string_view utf8) {
-    for (char32_t c : nfd(utf8_to_codepoints(utf8))) phonemes.push_back(codepoint_to_utf8(c));
+    for (char32_t c : nfd(utf8::decode(utf8))) phonemes.push_back(utf8::encode(c));
 }
 
 }  // namespace
@@ -63,8 +64,8 @@ Phonemizer::Phonemizer(VoiceConfig voice) : voice_(std::move(voice)) {
 
 std::vector<PhonemizedSentence> Phonemizer::phonemize(std::string_view text,
                                                       bool with_words) const {
-    if (auto bad = engine::find_invalid_utf8(text))
-        throw Error("text is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
+    if (auto bad = utf8::find_bad_sequence(text))
+        throw Error("text is not valid UTF-8 (" + utf8::describe(*bad) + ")");
     // Control characters are not text; espeak-ng would read some as its own
     // commands. NUL in particular would end the C string it is given.
     std::string clean(text);
@@ -202,8 +203,8 @@ std::vector<PhonemizedSentence> Phonemizer::phonemize_espeak(const std::string& 
             std::size_t b = part.begin + 2, e = part.end - 2;
             while (b < e && is_python_space(text[b])) ++b;
             while (e > b && is_python_space(text[e - 1])) --e;
-            for (char32_t c : utf8_to_codepoints(std::string_view(text).substr(b, e - b)))
-                s.phonemes.push_back(codepoint_to_utf8(c));
+            for (char32_t c : utf8::decode(std::string_view(text).substr(b, e - b)))
+                s.phonemes.push_back(utf8::encode(c));
             if (i + 1 < parts.size() && parts[i + 1].end > parts[i + 1].begin &&
                 text[part.end] == ' ')
                 s.phonemes.push_back(" ");

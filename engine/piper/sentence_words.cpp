@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/piper/unicode_text.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 namespace {
@@ -36,7 +36,7 @@ bool is_punctuation(char32_t c) {
 // apostrophes only ("don't"). Digits, symbols and inner dots ("42", "3.5",
 // "U.S.") can be several spoken words, or join a neighbour's.
 bool is_plain_word(const std::string& word) {
-    for (char32_t c : utf8_to_codepoints(word)) {
+    for (char32_t c : utf8::decode(word)) {
         const bool ascii_letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         const bool apostrophe = c == '\'' || c == 0x2019;
         if (!ascii_letter && !apostrophe && (c < 0x80 || is_punctuation(c))) return false;
@@ -61,7 +61,7 @@ std::vector<std::size_t> phoneme_word_starts(const std::vector<std::string>& pho
             spoken = false;
             continue;
         }
-        for (char32_t c : utf8_to_codepoints(phonemes[i]))
+        for (char32_t c : utf8::decode(phonemes[i]))
             if (!is_punctuation(c)) spoken = true;
     }
     return starts;
@@ -69,7 +69,7 @@ std::vector<std::size_t> phoneme_word_starts(const std::vector<std::string>& pho
 
 std::vector<std::string> written_words(std::string_view text) {
     std::vector<std::string> words;
-    const std::u32string cps = utf8_to_codepoints(text);
+    const std::u32string cps = utf8::decode(text);
     for (std::size_t i = 0; i < cps.size();) {
         while (i < cps.size() && is_space(cps[i])) ++i;
         std::size_t end = i;
@@ -79,7 +79,7 @@ std::vector<std::string> written_words(std::string_view text) {
         while (e > b && is_punctuation(cps[e - 1])) --e;
         if (b < e) {
             std::string word;
-            for (std::size_t k = b; k < e; ++k) word += codepoint_to_utf8(cps[k]);
+            for (std::size_t k = b; k < e; ++k) utf8::append(word, cps[k]);
             words.push_back(std::move(word));
         }
         i = end;

@@ -8,56 +8,9 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
-
-Utf8Codepoint utf8_codepoint_at(std::string_view text, std::size_t offset) {
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data()) + offset;
-    const unsigned char c = s[0];
-    const std::size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
-    if (offset + len > text.size()) throw Error("invalid UTF-8 (a sequence cut short)");
-    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (s[k] & 0x3F);
-    return {cp, len};
-}
-
-std::u32string utf8_to_codepoints(std::string_view text) {
-    std::u32string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size();) {
-        const Utf8Codepoint c = utf8_codepoint_at(text, i);
-        out.push_back(c.value);
-        i += c.bytes;
-    }
-    return out;
-}
-
-std::string codepoint_to_utf8(char32_t c) {
-    std::string out;
-    if (c < 0x80) {
-        out += static_cast<char>(c);
-    } else if (c < 0x800) {
-        out += static_cast<char>(0xC0 | (c >> 6));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += static_cast<char>(0xE0 | (c >> 12));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (c >> 18));
-        out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-    return out;
-}
-
-std::string codepoints_to_utf8(std::u32string_view codepoints) {
-    std::string out;
-    out.reserve(codepoints.size());
-    for (char32_t c : codepoints) out += codepoint_to_utf8(c);
-    return out;
-}
 
 std::u32string nfd(std::u32string_view codepoints) {
     UErrorCode status = U_ZERO_ERROR;
@@ -127,7 +80,7 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
         word_bytes = 0;
     };
     for (std::size_t i = 0; i < text.size();) {
-        const Utf8Codepoint c = utf8_codepoint_at(text, i);
+        const utf8::Decoded c = utf8::decode_at(text, i);
         const std::string_view bytes = text.substr(i, c.bytes);
         const int group = script_group(c.value);
         const bool white = c.value == ' ' || (c.value >= '\t' && c.value <= '\r');
@@ -162,7 +115,7 @@ std::string separate_scripts(std::string_view text, std::vector<std::size_t>& in
 
 void blank_non_characters(std::string& text) {
     for (std::size_t i = 0; i < text.size();) {
-        const Utf8Codepoint c = utf8_codepoint_at(text, i);
+        const utf8::Decoded c = utf8::decode_at(text, i);
         const auto cp = static_cast<UChar32>(c.value);
         const auto type = static_cast<UCharCategory>(u_charType(cp));
         if (c.bytes > 1 &&

@@ -1,6 +1,7 @@
-// UTF-8 and codepoints, and Unicode NFD (ICU): Piper decomposes phonemes
-// with NFD and then takes one codepoint per phoneme, so "ç" becomes "c" and
-// the combining cedilla, two phonemes with two ids.
+// Unicode beyond UTF-8 (which engine/utf8.h reads and writes), through ICU:
+// NFD (Piper decomposes phonemes with NFD and then takes one codepoint per
+// phoneme, so "ç" becomes "c" and the combining cedilla, two phonemes with
+// two ids), scripts and character categories.
 #pragma once
 
 #include <cstddef>
@@ -10,17 +11,6 @@
 
 namespace etude::piper {
 
-// Valid UTF-8 in (check with engine::find_invalid_utf8 first); codepoints out.
-std::u32string utf8_to_codepoints(std::string_view text);
-// The codepoint of valid UTF-8 that starts at text[offset], and how many
-// bytes it takes; throws etude::Error for a sequence cut short.
-struct Utf8Codepoint {
-    char32_t value = 0;
-    std::size_t bytes = 1;
-};
-Utf8Codepoint utf8_codepoint_at(std::string_view text, std::size_t offset);
-std::string codepoints_to_utf8(std::u32string_view codepoints);
-std::string codepoint_to_utf8(char32_t c);
 // Canonical decomposition (Unicode NFD).
 std::u32string nfd(std::u32string_view codepoints);
 

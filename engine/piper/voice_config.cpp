@@ -8,7 +8,7 @@
 
 #include "engine/error.h"
 #include "engine/piper/json_error.h"
-#include "engine/text_input.h"
+#include "engine/utf8.h"
 
 namespace etude::piper {
 namespace {
@@ -56,7 +56,8 @@ class FieldReader {
     std::string text(const Json& v, const std::string& field) const {
         if (!v.is_string()) fail(field, "must be a string, not " + describe(v));
         std::string s = v.get<std::string>();
-        if (engine::find_invalid_utf8(s)) fail(field, "is not valid UTF-8");
+        if (auto bad = utf8::find_bad_sequence(s))
+            fail(field, "is not valid UTF-8 (" + utf8::describe(*bad) + ")");
         return s;
     }
     std::string optional_text(const Json& obj, const std::string& path, const char* key) const {
@@ -214,7 +215,8 @@ VoiceConfig parse_voice_config(const std::string& json_text, const std::string& 
     for (const auto& [phoneme, ids] : id_map.items()) {
         const std::string field = "phoneme_id_map[\"" + phoneme + "\"]";
         if (phoneme.empty()) r.fail(field, "an empty phoneme");
-        if (engine::find_invalid_utf8(phoneme)) r.fail("phoneme_id_map", "a key is not UTF-8");
+        if (auto bad = utf8::find_bad_sequence(phoneme))
+            r.fail("phoneme_id_map", "a key is not UTF-8 (" + utf8::describe(*bad) + ")");
         if (!ids.is_array() || ids.empty()) r.fail(field, "must be a non-empty list of ids");
         std::vector<std::int64_t>& out = c.phoneme_id_map[phoneme];
         for (const Json& id : ids) out.push_back(r.integer(id, field, 0, c.num_symbols - 1));

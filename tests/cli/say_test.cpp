@@ -115,7 +115,7 @@ TEST(CliSay, empty_and_whitespace_text_are_rejected) {
 TEST(CliSay, invalid_utf8_is_rejected_with_its_offset) {
     const fs::path wav = tmpdir() / "utf8.wav";
     expect_clean_error(run_etude("say -o " + wav.string(), "fine text \xC3\x28 broken"),
-                       "not valid UTF-8 (bad byte at offset 10)");
+                       "not valid UTF-8 (at byte offset 10: a character cut short)");
     EXPECT_TRUE(no_files_like(wav));
 }
 

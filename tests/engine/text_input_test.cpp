@@ -2,22 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/utf8.h"
+
 using namespace etude::engine;
-
-TEST(TextInput, valid_utf8_is_accepted) {
-    EXPECT_FALSE(find_invalid_utf8("plain ascii"));
-    EXPECT_FALSE(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
-    EXPECT_FALSE(find_invalid_utf8(""));
-}
-
-TEST(TextInput, invalid_utf8_reports_the_offset) {
-    EXPECT_EQ(find_invalid_utf8("ab\xFF"), 2u);
-    EXPECT_EQ(find_invalid_utf8("ab\xC3"), 2u);               // truncated sequence
-    EXPECT_EQ(find_invalid_utf8("x\xC0\xAF"), 1u);            // overlong '/'
-    EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);         // UTF-16 surrogate
-    EXPECT_EQ(find_invalid_utf8("ok \xF4\x90\x80\x80"), 3u);  // past U+10FFFF
-    EXPECT_EQ(find_invalid_utf8("a\xE2\x28\xA1"), 1u);        // bad continuation
-}
 
 TEST(TextInput, whitespace_only_is_not_speakable) {
     EXPECT_FALSE(has_speakable_text(""));
@@ -68,7 +55,7 @@ TEST(TextInput, a_huge_token_is_cut_on_utf8_boundaries) {
     const auto s = split_sentences(text, 101);
     std::size_t total = 0;
     for (const auto& piece : s) {
-        EXPECT_FALSE(find_invalid_utf8(piece));
+        EXPECT_FALSE(etude::utf8::find_bad_sequence(piece));
         total += piece.size();
     }
     EXPECT_EQ(total, text.size());

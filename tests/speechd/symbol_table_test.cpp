@@ -10,6 +10,9 @@
 #include <fstream>
 #include <string>
 
+#include "engine/error.h"
+#include "support/bad_utf8_cases.h"
+
 namespace etude::speechd {
 namespace {
 
@@ -117,6 +120,37 @@ TEST(SymbolTable, a_line_that_is_not_utf8_is_left_out) {
     ASSERT_EQ(t.problems().size(), 1u);
     EXPECT_NE(t.problems()[0].find("bad.dic:2: not UTF-8"), std::string::npos) << t.problems()[0];
     EXPECT_EQ(t.speak("a, b!", SymbolLevel::All), "a, b bang ");
+}
+
+// The bytes the engine refuses (support/bad_utf8_cases.h, the cases of
+// tests/engine/bad_utf8_input_test.cpp), refused here with the same words:
+// in a table's line (overlong forms and surrogates among them, which an
+// earlier check let through to PCRE2) and in the text to speak.
+TEST(SymbolTable, invalid_utf8_of_every_kind_is_refused_as_the_engine_refuses_it) {
+    for (const etude::test::BadUtf8Case& c : etude::test::kBadUtf8Cases) {
+        // The text ends the line (as its display name), so that a character
+        // cut off at the text's end is cut off at the line's too.
+        const std::string before = ",\tcomma\tall\t#";
+        const SymbolTable t(
+            Files{{"symbols:\n" + before + std::string(c.text) + "\n!\tbang\tall\n", "bad.dic"}});
+        ASSERT_EQ(t.problems().size(), 1u) << c.name;
+        // The offset is the line's: the text's, plus the bytes before it.
+        const std::string where(c.where_and_what);
+        const std::string prefix = "at byte offset ";
+        const std::size_t colon = where.find(": ");
+        const std::size_t offset =
+            std::stoul(where.substr(prefix.size(), colon - prefix.size())) + before.size();
+        EXPECT_EQ(t.problems()[0], "bad.dic:2: not UTF-8 (" + prefix + std::to_string(offset) +
+                                       where.substr(colon) + ")")
+            << c.name;
+        EXPECT_EQ(t.speak("a, b!", SymbolLevel::All), "a, b bang ") << c.name;
+        try {
+            (void)t.speak(c.text, SymbolLevel::All);
+            ADD_FAILURE() << c.name << ": spoken";
+        } catch (const etude::Error& e) {
+            EXPECT_EQ(e.what(), "text is not valid UTF-8 (" + where + ")") << c.name;
+        }
+    }
 }
 
 TEST(SymbolTable, a_pattern_pcre2_refuses_costs_only_its_own_symbol) {
