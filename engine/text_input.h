@@ -7,13 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/text_check.h"
+
 namespace etude::engine {
 
 // Byte offset of the first invalid UTF-8 sequence, or nullopt if valid.
 std::optional<std::size_t> find_invalid_utf8(std::string_view text);
-
-// True if the text contains something other than white space and control characters.
-bool has_speakable_text(std::string_view text);
 
 // Splits text into sentences at ., !, ? (and runs of them, with closing
 // quotes or brackets) followed by white space, and at blank lines. A sentence
