@@ -50,12 +50,10 @@ VoiceCatalog VoiceCatalog::builtin() {
 
 VoiceEntry VoiceCatalog::piper_voice(const std::string& name_or_path) {
     const auto voice = engine::Engine::find_voice(name_or_path);
-    if (!voice || voice->kind != engine::VoiceInfo::Kind::Piper) {
-        std::string folders;
-        for (const auto& f : engine::Engine::voice_folders())
-            folders += (folders.empty() ? "" : ", ") + f;
-        throw Error("no Piper voice '" + name_or_path + "' (looked in: " + folders + ")");
-    }
+    // None: the engine's own error, which names the folders it searched.
+    if (!voice) (void)engine::Engine::describe_voice(name_or_path);
+    if (!voice || voice->kind != engine::VoiceInfo::Kind::Piper)
+        throw Error("'" + name_or_path + "' is not a Piper voice");
     return entry_of(*voice);
 }
 
