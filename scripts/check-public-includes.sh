@@ -26,7 +26,6 @@ cli/model_commands.cpp engine/models/lef_file.h
 cli/kernel_registry.h gpu/backend.h
 cli/jack_command.cpp engine/block_records.h
 cli/jack_command.cpp gpu/registry.h
-cli/voice_options.cpp engine/piper/voice_catalog.h
 cli/say_command.cpp engine/block_records.h
 cli/say_command.cpp engine/piper/json_input.h
 cli/say_command.cpp engine/piper/phoneme_ids.h
