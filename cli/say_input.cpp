@@ -7,7 +7,7 @@
 #include "engine/piper/phoneme_ids.h"
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper/voice_config.h"
-#include "engine/text_input.h"
+#include "engine/text_check.h"
 #include "engine/utf8.h"
 
 namespace etude::cli {

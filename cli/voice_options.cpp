@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "engine/error.h"
-#include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
 
 namespace etude::cli {
@@ -46,12 +45,20 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     const auto& builtin = engine::Engine::voices();
     const bool piper = std::find(builtin.begin(), builtin.end(), voice) == builtin.end();
     if (piper) {
-        try {
-            opts.piper_voice = piper::require_voice(voice).model_path;
-        } catch (const piper::VoiceNotFound& e) {
-            throw Error("unknown voice '" + voice + "' (choose one of: slt, rms, awb); " +
-                        e.what() + "; see 'etude voices'");
+        const auto found = engine::Engine::find_voice(voice);
+        if (!found) {
+            std::string why = "no Piper voice '" + voice + "'";
+            try {
+                (void)engine::Engine::describe_voice(voice);  // the engine's own account
+            } catch (const Error& e) {
+                why = e.what();  // names the folders searched
+            }
+            std::string choices;
+            for (const auto& b : builtin) choices += (choices.empty() ? "" : ", ") + b;
+            throw Error("unknown voice '" + voice + "' (choose one of: " + choices + "); " + why +
+                        "; see 'etude voices'");
         }
+        opts.piper_voice = found->model_path;
     } else {
         opts.voice = voice;
     }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/etude.h"
@@ -294,6 +295,42 @@ size_t etude_voice_info_speaker_count(const etude_voice_info* info) {
 const char* etude_voice_info_speaker(const etude_voice_info* info, size_t id) {
     if (!info || id >= info->info.speakers.size()) return nullptr;
     return info->info.speakers[id].c_str();
+}
+
+int etude_voice_info_is_builtin(const etude_voice_info* info) {
+    return info && info->info.kind == etude::engine::VoiceInfo::Kind::Builtin;
+}
+
+const char* etude_voice_info_model_path(const etude_voice_info* info) {
+    return info ? info->info.model_path.c_str() : nullptr;
+}
+
+struct etude_voice_list {
+    std::vector<etude_voice_info> voices;
+};
+
+etude_status etude_voice_list_open(etude_voice_list** out) {
+    if (!out) return null_argument("out");
+    *out = nullptr;
+    return guarded([&] {
+        auto list = std::make_unique<etude_voice_list>();
+        for (auto& v : etude::engine::Engine::list_voices())
+            if (v.problem.empty()) list->voices.push_back(etude_voice_info{std::move(v)});
+        *out = list.release();
+    });
+}
+
+void etude_voice_list_destroy(etude_voice_list* list) {
+    delete list;
+}
+
+size_t etude_voice_list_count(const etude_voice_list* list) {
+    return list ? list->voices.size() : 0;
+}
+
+const etude_voice_info* etude_voice_list_voice(const etude_voice_list* list, size_t index) {
+    if (!list || index >= list->voices.size()) return nullptr;
+    return &list->voices[index];
 }
 
 void etude_stream_destroy(etude_stream* stream) {

@@ -11,6 +11,7 @@
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper_voice.h"
 #include "engine/stream_core.h"
+#include "engine/voice_list.h"
 
 namespace etude::engine {
 namespace {
@@ -177,11 +178,7 @@ const std::vector<std::string>& Engine::voices() {
 
 VoiceInfo Engine::describe_voice(const std::string& name_or_path) {
     const auto voice = PiperVoice::open(name_or_path);
-    VoiceInfo info;
-    info.name = voice->name();
-    info.model_path = voice->model_path();
-    info.language = voice->config().language.code;
-    info.quality = piper::to_string(voice->config().quality);
+    VoiceInfo info = piper_voice_info(voice->name(), voice->model_path(), voice->config());
     info.sample_rate = voice->sample_rate();
     info.speakers = voice->speaker_names();
     return info;

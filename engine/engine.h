@@ -108,15 +108,46 @@ struct StreamOptions {
     std::uint64_t seed = 0;
 };
 
-/// A Piper voice as its files describe it (Engine::describe_voice()).
+/// A voice and its facts: a built-in voice, or a Piper voice as its files
+/// describe it. The one description of a voice that every front end (the
+/// CLI, the servers, the speech-dispatcher module, Python) lists and offers
+/// (Engine::list_voices(), Engine::find_voice(), Engine::describe_voice()).
 struct VoiceInfo {
-    std::string name;        ///< "en_US-joe-medium"
-    std::string model_path;  ///< the .onnx
-    std::string language;    ///< "en_US"
-    std::string quality;     ///< "x_low", "low", "medium", "high" or "unknown"
-    int sample_rate = 0;     ///< the voice's own rate in Hz
-    /// Every speaker's name, by id (a number where the voice names none).
+    /// What speaks the voice.
+    enum class Kind : std::uint8_t {
+        Builtin,  ///< Flite's front end and LibEtude's vocoder (StreamOptions::voice)
+        Piper     ///< a Piper (VITS) voice's files (StreamOptions::piper_voice)
+    };
+    Kind kind = Kind::Piper;  ///< which of the two
+    std::string name;         ///< "en_US-joe-medium", "slt"
+    std::string model_path;   ///< the .onnx; empty for a built-in voice
+    /// "en_US": a Piper voice's language code, else its espeak-ng voice,
+    /// else its name up to the first '_'.
+    std::string language;
+    /// "x_low", "low", "medium", "high" or "unknown"; "builtin" for a
+    /// built-in voice.
+    std::string quality;
+    int sample_rate = 0;  ///< the voice's own rate in Hz
+    /// Every speaker's name, by id (a number where the voice names none;
+    /// "0" for a single-speaker or built-in voice).
     std::vector<std::string> speakers;
+    /// Who speaks, for people: "US English female"; a Piper voice: its
+    /// language in English, "English (United States)" (its espeak-ng voice
+    /// where its config names no language).
+    std::string description;
+    /// The recordings the voice was made from: "CMU ARCTIC slt"; a Piper
+    /// voice's config's dataset (may be empty).
+    std::string dataset;
+    std::string attribution_name;  ///< who made it: "CMU Flite / CMU ARCTIC", "rhasspy"
+    std::string attribution_url;   ///< where it comes from
+    std::string version;           ///< "flite-2.2"; a Piper voice's piper_version, or "1.0.0"
+    /// The pace of speed 1.0: a Piper voice's config's length_scale; 1 for
+    /// a built-in voice (Flite's duration stretch).
+    float length_scale = 1.0f;
+    /// Why the voice cannot be used (Engine::list_voices(): a config that
+    /// cannot be read, then only kind, name and model_path are set); empty
+    /// when it can.
+    std::string problem;
 };
 
 /// The quality a block or mel chunk was made at.
@@ -475,6 +506,25 @@ class Engine {
     /// The Piper voice `name_or_path` names (see StreamOptions::piper_voice),
     /// read from its files. Throws etude::Error naming the file and field.
     static VoiceInfo describe_voice(const std::string& name_or_path);
+
+    /// Every voice: the built-in ones ("slt" first, the default), then the
+    /// Piper voices in the voice folders (as installed_voices() finds them),
+    /// each described from its config alone: a voice whose config cannot be
+    /// read is listed with VoiceInfo::problem saying why, and front ends
+    /// leave it out. describe_voice() also checks a voice's network.
+    static std::vector<VoiceInfo> list_voices();
+
+    /// The voice `name_or_path` names: a built-in name, a Piper voice's path
+    /// (PATH/VOICE.onnx or its .onnx.json), or a Piper voice's name in the
+    /// voice folders; described as list_voices() does. std::nullopt when
+    /// there is no such voice; throws etude::Error, naming the file, for a
+    /// path without a config beside it or a config that cannot be read.
+    static std::optional<VoiceInfo> find_voice(const std::string& name_or_path);
+
+    /// The folders searched for Piper voices by name, in order, existing or
+    /// not: each of ETUDE_VOICE_PATH (colon-separated), then
+    /// $XDG_DATA_HOME/libetude/voices (~/.local/share/libetude/voices).
+    static std::vector<std::string> voice_folders();
 
     /// The Piper voices installed in the voice folders (ETUDE_VOICE_PATH,
     /// then the per-user folder; docs/voices.md), as the paths of their

@@ -226,8 +226,9 @@ etude_status etude_stream_create_piper(etude_engine* engine,
  *         outside the voice's symbols */
 etude_status etude_stream_push_phoneme_ids(etude_stream* stream, const int64_t* ids, size_t count);
 
-/** A Piper voice's description, read from its files. Opaque; made by
- * etude_voice_info_open(), freed by etude_voice_info_destroy(). */
+/** A voice's description: a Piper voice read from its files, made by
+ * etude_voice_info_open() and freed by etude_voice_info_destroy(), or one
+ * voice of an etude_voice_list. Opaque. */
 typedef struct etude_voice_info etude_voice_info;
 
 /** Reads the Piper voice `voice` names (as etude_piper_stream_options::voice).
@@ -248,6 +249,32 @@ size_t etude_voice_info_speaker_count(const etude_voice_info* info);
 /** Speaker `id`'s name (its number where the voice names none); NULL for an
  * id out of range. */
 const char* etude_voice_info_speaker(const etude_voice_info* info, size_t id);
+/** Nonzero for a built-in voice (etude_stream_options::voice), zero for a
+ * Piper voice (etude_piper_stream_options::voice). */
+int etude_voice_info_is_builtin(const etude_voice_info* info);
+/** A Piper voice's .onnx file; "" for a built-in voice. Lives as long as
+ * info. */
+const char* etude_voice_info_model_path(const etude_voice_info* info);
+
+/** Every voice the engine knows, as the C++ API's Engine::list_voices()
+ * gives them. Opaque; made by etude_voice_list_open(), freed by
+ * etude_voice_list_destroy(). */
+typedef struct etude_voice_list etude_voice_list;
+
+/** Lists the voices: the built-in ones ("slt", the default, first), then
+ * the Piper voices of the voice folders (ETUDE_VOICE_PATH, then the
+ * per-user folder), each described from its config; a voice whose config
+ * cannot be read is left out.
+ * \return ETUDE_ERROR_INVALID_ARGUMENT when out is NULL */
+etude_status etude_voice_list_open(etude_voice_list** out);
+/** Frees a voice list and the descriptions it holds; NULL is ignored. */
+void etude_voice_list_destroy(etude_voice_list* list);
+/** How many voices the list holds (0 for NULL). */
+size_t etude_voice_list_count(const etude_voice_list* list);
+/** Voice `index` of the list, read with the etude_voice_info_ functions;
+ * lives as long as the list (never pass it to etude_voice_info_destroy()).
+ * NULL for an index out of range. */
+const etude_voice_info* etude_voice_list_voice(const etude_voice_list* list, size_t index);
 
 /** Frees a stream; NULL is ignored. Stop the audio callback that pulls from
  * it first. */

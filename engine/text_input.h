@@ -7,10 +7,9 @@
 #include <string_view>
 #include <vector>
 
-namespace etude::engine {
+#include "engine/text_check.h"
 
-// True if the text contains something other than white space and control characters.
-bool has_speakable_text(std::string_view text);
+namespace etude::engine {
 
 // Splits text into sentences at ., !, ? (and runs of them, with closing
 // quotes or brackets) followed by white space, and at blank lines. A sentence

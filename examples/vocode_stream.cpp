@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +20,6 @@
 #include "audio-io/npy_file.h"
 #include "audio-io/wav_writer.h"
 #include "engine/engine.h"
-#include "engine/models/lef_file.h"
 
 int main(int argc, char** argv) {
     std::vector<std::string> files;
@@ -48,11 +46,6 @@ int main(int argc, char** argv) {
                          "[--rate HZ] [--backend NAME]\n");
             return 2;
         }
-        // The model file says which rate its audio has (JSON metadata).
-        const auto meta =
-            nlohmann::json::parse(etude::engine::LefFile::open(files[0]).metadata_json());
-        if (rate == 0) rate = meta.at("sample_rate").get<double>();
-
         const auto mel = etude::audio_io::read_npy(files[1]);
         if (mel.shape.size() != 2)
             throw etude::Error(files[1] + ": expected shape (n_mels, frames)");
@@ -64,6 +57,7 @@ int main(int argc, char** argv) {
         etude::engine::Engine engine(etude::engine::Engine::Options{{}});  // no text voices needed
         auto stream =
             engine.create_stream({.sample_rate = rate, .backend = backend, .model = files[0]});
+        rate = stream->sample_rate();  // with --rate 0, the model's own (its file says which)
         if (stream->mel_bands() != n_mels)
             throw etude::Error(files[1] + " has " + std::to_string(n_mels) +
                                " mel bands, the model takes " +

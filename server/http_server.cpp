@@ -19,7 +19,7 @@
 #include <string_view>
 #include <thread>
 
-#include "engine/text_input.h"
+#include "engine/text_check.h"
 #include "server/audio_encoding.h"
 #include "server/speech_job.h"
 #include "server/wyoming_frame.h"

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "engine/piper/voice_catalog.h"
-#include "engine/piper/voice_config.h"
-
 namespace etude::server {
 
 namespace {
@@ -18,62 +15,46 @@ std::string normalise_language(const std::string& s) {
     return out;
 }
 
+// A server voice from the engine's facts: a voice's description as clients
+// see it is what it is made with (the built-in voices: Flite's front end and
+// LibEtude's vocoder; Piper voices: VITS) beside who speaks.
+VoiceEntry entry_of(const engine::VoiceInfo& v) {
+    VoiceEntry e;
+    e.name = v.name;
+    e.languages = {v.language};
+    if (v.speakers.size() > 1) e.speakers = v.speakers;  // by id, named where the voice names them
+    e.attribution_name = v.attribution_name;
+    e.attribution_url = v.attribution_url;
+    e.version = v.version;
+    e.options.sample_rate = v.sample_rate;
+    e.length_scale = v.length_scale;
+    if (v.kind == engine::VoiceInfo::Kind::Builtin) {
+        e.description = v.description + " (" + v.dataset + "), Flite front end, LibEtude vocoder";
+        e.options.voice = v.name;
+    } else {
+        e.description = "Piper voice " + v.name + " (" + v.quality + ", VITS, " +
+                        std::to_string(v.sample_rate) + " Hz)";
+        e.options.piper_voice = v.model_path;
+    }
+    return e;
+}
+
 }  // namespace
 
 VoiceCatalog VoiceCatalog::builtin() {
     VoiceCatalog c;
-    struct Builtin {
-        const char* name;
-        const char* language;
-        const char* description;
-    };
-    // Flite's clustergen voices from the CMU ARCTIC databases, vocoded by
-    // LibEtude's MLSA vocoder at their own 16 kHz.
-    static constexpr Builtin kVoices[] = {
-        {"slt", "en_US", "US English female (CMU ARCTIC slt), Flite front end, LibEtude vocoder"},
-        {"rms", "en_US", "US English male (CMU ARCTIC rms), Flite front end, LibEtude vocoder"},
-        {"awb", "en_GB",
-         "Scottish English male (CMU ARCTIC awb), Flite front end, LibEtude vocoder"},
-    };
-    for (const auto& b : kVoices) {
-        VoiceEntry e;
-        e.name = b.name;
-        e.languages = {b.language};
-        e.description = b.description;
-        e.attribution_name = "CMU Flite / CMU ARCTIC";
-        e.attribution_url = "http://www.festvox.org/flite/";
-        e.version = "flite-2.2";
-        e.options.voice = b.name;
-        e.options.sample_rate = 16000.0;
-        c.add(std::move(e));
-    }
+    for (const auto& v : engine::Engine::list_voices())
+        if (v.kind == engine::VoiceInfo::Kind::Builtin) c.add(entry_of(v));
     return c;
 }
 
 VoiceEntry VoiceCatalog::piper_voice(const std::string& name_or_path) {
-    const auto files = piper::require_voice(name_or_path);
-    const auto config = piper::read_voice_config(files.config_path);
-    VoiceEntry e;
-    e.name = files.name;
-    // As wyoming-piper lists a voice: its language code, else its espeak voice.
-    e.languages = {!config.language.code.empty()  ? config.language.code
-                   : !config.espeak_voice.empty() ? config.espeak_voice
-                                                  : files.name.substr(0, files.name.find('_'))};
-    if (config.num_speakers > 1) {
-        // By id, named where the voice names them (as Piper's speaker_id_map).
-        e.speakers.resize(static_cast<std::size_t>(config.num_speakers));
-        for (std::size_t id = 0; id < e.speakers.size(); ++id) e.speakers[id] = std::to_string(id);
-        for (const auto& [name, id] : config.speaker_id_map) e.speakers[id] = name;
-    }
-    e.description = "Piper voice " + files.name + " (" + piper::to_string(config.quality) +
-                    ", VITS, " + std::to_string(config.sample_rate) + " Hz)";
-    e.attribution_name = "rhasspy";
-    e.attribution_url = "https://github.com/rhasspy/piper";
-    e.version = config.piper_version.empty() ? "1.0.0" : config.piper_version;
-    e.options.piper_voice = files.model_path;
-    e.options.sample_rate = config.sample_rate;
-    e.length_scale = config.inference.length_scale;
-    return e;
+    const auto voice = engine::Engine::find_voice(name_or_path);
+    // None: the engine's own error, which names the folders it searched.
+    if (!voice) (void)engine::Engine::describe_voice(name_or_path);
+    if (!voice || voice->kind != engine::VoiceInfo::Kind::Piper)
+        throw Error("'" + name_or_path + "' is not a Piper voice");
+    return entry_of(*voice);
 }
 
 void VoiceCatalog::add(VoiceEntry entry) {

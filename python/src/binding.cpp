@@ -99,9 +99,17 @@ std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
 }
 
 void bind_types(nb::module_& m) {
-    nb::class_<VoiceInfo>(m, "VoiceInfo", "A Piper voice as its files describe it.")
+    nb::class_<VoiceInfo>(m, "VoiceInfo", "A voice and its facts (list_voices, find_voice).")
         .def(nb::init<>())
         .def_rw("name", &VoiceInfo::name)
+        .def_rw("kind", &VoiceInfo::kind)
+        .def_rw("description", &VoiceInfo::description)
+        .def_rw("dataset", &VoiceInfo::dataset)
+        .def_rw("attribution_name", &VoiceInfo::attribution_name)
+        .def_rw("attribution_url", &VoiceInfo::attribution_url)
+        .def_rw("version", &VoiceInfo::version)
+        .def_rw("length_scale", &VoiceInfo::length_scale)
+        .def_rw("problem", &VoiceInfo::problem)
         .def_rw("model_path", &VoiceInfo::model_path)
         .def_rw("language", &VoiceInfo::language)
         .def_rw("quality", &VoiceInfo::quality)
@@ -370,6 +378,34 @@ void bind_engine(nb::module_& m) {
             "options"_a, nb::keep_alive<0, 1>());
 }
 
+// ---- voices: the engine's one list of voices and their facts ---------------
+// (Engine::list_voices, find_voice, voice_folders). Module functions, so that
+// libetude._voices asks the engine instead of repeating its folder rules.
+void bind_voices(nb::module_& m) {
+    nb::enum_<VoiceInfo::Kind>(m, "VoiceKind", "What speaks a voice.")
+        .value("builtin", VoiceInfo::Kind::Builtin)
+        .value("piper", VoiceInfo::Kind::Piper);
+    m.def(
+        "list_voices",
+        [] {
+            nb::gil_scoped_release nogil;
+            return guarded(Code::InvalidArgument, [] { return Engine::list_voices(); });
+        },
+        "Every voice: the built-in ones, then the voice folders' Piper voices "
+        "(one whose config cannot be read has `problem` set).");
+    m.def(
+        "find_voice",
+        [](const std::string& name_or_path) {
+            nb::gil_scoped_release nogil;
+            return guarded(Code::InvalidArgument, [&] { return Engine::find_voice(name_or_path); });
+        },
+        "name_or_path"_a,
+        "The voice a built-in name, a Piper voice's path or a name in the voice folders "
+        "names; None when there is none.");
+    m.def("voice_folders", &Engine::voice_folders,
+          "The folders searched for Piper voices by name, in order.");
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -378,4 +414,5 @@ NB_MODULE(_native, m) {
     bind_types(m);
     bind_stream(m);
     bind_engine(m);
+    bind_voices(m);
 }

@@ -110,6 +110,37 @@ def test_folder_voice_is_found_by_name_and_comes_before_packages(engine, monkeyp
     assert "tiny" in r.stdout and str(folder) in r.stdout
 
 
+def test_the_voice_folders_are_searched_as_the_engine_searches_them(engine, tmp_path):
+    # One folder holds a usable voice and one whose config is malformed; a
+    # second holds a voice of the same name, which the first folder shadows.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    (second / "tiny").mkdir(parents=True)
+    for suffix in (".onnx", ".onnx.json"):
+        os.symlink(TEST_DATA / "piper" / f"test_x_low{suffix}", first / f"tiny{suffix}")
+        os.symlink(TEST_DATA / "piper" / f"test_high{suffix}", second / "tiny" / f"tiny{suffix}")
+    os.symlink(TEST_DATA / "piper" / "bad-sample-rate.onnx.json", first / "broken.onnx.json")
+    env = {**os.environ, "ETUDE_VOICE_PATH": f"{first}:{second}"}
+    code = (
+        "import libetude, json; e = libetude.Engine(preload=[]); "
+        "print(json.dumps([[v.name, v.quality, v.sample_rate, v.model_path] "
+        "for v in e.voices()] + [libetude.voice_folders()[:2]]))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    *voices, folders = __import__("json").loads(r.stdout)
+    assert folders == [str(first), str(second)]
+    assert [v[0] for v in voices[:3]] == ["slt", "rms", "awb"]
+    # test_x_low.onnx.json: x_low at 16000 Hz, from the first folder only.
+    assert [v for v in voices if v[0] == "tiny"] == [
+        ["tiny", "x_low", 16000, str(first / "tiny.onnx")]]
+    assert "broken" not in [v[0] for v in voices]
+    r = subprocess.run([sys.executable, "-m", "libetude", "voices"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert "broken  unusable:" in r.stdout and "sample_rate" in r.stdout, r.stdout
+
+
 def test_voice_info_of_builtin_voices(engine):
     slt = engine.describe_voice("slt")
     assert (slt.name, slt.language, slt.quality) == ("slt", "en_US", "builtin")

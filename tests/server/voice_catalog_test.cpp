@@ -52,4 +52,38 @@ TEST(VoiceCatalog, a_voice_is_added_through_its_stream_options) {
     EXPECT_THROW(c.add(v), etude::Error);
 }
 
+// What clients see of a voice (Wyoming `info`, /v1/audio/voices), worded
+// from the engine's facts: the built-in voices' and the test voices' configs
+// as written (tests/data/piper).
+TEST(VoiceCatalog, voices_are_described_to_clients_from_the_engines_facts) {
+    const auto c = VoiceCatalog::builtin();
+    EXPECT_EQ(c.by_name("slt")->description,
+              "US English female (CMU ARCTIC slt), Flite front end, LibEtude vocoder");
+    EXPECT_EQ(c.by_name("awb")->languages, std::vector<std::string>{"en_GB"});
+    EXPECT_EQ(c.by_name("rms")->version, "flite-2.2");
+    EXPECT_TRUE(c.by_name("rms")->speakers.empty());
+
+    const std::string data = std::string(ETUDE_TEST_DATA) + "/piper/";
+    const VoiceEntry multi = VoiceCatalog::piper_voice(data + "test_medium_multi.onnx");
+    EXPECT_EQ(multi.name, "test_medium_multi");
+    EXPECT_EQ(multi.description, "Piper voice test_medium_multi (medium, VITS, 22050 Hz)");
+    EXPECT_EQ(multi.languages, std::vector<std::string>{"en_US"});
+    EXPECT_EQ(multi.speakers,
+              (std::vector<std::string>{"speaker_0", "speaker_1", "speaker_2", "speaker_3"}));
+    EXPECT_EQ(multi.options.piper_voice, data + "test_medium_multi.onnx");
+    EXPECT_EQ(multi.options.sample_rate, 22050.0);
+    EXPECT_EQ(multi.attribution_name, "rhasspy");
+    const VoiceEntry single = VoiceCatalog::piper_voice(data + "test_x_low.onnx.json");
+    EXPECT_TRUE(single.speakers.empty());  // one speaker: none listed
+    EXPECT_EQ(single.options.sample_rate, 16000.0);
+
+    try {
+        VoiceCatalog::piper_voice("no-such-voice");
+        ADD_FAILURE() << "a voice that is not there was found";
+    } catch (const etude::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no Piper voice 'no-such-voice'"), std::string::npos)
+            << e.what();
+    }
+}
+
 }  // namespace
