@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/error.h"
 #include "engine/etude.h"
 
 struct etude_engine {
@@ -21,21 +22,16 @@ namespace {
 
 thread_local std::string last_error;
 
+// Runs f; what it throws becomes a status (engine/error.h's one mapping,
+// which the Python package uses too) and the thread's last error.
 template <typename F>
-etude_status guarded(F&& f) {
+etude_status guarded(F&& f, etude_status caller_fault = ETUDE_ERROR_INVALID_ARGUMENT) {
     try {
         f();
         last_error.clear();
         return ETUDE_OK;
-    } catch (const etude::Error& e) {
-        last_error = e.what();
-        return ETUDE_ERROR_INVALID_ARGUMENT;
-    } catch (const std::exception& e) {
-        last_error = e.what();
-        return ETUDE_ERROR_INTERNAL;
     } catch (...) {
-        last_error = "unknown error";
-        return ETUDE_ERROR_INTERNAL;
+        return etude::status_of(std::current_exception(), caller_fault, last_error);
     }
 }
 
@@ -72,8 +68,7 @@ etude_status push_utf8(etude_stream* stream, const char* name, const char* bytes
     if (!bytes) return null_argument(name);
     const std::string_view view =
         length < 0 ? std::string_view(bytes) : std::string_view(bytes, static_cast<size_t>(length));
-    const etude_status s = guarded([&] { push(*stream->stream, view); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return guarded([&] { push(*stream->stream, view); }, ETUDE_ERROR_INVALID_TEXT);
 }
 
 }  // namespace
@@ -357,8 +352,7 @@ uint64_t etude_stream_position(const etude_stream* stream) {
 
 etude_status etude_stream_end_input(etude_stream* stream) {
     if (!stream) return null_argument("stream");
-    const etude_status s = guarded([&] { stream->stream->end_input(); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return guarded([&] { stream->stream->end_input(); }, ETUDE_ERROR_INVALID_TEXT);
 }
 
 size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames) {

@@ -4,8 +4,8 @@
 //
 // Every call that can wait (loading voices, making a stream, reading audio,
 // cancelling) runs with the GIL released. Errors leave as the Python classes
-// of libetude._errors, chosen by the C API's codes (engine/etude.h): what
-// c_api.cpp returns for the same failure.
+// of libetude._errors, chosen by engine/error.h's mapping from exceptions to
+// the C API's codes: what c_api.cpp returns for the same failure.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/etude.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -40,27 +42,34 @@ using etude::engine::VoiceInfo;
 
 namespace {
 
-// The C API's status codes (etude_status in engine/etude.h).
-enum class Code : int { InvalidArgument = -1, InvalidText = -2, Internal = -3 };
-
-// A failure on its way to Python; not a std::exception, so that nothing
-// between the throw and the translator can take it for another.
+// A failure on its way to Python, with the C API's status for it; not a
+// std::exception, so that nothing between the throw and the translator can
+// take it for another.
 struct Failure {
-    Code code;
+    etude_status status;
     std::string message;
 };
 
-// As c_api.cpp's guarded(): etude::Error is the caller's fault (`code`: the
-// argument, or the text for push_text), anything else is internal.
+// What `f` throws leaves as a Failure with the status engine/error.h's
+// mapping gives it, the one c_api.cpp returns for the same failure
+// (`caller_fault`: an etude::Error's, the argument's or the text's).
 template <typename F>
-auto guarded(Code code, F&& f) -> decltype(f()) {
+auto guarded(etude_status caller_fault, F&& f) -> decltype(f()) {
     try {
         return f();
-    } catch (const etude::Error& e) {
-        throw Failure{code, e.what()};
-    } catch (const std::exception& e) {
-        throw Failure{Code::Internal, e.what()};
+    } catch (...) {
+        Failure failure{ETUDE_ERROR_INTERNAL, {}};
+        failure.status = etude::status_of(std::current_exception(), caller_fault, failure.message);
+        throw failure;
     }
+}
+
+// The Python class of libetude._errors that engine/error.h's table names
+// for `status`.
+const char* python_class(etude_status status) {
+    for (const auto& s : etude::kFailureStatuses)
+        if (s.status == status) return s.python_class;
+    return "InternalError";
 }
 
 void translate(const std::exception_ptr& p, void*) {
@@ -71,7 +80,7 @@ void translate(const std::exception_ptr& p, void*) {
         // module (the extension imported alone) a RuntimeError says the same.
         nb::object cls;
         try {
-            cls = nb::module_::import_("libetude._errors").attr("error_class")(int(f.code));
+            cls = nb::module_::import_("libetude._errors").attr(python_class(f.status));
         } catch (nb::python_error& e) {
             e.discard_as_unraisable("libetude._native: finding the error class");
             PyErr_SetString(PyExc_RuntimeError, f.message.c_str());
@@ -94,7 +103,7 @@ Block to_numpy(std::vector<float>&& samples) {
 
 // Stream::read() when timeout_ms < 0, else Stream::read_some().
 std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
-    return guarded(Code::InvalidArgument,
+    return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                    [&] { return timeout_ms < 0 ? s.read(out) : s.read_some(out, timeout_ms); });
 }
 
@@ -145,6 +154,11 @@ void bind_types(nb::module_& m) {
         .def_ro("median_ms", &FirstAudioMeasure::median_ms)
         .def_ro("last_ms", &FirstAudioMeasure::last_ms);
     m.attr("MOST_STARTED_TOGETHER") = Engine::kMostStartedTogether;
+    // engine/error.h's table, from which libetude._errors takes its codes.
+    nb::list statuses;
+    for (const auto& s : etude::kFailureStatuses)
+        statuses.append(nb::make_tuple(int(s.status), s.c_name, s.python_class));
+    m.attr("FAILURE_STATUSES") = statuses;
     nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
         .def_ro("samples_delivered", &StreamStats::samples_delivered)
         .def_ro("underruns", &StreamStats::underruns)
@@ -197,14 +211,14 @@ void bind_stream(nb::module_& m) {
             [](Stream& s, nb::bytes text) {
                 const std::string_view utf8(text.c_str(), text.size());
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.push_text(utf8); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.push_text(utf8); });
             },
             "text"_a, "Queues UTF-8 text; returns the sentences it queued.")
         .def(
             "end_input",
             [](Stream& s) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.end_input(); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.end_input(); });
             },
             "Releases the held sentence; returns the sentences it queued.")
         .def(
@@ -212,18 +226,22 @@ void bind_stream(nb::module_& m) {
             [](Stream& s, nb::bytes ssml) {
                 const std::string_view utf8(ssml.c_str(), ssml.size());
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.push_ssml(utf8); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.push_ssml(utf8); });
             },
             "ssml"_a, "Queues an SSML document; returns the sentences it queued.")
         .def(
             "push_mark",
             [](Stream& s, const std::string& name) {
-                guarded(Code::InvalidText, [&] { s.push_mark(name); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_TEXT, [&] { s.push_mark(name); });
             },
             "name"_a, "Queues a mark after the text so far (it ends the held sentence).")
         .def(
             "push_break",
-            [](Stream& s, double ms) { guarded(Code::InvalidArgument, [&] { s.push_break(ms); }); },
+            [](Stream& s, double ms) {
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.push_break(ms); });
+            },
             "ms"_a, "Queues that much silence after the text so far (0..60000 ms).")
         .def(
             "set_prosody",
@@ -233,7 +251,8 @@ void bind_stream(nb::module_& m) {
                 p.pitch = pitch;
                 p.range = range;
                 p.volume = volume;
-                guarded(Code::InvalidArgument, [&] { s.set_prosody(p); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.set_prosody(p); });
             },
             "rate"_a, "pitch"_a, "range"_a, "volume"_a,
             "The prosody of the text pushed from now on.")
@@ -253,7 +272,7 @@ void bind_stream(nb::module_& m) {
             "push_phoneme_ids",
             [](Stream& s, std::vector<std::int64_t> ids) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.push_phoneme_ids(ids); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.push_phoneme_ids(ids); });
             },
             "ids"_a, "Piper streams: queues one sentence as the voice's phoneme ids.")
         .def(
@@ -290,27 +309,29 @@ void bind_stream(nb::module_& m) {
             "cancel",
             [](Stream& s) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.cancel(); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.cancel(); });
             },
             "Stops speaking with a short fade and drops queued and held text; any thread.")
         .def(
             "set_voice",
             [](Stream& s, const std::string& voice) {
-                guarded(Code::InvalidArgument, [&] { s.set_voice(voice); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.set_voice(voice); });
             },
             "voice"_a)
         .def(
             "write_trace",
             [](const Stream& s, const std::string& path) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.write_trace(path); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.write_trace(path); });
             },
             "path"_a, "Writes the block records as a Chrome trace (JSON).")
-        .def("busy", &Stream::busy)
+        // Both take the lock the producer writes under.
+        .def("busy", &Stream::busy, nb::call_guard<nb::gil_scoped_release>())
         .def("latency_ms", &Stream::latency_ms)
         .def("sample_rate", &Stream::sample_rate)
         .def("voice", &Stream::voice)
-        .def("stats", &Stream::stats);
+        .def("stats", &Stream::stats, nb::call_guard<nb::gil_scoped_release>());
 }
 
 void bind_engine(nb::module_& m) {
@@ -324,7 +345,8 @@ void bind_engine(nb::module_& m) {
                 options.preload_backend = std::move(preload_backend);
                 options.preload_device = preload_device;
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { new (self) Engine(std::move(options)); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                        [&] { new (self) Engine(std::move(options)); });
             },
             "preload_voices"_a = std::vector<std::string>{"slt"}, "preload_backend"_a = "auto",
             "preload_device"_a = -1)
@@ -332,7 +354,7 @@ void bind_engine(nb::module_& m) {
             "preload_voice",
             [](Engine& e, const std::string& voice) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { e.preload_voice(voice); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { e.preload_voice(voice); });
             },
             "voice"_a)
         .def_static("voices", &Engine::voices, "The embedded voices: slt, rms, awb.")
@@ -340,7 +362,7 @@ void bind_engine(nb::module_& m) {
             "describe_voice",
             [](const std::string& name_or_path) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return Engine::describe_voice(name_or_path); });
             },
             "name_or_path"_a, "The Piper voice a name or path names, read from its files.")
@@ -348,7 +370,7 @@ void bind_engine(nb::module_& m) {
             "measure_capacity",
             [](Engine& e, const StreamOptions& options, int at_once) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return e.measure_capacity(options, at_once); });
             },
             "options"_a, "at_once"_a = 0)
@@ -356,7 +378,7 @@ void bind_engine(nb::module_& m) {
             "measure_first_audio",
             [](Engine& e, const StreamOptions& options, int streams) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return e.measure_first_audio(options, streams); });
             },
             "options"_a, "streams"_a)
@@ -365,7 +387,8 @@ void bind_engine(nb::module_& m) {
             "create_stream",
             [](Engine& e, const StreamOptions& options) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument, [&] { return e.create_stream(options); });
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                               [&] { return e.create_stream(options); });
             },
             "options"_a, nb::keep_alive<0, 1>());
 }
