@@ -21,7 +21,9 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "engine/engine.h"
@@ -34,11 +36,14 @@ using etude::engine::Engine;
 using etude::engine::EngineCapacity;
 using etude::engine::FirstAudioMeasure;
 using etude::engine::Prosody;
+using etude::engine::SchedulingClass;
 using etude::engine::SpeechMark;
 using etude::engine::Stream;
+using etude::engine::StreamOptionMember;
 using etude::engine::StreamOptions;
 using etude::engine::StreamStats;
 using etude::engine::VoiceInfo;
+using etude::engine::VoiceKind;
 
 namespace {
 
@@ -107,6 +112,58 @@ std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
                    [&] { return timeout_ms < 0 ? s.read(out) : s.read_some(out, timeout_ms); });
 }
 
+// StreamOptions and its table (engine/stream_options.h): the class's
+// attributes are the table's fields, and STREAM_OPTIONS describes each for
+// the package's keyword arguments (libetude/_engine.py), so that no list of
+// options is written here or in Python.
+const char* python_type(const StreamOptionMember& member) {
+    return std::visit(
+        [](auto m) {
+            using T = std::remove_cvref_t<decltype(StreamOptions{}.*m)>;
+            if constexpr (std::is_same_v<T, std::string>) return "str";
+            if constexpr (std::is_same_v<T, double>) return "float";
+            if constexpr (std::is_same_v<T, bool>) return "bool";
+            if constexpr (std::is_same_v<T, int>) return "int";
+            if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
+            if constexpr (std::is_same_v<T, std::optional<float>>) return "optional_float";
+            if constexpr (std::is_same_v<T, SchedulingClass>) return "scheduling";
+        },
+        member);
+}
+
+void bind_stream_options(nb::module_& m) {
+    nb::enum_<SchedulingClass>(m, "SchedulingClass",
+                               "Who waits for a stream's audio (engine/stream_options.h).")
+        .value("live", SchedulingClass::Live)
+        .value("network", SchedulingClass::Network)
+        .value("offline", SchedulingClass::Offline);
+    auto options = nb::class_<StreamOptions>(m, "StreamOptions",
+                                             "How a stream speaks (engine/stream_options.h).");
+    options.def(nb::init<>());
+    const StreamOptions defaults;
+    nb::dict table;
+    for (const auto& f : etude::engine::stream_option_fields()) {
+        std::visit([&](auto member) { options.def_rw(f.name, member); }, f.member);
+        std::vector<std::string> kinds;
+        for (VoiceKind k : {VoiceKind::Builtin, VoiceKind::Piper, VoiceKind::Mel})
+            if (f.kinds & static_cast<etude::engine::VoiceKinds>(k))
+                kinds.push_back(k == VoiceKind::Builtin ? "builtin"
+                                : k == VoiceKind::Piper ? "piper"
+                                                        : "mel");
+        nb::object value = std::visit(
+            [&](auto member) -> nb::object { return nb::cast(defaults.*member); }, f.member);
+        table[f.name] = nb::make_tuple(python_type(f.member), kinds, value, f.names_the_voice);
+    }
+    m.attr("STREAM_OPTIONS") = table;
+    m.def(
+        "stream_option",
+        [](const std::string& name) {
+            guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                    [&] { etude::engine::stream_option_field(name); });
+        },
+        "name"_a, "Raises InvalidArgument, naming the options there are, for an unknown name.");
+}
+
 void bind_types(nb::module_& m) {
     nb::class_<VoiceInfo>(m, "VoiceInfo", "A Piper voice as its files describe it.")
         .def(nb::init<>())
@@ -117,30 +174,7 @@ void bind_types(nb::module_& m) {
         .def_rw("sample_rate", &VoiceInfo::sample_rate)
         .def_rw("speakers", &VoiceInfo::speakers);
 
-    nb::class_<StreamOptions>(m, "StreamOptions", "How a stream speaks (engine/engine.h).")
-        .def(nb::init<>())
-        .def_rw("voice", &StreamOptions::voice)
-        .def_rw("sample_rate", &StreamOptions::sample_rate)
-        .def_rw("latency_ms", &StreamOptions::latency_ms)
-        .def_rw("block_ms", &StreamOptions::block_ms)
-        .def_rw("cancel_fade_ms", &StreamOptions::cancel_fade_ms)
-        .def_rw("render_ahead", &StreamOptions::render_ahead)
-        .def_rw("allow_reduced_tier", &StreamOptions::allow_reduced_tier)
-        .def_rw("realtime_workers", &StreamOptions::realtime_workers)
-        .def_rw("vocoder", &StreamOptions::vocoder)
-        .def_rw("backend", &StreamOptions::backend)
-        .def_rw("device", &StreamOptions::device)
-        .def_rw("faults", &StreamOptions::faults)
-        .def_rw("wait_for_device", &StreamOptions::wait_for_device)
-        .def_rw("model", &StreamOptions::model)
-        .def_rw("cpu_model", &StreamOptions::cpu_model)
-        .def_rw("allow_phase_fallback", &StreamOptions::allow_phase_fallback)
-        .def_rw("piper_voice", &StreamOptions::piper_voice)
-        .def_rw("speaker", &StreamOptions::speaker)
-        .def_rw("noise_scale", &StreamOptions::noise_scale)
-        .def_rw("length_scale", &StreamOptions::length_scale)
-        .def_rw("noise_w", &StreamOptions::noise_w)
-        .def_rw("seed", &StreamOptions::seed);
+    bind_stream_options(m);
 
     nb::class_<EngineCapacity>(m, "EngineCapacity",
                                "The real-time streams a machine holds (Engine.capacity).")
