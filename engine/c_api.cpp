@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/c_stream_options.h"
 #include "engine/engine.h"
+#include "engine/error.h"
 #include "engine/etude.h"
 
 struct etude_engine {
@@ -22,37 +24,22 @@ namespace {
 
 thread_local std::string last_error;
 
+// Runs f; what it throws becomes a status (engine/error.h's one mapping,
+// which the Python package uses too) and the thread's last error.
 template <typename F>
-etude_status guarded(F&& f) {
+etude_status guarded(F&& f, etude_status caller_fault = ETUDE_ERROR_INVALID_ARGUMENT) {
     try {
         f();
         last_error.clear();
         return ETUDE_OK;
-    } catch (const etude::Error& e) {
-        last_error = e.what();
-        return ETUDE_ERROR_INVALID_ARGUMENT;
-    } catch (const std::exception& e) {
-        last_error = e.what();
-        return ETUDE_ERROR_INTERNAL;
     } catch (...) {
-        last_error = "unknown error";
-        return ETUDE_ERROR_INTERNAL;
+        return etude::status_of(std::current_exception(), caller_fault, last_error);
     }
 }
 
 etude_status null_argument(const char* what) {
     last_error = std::string(what) + " is NULL";
     return ETUDE_ERROR_INVALID_ARGUMENT;
-}
-
-// An options struct's *_init(): the defaults, as far as the caller's
-// struct reaches (a caller built against an older, shorter struct gets
-// only its fields).
-template <class Options>
-void write_defaults(Options* options, std::size_t struct_size, Options defaults) {
-    if (!options || struct_size == 0) return;
-    defaults.struct_size = std::min(struct_size, sizeof defaults);
-    std::memcpy(options, &defaults, defaults.struct_size);
 }
 
 // Every field this version reads (the first `needed` bytes) must be in
@@ -73,8 +60,7 @@ etude_status push_utf8(etude_stream* stream, const char* name, const char* bytes
     if (!bytes) return null_argument(name);
     const std::string_view view =
         length < 0 ? std::string_view(bytes) : std::string_view(bytes, static_cast<size_t>(length));
-    const etude_status s = guarded([&] { push(*stream->stream, view); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return guarded([&] { push(*stream->stream, view); }, ETUDE_ERROR_INVALID_TEXT);
 }
 
 }  // namespace
@@ -176,12 +162,8 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
 }
 
 void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size) {
-    etude_mel_stream_options d{};
-    d.backend = "auto";
-    d.device = -1;
-    d.allow_phase_fallback = 1;
-    d.sample_rate = 48000.0;
-    write_defaults(options, struct_size, d);
+    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_fields_of_mel_options(),
+                                   sizeof *options, 48000.0);
 }
 
 etude_status etude_stream_create_mel_ex(etude_engine* engine,
@@ -198,25 +180,15 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
     if (!out) return null_argument("out");
     *out = nullptr;
     return guarded([&] {
-        etude::engine::StreamOptions o;
-        o.model = options->model_path;
-        if (options->backend) o.backend = options->backend;
-        o.device = options->device;
-        if (options->cpu_model_path) o.cpu_model = options->cpu_model_path;
-        o.allow_phase_fallback = options->allow_phase_fallback != 0;
-        o.sample_rate = options->sample_rate;
+        const auto o = etude::engine::read_c_options(options, options->struct_size,
+                                                     etude::engine::c_fields_of_mel_options());
         *out = new etude_stream{engine->engine.create_stream(o)};
     });
 }
 
 void etude_piper_stream_options_init(etude_piper_stream_options* options, size_t struct_size) {
-    etude_piper_stream_options d{};
-    d.noise_scale = d.length_scale = d.noise_w = -1.0f;
-    d.backend = "auto";
-    d.device = -1;
-    d.sample_rate = 0.0;
-    d.latency_ms = 100.0;
-    write_defaults(options, struct_size, d);
+    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_fields_of_piper_options(),
+                                   sizeof *options, 0.0);
 }
 
 etude_status etude_stream_create_piper(etude_engine* engine,
@@ -233,18 +205,8 @@ etude_status etude_stream_create_piper(etude_engine* engine,
     if (!out) return null_argument("out");
     *out = nullptr;
     return guarded([&] {
-        etude::engine::StreamOptions o;
-        o.piper_voice = options->voice;
-        if (options->speaker) o.speaker = options->speaker;
-        auto scale = [](float v) { return v < 0.0f ? std::optional<float>() : v; };
-        o.noise_scale = scale(options->noise_scale);
-        o.length_scale = scale(options->length_scale);
-        o.noise_w = scale(options->noise_w);
-        o.seed = options->seed;
-        if (options->backend) o.backend = options->backend;
-        o.device = options->device;
-        o.sample_rate = options->sample_rate;
-        o.latency_ms = options->latency_ms;
+        const auto o = etude::engine::read_c_options(options, options->struct_size,
+                                                     etude::engine::c_fields_of_piper_options());
         *out = new etude_stream{engine->engine.create_stream(o)};
     });
 }
@@ -394,8 +356,7 @@ uint64_t etude_stream_position(const etude_stream* stream) {
 
 etude_status etude_stream_end_input(etude_stream* stream) {
     if (!stream) return null_argument("stream");
-    const etude_status s = guarded([&] { stream->stream->end_input(); });
-    return s == ETUDE_ERROR_INVALID_ARGUMENT ? ETUDE_ERROR_INVALID_TEXT : s;
+    return guarded([&] { stream->stream->end_input(); }, ETUDE_ERROR_INVALID_TEXT);
 }
 
 size_t etude_stream_pull(etude_stream* stream, float* out, size_t frames) {

@@ -191,13 +191,13 @@ std::vector<std::string> Engine::installed_voices() {
 }
 
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
+    check_options_apply(requested);
     StreamOptions options = requested;
+    // The scheduling class, on the behaviour that says it today: a stream
+    // nobody hears as it is made has no real-time workers.
+    if (options.scheduling != SchedulingClass::Live) options.realtime_workers = false;
     std::shared_ptr<const PiperVoice> piper;
-    if (!options.piper_voice.empty()) {
-        if (!options.model.empty())
-            throw Error("a stream speaks a Piper voice or vocodes mel frames, not both");
-        piper = PiperVoice::open(options.piper_voice);
-    }
+    if (!options.piper_voice.empty()) piper = PiperVoice::open(options.piper_voice);
     // 0: the voice's own rate.
     if (options.sample_rate == 0.0)
         options.sample_rate = piper                    ? piper->sample_rate()

@@ -26,6 +26,7 @@
 
 #include "engine/error.h"
 #include "engine/ssml_prosody.h"
+#include "engine/stream_options.h"
 
 /** \class etude::Error
  * What the C++ API throws: a std::runtime_error whose message names the file,
@@ -39,74 +40,6 @@ namespace etude::engine {
 class StreamCore;
 class EngineWorkers;
 class PiperVoice;
-
-/// How a stream speaks: voice, output rate, latency budget, vocoder and device.
-/// Engine::create_stream() checks it; the defaults make a 16 kHz stream with
-/// the "slt" voice, the exact MLSA vocoder and a 100 ms latency budget.
-struct StreamOptions {
-    std::string voice = "slt";  ///< "slt", "rms" or "awb" (see also piper_voice)
-    /// Output rate, 8000..192000 Hz; 0: the voice's own (16000 for the
-    /// built-in voices, the model's for mel and Piper streams).
-    double sample_rate = 16000.0;
-    /// The latency the engine adds, from a block being produced to it being
-    /// played (5..10000 ms): the scheduler keeps this much audio ready ahead
-    /// of pull(), and every block's deadline follows from it. Fixed for the
-    /// stream's life; a consumer that pulls more than half of it at once
-    /// raises it to twice its pull size (see Stream::latency_ms()).
-    double latency_ms = 100.0;
-    double block_ms = 10.0;          ///< scheduling block (5..200 ms), in whole 5 ms vocoder frames
-    double cancel_fade_ms = 5.0;     ///< fade length when speech is cancelled
-    bool render_ahead = true;        ///< let engine workers vocode later sentences early
-    bool allow_reduced_tier = true;  ///< may the scheduler fall to the cheaper vocoder tier
-    bool realtime_workers = true;    ///< SCHED_FIFO for the block processors where allowed
-    /// "mlsa": the exact CPU vocoder. "spectral": the frame-parallel vocoder,
-    /// on the device chosen by `backend`/`device` (see gpu/registry.h), with
-    /// the CPU processors as fallback.
-    std::string vocoder = "mlsa";
-    std::string backend = "auto";  ///< auto, cpu, cuda, vulkan, opencl
-    int device = -1;               ///< device index within `backend`; -1: the best one
-    /// Test and drill hook: faults to inject, in the vocabulary of the
-    /// ETUDE_FAULT environment variable (which adds to it), e.g.
-    /// "slow:0.05:30" (the primary processor 30 ms late on 5 % of its blocks)
-    /// or "kernel:1:0:1500" (the GPU fails one operation after 1500); see
-    /// docs/troubleshooting.md. Malformed text: create_stream() throws.
-    std::string faults;
-    /// Spectral only: create_stream() waits (up to 60 s) until the device has
-    /// built its state and baked its FFT plans. Otherwise the CPU makes the
-    /// blocks until the device is ready, which for a cold OpenCL device can
-    /// take seconds.
-    bool wait_for_device = false;
-    /// A neural vocoder (LEF file from tools/convert.py): makes this a mel
-    /// stream, fed by push_mel() instead of push_text(). `backend`/`device`
-    /// say where its GPU tier runs; the output rate is `sample_rate`.
-    std::string model;
-    /// Optional: a cheaper model of the same family for the CPU tier (e.g.
-    /// HiFi-GAN V3 while V1 runs on the GPU); empty: `model` on the CPU too.
-    std::string cpu_model;
-    bool allow_phase_fallback = true;  ///< may the mel scheduler fall to phase reconstruction
-    /// A Piper voice (docs/voices.md): PATH/VOICE.onnx with VOICE.onnx.json
-    /// beside it, the .json, or a name found in the voice folders. Makes this
-    /// a Piper stream: push_text() goes through the voice's own front end
-    /// (espeak-ng phonemes) and network (VITS), `voice` is ignored, and
-    /// `backend`/`device` say where the decoder's GPU tier runs. A voice is
-    /// read once per process and shared by its streams.
-    std::string piper_voice;
-    /// Piper streams: a speaker by name (the voice's speaker_id_map) or id;
-    /// empty: the voice's default.
-    std::string speaker;
-    /// Piper streams: the prior's noise, 0 or more; unset: the voice's own
-    /// (its config's "inference" object, as for the next two).
-    std::optional<float> noise_scale;
-    /// The speaking pace (larger: slower). Piper streams: above 0, the
-    /// voice's own when unset. Built-in voices: Flite's duration stretch,
-    /// 0.1 to 10, 1 when unset.
-    std::optional<float> length_scale;
-    /// Piper streams: the durations' noise, 0 or more.
-    std::optional<float> noise_w;
-    /// Piper streams: seeds the stream's noise generator. The same seed and
-    /// text give the same audio, whether pulled live or read offline.
-    std::uint64_t seed = 0;
-};
 
 /// A voice and its facts: a built-in voice, or a Piper voice as its files
 /// describe it. The one description of a voice that every front end (the

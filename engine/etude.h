@@ -131,7 +131,18 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
  * \param out receives the stream (NULL on failure) */
 etude_status etude_stream_create_mel(etude_engine* engine, const char* model_path,
                                      const char* backend, double sample_rate, etude_stream** out);
+/** Who waits for a stream's audio, which says how its work is scheduled
+ * (etude::engine::SchedulingClass). Today network and offline are scheduled
+ * alike. */
+typedef enum etude_scheduling {
+    ETUDE_SCHEDULING_LIVE = 0,    /**< heard as it is made: real-time workers (the default) */
+    ETUDE_SCHEDULING_NETWORK = 1, /**< sent as made to a client that buffers (a server's) */
+    ETUDE_SCHEDULING_OFFLINE = 2  /**< read as fast as it comes (a file, a benchmark) */
+} etude_scheduling;
+
 /** Everything a mel stream can be made with (etude_stream_create_mel_ex()).
+ * Each field is the C++ StreamOptions field of the same meaning (the table
+ * of engine/stream_options.h, which fills and reads it).
  * Fill it with etude_mel_stream_options_init(&options, sizeof options) and
  * then set what you need. Later versions may add fields at the end: the
  * size the caller was compiled with travels in struct_size, so the library
@@ -156,6 +167,9 @@ typedef struct etude_mel_stream_options {
     int allow_phase_fallback;
     /** Output rate, 8000..192000 Hz (resampled from the model's); default 48000. */
     double sample_rate;
+    /** Who waits for the audio (default ETUDE_SCHEDULING_LIVE). Added
+     * later than the others: a caller whose struct ends before it gets live. */
+    etude_scheduling scheduling;
 } etude_mel_stream_options;
 
 /** Sets struct_size and every field to its default (model_path NULL).
@@ -174,7 +188,8 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
                                         etude_stream** out);
 /** Everything a Piper stream can be made with (etude_stream_create_piper()).
  * Fill it with etude_piper_stream_options_init(&options, sizeof options),
- * then set what you need; struct_size works as for etude_mel_stream_options. */
+ * then set what you need; struct_size works as for etude_mel_stream_options,
+ * and each field is the C++ StreamOptions field of the same meaning. */
 typedef struct etude_piper_stream_options {
     /** sizeof(etude_piper_stream_options) where the caller was compiled. */
     size_t struct_size;
@@ -202,6 +217,9 @@ typedef struct etude_piper_stream_options {
     double sample_rate;
     /** The latency budget, 5..10000 ms (default 100). */
     double latency_ms;
+    /** Who waits for the audio (default ETUDE_SCHEDULING_LIVE). Added
+     * later than the others: a caller whose struct ends before it gets live. */
+    etude_scheduling scheduling;
 } etude_piper_stream_options;
 
 /** Sets struct_size and every field to its default (voice NULL).

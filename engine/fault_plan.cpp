@@ -21,6 +21,15 @@ bool parse_slow(const std::string& item, std::size_t skip, FaultPlan& plan) {
     return true;
 }
 
+// A delay of MS, above 0 and at most a minute.
+bool parse_ms(const char* text, double& into) {
+    double ms = 0;
+    char tail = 0;
+    if (std::sscanf(text, "%lf%c", &ms, &tail) != 1 || !(ms > 0 && ms <= 60000)) return false;
+    into = ms;
+    return true;
+}
+
 }  // namespace
 
 void parse_faults(std::string_view text, FaultSpec& into, std::string_view source) {
@@ -36,19 +45,19 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
         } else if (item.rfind("fallback-slow:", 0) == 0) {
             ok = parse_slow(item, 14, into.fallback);
         } else if (item.rfind("slow-analysis:", 0) == 0) {
-            double ms = 0;
-            char tail = 0;
-            ok = std::sscanf(item.c_str() + 14, "%lf%c", &ms, &tail) == 1 && ms > 0 && ms <= 60000;
-            if (ok) into.slow_analysis_ms = ms;
+            ok = parse_ms(item.c_str() + 14, into.slow_analysis_ms);
+        } else if (item.rfind("slow-split:", 0) == 0) {
+            ok = parse_ms(item.c_str() + 11, into.slow_split_ms);
         } else {
             const auto f = gpu::parse_gpu_fault(item);
             ok = f.has_value();
             if (f) into.device = *f;
         }
         if (!ok)
-            throw Error(std::string(source) + ": cannot read fault '" + item +
-                        "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED], slow-analysis:MS "
-                        "or kernel|oom|late:COUNT[:MS[:AFTER]])");
+            throw Error(
+                std::string(source) + ": cannot read fault '" + item +
+                "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED], slow-analysis:MS, "
+                "slow-split:MS or kernel|oom|late:COUNT[:MS[:AFTER]])");
     }
 }
 

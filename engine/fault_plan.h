@@ -8,6 +8,9 @@
 //   fallback-slow:PROBABILITY:MS[:SEED]  the same for the fallback processor
 //   slow-analysis:MS                     each sentence's analysis (on a front
 //                                        end, in its turn) takes MS longer
+//   slow-split:MS                        each push's split into sentences (on
+//                                        the pushing thread, holding the
+//                                        stream's input) takes MS longer
 //   kernel:COUNT[:MS[:AFTER]]            the GPU fails COUNT operations,
 //   oom:COUNT[:MS[:AFTER]]               runs out of memory on them,
 //   late:COUNT:MS[:AFTER]                or finishes them MS late, after
@@ -39,6 +42,7 @@ struct FaultPlan {
 struct FaultSpec {
     FaultPlan primary, fallback;
     double slow_analysis_ms = 0.0;
+    double slow_split_ms = 0.0;
     std::optional<gpu::GpuFault> device;
 };
 

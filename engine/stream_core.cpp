@@ -50,6 +50,7 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
             options_.cancel_fade_ms) {
     const FaultSpec faults = faults_for_stream(options_.faults);
     slow_analysis_ms_ = faults.slow_analysis_ms;
+    slow_split_ms_ = faults.slow_split_ms;
     voice_ = make_stream_voice(*engine_, options_, faults, voice, std::move(piper), ring_, *this,
                                records_);
     input_ = voice_->make_input();
@@ -308,6 +309,8 @@ std::size_t StreamCore::end_input() {
 std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
     std::size_t queued = 0;
     const bool words = report_words_.load(std::memory_order_relaxed);
+    if (slow_split_ms_ > 0 && !stretches.empty())  // a fault drill: a slow split (fault_plan.h)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_split_ms_));
     for (const auto& stretch : stretches) {
         // First audio counts from here, the voice's splitting included.
         const auto pushed = Clock::now();

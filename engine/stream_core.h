@@ -152,6 +152,7 @@ class StreamCore final : public VoiceSink {
     std::shared_ptr<EngineWorkers> engine_;
     const StreamOptions options_;
     double slow_analysis_ms_ = 0;  // StreamOptions::faults: slow-analysis (fault_plan.h)
+    double slow_split_ms_ = 0;     // and slow-split
     const double rate_;
 
     // The text input: pieces in, complete sentences out (push_text()). Its

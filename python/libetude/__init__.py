@@ -14,7 +14,7 @@ See docs/python.md.
 
 from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
 from ._native import EngineCapacity, FirstAudioMeasure, StreamStats
-from ._engine import Engine
+from ._engine import STREAM_OPTIONS, Engine, StreamOption
 from ._stream import Mark, Stream
 from ._voices import VoiceInfo, refresh_voices, voice_folders
 
@@ -22,6 +22,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Engine",
+    "STREAM_OPTIONS",
+    "StreamOption",
     "Stream",
     "Mark",
     "StreamStats",

@@ -5,28 +5,42 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from typing import Iterable, Optional, Union
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 
 import numpy as np
 
 from . import _native, _voices
-from ._errors import InvalidArgument
+from ._errors import InternalError, InvalidArgument
 from ._stream import Stream, encode_text
 from ._voices import VoiceInfo
 
 EngineCapacity = _native.EngineCapacity
 FirstAudioMeasure = _native.FirstAudioMeasure
 
+
+class StreamOption(NamedTuple):
+    """One keyword option of Engine.stream(), as the engine's table of
+    StreamOptions (engine/stream_options.h) describes it."""
+
+    type: str  # "str", "float", "optional_float", "bool", "int", "uint64", "scheduling"
+    kinds: tuple[str, ...]  # the voice kinds it applies to: "builtin", "piper", "mel"
+    default: object  # a new StreamOptions' value (None: unset)
+
+
+# Engine.stream()'s keyword options: the engine's table, less the fields that
+# name the voice (the `voice` argument chooses those).
+STREAM_OPTIONS: Mapping[str, StreamOption] = MappingProxyType({
+    name: StreamOption(kind, tuple(kinds), default)
+    for name, (kind, kinds, default, names_the_voice) in _native.STREAM_OPTIONS.items()
+    if not names_the_voice
+})
+
 # synthesize() reads in blocks this long, waiting at most READ_POLL_MS for
 # each, so that Ctrl-C is noticed between reads.
 _SYNTH_FRAMES = 1 << 16
 _READ_POLL_MS = 100
 
-_PIPER_ONLY = ("speaker", "noise_scale", "noise_w", "seed")
-# stream()'s keyword options after voice and sample_rate, which _options()
-# reads; capacity() and first_audio() take the same ones through **options.
-_STREAM_OPTIONS = ("speaker", "noise_scale", "length_scale", "noise_w", "seed", "latency_ms",
-                   "vocoder", "backend", "device")
 
 
 class Engine:
@@ -121,35 +135,21 @@ class Engine:
         return self._builtin_rates[name]
 
     # ---- streams ------------------------------------------------------------------
-    def stream(
-        self,
-        voice: str = "slt",
-        sample_rate: Optional[float] = None,
-        *,
-        speaker: Union[str, int, None] = None,
-        noise_scale: Optional[float] = None,
-        length_scale: Optional[float] = None,
-        noise_w: Optional[float] = None,
-        seed: Optional[int] = None,
-        latency_ms: Optional[float] = None,
-        vocoder: Optional[str] = None,
-        backend: Optional[str] = None,
-        device: Optional[int] = None,
-    ) -> Stream:
+    def stream(self, voice: str = "slt", sample_rate: Optional[float] = None,
+               **options: Any) -> Stream:
         """A new stream. `voice`: a built-in voice, a Piper voice's path or
         name (voice folders, then Python packages); `sample_rate`: 8000 to
-        192000 Hz, None for the voice's own. `speaker`, `noise_scale`,
-        `noise_w` and `seed` apply to Piper voices (unset: the voice's own;
-        seed 0); `length_scale` (pace, larger is slower) to both kinds;
-        `latency_ms`: the engine's fixed latency (default 100); `vocoder`:
-        "mlsa" or "spectral" (built-in voices); `backend`/`device`: where the
-        spectral vocoder or a Piper decoder runs."""
-        options = self._options(
-            voice, sample_rate, speaker=speaker, noise_scale=noise_scale,
-            length_scale=length_scale, noise_w=noise_w, seed=seed, latency_ms=latency_ms,
-            vocoder=vocoder, backend=backend, device=device,
-        )
-        native = self._live().create_stream(options)
+        192000 Hz, None for the voice's own. `options`: any field of the
+        engine's StreamOptions (engine/stream_options.h; the names are
+        ``libetude.STREAM_OPTIONS``), e.g. ``speaker``, ``noise_scale``,
+        ``noise_w`` and ``seed`` for Piper voices, ``length_scale`` (pace,
+        larger is slower), ``latency_ms`` (default 100), ``vocoder``
+        ("mlsa" or "spectral", built-in voices), ``backend``/``device``,
+        ``scheduling`` ("live", "network" or "offline"). None keeps an
+        option's default. An unknown name, or an option the voice's kind
+        does not take (a Piper option on a built-in voice), is
+        InvalidArgument with the engine's message."""
+        native = self._live().create_stream(self._options(voice, sample_rate, options))
         stream = Stream(native, self)
         with self._lock:
             if self._native is None:  # closed meanwhile
@@ -170,8 +170,7 @@ class Engine:
         admits at once; takes about a second with a Piper medium voice."""
         if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
             raise InvalidArgument(f"at_once must be a whole number from 0 to 32, not {at_once!r}")
-        return self._live().measure_capacity(
-            self._measured_options(voice, sample_rate, options), at_once)
+        return self._live().measure_capacity(self._options(voice, sample_rate, options), at_once)
 
     def first_audio(
         self, voice: str = "slt", sample_rate: Optional[float] = None, *, streams: int,
@@ -189,15 +188,7 @@ class Engine:
             raise InvalidArgument(
                 f"streams must be a whole number from 1 to {most}, not {streams!r}")
         return self._live().measure_first_audio(
-            self._measured_options(voice, sample_rate, options), streams)
-
-    def _measured_options(self, voice, sample_rate, options: dict):
-        """A measurement's stream options: stream()'s keyword options, and
-        no others."""
-        kw = {name: options.pop(name, None) for name in _STREAM_OPTIONS}
-        if options:
-            raise InvalidArgument(f"unknown option {sorted(options)[0]!r}")
-        return self._options(voice, sample_rate, **kw)
+            self._options(voice, sample_rate, options), streams)
 
     def synthesize(
         self,
@@ -224,39 +215,57 @@ class Engine:
             return np.zeros(0, dtype=np.float32)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _options(self, voice: str, sample_rate: Optional[float], **kw) -> _native.StreamOptions:
+    def _options(self, voice: str, sample_rate: Optional[float],
+                 options: dict[str, Any]) -> _native.StreamOptions:
+        """The native options: the voice's kind from `voice`, then each
+        keyword option by the engine's table, converted to its type. Which
+        options apply to the voice's kind is the engine's check, made when
+        the stream is."""
         if not isinstance(voice, str):
             raise InvalidArgument(f"voice must be a str, not {type(voice).__name__}")
         r = _voices.resolve(voice)
         o = _native.StreamOptions()
         if r.builtin:
             o.voice = r.value
-            for name in _PIPER_ONLY:
-                if kw[name] is not None:
-                    raise InvalidArgument(
-                        f"{name} applies to Piper voices; '{voice}' is a built-in voice")
         else:
             o.piper_voice = r.value
         o.sample_rate = 0.0 if sample_rate is None else _number("sample_rate", sample_rate)
-        if kw["speaker"] is not None:
-            o.speaker = str(kw["speaker"])
-        for name in ("noise_scale", "length_scale", "noise_w"):
-            if kw[name] is not None:
-                setattr(o, name, _number(name, kw[name]))
-        if kw["seed"] is not None:
-            seed = kw["seed"]
-            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-                raise InvalidArgument(f"seed must be a whole number from 0 to 2^64-1, not {seed!r}")
-            o.seed = seed
-        if kw["latency_ms"] is not None:
-            o.latency_ms = _number("latency_ms", kw["latency_ms"])
-        if kw["vocoder"] is not None:
-            o.vocoder = str(kw["vocoder"])
-        if kw["backend"] is not None:
-            o.backend = str(kw["backend"])
-        if kw["device"] is not None:
-            o.device = int(kw["device"])
+        for name, value in options.items():
+            _native.stream_option(name)  # an unknown name: the engine's message
+            kind, _, _, names_the_voice = _native.STREAM_OPTIONS[name]
+            if names_the_voice:
+                raise InvalidArgument(f"{name} is chosen by the voice argument, not by name")
+            if value is not None:
+                setattr(o, name, _convert(name, kind, value))
         return o
+
+
+def _convert(name: str, kind: str, value: object) -> object:
+    """`value` as the native field of type `kind` (STREAM_OPTIONS) takes it."""
+    if kind == "str":
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise InvalidArgument(f"{name} must be a str, not {value!r}")
+        return str(value)  # a speaker may be given by id
+    if kind in ("float", "optional_float"):
+        return _number(name, value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"{name} must be True or False, not {value!r}")
+        return value
+    if kind in ("int", "uint64"):
+        low, high = (0, 2**64 - 1) if kind == "uint64" else (-(2**31), 2**31 - 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InvalidArgument(f"{name} must be a whole number from {low} to {high}, "
+                                  f"not {value!r}")
+        return value
+    if kind == "scheduling":
+        if isinstance(value, _native.SchedulingClass):
+            return value
+        names = list(_native.SchedulingClass.__members__)
+        if value not in names:
+            raise InvalidArgument(f"{name} must be one of {', '.join(names)}, not {value!r}")
+        return _native.SchedulingClass[value]
+    raise InternalError(f"{name}: the engine's option type {kind!r} is not known here")
 
 
 def _number(name: str, value: object) -> float:

@@ -46,11 +46,7 @@ class EtudeTTS(tts.TTS):
         engine: libetude.Engine | None = None,
         voice: str = "slt",
         sample_rate: int | None = None,
-        speaker: str | int | None = None,
-        length_scale: float | None = None,
-        noise_scale: float | None = None,
-        noise_w: float | None = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
         """Create the TTS.
 
@@ -60,25 +56,15 @@ class EtudeTTS(tts.TTS):
             voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
                 name or path, as ``Engine.stream`` takes it.
             sample_rate: Output rate in Hz; None is the voice's own rate.
-            speaker: Speaker of a multi-speaker voice, a name or an id.
-            length_scale: Speaking-rate scale (larger is slower); None keeps the voice's.
-            noise_scale: Scale of the noise that varies the voice; None keeps the voice's.
-            noise_w: Scale of the noise that varies durations; None keeps the voice's.
-            seed: Seed of each stream's noise; the same seed and text give the same audio.
+            **options: ``Engine.stream``'s keyword options, the engine's
+                table of them (``libetude.STREAM_OPTIONS``): e.g. ``speaker``,
+                ``length_scale``, ``noise_scale``, ``noise_w`` and ``seed``
+                for a Piper voice. None keeps an option's default. Checked
+                here: an unknown name, or an option the voice does not take,
+                raises ``libetude.InvalidArgument``.
         """
         engine = engine if engine is not None else libetude.Engine()
-        options: dict[str, Any] = {"voice": voice}
-        options.update(
-            (name, value)
-            for name, value in (
-                ("speaker", speaker),
-                ("length_scale", length_scale),
-                ("noise_scale", noise_scale),
-                ("noise_w", noise_w),
-                ("seed", seed),
-            )
-            if value is not None
-        )
+        options = {"voice": voice, **{k: v for k, v in options.items() if v is not None}}
         # A stream opened now refuses an unknown voice or an option the voice
         # does not take here, rather than at the first reply, and tells the
         # voice's own rate.

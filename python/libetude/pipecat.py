@@ -12,14 +12,14 @@ engine fades out within 5 ms and drops what was queued.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from typing import Any
 
 try:
     from pipecat.frames.frames import CancelFrame, ErrorFrame, Frame, TTSAudioRawFrame
     from pipecat.services.settings import TTSSettings
     from pipecat.services.tts_service import TTSService
-    from pipecat.utils.types import NOT_GIVEN, NotGiven, is_given
+    from pipecat.utils.types import NOT_GIVEN, is_given
 except ModuleNotFoundError as error:
     raise ModuleNotFoundError(
         "libetude.pipecat needs Pipecat; install it with: pip install 'libetude[pipecat]'"
@@ -31,34 +31,33 @@ from libetude._words import HeardWords
 
 __all__ = ["EtudeTTSService", "EtudeTTSSettings"]
 
-# Settings that go to Engine.stream() under the same names.
-_VOICE_OPTIONS = ("voice", "speaker", "length_scale", "noise_scale", "noise_w", "seed")
-
 
 def _not_given() -> Any:
     return NOT_GIVEN
 
 
-@dataclass
-class EtudeTTSSettings(TTSSettings):
-    """Settings of ``EtudeTTSService`` that may change while a pipeline runs.
+# Every keyword option of Engine.stream() (the engine's table) is a setting
+# of the same name; the sample rate is the pipeline's, and the voice is
+# TTSSettings' own.
+_STREAM_SETTINGS = tuple(name for name in libetude.STREAM_OPTIONS if name != "sample_rate")
+
+EtudeTTSSettings = make_dataclass(
+    "EtudeTTSSettings",
+    [(name, Any, field(default_factory=_not_given)) for name in _STREAM_SETTINGS],
+    bases=(TTSSettings,),
+    namespace={
+        "__module__": __name__,
+        "__doc__": """Settings of ``EtudeTTSService`` that may change while a pipeline runs.
 
     A change applies from the next piece of text on, since every piece is
-    spoken by a stream of its own. ``None`` keeps the voice's own value.
-
-    Parameters:
-        speaker: Speaker of a multi-speaker voice, a name or an id.
-        length_scale: Speaking-rate scale (larger is slower).
-        noise_scale: Scale of the noise that varies the voice.
-        noise_w: Scale of the noise that varies phoneme durations.
-        seed: Seed of the stream's noise; the same seed and text give the same audio.
-    """
-
-    speaker: str | int | None | NotGiven = field(default_factory=_not_given)
-    length_scale: float | None | NotGiven = field(default_factory=_not_given)
-    noise_scale: float | None | NotGiven = field(default_factory=_not_given)
-    noise_w: float | None | NotGiven = field(default_factory=_not_given)
-    seed: int | None | NotGiven = field(default_factory=_not_given)
+    spoken by a stream of its own. Besides TTSSettings' own (``voice``),
+    each of ``Engine.stream``'s keyword options (``libetude.STREAM_OPTIONS``:
+    ``speaker``, ``length_scale``, ``noise_scale``, ``noise_w``, ``seed``,
+    ``latency_ms``, ...) is a setting of the same name; ``None`` keeps the
+    option's default.
+    """,
+    },
+)
 
 
 class EtudeTTSService(TTSService):
@@ -69,7 +68,7 @@ class EtudeTTSService(TTSService):
     """
 
     Settings = EtudeTTSSettings
-    _settings: EtudeTTSSettings
+    _settings: Any  # an EtudeTTSSettings
 
     def __init__(
         self,
@@ -77,12 +76,7 @@ class EtudeTTSService(TTSService):
         engine: libetude.Engine | None = None,
         voice: str = "slt",
         sample_rate: int | None = None,
-        speaker: str | int | None = None,
-        length_scale: float | None = None,
-        noise_scale: float | None = None,
-        noise_w: float | None = None,
-        seed: int | None = None,
-        settings: EtudeTTSSettings | None = None,
+        settings: Any = None,
         **kwargs: Any,
     ):
         """Create the service.
@@ -93,23 +87,20 @@ class EtudeTTSService(TTSService):
             voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
                 name or path, as ``Engine.stream`` takes it.
             sample_rate: Output rate in Hz; None takes the pipeline's output rate.
-            speaker: See ``EtudeTTSSettings``.
-            length_scale: See ``EtudeTTSSettings``.
-            noise_scale: See ``EtudeTTSSettings``.
-            noise_w: See ``EtudeTTSSettings``.
-            seed: See ``EtudeTTSSettings``.
-            settings: Settings that take precedence over the arguments above.
-            **kwargs: Passed on to Pipecat's ``TTSService``.
+            settings: An ``EtudeTTSSettings`` whose given values take
+                precedence over the arguments.
+            **kwargs: ``Engine.stream``'s keyword options by name
+                (``libetude.STREAM_OPTIONS``: ``speaker``, ``length_scale``,
+                ``noise_scale``, ``noise_w``, ``seed``, ...), each the
+                setting of that name; the rest is passed on to Pipecat's
+                ``TTSService``.
         """
+        options = {name: kwargs.pop(name) for name in list(kwargs) if name in _STREAM_SETTINGS}
         store = self.Settings(
             model=None,
             voice=voice,
             language=None,
-            speaker=speaker,
-            length_scale=length_scale,
-            noise_scale=noise_scale,
-            noise_w=noise_w,
-            seed=seed,
+            **{name: options.get(name) for name in _STREAM_SETTINGS},
         )
         if settings is not None:
             store.apply_update(settings)
@@ -159,7 +150,7 @@ class EtudeTTSService(TTSService):
     def _voice_options(self) -> dict[str, Any]:
         # None keeps the engine's default for the option.
         options: dict[str, Any] = {}
-        for name in _VOICE_OPTIONS:
+        for name in ("voice", *_STREAM_SETTINGS):
             value = getattr(self._settings, name)
             if is_given(value) and value is not None:
                 options[name] = value

@@ -4,8 +4,8 @@
 //
 // Every call that can wait (loading voices, making a stream, reading audio,
 // cancelling) runs with the GIL released. Errors leave as the Python classes
-// of libetude._errors, chosen by the C API's codes (engine/etude.h): what
-// c_api.cpp returns for the same failure.
+// of libetude._errors, chosen by engine/error.h's mapping from exceptions to
+// the C API's codes: what c_api.cpp returns for the same failure.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -21,10 +21,14 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/etude.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -32,35 +36,45 @@ using etude::engine::Engine;
 using etude::engine::EngineCapacity;
 using etude::engine::FirstAudioMeasure;
 using etude::engine::Prosody;
+using etude::engine::SchedulingClass;
 using etude::engine::SpeechMark;
 using etude::engine::Stream;
+using etude::engine::StreamOptionMember;
 using etude::engine::StreamOptions;
 using etude::engine::StreamStats;
 using etude::engine::VoiceInfo;
+using etude::engine::VoiceKind;
 
 namespace {
 
-// The C API's status codes (etude_status in engine/etude.h).
-enum class Code : int { InvalidArgument = -1, InvalidText = -2, Internal = -3 };
-
-// A failure on its way to Python; not a std::exception, so that nothing
-// between the throw and the translator can take it for another.
+// A failure on its way to Python, with the C API's status for it; not a
+// std::exception, so that nothing between the throw and the translator can
+// take it for another.
 struct Failure {
-    Code code;
+    etude_status status;
     std::string message;
 };
 
-// As c_api.cpp's guarded(): etude::Error is the caller's fault (`code`: the
-// argument, or the text for push_text), anything else is internal.
+// What `f` throws leaves as a Failure with the status engine/error.h's
+// mapping gives it, the one c_api.cpp returns for the same failure
+// (`caller_fault`: an etude::Error's, the argument's or the text's).
 template <typename F>
-auto guarded(Code code, F&& f) -> decltype(f()) {
+auto guarded(etude_status caller_fault, F&& f) -> decltype(f()) {
     try {
         return f();
-    } catch (const etude::Error& e) {
-        throw Failure{code, e.what()};
-    } catch (const std::exception& e) {
-        throw Failure{Code::Internal, e.what()};
+    } catch (...) {
+        Failure failure{ETUDE_ERROR_INTERNAL, {}};
+        failure.status = etude::status_of(std::current_exception(), caller_fault, failure.message);
+        throw failure;
     }
+}
+
+// The Python class of libetude._errors that engine/error.h's table names
+// for `status`.
+const char* python_class(etude_status status) {
+    for (const auto& s : etude::kFailureStatuses)
+        if (s.status == status) return s.python_class;
+    return "InternalError";
 }
 
 void translate(const std::exception_ptr& p, void*) {
@@ -71,7 +85,7 @@ void translate(const std::exception_ptr& p, void*) {
         // module (the extension imported alone) a RuntimeError says the same.
         nb::object cls;
         try {
-            cls = nb::module_::import_("libetude._errors").attr("error_class")(int(f.code));
+            cls = nb::module_::import_("libetude._errors").attr(python_class(f.status));
         } catch (nb::python_error& e) {
             e.discard_as_unraisable("libetude._native: finding the error class");
             PyErr_SetString(PyExc_RuntimeError, f.message.c_str());
@@ -94,8 +108,60 @@ Block to_numpy(std::vector<float>&& samples) {
 
 // Stream::read() when timeout_ms < 0, else Stream::read_some().
 std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
-    return guarded(Code::InvalidArgument,
+    return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                    [&] { return timeout_ms < 0 ? s.read(out) : s.read_some(out, timeout_ms); });
+}
+
+// StreamOptions and its table (engine/stream_options.h): the class's
+// attributes are the table's fields, and STREAM_OPTIONS describes each for
+// the package's keyword arguments (libetude/_engine.py), so that no list of
+// options is written here or in Python.
+const char* python_type(const StreamOptionMember& member) {
+    return std::visit(
+        [](auto m) {
+            using T = std::remove_cvref_t<decltype(StreamOptions{}.*m)>;
+            if constexpr (std::is_same_v<T, std::string>) return "str";
+            if constexpr (std::is_same_v<T, double>) return "float";
+            if constexpr (std::is_same_v<T, bool>) return "bool";
+            if constexpr (std::is_same_v<T, int>) return "int";
+            if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
+            if constexpr (std::is_same_v<T, std::optional<float>>) return "optional_float";
+            if constexpr (std::is_same_v<T, SchedulingClass>) return "scheduling";
+        },
+        member);
+}
+
+void bind_stream_options(nb::module_& m) {
+    nb::enum_<SchedulingClass>(m, "SchedulingClass",
+                               "Who waits for a stream's audio (engine/stream_options.h).")
+        .value("live", SchedulingClass::Live)
+        .value("network", SchedulingClass::Network)
+        .value("offline", SchedulingClass::Offline);
+    auto options = nb::class_<StreamOptions>(m, "StreamOptions",
+                                             "How a stream speaks (engine/stream_options.h).");
+    options.def(nb::init<>());
+    const StreamOptions defaults;
+    nb::dict table;
+    for (const auto& f : etude::engine::stream_option_fields()) {
+        std::visit([&](auto member) { options.def_rw(f.name, member); }, f.member);
+        std::vector<std::string> kinds;
+        for (VoiceKind k : {VoiceKind::Builtin, VoiceKind::Piper, VoiceKind::Mel})
+            if (f.kinds & static_cast<etude::engine::VoiceKinds>(k))
+                kinds.push_back(k == VoiceKind::Builtin ? "builtin"
+                                : k == VoiceKind::Piper ? "piper"
+                                                        : "mel");
+        nb::object value = std::visit(
+            [&](auto member) -> nb::object { return nb::cast(defaults.*member); }, f.member);
+        table[f.name] = nb::make_tuple(python_type(f.member), kinds, value, f.names_the_voice);
+    }
+    m.attr("STREAM_OPTIONS") = table;
+    m.def(
+        "stream_option",
+        [](const std::string& name) {
+            guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                    [&] { etude::engine::stream_option_field(name); });
+        },
+        "name"_a, "Raises InvalidArgument, naming the options there are, for an unknown name.");
 }
 
 void bind_types(nb::module_& m) {
@@ -116,30 +182,7 @@ void bind_types(nb::module_& m) {
         .def_rw("sample_rate", &VoiceInfo::sample_rate)
         .def_rw("speakers", &VoiceInfo::speakers);
 
-    nb::class_<StreamOptions>(m, "StreamOptions", "How a stream speaks (engine/engine.h).")
-        .def(nb::init<>())
-        .def_rw("voice", &StreamOptions::voice)
-        .def_rw("sample_rate", &StreamOptions::sample_rate)
-        .def_rw("latency_ms", &StreamOptions::latency_ms)
-        .def_rw("block_ms", &StreamOptions::block_ms)
-        .def_rw("cancel_fade_ms", &StreamOptions::cancel_fade_ms)
-        .def_rw("render_ahead", &StreamOptions::render_ahead)
-        .def_rw("allow_reduced_tier", &StreamOptions::allow_reduced_tier)
-        .def_rw("realtime_workers", &StreamOptions::realtime_workers)
-        .def_rw("vocoder", &StreamOptions::vocoder)
-        .def_rw("backend", &StreamOptions::backend)
-        .def_rw("device", &StreamOptions::device)
-        .def_rw("faults", &StreamOptions::faults)
-        .def_rw("wait_for_device", &StreamOptions::wait_for_device)
-        .def_rw("model", &StreamOptions::model)
-        .def_rw("cpu_model", &StreamOptions::cpu_model)
-        .def_rw("allow_phase_fallback", &StreamOptions::allow_phase_fallback)
-        .def_rw("piper_voice", &StreamOptions::piper_voice)
-        .def_rw("speaker", &StreamOptions::speaker)
-        .def_rw("noise_scale", &StreamOptions::noise_scale)
-        .def_rw("length_scale", &StreamOptions::length_scale)
-        .def_rw("noise_w", &StreamOptions::noise_w)
-        .def_rw("seed", &StreamOptions::seed);
+    bind_stream_options(m);
 
     nb::class_<EngineCapacity>(m, "EngineCapacity",
                                "The real-time streams a machine holds (Engine.capacity).")
@@ -153,6 +196,11 @@ void bind_types(nb::module_& m) {
         .def_ro("median_ms", &FirstAudioMeasure::median_ms)
         .def_ro("last_ms", &FirstAudioMeasure::last_ms);
     m.attr("MOST_STARTED_TOGETHER") = Engine::kMostStartedTogether;
+    // engine/error.h's table, from which libetude._errors takes its codes.
+    nb::list statuses;
+    for (const auto& s : etude::kFailureStatuses)
+        statuses.append(nb::make_tuple(int(s.status), s.c_name, s.python_class));
+    m.attr("FAILURE_STATUSES") = statuses;
     nb::class_<StreamStats>(m, "StreamStats", "A snapshot of a stream's counters.")
         .def_ro("samples_delivered", &StreamStats::samples_delivered)
         .def_ro("underruns", &StreamStats::underruns)
@@ -205,14 +253,14 @@ void bind_stream(nb::module_& m) {
             [](Stream& s, nb::bytes text) {
                 const std::string_view utf8(text.c_str(), text.size());
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.push_text(utf8); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.push_text(utf8); });
             },
             "text"_a, "Queues UTF-8 text; returns the sentences it queued.")
         .def(
             "end_input",
             [](Stream& s) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.end_input(); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.end_input(); });
             },
             "Releases the held sentence; returns the sentences it queued.")
         .def(
@@ -220,18 +268,22 @@ void bind_stream(nb::module_& m) {
             [](Stream& s, nb::bytes ssml) {
                 const std::string_view utf8(ssml.c_str(), ssml.size());
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidText, [&] { return s.push_ssml(utf8); });
+                return guarded(ETUDE_ERROR_INVALID_TEXT, [&] { return s.push_ssml(utf8); });
             },
             "ssml"_a, "Queues an SSML document; returns the sentences it queued.")
         .def(
             "push_mark",
             [](Stream& s, const std::string& name) {
-                guarded(Code::InvalidText, [&] { s.push_mark(name); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_TEXT, [&] { s.push_mark(name); });
             },
             "name"_a, "Queues a mark after the text so far (it ends the held sentence).")
         .def(
             "push_break",
-            [](Stream& s, double ms) { guarded(Code::InvalidArgument, [&] { s.push_break(ms); }); },
+            [](Stream& s, double ms) {
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.push_break(ms); });
+            },
             "ms"_a, "Queues that much silence after the text so far (0..60000 ms).")
         .def(
             "set_prosody",
@@ -241,7 +293,8 @@ void bind_stream(nb::module_& m) {
                 p.pitch = pitch;
                 p.range = range;
                 p.volume = volume;
-                guarded(Code::InvalidArgument, [&] { s.set_prosody(p); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.set_prosody(p); });
             },
             "rate"_a, "pitch"_a, "range"_a, "volume"_a,
             "The prosody of the text pushed from now on.")
@@ -261,7 +314,7 @@ void bind_stream(nb::module_& m) {
             "push_phoneme_ids",
             [](Stream& s, std::vector<std::int64_t> ids) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.push_phoneme_ids(ids); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.push_phoneme_ids(ids); });
             },
             "ids"_a, "Piper streams: queues one sentence as the voice's phoneme ids.")
         .def(
@@ -298,27 +351,29 @@ void bind_stream(nb::module_& m) {
             "cancel",
             [](Stream& s) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.cancel(); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.cancel(); });
             },
             "Stops speaking with a short fade and drops queued and held text; any thread.")
         .def(
             "set_voice",
             [](Stream& s, const std::string& voice) {
-                guarded(Code::InvalidArgument, [&] { s.set_voice(voice); });
+                nb::gil_scoped_release nogil;  // waits for a push's split
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.set_voice(voice); });
             },
             "voice"_a)
         .def(
             "write_trace",
             [](const Stream& s, const std::string& path) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { s.write_trace(path); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { s.write_trace(path); });
             },
             "path"_a, "Writes the block records as a Chrome trace (JSON).")
-        .def("busy", &Stream::busy)
+        // Both take the lock the producer writes under.
+        .def("busy", &Stream::busy, nb::call_guard<nb::gil_scoped_release>())
         .def("latency_ms", &Stream::latency_ms)
         .def("sample_rate", &Stream::sample_rate)
         .def("voice", &Stream::voice)
-        .def("stats", &Stream::stats);
+        .def("stats", &Stream::stats, nb::call_guard<nb::gil_scoped_release>());
 }
 
 void bind_engine(nb::module_& m) {
@@ -332,7 +387,8 @@ void bind_engine(nb::module_& m) {
                 options.preload_backend = std::move(preload_backend);
                 options.preload_device = preload_device;
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { new (self) Engine(std::move(options)); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                        [&] { new (self) Engine(std::move(options)); });
             },
             "preload_voices"_a = std::vector<std::string>{"slt"}, "preload_backend"_a = "auto",
             "preload_device"_a = -1)
@@ -340,7 +396,7 @@ void bind_engine(nb::module_& m) {
             "preload_voice",
             [](Engine& e, const std::string& voice) {
                 nb::gil_scoped_release nogil;
-                guarded(Code::InvalidArgument, [&] { e.preload_voice(voice); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { e.preload_voice(voice); });
             },
             "voice"_a)
         .def_static("voices", &Engine::voices, "The embedded voices: slt, rms, awb.")
@@ -348,7 +404,7 @@ void bind_engine(nb::module_& m) {
             "describe_voice",
             [](const std::string& name_or_path) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return Engine::describe_voice(name_or_path); });
             },
             "name_or_path"_a, "The Piper voice a name or path names, read from its files.")
@@ -356,7 +412,7 @@ void bind_engine(nb::module_& m) {
             "measure_capacity",
             [](Engine& e, const StreamOptions& options, int at_once) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return e.measure_capacity(options, at_once); });
             },
             "options"_a, "at_once"_a = 0)
@@ -364,7 +420,7 @@ void bind_engine(nb::module_& m) {
             "measure_first_audio",
             [](Engine& e, const StreamOptions& options, int streams) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument,
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
                                [&] { return e.measure_first_audio(options, streams); });
             },
             "options"_a, "streams"_a)
@@ -373,7 +429,8 @@ void bind_engine(nb::module_& m) {
             "create_stream",
             [](Engine& e, const StreamOptions& options) {
                 nb::gil_scoped_release nogil;
-                return guarded(Code::InvalidArgument, [&] { return e.create_stream(options); });
+                return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                               [&] { return e.create_stream(options); });
             },
             "options"_a, nb::keep_alive<0, 1>());
 }

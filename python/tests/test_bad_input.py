@@ -3,26 +3,62 @@ is spoken; never a crash or a hang."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import libetude
-from conftest import TEST_DATA, assert_same_audio, run_bounded
+from conftest import CHECKOUT, TEST_DATA, assert_same_audio, run_bounded
 
 
-def test_the_errors_are_runtime_errors_with_the_c_api_codes():
+def test_the_error_classes_are_the_engines_table():
+    """Each failure status of engine/error.h's table has its class, with the
+    table's code, and the numbers are those of engine/etude.h's enum."""
     assert issubclass(libetude.EtudeError, RuntimeError)
-    for cls, code in [
-        (libetude.InvalidArgument, -1),
-        (libetude.InvalidText, -2),
-        (libetude.InternalError, -3),
-    ]:
-        assert issubclass(cls, libetude.EtudeError) and cls.code == code
+    table = libetude._native.FAILURE_STATUSES
+    assert [python_class for _, _, python_class in table] == [
+        "InvalidArgument", "InvalidText", "InternalError"]
+    header = (CHECKOUT / "engine" / "etude.h").read_text()
+    for code, c_name, python_class in table:
+        cls = getattr(libetude, python_class)
+        assert issubclass(cls, libetude.EtudeError)
+        assert (cls.code, cls.c_name) == (code, c_name)
+        assert re.search(rf"\b{c_name}\s*=\s*{code}(?![0-9])", header), c_name
+
+
+def test_the_same_failures_give_the_same_codes_and_messages_in_c_and_python(engine):
+    """The C API (through ctypes, in a process of its own) and the package
+    turn the same failures into the same status and message."""
+    library = os.environ.get("ETUDE_C_LIBRARY", "")
+    if not library or not os.path.exists(library):
+        pytest.skip("ETUDE_C_LIBRARY does not name libetude.so (ctest sets it)")
+    script = Path(__file__).with_name("c_failures.py")
+    done = subprocess.run([sys.executable, str(script), library], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    in_c = json.loads(done.stdout)
+
+    def failure(call) -> list:
+        with pytest.raises(libetude.EtudeError) as e:
+            call()
+        return [e.value.code, str(e.value)]
+
+    in_python = {"rate": failure(lambda: engine.stream(voice="slt", sample_rate=1))}
+    with engine.stream(voice="slt", sample_rate=16000) as s:
+        in_python["prosody"] = failure(lambda: s.set_prosody(rate=100))
+        in_python["utf8"] = failure(lambda: s.push_text(b"caf\xff. "))
+        s.push_text(b"Caf\xc3")
+        in_python["end_input"] = failure(s.end_input)
+    assert in_python == in_c
+    assert {code for code, _ in in_c.values()} == {
+        libetude.InvalidArgument.code, libetude.InvalidText.code}
 
 
 def test_unknown_voice_says_what_etude_says(engine, etude_bin, tmp_path):

@@ -3,6 +3,7 @@ from another thread ends an iteration promptly."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -129,3 +130,55 @@ def test_close_from_another_thread_ends_the_iteration(engine):
         if n == 5:
             threading.Thread(target=s.close).start()
     assert s.closed
+
+
+class YieldingCounter(threading.Thread):
+    """Counts, letting the GIL go after each count (a millisecond's sleep),
+    so that it never needs to be forced off it."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.count = 0
+        self.stop = False
+
+    def run(self):
+        while not self.stop:
+            self.count += 1
+            time.sleep(0.001)
+
+
+def test_push_mark_waiting_for_another_threads_split_leaves_python_running(engine, monkeypatch):
+    # Another thread's push holds the stream's input through its split into
+    # sentences (slow-split: 3 s longer, engine/fault_plan.h), so push_mark
+    # waits for it. The switch interval is made longer than that wait, so
+    # the GIL changes hands only where a thread lets it go: had push_mark
+    # kept it while waiting, the counter could not count once meanwhile.
+    monkeypatch.setenv("ETUDE_FAULT", "slow-split:3000")
+    stream = engine.stream(voice="slt")
+    monkeypatch.delenv("ETUDE_FAULT")
+    counter = YieldingCounter()
+    in_push = threading.Event()
+
+    def push():
+        in_push.set()
+        stream.push_text("A sentence to split. And the one after it.")
+
+    pusher = threading.Thread(target=push, daemon=True)
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
+    try:
+        counter.start()
+        pusher.start()
+        in_push.wait()
+        time.sleep(0.3)  # the push is in its split now
+        assert pusher.is_alive(), "the split ended before push_mark was called"
+        before = counter.count
+        stream.push_mark("after the split")
+        advanced = counter.count - before
+    finally:
+        sys.setswitchinterval(switch_interval)
+        counter.stop = True
+        counter.join()
+        pusher.join(10)
+        stream.close()
+    assert advanced > 0, "push_mark held the GIL while it waited for the split"

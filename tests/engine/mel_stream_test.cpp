@@ -392,7 +392,7 @@ TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     EXPECT_EQ(s->end_input(), 0u);
     EXPECT_THROW(s->set_voice("rms"), Error);  // it has no text voice to change
     StreamOptions bad_scale = o;
-    bad_scale.length_scale = 0.0f;  // refused as for a built-in voice's stream
+    bad_scale.length_scale = 0.0f;  // refused: a mel stream has no pace (stream_options.h)
     EXPECT_THROW(engine.create_stream(bad_scale), Error);
 
     StreamOptions missing = o;
