@@ -8,21 +8,21 @@
 #include <optional>
 
 #include "engine/stream_core.h"
-#include "gpu/cpu/cpu_worker_pool.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine {
 
 EngineWorkers::EngineWorkers(int turns)
-    : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::cpu::usable_cpus())),
+    : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
             kProcessorPriority) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
-    gpu::cpu::WorkerPool::shared();
+    gpu::host::start_workers();
     // The CPUs this process may use (its affinity: taskset, a container's
     // cpuset), not the host's: on 2 of 64 host threads, the host's count
     // made 63 turns.
-    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::cpu::usable_cpus()));
+    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::host::usable_cpus()));
     try {
         for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)
             front_ends_.emplace_back([this] { run_front_end(); });

@@ -29,12 +29,12 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/host_compute.h"
+
 namespace etude::gpu::cpu {
 
-// The CPUs this process may run on (its affinity: taskset, a container's
-// cpuset; not the host's count, nor a CPU-time quota such as docker
-// --cpus, which leaves every CPU usable), at least 1.
-int usable_cpus();
+// gpu/host_compute.h's count of the CPUs this process may run on.
+using host::usable_cpus;
 
 class WorkerPool {
   public:
