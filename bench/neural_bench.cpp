@@ -188,7 +188,9 @@ void run_streams(benchmark::State& state, const std::string& name, const std::st
             if (together)
                 all[0]->push_together(pushes);
             else
-                for (const auto& p : pushes) p.stream->push(p.mel, p.frames, p.flush, *p.values);
+                for (const auto& p : pushes)
+                    p.stream->push(p.mel, p.frames, p.flush, *p.values,
+                                   etude::engine::Batching::Alone);
         }
         samples = 0;
         for (const auto& v : values) samples += v.size();

@@ -12,7 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/error.h"
-#include "gpu/cpu/cpu_worker_pool.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine {
 namespace {
@@ -141,7 +141,7 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
     // many cores (on 16 cores one Piper stream ran 24.5x real time and
     // sixteen together 75x), while on two cores one or two streams measure
     // the same.
-    const int n = at_once > 0 ? at_once : std::clamp(gpu::cpu::usable_cpus(), 2, kMostAtOnce);
+    const int n = at_once > 0 ? at_once : std::clamp(gpu::host::usable_cpus(), 2, kMostAtOnce);
     EngineCapacity c;
     c.streams_measured = n;
     c.speed = speak_together(*this, options, n, false).speed();

@@ -10,34 +10,33 @@
 //     first-audio target after its push, a started stream's as its
 //     listener needs it.
 //
-// Why two classes: with one, a burst of new streams that was already past
-// its target went before every started stream however close to running
+// Why two classes: with one, a burst of new streams already past their
+// target goes before every started stream however close it is to running
 // dry. A new stream's target is a goal; a started stream running dry is a
 // gap in speech.
 //
 // Why turns at all: each stream has its own producer thread, and a Piper
 // producer decodes as fast as its ring takes audio, seconds ahead of its
-// listener. Those threads shared the cores equally, so a stream that had
-// not started waited behind streams seconds ahead, and sixteen streams
-// started together all started late together.
+// listener. Threads sharing the cores equally leave a stream that has not
+// started behind streams seconds ahead, and streams started together all
+// start late together.
 //
 // The work of a stream read offline (read()) takes no turn: nobody hears
 // it late, and it runs at its thread's own priority outside the order (its
-// producer at nice +10), taking what the cores leave. Held in a turn at
-// that priority, it kept the turn from live work for as long as the cores
-// were busy: one live stream beside 16 readers started after 0.8 s, not
-// 0.05 s. Nor does a stream made without real-time workers (a server's):
-// one turn at a time cut `etude serve`'s speed at 16 Wyoming clients from
-// 29x to 22x real time, its first-audio p95 went from 2.4 to 3.2 s, and
-// its producers, raised while they held turns, starved the connection
-// threads that send their audio (one client's first audio went from 25
-// to 60-68 ms).
+// producer at nice +10), taking what the cores leave. In a turn, held at
+// that priority, it would keep the turn from live work for as long as the
+// cores are busy. Nor does a stream made without real-time workers (a
+// server's): its producers, raised while they hold turns, would starve the
+// connection threads that send their audio, and one turn at a time holds a
+// server's streams below the speed the cores give them side by side.
+// docs/benchmarks.md ("Turns for the work that makes audio") has the
+// measurements behind these choices.
 //
 // A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
-// the OS allows it) while it holds it, if it was a normal thread at nice 0
-// or below: a front end's thread is one, and as a normal thread it got
-// only what the real-time producers left it while new streams waited for
-// their first sentence.
+// the OS allows it) while it holds it, if it is a normal thread at nice 0
+// or below: a front end's thread is one, and as a normal thread it would
+// get only what the real-time producers leave it while new streams wait
+// for their first sentence.
 //
 // A turn covers computation only: the holder gives it back before it
 // writes into its ring, which may block until the consumer reads (an

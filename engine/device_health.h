@@ -9,8 +9,7 @@
 // most 1 s); kMaxConsecutiveFailures errors in a row turn it off for good;
 // a success resets the run and the backoff. (The first retry is immediate
 // because one error is the common transient case: a mel stream's next
-// chunk, made tens of microseconds later, goes back to the GPU, as its
-// tests require.)
+// chunk, made tens of microseconds later, goes back to the GPU.)
 //
 // Why consecutive rather than total: a long-lived stream (a server, a
 // voice assistant) meets transient errors now and then (an out-of-memory
@@ -19,9 +18,7 @@
 // spread over hours. A broken device fails every retry, so it is still off
 // after three errors. Every error is covered by the CPU either way, so a
 // retry costs a fallback, never a dropout; the backoff keeps a device that
-// fails intermittently from taking a fallback on every block. (Text streams
-// counted in total and mel streams consecutively, before this was one
-// class.)
+// fails intermittently from taking a fallback on every block.
 //
 // Threads: any; one mutex, never on the audio callback's path. Times come
 // from the caller (rt::now_ns() in the engine, a fake clock in tests).

@@ -8,21 +8,21 @@
 #include <optional>
 
 #include "engine/stream_core.h"
-#include "gpu/cpu/cpu_worker_pool.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine {
 
 EngineWorkers::EngineWorkers(int turns)
-    : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::cpu::usable_cpus())),
+    : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
             kProcessorPriority) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
-    gpu::cpu::WorkerPool::shared();
+    gpu::host::start_workers();
     // The CPUs this process may use (its affinity: taskset, a container's
-    // cpuset), not the host's: on 2 of 64 host threads, the host's count
-    // made 63 turns.
-    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::cpu::usable_cpus()));
+    // cpuset), not the host's: a container given 2 of 64 host threads must
+    // not make a turn or a thread for each of the 64.
+    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::host::usable_cpus()));
     try {
         for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)
             front_ends_.emplace_back([this] { run_front_end(); });
@@ -37,10 +37,10 @@ EngineWorkers::EngineWorkers(int turns)
 
 int EngineWorkers::front_ends_for(int turns, unsigned cores) {
     // A sentence's analysis waits for a turn like any other unit of work,
-    // so one front end per turn is as many as can run; fewer queued every
-    // stream's encoder and durations behind one core while turns stood
-    // free (16 cores, 64 Piper streams: one front end held the engine to
-    // 56x real time, several made it 105x). One turn is kept out of their
+    // so one front end per turn is as many as can run; fewer would queue
+    // every stream's encoder and durations behind one core while turns
+    // stand free (docs/benchmarks.md, "Third GPU run": one front end against
+    // several at 64 Piper streams). One turn is kept out of their
     // reach where there are two or more: an analysis cannot be stopped once
     // it holds its turn, and a started stream's urgent chunk must not wait
     // for the shortest of as many long encoders as there are turns.
@@ -61,8 +61,8 @@ void EngineWorkers::wake() {
     // new work was published under the stream's own lock. Taking mu_ here
     // means the worker is either before its look (it will see the work) or
     // already waiting (it gets the notification): without it, a notification
-    // sent between the look and the wait was lost, and the sentence waited
-    // for the next wake() (a Wyoming client's reply hung, the server with it).
+    // sent between the look and the wait would be lost, and the sentence
+    // would wait for the next wake() (a client's reply hangs meanwhile).
     {
         std::lock_guard lock(mu_);
         ++wakes_;

@@ -230,6 +230,11 @@ std::vector<float> MelScheduler::run_model(int tier, bool last) {
     return audio;
 }
 
+void MelScheduler::set_batching(Batching batching) {
+    stream_->set_batching(batching);
+    if (gpu_stream_) gpu_stream_->set_batching(batching);
+}
+
 std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
                                              std::int64_t budget_ns, MelChunkReport& report,
                                              bool may_reduce_quality) {

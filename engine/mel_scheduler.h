@@ -99,6 +99,9 @@ class MelScheduler {
     // Frames the model must receive beyond a frame before it can make that
     // frame's audio (the larger of the two models' look-ahead).
     int right_context_frames() const { return right_context_; }
+    // Whether later chunks' network runs may join other streams' in one
+    // batched backend call (Batching, models/vocoder_network.h).
+    void set_batching(Batching batching);
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
 

@@ -61,16 +61,15 @@ void StreamCore::start() {
         // The producer is on every block's critical path (it waits for the
         // result, commits it, resamples it and writes the ring), so it runs
         // at the block processors' priority: left at normal priority behind a
-        // CPU-bound load it was held back long enough for the ring to run dry
-        // with every block computed in time (BlockScheduler.slow_primary_...:
-        // 6 of 15 runs failed with both cores loaded, 0 of 15 after). Mel
-        // streams run their networks on this thread and stay normal. Piper
-        // streams run their decoder here too, but a live Piper stream has
-        // nothing else to cover a late chunk: at normal priority behind two
-        // busy loops, a JACK client underran 211 times in 8 s of speech (the
-        // CPU backend's OpenMP team, made by this thread, inherits its
-        // priority too). The ring bounds how far ahead it works, so it
-        // sleeps once it is ahead. (StreamVoice::producer_realtime().)
+        // CPU-bound load it is held back long enough for the ring to run dry
+        // with every block computed in time. Mel streams run their networks
+        // on this thread and stay normal. Piper streams run their decoder
+        // here too, but a live Piper stream has nothing else to cover a late
+        // chunk, so it is raised as well (the CPU backend's helpers take on
+        // its scheduling class while they run its ops). docs/benchmarks.md
+        // ("The producer's priority") has the runs behind this. The ring
+        // bounds how far ahead it works, so it sleeps once it is ahead.
+        // (StreamVoice::producer_realtime().)
         if (options_.realtime_workers && voice_->producer_realtime())
             producer_realtime_ = rt::make_current_thread_realtime(kProcessorPriority);
         produce();

@@ -99,6 +99,7 @@ class StreamCore final : public VoiceSink {
     void note_unspeakable(std::string reason) override;
     void note_words_unpaired() override { words_unpaired_.add(); }
     DeadlineGate::Turn wait_turn(const ItemOrigin& origin) override;
+    bool read_offline() const override { return producer_background_; }
 
   private:
     void produce();

@@ -60,6 +60,10 @@ class VoiceSink : public BlockSink {
     /// deadline.h). Empty when that speech is cancelled or the stream
     /// closes meanwhile. Give it back before writing the unit's audio.
     virtual DeadlineGate::Turn wait_turn(const ItemOrigin& origin) = 0;
+    /// The stream is read offline (read()) and its producer has stepped
+    /// down below the streams someone hears: its work must not lead a batch
+    /// that holds theirs (Batching, models/vocoder_network.h).
+    virtual bool read_offline() const = 0;
 };
 
 /// What a voice's executor did with one work item.

@@ -66,10 +66,11 @@ class ConnectionLimiter {
     }
 
     // A line for the log after a refusal, or nothing when one was given
-    // less than a second ago (the next says how many it stands for).
-    std::optional<std::string> refusal_report(const std::string& why) {
+    // less than a second before `now` (the next says how many it stands for).
+    std::optional<std::string> refusal_report(
+        const std::string& why,
+        std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
         std::lock_guard lock(mu_);
-        const auto now = std::chrono::steady_clock::now();
         if (now - last_report_ < std::chrono::seconds(1)) return std::nullopt;
         last_report_ = now;
         std::string line = "refused: " + why;

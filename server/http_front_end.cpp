@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "engine/error.h"
+#include "server/http_reply.h"
 
 namespace etude::server {
 
@@ -19,48 +19,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) !=
-            std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return true;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
-
-const char* reason(int status) {
-    switch (status) {
-        case 400:
-            return "Bad Request";
-        case 408:
-            return "Request Timeout";
-        case 411:
-            return "Length Required";
-        case 413:
-            return "Payload Too Large";
-        case 431:
-            return "Request Header Fields Too Large";
-        default:
-            return "Service Unavailable";
-    }
-}
-
 // A whole reply with OpenAI's error body, closing the connection.
 std::string error_reply(int status, const std::string& message, const std::string& code) {
-    const std::string body = nlohmann::json{
-        {"error",
-         {{"message", message},
-          {"type", status == 503 ? "server_busy" : "invalid_request_error"},
-          {"param", nullptr},
-          {"code", code}}}}.dump();
-    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
+    const std::string body = error_body(status, message, code);
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
     if (status == 503) head += "Retry-After: 1\r\n";
     return head +
            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -93,7 +55,7 @@ struct HttpFrontEnd::Client {
     Stage stage = Stage::Head;
     Clock::time_point deadline;
     std::string buffer;        // received, not yet handed over
-    std::string request;       // the complete request a worker answers
+    HttpRequest request;       // the complete request a worker answers
     std::size_t head_end = 0;  // the head's length, blank line included
     std::size_t body_length = 0;
     std::size_t served = 0;  // requests answered on this connection
@@ -227,42 +189,37 @@ bool HttpFrontEnd::advance(ClientPtr& client) {
             return false;
         }
         c.head_end = end + 4;
+        c.request = {};
+        if (const auto problem =
+                parse_request_head(std::string_view(c.buffer).substr(0, end), c.request)) {
+            reply_and_close(client, problem->status, problem->message, "bad_request");
+            return false;
+        }
+        c.request.peer = c.peer;
         c.body_length = 0;
-        bool expect_continue = false;
-        std::size_t line_start = c.buffer.find("\r\n") + 2;
-        while (line_start < end) {
-            auto line_end = c.buffer.find("\r\n", line_start);
-            const std::string_view line(c.buffer.data() + line_start, line_end - line_start);
-            const auto colon = line.find(':');
-            const auto name = trim(line.substr(0, colon == std::string_view::npos ? 0 : colon));
-            const auto value =
-                colon == std::string_view::npos ? std::string_view{} : trim(line.substr(colon + 1));
-            if (iequals(name, "Transfer-Encoding")) {
+        bool has_length = false, expect_continue = false;
+        for (const auto& [name, value] : c.request.headers) {
+            if (equals_ignoring_case(name, "Transfer-Encoding")) {
                 reply_and_close(client, 411,
                                 "send the body with a Content-Length (chunked request bodies are "
                                 "not taken)",
                                 "length_required");
                 return false;
             }
-            if (iequals(name, "Content-Length")) {
+            if (equals_ignoring_case(name, "Content-Length")) {
+                // Two lengths that differ would let a proxy and us read
+                // different bodies (request smuggling): refused.
                 if (value.empty() || value.size() > 15 ||
-                    value.find_first_not_of("0123456789") != std::string_view::npos) {
-                    reply_and_close(client, 400, "Content-Length is not a number", "bad_request");
+                    value.find_first_not_of("0123456789") != std::string::npos ||
+                    (has_length && std::stoull(value) != c.body_length)) {
+                    reply_and_close(client, 400, "Content-Length is not one number", "bad_request");
                     return false;
                 }
-                c.body_length = std::stoull(std::string(value));
+                c.body_length = std::stoull(value);
+                has_length = true;
             }
-            if (iequals(name, "Expect") && iequals(value, "100-continue")) {
-                // We answer it here, as the body is read here; the line is
-                // dropped so that cpp-httplib does not answer it again.
-                expect_continue = true;
-                const std::size_t length = line_end + 2 - line_start;
-                c.buffer.erase(line_start, length);
-                c.head_end -= length;
-                end -= length;
-                line_end = line_start - 2;
-            }
-            line_start = line_end + 2;
+            if (equals_ignoring_case(name, "Expect") && equals_ignoring_case(value, "100-continue"))
+                expect_continue = true;  // answered here, where the body is read
         }
         if (c.body_length > max_body_) {
             reply_and_close(client, 413,
@@ -278,7 +235,7 @@ bool HttpFrontEnd::advance(ClientPtr& client) {
     }
     if (c.stage != Client::Stage::Body || c.buffer.size() < c.head_end + c.body_length)
         return false;
-    c.request = c.buffer.substr(0, c.head_end + c.body_length);
+    c.request.body = c.buffer.substr(c.head_end, c.body_length);
     c.buffer.erase(0, c.head_end + c.body_length);
     forget(c.fd);
     hand_over(std::move(client));
@@ -334,7 +291,7 @@ void HttpFrontEnd::take_back() {
     }
     for (auto& client : back) {
         const int fd = client->fd;
-        client->request.clear();
+        client->request = {};
         client->stage = client->buffer.empty() ? Client::Stage::Idle : Client::Stage::Head;
         client->deadline =
             Clock::now() + (client->buffer.empty() ? std::chrono::seconds(kKeepAliveSeconds)

@@ -1,10 +1,10 @@
 // The HTTP endpoint's front door: one thread accepts the connections and
 // reads every request's head and body itself (epoll, never blocking), under
-// deadlines and limits, and hands a request to a worker only once it is
-// whole. A connection that sends half a request line, or trickles a byte a
-// second, holds a socket and its few bytes until its deadline, never a
-// worker or a synthesis slot; the workers only answer complete requests.
-// docs/server.md ("Slow and idle clients") says why it is built this way.
+// deadlines and limits, parses its head once (http_request.h), and hands a
+// request to a worker only once it is whole. A connection that sends half a request line, or
+// trickles a byte a second, holds a socket and its few bytes until its deadline, never a worker or
+// a synthesis slot; the workers only answer complete requests. docs/server.md ("Slow and idle
+// clients") says why it is built this way.
 //
 // What it checks before a request reaches a worker: connections in all and
 // per client address (ConnectionLimiter), the head within --header-timeout
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "server/connection_limiter.h"
+#include "server/http_request.h"
 #include "server/listener.h"
 #include "server/server_context.h"
 
@@ -33,10 +34,10 @@ namespace etude::server {
 
 class HttpFrontEnd {
   public:
-    // Answers one complete request (its head and body, exactly) on a
+    // Answers one complete request (its head parsed, its body whole) on a
     // connected socket it must not close; `last`: it must ask the client to
     // close. Returns whether the connection may carry another request.
-    using Handler = std::function<bool(int socket_fd, std::string request, bool last)>;
+    using Handler = std::function<bool(int socket_fd, HttpRequest request, bool last)>;
 
     // Binds now (throws etude::Error). `workers` answer requests at once;
     // more complete requests wait for one in arrival order.

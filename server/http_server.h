@@ -1,4 +1,5 @@
-// The OpenAI-style speech endpoint over HTTP (cpp-httplib):
+// The OpenAI-style speech endpoint over HTTP (requests read and parsed by
+// http_front_end.h, replies written by http_reply.h):
 //   POST /v1/audio/speech  {"model", "input", "voice", "response_format", "speed",
 //                           "sample_rate" (ours)}
 //        -> audio streamed with chunked transfer as the engine makes it
@@ -16,13 +17,9 @@
 #include <string>
 
 #include "server/http_front_end.h"
+#include "server/http_reply.h"
+#include "server/http_request.h"
 #include "server/server_context.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace etude::server {
 
@@ -45,14 +42,20 @@ class HttpServer {
     void run(const std::atomic<bool>& stop);
 
   private:
-    class RequestProcessor;
+    // HttpFrontEnd's handler: answers one complete request on `fd`.
+    bool answer(int fd, const HttpRequest& req, bool last) const;
+    // The endpoint and method: 404 for an unknown path, 405 for a method
+    // the path does not take (HEAD as GET, without the body).
+    void route(const HttpRequest& req, HttpReply& res) const;
+    void list_models(const HttpRequest& req, HttpReply& res) const;
+    void list_voices(const HttpRequest& req, HttpReply& res) const;
+    void speak(const HttpRequest& req, HttpReply& res) const;
     bool stopping() const { return stop_ && stop_->load(); }
     // True with the right key (or none asked for); else answers 401.
-    bool authorized(const httplib::Request& req, httplib::Response& res) const;
+    bool authorized(const HttpRequest& req, HttpReply& res) const;
 
     const ServerContext& context_;
     std::unique_ptr<HttpFrontEnd> front_end_;
-    std::unique_ptr<RequestProcessor> server_;
     std::string address_;
     const std::string api_key_;
     const long long created_;  // the models' "created": when the server started

@@ -1,13 +1,7 @@
 #include "engine/models/hifigan.h"
 
-#include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,17 +17,6 @@ namespace etude::engine {
 namespace {
 
 using Json = MetadataReader::Json;
-
-// Whether the calling thread runs below normal priority: nice above 0, or a
-// background policy (SCHED_BATCH, SCHED_IDLE).
-bool below_normal_priority() {
-    const int policy = ::sched_getscheduler(0);
-    if (policy == SCHED_FIFO || policy == SCHED_RR) return false;
-    if (policy == SCHED_BATCH || policy == SCHED_IDLE) return true;
-    errno = 0;
-    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
-    return errno == 0 && nice > 0;
-}
 
 // The generator: hyperparameters checked, weights on the device, and the
 // receptive field walked from one output frame back to the mel.
@@ -312,13 +295,11 @@ class HifiGanStream final : public NetworkStream {
         }
     }
 
-    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override {
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values,
+              Batching batching) override {
         const StreamPush alone{this, mel, frames, flush, &values};
         StreamJoiner* joiner = net_.joiner();
-        // A thread stepped down below normal priority (an offline reader's
-        // producer, at nice +10) would run the live streams' chunks of a
-        // batch it led at its own priority: it pushes alone.
-        if (!joiner || below_normal_priority()) {
+        if (!joiner || batching == Batching::Alone) {
             push_together({&alone, 1});
             return;
         }
@@ -450,7 +431,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
                 if (auto* h = dynamic_cast<HifiGanStream*>(one.stream))
                     h->push_together({&one, 1});
                 else
-                    one.stream->push(one.mel, one.frames, one.flush, *one.values);
+                    one.stream->push(one.mel, one.frames, one.flush, *one.values, Batching::Alone);
             return;
         }
         streams.push_back(s);

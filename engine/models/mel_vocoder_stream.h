@@ -72,6 +72,10 @@ class MelVocoderStream {
     // has not taken yet when its runner is active, else everything from the
     // left context of the next frame on (priming, or a recomputed window).
     long frames_to_run(const NeuralModel& model) const;
+    // Whether the network runs of later calls may join other streams' in
+    // one batched backend call (Batching, models/vocoder_network.h): Join
+    // until the owner says otherwise.
+    void set_batching(Batching batching) { batching_ = batching; }
     // Off: every window recomputes its context (what models whose layers
     // cannot run incrementally always do); for tests and benchmarks.
     void set_incremental(bool on) {
@@ -122,6 +126,7 @@ class MelVocoderStream {
     std::vector<std::pair<std::shared_ptr<const NeuralModel>, std::unique_ptr<NetworkStream>>>
         runners_;
     bool incremental_ = true, inc_active_ = false;
+    Batching batching_ = Batching::Join;
     long inc_fed_ = 0, pending_first_ = 0;
     std::vector<float> pending_;
     std::uint64_t frames_run_ = 0;

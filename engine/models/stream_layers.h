@@ -2,8 +2,9 @@
 // chunks, on any gpu::Backend: each keeps the last input samples its kernel
 // still needs, so a stream of chunks computes every output once, and equal
 // (to float rounding) to the layer run on the whole signal with its zero
-// padding. Used by the neural vocoders (engine/models/neural_vocoder.cpp) so that
-// a streamed chunk costs its own frames only, not a recomputed context.
+// padding. The neural vocoders' incremental runners (engine/models/hifigan.cpp,
+// vocos.cpp) are built from them, so that a streamed chunk costs its own
+// frames only, not a recomputed context.
 //
 // Each layer lags its input by a fixed number of samples (its padding):
 // push() returns the outputs that became complete, and push(..., flush)

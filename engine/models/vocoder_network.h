@@ -13,6 +13,14 @@ namespace etude::engine {
 class NetworkStream;
 class StreamJoiner;
 
+// Whether a push may join other streams' pushes in one batched backend call
+// (models/stream_joiner.h), as its caller decides: the network knows what
+// it can batch, not how urgent the caller's work is. A batch runs on the
+// thread of whichever push leads it, at that thread's priority, so work
+// below normal priority (an offline reader's) pushes Alone: led by it, the
+// live streams' chunks in the batch would wait behind everything else.
+enum class Batching { Join, Alone };
+
 // One stream's part in NetworkStream::push_together(): push()'s arguments.
 struct StreamPush {
     NetworkStream* stream = nullptr;
@@ -32,8 +40,10 @@ class NetworkStream {
     // Takes `frames` more mel frames ([n_mels][frames]) and appends to
     // `values` those the network can now complete (values_per_frame() per
     // frame, in order; HiFi-GAN may end inside a frame). flush: the utterance
-    // ends here, append everything left.
-    virtual void push(const float* mel, int frames, bool flush, std::vector<float>& values) = 0;
+    // ends here, append everything left. batching: whether it may run in a
+    // batch with other streams' pushes, where the network can batch them.
+    virtual void push(const float* mel, int frames, bool flush, std::vector<float>& values,
+                      Batching batching) = 0;
     // Several streams' pushes at once, each stream once; this stream is
     // pushes[0]'s. Each stream's values are those its own push() would
     // append (HiFi-GAN on the CPU's direct convolutions: bit for bit). For
@@ -45,7 +55,8 @@ class NetworkStream {
     // one after another. The engine calls it through models/stream_joiner.h
     // on a GPU.
     virtual void push_together(std::span<const StreamPush> pushes) {
-        for (const auto& p : pushes) p.stream->push(p.mel, p.frames, p.flush, *p.values);
+        for (const auto& p : pushes)
+            p.stream->push(p.mel, p.frames, p.flush, *p.values, Batching::Alone);
     }
 };
 

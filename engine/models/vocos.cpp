@@ -168,7 +168,9 @@ class VocosStream final : public NetworkStream {
         }
     }
 
-    void push(const float* mel, int frames, bool flush, std::vector<float>& values) override;
+    // Vocos never batches streams: `batching` has nothing to choose.
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values,
+              Batching batching) override;
 
   private:
     struct Block {
@@ -242,7 +244,8 @@ void VocosNetwork::run(const float* mel, int frames, int first, int count, float
 
 // Incremental: the embedding and the depthwise convs as stream layers; the
 // rest frame by frame on what they complete.
-void VocosStream::push(const float* mel, int frames, bool flush, std::vector<float>& values) {
+void VocosStream::push(const float* mel, int frames, bool flush, std::vector<float>& values,
+                       Batching) {
     gpu::Queue& q = *queue_;
     const int dim = net_.dim_, inter = net_.inter_, n_fft = net_.n_fft_;
     const int bins = n_fft / 2 + 1;

@@ -21,10 +21,9 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace etude::gpu::cpu {
+#include "gpu/host_compute.h"
 
-// Threads a parallel_for can use (1 inside a job or with one thread).
-int worker_count();
+namespace etude::gpu::cpu {
 
 // The calling thread's work buffer of at least `floats` floats (a job's
 // im2col columns or staged input), grown on demand and kept: the layers of
@@ -32,27 +31,12 @@ int worker_count();
 // One buffer per thread: a job must not hold it across a call that uses it.
 float* job_scratch(std::size_t floats);
 
-namespace detail {
-void parallel_for_impl(int jobs, void (*run)(void* body, int job), void* body);
-}
-
-// body(job) for every job in [0, jobs), on up to worker_count() threads;
-// returns when all have run. The first exception a job throws is rethrown
-// here (the remaining jobs still run).
-template <class Body>
-void parallel_for(int jobs, Body&& body) {
-    detail::parallel_for_impl(
-        jobs, [](void* b, int job) { (*static_cast<std::remove_reference_t<Body>*>(b))(job); },
-        &body);
-}
-
-// How many jobs `work` units are worth: one per `grain` units, at most one
-// per worker, at least one.
-inline int jobs_for(std::size_t work, std::size_t grain) {
-    const std::size_t jobs = grain == 0 ? work : work / grain;
-    return static_cast<int>(
-        std::clamp<std::size_t>(jobs, 1, static_cast<std::size_t>(worker_count())));
-}
+// The loops of gpu/host_compute.h, in this namespace too: the backend's ops
+// are written with them.
+using host::jobs_for;
+using host::parallel_for;
+using host::parallel_ranges;
+using host::worker_count;
 
 // The length of each chunk when an axis of `total` is cut into chunks of
 // at most `chunk` for `workers` threads, the chunks being the jobs: shorter
@@ -75,20 +59,6 @@ inline int balanced_chunk(int total, int chunk, int min_chunk, int workers, int 
     if (even < std::min(chunk, min_chunk)) return chunk;
     const int aligned = ceil_div(even, std::max(align, 1)) * std::max(align, 1);
     return ceil_div(total, aligned) == target ? aligned : even;
-}
-
-// body(begin, end) over [0, n) cut into `jobs` contiguous ranges of nearly
-// equal length, each a multiple of `align` except the last.
-template <class Body>
-void parallel_ranges(std::size_t n, int jobs, std::size_t align, Body&& body) {
-    align = std::max<std::size_t>(align, 1);
-    const std::size_t per = (n + std::max(jobs, 1) - 1) / std::max(jobs, 1);
-    const std::size_t step = std::max<std::size_t>((per + align - 1) / align * align, 1);
-    const int count = static_cast<int>((n + step - 1) / step);
-    parallel_for(count, [&](int j) {
-        const std::size_t begin = static_cast<std::size_t>(j) * step;
-        body(begin, std::min(n, begin + step));
-    });
 }
 
 }  // namespace etude::gpu::cpu

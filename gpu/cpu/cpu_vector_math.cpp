@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpu/host_compute.h"
+
 // GCC: one clone per instruction set, chosen by the loader. Other compilers
 // (clang for the fuzzing build) get the plain loops, and so does a
 // ThreadSanitizer build: the loader runs the clones' resolvers before the
@@ -39,14 +41,6 @@ ETUDE_VECTOR_CLONES void cos(const float* in, float* out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(in[i]);
 }
 
-ETUDE_VECTOR_CLONES void gelu(const double* in, double* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i)
-        out[i] = 0.5 * in[i] * (1.0 + std::erf(in[i] * 0.70710678118654752440));
-}
-ETUDE_VECTOR_CLONES void exp(const double* in, double* out, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
-}
-
 ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase, float max_magnitude,
                                float* out, std::size_t bins) {
     for (std::size_t k = 0; k < bins; ++k) {
@@ -57,3 +51,18 @@ ETUDE_VECTOR_CLONES void polar(const float* log_magnitude, const float* phase, f
 }
 
 }  // namespace etude::gpu::cpu
+
+namespace etude::gpu::host {
+
+ETUDE_VECTOR_CLONES void gelu(const double* in, double* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = 0.5 * in[i] * (1.0 + std::erf(in[i] * 0.70710678118654752440));
+}
+ETUDE_VECTOR_CLONES void exp(const double* in, double* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+}
+void exp(const float* in, float* out, std::size_t n) {
+    cpu::exp(in, out, n);
+}
+
+}  // namespace etude::gpu::host

@@ -11,11 +11,11 @@
 // parity the neural vocoders are tested to.
 //
 // Vocos spends a third of its CPU time in GELU with the scalar std::erf.
-// The double versions serve the Piper text-to-latent stage on the host
-// (engine/models/vits/text_encoder.cpp and duration_predictor.cpp), whose softmaxes and duration
-// predictor GELUs were most of its serial time with glibc's scalar exp and
-// erf (the erf alone took about 20 ns a value); libmvec's double functions
-// are also within 4 ulp.
+// This file also defines gpu/host_compute.h's gelu and exp, for the Piper
+// text-to-latent stage on the host (engine/models/vits/), whose softmaxes
+// and duration predictor GELUs are most of its serial time with glibc's
+// scalar exp and erf (the erf alone about 20 ns a value); libmvec's double
+// functions are also within 4 ulp.
 //
 // Threads: any; no allocation. `in` and `out` may be the same array.
 #pragma once
@@ -35,9 +35,6 @@ void exp(const float* in, float* out, std::size_t n);
 void gated_tanh(const float* a, const float* b, float* out, std::size_t n);
 void sin(const float* in, float* out, std::size_t n);
 void cos(const float* in, float* out, std::size_t n);
-// The same in double precision.
-void gelu(const double* in, double* out, std::size_t n);
-void exp(const double* in, double* out, std::size_t n);
 // One frame of polar_spectrum (gpu/backend.h): out[2k], out[2k+1] =
 // min(exp(log_magnitude[k]), max_magnitude) * (cos, sin)(phase[k]).
 void polar(const float* log_magnitude, const float* phase, float max_magnitude, float* out,

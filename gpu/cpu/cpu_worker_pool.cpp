@@ -53,12 +53,6 @@ std::uint32_t next_job(std::uint64_t ticket) {
 
 }  // namespace
 
-int usable_cpus() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 WorkerPool& WorkerPool::shared() {
     // Never destroyed: a backend op may run during another static's
     // destruction, and the helpers sleep harmlessly through exit.
@@ -230,3 +224,13 @@ void WorkerPool::helper_main() {
 }
 
 }  // namespace etude::gpu::cpu
+
+namespace etude::gpu::host {
+
+int usable_cpus() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+}  // namespace etude::gpu::host

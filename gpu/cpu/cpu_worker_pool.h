@@ -4,13 +4,12 @@
 // Why our own and not OpenMP's teams: libgomp gives each calling thread a
 // team of its own, and a team's idle workers spin for milliseconds after
 // each loop. The engine calls the backend from several threads (each
-// stream's producer, the analysis workers), so one thread's idle team spun
-// on the core another thread's team needed: the first push of a Piper
-// sentence's flow took 12 to 14 ms on a new stream's thread against 8.5 ms
-// on a thread whose team was already made, and with GOMP_SPINCOUNT=0 the
-// two were the same (2-vCPU AMD EPYC, 2026-11-24). Here the helpers are
-// the same threads whoever calls, spin only briefly (kSpin) before they
-// sleep, and a thread that finds them busy runs its loop on its own.
+// stream's producer, the analysis workers), so one thread's idle team
+// would spin on the core another thread's team needs (docs/benchmarks.md,
+// "One worker pool, the second sentence held back, one shared decoder").
+// Here the helpers are the same threads whoever calls, spin only briefly
+// (kSpin) before they sleep, and a thread that finds them busy runs its
+// loop on its own.
 //
 // Scheduling: a helper takes on the scheduling class of the thread whose
 // loop it runs (as an OpenMP team inherits its master's), so a real-time
@@ -29,12 +28,12 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/host_compute.h"
+
 namespace etude::gpu::cpu {
 
-// The CPUs this process may run on (its affinity: taskset, a container's
-// cpuset; not the host's count, nor a CPU-time quota such as docker
-// --cpus, which leaves every CPU usable), at least 1.
-int usable_cpus();
+// gpu/host_compute.h's count of the CPUs this process may run on.
+using host::usable_cpus;
 
 class WorkerPool {
   public:

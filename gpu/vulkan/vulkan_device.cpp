@@ -1,8 +1,10 @@
 #include "gpu/vulkan/vulkan_device.h"
 
+#include <algorithm>
 #include <cstring>
-#include <thread>
 #include <vector>
+
+#include "gpu/host_compute.h"
 
 namespace etude::gpu::vk {
 namespace {
@@ -59,6 +61,36 @@ bool has_extension(const InstanceApi& api, VkPhysicalDevice d, const char* name)
     return false;
 }
 
+// DeviceInfo::compute_units. Core Vulkan does not count them; a vendor's
+// extension does, where the driver offers it: NVIDIA's streaming
+// multiprocessors (VK_NV_shader_sm_builtins), AMD's compute units
+// (VK_AMD_shader_core_properties). A CPU device (lavapipe) runs on the
+// host's threads, so it has the CPUs this process may use. Any other GPU
+// says nothing of its cores: 1, "at least one", rather than a guess.
+int count_compute_units(const InstanceApi& api, VkPhysicalDevice handle,
+                        const VkPhysicalDeviceProperties& p) {
+    if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) return host::usable_cpus();
+    if (p.apiVersion < VK_API_VERSION_1_1) return 1;  // no vkGetPhysicalDeviceProperties2
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    if (has_extension(api, handle, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        props.pNext = &nv;
+        api.vkGetPhysicalDeviceProperties2(handle, &props);
+        if (nv.shaderSMCount > 0) return static_cast<int>(nv.shaderSMCount);
+    }
+    if (has_extension(api, handle, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+        props.pNext = &amd;
+        api.vkGetPhysicalDeviceProperties2(handle, &props);
+        const std::uint64_t units = std::uint64_t(amd.shaderEngineCount) *
+                                    amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+        if (units > 0) return static_cast<int>(std::min<std::uint64_t>(units, 1u << 20));
+    }
+    return 1;
+}
+
 PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
     PhysicalDevice pd;
     pd.handle = handle;
@@ -84,10 +116,7 @@ PhysicalDevice describe(const InstanceApi& api, VkPhysicalDevice handle) {
     info.is_gpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
                   p.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
                   p.deviceType == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU;
-    // Vulkan does not count compute units; a CPU device has the host's cores.
-    info.compute_units = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
-                             ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
-                             : 1;
+    info.compute_units = count_compute_units(api, handle, p);
     VkPhysicalDeviceMemoryProperties mem;
     api.vkGetPhysicalDeviceMemoryProperties(handle, &mem);
     for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h)

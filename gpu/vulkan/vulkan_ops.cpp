@@ -187,12 +187,11 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
         });
         return;
     }
-    // Strided rows: one dispatch (copy_rows.comp), not a copy region per row.
-    // With a region per row, HiFi-GAN V1 streamed in 32-frame chunks took
-    // 795 ms per utterance on an H100 against 77 ms whole and 190 ms with its
-    // context recomputed (2026-11-26, docs/benchmarks.md): its stream copies
-    // hundreds of channel rows per layer and chunk, and NVIDIA's driver makes
-    // every region its own copy.
+    // Strided rows: one dispatch (copy_rows.comp), not a copy region per row:
+    // a vocoder's stream copies hundreds of channel rows per layer and chunk,
+    // and NVIDIA's driver makes every region its own copy, which leaves a
+    // streamed HiFi-GAN ten times slower than a whole run
+    // (docs/benchmarks.md, "First GPU run").
     struct {
         Address src, dst;
         std::uint64_t total, src_stride, dst_stride;

@@ -155,7 +155,11 @@ def test_capacity_is_measured_on_several_streams(engine):
     assert isinstance(c, libetude.EngineCapacity)
     assert c.streams_measured == 2
     assert c.speed > 1.0
-    assert c.streams == max(1, int(c.speed * 0.6))
+    # The binding carries the engine's count; the rule that makes it (two
+    # fifths of the speed kept free) is checked with hand-worked numbers in
+    # tests/engine/engine_test.cpp. Here: at least one, and never more than
+    # the streams the measured speed would keep in real time.
+    assert 1 <= c.streams <= max(1, c.speed)
     with pytest.raises(libetude.InvalidArgument):
         engine.capacity("slt", at_once=99)
     with pytest.raises(libetude.InvalidArgument):

@@ -18,7 +18,7 @@
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/piper_voice.h"
-#include "gpu/cpu/cpu_worker_pool.h"
+#include "gpu/host_compute.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
 #include "support/stream_output.h"
@@ -429,7 +429,7 @@ TEST(PiperStream, several_streams_sentences_are_analysed_at_once_and_each_is_its
         Engine engine(options);
         // (And no more than the CPUs the process may use, 2 at least.)
         const int front_ends =
-            std::clamp(turns - 1, 1, std::max(2, etude::gpu::cpu::usable_cpus()));
+            std::clamp(turns - 1, 1, std::max(2, etude::gpu::host::usable_cpus()));
         EXPECT_EQ(engine.stats().work_turns, turns);
         EXPECT_EQ(engine.stats().front_end_threads, front_ends);
         constexpr int kStreams = 4;

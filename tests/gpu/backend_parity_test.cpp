@@ -1,21 +1,24 @@
 // One parity suite for every backend: each test runs on every device the
 // registry can open (the CPU backend, each OpenCL device such as PoCL, each
-// CUDA GPU), and compares the device's results with a separate CPU backend
-// (the reference) or with values computed on the host from the definition.
-// A kind with no device here (no OpenCL ICD, a build without the CUDA
-// module, no GPU) still gets one instance, which skips with the registry's
-// note saying why.
+// CUDA GPU, each Vulkan device such as lavapipe), and compares the device's
+// results with a separate CPU backend (the reference) or with values
+// computed on the host from the definition. A kind with no device here (no
+// OpenCL ICD, no Vulkan driver, a build without the CUDA module, no GPU)
+// still gets one instance, which skips with the registry's note saying why.
 //
 // Errors are the largest error relative to the largest magnitude of the
 // expected output, and each comparison prints the one it saw, so drifts show
-// before they fail. Tolerances per device kind:
-//   CPU, OpenCL  1e-6 element-wise and layout ops (within the OpenCL spec's
-//                ULP bounds for exp/sin/cos/tanh/erf on any device);
-//                1e-5 sums whose order differs from the CPU's (gemm, the
-//                convolutions, layer norm, FFTs: see gpu/kernels/kernel_bodies.h).
-//   CUDA         1e-5 and 1e-4: the bounds the CUDA suite was written with,
-//                never yet measured on a GPU (fast-math intrinsics are not
-//                used, but cuBLAS and cuFFT choose their own algorithms).
+// before they fail. Tolerances per device kind (tests/gpu/backend_parity.h):
+//   CPU, OpenCL, 1e-6 element-wise and layout ops (within the OpenCL spec's
+//   Vulkan       ULP bounds for exp/sin/cos/tanh/erf on any device; GLSL's
+//                own are looser, so the Vulkan shaders take them from
+//                gpu/kernels/device_math.h); 1e-5 sums whose order differs
+//                from the CPU's (gemm, the convolutions, layer norm, FFTs:
+//                see gpu/kernels/kernel_bodies.h).
+//   CUDA         1e-5 and 1e-4: fast-math intrinsics are not used, but
+//                cuBLAS and cuFFT choose their own algorithms and summation
+//                orders. The suite passes within them on an H100 and an H200
+//                (docs/benchmarks.md, "Second GPU run").
 //   irfft(rfft(x)) == x on the device alone: 1e-5 everywhere.
 // Builds without OpenCL compile this file too (opencl_devices.h is then a
 // stub that finds no device), so nothing here names OpenClBackend itself.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpu/cpu/cpu_vector_math.h"
+#include "gpu/host_compute.h"
 
 namespace etude::gpu {
 namespace {
@@ -192,8 +193,8 @@ TEST(CpuVectorMath, double_gelu_and_exp_match_the_scalar_functions) {
         for (auto& v : x) v = wide(rng);
         for (auto& v : e) v = exponent(rng);
         std::vector<double> g(n), y(e);
-        cpu::gelu(x.data(), g.data(), n);
-        cpu::exp(y.data(), y.data(), n);  // in place, as the softmax calls it
+        host::gelu(x.data(), g.data(), n);
+        host::exp(y.data(), y.data(), n);  // in place, as the softmax calls it
         for (std::size_t i = 0; i < n; ++i) {
             const double want = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
             ASSERT_NEAR(g[i], want, 1e-14 * std::max(1.0, std::fabs(want))) << "x=" << x[i];

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 namespace {
@@ -45,10 +46,19 @@ TEST(ConnectionLimiter, refusals_are_reported_at_most_once_a_second_with_their_c
     ConnectionLimiter limiter(1, 1);
     std::string why;
     auto held = limiter.admit("10.0.0.1", why);
+    const auto t0 = std::chrono::steady_clock::now();
+    using std::chrono::milliseconds;
     EXPECT_FALSE(limiter.admit("10.0.0.1", why));
-    EXPECT_TRUE(limiter.refusal_report(why));
+    EXPECT_EQ(limiter.refusal_report(why, t0), "refused: " + why) << "one refusal: no count";
     for (int i = 0; i < 5; ++i) EXPECT_FALSE(limiter.admit("10.0.0.1", why));
-    EXPECT_FALSE(limiter.refusal_report(why));  // within the second
+    EXPECT_FALSE(limiter.refusal_report(why, t0 + milliseconds(999)));  // within the second
+    EXPECT_FALSE(limiter.admit("10.0.0.1", why));
+    // The next line, a second on, stands for the six refused since the last.
+    EXPECT_EQ(limiter.refusal_report(why, t0 + milliseconds(1000)),
+              "refused: " + why + " (6 refused since the last line)");
+    EXPECT_FALSE(limiter.admit("10.0.0.1", why));
+    EXPECT_EQ(limiter.refusal_report(why, t0 + milliseconds(2000)), "refused: " + why)
+        << "one refused since: the count starts again";
 }
 
 TEST(ConnectionLimiter, peer_host_drops_the_port) {

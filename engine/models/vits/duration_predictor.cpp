@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/models/vits/text_to_latent_network.h"
-#include "gpu/cpu/cpu_vector_math.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine::vits_host {
 
@@ -47,7 +47,7 @@ void TextToLatentNetwork::dds(Signal& x, const std::string& r) const {
             }
             const auto gelu_columns = [&] {
                 for (int c = 0; c < channels; ++c)
-                    gpu::cpu::gelu(y.row(c) + t0, y.row(c) + t0, std::size_t(len));
+                    gpu::host::gelu(y.row(c) + t0, y.row(c) + t0, std::size_t(len));
             };
             layer_norm_columns(y, t0, len, g1, b1);
             gelu_columns();

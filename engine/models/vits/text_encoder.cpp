@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "engine/models/vits/text_to_latent_network.h"
-#include "gpu/cpu/cpu_parallel.h"
-#include "gpu/cpu/cpu_vector_math.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine::vits_host {
 
@@ -35,7 +34,7 @@ Signal TextToLatentNetwork::attention(const Signal& x, const std::string& a) con
     // one per worker.
     const std::vector<float> rk(rel_k.begin(), rel_k.begin() + std::ptrdiff_t(rel) * kc),
         rv(rel_v.begin(), rel_v.begin() + std::ptrdiff_t(rel) * kc);
-    gpu::cpu::parallel_for(heads, [&](int h) {
+    gpu::host::parallel_for(heads, [&](int h) {
         const std::size_t nn = std::size_t(n), nk = std::size_t(n) * kc;
         const auto scores = float_scratch(nn * nn), band = float_scratch(nn * rel),
                    qt = float_scratch(nk), kh = float_scratch(nk), vh = float_scratch(nk),
@@ -61,7 +60,7 @@ Signal TextToLatentNetwork::attention(const Signal& x, const std::string& a) con
             for (int j = j0; j <= j1; ++j) row[j] += bi[j - i + win];
             const float top = *std::max_element(row, row + n);
             for (int j = 0; j < n; ++j) row[j] -= top;
-            gpu::cpu::exp(row, row, std::size_t(n));
+            gpu::host::exp(row, row, std::size_t(n));
             double sum = 0;
             for (int j = 0; j < n; ++j) sum += row[j];
             const float inverse = static_cast<float>(1.0 / sum);
@@ -138,13 +137,13 @@ Signal TextToLatentNetwork::feed_forward(const Signal& x, const WinogradConv3& c
     const auto v1 = float_scratch(points * in_plane), m1 = float_scratch(points * hidden_plane),
                v2 = float_scratch(points * hidden_plane), m2 = float_scratch(points * out_plane);
     const auto over_channels = [&](int channels, auto&& body) {
-        gpu::cpu::parallel_ranges(
+        gpu::host::parallel_ranges(
             std::size_t(channels),
-            gpu::cpu::jobs_for(std::size_t(channels) * n * 32, std::size_t(1) << 16), 1,
+            gpu::host::jobs_for(std::size_t(channels) * n * 32, std::size_t(1) << 16), 1,
             [&](std::size_t begin, std::size_t end) { body(int(begin), int(end)); });
     };
     const auto gemms = [&](const WinogradConv3& c, const float* v, float* m) {
-        gpu::cpu::parallel_for(points, [&](int p) { c.multiply(p, v, tiles, m); });
+        gpu::host::parallel_for(points, [&](int p) { c.multiply(p, v, tiles, m); });
     };
     over_channels(x.c, [&](int begin, int end) {
         for (int c = begin; c < end; ++c)

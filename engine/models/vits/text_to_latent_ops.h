@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/models/vits/vits_weights.h"
-#include "gpu/cpu/cpu_parallel.h"
+#include "gpu/host_compute.h"
 
 namespace etude::engine::vits_host {
 
@@ -75,8 +75,8 @@ void write_slice(const Conv& conv, const float* product, int len, Signal& y, int
 // 1x1 convolutions and duration predictor ran on one thread.
 template <class Body>
 void over_time_slices(int length, std::size_t macs, Body&& body) {
-    gpu::cpu::parallel_ranges(
-        std::size_t(length), gpu::cpu::jobs_for(macs, std::size_t(1) << 19), 16,
+    gpu::host::parallel_ranges(
+        std::size_t(length), gpu::host::jobs_for(macs, std::size_t(1) << 19), 16,
         [&](std::size_t begin, std::size_t end) { body(int(begin), int(end - begin)); });
 }
 

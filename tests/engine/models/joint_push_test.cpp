@@ -95,7 +95,7 @@ void check_together_equals_alone(const std::shared_ptr<gpu::Backend>& backend, c
             const bool flush = fed[i] + n == p.frames;
             ASSERT_LE(p.start + p.frames, total);
             copy_mel_frames(mel_file.data, n_mels, total, p.start + fed[i], n, mels[i]);
-            solo[i]->push(mels[i].data(), n, flush, solo_out[i]);
+            solo[i]->push(mels[i].data(), n, flush, solo_out[i], Batching::Alone);
             pushes.push_back({joint[i].get(), mels[i].data(), n, flush, &joint_out[i]});
             fed[i] += n;
             done[i] = flush;

@@ -114,6 +114,38 @@ TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_s
     }
 }
 
+// A push its caller keeps out of batches (Batching::Alone: an offline
+// reader's producer) runs at once on its own thread, even while the joiner
+// holds every push that may join: it neither waits for the joiner nor goes
+// into its batches, and its audio is the solo audio.
+TEST(StreamJoiner, a_push_kept_alone_runs_at_once_outside_the_batches) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto solo_model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner();
+    MelVocoderStream solo(solo_model);
+    const std::vector<float> want = speak(solo, mel, 0);
+    joiner.pause();
+    std::atomic<bool> done{false};
+    std::vector<float> got;
+    std::thread alone([&] {
+        MelVocoderStream s(model);
+        s.set_batching(Batching::Alone);
+        got = speak(s, mel, 0);
+        done = true;
+    });
+    wait_for([&] { return done.load() || joiner.waiting() > 0; });
+    const bool finished_while_paused = done.load();
+    const std::size_t waited = joiner.waiting();
+    joiner.resume();  // a push that did go to the joiner gets out, and the test ends
+    alone.join();
+    EXPECT_TRUE(finished_while_paused) << "the push waited for the paused joiner";
+    EXPECT_EQ(waited, 0u);
+    EXPECT_EQ(joiner.stats().pushes, 0u);
+    EXPECT_EQ(got, want);
+}
+
 // A device error partway through a batch (after some of its layers ran)
 // reaches every push of it; each stream, reset as MelVocoderStream resets its
 // runner after a failed run, then speaks as a fresh one does.
@@ -135,7 +167,7 @@ TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
         threads.emplace_back([&, i] {
             std::vector<float> values;
             try {
-                streams[i]->push(part.data(), 8, false, values);
+                streams[i]->push(part.data(), 8, false, values, Batching::Join);
             } catch (const gpu::DeviceError&) {
                 ++failed;
             } catch (...) {
@@ -157,11 +189,11 @@ TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
     EXPECT_EQ(other.load(), 0);
     auto fresh = model->open_stream();
     std::vector<float> want;
-    fresh->push(part.data(), 8, true, want);
+    fresh->push(part.data(), 8, true, want, Batching::Alone);
     for (auto& s : streams) {
         s->reset();
         std::vector<float> got;
-        s->push(part.data(), 8, true, got);
+        s->push(part.data(), 8, true, got, Batching::Alone);
         EXPECT_EQ(got, want);
     }
 }
