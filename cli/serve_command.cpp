@@ -1,4 +1,6 @@
 // etude serve: the engine as a network service (Wyoming for Home Assistant).
+#include <malloc.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -250,6 +252,11 @@ engine::Engine::Options engine_options_for(const server::VoiceCatalog& voices,
 }
 
 int run_serve(const CommandLine& args) {
+    // One malloc arena, unless MALLOC_ARENA_MAX says otherwise, set before
+    // any thread starts: glibc's default of one per thread that allocates
+    // (up to 8 per core) spread a burst's freed memory over heaps that
+    // malloc_trim does not fully shrink (docs/benchmarks.md, "Memory").
+    if (!std::getenv("MALLOC_ARENA_MAX")) ::mallopt(M_ARENA_MAX, 1);
     const auto wyoming = args.values("--wyoming");
     const auto http = args.values("--http");
     if (wyoming.empty() && http.empty())

@@ -12,7 +12,10 @@ namespace etude::engine {
 
 void BlockRecorder::record(const BlockRecord& rec) {
     std::lock_guard lock(mu_);
-    records_[written_ % kCapacity] = rec;
+    if (records_.size() < kCapacity)
+        records_.push_back(rec);
+    else
+        records_[written_ % kCapacity] = rec;
     ++written_;
     ++by_processor_[rec.processor];
     if (rec.finished_ns > rec.deadline_ns) ++late_;

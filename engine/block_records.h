@@ -22,9 +22,10 @@ namespace etude::engine {
 class BlockRecorder {
   public:
     // Records kept for stats and traces (a ring; the oldest are dropped).
+    // Grown as records come, not made whole at the start: 65,536 records
+    // are 5 MB, which every stream held though a reply of a few sentences
+    // writes a few hundred.
     static constexpr std::size_t kCapacity = 1 << 16;
-
-    BlockRecorder() : records_(kCapacity) {}
 
     std::uint64_t next_index() { return next_index_++; }
     std::uint64_t peek_index() const { return next_index_; }

@@ -124,22 +124,20 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
         throw Error(model_path() + ": speaker " + std::to_string(speaker) +
                     " is outside the voice's " + std::to_string(num_speakers()) + " speakers");
     const std::pair<int, const gpu::Backend*> key{speaker, backend.get()};
-    std::shared_ptr<const DecoderImage> image;
     {
-        std::lock_guard lock(images_mu_);
+        std::lock_guard lock(decoders_mu_);
         if (auto it = decoders_.find(key); it != decoders_.end()) return it->second;
-        auto& slot = images_[speaker];
-        if (!slot) {
-            auto made = std::make_shared<DecoderImage>();
-            made->bytes = vits_decoder_lef(network_->weights(), sample_rate(), speaker);
-            made->file.emplace(LefFile::from_bytes(made->bytes, model_path()));
-            slot = std::move(made);
-        }
-        image = slot;
     }
-    auto model = NeuralModel::load(*image->file, model_path(), std::move(backend));
+    // The decoder as a LEF image, made for this load and let go after it:
+    // kept, it held another copy of the decoder's weights (7 MB of resident
+    // size with en_US-joe-medium) for as long as the voice, to save making
+    // it again for a second backend (a GPU tier), which happens once if at all.
+    const std::vector<std::uint8_t> image =
+        vits_decoder_lef(network_->weights(), sample_rate(), speaker);
+    auto model = NeuralModel::load(LefFile::from_bytes(image, model_path()), model_path(),
+                                   std::move(backend));
     // Two streams may have loaded it at once: the first one stored wins.
-    std::lock_guard lock(images_mu_);
+    std::lock_guard lock(decoders_mu_);
     return decoders_.emplace(key, std::move(model)).first->second;
 }
 

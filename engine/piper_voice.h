@@ -82,8 +82,7 @@ class PiperVoice {
     std::shared_ptr<NeuralModel> load_decoder(int speaker,
                                               std::shared_ptr<gpu::Backend> backend) const;
     // Makes now what the first stream of `speaker` would make when it is
-    // created: the flow's network and the decoder on the CPU backend (and
-    // the decoder's image, from which the decoder on a GPU is loaded).
+    // created: the flow's network and the decoder on the CPU backend.
     // About 200 ms for a medium voice, which a server's first request would
     // otherwise wait for (Engine::Options::preload_voices calls it).
     void prepare(int speaker) const;
@@ -97,14 +96,7 @@ class PiperVoice {
     std::optional<piper::Phonemizer> phonemizer_;
     std::string phonemizer_error_;        // why there is none
     std::shared_ptr<VitsVoice> network_;  // on the CPU backend
-    // Each speaker's decoder as a LEF image, made once: each backend's copy
-    // is loaded from it (building it takes longer than loading it).
-    struct DecoderImage {
-        std::vector<std::uint8_t> bytes;
-        std::optional<LefFile> file;  // reads `bytes`
-    };
-    mutable std::mutex images_mu_;  // guards images_ and decoders_
-    mutable std::map<int, std::shared_ptr<const DecoderImage>> images_;
+    mutable std::mutex decoders_mu_;      // guards decoders_
     // By speaker and backend (the registry opens one backend per device).
     mutable std::map<std::pair<int, const gpu::Backend*>, std::shared_ptr<NeuralModel>> decoders_;
 };

@@ -30,6 +30,7 @@
 #include "engine/block_records.h"
 #include "engine/deadline.h"
 #include "engine/engine.h"
+#include "engine/idle_memory.h"
 #include "engine/piper_voice.h"
 #include "engine/playback_ring.h"
 #include "engine/sentence_accumulator.h"
@@ -150,6 +151,7 @@ class StreamCore final : public VoiceSink {
     void mark_end_if_last(std::size_t final_chunk);
     void note_first_audio(const ItemOrigin& origin);
 
+    LiveStreamMark live_;  // first: let go after all else, to give the memory back
     std::shared_ptr<EngineWorkers> engine_;
     const StreamOptions options_;
     double slow_analysis_ms_ = 0;  // StreamOptions::faults: slow-analysis (fault_plan.h)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/cpu/cpu_backend.h"
+#include "gpu/device_probe.h"
 #include "gpu/opencl/opencl_devices.h"
 #include "gpu/vulkan/vulkan_devices.h"
 
@@ -139,6 +140,37 @@ bool file_exists(const char* path) {
     return path && *path && ::stat(path, &st) == 0;
 }
 
+// The device of `kind` a request names, among those found of that kind.
+DeviceInfo one_of(BackendKind kind, const std::vector<DeviceInfo>& of_kind,
+                  const BackendRequest& request) {
+    if (request.device < 0) return of_kind.front();
+    for (const auto& d : of_kind)
+        if (d.index == request.device) return d;
+    // Named by the device index alone: the option that gave it is
+    // --gpu-device in etude say, jack and serve, --device in etude vocode.
+    throw std::invalid_argument("there is no " + std::string(kind_label(kind)) + " device " +
+                                std::to_string(request.device) + "; found " +
+                                std::to_string(of_kind.size()) + " (see 'etude devices')");
+}
+
+// A module's devices, or notes saying why there are none.
+void detect_module(const BackendModule& m, DetectedDevices& found) {
+    try {
+        auto devices = m.detect(found.notes);
+        found.devices.insert(found.devices.end(), devices.begin(), devices.end());
+    } catch (const std::exception& e) {
+        found.notes.push_back(std::string(m.label) + ": " + e.what());
+    }
+}
+
+// Whether the NVIDIA driver is in this process already (RTLD_NOLOAD loads
+// nothing; the reference it takes is given back at once).
+bool cuda_driver_loaded() {
+    void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h) ::dlclose(h);
+    return h != nullptr;
+}
+
 }  // namespace
 
 BackendRequest parse_backend_request(const std::string& kind, int device) {
@@ -200,19 +232,39 @@ void DeviceRegistry::detect() const {
 }
 
 void DeviceRegistry::detect_now() const {
-    for (const BackendModule& m : kModules) {
-        try {
-            auto found = m.detect(notes_);
-            devices_.insert(devices_.end(), found.begin(), found.end());
-        } catch (const std::exception& e) {
-            notes_.push_back(std::string(kind_label(m.kind)) + ": " + e.what());
-        }
-    }
+    // The CPU's entry here; every other backend's in a child process
+    // (gpu/device_probe.h says why), or here when no child can be made.
+    // CUDA stays here when this process has the NVIDIA driver loaded
+    // already (someone else uses CUDA): a forked child cannot use a CUDA
+    // its parent has begun, and the driver's cost is paid.
+    const bool cuda_here = cuda_driver_loaded();
+    const auto detect_drivers = [cuda_here] {
+        DetectedDevices found;
+        for (const BackendModule& m : kModules)
+            if (m.kind != BackendKind::Cpu && !(cuda_here && m.kind == BackendKind::Cuda))
+                detect_module(m, found);
+        return found;
+    };
+    DetectedDevices found;
+    if (auto in_child = detect_in_child(detect_drivers))
+        found = std::move(*in_child);
+    else
+        found = detect_drivers();
+    for (const BackendModule& m : kModules)
+        if (m.kind == BackendKind::Cpu || (cuda_here && m.kind == BackendKind::Cuda))
+            detect_module(m, found);
+    devices_ = std::move(found.devices);
+    notes_ = std::move(found.notes);
     std::stable_sort(devices_.begin(), devices_.end(),
                      [](const DeviceInfo& a, const DeviceInfo& b) { return rank(a) < rank(b); });
 }
 
 DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
+    // The CPU is always there: asking for it detects nothing.
+    if (request.kind == "cpu") {
+        std::vector<std::string> none;
+        return one_of(BackendKind::Cpu, detect_cpu(none), request);
+    }
     detect();
     if (request.kind == "auto") {
         if (request.device < 0) return devices_.front();
@@ -234,14 +286,7 @@ DeviceInfo DeviceRegistry::resolve(const BackendRequest& request) const {
             if (n.rfind(kind_label(kind), 0) == 0) why = ": " + n;
         throw std::invalid_argument(std::string("no ") + kind_label(kind) + " device" + why);
     }
-    if (request.device < 0) return of_kind.front();
-    for (const auto& d : of_kind)
-        if (d.index == request.device) return d;
-    // Named by the device index alone: the option that gave it is
-    // --gpu-device in etude say, jack and serve, --device in etude vocode.
-    throw std::invalid_argument("there is no " + std::string(kind_label(kind)) + " device " +
-                                std::to_string(request.device) + "; found " +
-                                std::to_string(of_kind.size()) + " (see 'etude devices')");
+    return one_of(kind, of_kind, request);
 }
 
 std::shared_ptr<Backend> DeviceRegistry::cpu() {

@@ -1,12 +1,16 @@
 // Finding, ranking and opening compute devices, and the kernel registry.
 //
-// Detection runs once per process: the CPU backend always; every OpenCL
-// platform/device (through the ICD loader); every CUDA device (through the
-// optional module libetude_cuda.so, loaded at run time so that a build or a
-// machine without CUDA still runs); every Vulkan device (through the system's
-// Vulkan loader, opened at run time for the same reason). Whatever goes wrong on the way (no
-// OpenCL platform, an ICD that fails to load, a CUDA driver older than the
-// toolkit, no GPU) becomes a one-line note, never an exception.
+// Detection runs once per process, and only when a request needs it (a
+// request for the CPU backend never does): the CPU backend always; every
+// OpenCL platform/device (through the ICD loader); every CUDA device
+// (through the optional module libetude_cuda.so, loaded at run time so that
+// a build or a machine without CUDA still runs); every Vulkan device
+// (through the system's Vulkan loader, opened at run time for the same
+// reason). All but the CPU are asked in a short-lived child process
+// (device_probe.h), so no driver stays loaded here unless its device is
+// opened. Whatever goes wrong on the way (no OpenCL platform, an ICD that
+// fails to load, a CUDA driver older than the toolkit, no GPU, a driver that
+// crashes) becomes a one-line note, never an exception.
 //
 // Ranking: CUDA GPU, then Vulkan GPU, then OpenCL GPU, then the devices that
 // run on the host's cores (Vulkan's lavapipe, then OpenCL's PoCL), then the
@@ -38,13 +42,14 @@ BackendRequest parse_backend_request(const std::string& kind, int device = -1);
 BackendRequest with_environment(BackendRequest r);
 
 // The process's CPU backend. Cheap: it does not run device detection (which
-// loads the OpenCL ICDs and the CUDA module, and costs start-up time and
-// memory), so CPU-only work never pays for it.
+// costs start-up time: a child process that loads the OpenCL ICDs, the
+// Vulkan drivers and the CUDA module), so CPU-only work never pays for it.
 std::shared_ptr<Backend> shared_cpu_backend();
 
 class DeviceRegistry {
   public:
-    // Detection runs on the first call to devices(), notes(), resolve() or open().
+    // Detection runs on the first call to devices(), notes(), or resolve() or
+    // open() of anything but the CPU.
     static DeviceRegistry& instance();
 
     // Every device found, best first (the ranking above).
