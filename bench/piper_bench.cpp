@@ -27,6 +27,7 @@
 namespace {
 
 using etude::engine::Engine;
+using etude::engine::SchedulingClass;
 using etude::engine::StreamOptions;
 
 std::string env_or(const char* name, const char* fallback) {
@@ -53,7 +54,7 @@ StreamOptions options_for(const std::string& voice, double latency_ms = 100.0) {
     o.latency_ms = latency_ms;
     o.sample_rate = 0;  // the voice's own
     o.backend = "cpu";
-    o.realtime_workers = false;
+    o.scheduling = SchedulingClass::Offline;
     return o;
 }
 

@@ -57,7 +57,7 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
     // (server::network_stream_options() says the same): the answer is what
     // the CPUs hold, not what Options::work_turns allows.
     StreamOptions outside = options;
-    outside.realtime_workers = false;
+    outside.scheduling = SchedulingClass::Network;
     std::vector<std::unique_ptr<Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(outside));
     const auto count = static_cast<std::size_t>(n);

@@ -24,7 +24,7 @@ engine::StreamOptions network_stream_options(engine::StreamOptions options) {
     // No audio callback waits on this stream: its reader is a socket. At
     // real-time priority, streams computing as fast as their clients take
     // audio would starve the connection threads that send it.
-    options.realtime_workers = false;
+    options.scheduling = engine::SchedulingClass::Network;
     return options;
 }
 

@@ -119,7 +119,7 @@ engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice&
     // block, so never trade quality for time, and do not take real-time
     // priority from the screen reader's own threads.
     o.allow_reduced_tier = false;
-    o.realtime_workers = false;
+    o.scheduling = engine::SchedulingClass::Network;
     return o;
 }
 
