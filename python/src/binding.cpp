@@ -446,7 +446,7 @@ void bind_voices(nb::module_& m) {
         "list_voices",
         [] {
             nb::gil_scoped_release nogil;
-            return guarded(Code::InvalidArgument, [] { return Engine::list_voices(); });
+            return guarded(ETUDE_ERROR_INVALID_ARGUMENT, [] { return Engine::list_voices(); });
         },
         "Every voice: the built-in ones, then the voice folders' Piper voices "
         "(one whose config cannot be read has `problem` set).");
@@ -454,7 +454,8 @@ void bind_voices(nb::module_& m) {
         "find_voice",
         [](const std::string& name_or_path) {
             nb::gil_scoped_release nogil;
-            return guarded(Code::InvalidArgument, [&] { return Engine::find_voice(name_or_path); });
+            return guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                           [&] { return Engine::find_voice(name_or_path); });
         },
         "name_or_path"_a,
         "The voice a built-in name, a Piper voice's path or a name in the voice folders "
