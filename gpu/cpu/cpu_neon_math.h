@@ -12,8 +12,9 @@
 // polynomial), within 0.7 ulp of the double exp over [-87, 88]; tanh4 is
 // built on it, within 1.2e-7 absolute over [-12, 12] (the form
 // 1 - 2 / (e^2x + 1) loses relative precision for small |x|, not absolute);
-// the gate within 1.4e-7 (a sweep of 2 M points each, under qemu). Both far inside the 1e-4 parity the neural vocoders are tested
-// to, and the 1e-6 of gpu/cpu_backend_test.cpp. The reductions use fused
+// the gate within 1.4e-7 (a sweep of 2 M points each, under qemu). All far
+// inside the 1e-4 parity the neural vocoders are tested to, and the 1e-6 of
+// gpu/cpu_backend_test.cpp. The reductions use fused
 // multiply-adds, which -ffast-math (this file's includer is compiled with
 // it) cannot reassociate, so the reduction stays exact.
 //
