@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
 #   scripts/bootstrap.sh demo [TEXT]   install what is missing, build (Release), speak TEXT
-#   scripts/bootstrap.sh test          install what is missing, build, run the whole test suite
+#   scripts/bootstrap.sh test          install what is missing, build, run the whole test suite,
+#                                      then the aarch64 cross-build's portable suite (arm64-test)
+#   scripts/bootstrap.sh arm64-test    install what is missing, cross-build for 64-bit ARM into
+#                                      BUILD-arm64 and run the portable suite under qemu
 # Runs as root, or as a user with sudo (used only for apt-get). Quiet when
 # nothing is missing; idempotent.
 set -euo pipefail
@@ -58,6 +61,22 @@ test_packages+=(valgrind)
 # The real speech-dispatcher daemon (with its ALSA output plugin), spd-say and
 # the Python client library run sd_etude (tests/speechd/speechd_daemon_test.py).
 test_packages+=(speech-dispatcher speech-dispatcher-audio-plugins python3-speechd)
+
+# Only for `arm64-test` (docs/backends.md, "64-bit ARM"): the cross compiler,
+# qemu (user mode: ctest runs each aarch64 test program through it, no binfmt
+# needed) and the :arm64 builds of the libraries above. Left out: the
+# programs (jackd2, flite, the glslc and spirv-tools the build runs are the
+# host's), the header-only and architecture-independent packages
+# (nlohmann-json3-dev, libcli11-dev, opencl-headers: installed once for
+# both), and the drivers the emulated tests do not use (pocl-opencl-icd,
+# mesa-vulkan-drivers: see docs/backends.md). CUDA has no arm64 toolkit here.
+arm64_packages=(crossbuild-essential-arm64 qemu-user-static)
+for p in libfftw3-dev libsamplerate0-dev libsndfile1-dev portaudio19-dev libjack-jackd2-dev \
+         flite1-dev libopenblas-dev zlib1g-dev libespeak-ng-dev libicu-dev libcpp-httplib-dev \
+         libavahi-client-dev libexpat1-dev libpcre2-dev ocl-icd-opencl-dev libclfft-dev \
+         libvulkan-dev libgtest-dev libbenchmark-dev; do
+  arm64_packages+=("$p:arm64")
+done
 
 install_missing() {
   local missing=()
@@ -179,6 +198,37 @@ build() {
   rm -f "$log"
 }
 
+# The aarch64 cross-build (cmake/toolchains/aarch64-linux-gnu.cmake) in
+# BUILD-arm64, and its portable suite under qemu (tests/CMakeLists.txt says
+# which tests). Lean, as CI runs it beside the native suite: no CUDA, no
+# benchmarks or examples. The emulated tests time nothing (the timed ones
+# skip there), so they run two at a time.
+arm64_test() {
+  if [ "$(dpkg --print-architecture)" != amd64 ]; then
+    echo "bootstrap: arm64-test cross-builds from an amd64 Debian machine; on $(dpkg --print-architecture) use 'test'" >&2
+    exit 2
+  fi
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    "${sudo[@]}" dpkg --add-architecture arm64
+  fi
+  install_missing "${arm64_packages[@]}"
+  local dir=$build_dir-arm64 log
+  log=$(mktemp)
+  if ! { cmake -S "$here" -B "$dir" --toolchain "$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
+           -DCMAKE_BUILD_TYPE=Release -DETUDE_WITH_CUDA=OFF -DETUDE_BUILD_BENCHMARKS=OFF \
+           -DETUDE_BUILD_EXAMPLES=OFF &&
+         cmake --build "$dir" -j"$jobs"; } >"$log" 2>&1; then
+    grep -E "error|Error" "$log" | head -50 >&2 || cat "$log" >&2
+    echo "bootstrap: aarch64 cross-build failed (full log: $log)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  echo "bootstrap: the aarch64 cross-build's portable suite, under qemu"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
+}
+
 mode=${1:-}
 case "$mode" in
   demo)
@@ -229,9 +279,14 @@ case "$mode" in
     rm -f "$log"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_rt"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
+    # Last, with its own closing line: the aarch64 cross-build under qemu.
+    arm64_test
+    ;;
+  arm64-test)
+    arm64_test
     ;;
   *)
-    echo "usage: $0 demo [TEXT] | test" >&2
+    echo "usage: $0 demo [TEXT] | test | arm64-test" >&2
     exit 2
     ;;
 esac

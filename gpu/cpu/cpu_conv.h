@@ -7,11 +7,12 @@
 //                     then W [out/g x in/g*kernel] * columns;
 //   conv_transpose1d  W^T [out/g*kernel x in/g] * x, then col2im (each
 //                     column scatter-added into the output at its stride).
-// On CPUs with AVX2 and FMA, an ungrouped stride-1 conv1d with more than one
-// tap skips im2col and SGEMM: cpu_direct_conv.h computes it in register
-// tiles from a staged copy of the input (1.2-1.5x faster on the vocoders'
-// and the VITS flow's layers), and so does a transposed one whose weights
-// fit in L2, one phase of its stride at a time. Depthwise layers (one
+// On AArch64 and on x86-64 CPUs with AVX2 and FMA, an ungrouped stride-1
+// conv1d with more than one tap skips im2col and SGEMM: cpu_direct_conv.h
+// computes it in register tiles from a staged copy of the input (1.2-1.5x
+// faster on the vocoders' and the VITS flow's layers, on x86), and so does
+// a transposed one whose weights fit in L2, one phase of its stride at a
+// time. Depthwise layers (one
 // channel in and out per group) are direct loops. The column buffer is per
 // thread, kept between calls, and bounded by the layer's width, not the
 // signal's length (1-3 MB for most of the vocoders' layers, 16 MB for 512

@@ -7,10 +7,19 @@
 
 #include "gpu/cpu/cpu_parallel.h"
 
+// The register tiles are written once over Lanes8, eight output columns:
+// one AVX2 register on x86-64 (with FMA, checked at run time), two NEON
+// registers on AArch64 (where Advanced SIMD and its fused multiply-add are
+// part of the base architecture, so nothing is checked). Either way every
+// step is one fused multiply-add per column, so both give the same floats.
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define ETUDE_DIRECT_CONV_X86 1
-#define ETUDE_AVX2 __attribute__((target("avx2,fma")))
+#define ETUDE_DIRECT_CONV_TILES 1
+#define ETUDE_TILE_CODE __attribute__((target("avx2,fma")))
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define ETUDE_DIRECT_CONV_TILES 1
+#define ETUDE_TILE_CODE
 #endif
 
 namespace etude::gpu::cpu {
@@ -18,9 +27,10 @@ namespace {
 
 // A register tile is kRows output channels by V x 8 output times. The
 // main tile, V = 3, holds 12 accumulators plus 3 input loads and one
-// broadcast weight in AVX2's 16 registers; every (input channel, tap) step
-// does 12 fused multiply-adds for 3 loads and 4 broadcasts, which two load
-// ports keep up with. The last columns of a chunk take a tile of 2 or 1
+// broadcast weight in AVX2's 16 registers (on NEON, twice as many of half
+// the width: 24 + 6 + 1 of its 32); every (input channel, tap) step does 12
+// fused multiply-adds of 8 columns for 3 loads and 4 broadcasts, which two
+// load ports keep up with. The last columns of a chunk take a tile of 2 or 1
 // vectors, so a short signal (the VITS flow pushes 32-47 frames) computes
 // at most 7 columns it throws away. Channel counts that are not a multiple
 // of kRows finish with fewer rows.
@@ -36,10 +46,12 @@ constexpr std::size_t kStageFloats = std::size_t{1} << 15;
 // half of a small L2 (see direct_conv_transpose1d_applies).
 constexpr std::size_t kTransposeWeightFloats = std::size_t{1} << 16;
 
-bool cpu_has_avx2_fma() {
-#ifdef ETUDE_DIRECT_CONV_X86
+bool cpu_runs_tiles() {
+#if defined(ETUDE_DIRECT_CONV_TILES) && defined(__x86_64__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#elif defined(ETUDE_DIRECT_CONV_TILES)
+    return true;
 #else
     return false;
 #endif
@@ -51,7 +63,7 @@ bool direct_enabled() {
     static const bool enabled = [] {
         const char* env = std::getenv("ETUDE_CPU_DIRECT_CONV");
         if (env && std::strcmp(env, "0") == 0) return false;
-        return cpu_has_avx2_fma();
+        return cpu_runs_tiles();
     }();
     return enabled;
 }
@@ -64,19 +76,103 @@ struct Taps {
     std::ptrdiff_t x_step = 1, w_in = 0, w_row = 0, w_tap = 1;
 };
 
-#ifdef ETUDE_DIRECT_CONV_X86
+#ifdef ETUDE_DIRECT_CONV_TILES
+#define ETUDE_LANES inline __attribute__((always_inline)) ETUDE_TILE_CODE
+#ifdef __x86_64__
+struct Lanes8 {
+    __m256 v;
+};
+ETUDE_LANES Lanes8 splat(float a) {
+    return {_mm256_set1_ps(a)};
+}
+// The weights of a tile's R rows for one (input channel, tap): on AVX2
+// each is broadcast where it is used, one register at a time.
+struct RowWeights {
+    const float* first;
+    std::ptrdiff_t stride;
+};
+template <int R>
+ETUDE_LANES RowWeights load_row_weights(const float* first, std::ptrdiff_t stride) {
+    return {first, stride};
+}
+ETUDE_LANES Lanes8 row_weight(const RowWeights& w, int r) {
+    return {_mm256_broadcast_ss(w.first + r * w.stride)};
+}
+ETUDE_LANES Lanes8 load(const float* p) {
+    return {_mm256_loadu_ps(p)};
+}
+ETUDE_LANES void store(float* p, Lanes8 a) {
+    _mm256_storeu_ps(p, a.v);
+}
+// acc + w x, rounded once.
+ETUDE_LANES Lanes8 fused_multiply_add(Lanes8 w, Lanes8 x, Lanes8 acc) {
+    return {_mm256_fmadd_ps(w.v, x.v, acc.v)};
+}
+#else
+struct Lanes8 {
+    float32x4_t lo, hi;
+};
+ETUDE_LANES Lanes8 splat(float a) {
+    return {vdupq_n_f32(a), vdupq_n_f32(a)};
+}
+// On NEON the R weights share one register, each multiplied by its lane:
+// 24 accumulators, 6 inputs and it fill 31 of the 32 registers, where a
+// register per row's broadcast would spill accumulators to the stack.
+struct RowWeights {
+    float32x4_t lanes;
+};
+template <int R>
+ETUDE_LANES RowWeights load_row_weights(const float* first, std::ptrdiff_t stride) {
+    float32x4_t v = vdupq_n_f32(0.0f);
+    v = vld1q_lane_f32(first, v, 0);
+    if constexpr (R > 1) v = vld1q_lane_f32(first + stride, v, 1);
+    if constexpr (R > 2) v = vld1q_lane_f32(first + 2 * stride, v, 2);
+    if constexpr (R > 3) v = vld1q_lane_f32(first + 3 * stride, v, 3);
+    return {v};
+}
+ETUDE_LANES Lanes8 row_weight(const RowWeights& w, int r) {
+    // The lane must be a constant: r is one after the rows' loop unrolls.
+    float32x4_t v;
+    switch (r) {
+        case 0:
+            v = vdupq_laneq_f32(w.lanes, 0);
+            break;
+        case 1:
+            v = vdupq_laneq_f32(w.lanes, 1);
+            break;
+        case 2:
+            v = vdupq_laneq_f32(w.lanes, 2);
+            break;
+        default:
+            v = vdupq_laneq_f32(w.lanes, 3);
+            break;
+    }
+    return {v, v};
+}
+ETUDE_LANES Lanes8 load(const float* p) {
+    return {vld1q_f32(p), vld1q_f32(p + 4)};
+}
+ETUDE_LANES void store(float* p, Lanes8 a) {
+    vst1q_f32(p, a.lo);
+    vst1q_f32(p + 4, a.hi);
+}
+ETUDE_LANES Lanes8 fused_multiply_add(Lanes8 w, Lanes8 x, Lanes8 acc) {
+    return {vfmaq_f32(acc.lo, w.lo, x.lo), vfmaq_f32(acc.hi, w.hi, x.hi)};
+}
+#endif
+
 // One tile: R output rows over 8 V times of the staged input `xs` (rows
 // xs_stride apart), written to `out` (rows out_stride apart), the first
 // `keep` columns of each row.
 template <int R, int V>
-ETUDE_AVX2 void tile(const float* xs, std::size_t xs_stride, const Taps& t, const float* w,
-                     const float* bias, float* out, std::size_t out_stride, int keep) {
+ETUDE_TILE_CODE void tile(const float* xs, std::size_t xs_stride, const Taps& t, const float* w,
+                          const float* bias, float* out, std::size_t out_stride, int keep) {
     const int in_channels = t.in_channels, taps = t.taps;
     const std::ptrdiff_t x_step = t.x_step, w_in = t.w_in, w_row = t.w_row, w_tap = t.w_tap;
-    __m256 acc[R][V];
+    Lanes8 acc[R][V];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-        const __m256 b = _mm256_set1_ps(bias ? bias[r] : 0.0f);
+        const Lanes8 b = splat(bias ? bias[r] : 0.0f);
 #pragma GCC unroll 4
         for (int v = 0; v < V; ++v) acc[r][v] = b;
     }
@@ -86,14 +182,15 @@ ETUDE_AVX2 void tile(const float* xs, std::size_t xs_stride, const Taps& t, cons
         for (int j = 0; j < taps; ++j) {
             const float* p = xr + j * x_step;
             const float* wj = wr + j * w_tap;
-            __m256 x[V];
+            Lanes8 x[V];
 #pragma GCC unroll 4
-            for (int v = 0; v < V; ++v) x[v] = _mm256_loadu_ps(p + 8 * v);
+            for (int v = 0; v < V; ++v) x[v] = load(p + 8 * v);
+            const RowWeights weights = load_row_weights<R>(wj, w_row);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                const __m256 wv = _mm256_broadcast_ss(wj + r * w_row);
+                const Lanes8 wv = row_weight(weights, r);
 #pragma GCC unroll 4
-                for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(wv, x[v], acc[r][v]);
+                for (int v = 0; v < V; ++v) acc[r][v] = fused_multiply_add(wv, x[v], acc[r][v]);
             }
         }
     }
@@ -101,16 +198,16 @@ ETUDE_AVX2 void tile(const float* xs, std::size_t xs_stride, const Taps& t, cons
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-            for (int v = 0; v < V; ++v) _mm256_storeu_ps(out + r * out_stride + 8 * v, acc[r][v]);
+            for (int v = 0; v < V; ++v) store(out + r * out_stride + 8 * v, acc[r][v]);
         return;
     }
     // A last, partial tile: every accumulator stored by a fully unrolled
     // loop (an indexed one would keep them in memory through the whole sum).
-    alignas(32) float rows[R][8 * V];
+    float rows[R][8 * V];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) _mm256_store_ps(rows[r] + 8 * v, acc[r][v]);
+        for (int v = 0; v < V; ++v) store(rows[r] + 8 * v, acc[r][v]);
     for (int r = 0; r < R; ++r) std::memcpy(out + r * out_stride, rows[r], sizeof(float) * keep);
 }
 
@@ -190,7 +287,7 @@ int direct_conv1d_chunk(const Conv1dShape& s) {
 
 void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const float* bias,
                    float* y, int t0, int count, int o0, int o1) {
-#ifdef ETUDE_DIRECT_CONV_X86
+#ifdef ETUDE_DIRECT_CONV_TILES
     const int out_len = s.conv_out_length();
     // The chunk's input, a whole number of tiles wide plus the taps' reach;
     // column 0 is the input of output t0 through tap 0.
@@ -239,7 +336,7 @@ int direct_conv_transpose1d_chunk(const Conv1dShape& s) {
 
 void direct_conv_transpose1d(const Conv1dShape& s, const float* x, const float* w,
                              const float* bias, float* y, int q0, int count, int o0, int o1) {
-#ifdef ETUDE_DIRECT_CONV_X86
+#ifdef ETUDE_DIRECT_CONV_TILES
     const int out_len = s.transpose_out_length();
     const int u = s.stride, most = phase_taps(s.kernel, u, 0);
     // Step q of phase r sums x[q - j] * w[.][.][r + j u] over its taps j;

@@ -1,5 +1,6 @@
-// A direct conv1d for the CPU backend on AVX2 + FMA: the output computed in
-// register tiles straight from the input, without im2col or SGEMM.
+// A direct conv1d for the CPU backend on AVX2 + FMA (x86-64) or NEON
+// (AArch64): the output computed in register tiles straight from the input,
+// without im2col or SGEMM.
 //
 // Why: the vocoders' and the VITS flow's convolutions have few channels (32
 // to 384) and long or short time axes. As im2col + SGEMM each call copied
@@ -23,9 +24,10 @@
 
 namespace etude::gpu::cpu {
 
-// Whether this CPU runs the direct path (AVX2 and FMA; checked once) and
-// the shape is one it handles: one group, stride 1. ETUDE_CPU_DIRECT_CONV=0
-// turns it off (the im2col + SGEMM path then runs every layer).
+// Whether this CPU runs the direct path (x86-64: AVX2 and FMA, checked once;
+// AArch64: always, NEON being part of the base architecture) and the shape
+// is one it handles: one group, stride 1. ETUDE_CPU_DIRECT_CONV=0 turns it
+// off (the im2col + SGEMM path then runs every layer).
 bool direct_conv1d_applies(const Conv1dShape& s);
 
 // For tests: while one lives, direct_conv1d_applies is false on the thread

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpu/cpu/cpu_neon_math.h"
 #include "gpu/host_compute.h"
 
 // GCC: one clone per instruction set, chosen by the loader. Other compilers
@@ -22,17 +23,31 @@ ETUDE_VECTOR_CLONES void gelu(const float* in, float* out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * 0.70710678118654752f));
 }
+// AArch64: the NEON loops of cpu_neon_math.h (no libmvec there), beside
+// the loops GCC vectorises through libmvec on x86-64.
 ETUDE_VECTOR_CLONES void tanh(const float* in, float* out, std::size_t n) {
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    neon::map(in, out, n, neon::tanh4);
+#else
     for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(in[i]);
+#endif
 }
 ETUDE_VECTOR_CLONES void exp(const float* in, float* out, std::size_t n) {
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    neon::map(in, out, n, neon::exp4);
+#else
     for (std::size_t i = 0; i < n; ++i) out[i] = std::exp(in[i]);
+#endif
 }
 ETUDE_VECTOR_CLONES void gated_tanh(const float* a, const float* b, float* out, std::size_t n) {
     // exp's argument held at 80: under -ffast-math an exp that overflows to
     // inf gives NaN here, not 0. Past 80 the sigmoid is below 2e-35 anyway.
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    neon::gate(a, b, out, n);
+#else
     for (std::size_t i = 0; i < n; ++i)
         out[i] = std::tanh(a[i]) / (1.0f + std::exp(std::min(-b[i], 80.0f)));
+#endif
 }
 ETUDE_VECTOR_CLONES void sin(const float* in, float* out, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(in[i]);

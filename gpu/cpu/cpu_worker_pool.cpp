@@ -27,6 +27,8 @@ thread_local bool t_inside_job = false;
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
 #else
     std::this_thread::yield();
 #endif

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/piper/espeak_session.h"
+#include "support/emulation.h"
 #include "support/jack_harness.h"
 #include "support/wav_file.h"
 
@@ -194,6 +195,7 @@ std::string lines_input(const std::string& name) {
 }  // namespace
 
 TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 128, "live");
     ASSERT_TRUE(server.ready()) << "jackd did not start:\n" << server.log();
     CaptureClient capture(server.name(), 40.0);
@@ -208,6 +210,7 @@ TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
 // and through PortAudio's JACK host API: live equals `etude say` of the same
 // text and seed, with no underrun, while both cores are loaded.
 TEST(JackClient, a_piper_voice_speaks_live_equal_to_its_offline_render) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng: Piper voices take no text";
     // --backend cpu: the same tier live and offline wherever a GPU exists.
@@ -225,6 +228,7 @@ TEST(JackClient, a_piper_voice_speaks_live_equal_to_its_offline_render) {
 }
 
 TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_render) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     if (!etude::piper::EspeakSession::available())
         GTEST_SKIP() << "built without espeak-ng: Piper voices take no text";
     const std::string voice = "--voice " + std::string(ETUDE_TEST_DATA) +
@@ -240,6 +244,7 @@ TEST(JackClient, a_piper_voice_plays_through_portaudio_equal_to_its_offline_rend
 }
 
 TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 256, "pa");
     ASSERT_TRUE(server.ready()) << server.log();
     CaptureClient capture(server.name(), 30.0);
@@ -251,6 +256,7 @@ TEST(JackClient, portaudio_jack_host_api_plays_the_same_audio) {
 }
 
 TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     for (int period : {16, 4096}) {
         JackServer server(48000, period, std::string("p").append(std::to_string(period)));
         ASSERT_TRUE(server.ready()) << server.log();
@@ -302,6 +308,9 @@ TEST(JackClient, tiny_and_huge_periods_still_speak_correctly) {
 }
 
 TEST(JackClient, missing_server_and_missing_port_give_clear_errors) {
+    if (const char* emulator = etude::test::emulator())
+        GTEST_SKIP() << "under emulation (" << emulator << ") the etude program this test "
+                     << "starts is a foreign binary (no binfmt); the native suite runs it";
     const std::string in = write_input("none.txt", "hello\n");
     auto r = run_etude("jack --server no-such-server-xyz", in);
     EXPECT_EQ(r.status, 1);
@@ -318,6 +327,7 @@ TEST(JackClient, missing_server_and_missing_port_give_clear_errors) {
 }
 
 TEST(JackClient, server_going_away_is_reported_not_a_hang) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 256, "gone", /*reused_name=*/true);  // see JackServer
     ASSERT_TRUE(server.ready());
     // A long text kept open on stdin (a fifo would also do): the client is
@@ -342,6 +352,7 @@ TEST(JackClient, server_going_away_is_reported_not_a_hang) {
 }
 
 TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 256, "flood");
     ASSERT_TRUE(server.ready());
     std::string text;
@@ -378,6 +389,7 @@ TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
 // none was our callback running. Underruns and fallbacks are checked on
 // every attempt.
 TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
+    ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 1024, "gpufault");
     ASSERT_TRUE(server.ready()) << server.log();
     std::string text, lines;

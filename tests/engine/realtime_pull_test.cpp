@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "support/emulation.h"
 #include "support/realtime_guard.h"
 
 using namespace etude::engine;
@@ -89,6 +90,7 @@ void expect_no_violations() {
 }
 
 TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
+    ETUDE_SKIP_WHEN_EMULATED("the consumer pulls at the pace of a real-time audio callback");
     Engine engine;
     StreamOptions o;
     o.sample_rate = 48000;  // exercise the resampling producer too
@@ -116,6 +118,7 @@ TEST(RealtimePull, pull_never_allocates_locks_or_blocks) {
 
 // The same rules when the callback also follows SSML marks, through a cancel.
 TEST(RealtimePull, taking_marks_never_allocates_locks_or_blocks) {
+    ETUDE_SKIP_WHEN_EMULATED("the consumer pulls at the pace of a real-time audio callback");
     Engine engine;
     StreamOptions o;
     o.sample_rate = 48000;
@@ -146,6 +149,7 @@ TEST(RealtimePull, taking_marks_never_allocates_locks_or_blocks) {
 // and the phase-reconstruction shadow all run on the producer thread; the
 // consumer only copies from the ring, through speech, cancel and silence.
 TEST(RealtimePull, mel_stream_pull_never_allocates_locks_or_blocks) {
+    ETUDE_SKIP_WHEN_EMULATED("the consumer pulls at the pace of a real-time audio callback");
     Engine engine;
     StreamOptions o;
     o.model = ETUDE_TEST_DATA "/neural/hifigan_v1.lef";

@@ -1,6 +1,6 @@
 // The CPU backend's convolutions (gpu/cpu/cpu_conv.cpp: im2col/col2im +
 // SGEMM, direct loops for depthwise, and gpu/cpu/cpu_direct_conv.cpp's
-// register tiles on AVX2 CPUs; conv1d is checked on both of its paths)
+// register tiles on AArch64 and AVX2 CPUs; conv1d is checked on both of its paths)
 // against a direct double-precision
 // evaluation of the definition in gpu/backend.h, over random shapes with
 // stride, dilation, padding, groups and batch, plus the vocoders' shapes and
@@ -192,9 +192,9 @@ Conv1dShape random_shape(std::mt19937& rng, bool transpose) {
     }
 }
 
-// Each convolution on each of its paths: the direct register tiles (where
-// the CPU has AVX2 and FMA) and im2col/col2im + SGEMM (everywhere; the only
-// path elsewhere).
+// Each convolution on each of its paths: the direct register tiles (NEON on
+// AArch64; on x86-64 where the CPU has AVX2 and FMA) and im2col/col2im +
+// SGEMM (everywhere; the only path elsewhere).
 enum class ConvPath { Direct, Im2col };
 
 class CpuConvPaths : public CpuConv, public ::testing::WithParamInterface<ConvPath> {
@@ -203,8 +203,10 @@ class CpuConvPaths : public CpuConv, public ::testing::WithParamInterface<ConvPa
         if (GetParam() == ConvPath::Im2col)
             off_.emplace();
         else if (!cpu::direct_conv1d_applies(make(1, 2, 2, 8, 3, 1, 1, 1, 1)))
-            GTEST_SKIP() << "the direct conv1d does not run here: the CPU lacks AVX2 or FMA, or "
-                            "ETUDE_CPU_DIRECT_CONV=0";
+            GTEST_SKIP()
+                << "the direct conv1d does not run here: an x86-64 CPU without AVX2 or FMA, "
+                   "another architecture than x86-64 or AArch64, or "
+                   "ETUDE_CPU_DIRECT_CONV=0";
     }
     std::optional<cpu::DirectConvOff> off_;
 };

@@ -22,7 +22,12 @@ void* __libc_memalign(size_t, size_t);
 // needs no dlsym (which itself takes locks while it resolves).
 int etude_real_pthread_mutex_lock(pthread_mutex_t*);
 }
+// The alias carries the architecture's first glibc version.
+#if defined(__aarch64__)
+__asm__(".symver etude_real_pthread_mutex_lock,__pthread_mutex_lock@GLIBC_2.17");
+#else
 __asm__(".symver etude_real_pthread_mutex_lock,__pthread_mutex_lock@GLIBC_2.2.5");
+#endif
 
 namespace etude::test {
 namespace {

@@ -7,7 +7,7 @@
 // holds (a stream's first chunk has the left padding in front of it, its last
 // the right padding behind).
 //
-// Tolerance: none for the CPU backend's direct convolutions (AVX2 with FMA;
+// Tolerance: none for the CPU backend's direct convolutions (AVX2 with FMA or NEON;
 // every layer of these test models), which sum each output in one fixed
 // order wherever it lies in the signal, so a stream's outputs are the same
 // operations in the same order together or alone. SGEMM (the CPU's other
@@ -126,7 +126,7 @@ void check_together_equals_alone(const std::shared_ptr<gpu::Backend>& backend, c
 const char* const kModels[] = {"hifigan_v1", "hifigan_v2", "hifigan_v3", "vocos"};
 
 // Whether this CPU runs the test models' layers through the direct loops
-// (no AVX2 with FMA, or ETUDE_CPU_DIRECT_CONV=0: SGEMM).
+// (an x86-64 CPU without AVX2 with FMA, or ETUDE_CPU_DIRECT_CONV=0: SGEMM).
 bool cpu_runs_direct() {
     gpu::Conv1dShape conv;
     conv.kernel = 3;
@@ -143,9 +143,9 @@ TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
 }
 
 // The CPU's other path, im2col or col2im around SGEMM, taken where the
-// direct loops do not apply (no AVX2, or a large upsampler such as a real
-// Piper voice's first two): OpenBLAS blocks a longer product differently, so
-// within the tolerance above (measured here: up to 2.3e-6).
+// direct loops do not apply (x86-64 without AVX2, or a large upsampler such
+// as a real Piper voice's first two): OpenBLAS blocks a longer product
+// differently, so within the tolerance above (measured here: up to 2.3e-6).
 TEST(JointPushCpu, each_stream_pushed_together_gives_its_solo_audio_through_sgemm) {
     std::string why;
     auto backend = test::backend_of(gpu::BackendKind::Cpu, why);

@@ -20,6 +20,7 @@
 #include "engine/models/neural_model.h"
 #include "gpu/cpu/cpu_direct_conv.h"
 #include "gpu/registry.h"
+#include "support/emulation.h"
 #include "support/model_parity.h"
 #include "support/test_data.h"
 
@@ -52,8 +53,11 @@ std::vector<float> speak(MelVocoderStream& stream, const Mel& mel, int start) {
     return out;
 }
 
+// A bound on how long the streams' threads take to meet, not a timing
+// check: under an emulator, 10-50 times slower, it is ten times longer.
 void wait_for(const std::function<bool()>& ready) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto bound = std::chrono::seconds(etude::test::emulator() ? 300 : 30);
+    const auto until = std::chrono::steady_clock::now() + bound;
     while (!ready() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
