@@ -27,7 +27,6 @@ packages=(
   libcli11-dev                           # the etude program's option parsing and --help
   libespeak-ng-dev                       # Piper voices' phonemes (GPL-3.0; ETUDE_WITH_ESPEAK=OFF leaves it out)
   libicu-dev                             # Unicode NFD of Piper voices' phonemes
-  libcpp-httplib-dev                     # etude serve --http (the OpenAI-style endpoint)
   libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
   libexpat1-dev                          # sd_etude: the SSML speech-dispatcher sends
   libpcre2-dev                           # sd_etude: speech-dispatcher's symbol tables (their patterns are PCRE)
@@ -72,7 +71,7 @@ test_packages+=(speech-dispatcher speech-dispatcher-audio-plugins python3-speech
 # mesa-vulkan-drivers: see docs/backends.md). CUDA has no arm64 toolkit here.
 arm64_packages=(crossbuild-essential-arm64 qemu-user-static)
 for p in libfftw3-dev libsamplerate0-dev libsndfile1-dev portaudio19-dev libjack-jackd2-dev \
-         flite1-dev libopenblas-dev zlib1g-dev libespeak-ng-dev libicu-dev libcpp-httplib-dev \
+         flite1-dev libopenblas-dev zlib1g-dev libespeak-ng-dev libicu-dev \
          libavahi-client-dev libexpat1-dev libpcre2-dev ocl-icd-opencl-dev libclfft-dev \
          libvulkan-dev libgtest-dev libbenchmark-dev; do
   arm64_packages+=("$p:arm64")
