@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/etude.h"
+#include "support/scoped_env.h"
 
 using etude::engine::Engine;
 using etude::engine::StreamOptions;
@@ -20,20 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using etude::test::ScopedEnv;
+
 const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
-
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
-
-  private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
 
 void copy(const std::string& from, const fs::path& to) {
     fs::create_directories(to.parent_path());

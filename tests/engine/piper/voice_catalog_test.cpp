@@ -10,25 +10,14 @@
 #include <fstream>
 
 #include "engine/error.h"
+#include "support/scoped_env.h"
 
 using namespace etude::piper;
 namespace fs = std::filesystem;
 
 namespace {
 
-// Sets an environment variable for one test and puts the old value back.
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
-
-  private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
+using etude::test::ScopedEnv;
 
 void touch(const fs::path& p) {
     fs::create_directories(p.parent_path());
