@@ -4,6 +4,7 @@
 //
 //   say TEXT    start speaking a reply (queued after what is still playing)
 //   sleep MS    let time pass (the user listens)
+//   heard       wait until the user hears the last reply begin
 //   barge       the user interrupts: cancel() fades out within one period
 //               and drops the rest of the reply, so the next `say` starts at once
 //   wait        wait until everything queued has been played
@@ -106,6 +107,9 @@ int main(int argc, char** argv) {
                     std::printf("barge-in during reply %zu\n", reply_start.size());
                 } else if (verb == "sleep") {
                     std::this_thread::sleep_for(milliseconds(std::stoi(arg)));
+                } else if (verb == "heard") {
+                    while (!reply_start.empty() && device.speech_samples() == reply_start.back())
+                        std::this_thread::sleep_for(milliseconds(1));
                 } else if (verb == "wait") {
                     wait_until_played();
                 } else if (!verb.empty()) {
