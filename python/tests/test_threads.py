@@ -132,14 +132,9 @@ def test_close_from_another_thread_ends_the_iteration(engine):
     assert s.closed
 
 
-class YieldingCounter(threading.Thread):
+class YieldingCounter(Counter):
     """Counts, letting the GIL go after each count (a millisecond's sleep),
     so that it never needs to be forced off it."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.count = 0
-        self.stop = False
 
     def run(self):
         while not self.stop:
