@@ -31,6 +31,7 @@ namespace etude::gpu {
 namespace vk {
 struct PhysicalDevice;
 class CommandStream;
+struct BufferAccess;
 enum class Kernel;
 }  // namespace vk
 
@@ -112,10 +113,11 @@ class VulkanBackend final : public Backend {
     // stream_of(), after applying an injected fault (which throws, or sleeps
     // for a late one).
     vk::CommandStream& begin(Queue& q, const char* op);
-    // Records a dispatch of the element-wise shader `kernel` over `n` items.
+    // Records a dispatch of the element-wise shader `kernel` over `n` items,
+    // which reads and writes the buffers `access` names.
     template <class Args>
     void launch(vk::CommandStream& s, vk::Kernel kernel, const Args& args, std::uint64_t n,
-                const char* op);
+                const char* op, const vk::BufferAccess& access);
     void run_fft(Queue& q, const char* op, int n, int batch, bool forward, const DeviceBuffer& in,
                  DeviceBuffer& out);
     // The n roots of unity, device-resident, made on first use for each n.

@@ -73,12 +73,12 @@ void VulkanBackend::guarded(F&& record) {
 // may have; the shaders' grid-stride loops cover the rest.
 template <class Args>
 void VulkanBackend::launch(vk::CommandStream& s, vk::Kernel kernel, const Args& args,
-                           std::uint64_t n, const char* op) {
+                           std::uint64_t n, const char* op, const vk::BufferAccess& access) {
     static_assert(sizeof(Args) <= vk::Pipelines::kPushBytes);
     const std::uint64_t groups = std::min<std::uint64_t>((n + 255) / 256, 65535);
     guarded([&] {
         s.dispatch(kernel, &args, sizeof(Args),
-                   static_cast<std::uint32_t>(std::max<std::uint64_t>(groups, 1)), 1, op);
+                   static_cast<std::uint32_t>(std::max<std::uint64_t>(groups, 1)), 1, op, access);
     });
 }
 

@@ -28,7 +28,7 @@ std::uint64_t VulkanBackend::twiddles(int n) {
     vk::Allocation* made = vk::allocate_buffer(s_->device, roots.size() * sizeof(float), false);
     try {
         vk::CommandStream upload(s_->device, s_->pipelines, s_->frees);
-        upload.upload(roots.data(), made->buffer, 0, roots.size() * sizeof(float));
+        upload.upload(roots.data(), *made, 0, roots.size() * sizeof(float));
         std::vector<vk::TimedCommand> ignored;
         upload.finish(ignored);
     } catch (...) {
@@ -68,7 +68,8 @@ void VulkanBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
             args.out = i + 1 == passes.size() ? allocation_of(out).address : scratch[i % 2];
             // x along the row, y over the rows (the shader loops past 65535).
             s.dispatch(vk::Kernel::FftPass, &args, sizeof args, std::uint32_t((n + 255) / 256),
-                       std::uint32_t(std::min(batch, 65535)), op);
+                       std::uint32_t(std::min(batch, 65535)), op,
+                       {{args.twiddles, args.in}, {args.out}});
         }
     });
 }

@@ -49,14 +49,18 @@ ConvArgs conv_args(const Conv1dShape& sh, const DeviceBuffer& x, const DeviceBuf
             transposed};
 }
 
+// What a convolution reads and writes (conv1d.comp).
+vk::BufferAccess conv_access(const ConvArgs& a) {
+    return {{a.x, a.w, a.bias}, {a.y}};
+}
+
 }  // namespace
 
 void VulkanBackend::copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset,
                                         const float* src, std::size_t floats) {
     auto& s = begin(q, "h2d");
     guarded([&] {
-        s.upload(src, allocation_of(dst).buffer, dst_offset * sizeof(float),
-                 floats * sizeof(float));
+        s.upload(src, allocation_of(dst), dst_offset * sizeof(float), floats * sizeof(float));
     });
 }
 
@@ -64,8 +68,7 @@ void VulkanBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& 
                                       std::size_t src_offset, std::size_t floats) {
     auto& s = begin(q, "d2h");
     guarded([&] {
-        s.download(allocation_of(src).buffer, src_offset * sizeof(float), dst,
-                   floats * sizeof(float));
+        s.download(allocation_of(src), src_offset * sizeof(float), dst, floats * sizeof(float));
     });
 }
 
@@ -73,7 +76,7 @@ void VulkanBackend::fill_impl(Queue& q, DeviceBuffer& dst, float value, std::siz
     auto& s = begin(q, "fill");
     std::uint32_t pattern;
     std::memcpy(&pattern, &value, sizeof pattern);
-    guarded([&] { s.fill(allocation_of(dst).buffer, floats * sizeof(float), pattern, "fill"); });
+    guarded([&] { s.fill(allocation_of(dst), floats * sizeof(float), pattern, "fill"); });
 }
 
 void VulkanBackend::activation_impl(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
@@ -86,7 +89,7 @@ void VulkanBackend::activation_impl(Queue& q, Activation f, const DeviceBuffer& 
         std::int32_t op;
         float alpha;
     } args{address(x), address(y), n, activation_code(f), alpha};
-    launch(s, vk::Kernel::Activation, args, n, op);
+    launch(s, vk::Kernel::Activation, args, n, op, {{args.x}, {args.y}});
 }
 
 void VulkanBackend::axpby_impl(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x,
@@ -97,7 +100,7 @@ void VulkanBackend::axpby_impl(Queue& q, std::size_t n, float alpha, const Devic
         std::uint64_t n;
         float alpha, beta;
     } args{address(x), address(y), n, alpha, beta};
-    launch(s, vk::Kernel::Axpby, args, n, "axpby");
+    launch(s, vk::Kernel::Axpby, args, n, "axpby", {{args.x, args.y}, {args.y}});
 }
 
 void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, int k,
@@ -115,15 +118,17 @@ void VulkanBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n
     constexpr int kTile = 16;  // gemm.comp's TS
     const std::uint64_t col_groups = (std::uint64_t(n) + kTile - 1) / kTile;
     // The tiled shader's columns of tiles are its x groups, at most 65535.
+    // C is read too (beta times it is added).
+    const vk::BufferAccess access{{args.a, args.b, args.c}, {args.c}};
     if (!s_->tiled || col_groups > 65535) {
-        launch(s, vk::Kernel::GemmDirect, args, std::uint64_t(m) * n, "gemm");
+        launch(s, vk::Kernel::GemmDirect, args, std::uint64_t(m) * n, "gemm", access);
         return;
     }
     const std::uint64_t row_groups =
         std::min<std::uint64_t>((std::uint64_t(m) + kTile - 1) / kTile, 65535);
     guarded([&] {
         s.dispatch(vk::Kernel::Gemm, &args, sizeof args, std::uint32_t(col_groups),
-                   std::uint32_t(row_groups), "gemm");
+                   std::uint32_t(row_groups), "gemm", access);
     });
 }
 
@@ -132,6 +137,7 @@ void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuf
     auto& s = begin(q, "conv1d");
     const int out_len = sh.conv_out_length();
     const ConvArgs args = conv_args(sh, x, w, bias, y, out_len, 0);
+    const vk::BufferAccess access = conv_access(args);
     // Tiles of 16 channels x 16 positions (conv1d_tiled.comp) on GPUs, for
     // an ungrouped layer whose taps and input stretch fit its shared arrays.
     constexpr long kTile = 16, kMaxSpan = 1024, kMaxTaps = 64;
@@ -142,11 +148,11 @@ void VulkanBackend::conv1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuf
         t_groups <= 65535 && c_groups <= 65535 && sh.batch <= 65535) {
         guarded([&] {
             s.dispatch(vk::Kernel::Conv1dTiled, &args, sizeof args, std::uint32_t(t_groups),
-                       std::uint32_t(c_groups), "conv1d", std::uint32_t(sh.batch));
+                       std::uint32_t(c_groups), "conv1d", access, std::uint32_t(sh.batch));
         });
         return;
     }
-    launch(s, vk::Kernel::Conv1d, args, args.total, "conv1d");
+    launch(s, vk::Kernel::Conv1d, args, args.total, "conv1d", access);
 }
 
 void VulkanBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& sh, const DeviceBuffer& x,
@@ -154,7 +160,7 @@ void VulkanBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& sh, const
                                           DeviceBuffer& y) {
     auto& s = begin(q, "conv_transpose1d");
     const ConvArgs args = conv_args(sh, x, w, bias, y, sh.transpose_out_length(), 1);
-    launch(s, vk::Kernel::Conv1d, args, args.total, "conv_transpose1d");
+    launch(s, vk::Kernel::Conv1d, args, args.total, "conv_transpose1d", conv_access(args));
 }
 
 void VulkanBackend::layer_norm_impl(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
@@ -168,7 +174,7 @@ void VulkanBackend::layer_norm_impl(Queue& q, int rows, int cols, float eps, con
     } args{address(x), address(gamma), address(beta), address(y), rows, cols, eps};
     guarded([&] {
         s.dispatch(vk::Kernel::LayerNorm, &args, sizeof args, std::uint32_t(std::min(rows, 65535)),
-                   1, "layer_norm");
+                   1, "layer_norm", {{args.x, args.gamma, args.beta}, {args.y}});
     });
 }
 
@@ -182,9 +188,7 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
         // One run of floats: one copy region.
         const VkBufferCopy region{src_offset * sizeof(float), dst_offset * sizeof(float),
                                   std::size_t(rows) * c * sizeof(float)};
-        guarded([&] {
-            s.copy(allocation_of(src).buffer, allocation_of(dst).buffer, &region, 1, "copy_rows");
-        });
+        guarded([&] { s.copy(allocation_of(src), allocation_of(dst), &region, 1, "copy_rows"); });
         return;
     }
     // Strided rows: one dispatch (copy_rows.comp), not a copy region per row:
@@ -202,7 +206,10 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
            src_stride,
            dst_stride,
            cols};
-    launch(s, vk::Kernel::CopyRows, args, args.total, "copy_rows");
+    // The addresses in `args` are offset into the buffers; the plan names
+    // the allocations.
+    launch(s, vk::Kernel::CopyRows, args, args.total, "copy_rows",
+           {{address(src)}, {address(dst)}});
 }
 
 void VulkanBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
@@ -214,7 +221,7 @@ void VulkanBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuf
         std::uint64_t total;
         std::int32_t rows, cols;
     } args{address(x), address(y), total, rows, cols};
-    launch(s, vk::Kernel::Transpose, args, total, "transpose");
+    launch(s, vk::Kernel::Transpose, args, total, "transpose", {{args.x}, {args.y}});
 }
 
 void VulkanBackend::add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias,
@@ -226,7 +233,7 @@ void VulkanBackend::add_bias_impl(Queue& q, int rows, int cols, const DeviceBuff
         std::uint64_t total;
         std::int32_t cols, per_row;
     } args{address(bias), address(y), total, cols, per_row ? 1 : 0};
-    launch(s, vk::Kernel::AddBias, args, total, "add_bias");
+    launch(s, vk::Kernel::AddBias, args, total, "add_bias", {{args.bias, args.y}, {args.y}});
 }
 
 void VulkanBackend::polar_spectrum_impl(Queue& q, int frames, int bins, float max_magnitude,
@@ -239,7 +246,7 @@ void VulkanBackend::polar_spectrum_impl(Queue& q, int frames, int bins, float ma
         std::int32_t bins;
         float max_magnitude;
     } args{address(x), address(y), total, bins, max_magnitude};
-    launch(s, vk::Kernel::PolarSpectrum, args, total, "polar_spectrum");
+    launch(s, vk::Kernel::PolarSpectrum, args, total, "polar_spectrum", {{args.x}, {args.y}});
 }
 
 void VulkanBackend::frame_signal_impl(Queue& q, const DeviceBuffer& signal, int n_fft, int hop,
@@ -252,7 +259,8 @@ void VulkanBackend::frame_signal_impl(Queue& q, const DeviceBuffer& signal, int 
         std::uint64_t total;
         std::int32_t n_fft, hop;
     } args{address(signal), address(window), address(frames), total, n_fft, hop};
-    launch(s, vk::Kernel::FrameSignal, args, total, "frame_signal");
+    launch(s, vk::Kernel::FrameSignal, args, total, "frame_signal",
+           {{args.signal, args.window}, {args.frames}});
 }
 
 void VulkanBackend::overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n_fft, int hop,
@@ -264,7 +272,8 @@ void VulkanBackend::overlap_add_impl(Queue& q, const DeviceBuffer& frames, int n
         std::uint64_t total;
         std::int32_t n_fft, hop, n_frames;
     } args{address(frames), address(window), address(out), total, n_fft, hop, n_frames};
-    launch(s, vk::Kernel::OverlapAdd, args, total, "overlap_add");
+    launch(s, vk::Kernel::OverlapAdd, args, total, "overlap_add",
+           {{args.frames, args.window}, {args.out}});
 }
 
 void VulkanBackend::complex_multiply_impl(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
@@ -274,7 +283,8 @@ void VulkanBackend::complex_multiply_impl(Queue& q, const DeviceBuffer& a, const
         Address a, b, c;
         std::uint64_t n;
     } args{address(a), address(b), address(c), n};
-    launch(s, vk::Kernel::ComplexMultiply, args, n, "complex_multiply");
+    launch(s, vk::Kernel::ComplexMultiply, args, n, "complex_multiply",
+           {{args.a, args.b}, {args.c}});
 }
 
 void VulkanBackend::complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y,
@@ -284,7 +294,7 @@ void VulkanBackend::complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuff
         Address x, y;
         std::uint64_t n;
     } args{address(x), address(y), n};
-    launch(s, vk::Kernel::ComplexExp, args, n, "complex_exp");
+    launch(s, vk::Kernel::ComplexExp, args, n, "complex_exp", {{args.x}, {args.y}});
 }
 
 void VulkanBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
@@ -296,7 +306,8 @@ void VulkanBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const De
         std::uint64_t total;
         std::int32_t n;
     } args{address(x), address(y), total, n};
-    launch(s, vk::Kernel::MinimumPhaseFold, args, total, "minimum_phase_fold");
+    launch(s, vk::Kernel::MinimumPhaseFold, args, total, "minimum_phase_fold",
+           {{args.x}, {args.y}});
 }
 
 void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
@@ -307,7 +318,7 @@ void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const De
         Address x, y;
         std::uint64_t total;
     } args{address(x), address(y), total};
-    launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh");
+    launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh", {{args.x}, {args.y}});
 }
 
 }  // namespace etude::gpu

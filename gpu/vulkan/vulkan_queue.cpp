@@ -82,7 +82,7 @@ void CommandStream::fail(VkResult r, const char* call) {
     throw DeviceError(broken_);
 }
 
-void CommandStream::begin_command(const char* op) {
+void CommandStream::begin_command(const char* op, const BufferAccess& access) {
     if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
     const DeviceApi& fn = device_.fn();
     if (!recording_) {
@@ -94,11 +94,12 @@ void CommandStream::begin_command(const char* op) {
         batch_ = frees_.open_batch();
         recording_ = true;
         timed_ = 0;
+        plan_.start();
     }
-    {
-        // In order: this command sees everything the earlier ones wrote (in
-        // this batch, or in an earlier submission to the device's queue, such
-        // as another stream's), and writes nothing they still read.
+    if (plan_.next(access)) {
+        // This command sees everything the earlier ones wrote (in this
+        // batch, or in an earlier submission to the device's queue, such as
+        // another stream's), and writes nothing they still read.
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -121,8 +122,8 @@ void CommandStream::end_command() {
 
 void CommandStream::dispatch(Kernel k, const void* args, std::uint32_t bytes,
                              std::uint32_t groups_x, std::uint32_t groups_y, const char* op,
-                             std::uint32_t groups_z) {
-    begin_command(op);
+                             const BufferAccess& access, std::uint32_t groups_z) {
+    begin_command(op, access);
     const DeviceApi& fn = device_.fn();
     fn.vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[k]);
     fn.vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, args);
@@ -130,33 +131,43 @@ void CommandStream::dispatch(Kernel k, const void* args, std::uint32_t bytes,
     end_command();
 }
 
-void CommandStream::copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions,
-                         std::uint32_t count, const char* op) {
-    begin_command(op);
+void CommandStream::record_copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions,
+                                std::uint32_t count, const char* op, const BufferAccess& access) {
+    begin_command(op, access);
     device_.fn().vkCmdCopyBuffer(cb_, src, dst, count, regions);
     end_command();
 }
 
-void CommandStream::fill(VkBuffer dst, VkDeviceSize bytes, std::uint32_t pattern, const char* op) {
-    begin_command(op);
-    device_.fn().vkCmdFillBuffer(cb_, dst, 0, bytes, pattern);
+void CommandStream::copy(const Allocation& src, const Allocation& dst, const VkBufferCopy* regions,
+                         std::uint32_t count, const char* op) {
+    record_copy(src.buffer, dst.buffer, regions, count, op, {{src.address}, {dst.address}});
+}
+
+void CommandStream::fill(const Allocation& dst, VkDeviceSize bytes, std::uint32_t pattern,
+                         const char* op) {
+    begin_command(op, {{}, {dst.address}});
+    device_.fn().vkCmdFillBuffer(cb_, dst.buffer, 0, bytes, pattern);
     end_command();
 }
 
-void CommandStream::upload(const void* src, VkBuffer dst, VkDeviceSize dst_offset,
+// The staging slices are the host's side: each is this command's alone
+// until finish(), and finish()'s last barrier makes the downloads'
+// visible to the host, so only the device buffer is named.
+void CommandStream::upload(const void* src, const Allocation& dst, VkDeviceSize dst_offset,
                            std::size_t bytes) {
     if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
     const StagingArena::Slice s = staging_.take(bytes);
     std::memcpy(s.host, src, bytes);
     const VkBufferCopy region{s.offset, dst_offset, bytes};
-    copy(s.buffer, dst, &region, 1, "h2d");
+    record_copy(s.buffer, dst.buffer, &region, 1, "h2d", {{}, {dst.address}});
 }
 
-void CommandStream::download(VkBuffer src, VkDeviceSize src_offset, void* dst, std::size_t bytes) {
+void CommandStream::download(const Allocation& src, VkDeviceSize src_offset, void* dst,
+                             std::size_t bytes) {
     if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
     const StagingArena::Slice s = staging_.take(bytes);
     const VkBufferCopy region{src_offset, s.offset, bytes};
-    copy(src, s.buffer, &region, 1, "d2h");
+    record_copy(src.buffer, s.buffer, &region, 1, "d2h", {{src.address}, {}});
     downloads_.push_back({s.host, dst, bytes});
 }
 

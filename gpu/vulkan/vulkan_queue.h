@@ -1,9 +1,10 @@
 // A gpu::Queue on a Vulkan device: one command buffer recorded op by op and
 // submitted when the queue synchronises, like an OpenCL in-order queue
-// whose flush waits for synchronize(). Commands run in order: each waits
-// for the memory written by the ones before it (a full compute and transfer
-// barrier between any two), which is what gpu::Backend's in-order queues
-// promise.
+// whose flush waits for synchronize(). Results are as if commands ran in
+// order, which is what gpu::Backend's in-order queues promise: each command
+// names the buffers it reads and writes, and a barrier goes before it where
+// it depends on a command since the last one (barrier_plan.h), so
+// independent commands may overlap on the device.
 //
 // Copies go through a staging arena of host-visible memory: an upload is
 // copied into it when it is recorded (so the caller's memory need only live
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "gpu/backend.h"
+#include "gpu/vulkan/barrier_plan.h"
 #include "gpu/vulkan/vulkan_memory.h"
 #include "gpu/vulkan/vulkan_pipelines.h"
 
@@ -35,14 +37,22 @@ class CommandStream final : public Queue {
 
     // Records a dispatch of `k` over groups_x * groups_y * groups_z work-groups, with
     // `args` (a push-constant block of at most Pipelines::kPushBytes) as
-    // its arguments; `op` names it in the timings.
+    // its arguments; `op` names it in the timings. `access` names every
+    // buffer the shader reads and writes through `args`' addresses: one
+    // left out can race with the commands around it on a GPU.
     void dispatch(Kernel k, const void* args, std::uint32_t bytes, std::uint32_t groups_x,
-                  std::uint32_t groups_y, const char* op, std::uint32_t groups_z = 1);
-    void copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions, std::uint32_t count,
-              const char* op);
-    void fill(VkBuffer dst, VkDeviceSize bytes, std::uint32_t pattern, const char* op);
-    void upload(const void* src, VkBuffer dst, VkDeviceSize dst_offset, std::size_t bytes);
-    void download(VkBuffer src, VkDeviceSize src_offset, void* dst, std::size_t bytes);
+                  std::uint32_t groups_y, const char* op, const BufferAccess& access,
+                  std::uint32_t groups_z = 1);
+    void copy(const Allocation& src, const Allocation& dst, const VkBufferCopy* regions,
+              std::uint32_t count, const char* op);
+    void fill(const Allocation& dst, VkDeviceSize bytes, std::uint32_t pattern, const char* op);
+    void upload(const void* src, const Allocation& dst, VkDeviceSize dst_offset, std::size_t bytes);
+    void download(const Allocation& src, VkDeviceSize src_offset, void* dst, std::size_t bytes);
+
+    // Commands recorded and barriers placed before them, over the queue's
+    // life (what the barrier plan saved shows in the ratio).
+    std::uint64_t commands() const { return plan_.commands(); }
+    std::uint64_t barriers() const { return plan_.barriers(); }
 
     // A device buffer of at least `bytes` for intermediate results (slot 0
     // or 1), kept by the queue; a smaller one it replaces lives on until
@@ -58,7 +68,9 @@ class CommandStream final : public Queue {
     const Device& device() const { return device_; }
 
   private:
-    void begin_command(const char* op);
+    void begin_command(const char* op, const BufferAccess& access);
+    void record_copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions, std::uint32_t count,
+                     const char* op, const BufferAccess& access);
     void end_command();
     [[noreturn]] void fail(VkResult r, const char* call);
     void release() noexcept;  // the destructor's work, also for a failed constructor
@@ -73,6 +85,7 @@ class CommandStream final : public Queue {
     VkQueryPool queries_ = VK_NULL_HANDLE;
     StagingArena staging_;
     bool recording_ = false;
+    BarrierPlan plan_;
     std::string broken_;  // why the queue can no longer be used
     struct Command {
         const char* name;
