@@ -216,7 +216,9 @@ int speak_lines(audio_io::JackOutput& jack) {
 
 int run_jack(const CommandLine& args) {
     const audio_io::JackOptions opts = read_jack_options(args);
-    engine::Engine engine(engine::Engine::Options{{}});
+    engine::Engine::Options engine_options{{}};
+    engine_options.profile_kernels = args.value("--trace").has_value();  // the trace's kernel rows
+    engine::Engine engine(engine_options);
     audio_io::JackOutput jack(engine, opts);
     jack.activate();
     for (const auto& port : args.values("--connect")) jack.connect(port);

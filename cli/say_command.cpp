@@ -116,6 +116,8 @@ class SaySession {
         if (!opts_.piper_voice.empty()) engine_options.preload_voices.push_back(opts_.piper_voice);
         engine_options.preload_backend = opts_.backend;
         engine_options.preload_device = opts_.device;
+        // The trace's kernel rows and --stats' kernel table need the times.
+        engine_options.profile_kernels = args_.value("--trace") || args_.flag("--stats");
         engine_.emplace(engine_options);
         opts_.speaker = runs_.front().speaker;
         stream_ = engine_->create_stream(opts_);  // checks voice and rate

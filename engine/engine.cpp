@@ -12,6 +12,7 @@
 #include "engine/piper_voice.h"
 #include "engine/stream_core.h"
 #include "engine/voice_list.h"
+#include "gpu/registry.h"
 
 namespace etude::engine {
 namespace {
@@ -132,6 +133,7 @@ Engine::Engine(Options options)
     : core_(std::make_shared<EngineWorkers>(options.work_turns)),
       preload_backend_(std::move(options.preload_backend)),
       preload_device_(options.preload_device) {
+    if (options.profile_kernels) gpu::DeviceRegistry::instance().set_profiling(true);
     for (const auto& v : options.preload_voices) preload_voice(v);
 }
 

@@ -417,6 +417,12 @@ class Engine {
         /// It also sets the front-end threads: one per turn less one (that
         /// turn is kept for decoder chunks), at least one.
         int work_turns = 0;
+        /// Time every operation on every device and the CPU backend, for
+        /// Stream::write_trace()'s kernel rows and `etude say --stats`'
+        /// kernel table. Off by default: timing brackets each operation
+        /// (events, timestamp queries, a lock), which costs most where the
+        /// operations are many and small. Process-wide, like the devices.
+        bool profile_kernels = false;
     };
     /// Starts the workers and loads the default voice, "slt".
     Engine();

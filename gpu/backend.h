@@ -285,6 +285,13 @@ class Backend : public MemoryOwner {
     }
     virtual std::vector<KernelTiming> kernel_timings() const = 0;
     virtual void reset_timings() = 0;
+    // Whether operations are timed into kernel_timings(). Off by default:
+    // timing brackets every operation (events on CUDA and OpenCL,
+    // timestamp queries on Vulkan, a lock on the CPU), which a device
+    // running many small operations pays for. Any thread; operations
+    // started after the call follow it.
+    void set_profiling(bool on) { profiling_.store(on, std::memory_order_relaxed); }
+    bool profiling() const { return profiling_.load(std::memory_order_relaxed); }
     void inject_fault(GpuFault f) {
         std::lock_guard lock(state_mu_);
         fault_ = f;
@@ -352,6 +359,7 @@ class Backend : public MemoryOwner {
   private:
     mutable std::mutex state_mu_;  // last_error_ and fault_
     std::atomic<Health> health_{Health::Ok};
+    std::atomic<bool> profiling_{false};
     std::string last_error_;
     GpuFault fault_;
 };

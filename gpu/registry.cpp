@@ -200,6 +200,7 @@ BackendRequest with_environment(BackendRequest r) {
 struct DeviceRegistry::Impl {
     std::mutex mu;
     std::map<std::pair<int, int>, std::shared_ptr<Backend>> opened;
+    bool profiling = false;  // for the backends opened from now on
 };
 
 DeviceRegistry& DeviceRegistry::instance() {
@@ -300,7 +301,16 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
     auto& b = impl_->opened[{static_cast<int>(d.kind), d.index}];
     if (b) return b;
     b = module_of(d.kind).open(d.index);
+    b->set_profiling(impl_->profiling);
     return b;
+}
+
+void DeviceRegistry::set_profiling(bool on) {
+    std::lock_guard lock(impl_->mu);
+    impl_->profiling = on;
+    for (auto& [key, backend] : impl_->opened)
+        if (backend) backend->set_profiling(on);
+    shared_cpu_backend()->set_profiling(on);
 }
 
 }  // namespace etude::gpu

@@ -66,6 +66,11 @@ class DeviceRegistry {
     std::shared_ptr<Backend> open(const BackendRequest& request);
     std::shared_ptr<Backend> cpu();
 
+    // Times every operation of every backend, the CPU's included, opened
+    // now or later (Backend::set_profiling): for a kernel table or a
+    // trace's kernel rows. Off unless called.
+    void set_profiling(bool on);
+
     // Internal: the devices opened so far (registry.cpp, which also holds
     // the table of backend modules).
     struct Impl;

@@ -72,8 +72,8 @@ struct CpuBackend::FftPlans {
     }
 };
 
-// Times one operation (wall clock: on the CPU that is the device time) and
-// applies any injected fault first.
+// Times one operation when profiling (wall clock: on the CPU that is the
+// device time) and applies any injected fault first.
 class CpuBackend::Timer {
   public:
     Timer(CpuBackend& b, const char* name)
@@ -83,6 +83,7 @@ class CpuBackend::Timer {
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
     }
     ~Timer() {
+        if (!b_.profiling()) return;
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_)
                 .count();

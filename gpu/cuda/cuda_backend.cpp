@@ -258,7 +258,8 @@ void CudaBackend::fail(const std::string& what) {
 }
 
 // One operation on a queue: applies an injected fault, makes the device
-// current and brackets the work with a pair of timing events. done() files
+// current and, when profiling, brackets the work with a pair of timing
+// events. done() files
 // the pair for synchronize() to read; an op that throws before done() just
 // returns its events to the pool.
 class CudaBackend::Op {
@@ -269,6 +270,7 @@ class CudaBackend::Op {
         if (late_ms > 0)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
         impl_.use_device(name);
+        if (!b.profiling()) return;
         if (q_.pending.size() >= kMaxPendingTimings) impl_.harvest(q_);
         if (q_.pending.size() >= kMaxPendingTimings) return;  // still busy: skip timing this op
         start_ = impl_.take_event(q_, name);

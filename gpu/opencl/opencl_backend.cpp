@@ -340,7 +340,7 @@ void OpenClBackend::copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t
                                floats * sizeof(float), src, 0, nullptr, &ev),
           "clEnqueueWriteBuffer", "copying to the device");
     cq.pending.push_back({op, Event(), Event(ev)});
-    collect_timings(cq, false);
+    track(cq);
 }
 
 void OpenClBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src,
@@ -354,13 +354,20 @@ void OpenClBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& 
                               floats * sizeof(float), dst, 0, nullptr, &ev),
           "clEnqueueReadBuffer", "copying to the host");
     cq.pending.push_back({op, Event(), Event(ev)});
-    collect_timings(cq, false);
+    track(cq);
 }
 
 void OpenClBackend::synchronize(Queue& q) {
     auto& cq = queue_of(q, "synchronize");
     check(clFinish(cq.queue.get()), "clFinish", "synchronizing a queue");
     collect_timings(cq, true);
+}
+
+void OpenClBackend::track(ClQueue& q) {
+    if (profiling())
+        collect_timings(q, false);
+    else
+        q.pending.pop_back();
 }
 
 // Reads the profiling times of finished events into the per-op totals: all

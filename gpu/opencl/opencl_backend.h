@@ -137,6 +137,10 @@ class OpenClBackend final : public Backend {
     ClQueue& queue_of(Queue& q, const char* op);
     FftPlan& fft_plan(int n, int batch, bool forward, void* bake_queue);
     void run_fft(Queue& q, const char* op, int n, int batch, bool forward, void* in, void* out);
+    // The op just added to q.pending: kept for its timing when profiling
+    // (then the finished ones are read if many have piled up), else its
+    // events are let go.
+    void track(ClQueue& q);
     void collect_timings(ClQueue& q, bool all);
     void warm_up_kernels();
 

@@ -159,7 +159,7 @@ void OpenClBackend::run_fft(Queue& q, const char* op, int n, int batch, bool for
               "clfftEnqueueTransform", op);
     }
     cq.pending.push_back({op, std::move(start_event), Event(end)});
-    collect_timings(cq, false);
+    track(cq);
 }
 
 void OpenClBackend::rfft_impl(Queue& q, int n, int batch, const DeviceBuffer& in,

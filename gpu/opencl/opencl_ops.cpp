@@ -43,7 +43,7 @@ void OpenClBackend::launch(ClQueue& cq, const char* op, int kernel, const Range&
                                         r.local, &ev, args...);
     check(res.err, res.function, op);
     cq.pending.push_back({op, Event(), Event(ev)});
-    collect_timings(cq, false);
+    track(cq);
 }
 
 void OpenClBackend::fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
@@ -163,7 +163,7 @@ void OpenClBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
                                   0, 0, nullptr, &ev),
           "clEnqueueCopyBufferRect", op);
     cq.pending.push_back({op, Event(), Event(ev)});
-    collect_timings(cq, false);
+    track(cq);
 }
 
 void OpenClBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,

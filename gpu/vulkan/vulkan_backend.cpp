@@ -68,6 +68,7 @@ vk::CommandStream& VulkanBackend::begin(Queue& q, const char* op) {
     const double late_ms = consume_fault(op);
     if (late_ms > 0)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
+    s.time_commands(profiling());
     return s;
 }
 

@@ -108,8 +108,8 @@ void CommandStream::begin_command(const char* op, const BufferAccess& access) {
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
         fn.vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
     }
-    const bool timed = queries_ && timed_ < kTimedCommands;
-    recorded_.push_back({op, timed});
+    const bool timed = time_commands_ && queries_ && timed_ < kTimedCommands;
+    recorded_.push_back({op, timed, time_commands_});
     if (timed) fn.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * timed_);
 }
 
@@ -226,7 +226,7 @@ void CommandStream::finish(std::vector<TimedCommand>& timings) {
             ms = b >= a ? double(b - a) * device_.timestamp_period_ns() * 1e-6 : 0.0;
         }
         if (c.timed) ++t;
-        timings.push_back({c.name, ms});
+        if (c.profiled) timings.push_back({c.name, ms});
     }
     recorded_.clear();
     r = fn.vkResetCommandPool(device_.handle(), pool_, 0);

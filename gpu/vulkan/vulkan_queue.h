@@ -8,8 +8,9 @@
 //
 // Copies go through a staging arena of host-visible memory: an upload is
 // copied into it when it is recorded (so the caller's memory need only live
-// for the call), a download is copied out of it after the fence. Every
-// command is timed with timestamp queries where the queue supports them.
+// for the call), a download is copied out of it after the fence. While
+// the backend profiles, each command is timed with timestamp queries where
+// the queue supports them.
 // One thread at a time, as every gpu::Queue.
 #pragma once
 
@@ -49,6 +50,10 @@ class CommandStream final : public Queue {
     void upload(const void* src, const Allocation& dst, VkDeviceSize dst_offset, std::size_t bytes);
     void download(const Allocation& src, VkDeviceSize src_offset, void* dst, std::size_t bytes);
 
+    // Whether the commands recorded from now on are timed (the backend's
+    // profiling switch).
+    void time_commands(bool on) { time_commands_ = on; }
+
     // Commands recorded and barriers placed before them, over the queue's
     // life (what the barrier plan saved shows in the ratio).
     std::uint64_t commands() const { return plan_.commands(); }
@@ -60,7 +65,8 @@ class CommandStream final : public Queue {
     VkDeviceAddress scratch(int slot, std::size_t bytes);
 
     // Submits what was recorded, waits for it, copies the downloads to the
-    // host and appends each command's time to `timings`. Throws DeviceError
+    // host and appends the time of each command recorded while profiling
+    // to `timings`. Throws DeviceError
     // (VK_ERROR_DEVICE_LOST, a submission that fails); the queue is then
     // unusable and says so on every later call.
     void finish(std::vector<TimedCommand>& timings);
@@ -85,11 +91,13 @@ class CommandStream final : public Queue {
     VkQueryPool queries_ = VK_NULL_HANDLE;
     StagingArena staging_;
     bool recording_ = false;
+    bool time_commands_ = false;
     BarrierPlan plan_;
     std::string broken_;  // why the queue can no longer be used
     struct Command {
         const char* name;
-        bool timed;
+        bool timed;     // has timestamps
+        bool profiled;  // recorded while profiling: reported, timed or not
     };
     std::vector<Command> recorded_;
     std::uint32_t timed_ = 0;

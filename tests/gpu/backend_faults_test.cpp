@@ -78,6 +78,7 @@ TEST_P(BackendFaults, a_buffer_freed_after_its_last_op_is_queued_still_feeds_tha
 
 TEST_P(BackendFaults, kernel_timings_are_recorded_per_op_under_the_cpu_names) {
     dev_->reset_timings();
+    dev_->set_profiling(true);
     const auto a = upload(random_vector(64 * 64, 1100));
     auto c = output(64 * 64);
     auto spec = output(2 * 129);
@@ -104,6 +105,29 @@ TEST_P(BackendFaults, kernel_timings_are_recorded_per_op_under_the_cpu_names) {
     }
     dev_->reset_timings();
     EXPECT_TRUE(dev_->kernel_timings().empty());
+    dev_->set_profiling(false);
+}
+
+TEST_P(BackendFaults, nothing_is_timed_unless_profiling) {
+    dev_->set_profiling(false);
+    dev_->reset_timings();
+    const auto a = upload(random_vector(64 * 64, 1101));
+    auto c = output(64 * 64);
+    dev_->gemm(*dq_, false, false, 64, 64, 64, 1.0f, a.dev, 64, a.dev, 64, 0.0f, c.dev, 64);
+    (void)dev_data(c);
+    EXPECT_TRUE(dev_->kernel_timings().empty());
+    // The result is the same either way (checked against the reference
+    // elsewhere); here, that the switch takes effect at the next operation.
+    dev_->set_profiling(true);
+    dev_->gemm(*dq_, false, false, 64, 64, 64, 1.0f, a.dev, 64, a.dev, 64, 0.0f, c.dev, 64);
+    (void)dev_data(c);
+    dev_->set_profiling(false);
+    const auto timings = dev_->kernel_timings();
+    const auto gemm = std::find_if(timings.begin(), timings.end(),
+                                   [](const KernelTiming& t) { return t.name == "gemm"; });
+    ASSERT_NE(gemm, timings.end());
+    EXPECT_EQ(gemm->calls, 1u);
+    dev_->reset_timings();
 }
 
 // Sizes of zero, and shapes with no output, do nothing on every backend,
