@@ -64,6 +64,11 @@ void EventLoop::forget(int fd) {
                         always_ready_.end());
 }
 
+void EventLoop::pause_until_tick(int fd) {
+    change(fd, Interest{.read = false});
+    paused_.push_back(fd);
+}
+
 void EventLoop::wake() {
     const std::uint64_t one = 1;
     (void)::write(wake_fd_, &one, sizeof one);
@@ -92,14 +97,16 @@ void EventLoop::run(const std::atomic<bool>& stop, const Handlers& handlers) {
         // Copied: a handler may forget its fd.
         for (const int fd : std::vector<int>(always_ready_)) handlers.ready(fd, true, false);
         if (std::chrono::steady_clock::now() >= next_tick) {
+            for (const int fd : paused_) change(fd, Interest{});
+            paused_.clear();
             handlers.tick();
             next_tick = std::chrono::steady_clock::now() + kTick;
         }
     }
 }
 
-void accept_clients(Listener& listener, ConnectionLimiter& limiter, RequestLog& log,
-                    const char* protocol,
+void accept_clients(EventLoop& loop, Listener& listener, ConnectionLimiter& limiter,
+                    RequestLog& log, const char* protocol,
                     const std::function<std::string(const std::string& why)>& refusal,
                     const std::function<void(int fd, std::string peer,
                                              ConnectionLimiter::Ticket ticket)>& admitted) {
@@ -109,10 +116,12 @@ void accept_clients(Listener& listener, ConnectionLimiter& limiter, RequestLog& 
         if (fd < 0) {
             // Out of descriptors: said, since the client waits in the
             // backlog unanswered until a connection closes.
-            if (errno == EMFILE || errno == ENFILE)
+            if (errno == EMFILE || errno == ENFILE) {
+                loop.pause_until_tick(listener.native_handle());
                 if (auto line = limiter.refusal_report(
                         "no file descriptor left (the open-file limit; docs/server.md)"))
                     log.write(std::string(protocol) + " " + *line);
+            }
             return;
         }
         std::string why;

@@ -38,6 +38,9 @@ class EventLoop {
     // Thread safe: a synthesis thread asks to hear when its socket drains.
     void change(int fd, Interest interest);
     void forget(int fd);
+    // Not reported until the next tick (then watched for reading again):
+    // a listener out of descriptors stays readable, and would spin the loop.
+    void pause_until_tick(int fd);
     // Thread safe: the loop's `woken` handler runs soon on the loop thread.
     void wake();
 
@@ -57,16 +60,18 @@ class EventLoop {
     int epoll_fd_ = -1;
     int wake_fd_ = -1;               // eventfd
     std::vector<int> always_ready_;  // watched fds epoll refused (regular files)
+    std::vector<int> paused_;        // pause_until_tick()
 };
 
 // Accepts the clients waiting on `listener` (at most 256 a call, so that a
 // flood of connections cannot starve the clients already open) and admits
 // each through `limiter`. A refused client is sent `refusal(why)` without
 // blocking and closed; refusals are logged as "PROTOCOL PEER refused: ...",
-// at most once a second. `admitted` takes each admitted socket (close-on-exec;
+// at most once a second. Out of descriptors, the listener pauses until the
+// next tick (logged as a refusal). `admitted` takes each admitted socket (close-on-exec;
 // read and written with MSG_DONTWAIT), its peer name and its place.
-void accept_clients(Listener& listener, ConnectionLimiter& limiter, RequestLog& log,
-                    const char* protocol,
+void accept_clients(EventLoop& loop, Listener& listener, ConnectionLimiter& limiter,
+                    RequestLog& log, const char* protocol,
                     const std::function<std::string(const std::string& why)>& refusal,
                     const std::function<void(int fd, std::string peer,
                                              ConnectionLimiter::Ticket ticket)>& admitted);

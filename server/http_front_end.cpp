@@ -92,7 +92,7 @@ void HttpFrontEnd::run(const std::atomic<bool>& stop) {
 
 void HttpFrontEnd::accept_all() {
     accept_clients(
-        listener_, limiter_, context_.log, "http",
+        loop_, listener_, limiter_, context_.log, "http",
         [](const std::string& why) {
             return error_reply(503, "the server refused the connection: " + why, "busy");
         },

@@ -133,6 +133,11 @@ bool Outbox::dead() const {
     return dead_;
 }
 
+std::size_t Outbox::pending() const {
+    std::lock_guard lock(mu_);
+    return pending_.size() - sent_;
+}
+
 bool Outbox::empty() const {
     std::lock_guard lock(mu_);
     return sent_ == pending_.size();

@@ -56,8 +56,11 @@ class Outbox {
     void kill();
     bool dead() const;
     bool empty() const;
+    std::size_t pending() const;  // bytes waiting
 
-    static constexpr std::size_t kMostQueued = 4 * 1024 * 1024;
+    // Never reached by a client the loop stops reading at kPauseReading
+    // (its replies are small); a bound all the same.
+    static constexpr std::size_t kMostQueued = 1024 * 1024;
 
   private:
     // With mu_ held: writes what the fd takes; false on a failure.

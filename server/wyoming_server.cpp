@@ -70,7 +70,7 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
     handlers.ready = [&](int fd, bool readable, bool writable) {
         if (listener_ && fd == listener_->native_handle()) {
             if (stopping) return;
-            accept_clients(*listener_, limiter, context_.log, "wyoming", refusal,
+            accept_clients(loop, *listener_, limiter, context_.log, "wyoming", refusal,
                            [&](int client, std::string peer, ConnectionLimiter::Ticket ticket) {
                                loop.watch(client);
                                add(client, std::make_unique<WyomingSession>(

@@ -422,9 +422,24 @@ void WyomingSession::on_readable(char* buffer, std::size_t size) {
         on_input_closed();
         return;
     }
-    if (!take_input(std::string_view(buffer, static_cast<std::size_t>(got))) &&
-        stage_ == Stage::Open)
+    if (!take_input(std::string_view(buffer, static_cast<std::size_t>(got)))) {
+        if (stage_ != Stage::Open) return;
+        if (outbox_.dead())
+            ctx_.log.write("wyoming " + peer_ + " is gone or takes nothing it is sent: closed");
         close();
+        return;
+    }
+    if (stage_ == Stage::Open && !paused_ && outbox_.pending() > kPauseReading) {
+        paused_ = true;
+        outbox_.set_reading(false);
+    }
+}
+
+void WyomingSession::resume_reading() {
+    if (paused_ && stage_ == Stage::Open && outbox_.empty()) {
+        paused_ = false;
+        outbox_.set_reading(true);
+    }
 }
 
 void WyomingSession::on_input_closed() {
@@ -464,6 +479,7 @@ void WyomingSession::on_writable() {
         shut_write_ = true;
     }
     if (stage_ == Stage::Draining && !job_running() && outbox_.empty()) close();
+    resume_reading();
 }
 
 void WyomingSession::on_tick(Clock::time_point now) {
@@ -486,6 +502,9 @@ void WyomingSession::on_tick(Clock::time_point now) {
         if (!job_running() && outbox_.empty()) close();
         return;
     }
+    // A synthesis thread's send may have drained the outbox, which no
+    // writable report then says.
+    resume_reading();
     if (part_ != Part::None && now > part_deadline_) {
         send_error(std::string("a frame's ") + (part_ == Part::Header
                                                     ? "header line did not arrive within "
@@ -525,6 +544,8 @@ void WyomingSession::linger() {
         return;
     }
     stage_ = Stage::Lingering;
+    paused_ = false;
+    outbox_.set_reading(true);  // what the client still sends is dropped
     linger_until_ = Clock::now() + std::chrono::milliseconds(500);
     if (outbox_.empty()) {
         ::shutdown(out_fd_, SHUT_WR);

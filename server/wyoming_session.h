@@ -88,6 +88,8 @@ class WyomingSession {
     // The client closed its side (read returned 0).
     void on_input_closed();
     void linger();
+    // Reads the client again once a paused outbox has drained.
+    void resume_reading();
     void close();
     void update_frame_deadline();
 
@@ -104,6 +106,11 @@ class WyomingSession {
     Clock::time_point last_input_ = Clock::now();
     Clock::time_point linger_until_{};
     bool shut_write_ = false;
+    // Not read while more than kPauseReading bytes wait to be sent: a client
+    // that sends requests and reads no replies fills its own socket, not
+    // our memory, until --write-timeout drops it.
+    bool paused_ = false;
+    static constexpr std::size_t kPauseReading = 256 * 1024;
     // A frame begun must arrive whole in time, however it trickles in: its
     // header line within --header-timeout, then the rest within
     // --body-timeout (the idle timeout restarts with every byte).

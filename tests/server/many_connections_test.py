@@ -10,7 +10,8 @@ raise the soft limit to the hard one itself. Then:
   the 1,000 open and after they were answered. A thread per connection would add 1,000.
 - Bad input beside them: a malformed line and a header line past the 64 KiB cap each get an
   error event and a log line, and their connection closes; a client that vanishes in the
-  middle of its synthesis gets a log line; a synthesis beside all this is spoken whole. Every
+  middle of its synthesis gets a log line; a client that asks 5,000 times and reads nothing
+  costs the server under 2 MiB and is dropped after --write-timeout, with a log line; a synthesis beside all this is spoken whole. Every
   other connection still answers `ping` afterwards.
 - With a hard limit too low for --max-connections, the server says so in one log line.
 
@@ -175,7 +176,7 @@ def answer_all(socks, request, expect, seconds=60):
 def main():
     server = Server((256, hard), "--max-connections", str(CONNECTIONS + 100),
                     "--max-connections-per-address", str(CONNECTIONS + 100),
-                    "--max-syntheses", "2", "--idle-timeout", "600")
+                    "--max-syntheses", "2", "--idle-timeout", "600", "--write-timeout", "2")
     try:
         soft_now, hard_now = server.open_files_limit()
         check("the server raised its soft open-file limit to the hard one",
@@ -222,13 +223,28 @@ def main():
         check("a client gone mid-synthesis gets a log line",
               server.wait_log(r"wyoming \S+ connection failed during its synthesis|"
                               r"wyoming \S+ synthesize .* cancelled$"), server.log[-5:])
+        # A client that asks and never reads: 6 MB of replies owed. The server stops reading
+        # it once 256 KiB wait, and drops it after --write-timeout (2 s here).
+        flood = socks[4]
+        flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        flood.settimeout(5)
+        rss_before = server.status("VmRSS")
+        try:
+            flood.sendall(frame("describe") * 5000)
+        except (socket.timeout, OSError):
+            pass  # the server stopped reading, or has dropped it already
+        check("a client that reads none of its replies is dropped, with a log line",
+              server.wait_log(r"took nothing of what was sent for --write-timeout"),
+              server.log[-5:])
+        grown = server.status("VmRSS") - rss_before
+        check("... having cost the server under 2 MiB", grown < 2048, f"{grown} KiB")
         socks[3].sendall(frame("synthesize", {"text": "The lights are off."}))
         r3, types = Reader(socks[3]), []
         while (ev := r3.event()) and ev[0] != "audio-stop":
             types.append(ev[0])
         check("a synthesis beside them is spoken whole",
               ev is not None and types[0] == "audio-start" and "audio-chunk" in types, types)
-        rest = socks[4:]
+        rest = socks[5:]
         got = answer_all(rest, frame("ping", {"text": "still here"}), "pong")
         check(f"the other {len(rest)} connections still answer", got == len(rest),
               f"{got} answered")
