@@ -1,16 +1,24 @@
-// A CUDA module named by ETUDE_CUDA_MODULE that does not exist: one note in
-// `etude devices` saying so, and the work falls back to another device.
+// Where a program finds the CUDA module: one named by ETUDE_CUDA_MODULE that
+// does not exist is one note in `etude devices`, and the work falls back to
+// another device; unnamed, the module beside the program is tried first (as
+// the Python package's extension finds one beside itself).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support/cli_runner.h"
 
 namespace {
 
+using etude::test::quote;
 using etude::test::run_etude;
+using etude::test::slurp;
 using etude::test::tmpdir;
+namespace fs = std::filesystem;
 
 constexpr const char* kMissing = "/nonexistent/libetude_cuda.so";
 
@@ -31,6 +39,26 @@ TEST(CliCudaModule, auto_falls_back_when_the_named_module_does_not_exist) {
                              std::string("ETUDE_CUDA_MODULE=") + kMissing);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(std::filesystem::file_size(out) > 44) << r.err;
+}
+
+TEST(CliCudaModule, unnamed_the_module_beside_the_program_is_tried) {
+    // A copy of etude in a folder of its own, with a file that is no module
+    // beside it: the note names that file, so it was the one tried.
+    const fs::path folder = tmpdir() / "beside";
+    fs::create_directories(folder);
+    fs::copy_file(ETUDE_CLI_PATH, folder / "etude", fs::copy_options::overwrite_existing);
+    std::ofstream(folder / "libetude_cuda.so") << "not a shared object\n";
+    const fs::path out = tmpdir() / "beside.out";
+    const std::string cmd = "env -u ETUDE_CUDA_MODULE " + quote((folder / "etude").string()) +
+                            " devices > " + quote(out.string()) + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(out);
+    const std::string text = slurp(out);
+    // A build with CUDA finds its own module next (the build tree's), and
+    // says nothing of the one that failed.
+    if (text.find("  cuda ") != std::string::npos)
+        GTEST_SKIP() << "a CUDA module after the one beside the program loaded";
+    const std::string note = "note: CUDA: cannot load " + (folder / "libetude_cuda.so").string();
+    EXPECT_NE(text.find(note), std::string::npos) << text;
 }
 
 }  // namespace
