@@ -13,10 +13,12 @@ raise the soft limit to the hard one itself. Then:
   middle of its synthesis gets a log line; a client that asks 5,000 times and reads nothing
   costs the server under 2 MiB and is dropped after --write-timeout, with a log line; a synthesis beside all this is spoken whole. Every
   other connection still answers `ping` afterwards.
+- 1,000 idle HTTP connections to the same server hold no more threads either, and each
+  answers GET /v1/models.
 - With a hard limit too low for --max-connections, the server says so in one log line.
 
 The bound on threads: the server's threads with no client at all (T0: the main thread, the
-Wyoming event loop, and what the engine keeps), measured once it listens and has answered one
+Wyoming and HTTP event loops, the HTTP workers, and what the engine keeps), measured once it listens and has answered one
 `describe`. Idle connections add none; the synthesis pool starts threads only for syntheses
 (at most --max-syntheses, 2 here) and ends them a second after its last work, and the engine
 runs a stream's work on threads of its own for the stream's life. So with only idle and
@@ -54,15 +56,19 @@ def check(name, cond, detail=""):
 
 
 class Server:
-    def __init__(self, nofile, *extra):
+    def __init__(self, nofile, *extra, http=False):
         def limit_files():
             resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
-        self.proc = subprocess.Popen([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *extra],
+        listen = ["--wyoming", "tcp://127.0.0.1:0"] + (["--http", "127.0.0.1:0"] if http else [])
+        self.proc = subprocess.Popen([ETUDE, "serve", *listen, *extra],
                                      stderr=subprocess.PIPE, text=True, preexec_fn=limit_files)
-        line = self.proc.stderr.readline()
-        m = re.search(r"wyoming on tcp://127\.0\.0\.1:(\d+)", line)
-        assert m, f"the server did not say where it listens: {line!r}"
-        self.port = int(m.group(1))
+        ports = {}
+        while len(ports) < (2 if http else 1):
+            line = self.proc.stderr.readline()
+            assert line, "the server exited"
+            if m := re.search(r"(wyoming|http) on \w+://127\.0\.0\.1:(\d+)", line):
+                ports[m.group(1)] = int(m.group(2))
+        self.port, self.http_port = ports["wyoming"], ports.get("http")
         self.log = []
         threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
 
@@ -173,10 +179,40 @@ def answer_all(socks, request, expect, seconds=60):
     return got
 
 
+def http_answers(socks, request, seconds=60):
+    """Sends `request` on every socket, then reads each reply's status line: how many were
+    200."""
+    for s in socks:
+        s.sendall(request)
+    sel = selectors.DefaultSelector()
+    lines = {}
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+        lines[s] = b""
+    ok = 0
+    deadline = time.monotonic() + seconds
+    while lines and time.monotonic() < deadline:
+        for key, _ in sel.select(1):
+            s = key.fileobj
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            lines[s] += chunk
+            if not chunk or b"\r\n" in lines[s]:
+                ok += lines[s].startswith(b"HTTP/1.1 200 ")
+                sel.unregister(s)
+                del lines[s]
+    sel.close()
+    return ok
+
+
 def main():
     server = Server((256, hard), "--max-connections", str(CONNECTIONS + 100),
                     "--max-connections-per-address", str(CONNECTIONS + 100),
-                    "--max-syntheses", "2", "--idle-timeout", "600", "--write-timeout", "2")
+                    "--max-syntheses", "2", "--idle-timeout", "600", "--write-timeout", "2",
+                    http=True)
     try:
         soft_now, hard_now = server.open_files_limit()
         check("the server raised its soft open-file limit to the hard one",
@@ -259,6 +295,20 @@ def main():
               server.status("Threads") <= t0, f"{server.status('Threads')} threads, bound {t0}")
         print(f"  threads: {t0} with no client, {idle_threads} with {CONNECTIONS} idle, "
               f"{answered_threads} after {CONNECTIONS} describes; open-file limit {soft_now}")
+
+        # The HTTP endpoint on the same kind of loop: its workers are a fixed number, counted
+        # in T0 (they start with the server).
+        socks = [socket.create_connection(("127.0.0.1", server.http_port), timeout=30)
+                 for _ in range(CONNECTIONS)]
+        time.sleep(1.0)
+        http_idle = server.status("Threads")
+        check(f"{CONNECTIONS} idle HTTP connections hold no more threads than none",
+              http_idle <= t0, f"{http_idle} threads, bound {t0}")
+        ok = http_answers(socks, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        check(f"all {CONNECTIONS} HTTP connections answer GET /v1/models", ok == CONNECTIONS,
+              f"{ok} answered 200")
+        for s in socks:
+            s.close()
     finally:
         rc = server.stop()
     check("the server stops cleanly", rc == 0, f"exit status {rc}")
