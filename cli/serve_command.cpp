@@ -15,6 +15,7 @@
 #include "cli/voice_options.h"
 #include "engine/piper/voice_catalog.h"
 #include "gpu/registry.h"
+#include "server/event_loop.h"
 #include "server/http_server.h"
 #include "server/speech_job.h"
 #include "server/wyoming_server.h"
@@ -262,6 +263,11 @@ int run_serve(const CommandLine& args) {
     if (wyoming.empty() && http.empty())
         throw UsageError("nothing to serve: give --wyoming URI and/or --http HOST:PORT");
     server::ServerLimits limits = read_limits(args);
+    // Each connection is a descriptor; the usual soft limit (1024) would
+    // stop a server short of a thousand clients. Said after the listening
+    // lines, which scripts read first.
+    const std::string file_limit =
+        server::raise_open_file_limit(limits.max_connections * (wyoming.size() + http.size()));
     const auto endpoints = read_wyoming_endpoints(wyoming, wyoming.size() + http.size());
     const BackendChoice backend = read_backend(args);
     // Skipped voices are said after the listening lines, which scripts read first.
@@ -294,6 +300,7 @@ int run_serve(const CommandLine& args) {
     std::fprintf(stderr, "etude serve: %s\n", admission.capacity.c_str());
     if (!admission.promise.empty())
         std::fprintf(stderr, "etude serve: %s\n", admission.promise.c_str());
+    if (!file_limit.empty()) std::fprintf(stderr, "etude serve: %s\n", file_limit.c_str());
     for (const auto& why : skipped)
         std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
                      why.c_str());

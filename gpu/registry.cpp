@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -37,11 +38,16 @@ struct CudaModule {
 const CudaModule& cuda_module() {
     static const CudaModule loaded = [] {
         CudaModule m;
-        const char* candidates[] = {std::getenv("ETUDE_CUDA_MODULE"), ETUDE_CUDA_MODULE_BUILD_PATH,
-                                    ETUDE_CUDA_MODULE_INSTALL_PATH};
+        const char* named = std::getenv("ETUDE_CUDA_MODULE");
         m.why = "this build has no CUDA backend module";
-        for (const char* path : candidates) {
-            if (!file_exists(path)) continue;
+        for (const std::string& candidate : cuda_module_candidates(named, cuda_module_folder())) {
+            const char* path = candidate.c_str();
+            if (!file_exists(path)) {
+                if (named && *named)
+                    m.why = "ETUDE_CUDA_MODULE names " + candidate +
+                            ", which does not exist (docs/backends.md: the CUDA module)";
+                continue;
+            }
             void* h = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
             if (!h) {
                 m.why = std::string("cannot load ") + path + ": " + ::dlerror();
@@ -172,6 +178,34 @@ bool cuda_driver_loaded() {
 }
 
 }  // namespace
+
+std::vector<std::string> cuda_module_candidates(const char* named,
+                                                const std::string& beside_folder) {
+    if (named && *named) return {named};
+    std::vector<std::string> paths;
+    if (!beside_folder.empty()) paths.push_back(beside_folder + "/libetude_cuda.so");
+    paths.push_back(ETUDE_CUDA_MODULE_BUILD_PATH);
+    paths.push_back(ETUDE_CUDA_MODULE_INSTALL_PATH);
+    return paths;
+}
+
+std::string cuda_module_folder() {
+    Dl_info info{};
+    // Any function of this file: dladdr names the object it was linked into.
+    if (::dladdr(reinterpret_cast<void*>(&cuda_module_folder), &info) == 0 || !info.dli_fname)
+        return {};
+    std::string path = info.dli_fname;
+    // A program started by a bare name is named without a folder; its own
+    // path is /proc/self/exe.
+    if (path.find('/') == std::string::npos) {
+        char self[4096];
+        const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return {};
+        path.assign(self, static_cast<std::size_t>(n));
+    }
+    const auto slash = path.rfind('/');
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 BackendRequest parse_backend_request(const std::string& kind, int device) {
     if (kind == "auto") return {kind, device};

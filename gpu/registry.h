@@ -41,6 +41,19 @@ BackendRequest parse_backend_request(const std::string& kind, int device = -1);
 // Fills the fields the request leaves open from ETUDE_BACKEND / ETUDE_DEVICE.
 BackendRequest with_environment(BackendRequest r);
 
+// Where the CUDA module (libetude_cuda.so) is looked for, first to last.
+// A module named by ETUDE_CUDA_MODULE (`named`, null or empty when unset)
+// is the only candidate: a name that is wrong is said in the notes, not
+// passed over for another module. Otherwise: the file beside the program or
+// library that holds this code (`beside_folder`, cuda_module_folder(); for
+// the Python package its own folder, so a module copied there is found),
+// then the build tree's and the install prefix's.
+std::vector<std::string> cuda_module_candidates(const char* named,
+                                                const std::string& beside_folder);
+// The folder of the program or shared library (the Python extension) this
+// code is linked into, found with dladdr; "" when it cannot be told.
+std::string cuda_module_folder();
+
 // The process's CPU backend. Cheap: it does not run device detection (which
 // costs start-up time: a child process that loads the OpenCL ICDs, the
 // Vulkan drivers and the CUDA module), so CPU-only work never pays for it.

@@ -1,7 +1,5 @@
 #include "server/http_front_end.h"
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,12 +25,6 @@ std::string error_reply(int status, const std::string& message, const std::strin
     return head +
            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\nConnection: close\r\n\r\n" + body;
-}
-
-// Best effort and never blocking: what does not fit the socket's buffer of
-// a client that reads nothing is lost with the connection.
-void send_now(int fd, const std::string& bytes) {
-    (void)::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 }  // namespace
@@ -69,52 +61,23 @@ HttpFrontEnd::HttpFrontEnd(const Endpoint& endpoint, const ServerContext& contex
       max_body_(max_body),
       worker_count_(workers),
       handler_(std::move(handler)) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (epoll_fd_ < 0 || wake_fd_ < 0)
-        throw Error(std::string("cannot make the HTTP event loop: ") + std::strerror(errno));
-    watch(listener_.native_handle());
-    watch(wake_fd_);
+    loop_.watch(listener_.native_handle());
 }
 
-HttpFrontEnd::~HttpFrontEnd() {
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-}
-
-void HttpFrontEnd::watch(int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-}
-
-void HttpFrontEnd::forget(int fd) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-}
+HttpFrontEnd::~HttpFrontEnd() = default;
 
 void HttpFrontEnd::run(const std::atomic<bool>& stop) {
     for (std::size_t i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { worker(); });
-    std::vector<epoll_event> events(256);
-    auto next_expiry = Clock::now();
-    while (!stop) {
-        const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 100);
-        for (int i = 0; i < n; ++i) {
-            const int fd = events[i].data.fd;
-            if (fd == listener_.native_handle())
-                accept_all();
-            else if (fd == wake_fd_)
-                take_back();
-            else if (static_cast<std::size_t>(fd) < clients_.size() && clients_[fd])
-                on_readable(clients_[fd]);
-        }
-        // Deadlines are checked ten times a second: a timeout is late by
-        // at most 0.1 s, and no timer is kept per connection.
-        if (Clock::now() >= next_expiry) {
-            expire();
-            next_expiry = Clock::now() + std::chrono::milliseconds(100);
-        }
-    }
+    EventLoop::Handlers handlers;
+    handlers.ready = [&](int fd, bool readable, bool) {
+        if (fd == listener_.native_handle())
+            accept_all();
+        else if (readable && static_cast<std::size_t>(fd) < clients_.size() && clients_[fd])
+            on_readable(clients_[fd]);
+    };
+    handlers.woken = [&] { take_back(); };
+    handlers.tick = [&] { expire(); };
+    loop_.run(stop, handlers);
     {
         std::lock_guard lock(mu_);
         stopping_ = true;
@@ -128,27 +91,18 @@ void HttpFrontEnd::run(const std::atomic<bool>& stop) {
 }
 
 void HttpFrontEnd::accept_all() {
-    // Bounded per wake-up so that a flood of connections cannot starve the
-    // clients already being read.
-    for (int i = 0; i < 256; ++i) {
-        std::string peer;
-        const int fd = listener_.accept_now(peer);
-        if (fd < 0) return;
-        std::string why;
-        auto ticket = limiter_.admit(peer_host(peer), why);
-        if (!ticket) {
-            send_now(fd, error_reply(503, "the server refused the connection: " + why, "busy"));
-            ::close(fd);
-            if (auto line = limiter_.refusal_report(why))
-                context_.log.write("http " + peer + " " + *line);
-            continue;
-        }
-        auto client = std::make_unique<Client>(fd, std::move(peer), std::move(*ticket));
-        client->deadline = Clock::now() + context_.limits.header_timeout;
-        if (clients_.size() <= static_cast<std::size_t>(fd)) clients_.resize(fd + 1);
-        watch(fd);
-        clients_[fd] = std::move(client);
-    }
+    accept_clients(
+        loop_, listener_, limiter_, context_.log, "http",
+        [](const std::string& why) {
+            return error_reply(503, "the server refused the connection: " + why, "busy");
+        },
+        [&](int fd, std::string peer, ConnectionLimiter::Ticket ticket) {
+            auto client = std::make_unique<Client>(fd, std::move(peer), std::move(ticket));
+            client->deadline = Clock::now() + context_.limits.header_timeout;
+            if (clients_.size() <= static_cast<std::size_t>(fd)) clients_.resize(fd + 1);
+            loop_.watch(fd);
+            clients_[fd] = std::move(client);
+        });
 }
 
 void HttpFrontEnd::on_readable(ClientPtr& client) {
@@ -159,7 +113,7 @@ void HttpFrontEnd::on_readable(ClientPtr& client) {
     const ssize_t got = ::recv(client->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (got <= 0) {  // closed or failed: nothing more will come
-        forget(client->fd);
+        loop_.forget(client->fd);
         client.reset();
         return;
     }
@@ -237,7 +191,7 @@ bool HttpFrontEnd::advance(ClientPtr& client) {
         return false;
     c.request.body = c.buffer.substr(c.head_end, c.body_length);
     c.buffer.erase(0, c.head_end + c.body_length);
-    forget(c.fd);
+    loop_.forget(c.fd);
     hand_over(std::move(client));
     return false;
 }
@@ -265,7 +219,7 @@ void HttpFrontEnd::expire() {
             reply_and_close(client, 408, "the request body did not arrive within --body-timeout",
                             "body_timeout");
         else {  // idle, sent nothing, or done with its last words
-            forget(client->fd);
+            loop_.forget(client->fd);
             client.reset();
         }
     }
@@ -282,8 +236,6 @@ void HttpFrontEnd::hand_over(ClientPtr client) {
 }
 
 void HttpFrontEnd::take_back() {
-    std::uint64_t count;
-    (void)::read(wake_fd_, &count, sizeof count);
     std::deque<ClientPtr> back;
     {
         std::lock_guard lock(mu_);
@@ -297,7 +249,7 @@ void HttpFrontEnd::take_back() {
             Clock::now() + (client->buffer.empty() ? std::chrono::seconds(kKeepAliveSeconds)
                                                    : context_.limits.header_timeout);
         if (clients_.size() <= static_cast<std::size_t>(fd)) clients_.resize(fd + 1);
-        watch(fd);
+        loop_.watch(fd);
         clients_[fd] = std::move(client);
         // A pipelined request may be whole already.
         if (clients_[fd]->stage == Client::Stage::Head) advance(clients_[fd]);
@@ -327,8 +279,7 @@ void HttpFrontEnd::worker() {
             if (stopping_) continue;
             returned_.push_back(std::move(client));
         }
-        const std::uint64_t one = 1;
-        (void)::write(wake_fd_, &one, sizeof one);
+        loop_.wake();
     }
 }
 

@@ -1,5 +1,5 @@
 // The HTTP endpoint's front door: one thread accepts the connections and
-// reads every request's head and body itself (epoll, never blocking), under
+// reads every request's head and body itself (event_loop.h, never blocking), under
 // deadlines and limits, parses its head once (http_request.h), and hands a
 // request to a worker only once it is whole. A connection that sends half a request line, or
 // trickles a byte a second, holds a socket and its few bytes until its deadline, never a worker or
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "server/connection_limiter.h"
+#include "server/event_loop.h"
 #include "server/http_request.h"
 #include "server/listener.h"
 #include "server/server_context.h"
@@ -75,8 +76,6 @@ class HttpFrontEnd {
     void take_back();
     void expire();
     void worker();
-    void watch(int fd);
-    void forget(int fd);
 
     const ServerContext& context_;
     Listener listener_;
@@ -84,8 +83,7 @@ class HttpFrontEnd {
     const std::size_t max_body_;
     const std::size_t worker_count_;
     Handler handler_;
-    int epoll_fd_ = -1;
-    int wake_fd_ = -1;                // eventfd: a worker gave a kept-alive connection back
+    EventLoop loop_;                  // woken: a worker gave a kept-alive connection back
     std::vector<ClientPtr> clients_;  // indexed by socket, reading a request
 
     std::mutex mu_;

@@ -5,7 +5,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -127,15 +126,6 @@ Listener::Listener(const Endpoint& endpoint) : endpoint_(endpoint) {
 Listener::~Listener() {
     if (fd_ >= 0) ::close(fd_);
     if (endpoint_.kind == Endpoint::Kind::Unix) ::unlink(endpoint_.path.c_str());
-}
-
-std::optional<Connection> Listener::accept(std::chrono::milliseconds timeout) {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
-    std::string peer;
-    const int fd = accept_now(peer);
-    if (fd < 0) return std::nullopt;
-    return Connection(fd, std::move(peer));
 }
 
 int Listener::accept_now(std::string& peer) {

@@ -2,11 +2,7 @@
 // "unix://PATH" or "stdio://" (one client on standard input and output).
 #pragma once
 
-#include <chrono>
-#include <optional>
 #include <string>
-
-#include "server/connection.h"
 
 namespace etude::server {
 
@@ -29,12 +25,9 @@ class Listener {
     Listener(const Listener&) = delete;
     Listener& operator=(const Listener&) = delete;
 
-    // The next client, or nothing after `timeout` (so the caller can check
-    // whether to stop) or on a transient accept error.
-    std::optional<Connection> accept(std::chrono::milliseconds timeout);
     // For an event loop: the listening socket (to wait on), and the next
     // client if one is there now, as a connected socket (close-on-exec,
-    // TCP_NODELAY) and its peer name; -1 when none is.
+    // TCP_NODELAY) and its peer name; -1 (errno set) when none is.
     int native_handle() const { return fd_; }
     int accept_now(std::string& peer);
     // The bound address as a URI, with the real port when 0 was asked for.

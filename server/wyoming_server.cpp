@@ -1,10 +1,12 @@
 #include "server/wyoming_server.h"
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <unistd.h>
+
+#include <vector>
 
 #include "server/connection_limiter.h"
+#include "server/event_loop.h"
+#include "server/synthesis_pool.h"
 #include "server/wyoming_session.h"
 
 namespace etude::server {
@@ -21,48 +23,94 @@ std::string WyomingServer::address() const {
 }
 
 void WyomingServer::run(const std::atomic<bool>& stop) {
-    if (!listener_) {
-        run_wyoming_session(Connection::stdio(), context_, stop);
-        return;
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    std::size_t open = 0;
+    EventLoop loop;
+    // As many syntheses at once as the slots allow; one client speaks one at
+    // a time, so stdio needs one thread.
+    SynthesisPool pool(listener_ ? context_.limits.max_syntheses : 1, context_.limits.max_waiting,
+                       context_.limits.queue_timeout);
     ConnectionLimiter limiter(context_.limits.max_connections,
                               context_.limits.max_connections_per_address);
-    while (!stop) {
-        auto connection = listener_->accept(std::chrono::milliseconds(200));
-        if (!connection) continue;
-        std::string why;
-        auto ticket = limiter.admit(peer_host(connection->peer()), why);
-        if (!ticket) {
-            // Said, not silently dropped: the client learns why. Never
-            // blocking: a client that reads nothing loses the message.
-            connection->write_all(
-                encode_wyoming_event(
-                    {"error",
-                     {{"text", "the server refused the connection: " + why}, {"code", "busy"}},
-                     {}}),
-                std::chrono::milliseconds(0));
-            if (auto line = limiter.refusal_report(why))
-                context_.log.write("wyoming " + connection->peer() + " " + *line);
-            continue;
-        }
-        {
-            std::lock_guard lock(mu);
-            ++open;
-        }
-        // Detached, counted: a connection lives as long as its client.
-        std::thread([&, c = std::move(*connection), t = std::move(*ticket)]() mutable {
-            run_wyoming_session(std::move(c), context_, stop);
-            { auto given_back = std::move(t); }
-            std::lock_guard lock(mu);
+    // Indexed by the client's socket (stdio: standard input).
+    std::vector<std::unique_ptr<WyomingSession>> sessions;
+    std::size_t open = 0;
+    const auto add = [&](int fd, std::unique_ptr<WyomingSession> session) {
+        if (sessions.size() <= static_cast<std::size_t>(fd)) sessions.resize(fd + 1);
+        sessions[fd] = std::move(session);
+        ++open;
+    };
+    const auto settle = [&](int fd) {
+        if (sessions[fd] && sessions[fd]->over()) {
+            sessions[fd].reset();
             --open;
-            cv.notify_all();
-        }).detach();
+        }
+    };
+    if (listener_) {
+        loop.watch(listener_->native_handle());
+    } else {
+        loop.watch(STDIN_FILENO);
+        add(STDIN_FILENO,
+            std::make_unique<WyomingSession>(STDIN_FILENO, STDOUT_FILENO, false, "stdio",
+                                             std::nullopt, context_, pool, loop));
     }
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return open == 0; });
+
+    // One read buffer for every client: the loop reads one at a time.
+    // Left uninitialised: it is written before it is read.
+    constexpr std::size_t kReadSize = 64 * 1024;
+    const std::unique_ptr<char[]> buffer(new char[kReadSize]);
+    std::atomic<bool> quit{false};
+    bool stopping = false;
+    const auto refusal = [](const std::string& why) {
+        // Said, not silently dropped: the client learns why.
+        return encode_wyoming_event(
+            {"error",
+             {{"text", "the server refused the connection: " + why}, {"code", "busy"}},
+             {}});
+    };
+    EventLoop::Handlers handlers;
+    handlers.ready = [&](int fd, bool readable, bool writable) {
+        if (listener_ && fd == listener_->native_handle()) {
+            if (stopping) return;
+            accept_clients(loop, *listener_, limiter, context_.log, "wyoming", refusal,
+                           [&](int client, std::string peer, ConnectionLimiter::Ticket ticket) {
+                               loop.watch(client);
+                               add(client, std::make_unique<WyomingSession>(
+                                               client, client, true, std::move(peer),
+                                               std::move(ticket), context_, pool, loop));
+                           });
+            return;
+        }
+        if (static_cast<std::size_t>(fd) >= sessions.size() || !sessions[fd]) return;
+        if (writable) sessions[fd]->on_writable();
+        if (readable) sessions[fd]->on_readable(buffer.get(), kReadSize);
+        settle(fd);
+    };
+    handlers.woken = [&] {
+        // A synthesis ended somewhere: a check of each session is cheaper
+        // than a queue the pool threads would have to share with the loop.
+        for (std::size_t fd = 0; fd < sessions.size(); ++fd)
+            if (sessions[fd]) {
+                sessions[fd]->on_wake();
+                settle(static_cast<int>(fd));
+            }
+    };
+    handlers.tick = [&] {
+        pool.expire();
+        const auto now = WyomingSession::Clock::now();
+        if (stop && !stopping) {
+            stopping = true;
+            for (auto& s : sessions)
+                if (s) s->stop();
+        }
+        for (std::size_t fd = 0; fd < sessions.size(); ++fd)
+            if (sessions[fd]) {
+                sessions[fd]->on_wake();
+                sessions[fd]->on_tick(now);
+                settle(static_cast<int>(fd));
+            }
+        // Stopping ends once every synthesis has; stdio ends with its client.
+        if ((stopping || !listener_) && open == 0) quit = true;
+    };
+    loop.run(quit, handlers);
 }
 
 }  // namespace etude::server

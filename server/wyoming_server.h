@@ -1,6 +1,9 @@
-// A Wyoming endpoint: accepts clients on a TCP or Unix socket (each on a
-// thread of its own, all sharing the context's engine and slots), or serves
-// the one client on standard input and output.
+// A Wyoming endpoint: a TCP or Unix listener whose clients all live on one
+// event loop thread (event_loop.h; the HTTP front end runs on the same
+// kind), their syntheses on a bounded SynthesisPool; or the one client on
+// standard input and output, on the same loop. A connection costs a socket
+// and its state, never a thread: a thousand idle clients hold the same
+// threads as none.
 #pragma once
 
 #include <atomic>
@@ -20,7 +23,7 @@ class WyomingServer {
     // "tcp://127.0.0.1:10200", "unix://PATH" or "stdio://".
     std::string address() const;
     // Serves until `stop` is true (stdio: until the client closes, too);
-    // then waits for the connections still open to end.
+    // then closes the connections and waits for their syntheses to end.
     void run(const std::atomic<bool>& stop);
 
   private:

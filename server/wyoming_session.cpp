@@ -1,10 +1,14 @@
 #include "server/wyoming_session.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "audio-io/wav_writer.h"
@@ -44,8 +48,6 @@ json wyoming_info(const VoiceCatalog& voices) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 const char* outcome_name(SpeechJob::Outcome o) {
     switch (o) {
         case SpeechJob::Outcome::Spoken:
@@ -62,65 +64,50 @@ const char* outcome_name(SpeechJob::Outcome o) {
     return "?";
 }
 
-class Session {
-  public:
-    Session(Connection connection, const ServerContext& context, const std::atomic<bool>& stop)
-        : conn_(std::move(connection)),
-          ctx_(context),
-          stop_(stop),
-          reader_(context.limits.frames) {}
+// Audio waits in a connection's outbox up to this much before the
+// synthesis waits for the client to take some: the socket's own buffer
+// plus this is how far speech runs ahead of a slow reader.
+constexpr std::size_t kAudioRoom = 64 * 1024;
 
-    void run();
+}  // namespace
 
-  private:
-    // A synthesis in progress on this connection.
-    struct Active {
-        std::unique_ptr<SpeechJob> job;
-        std::thread thread;
-        bool streaming = false;
-        bool stopped = false;        // synthesize-stop seen
-        std::size_t text_bytes = 0;  // streamed so far, against --max-text
-        std::atomic<bool> done{false};
-        std::atomic<bool> over_limit{false};  // stopped for text past --max-text
-    };
-
-    bool send(const std::string& type, json data = json::object(), std::string payload = {});
-    void send_error(const std::string& text, const std::string& code) {
-        send("error", {{"text", text}, {"code", code}});
-    }
-    // false: close the connection.
-    bool handle(const WyomingEvent& ev);
-    // The voice (and the speaker, "" for the default) a request asks for.
-    const VoiceEntry* choose_voice(const json& data, std::string& speaker,
-                                   std::string& error) const;
-    void start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming);
-    void synthesis_thread(Active& active);
-    void reap(bool cancel);
-
-    Connection conn_;
-    const ServerContext& ctx_;
-    const std::atomic<bool>& stop_;
-    WyomingFrameReader reader_;
-    std::mutex write_mu_;
-    std::atomic<bool> dead_{false};
-    std::unique_ptr<Active> active_;
+// A synthesis of this connection, from its start until the loop reaps it.
+struct WyomingSession::Active {
+    std::unique_ptr<SpeechJob> job;
+    bool streaming = false;
+    bool stopped = false;                 // synthesize-stop seen
+    std::size_t text_bytes = 0;           // streamed so far, against --max-text
+    bool queued = false;                  // submitted to the pool (else reported at once)
+    bool cancelled = false;               // cancel() called by the loop
+    std::atomic<bool> done{false};        // reported; nothing of it runs any more
+    std::atomic<bool> over_limit{false};  // stopped for text past --max-text
 };
 
-bool Session::send(const std::string& type, json data, std::string payload) {
-    const std::string bytes = encode_wyoming_event({type, std::move(data), std::move(payload)});
-    std::lock_guard lock(write_mu_);
-    if (dead_) return false;
-    if (!conn_.write_all(bytes, ctx_.limits.write_timeout)) {
-        // Gone, or not reading: either way nothing more reaches it.
-        dead_ = true;
-        conn_.shut_down();
-        return false;
-    }
-    return true;
+WyomingSession::WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
+                               std::optional<ConnectionLimiter::Ticket> ticket,
+                               const ServerContext& context, SynthesisPool& pool, EventLoop& loop)
+    : in_fd_(in_fd),
+      out_fd_(out_fd),
+      is_socket_(is_socket),
+      peer_(std::move(peer)),
+      ticket_(std::move(ticket)),
+      ctx_(context),
+      pool_(pool),
+      loop_(loop),
+      outbox_(out_fd, is_socket, context.limits.write_timeout,
+              [this](EventLoop::Interest interest) { loop_.change(in_fd_, interest); }),
+      reader_(context.limits.frames) {}
+
+WyomingSession::~WyomingSession() {
+    if (is_socket_) ::close(in_fd_);
 }
 
-const VoiceEntry* Session::choose_voice(const json& data, std::string& speaker_out,
-                                        std::string& error) const {
+bool WyomingSession::send(const std::string& type, json data, std::string payload) {
+    return outbox_.send(encode_wyoming_event({type, std::move(data), std::move(payload)}));
+}
+
+const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& speaker_out,
+                                               std::string& error) const {
     speaker_out.clear();
     const auto it = data.find("voice");
     if (it == data.end() || it->is_null()) return &ctx_.voices.default_voice();
@@ -166,15 +153,32 @@ const VoiceEntry* Session::choose_voice(const json& data, std::string& speaker_o
     return voice;
 }
 
-void Session::start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming) {
+void WyomingSession::start_job(const VoiceEntry& voice, const std::string& speaker,
+                               bool streaming) {
     active_ = std::make_unique<Active>();
     active_->job = std::make_unique<SpeechJob>(ctx_, voice, speaker);
     active_->streaming = streaming;
     Active& a = *active_;
-    a.thread = std::thread([this, &a] { synthesis_thread(a); });
+    EventLoop& loop = loop_;
+    // The last thing the work does is ring the loop: after `done` is set the
+    // loop may destroy `a` and this session, so nothing of them is touched.
+    const bool queued = pool_.submit(this, [this, &a, &loop](bool run) {
+        if (run)
+            synthesize(a);
+        else
+            report(a, {.outcome = SpeechJob::Outcome::TimedOut}, 0, 0);
+        a.done = true;
+        loop.wake();
+    });
+    if (queued) {
+        a.queued = true;
+        return;
+    }
+    report(a, {.outcome = SpeechJob::Outcome::Busy}, 0, 0);
+    a.done = true;
 }
 
-void Session::synthesis_thread(Active& a) {
+void WyomingSession::synthesize(Active& a) {
     int rate = 0;
     std::uint64_t sent = 0;
     std::vector<short> pcm;
@@ -186,6 +190,8 @@ void Session::synthesis_thread(Active& a) {
                         {{"rate", r}, {"width", 2}, {"channels", 1}, {"timestamp", 0}});
         },
         [&](std::span<const float> samples) {
+            // A client that takes nothing for --write-timeout is dropped here.
+            if (!outbox_.wait_for_room(kAudioRoom)) return false;
             pcm.resize(samples.size());
             audio_io::float_to_pcm16(samples, pcm);
             // 16-bit little-endian: the host order on every platform we build for.
@@ -197,6 +203,12 @@ void Session::synthesis_thread(Active& a) {
             sent += samples.size();
             return ok;
         });
+    report(a, result, rate, sent);
+}
+
+void WyomingSession::report(Active& a, const SpeechJob::Result& result, int rate,
+                            std::uint64_t sent) {
+    const auto timestamp_ms = [&] { return rate > 0 ? sent * 1000 / rate : 0; };
     switch (result.outcome) {
         case SpeechJob::Outcome::Spoken:
             send("audio-stop", {{"timestamp", timestamp_ms()}});
@@ -227,27 +239,34 @@ void Session::synthesis_thread(Active& a) {
     char line[512];
     std::snprintf(line, sizeof line,
                   "wyoming %s %s voice=%s chars=%zu first-audio=%.1fms rtf=%.3f audio=%.2fs %s",
-                  conn_.peer().c_str(), a.streaming ? "stream" : "synthesize",
-                  a.job->voice().name.c_str(), a.job->characters(), result.first_audio_ms,
+                  peer_.c_str(), a.streaming ? "stream" : "synthesize", a.job->voice().name.c_str(),
+                  a.job->characters(), result.first_audio_ms,
                   audio_s > 0 ? result.seconds / audio_s : 0.0, audio_s,
                   outcome_name(result.outcome));
     ctx_.log.write(line);
-    a.done = true;
 }
 
-// Joins a finished synthesis; with `cancel`, stops a running one first.
-void Session::reap(bool cancel) {
+bool WyomingSession::job_running() const {
+    return active_ && !active_->done;
+}
+
+void WyomingSession::reap(bool cancel) {
     if (!active_) return;
-    if (cancel) {
-        active_->job->cancel();
-    } else if (!active_->done) {
-        return;
+    Active& a = *active_;
+    if (cancel && !a.done && !a.cancelled) {
+        a.cancelled = true;
+        if (a.queued && pool_.withdraw(this)) {
+            // It never started: reported here as a synthesis whose client left.
+            report(a, {.outcome = SpeechJob::Outcome::Cancelled}, 0, 0);
+            a.done = true;
+        } else {
+            a.job->cancel();
+        }
     }
-    active_->thread.join();
-    active_.reset();
+    if (a.done) active_.reset();
 }
 
-bool Session::handle(const WyomingEvent& ev) {
+bool WyomingSession::handle(const WyomingEvent& ev) {
     const auto text_of = [&](std::string& out) -> bool {
         const auto t = ev.data.find("text");
         if (t == ev.data.end() || !t->is_string()) {
@@ -339,103 +358,211 @@ bool Session::handle(const WyomingEvent& ev) {
     return true;
 }
 
-void Session::run() {
-    // Left uninitialised: a connection that sends a few bytes touches a
-    // page of it, not 64 KiB (hundreds of idle connections are resident size).
-    constexpr std::size_t kReadSize = 64 * 1024;
-    const std::unique_ptr<char[]> buf(new char[kReadSize]);
-    auto last_input = Clock::now();
-    bool client_closed = false, broke_protocol = false;
-    // A frame begun must arrive whole in time, however it trickles in: its
-    // header line within --header-timeout, then the rest within
-    // --body-timeout (the idle timeout restarts with every byte).
-    enum class Part { None, Header, Rest } part = Part::None;
-    auto part_deadline = Clock::now();
-    while (!stop_ && !dead_) {
-        if (part != Part::None && Clock::now() > part_deadline) {
-            send_error(std::string("a frame's ") +
-                           (part == Part::Header ? "header line did not arrive within "
-                                                   "--header-timeout"
-                                                 : "data did not arrive within --body-timeout"),
-                       "frame-timeout");
-            ctx_.log.write("wyoming " + conn_.peer() + " frame timeout");
-            broke_protocol = true;
-            break;
+bool WyomingSession::take_input(std::string_view bytes) {
+    last_input_ = Clock::now();
+    reader_.feed(bytes);
+    for (;;) {
+        auto r = reader_.next();
+        if (r.error) {
+            send_error("malformed frame: " + r.error->what, "bad-frame");
+            ctx_.log.write("wyoming " + peer_ + " malformed frame: " + r.error->what);
+            linger();
+            return false;
         }
-        reap(false);
-        std::size_t n = 0;
-        const auto status =
-            conn_.read_some(buf.get(), kReadSize, std::chrono::milliseconds(200), n);
-        if (status == Connection::ReadStatus::Failed) break;
-        if (status == Connection::ReadStatus::Closed) {
-            client_closed = true;
-            if (reader_.partial())
-                ctx_.log.write("wyoming " + conn_.peer() + " closed inside a frame (truncated)");
-            break;
+        if (!r.event) break;
+        bool keep = false;
+        try {
+            keep = handle(*r.event);
+        } catch (const std::exception& e) {
+            send_error(std::string("bad event: ") + e.what(), "bad-request");
+            ctx_.log.write("wyoming " + peer_ + " bad event: " + e.what());
+            linger();
+            return false;
         }
-        if (status == Connection::ReadStatus::TimedOut) {
-            // Waiting for audio is not idling; waiting for text is.
-            const bool waiting_on_us = active_ && (!active_->streaming || active_->stopped);
-            if (!waiting_on_us && Clock::now() - last_input > ctx_.limits.idle_timeout) {
-                send_error("closing an idle connection", "idle");
-                break;
-            }
-            continue;
-        }
-        last_input = Clock::now();
-        reader_.feed(std::string_view(buf.get(), n));
-        bool keep = true;
-        while (keep) {
-            auto r = reader_.next();
-            if (r.error) {
-                send_error("malformed frame: " + r.error->what, "bad-frame");
-                ctx_.log.write("wyoming " + conn_.peer() + " malformed frame: " + r.error->what);
-                keep = false;
-                broke_protocol = true;
-                break;
-            }
-            if (!r.event) break;
-            try {
-                keep = handle(*r.event);
-            } catch (const std::exception& e) {
-                send_error(std::string("bad event: ") + e.what(), "bad-request");
-                keep = false;
-                broke_protocol = true;
-            }
-        }
-        if (!keep) break;
-        const Part now_part = reader_.reading_header() ? Part::Header
-                              : reader_.partial()      ? Part::Rest
-                                                       : Part::None;
-        if (now_part != part) {
-            part = now_part;
-            part_deadline = Clock::now() + (part == Part::Header ? ctx_.limits.header_timeout
-                                                                 : ctx_.limits.body_timeout);
-        }
+        if (!keep) return false;
     }
-    // A client that sent its request and then closed its side may still be
-    // reading (a half-close): let a request already complete finish, its
-    // writes fail at once if the client is really gone. Anything else stops.
-    const bool finish_request =
-        client_closed && !stop_ && active_ && (!active_->streaming || active_->stopped);
-    if (finish_request) {
-        active_->thread.join();
-        active_.reset();
-    }
-    reap(true);
-    if (broke_protocol && !dead_) conn_.close_after_last_message(std::chrono::milliseconds(500));
-    conn_.shut_down();
+    update_frame_deadline();
+    return true;
 }
 
-}  // namespace
+void WyomingSession::update_frame_deadline() {
+    const Part now_part = reader_.reading_header() ? Part::Header
+                          : reader_.partial()      ? Part::Rest
+                                                   : Part::None;
+    if (now_part == part_) return;
+    part_ = now_part;
+    part_deadline_ = Clock::now() + (part_ == Part::Header ? ctx_.limits.header_timeout
+                                                           : ctx_.limits.body_timeout);
+}
 
-void run_wyoming_session(Connection connection, const ServerContext& context,
-                         const std::atomic<bool>& stop) {
-    try {
-        Session(std::move(connection), context, stop).run();
-    } catch (const std::exception& e) {
-        context.log.write(std::string("wyoming session ended by an error: ") + e.what());
+void WyomingSession::on_readable(char* buffer, std::size_t size) {
+    if (stage_ == Stage::Closed) return;
+    if (stage_ == Stage::Draining) {
+        // Not read while draining: reported all the same, the socket has
+        // hung up or failed, and the client is wholly gone.
+        close();
+        return;
     }
+    ssize_t got;
+    do got = is_socket_ ? ::recv(in_fd_, buffer, size, MSG_DONTWAIT) : ::read(in_fd_, buffer, size);
+    while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (stage_ == Stage::Lingering) {
+        if (got <= 0) close();  // the client has read our last words and closed
+        return;
+    }
+    if (got < 0) {
+        if (job_running())
+            ctx_.log.write("wyoming " + peer_ + " connection failed during its synthesis (" +
+                           std::strerror(errno) + "): speech cancelled");
+        close();
+        return;
+    }
+    if (got == 0) {
+        on_input_closed();
+        return;
+    }
+    if (!take_input(std::string_view(buffer, static_cast<std::size_t>(got)))) {
+        if (stage_ != Stage::Open) return;
+        if (outbox_.dead())
+            ctx_.log.write("wyoming " + peer_ + " is gone or takes nothing it is sent: closed");
+        close();
+        return;
+    }
+    if (stage_ == Stage::Open && !paused_ && outbox_.pending() > kPauseReading) {
+        paused_ = true;
+        outbox_.set_reading(false);
+    }
+}
+
+void WyomingSession::resume_reading() {
+    if (paused_ && stage_ == Stage::Open && outbox_.empty()) {
+        paused_ = false;
+        outbox_.set_reading(true);
+    }
+}
+
+void WyomingSession::on_input_closed() {
+    // A client that sent its request and then closed its side may still be
+    // reading (a half-close): a request already complete is spoken, and
+    // what was sent before is delivered; its writes fail at once if the
+    // client is really gone. A stream still waiting for text stops.
+    const bool request_complete = job_running() && (!active_->streaming || active_->stopped);
+    if (reader_.partial())
+        ctx_.log.write("wyoming " + peer_ + " closed inside a frame (truncated)");
+    else if (job_running() && !request_complete)
+        ctx_.log.write("wyoming " + peer_ +
+                       " closed the connection during its stream: speech cancelled");
+    if (!request_complete) reap(true);
+    if (!job_running() && outbox_.empty()) {
+        close();
+        return;
+    }
+    stage_ = Stage::Draining;
+    // Standard input at its end is reported readable for ever (a pipe's
+    // hang-up, a file): it is no longer watched. A socket's outbox still
+    // needs to hear that the socket drains.
+    if (is_socket_)
+        outbox_.set_reading(false);
+    else
+        loop_.forget(in_fd_);
+}
+
+void WyomingSession::on_writable() {
+    outbox_.on_writable();
+    if (outbox_.dead() && stage_ != Stage::Closed) {
+        close();
+        return;
+    }
+    if (stage_ == Stage::Lingering && !shut_write_ && outbox_.empty()) {
+        ::shutdown(out_fd_, SHUT_WR);
+        shut_write_ = true;
+    }
+    if (stage_ == Stage::Draining && !job_running() && outbox_.empty()) close();
+    resume_reading();
+}
+
+void WyomingSession::on_tick(Clock::time_point now) {
+    if (stage_ == Stage::Closed) return;
+    if (outbox_.check_stall(now)) {
+        ctx_.log.write("wyoming " + peer_ + " took nothing of what was sent for --write-timeout" +
+                       (job_running() ? ": its speech is cancelled" : ""));
+        close();
+        return;
+    }
+    if (stage_ == Stage::Lingering) {
+        if (!shut_write_ && outbox_.empty()) {
+            ::shutdown(out_fd_, SHUT_WR);
+            shut_write_ = true;
+        }
+        if (now >= linger_until_) close();
+        return;
+    }
+    if (stage_ == Stage::Draining) {
+        if (!job_running() && outbox_.empty()) close();
+        return;
+    }
+    // A synthesis thread's send may have drained the outbox, which no
+    // writable report then says.
+    resume_reading();
+    if (part_ != Part::None && now > part_deadline_) {
+        send_error(std::string("a frame's ") + (part_ == Part::Header
+                                                    ? "header line did not arrive within "
+                                                      "--header-timeout"
+                                                    : "data did not arrive within --body-timeout"),
+                   "frame-timeout");
+        ctx_.log.write("wyoming " + peer_ + " frame timeout");
+        linger();
+        return;
+    }
+    // Waiting for audio is not idling; waiting for text is.
+    const bool waiting_on_us = active_ && (!active_->streaming || active_->stopped);
+    if (!waiting_on_us && now - last_input_ > ctx_.limits.idle_timeout) {
+        send_error("closing an idle connection", "idle");
+        close();
+    }
+}
+
+void WyomingSession::on_wake() {
+    if (!active_ || !active_->done) return;
+    reap(false);
+    if (stage_ == Stage::Draining && outbox_.empty()) close();
+}
+
+void WyomingSession::stop() {
+    close();
+}
+
+bool WyomingSession::over() const {
+    return stage_ == Stage::Closed && !active_;
+}
+
+void WyomingSession::linger() {
+    reap(true);
+    if (outbox_.dead() || !is_socket_) {
+        close();
+        return;
+    }
+    stage_ = Stage::Lingering;
+    paused_ = false;
+    outbox_.set_reading(true);  // what the client still sends is dropped
+    linger_until_ = Clock::now() + std::chrono::milliseconds(500);
+    if (outbox_.empty()) {
+        ::shutdown(out_fd_, SHUT_WR);
+        shut_write_ = true;
+    }
+}
+
+void WyomingSession::close() {
+    if (stage_ == Stage::Closed) return;
+    stage_ = Stage::Closed;
+    reap(true);
+    outbox_.kill();
+    loop_.forget(in_fd_);
+    // The socket stays open (its number not reused) until the session is
+    // destroyed, after its synthesis has ended: the synthesis may still
+    // touch it. Shut down, it takes nothing more.
+    if (is_socket_) ::shutdown(in_fd_, SHUT_RDWR);
 }
 
 }  // namespace etude::server

@@ -1,19 +1,123 @@
-// One Wyoming client from connection to close: reads its events, answers
-// describe and ping, runs its syntheses (one at a time, each on a thread of
-// its own so the connection keeps reading: text chunks arrive and a
-// disconnect cancels the speech while audio goes out), and closes the
-// connection on a malformed frame, after an error event saying why.
+// One Wyoming client from connection to close, as a state machine the event
+// loop drives (wyoming_server.h): it reads the client's events, answers
+// describe and ping at once, runs its syntheses (one at a time, on the
+// server's SynthesisPool, while the connection keeps being read: text
+// chunks arrive, and a client that leaves cancels the speech), and closes
+// the connection on a malformed frame, after an error event saying why. A
+// client that waits costs its socket, its buffered bytes and this object,
+// never a thread.
 #pragma once
 
-#include "server/connection.h"
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/connection_limiter.h"
+#include "server/event_loop.h"
+#include "server/outbox.h"
 #include "server/server_context.h"
+#include "server/speech_job.h"
+#include "server/synthesis_pool.h"
+#include "server/wyoming_frame.h"
 
 namespace etude::server {
 
-// Runs until the client leaves, breaks the protocol, idles past the limit,
-// or `stop` becomes true. Never throws.
-void run_wyoming_session(Connection connection, const ServerContext& context,
-                         const std::atomic<bool>& stop);
+class WyomingSession {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    // A socket (owned, closed at the end; `ticket` its place in the
+    // listener's limits) or standard input and output (neither closed).
+    // The loop must already watch `in_fd`.
+    WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
+                   std::optional<ConnectionLimiter::Ticket> ticket, const ServerContext& context,
+                   SynthesisPool& pool, EventLoop& loop);
+    // Only once over(): no synthesis is left running.
+    ~WyomingSession();
+    WyomingSession(const WyomingSession&) = delete;
+    WyomingSession& operator=(const WyomingSession&) = delete;
+
+    // On the loop thread. `buffer`: scratch space for one read, shared by
+    // every session of the loop.
+    void on_readable(char* buffer, std::size_t size);
+    void on_writable();
+    // Deadlines: a frame arriving too slowly, an idle client, a client
+    // that reads nothing.
+    void on_tick(Clock::time_point now);
+    // Reaps a synthesis that has ended (the pool rang the loop's wake).
+    void on_wake();
+    // The server stops: the synthesis is cancelled, the connection closed.
+    void stop();
+    // Closed, and no synthesis left: the session may be destroyed.
+    bool over() const;
+    // Closed: the loop no longer watches the socket.
+    bool closed() const { return stage_ == Stage::Closed; }
+
+  private:
+    struct Active;
+    // Open: reading events. Draining: the client closed its side after a
+    // complete request; its speech is finished and sent, then the
+    // connection closes. Lingering: after a protocol error, the error event
+    // is sent, our side shut, and what the client still sends dropped for
+    // up to 0.5 s (closing with its bytes unread would reset the connection
+    // and destroy the error before the client reads it). Closed.
+    enum class Stage { Open, Draining, Lingering, Closed };
+
+    bool send(const std::string& type, nlohmann::json data = nlohmann::json::object(),
+              std::string payload = {});
+    void send_error(const std::string& text, const std::string& code) {
+        send("error", {{"text", text}, {"code", code}});
+    }
+    // Feeds what was read; false: close the connection.
+    bool take_input(std::string_view bytes);
+    // false: close the connection.
+    bool handle(const WyomingEvent& ev);
+    // The voice (and the speaker, "" for the default) a request asks for.
+    const VoiceEntry* choose_voice(const nlohmann::json& data, std::string& speaker,
+                                   std::string& error) const;
+    void start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming);
+    // On a pool thread: the whole synthesis, then report().
+    void synthesize(Active& active);
+    void report(Active& active, const SpeechJob::Result& result, int rate, std::uint64_t sent);
+    // Forgets a synthesis that has ended; with `cancel`, stops one first
+    // (it is forgotten once it ends).
+    void reap(bool cancel);
+    bool job_running() const;
+    // The client closed its side (read returned 0).
+    void on_input_closed();
+    void linger();
+    // Reads the client again once a paused outbox has drained.
+    void resume_reading();
+    void close();
+    void update_frame_deadline();
+
+    int in_fd_, out_fd_;
+    const bool is_socket_;
+    const std::string peer_;
+    std::optional<ConnectionLimiter::Ticket> ticket_;
+    const ServerContext& ctx_;
+    SynthesisPool& pool_;
+    EventLoop& loop_;
+    Outbox outbox_;
+    WyomingFrameReader reader_;
+    Stage stage_ = Stage::Open;
+    Clock::time_point last_input_ = Clock::now();
+    Clock::time_point linger_until_{};
+    bool shut_write_ = false;
+    // Not read while more than kPauseReading bytes wait to be sent: a client
+    // that sends requests and reads no replies fills its own socket, not
+    // our memory, until --write-timeout drops it.
+    bool paused_ = false;
+    static constexpr std::size_t kPauseReading = 256 * 1024;
+    // A frame begun must arrive whole in time, however it trickles in: its
+    // header line within --header-timeout, then the rest within
+    // --body-timeout (the idle timeout restarts with every byte).
+    enum class Part { None, Header, Rest } part_ = Part::None;
+    Clock::time_point part_deadline_{};
+    std::unique_ptr<Active> active_;
+};
 
 // The `info` answer to `describe`: one TTS program with every voice.
 nlohmann::json wyoming_info(const VoiceCatalog& voices);

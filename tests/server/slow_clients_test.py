@@ -9,10 +9,9 @@ line (HTTP) or half a JSON header line (Wyoming) and then nothing.
   the refusal is logged, and a normal request is still served within 1 s.
 - 1,000 of them (from 20 addresses) leave the server's resident size bounded: the listener
   holds at most --max-connections (256) and refuses the rest; growth must stay under 48 MiB
-  (256 held connections at 192 KiB each: a Wyoming connection is a thread, the pages of its
-  stack and read buffer it touched, measured at 70-110 KiB; an HTTP one a socket and the bytes
-  it sent, no growth measured; glibc's arenas are capped with MALLOC_ARENA_MAX=2, one more
-  than etude serve keeps by default). Once they close the server
+  (256 held connections at 192 KiB each, a generous bound: a connection of either protocol
+  is a socket and the bytes it sent on an event loop, about 2 KiB measured; glibc's arenas
+  are capped with MALLOC_ARENA_MAX=2, one more than etude serve keeps by default). Once they close the server
   answers a normal request within 1 s again.
 - A client trickling a byte every 0.2 s gets 408 (HTTP) or a frame-timeout error (Wyoming)
   at --header-timeout, not never.
