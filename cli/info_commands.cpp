@@ -5,13 +5,11 @@
 #include "audio-io/portaudio_output.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/kernel_registry.h"
-#include "engine/device_choice.h"
+#include "engine/devices.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper/voice_config.h"
-#include "gpu/registry.h"
 
 namespace etude::cli {
 
@@ -103,34 +101,32 @@ int devices_command(int argc, char** argv) {
             "(takes seconds; the table is for choosing --backend, the engine does not use it)");
         args.footer("exit status: 0, also when no device exists; 2 usage error.\n");
         if (!args.parse(argc, argv)) return 0;
-        auto& reg = gpu::DeviceRegistry::instance();
         std::puts("compute devices (best first):");
-        for (const auto& d : reg.devices()) {
+        for (const auto& d : engine::compute_devices()) {
             const double gib = static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0);
-            if (d.kind == gpu::BackendKind::Vulkan) {
+            if (d.backend == "vulkan") {
                 // Vulkan does not count compute units; its type says what it is.
                 std::string type = "unknown type";
                 for (const char* t : {"discrete", "integrated", "virtual", "cpu"})
                     if (std::find(d.capabilities.begin(), d.capabilities.end(), t) !=
                         d.capabilities.end())
                         type = t;
-                std::printf("  %-6s %d: %s [%s, %s; driver %s] %.1f GiB\n", gpu::to_string(d.kind),
+                std::printf("  %-6s %d: %s [%s, %s; driver %s] %.1f GiB\n", d.backend.c_str(),
                             d.index, d.name.c_str(), d.platform.c_str(), type.c_str(),
                             d.driver.c_str(), gib);
                 continue;
             }
-            std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", gpu::to_string(d.kind),
+            std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", d.backend.c_str(),
                         d.index, d.name.c_str(), d.platform.c_str(), d.is_gpu ? ", GPU" : "",
                         d.compute_units, gib);
         }
-        for (const auto& n : reg.notes()) std::printf("  note: %s\n", n.c_str());
-        // The GPU tier that streams get with --backend auto (engine/device_choice.h).
+        for (const auto& n : engine::device_notes()) std::printf("  note: %s\n", n.c_str());
+        // The GPU tier that streams get with --backend auto.
         try {
-            const auto request = gpu::with_environment({});
-            const auto tier = engine::choose_gpu_tier(request, reg.resolve(request));
+            const auto tier = engine::plan_gpu_tier(engine::with_device_environment({}));
             if (tier.use)
                 std::printf("GPU tier for --backend auto: %s %d (%s)\n",
-                            gpu::to_string(tier.device.kind), tier.device.index,
+                            tier.device.backend.c_str(), tier.device.index,
                             tier.device.name.c_str());
             else
                 std::printf("GPU tier for --backend auto: none, the CPU does it all (%s)\n",
@@ -140,19 +136,12 @@ int devices_command(int argc, char** argv) {
         }
 
         if (args.flag("--calibrate")) {
-            std::vector<std::shared_ptr<gpu::Backend>> backends;
-            for (const auto& d : reg.devices()) {
-                try {
-                    backends.push_back(reg.open({gpu::to_string(d.kind), d.index}));
-                } catch (const std::exception& e) {
-                    std::printf("  (%s %d not calibrated: %s)\n", gpu::to_string(d.kind), d.index,
-                                e.what());
-                }
-            }
-            KernelRegistry kernels(backends);
-            kernels.calibrate();
+            const auto calibration = engine::calibrate_kernels();
+            for (const auto& d : calibration.skipped)
+                std::printf("  (%s %d not calibrated: %s)\n", d.backend.c_str(), d.index,
+                            d.error.c_str());
             std::puts("kernel registry (median ms per call; * = chosen):");
-            for (const auto& c : kernels.table()) {
+            for (const auto& c : calibration.table) {
                 std::printf("  %-12s %-28s", c.op.c_str(), c.workload.c_str());
                 for (std::size_t i = 0; i < c.measured.size(); ++i) {
                     if (c.measured[i].ms < 0)

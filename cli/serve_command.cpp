@@ -13,8 +13,8 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/voice_options.h"
+#include "engine/devices.h"
 #include "engine/piper/voice_catalog.h"
-#include "gpu/registry.h"
 #include "server/http_server.h"
 #include "server/speech_job.h"
 #include "server/wyoming_server.h"
@@ -95,8 +95,8 @@ BackendChoice read_backend(const CommandLine& args) {
     const BackendChoice choice = parse_backend_options(args);
     if (choice.backend != "auto" || choice.device >= 0) {
         try {
-            gpu::DeviceRegistry::instance().resolve(
-                gpu::with_environment({choice.backend, choice.device}));
+            engine::resolve_device(
+                engine::with_device_environment({choice.backend, choice.device}));
         } catch (const std::invalid_argument& e) {
             throw Error(e.what());
         }

@@ -19,20 +19,14 @@ edges=(server speechd python/src examples cli audio-io)
 # files below the engine (etude info, devices, phonemize, vocode, bench,
 # say's traces and phoneme-id input) and names the gpu/ registry; moving
 # each behind a public header is issue 43's work left for cli/.
-# audio-io/: the JACK and PortAudio outputs use rt/'s lock-free ring,
-# counters and clock, and the file writers engine/partial_path.h.
 KNOWN="
 cli/model_commands.cpp engine/models/lef_file.h
-cli/kernel_registry.h gpu/backend.h
 cli/jack_command.cpp engine/block_records.h
 cli/say_command.cpp engine/block_records.h
-cli/say_command.cpp gpu/registry.h
 cli/say_input.cpp engine/piper/json_input.h
 cli/say_input.cpp engine/piper/phoneme_ids.h
 cli/say_input.cpp engine/piper/voice_catalog.h
 cli/say_input.cpp engine/piper/voice_config.h
-cli/say_report.cpp gpu/registry.h
-cli/voice_options.cpp gpu/registry.h
 cli/vocode_command.cpp engine/fault_plan.h
 cli/vocode_command.cpp gpu/registry.h
 cli/vocode_command.cpp dsp/log_mel.h
@@ -40,20 +34,12 @@ cli/vocode_command.cpp dsp/resampler.h
 cli/vocode_command.cpp engine/device_choice.h
 cli/vocode_command.cpp engine/models/mel_vocoder_stream.h
 cli/serve_command.cpp engine/piper/voice_catalog.h
-cli/serve_command.cpp gpu/registry.h
 cli/phonemize_command.cpp engine/piper/phonemizer.h
 cli/phonemize_command.cpp engine/piper/voice_catalog.h
 cli/bench_command.cpp engine/flite_voice.h
-cli/info_commands.cpp engine/device_choice.h
 cli/info_commands.cpp engine/flite_voice.h
 cli/info_commands.cpp engine/piper/voice_catalog.h
 cli/info_commands.cpp engine/piper/voice_config.h
-cli/info_commands.cpp gpu/registry.h
-audio-io/jack_output.h rt/counters.h
-audio-io/jack_output.cpp rt/monotonic_clock.h
-audio-io/portaudio_output.h rt/spsc_ring.h
-audio-io/wav_writer.cpp engine/partial_path.h
-audio-io/npy_file.cpp engine/partial_path.h
 "
 
 # INPUT = a \ b \ ... : the headers among them.
