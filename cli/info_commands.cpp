@@ -8,53 +8,27 @@
 #include "engine/devices.h"
 #include "engine/engine.h"
 #include "engine/flite_voice.h"
-#include "engine/piper/voice_catalog.h"
-#include "engine/piper/voice_config.h"
+#include "engine/piper_files.h"
 
 namespace etude::cli {
 
 namespace {
 
-// "English (United States), en_US, medium, 22050 Hz, 1 speaker"
-std::string describe_piper_voice(const piper::VoiceConfig& c) {
-    const auto& l = c.language;
-    std::string text = l.name_english.empty() ? c.espeak_voice : l.name_english;
-    if (!l.country_english.empty()) text += " (" + l.country_english + ")";
-    if (!l.code.empty()) text += ", " + l.code;
-    text += std::string(", ") + piper::to_string(c.quality) + ", " + std::to_string(c.sample_rate) +
-            " Hz, " + std::to_string(c.num_speakers) +
-            (c.num_speakers == 1 ? " speaker" : " speakers");
-    if (!c.speaker_id_map.empty()) {
-        std::string names;
-        int shown = 0;
-        for (const auto& [name, id] : c.speaker_id_map) {
-            if (shown++ == 5) {
-                names += ", ...";
-                break;
-            }
-            names += (names.empty() ? "" : ", ") + name;
-        }
-        text += " (" + names + ")";
-    }
-    return text;
-}
-
 void print_piper_voices() {
     std::puts("\nPiper voices (--voice NAME, or --voice PATH/VOICE.onnx):");
-    const auto voices = piper::list_voices();
+    const auto voices = engine::summarize_piper_voices();
     if (voices.empty()) std::puts("  none found");
     for (const auto& v : voices) {
-        try {
-            const auto config = piper::read_voice_config(v.config_path);
-            std::printf(
-                "  %s  %s%s\n      %s\n", v.name.c_str(), describe_piper_voice(config).c_str(),
-                v.model_present ? "" : " [no .onnx beside the .json]", v.model_path.c_str());
-        } catch (const std::exception& e) {
-            std::printf("  %s  unusable: %s\n", v.name.c_str(), e.what());
-        }
+        if (!v.problem.empty())
+            std::printf("  %s  unusable: %s\n", v.name.c_str(), v.problem.c_str());
+        else
+            std::printf("  %s  %s%s\n      %s\n", v.name.c_str(), v.summary.c_str(),
+                        v.model_present ? "" : " [no .onnx beside the .json]",
+                        v.model_path.c_str());
     }
     std::puts("\nPiper voices are looked for by name in these folders, in order:");
-    for (const auto& folder : piper::voice_folders()) std::printf("  %s\n", folder.c_str());
+    for (const auto& folder : engine::Engine::voice_folders())
+        std::printf("  %s\n", folder.c_str());
     std::puts(
         "To add one, put VOICE.onnx and VOICE.onnx.json (as Piper distributes them, e.g.\n"
         "from huggingface.co/rhasspy/piper-voices) into one of those folders, or list\n"

@@ -19,7 +19,6 @@
 #include "cli/say_input.h"
 #include "cli/say_report.h"
 #include "cli/voice_options.h"
-#include "engine/block_records.h"
 #include "engine/devices.h"
 #include "engine/engine.h"
 
@@ -178,7 +177,7 @@ class SaySession {
             wav_.emplace(
                 *outputs_.wav_path, static_cast<int>(rate_),
                 args_.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
-        if (auto trace = args_.value("--trace")) engine::check_trace_path(*trace);
+        if (auto trace = args_.value("--trace")) engine::Stream::check_trace_path(*trace);
         if (auto t = args_.value("--timings")) {
             timings_.emplace(*t);
             stream_->report_words(true);

@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/voice_options.h"
 #include "engine/devices.h"
-#include "engine/piper/voice_catalog.h"
+#include "engine/piper_files.h"
 #include "server/http_server.h"
 #include "server/speech_job.h"
 #include "server/wyoming_server.h"
@@ -126,7 +126,7 @@ server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice&
     }
     for (const auto& v : builtin.voices())
         if (!voices.by_name(v.name)) add_voice(v);
-    for (const auto& files : piper::list_voices()) {
+    for (const auto& files : engine::summarize_piper_voices()) {
         if (voices.by_name(files.name) || !files.model_present) continue;
         try {
             engine::Engine::describe_voice(files.model_path);
