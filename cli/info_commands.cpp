@@ -5,9 +5,9 @@
 #include "audio-io/portaudio_output.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "engine/builtin_voices.h"
 #include "engine/devices.h"
 #include "engine/engine.h"
-#include "engine/flite_voice.h"
 #include "engine/piper_files.h"
 
 namespace etude::cli {
@@ -47,14 +47,14 @@ int voices_command(int argc, char** argv) {
             "looked for.");
         if (!args.parse(argc, argv)) return 0;
         for (const auto& name : engine::Engine::voices()) {
-            const auto& v = engine::FliteVoice::load(name);
+            const auto v = engine::builtin_voice_vocoding(name);
             std::printf("%-4s %s, %.0f Hz, %zu mel-cepstral coefficients, %zu excitation bands%s\n",
                         name.c_str(),
                         name == "slt"   ? "US English female"
                         : name == "rms" ? "US English male"
                                         : "Scottish English male",
-                        v.sample_rate(), v.vocoder_config().order,
-                        v.vocoder_config().band_filters.size(), name == "slt" ? " (default)" : "");
+                        v.sample_rate, v.mel_cepstral_order, v.excitation_bands,
+                        name == "slt" ? " (default)" : "");
         }
         print_piper_voices();
         return 0;
