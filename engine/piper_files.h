@@ -55,9 +55,10 @@ struct PiperInputRun {
 /// "speaker_id" (a number, which wins); blank lines are skipped, other keys
 /// ignored. `voice` is a Piper voice as StreamOptions::piper_voice names it;
 /// `speaker` the speaker of lines that name none ("": the voice's default).
-/// Throws etude::Error, naming `source` and the line number ("stdin:3:
-/// ..."), for a line that is not such an object, a speaker the voice lacks
-/// or phoneme ids outside its map; VoiceNotFound when there is no such voice.
+/// Throws etude::Error naming `source` and the line number ("stdin:3: ...")
+/// for a line that is not such an object, naming the voice's config for a
+/// speaker it lacks or phoneme ids outside its map; VoiceNotFound when
+/// there is no such voice. Reads the whole input before returning.
 std::vector<PiperInputRun> read_piper_json_input(std::string_view input, const std::string& voice,
                                                  const std::string& speaker,
                                                  const std::string& source = "stdin");
