@@ -2,7 +2,7 @@
 /// The compute devices of this machine and where a stream's GPU work runs,
 /// for front ends that show them or check a request before they speak
 /// (`etude devices`, the `--backend` and `--gpu-device` options of `etude
-/// say`, `serve` and `vocode`). A request names a backend and a device index
+/// say` and `etude serve`). A request names a backend and a device index
 /// as StreamOptions::backend and StreamOptions::device do; the policy that
 /// turns it into a device is the streams' own, so what these functions say
 /// is what a stream does.
