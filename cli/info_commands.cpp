@@ -5,58 +5,30 @@
 #include "audio-io/portaudio_output.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/kernel_registry.h"
-#include "engine/device_choice.h"
+#include "engine/builtin_voices.h"
+#include "engine/devices.h"
 #include "engine/engine.h"
-#include "engine/flite_voice.h"
-#include "engine/piper/voice_catalog.h"
-#include "engine/piper/voice_config.h"
-#include "gpu/registry.h"
+#include "engine/piper_files.h"
 
 namespace etude::cli {
 
 namespace {
 
-// "English (United States), en_US, medium, 22050 Hz, 1 speaker"
-std::string describe_piper_voice(const piper::VoiceConfig& c) {
-    const auto& l = c.language;
-    std::string text = l.name_english.empty() ? c.espeak_voice : l.name_english;
-    if (!l.country_english.empty()) text += " (" + l.country_english + ")";
-    if (!l.code.empty()) text += ", " + l.code;
-    text += std::string(", ") + piper::to_string(c.quality) + ", " + std::to_string(c.sample_rate) +
-            " Hz, " + std::to_string(c.num_speakers) +
-            (c.num_speakers == 1 ? " speaker" : " speakers");
-    if (!c.speaker_id_map.empty()) {
-        std::string names;
-        int shown = 0;
-        for (const auto& [name, id] : c.speaker_id_map) {
-            if (shown++ == 5) {
-                names += ", ...";
-                break;
-            }
-            names += (names.empty() ? "" : ", ") + name;
-        }
-        text += " (" + names + ")";
-    }
-    return text;
-}
-
 void print_piper_voices() {
     std::puts("\nPiper voices (--voice NAME, or --voice PATH/VOICE.onnx):");
-    const auto voices = piper::list_voices();
+    const auto voices = engine::summarize_piper_voices();
     if (voices.empty()) std::puts("  none found");
     for (const auto& v : voices) {
-        try {
-            const auto config = piper::read_voice_config(v.config_path);
-            std::printf(
-                "  %s  %s%s\n      %s\n", v.name.c_str(), describe_piper_voice(config).c_str(),
-                v.model_present ? "" : " [no .onnx beside the .json]", v.model_path.c_str());
-        } catch (const std::exception& e) {
-            std::printf("  %s  unusable: %s\n", v.name.c_str(), e.what());
-        }
+        if (!v.problem.empty())
+            std::printf("  %s  unusable: %s\n", v.name.c_str(), v.problem.c_str());
+        else
+            std::printf("  %s  %s%s\n      %s\n", v.name.c_str(), v.summary.c_str(),
+                        v.model_present ? "" : " [no .onnx beside the .json]",
+                        v.model_path.c_str());
     }
     std::puts("\nPiper voices are looked for by name in these folders, in order:");
-    for (const auto& folder : piper::voice_folders()) std::printf("  %s\n", folder.c_str());
+    for (const auto& folder : engine::Engine::voice_folders())
+        std::printf("  %s\n", folder.c_str());
     std::puts(
         "To add one, put VOICE.onnx and VOICE.onnx.json (as Piper distributes them, e.g.\n"
         "from huggingface.co/rhasspy/piper-voices) into one of those folders, or list\n"
@@ -75,14 +47,14 @@ int voices_command(int argc, char** argv) {
             "looked for.");
         if (!args.parse(argc, argv)) return 0;
         for (const auto& name : engine::Engine::voices()) {
-            const auto& v = engine::FliteVoice::load(name);
+            const auto v = engine::builtin_voice_vocoding(name);
             std::printf("%-4s %s, %.0f Hz, %zu mel-cepstral coefficients, %zu excitation bands%s\n",
                         name.c_str(),
                         name == "slt"   ? "US English female"
                         : name == "rms" ? "US English male"
                                         : "Scottish English male",
-                        v.sample_rate(), v.vocoder_config().order,
-                        v.vocoder_config().band_filters.size(), name == "slt" ? " (default)" : "");
+                        v.sample_rate, v.mel_cepstral_order, v.excitation_bands,
+                        name == "slt" ? " (default)" : "");
         }
         print_piper_voices();
         return 0;
@@ -103,34 +75,32 @@ int devices_command(int argc, char** argv) {
             "(takes seconds; the table is for choosing --backend, the engine does not use it)");
         args.footer("exit status: 0, also when no device exists; 2 usage error.\n");
         if (!args.parse(argc, argv)) return 0;
-        auto& reg = gpu::DeviceRegistry::instance();
         std::puts("compute devices (best first):");
-        for (const auto& d : reg.devices()) {
+        for (const auto& d : engine::compute_devices()) {
             const double gib = static_cast<double>(d.global_memory) / (1024.0 * 1024.0 * 1024.0);
-            if (d.kind == gpu::BackendKind::Vulkan) {
+            if (d.backend == "vulkan") {
                 // Vulkan does not count compute units; its type says what it is.
                 std::string type = "unknown type";
                 for (const char* t : {"discrete", "integrated", "virtual", "cpu"})
                     if (std::find(d.capabilities.begin(), d.capabilities.end(), t) !=
                         d.capabilities.end())
                         type = t;
-                std::printf("  %-6s %d: %s [%s, %s; driver %s] %.1f GiB\n", gpu::to_string(d.kind),
+                std::printf("  %-6s %d: %s [%s, %s; driver %s] %.1f GiB\n", d.backend.c_str(),
                             d.index, d.name.c_str(), d.platform.c_str(), type.c_str(),
                             d.driver.c_str(), gib);
                 continue;
             }
-            std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", gpu::to_string(d.kind),
+            std::printf("  %-6s %d: %s [%s%s] %d compute units, %.1f GiB\n", d.backend.c_str(),
                         d.index, d.name.c_str(), d.platform.c_str(), d.is_gpu ? ", GPU" : "",
                         d.compute_units, gib);
         }
-        for (const auto& n : reg.notes()) std::printf("  note: %s\n", n.c_str());
-        // The GPU tier that streams get with --backend auto (engine/device_choice.h).
+        for (const auto& n : engine::device_notes()) std::printf("  note: %s\n", n.c_str());
+        // The GPU tier that streams get with --backend auto.
         try {
-            const auto request = gpu::with_environment({});
-            const auto tier = engine::choose_gpu_tier(request, reg.resolve(request));
+            const auto tier = engine::plan_gpu_tier(engine::with_device_environment({}));
             if (tier.use)
                 std::printf("GPU tier for --backend auto: %s %d (%s)\n",
-                            gpu::to_string(tier.device.kind), tier.device.index,
+                            tier.device.backend.c_str(), tier.device.index,
                             tier.device.name.c_str());
             else
                 std::printf("GPU tier for --backend auto: none, the CPU does it all (%s)\n",
@@ -140,19 +110,12 @@ int devices_command(int argc, char** argv) {
         }
 
         if (args.flag("--calibrate")) {
-            std::vector<std::shared_ptr<gpu::Backend>> backends;
-            for (const auto& d : reg.devices()) {
-                try {
-                    backends.push_back(reg.open({gpu::to_string(d.kind), d.index}));
-                } catch (const std::exception& e) {
-                    std::printf("  (%s %d not calibrated: %s)\n", gpu::to_string(d.kind), d.index,
-                                e.what());
-                }
-            }
-            KernelRegistry kernels(backends);
-            kernels.calibrate();
+            const auto calibration = engine::calibrate_kernels();
+            for (const auto& d : calibration.skipped)
+                std::printf("  (%s %d not calibrated: %s)\n", d.backend.c_str(), d.index,
+                            d.error.c_str());
             std::puts("kernel registry (median ms per call; * = chosen):");
-            for (const auto& c : kernels.table()) {
+            for (const auto& c : calibration.table) {
                 std::printf("  %-12s %-28s", c.op.c_str(), c.workload.c_str());
                 for (std::size_t i = 0; i < c.measured.size(); ++i) {
                     if (c.measured[i].ms < 0)

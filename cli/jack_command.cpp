@@ -13,7 +13,6 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/voice_options.h"
-#include "engine/block_records.h"
 #include "engine/engine.h"
 
 namespace etude::cli {
@@ -77,7 +76,7 @@ audio_io::JackOptions read_jack_options(const CommandLine& args) {
     apply_synthesis_options(args, opts.stream);
     // Start-up may wait for a device to build its state; speech may not.
     opts.stream.wait_for_device = true;
-    if (auto trace = args.value("--trace")) engine::check_trace_path(*trace);
+    if (auto trace = args.value("--trace")) engine::Stream::check_trace_path(*trace);
     return opts;
 }
 

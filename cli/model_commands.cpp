@@ -3,7 +3,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "engine/models/lef_file.h"
+#include "engine/model_file.h"
 
 namespace etude::cli {
 
@@ -21,17 +21,16 @@ int info_command(int argc, char** argv) {
             std::fputs(args.help().c_str(), stderr);
             return 2;
         }
-        const auto f = engine::LefFile::open(args.positional()[0]);
-        std::printf("metadata: %s\n", f.metadata_json().c_str());
-        std::printf("tensors: %zu\n", f.tensors().size());
+        const auto f = engine::read_model_file(args.positional()[0]);
+        std::printf("metadata: %s\n", f.metadata_json.c_str());
+        std::printf("tensors: %zu\n", f.tensors.size());
         std::uint64_t total = 0;
-        for (const auto& t : f.tensors()) {
-            std::printf("  %-40s %s (", t.name.c_str(),
-                        t.dtype == engine::LefDtype::F32 ? "f32" : "f16");
+        for (const auto& t : f.tensors) {
+            std::printf("  %-40s %s (", t.name.c_str(), t.dtype.c_str());
             for (std::size_t i = 0; i < t.shape.size(); ++i)
                 std::printf("%s%llu", i ? ", " : "", static_cast<unsigned long long>(t.shape[i]));
             std::printf(")\n");
-            total += t.elements();
+            total += t.elements;
         }
         std::printf("parameters: %llu\n", static_cast<unsigned long long>(total));
         return 0;

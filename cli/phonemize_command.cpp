@@ -9,32 +9,31 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "engine/error.h"
-#include "engine/piper/phonemizer.h"
-#include "engine/piper/voice_catalog.h"
+#include "engine/piper_files.h"
 
 namespace etude::cli {
 namespace {
 
-piper::VoiceConfig piper_voice_config(const std::string& voice) {
+engine::PiperPhonemizer open_phonemizer(const std::string& voice) {
     try {
-        return piper::read_voice_config(piper::require_voice(voice).config_path);
-    } catch (const piper::VoiceNotFound& e) {
+        return engine::PiperPhonemizer(voice);
+    } catch (const VoiceNotFound& e) {
         throw Error(std::string(e.what()) + "; see 'etude voices'");
     }
 }
 
 // Prints the sentences of one piece of text; returns the phonemes skipped.
-std::size_t print_sentences(const piper::Phonemizer& phonemizer, const std::string& text,
+std::size_t print_sentences(const engine::PiperPhonemizer& phonemizer, const std::string& text,
                             std::vector<std::string>& missing) {
     std::size_t skipped = 0;
     for (const auto& s : phonemizer.phonemize(text)) {
         nlohmann::ordered_json line;
         line["text"] = s.text;
         line["phonemes"] = s.phonemes;
-        line["phoneme_ids"] = s.ids.ids;
+        line["phoneme_ids"] = s.ids;
         std::puts(line.dump().c_str());
-        skipped += s.ids.missing;
-        for (const auto& p : s.ids.missing_phonemes)
+        skipped += s.missing;
+        for (const auto& p : s.missing_phonemes)
             if (std::find(missing.begin(), missing.end(), p) == missing.end()) missing.push_back(p);
     }
     if (std::fflush(stdout) != 0) throw Error("cannot write to standard output");
@@ -62,7 +61,7 @@ int phonemize_command(int argc, char** argv) {
         if (!args.parse(argc, argv)) return 0;
         const auto voice = args.value("--voice");
         if (!voice) throw UsageError("--voice is required");
-        const piper::Phonemizer phonemizer(piper_voice_config(*voice));
+        const engine::PiperPhonemizer phonemizer = open_phonemizer(*voice);
 
         std::size_t skipped = 0;
         std::vector<std::string> missing;

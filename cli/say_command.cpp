@@ -19,9 +19,8 @@
 #include "cli/say_input.h"
 #include "cli/say_report.h"
 #include "cli/voice_options.h"
-#include "engine/block_records.h"
+#include "engine/devices.h"
 #include "engine/engine.h"
-#include "gpu/registry.h"
 
 namespace etude::cli {
 namespace {
@@ -46,13 +45,13 @@ void apply_say_options(const CommandLine& args, engine::StreamOptions& opts) {
     apply_synthesis_options(args, opts);
     if (opts.vocoder == "spectral") {
         // Fail early and clearly on a device that does not exist.
-        const auto request = gpu::with_environment({opts.backend, opts.device});
-        gpu::DeviceRegistry::instance().resolve(request);
+        const auto request = engine::with_device_environment({opts.backend, opts.device});
+        engine::resolve_device(request);
         // A device named explicitly makes the blocks from the first one, so
         // wait for it to be ready (as etude jack does); otherwise a short
         // text is over before a cold device has built its state, and the
         // named device never shows at work.
-        opts.wait_for_device = request.kind != "auto" || request.device >= 0;
+        opts.wait_for_device = request.names_device();
     }
     if (!opts.piper_voice.empty()) opts.sample_rate = 0;
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
@@ -180,7 +179,7 @@ class SaySession {
             wav_.emplace(
                 *outputs_.wav_path, static_cast<int>(rate_),
                 args_.flag("--float") ? audio_io::WavFormat::Float32 : audio_io::WavFormat::Pcm16);
-        if (auto trace = args_.value("--trace")) engine::check_trace_path(*trace);
+        if (auto trace = args_.value("--trace")) engine::Stream::check_trace_path(*trace);
         if (auto t = args_.value("--timings")) {
             timings_.emplace(*t);
             stream_->report_words(true);

@@ -3,10 +3,7 @@
 #include <cstdio>
 
 #include "engine/error.h"
-#include "engine/piper/json_input.h"
-#include "engine/piper/phoneme_ids.h"
-#include "engine/piper/voice_catalog.h"
-#include "engine/piper/voice_config.h"
+#include "engine/piper_files.h"
 #include "engine/text_check.h"
 #include "engine/utf8.h"
 
@@ -21,42 +18,13 @@ std::string read_all_stdin() {
     return text;
 }
 
-// How StreamOptions::speaker names speaker `id`: by its name where the
-// voice names it (a number could be another speaker's name), else by number.
-std::string speaker_name(const piper::VoiceConfig& voice, int id) {
-    for (const auto& [name, i] : voice.speaker_id_map)
-        if (i == id) return name;
-    return std::to_string(id);
-}
-
-// Piper's --json-input: one JSON object per line; consecutive lines with
-// the same speaker share a stream (a Piper stream speaks with one speaker).
+// Piper's --json-input: consecutive lines with the same speaker share a
+// stream (a Piper stream speaks with one speaker).
 std::vector<Utterances> read_json_input(const std::string& input,
                                         const engine::StreamOptions& opts) {
-    const auto voice = piper::read_voice_config(piper::require_voice(opts.piper_voice).config_path);
-    const int fallback =
-        opts.speaker.empty() ? voice.default_speaker_id : voice.speaker_id(opts.speaker);
     std::vector<Utterances> runs;
-    std::size_t number = 0, begin = 0;
-    while (begin < input.size()) {
-        std::size_t end = input.find('\n', begin);
-        if (end == std::string::npos) end = input.size();
-        const std::string_view line(input.data() + begin, end - begin);
-        begin = end + 1;
-        ++number;
-        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        const auto parsed = piper::parse_json_input_line(line, "stdin:" + std::to_string(number));
-        const std::string speaker =
-            speaker_name(voice, piper::speaker_for(parsed, voice, fallback));
-        if (runs.empty() || runs.back().speaker != speaker) runs.push_back({speaker, {}});
-        auto& items = runs.back().items;
-        if (parsed.phoneme_ids) {
-            piper::check_phoneme_ids(*parsed.phoneme_ids, voice);
-            items.emplace_back(*parsed.phoneme_ids);
-        } else {
-            items.emplace_back(parsed.text.value_or(""));
-        }
-    }
+    for (auto& run : engine::read_piper_json_input(input, opts.piper_voice, opts.speaker))
+        runs.push_back({std::move(run.speaker), std::move(run.items)});
     if (runs.empty()) throw Error("no text to speak: standard input holds no JSON lines");
     return runs;
 }

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "gpu/registry.h"
+#include "engine/devices.h"
 
 namespace etude::cli {
 
@@ -93,9 +93,8 @@ void print_gpu_stats(const engine::StreamStats& s, const engine::StreamOptions& 
     // The kernel table is a bonus: a device that cannot be opened again
     // (it failed during the run) leaves it out rather than failing the run.
     try {
-        auto backend =
-            gpu::DeviceRegistry::instance().open(gpu::with_environment({o.backend, o.device}));
-        for (const auto& t : backend->kernel_timings())
+        for (const auto& t :
+             engine::device_kernel_times(engine::with_device_environment({o.backend, o.device})))
             std::fprintf(stderr, "    %-18s %6llu calls, %8.3f ms total, %7.3f ms max\n",
                          t.name.c_str(), static_cast<unsigned long long>(t.calls), t.total_ms,
                          t.max_ms);

@@ -13,8 +13,8 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/voice_options.h"
-#include "engine/piper/voice_catalog.h"
-#include "gpu/registry.h"
+#include "engine/devices.h"
+#include "engine/piper_files.h"
 #include "server/event_loop.h"
 #include "server/http_server.h"
 #include "server/speech_job.h"
@@ -96,8 +96,8 @@ BackendChoice read_backend(const CommandLine& args) {
     const BackendChoice choice = parse_backend_options(args);
     if (choice.backend != "auto" || choice.device >= 0) {
         try {
-            gpu::DeviceRegistry::instance().resolve(
-                gpu::with_environment({choice.backend, choice.device}));
+            engine::resolve_device(
+                engine::with_device_environment({choice.backend, choice.device}));
         } catch (const std::invalid_argument& e) {
             throw Error(e.what());
         }
@@ -127,7 +127,7 @@ server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice&
     }
     for (const auto& v : builtin.voices())
         if (!voices.by_name(v.name)) add_voice(v);
-    for (const auto& files : piper::list_voices()) {
+    for (const auto& files : engine::summarize_piper_voices()) {
         if (voices.by_name(files.name) || !files.model_present) continue;
         try {
             engine::Engine::describe_voice(files.model_path);

@@ -14,13 +14,9 @@
 #include "audio-io/wav_writer.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "dsp/log_mel.h"
 #include "dsp/resampler.h"
-#include "engine/device_choice.h"
 #include "engine/error.h"
-#include "engine/fault_plan.h"
-#include "engine/models/mel_vocoder_stream.h"
-#include "gpu/registry.h"
+#include "engine/file_vocoder.h"
 
 namespace etude::cli {
 namespace {
@@ -77,69 +73,20 @@ class WavSink {
 // run over the whole input (docs/benchmarks.md).
 constexpr int kDefaultChunk = 256;
 
-// The model's stream, with the CPU behind a device: a device that fails or
-// never finishes (a fence that times out on a device too slow for the
-// network) does not cost the file. The CPU copy of the model remakes the
-// failed step from the same stream state (MelVocoderStream::set_model keeps
-// the output exact) and makes the rest.
-class CoveredStream {
-  public:
-    CoveredStream(const char* command, std::shared_ptr<engine::NeuralModel> model,
-                  std::string model_path, std::string& where)
-        : command_(command), stream_(model), model_path_(std::move(model_path)), where_(where) {
-        on_device_ = &model->backend() != gpu::shared_cpu_backend().get();
-    }
-
-    std::vector<float> push(std::span<const float> mel, int frames) {
-        stream_.append(mel, frames);
-        return covered([&] { return stream_.drain(false); });
-    }
-    std::vector<float> finish() {
-        return covered([&] { return stream_.finish(); });
-    }
-
-  private:
-    template <typename Step>
-    std::vector<float> covered(Step step) {
-        if (!on_device_) return step();
-        try {
-            return step();
-        } catch (const gpu::DeviceError& e) {
-            std::fprintf(stderr, "\netude %s: %s; the CPU makes the rest of the audio\n", command_,
-                         e.what());
-            stream_.set_model(engine::NeuralModel::load(model_path_, gpu::shared_cpu_backend()));
-            on_device_ = false;
-            where_ += ", then the CPU after a device failure";
-            return step();
-        }
-    }
-
-    const char* command_;
-    engine::MelVocoderStream stream_;
-    std::string model_path_;
-    std::string& where_;
-    bool on_device_;
-};
-
 // Runs `mel` through the model in chunks of `chunk` frames into `sink`, with
 // a progress line on a terminal for long inputs.
-void run_model(const char* command, const std::shared_ptr<engine::NeuralModel>& model,
-               const std::string& model_path, const std::vector<float>& mel, int frames, int chunk,
-               bool quiet, WavSink& sink, std::string& where) {
-    const int n_mels = model->audio().n_mels;
+void run_model(engine::FileVocoder& vocoder, const std::vector<float>& mel, int frames, int chunk,
+               bool quiet, WavSink& sink) {
     if (chunk <= 0) chunk = kDefaultChunk;
     const bool progress = !quiet && isatty(STDERR_FILENO) && frames > 4 * chunk;
-    CoveredStream stream(command, model, model_path, where);
-    std::vector<float> part;
     for (int f0 = 0; f0 < frames; f0 += chunk) {
         const int n = std::min(chunk, frames - f0);
-        engine::copy_mel_frames(mel, n_mels, frames, f0, n, part);
-        sink.write(stream.push(part, n), false);
+        sink.write(vocoder.push(mel, frames, f0, n), false);
         if (progress)
             std::fprintf(stderr, "\rvocoding: %d/%d frames (%.0f%%)", f0 + n, frames,
                          100.0 * (f0 + n) / frames);
     }
-    sink.write(stream.finish(), true);
+    sink.write(vocoder.finish(), true);
     sink.commit();
     if (progress) std::fputc('\n', stderr);
 }
@@ -152,22 +99,19 @@ std::vector<float> resample_whole(std::span<const float> in, double from, double
     return out;
 }
 
-// The model on its device, or on the CPU when the device fails while the
-// model is made (said on standard error, as a failure later is).
-std::shared_ptr<engine::NeuralModel> load_model(const char* command, const Common& c,
-                                                std::string& where) {
-    auto backend = engine::open_model_backend(c.backend, c.device, &where);
-    const auto cpu = gpu::shared_cpu_backend();
-    if (backend == cpu) return engine::NeuralModel::load(c.model_path, backend);
-    // The drills of ETUDE_FAULT reach the device here as they reach a stream's.
-    if (const auto fault = engine::faults_for_stream("").device) backend->inject_fault(*fault);
-    try {
-        return engine::NeuralModel::load(c.model_path, backend);
-    } catch (const gpu::DeviceError& e) {
-        std::fprintf(stderr, "etude %s: %s; the model runs on the CPU\n", command, e.what());
-        where = "the CPU after a device failure";
-        return engine::NeuralModel::load(c.model_path, cpu);
-    }
+// The model on its device, with the CPU behind it: a device that fails or
+// never finishes (a fence that times out on a device too slow for the
+// network) does not cost the file; each failure is said on standard error.
+engine::FileVocoder load_model(const char* command, const Common& c) {
+    return engine::FileVocoder(
+        c.model_path, c.backend, c.device, [command](const std::string& error, bool while_loading) {
+            if (while_loading)
+                std::fprintf(stderr, "etude %s: %s; the model runs on the CPU\n", command,
+                             error.c_str());
+            else
+                std::fprintf(stderr, "\netude %s: %s; the CPU makes the rest of the audio\n",
+                             command, error.c_str());
+        });
 }
 
 }  // namespace
@@ -246,22 +190,21 @@ int vocode_command(int argc, char** argv) {
                 throw Error(mel_path + ": value " + std::to_string(i) +
                             " is not finite (a log-mel must be finite; clamp before the log)");
         if (frames == 0) throw Error(mel_path + ": the mel has no frames");
-        std::string where;
-        auto model = load_model("vocode", c, where);
-        if (n_mels != static_cast<std::size_t>(model->audio().n_mels))
+        auto vocoder = load_model("vocode", c);
+        const auto& model = vocoder.model();
+        if (n_mels != static_cast<std::size_t>(model.n_mels))
             throw Error(mel_path + ": " + std::to_string(n_mels) + " mel bands, but " +
-                        c.model_path + " takes " + std::to_string(model->audio().n_mels) +
-                        (frames == static_cast<std::size_t>(model->audio().n_mels)
+                        c.model_path + " takes " + std::to_string(model.n_mels) +
+                        (frames == static_cast<std::size_t>(model.n_mels)
                              ? " (the array looks transposed: a mel is (n_mels, frames), as "
                                "PyTorch holds it)"
                              : ""));
-        WavSink sink(c.output, model->audio().sample_rate, rate, c.float_wav);
-        run_model("vocode", model, c.model_path, npy.data, static_cast<int>(frames), chunk, c.quiet,
-                  sink, where);
+        WavSink sink(c.output, model.sample_rate, rate, c.float_wav);
+        run_model(vocoder, npy.data, static_cast<int>(frames), chunk, c.quiet, sink);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %zu frames -> %.2f s of audio (%s on %s)\n", c.output.c_str(),
-                         frames, static_cast<double>(sink.samples()) / model->audio().sample_rate,
-                         model->audio().architecture.c_str(), where.c_str());
+                         frames, static_cast<double>(sink.samples()) / model.sample_rate,
+                         model.architecture.c_str(), vocoder.where().c_str());
         return 0;
     });
 }
@@ -300,25 +243,22 @@ int resynth_command(int argc, char** argv) {
         c.device = device_option(args);
 
         auto input = audio_io::read_audio_file(args.positional()[0]);
-        std::string where;
-        auto model = load_model("resynth", c, where);
-        const auto& a = model->audio();
+        auto vocoder = load_model("resynth", c);
+        const auto& a = vocoder.model();
         if (input.sample_rate != a.sample_rate)
             input.samples = resample_whole(input.samples, input.sample_rate, a.sample_rate);
         WavSink sink(c.output, a.sample_rate, 0, c.float_wav);
-        dsp::LogMelAnalyzer analyzer(engine::log_mel_config(a));
         std::size_t frames = 0;
-        const auto mel = analyzer.analyze(input.samples, &frames);
+        const auto mel = vocoder.log_mel(input.samples, frames);
         if (auto mel_out = args.value("--mel-out"))
             audio_io::write_npy(*mel_out, {static_cast<std::size_t>(a.n_mels), frames}, mel);
-        run_model("resynth", model, c.model_path, mel, static_cast<int>(frames), kDefaultChunk,
-                  c.quiet, sink, where);
+        run_model(vocoder, mel, static_cast<int>(frames), kDefaultChunk, c.quiet, sink);
         if (!c.quiet)
             std::fprintf(stderr, "%s: %.2f s in, %zu mel frames, %.2f s out (%s on %s)\n",
                          c.output.c_str(),
                          static_cast<double>(input.samples.size()) / a.sample_rate, frames,
                          static_cast<double>(sink.samples()) / a.sample_rate,
-                         a.architecture.c_str(), where.c_str());
+                         a.architecture.c_str(), vocoder.where().c_str());
         return 0;
     });
 }

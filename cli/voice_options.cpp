@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/devices.h"
 #include "engine/error.h"
-#include "gpu/registry.h"
 
 namespace etude::cli {
 
@@ -85,7 +85,7 @@ BackendChoice parse_backend_options(const CommandLine& args) {
     if (auto d = args.value("--gpu-device"))
         choice.device = static_cast<int>(parse_number("--gpu-device", *d));
     try {
-        gpu::parse_backend_request(choice.backend, choice.device);
+        engine::parse_device_request(choice.backend, choice.device);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }

@@ -56,7 +56,8 @@ namespace {
 
 }  // namespace
 
-void check_trace_path(const std::string& path) {
+// Stream's, defined beside the trace writer whose failures it foresees.
+void Stream::check_trace_path(const std::string& path) {
     const std::string partial = partial_path(path);
     if (!std::ofstream(partial)) cannot_write(path);
     std::remove(partial.c_str());

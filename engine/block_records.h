@@ -53,9 +53,4 @@ void write_chrome_trace(
     const std::string& path, const std::vector<BlockRecord>& records,
     const std::vector<std::pair<std::string, std::vector<gpu::KernelTiming>>>& kernel_timings);
 
-// Throws etude::Error, as write_chrome_trace() would, when a trace cannot be
-// written to `path` (creates and removes its partial file): a command checks
-// before it speaks rather than failing after.
-void check_trace_path(const std::string& path);
-
 }  // namespace etude::engine

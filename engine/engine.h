@@ -328,6 +328,10 @@ class Stream {
     /// Writes the block records as a Chrome trace (JSON; opens in Perfetto
     /// or chrome://tracing). Throws etude::Error if the file cannot be written.
     void write_trace(const std::string& path) const;
+    /// Throws etude::Error, as write_trace() would, when a trace cannot be
+    /// written to `path` (it creates and removes the file's temporary): a
+    /// program checks before it speaks rather than failing after.
+    static void check_trace_path(const std::string& path);
     /// The output rate in Hz (StreamOptions::sample_rate).
     double sample_rate() const;
     /// The voice of the text pushed next (see set_voice()).

@@ -18,6 +18,13 @@ class Error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// No voice of the name asked for: neither a built-in voice nor a Piper
+/// voice in the voice folders (the message lists the folders searched).
+class VoiceNotFound : public Error {
+  public:
+    using Error::Error;
+};
+
 /// A failure's status as the C API returns it and as the Python package
 /// names its exception class: the one table both derive from.
 struct FailureStatus {

@@ -1,9 +1,8 @@
-// Where a file is written before it is renamed over its real path, so that a
-// failed or abandoned write leaves nothing at that path: PATH.partial-PID-N.
-// The number makes each write's temporary its own. With the process id alone,
-// two writers of one path in one process (two threads saving the same file,
-// or a second writer opened before the first commits) shared one temporary:
-// the second truncated the first's bytes and one rename then failed.
+/// \file
+/// Where a file is written before it is renamed over its real path, so that a
+/// failed or abandoned write leaves nothing at that path. A public header:
+/// the file writers of the engine (models, traces) and of `audio-io/` (WAV,
+/// .npy) share this one rule.
 #pragma once
 
 #include <unistd.h>
@@ -13,6 +12,10 @@
 
 namespace etude {
 
+/// The temporary for one write of `path`: PATH.partial-PID-N. N makes each
+/// write's temporary its own, also for two writers of one path in one
+/// process (two threads saving the same file), which the process id alone
+/// would make share one, the second truncating the first's bytes.
 inline std::string partial_path(const std::string& path) {
     // One counter for the process (an inline function's static is one object).
     static std::atomic<unsigned long> next{0};

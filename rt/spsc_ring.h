@@ -1,15 +1,18 @@
-// Single-producer single-consumer ring buffer of trivially copyable items.
-//
-// Threads: exactly one producer thread calls write()/write_available(); exactly one
-// consumer thread calls read()/read_available()/discard(). Both sides are wait-free:
-// every call finishes in a bounded number of steps, never blocks, never allocates.
-// Full: write() stores what fits and returns the count. Empty: read() returns 0.
-// Capacity is fixed at construction (rounded up to a power of two); the only
-// allocation happens there.
-//
-// Hand-written rather than moodycamel::ReaderWriterQueue because the audio path
-// moves blocks of samples, and a bulk copy with one index update per block is what
-// keeps the callback O(block) with two atomic operations, not one per sample.
+/// \file
+/// Single-producer single-consumer ring buffer of trivially copyable items.
+/// A public header: a host passes audio out of its callback through it (the
+/// PortAudio output's tap, `etude say --play -o`), as the engine does.
+///
+/// Threads: exactly one producer thread calls write()/write_available(); exactly one
+/// consumer thread calls read()/read_available()/discard(). Both sides are wait-free:
+/// every call finishes in a bounded number of steps, never blocks, never allocates.
+/// Full: write() stores what fits and returns the count. Empty: read() returns 0.
+/// Capacity is fixed at construction (rounded up to a power of two); the only
+/// allocation happens there.
+///
+/// Hand-written rather than moodycamel::ReaderWriterQueue because the audio path
+/// moves blocks of samples, and a bulk copy with one index update per block is what
+/// keeps the callback O(block) with two atomic operations, not one per sample.
 #pragma once
 
 #include <algorithm>
@@ -23,27 +26,32 @@
 
 namespace etude::rt {
 
+/// A wait-free ring of `T` between one producer and one consumer thread.
 template <typename T>
 class SpscRing {
     static_assert(std::is_trivially_copyable_v<T>);
 
   public:
+    /// Holds at least `min_capacity` items (a power of two, at least 2);
+    /// the only allocation.
     explicit SpscRing(std::size_t min_capacity)
         : capacity_(std::bit_ceil(std::max<std::size_t>(min_capacity, 2))),
           mask_(capacity_ - 1),
           data_(std::make_unique<T[]>(capacity_)) {}
 
-    SpscRing(const SpscRing&) = delete;
+    SpscRing(const SpscRing&) = delete;  ///< not copyable
     SpscRing& operator=(const SpscRing&) = delete;
 
+    /// The items it holds when full.
     std::size_t capacity() const { return capacity_; }
 
-    // Producer side.
+    /// Producer: room for this many items now.
     std::size_t write_available() const {
         const auto w = write_.load(std::memory_order_relaxed);
         const auto r = read_.load(std::memory_order_acquire);
         return capacity_ - (w - r);
     }
+    /// Producer: stores what fits of `items`; returns how many.
     std::size_t write(std::span<const T> items) {
         const auto w = write_.load(std::memory_order_relaxed);
         const auto r = read_.load(std::memory_order_acquire);
@@ -53,17 +61,19 @@ class SpscRing {
         return n;
     }
 
-    // Items ever written: the producer's position (producer thread only).
+    /// Items ever written: the producer's position (producer thread only).
     std::uint64_t write_position() const { return write_.load(std::memory_order_relaxed); }
 
-    // Consumer side.
-    // Items ever read: the consumer's position (consumer thread only).
+    /// Items ever read: the consumer's position (consumer thread only).
     std::uint64_t read_position() const { return read_.load(std::memory_order_relaxed); }
+    /// Consumer: items ready to read now.
     std::size_t read_available() const {
         const auto r = read_.load(std::memory_order_relaxed);
         const auto w = write_.load(std::memory_order_acquire);
         return w - r;
     }
+    /// Consumer: copies up to `out.size()` items into `out`; returns how
+    /// many (0 when empty).
     std::size_t read(std::span<T> out) {
         const auto r = read_.load(std::memory_order_relaxed);
         const auto w = write_.load(std::memory_order_acquire);
@@ -72,7 +82,8 @@ class SpscRing {
         read_.store(r + n, std::memory_order_release);
         return n;
     }
-    // Drops up to n items without copying them (used by cancel).
+    /// Consumer: drops up to `n` items without copying them (a stream's
+    /// cancel); returns how many.
     std::size_t discard(std::size_t n) {
         const auto r = read_.load(std::memory_order_relaxed);
         const auto w = write_.load(std::memory_order_acquire);

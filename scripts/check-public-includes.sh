@@ -5,56 +5,14 @@
 # binding), examples/, cli/ and audio-io/. The public headers are the ones
 # docs/Doxyfile's INPUT names (the API reference documents exactly those),
 # so the list lives in one place. An include of rt/, dsp/, gpu/ or engine/
-# that is not in it fails, unless KNOWN below names that very file and
-# header: what is left to move behind the public API, each with its reason.
+# that is not in it fails. tests/scripts/public_includes_test.sh proves that
+# it can (style.public_includes_can_fail).
 # Run by ctest (style.public_includes) and by every build (target
 # public_includes_check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 edges=(server speechd python/src examples cli audio-io)
-
-# Private includes not yet removed: "FILE HEADER".
-# cli/: the command-line tool reads models, devices and Piper voices'
-# files below the engine (etude info, devices, phonemize, vocode, bench,
-# say's traces and phoneme-id input) and names the gpu/ registry; moving
-# each behind a public header is issue 43's work left for cli/.
-# audio-io/: the JACK and PortAudio outputs use rt/'s lock-free ring,
-# counters and clock, and the file writers engine/partial_path.h.
-KNOWN="
-cli/model_commands.cpp engine/models/lef_file.h
-cli/kernel_registry.h gpu/backend.h
-cli/jack_command.cpp engine/block_records.h
-cli/say_command.cpp engine/block_records.h
-cli/say_command.cpp gpu/registry.h
-cli/say_input.cpp engine/piper/json_input.h
-cli/say_input.cpp engine/piper/phoneme_ids.h
-cli/say_input.cpp engine/piper/voice_catalog.h
-cli/say_input.cpp engine/piper/voice_config.h
-cli/say_report.cpp gpu/registry.h
-cli/voice_options.cpp gpu/registry.h
-cli/vocode_command.cpp engine/fault_plan.h
-cli/vocode_command.cpp gpu/registry.h
-cli/vocode_command.cpp dsp/log_mel.h
-cli/vocode_command.cpp dsp/resampler.h
-cli/vocode_command.cpp engine/device_choice.h
-cli/vocode_command.cpp engine/models/mel_vocoder_stream.h
-cli/serve_command.cpp engine/piper/voice_catalog.h
-cli/serve_command.cpp gpu/registry.h
-cli/phonemize_command.cpp engine/piper/phonemizer.h
-cli/phonemize_command.cpp engine/piper/voice_catalog.h
-cli/bench_command.cpp engine/flite_voice.h
-cli/info_commands.cpp engine/device_choice.h
-cli/info_commands.cpp engine/flite_voice.h
-cli/info_commands.cpp engine/piper/voice_catalog.h
-cli/info_commands.cpp engine/piper/voice_config.h
-cli/info_commands.cpp gpu/registry.h
-audio-io/jack_output.h rt/counters.h
-audio-io/jack_output.cpp rt/monotonic_clock.h
-audio-io/portaudio_output.h rt/spsc_ring.h
-audio-io/wav_writer.cpp engine/partial_path.h
-audio-io/npy_file.cpp engine/partial_path.h
-"
 
 # INPUT = a \ b \ ... : the headers among them.
 mapfile -t public < <(awk '/^INPUT[[:space:]]*=/ {on = 1} on {
@@ -71,22 +29,12 @@ is_public() {
 }
 
 bad=()
-found=""
 while IFS= read -r file; do
     while IFS= read -r header; do
         is_public "$header" && continue
-        if grep -qxF "$file $header" <<<"$KNOWN"; then
-            found+="$file $header"$'\n'
-            continue
-        fi
         bad+=("$file includes $header")
     done < <(sed -nE 's,^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]((rt|dsp|gpu|engine)/[^">]+)[">].*,\1,p' "$file")
 done < <(find "${edges[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.c' -o -name '*.cpp' -o -name '*.cc' -o -name '*.cu' \) | sort)
-# A known include that is gone must leave KNOWN too, so that it cannot return.
-while IFS= read -r entry; do
-    [ -z "$entry" ] && continue
-    grep -qxF "$entry" <<<"$found" || bad+=("$entry: listed in KNOWN but no longer included; remove it there")
-done <<<"$KNOWN"
 
 if [ ${#bad[@]} -gt 0 ]; then
     echo "edges including headers that are not public (public: ${public[*]}; see docs/Doxyfile):"

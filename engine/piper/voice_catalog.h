@@ -14,10 +14,8 @@
 
 namespace etude::piper {
 
-// No voice of that name in the voice folders.
-struct VoiceNotFound : Error {
-    using Error::Error;
-};
+// No voice of that name in the voice folders (public, engine/error.h).
+using etude::VoiceNotFound;
 
 struct VoiceFiles {
     std::string name;         // "en_US-joe-medium"

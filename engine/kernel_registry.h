@@ -1,4 +1,5 @@
-// The kernel benchmark table behind `etude devices --calibrate`: for each of
+// The kernel benchmark table behind calibrate_kernels() (engine/devices.h,
+// `etude devices --calibrate`; its row types are there): for each of
 // a handful of backend operations (GEMM, conv1d, rfft, activations, ...), how
 // long every backend on this machine takes at a representative size, and
 // which one is fastest.
@@ -17,21 +18,10 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/devices.h"
 #include "gpu/backend.h"
 
-namespace etude::cli {
-
-struct KernelMeasurement {
-    std::string backend;  // "cpu", "opencl:0", "cuda:0"
-    double ms = 0;        // median time per call; negative if the backend cannot run it
-};
-
-struct KernelChoice {
-    std::string op;          // "gemm", "conv1d", "rfft", "activation", "layer_norm", ...
-    std::string workload;    // the size it was measured at
-    std::size_t chosen = 0;  // index into the registry's backends
-    std::vector<KernelMeasurement> measured;
-};
+namespace etude::engine {
 
 class KernelRegistry {
   public:
@@ -51,4 +41,4 @@ class KernelRegistry {
     std::vector<KernelChoice> table_;
 };
 
-}  // namespace etude::cli
+}  // namespace etude::engine

@@ -1,11 +1,11 @@
-#include "cli/kernel_registry.h"
+#include "engine/kernel_registry.h"
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <random>
 
-namespace etude::cli {
+namespace etude::engine {
 
 using namespace etude::gpu;
 namespace {
@@ -146,4 +146,4 @@ std::shared_ptr<Backend> KernelRegistry::backend_for(std::string_view op) const 
     return backends_.front();
 }
 
-}  // namespace etude::cli
+}  // namespace etude::engine

@@ -1,11 +1,11 @@
-#include "cli/kernel_registry.h"
+#include "engine/kernel_registry.h"
 
 #include <gtest/gtest.h>
 
 #include "gpu/registry.h"
 
 using namespace etude::gpu;
-using etude::cli::KernelRegistry;
+using etude::engine::KernelRegistry;
 
 TEST(KernelRegistry, picks_the_fastest_capable_backend_per_operation_by_measurement) {
     auto& reg = DeviceRegistry::instance();
