@@ -86,7 +86,7 @@ def main():
         # this machine besides.
         env = dict(os.environ, XDG_DATA_HOME=empty, ETUDE_VOICE_PATH=empty)
         env.pop("MALLOC_ARENA_MAX", None)  # glibc's default, as a user's server runs
-        proc = subprocess.Popen([ETUDE, "serve", "-q", "--wyoming", "tcp://127.0.0.1:0",
+        proc = subprocess.Popen([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0",
                                  "--voice", voice], stderr=subprocess.PIPE, text=True, env=env)
         try:
             line = proc.stderr.readline()
@@ -95,12 +95,18 @@ def main():
                 print(f"FAIL: the server did not say where it listens: {line!r}")
                 return 1
             port = int(m.group(1))
-            threading.Thread(target=proc.stderr.read, daemon=True).start()
+            # The server's log, shown when a client fails: why it closed a connection.
+            log = [line]
+            threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
             idle = idle_rss_mb(proc.pid)
-            for _ in range(2):
-                heard = asyncio.run(burst(port))
-                if min(heard) == 0:
-                    failures.append("a client heard no audio")
+            try:
+                for _ in range(2):
+                    heard = asyncio.run(burst(port))
+                    if min(heard) == 0:
+                        failures.append("a client heard no audio")
+            except Exception:
+                print("the server's log:\n" + "".join(log[-40:]))
+                raise
             after = idle_rss_mb(proc.pid)
         finally:
             proc.terminate()
