@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "engine/error.h"
+#include "engine/idle_memory.h"
 #include "engine/models/vits/vits_decoder.h"
 #include "engine/piper/phoneme_ids.h"
 #include "engine/piper/voice_catalog.h"
@@ -64,6 +65,11 @@ std::shared_ptr<const PiperVoice> PiperVoice::open(const std::string& name_or_pa
     std::shared_ptr<const PiperVoice> voice(
         new PiperVoice(files.name, std::move(config), std::move(network)));
     g_open[key] = voice;
+    // Reading the voice held its whole .onnx (60 MB for a medium voice) and
+    // the weights' transient copies, now freed: given back, or a server that
+    // loads its voices at start and has no stream end before it is idle
+    // would keep them (the trim otherwise comes when a last stream ends).
+    give_back_free_memory();
     return voice;
 }
 

@@ -1,6 +1,7 @@
 #include "engine/models/hifigan.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "engine/error.h"
 #include "engine/models/device_weights.h"
 #include "engine/models/receptive_field.h"
+#include "engine/models/scratch_lender.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 
@@ -188,6 +190,8 @@ class HifiGanNetwork final : public VocoderNetwork {
     // The buffers of a push of several streams, one such push at a time.
     mutable std::mutex joint_mu_;
     mutable JointScratch joint_;
+    // Every stream's chunk-sized buffers, lent for its pushes.
+    mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
@@ -343,10 +347,19 @@ class HifiGanStream final : public NetworkStream {
                                             c.bias.buffer, slope, scratch_, out);
     }
 
+    // The chunk-sized buffers below, which the network's lender fills for
+    // a push and empties after it.
+    std::array<ScratchBuffer*, 8> lent() {
+        return {&scratch_.window, &scratch_.staging, &mel_,         &conv_out_,
+                &up_out_,         &residual_[0],     &residual_[1], &sum_};
+    }
+
     const HifiGanNetwork& net_;
     gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
-    // Declared before the layers, which keep references to them.
+    ScratchLender::User lender_user_{net_.lender_};
+    // Declared before the layers, which keep references to them. Empty
+    // between pushes (lent()).
     StreamScratch scratch_;
     ScratchBuffer mel_, conv_out_, up_out_, residual_[2], sum_;
     std::unique_ptr<StreamConv> pre_, post_;
@@ -440,6 +453,12 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
     if (pushes.size() > 1) joint_lock = std::unique_lock(net_.joint_mu_);
+    std::vector<std::array<ScratchBuffer*, 8>> buffers;
+    for (HifiGanStream* s : streams) buffers.push_back(s->lent());
+    const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
+    // Declared before the try: the catch below synchronizes while the
+    // buffers are still this push's.
+    const ScratchLender::Loan loan(net_.lender_, groups);
     gpu::Queue& q = *queue_;
     try {
         walk_together(q, pushes, streams);

@@ -17,7 +17,9 @@
 // of one stream share (used only inside a push()), and an output buffer
 // chosen per layer, which the owner shares between layers whose outputs are
 // never needed at the same time. A network of 70 layers then needs a
-// handful of chunk-sized buffers, not two per layer.
+// handful of chunk-sized buffers, not two per layer, and since none of
+// them is kept between pushes, its streams can borrow them for each push
+// from the network (scratch_lender.h).
 //
 // Threads: one owner, whose layers run one at a time on one queue.
 // Allocates device memory when a chunk is longer than any before.
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "gpu/backend.h"
 
@@ -46,6 +49,8 @@ class ScratchBuffer {
   public:
     gpu::DeviceBuffer& need(gpu::Backend& backend, std::size_t floats);
     gpu::DeviceBuffer& get() { return buffer_; }
+    // Trades buffers with `other` (a ScratchLender lending its own).
+    void swap(gpu::DeviceBuffer& other) { std::swap(buffer_, other); }
 
   private:
     gpu::DeviceBuffer buffer_;

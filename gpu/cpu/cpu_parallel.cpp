@@ -16,10 +16,31 @@ void serial_blas_once() {
     std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+namespace {
+
+thread_local std::vector<float> t_scratch;
+std::mutex g_spare_mu;
+std::vector<std::vector<float>> g_spare;  // callers' buffers between their loops
+
+}  // namespace
+
 float* job_scratch(std::size_t floats) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < floats) buffer.resize(floats);
-    return buffer.data();
+    if (t_scratch.empty()) {
+        std::lock_guard lock(g_spare_mu);
+        if (!g_spare.empty()) {
+            t_scratch = std::move(g_spare.back());
+            g_spare.pop_back();
+        }
+    }
+    if (t_scratch.size() < floats) t_scratch.resize(floats);
+    return t_scratch.data();
+}
+
+void give_back_job_scratch() {
+    if (t_scratch.empty()) return;
+    std::lock_guard lock(g_spare_mu);
+    g_spare.push_back(std::move(t_scratch));
+    t_scratch = std::vector<float>();
 }
 
 }  // namespace etude::gpu::cpu

@@ -29,7 +29,14 @@ namespace etude::gpu::cpu {
 // im2col columns or staged input), grown on demand and kept: the layers of
 // a model repeat their shapes, so after the first calls nothing allocates.
 // One buffer per thread: a job must not hold it across a call that uses it.
+// The pool's helpers keep theirs. A thread that calls into the pool (a
+// stream's producer, an analysis worker) hands its buffer to a spare list
+// when its outermost loop ends (give_back_job_scratch, called by the pool),
+// and its next loop takes one from there: a server's producers, one per
+// stream, share as many buffers as run loops at once (up to 1 MB each for a
+// Piper medium voice) instead of keeping one each for the stream's life.
 float* job_scratch(std::size_t floats);
+void give_back_job_scratch();
 
 // The loops of gpu/host_compute.h, in this namespace too: the backend's ops
 // are written with them.

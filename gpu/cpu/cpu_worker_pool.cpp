@@ -9,6 +9,8 @@
 #include <limits>
 #include <utility>
 
+#include "gpu/cpu/cpu_parallel.h"
+
 namespace etude::gpu::cpu {
 namespace {
 
@@ -93,6 +95,14 @@ WorkerPool::SchedulingClass WorkerPool::calling_class() {
 
 void WorkerPool::run(int jobs, void (*fn)(void*, int), void* body) {
     if (jobs <= 0) return;
+    // A caller's outermost loop (never a helper's: helpers are always
+    // inside a job) hands its job scratch back when it ends, however.
+    struct ScratchBack {
+        bool outermost;
+        ~ScratchBack() {
+            if (outermost) give_back_job_scratch();
+        }
+    } const back{!t_inside_job};
     const bool alone = jobs == 1 || helpers_.empty() || t_inside_job;
     if (alone || busy_.exchange(true, std::memory_order_acquire)) {
         // On this thread: the first exception after every job has run.

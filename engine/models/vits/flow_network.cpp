@@ -27,7 +27,7 @@ VitsFlowNetwork::~VitsFlowNetwork() = default;
 
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
-    : backend_(std::move(backend)) {
+    : backend_(std::move(backend)), lender_(ScratchLender::bound_for(*backend_)) {
     const auto& hp = w.hp;
     channels_ = hp.inter_channels;
     hidden_ = hp.hidden_channels;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/models/scratch_lender.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
 
@@ -57,9 +58,12 @@ class VitsFlowNetwork {
     // Whether the output's channels come out in reverse order (an odd
     // number of Piper's flips).
     bool ends_flipped() const { return ends_flipped_; }
+    // Lends the streams their chunk-sized buffers, a push at a time.
+    ScratchLender& lender() const { return lender_; }
 
   private:
     std::shared_ptr<gpu::Backend> backend_;
+    mutable ScratchLender lender_;
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;

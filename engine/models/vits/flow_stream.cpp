@@ -1,6 +1,7 @@
 #include "engine/models/vits/flow_stream.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,27 @@ gpu::Conv1dShape conv_shape(const VitsFlowConv& c, int length) {
     s.padding = (c.k - 1) / 2;
     return s;
 }
+
+// Waits for the queue when a push is cut short by an exception, so that
+// nothing still queued writes the lent buffers once they are given back.
+class FinishOnUnwind {
+  public:
+    FinishOnUnwind(gpu::Backend& b, gpu::Queue& q) : b_(b), q_(q) {}
+    FinishOnUnwind(const FinishOnUnwind&) = delete;
+    FinishOnUnwind& operator=(const FinishOnUnwind&) = delete;
+    ~FinishOnUnwind() {
+        if (std::uncaught_exceptions() <= unwinding_) return;
+        try {
+            b_.synchronize(q_);
+        } catch (...) {
+        }
+    }
+
+  private:
+    gpu::Backend& b_;
+    gpu::Queue& q_;
+    int unwinding_ = std::uncaught_exceptions();
+};
 
 }  // namespace
 
@@ -168,6 +190,24 @@ SignalRef VitsFlowStream::push(const SignalRef& a_in, const SignalRef& b_in, boo
     return a;
 }
 
+std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {
+    return {&scratch_.window,
+            &scratch_.staging,
+            &halves_[0],
+            &halves_[1],
+            &halves_[2],
+            &halves_[3],
+            &x_[0],
+            &x_[1],
+            &conv_,
+            &acts_,
+            &res_,
+            &skip_,
+            &skip_delayed_,
+            &skip_sum_,
+            &shift_};
+}
+
 int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int until,
                               std::vector<float>& z) {
     const int channels = net_.channels();
@@ -225,6 +265,11 @@ int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
         const int want = std::max(until + net_.context() - pushed_, min_push_);
         const int n = std::min(want, frames - pushed_);
         const bool flush = pushed_ + n == frames;
+        // Lent until this push's outputs are on the host (its synchronize).
+        const std::array<ScratchBuffer*, 15> buffers = lent();
+        const std::span<ScratchBuffer* const> group(buffers);
+        const ScratchLender::Loan loan(net_.lender(), {&group, 1});
+        const FinishOnUnwind finish(b, q);
         // This block of the prior, [channels][n], onto the device by halves.
         host_in_.resize(std::size_t(channels) * std::size_t(n));
         prior(pushed_, n, host_in_.data());

@@ -17,6 +17,7 @@
 // block is longer than any before).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -91,6 +92,7 @@ class VitsFlowStream {
 
     std::shared_ptr<const VitsFlowNetwork> owner_;  // may be empty
     const VitsFlowNetwork& net_;
+    ScratchLender::User lender_user_{net_.lender()};
     std::unique_ptr<gpu::Queue> queue_;
     StreamScratch scratch_;
     // Chunk-sized buffers by role, shared by the couplings (one coupling
@@ -98,7 +100,10 @@ class VitsFlowStream {
     // the WaveNet's residual signal (two, alternating), a convolution's
     // output, the gated activations, the residual and skip products, a
     // delayed skip, the skip sum and the coupling's shift.
+    // All of them are empty between pushes: the network's lender fills
+    // them for one (lent()).
     ScratchBuffer halves_[4], x_[2], conv_, acts_, res_, skip_, skip_delayed_, skip_sum_, shift_;
+    std::array<ScratchBuffer*, 15> lent();
     std::vector<Coupling> couplings_;
     // One push's input and its output on the host. Separate: the upload
     // reads the input asynchronously until the push's synchronize().

@@ -71,6 +71,10 @@ using vits_host::conv1d;
 using vits_host::Signal;
 using Network = vits_host::TextToLatentNetwork;
 
+// Every tensor under it (both convolutions' weights and biases, each layer)
+// is copied into a WinogradConv3 when the kernel is 3.
+constexpr const char* kFeedForwardRoles = "enc_p.encoder.ffn_layers.";
+
 }  // namespace
 
 VitsPrior::VitsPrior(int channels, std::vector<double> stats, std::vector<int> durations,
@@ -121,13 +125,17 @@ VitsTextToLatent::VitsTextToLatent(std::shared_ptr<const VitsWeights> weights)
     if (w_->hp.ffn_kernel == 3)
         for (int l = 0; l < w_->hp.n_layers; ++l)
             for (const char* c : {".conv_1", ".conv_2"}) {
-                const std::string role = "enc_p.encoder.ffn_layers." + std::to_string(l) + c;
+                const std::string role = kFeedForwardRoles + std::to_string(l) + c;
                 const VitsTensor& weight = w_->get(role + ".weight");
                 if (weight.dims.size() != 3 || weight.dims[2] != 3)
                     throw Error("VITS: " + role + " is not a kernel-3 convolution");
                 ffn_.emplace_back(weight.values.data(), w_->get(role + ".bias").values.data(),
                                   int(weight.dims[0]), int(weight.dims[1]));
             }
+}
+
+std::string VitsTextToLatent::copied_weights() const {
+    return ffn_.empty() ? std::string() : std::string(kFeedForwardRoles);
 }
 
 VitsLatent VitsTextToLatent::run(std::span<const std::int64_t> ids, int speaker,

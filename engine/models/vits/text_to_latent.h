@@ -29,6 +29,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/models/vits/vits_weights.h"
@@ -149,6 +150,11 @@ class VitsTextToLatent {
                             const VitsScales& scales, std::mt19937_64& noise) const;
 
     const VitsHyperparameters& hp() const { return w_->hp; }
+
+    // The role prefix of the weights this keeps in its own form (the
+    // feed-forward convolutions transformed for Winograd), or "" for none:
+    // the owner of the weights may release them (VitsWeights::release).
+    std::string copied_weights() const;
 
   private:
     std::vector<double> speaker_vector(int speaker) const;

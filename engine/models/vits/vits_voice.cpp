@@ -13,18 +13,31 @@ std::shared_ptr<VitsVoice> VitsVoice::open(const std::string& onnx_path, int sam
     if (sample_rate < 8000 || sample_rate > 192000)
         throw Error(onnx_path + ": sample rate " + std::to_string(sample_rate) +
                     " is out of range");
-    auto weights = std::make_shared<const VitsWeights>(read_vits_weights(onnx_path));
+    auto weights = std::make_shared<VitsWeights>(read_vits_weights(onnx_path));
     return std::shared_ptr<VitsVoice>(
         new VitsVoice(onnx_path, sample_rate, std::move(weights), std::move(backend)));
 }
 
-VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<const VitsWeights> weights,
+VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeights> weights,
                      std::shared_ptr<gpu::Backend> backend)
     : path_(std::move(path)),
       sample_rate_(sample_rate),
-      weights_(std::move(weights)),
+      weights_(weights),
       prior_(weights_),
-      backend_(std::move(backend)) {}
+      backend_(std::move(backend)) {
+    // A medium voice's weights are 63 MB of floats; the Winograd copy of
+    // the feed-forward convolutions (21 MB of them) and the flow on the
+    // backend (28 MB) would hold a second copy each beside them.
+    if (const std::string copied = prior_.copied_weights(); !copied.empty())
+        weights->release(copied);
+    // One speaker: the one flow there will ever be is made now, and its
+    // weights live on the backend alone. More speakers: each speaker's flow
+    // folds its embedding into the biases, so the originals are kept.
+    if (weights->hp.num_speakers == 1) {
+        flow_network(0);
+        weights->release("flow.");
+    }
+}
 
 std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
     if (num_speakers() == 1) speaker = 0;

@@ -49,6 +49,13 @@ class VitsVoice {
     int num_speakers() const { return weights_->hp.num_speakers; }
     int hop() const { return weights_->hp.hop(); }
     const VitsHyperparameters& hyperparameters() const { return weights_->hp; }
+    // The weights as read, less those a part of the voice keeps in its own
+    // form: the text encoder's feed-forward convolutions (Winograd's), and
+    // for a single-speaker voice the flow's (on the backend, built at
+    // open). What stays: the encoder's other layers and the duration
+    // predictor (run from here on the host), the decoder's (a decoder for
+    // another backend, a device tier, is made from them) and a
+    // multi-speaker voice's flow (each speaker's flow is made from it).
     const VitsWeights& weights() const { return *weights_; }
     const VitsTextToLatent& text_to_latent() const { return prior_; }
     // The decoder of `speaker` (made and uploaded on first use).
@@ -68,7 +75,9 @@ class VitsVoice {
                               const VitsScales& scales, std::uint64_t seed) const;
 
   private:
-    VitsVoice(std::string path, int sample_rate, std::shared_ptr<const VitsWeights> weights,
+    // Keeps each weight once (its own part's copy, released from `weights`
+    // otherwise): so the weights are writable here, and const once built.
+    VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeights> weights,
               std::shared_ptr<gpu::Backend> backend);
     std::string path_;
     int sample_rate_;

@@ -545,8 +545,26 @@ const VitsTensor* VitsWeights::find(const std::string& role) const {
 }
 
 const VitsTensor& VitsWeights::get(const std::string& role) const {
-    if (const VitsTensor* t = find(role)) return *t;
-    throw Error("VITS weights: no tensor '" + role + "'");
+    const VitsTensor* t = find(role);
+    if (!t) throw Error("VITS weights: no tensor '" + role + "'");
+    if (t->released)
+        throw Error("VITS weights: '" + role +
+                    "' was released once the part that runs it made its own copy");
+    return *t;
+}
+
+void VitsWeights::release(const std::string& prefix) {
+    for (auto& t : tensors)
+        if (t.role.compare(0, prefix.size(), prefix) == 0) {
+            std::vector<float>().swap(t.values);  // clear() would keep the capacity
+            t.released = true;
+        }
+}
+
+std::size_t VitsWeights::held_floats() const {
+    std::size_t n = 0;
+    for (const auto& t : tensors) n += t.values.size();
+    return n;
 }
 
 VitsWeights read_vits_weights(const OnnxGraph& graph) {

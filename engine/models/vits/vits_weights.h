@@ -18,6 +18,7 @@
 // (`source`) for diagnostics and tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,7 +58,8 @@ struct VitsTensor {
     std::string role;    // Piper's state-dict name
     std::string source;  // the graph's name for it
     std::vector<std::int64_t> dims;
-    std::vector<float> values;
+    std::vector<float> values;  // empty once released (VitsWeights::release)
+    bool released = false;
 };
 
 struct VitsWeights {
@@ -66,9 +68,19 @@ struct VitsWeights {
     int opset = 0;
     std::string producer;  // e.g. "pytorch 2.0.0"
 
-    // Throws etude::Error when absent (a bug: the reader checked them all).
+    // Throws etude::Error when absent (a bug: the reader checked them all)
+    // or released (a bug: a part that copied it in its own form is the one
+    // to use).
     const VitsTensor& get(const std::string& role) const;
     const VitsTensor* find(const std::string& role) const;
+
+    // Frees the values of every tensor whose role starts with `prefix`:
+    // a part of the voice that keeps its own copy (transformed for its
+    // kernels, or on its backend) lets the original go, so that a loaded
+    // voice holds each weight once. Their dims stay, for diagnostics.
+    void release(const std::string& prefix);
+    // The floats the tensors hold now (what release() has left).
+    std::size_t held_floats() const;
 };
 
 // Throws etude::Error "<file>: ..." for an unreadable file or a graph that
