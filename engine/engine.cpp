@@ -7,6 +7,7 @@
 #include "engine/device_choice.h"
 #include "engine/engine_workers.h"
 #include "engine/flite_voice.h"
+#include "engine/idle_memory.h"
 #include "engine/models/model_metadata.h"
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper_voice.h"
@@ -135,6 +136,10 @@ Engine::Engine(Options options)
       preload_device_(options.preload_device) {
     if (options.profile_kernels) gpu::DeviceRegistry::instance().set_profiling(true);
     for (const auto& v : options.preload_voices) preload_voice(v);
+}
+
+void Engine::give_back_free_memory() {
+    engine::give_back_free_memory();
 }
 
 EngineStats Engine::stats() const {

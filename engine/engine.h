@@ -438,6 +438,13 @@ class Engine {
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
+    /// Hands the memory the process has freed back to the system now
+    /// (malloc_trim), as the engine does itself when its last stream ends.
+    /// For a host whose own threads free memory after that (a server's
+    /// synthesis threads ending), so that an idle process keeps only what
+    /// it uses. Takes a few ms; any thread, never an audio callback.
+    static void give_back_free_memory();
+
     /// Loads `voice` now, as Options::preload_voices does (a built-in name
     /// or a Piper voice), and keeps it for the engine's life. Throws
     /// etude::Error for an unknown or malformed voice. Any thread.

@@ -3,6 +3,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/engine.h"
+
 namespace etude::server {
 
 SynthesisPool::SynthesisPool(std::size_t threads, std::size_t max_waiting,
@@ -77,6 +79,14 @@ void SynthesisPool::thread_main() {
         work = nullptr;  // its captures go before the lock is taken again
         lock.lock();
         --busy_;
+    }
+    if (live_ == 1) {
+        // The last thread: what the syntheses freed here, after the engine's
+        // last stream ended and it gave memory back, goes back too (their
+        // jobs and buffers are destroyed on these threads).
+        lock.unlock();
+        engine::Engine::give_back_free_memory();
+        lock.lock();
     }
     --live_;
     ended_cv_.notify_all();
