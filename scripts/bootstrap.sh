@@ -3,6 +3,7 @@
 #   scripts/bootstrap.sh demo [TEXT]   install what is missing, build (Release), speak TEXT
 #   scripts/bootstrap.sh test          install what is missing, build, run the whole test suite,
 #                                      then the aarch64 cross-build's portable suite (arm64-test)
+#                                      and the aarch64 wheel's tests (arm64-wheel)
 #   scripts/bootstrap.sh arm64-test    install what is missing, cross-build for 64-bit ARM into
 #                                      BUILD-arm64 and run the portable suite under qemu
 #   scripts/bootstrap.sh arm64-wheel   install what is missing, cross-build the Python wheel for
@@ -303,8 +304,11 @@ case "$mode" in
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
     # Last, with its own closing line: the aarch64 cross-build under qemu,
     # from an amd64 machine; on arm64 itself the suite above ran natively.
+    # Then the aarch64 wheel, which reuses that build's etude (about 4
+    # minutes more on two cores: docs/benchmarks.md, "64-bit ARM").
     if [ "$(dpkg --print-architecture)" = amd64 ]; then
       arm64_test
+      arm64_wheel
     else
       echo "bootstrap: the suite ran natively on $(dpkg --print-architecture); the aarch64 cross-build is for amd64 machines"
     fi
