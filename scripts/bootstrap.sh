@@ -3,8 +3,12 @@
 #   scripts/bootstrap.sh demo [TEXT]   install what is missing, build (Release), speak TEXT
 #   scripts/bootstrap.sh test          install what is missing, build, run the whole test suite,
 #                                      then the aarch64 cross-build's portable suite (arm64-test)
+#                                      and the aarch64 wheel's tests (arm64-wheel)
 #   scripts/bootstrap.sh arm64-test    install what is missing, cross-build for 64-bit ARM into
 #                                      BUILD-arm64 and run the portable suite under qemu
+#   scripts/bootstrap.sh arm64-wheel   install what is missing, cross-build the Python wheel for
+#                                      64-bit ARM into BUILD-arm64/python-dist and run its tests
+#                                      under qemu (docs/python.md)
 # Runs as root, or as a user with sudo (used only for apt-get). Quiet when
 # nothing is missing; idempotent.
 set -euo pipefail
@@ -76,6 +80,11 @@ for p in libfftw3-dev libsamplerate0-dev libsndfile1-dev portaudio19-dev libjack
          libvulkan-dev libgtest-dev libbenchmark-dev; do
   arm64_packages+=("$p:arm64")
 done
+# Only for `arm64-wheel`: the target's Python headers (pyconfig.h) and
+# standard library (its compiled modules are named for aarch64, so they sit
+# beside the host's). Its interpreter cannot be installed beside the host's;
+# arm64_python unpacks it into the build folder instead.
+arm64_wheel_packages=(libpython3-dev:arm64)
 
 install_missing() {
   local missing=()
@@ -202,9 +211,10 @@ build() {
 # which tests). Lean, as CI runs it beside the native suite: no CUDA, no
 # benchmarks or examples. The emulated tests time nothing (the timed ones
 # skip there), so they run two at a time.
-arm64_test() {
+arm64_dir=$build_dir-arm64
+arm64_prepare() {
   if [ "$(dpkg --print-architecture)" != amd64 ]; then
-    echo "bootstrap: arm64-test cross-builds from an amd64 Debian machine; on $(dpkg --print-architecture) use 'test'" >&2
+    echo "bootstrap: $mode cross-builds from an amd64 Debian machine; on $(dpkg --print-architecture) use 'test'" >&2
     exit 2
   fi
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
@@ -212,21 +222,35 @@ arm64_test() {
     [ "$(id -u)" -ne 0 ] && sudo=(sudo)
     "${sudo[@]}" dpkg --add-architecture arm64
   fi
-  install_missing "${arm64_packages[@]}"
-  local dir=$build_dir-arm64 log
+  install_missing "${arm64_packages[@]}" "$@"
+}
+
+# arm64_build [TARGET...]: configures BUILD-arm64 and builds the targets
+# (all when none are named).
+arm64_build() {
+  local log targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
   log=$(mktemp)
-  if ! { cmake -S "$here" -B "$dir" --toolchain "$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
+  if ! { cmake -S "$here" -B "$arm64_dir" --toolchain "$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
            -DCMAKE_BUILD_TYPE=Release -DETUDE_WITH_CUDA=OFF -DETUDE_BUILD_BENCHMARKS=OFF \
            -DETUDE_BUILD_EXAMPLES=OFF &&
-         cmake --build "$dir" -j"$jobs"; } >"$log" 2>&1; then
+         cmake --build "$arm64_dir" -j"$jobs" "${targets[@]}"; } >"$log" 2>&1; then
     grep -E "error|Error" "$log" | head -50 >&2 || cat "$log" >&2
     echo "bootstrap: aarch64 cross-build failed (full log: $log)" >&2
     exit 1
   fi
   rm -f "$log"
-  echo "bootstrap: the aarch64 cross-build's portable suite, under qemu"
-  ctest --test-dir "$dir" --output-on-failure -j"$jobs"
 }
+
+arm64_test() {
+  arm64_prepare
+  arm64_build
+  echo "bootstrap: the aarch64 cross-build's portable suite, under qemu"
+  ctest --test-dir "$arm64_dir" --output-on-failure -j"$jobs"
+}
+
+# shellcheck source=scripts/arm64-wheel.sh
+. "$here/scripts/arm64-wheel.sh"
 
 mode=${1:-}
 case "$mode" in
@@ -280,8 +304,11 @@ case "$mode" in
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
     # Last, with its own closing line: the aarch64 cross-build under qemu,
     # from an amd64 machine; on arm64 itself the suite above ran natively.
+    # Then the aarch64 wheel, which reuses that build's etude (about 4
+    # minutes more on two cores: docs/benchmarks.md, "64-bit ARM").
     if [ "$(dpkg --print-architecture)" = amd64 ]; then
       arm64_test
+      arm64_wheel
     else
       echo "bootstrap: the suite ran natively on $(dpkg --print-architecture); the aarch64 cross-build is for amd64 machines"
     fi
@@ -289,8 +316,11 @@ case "$mode" in
   arm64-test)
     arm64_test
     ;;
+  arm64-wheel)
+    arm64_wheel
+    ;;
   *)
-    echo "usage: $0 demo [TEXT] | test | arm64-test" >&2
+    echo "usage: $0 demo [TEXT] | test | arm64-test | arm64-wheel" >&2
     exit 2
     ;;
 esac
