@@ -1,6 +1,6 @@
 # Cross-building LibEtude for 64-bit ARM Linux (aarch64) on a Debian 12 x86-64
 # machine: the compiler of crossbuild-essential-arm64, the libraries of the
-# multiarch :arm64 packages (scripts/cross-arm64.sh installs both), and, where
+# multiarch :arm64 packages (scripts/bootstrap.sh arm64-test installs both), and, where
 # qemu-user-static is installed, ctest running each test program through
 # qemu-aarch64 (no binfmt registration needed).
 #   cmake -S . -B build-arm64 --toolchain cmake/toolchains/aarch64-linux-gnu.cmake
