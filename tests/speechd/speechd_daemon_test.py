@@ -271,6 +271,20 @@ def first_read_after(reads, t):
     return None
 
 
+def first_capture_after(daemon, t, timeout=5.0):
+    """The capture's reads and the first of them after `t`, waiting up to `timeout` for it:
+    END can come before ALSA's file plugin has passed the message's last period on to the
+    reader (it writes whole periods, the rest at drain), so right after END the reader may
+    not have seen a byte yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, reads = daemon.captured()
+        first = first_read_after(reads, t)
+        if first is not None or time.monotonic() > deadline:
+            return reads, first
+        time.sleep(0.05)
+
+
 def duration(pcm):
     return len(pcm) / BYTES_PER_SECOND
 
@@ -344,8 +358,7 @@ def main():
         end = events.wait_for(msg, ("end", "cancel"), 20)
         kinds = [e[1] for e in events.of(msg)]
         check("plain text: BEGIN then END", kinds == ["begin", "end"], f"{kinds}")
-        _, reads = daemon.captured()
-        first_audio = first_read_after(reads, t0)
+        reads, first_audio = first_capture_after(daemon, t0)
         if check("plain text: audio reached the device", begin and end and first_audio):
             print(f"TIME plain: speak() to BEGIN {1000 * (begin[0] - t0):.0f} ms, to first "
                   f"captured audio {1000 * (first_audio - t0):.0f} ms, to END "
