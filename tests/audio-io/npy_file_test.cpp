@@ -32,8 +32,11 @@ std::string fixture(const char* name) {
     return (kFixtures / name).string();
 }
 
+// Named after the test too: ctest runs tests of this program at once, and
+// two that damaged the same file raced (one read the other's bytes).
 std::string temp_path(const std::string& name) {
-    return std::string(ETUDE_TEST_TMP) + "/npy_" + name;
+    const char* test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    return std::string(ETUDE_TEST_TMP) + "/npy_" + test + "_" + name;
 }
 
 std::string read_bytes(const std::string& path) {
