@@ -147,65 +147,51 @@ def whole_event(buf):
     return head["type"]
 
 
-def answer_all(socks, request, expect, seconds=60):
-    """Sends `request` on every socket, then reads one whole event from each: how many got
-    `expect`."""
+def replies(socks, request, verdict, seconds=60):
+    """Sends `request` on every socket, then reads from each until verdict(bytes so far,
+    closed) says True or False (None: not whole yet): how many said True."""
     for s in socks:
         s.sendall(request)
     sel = selectors.DefaultSelector()
-    readers = {}
+    read = {}
     for s in socks:
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
-        readers[s] = b""
-    got = 0
+        read[s] = b""
+    good = 0
     deadline = time.monotonic() + seconds
-    while readers and time.monotonic() < deadline:
+    while read and time.monotonic() < deadline:
         for key, _ in sel.select(1):
             s = key.fileobj
             try:
                 chunk = s.recv(65536)
             except BlockingIOError:
                 continue
-            readers[s] += chunk
-            kind = whole_event(readers[s])
-            if not chunk or kind:
-                got += kind == expect
+            read[s] += chunk
+            said = verdict(read[s], not chunk)
+            if said is not None:
+                good += said
                 sel.unregister(s)
-                del readers[s]
+                del read[s]
     sel.close()
     for s in socks:
         s.setblocking(True)
-    return got
+    return good
+
+
+def answer_all(socks, request, expect, seconds=60):
+    """How many sockets answer `request` with one whole event of type `expect`."""
+    def verdict(buf, closed):
+        kind = whole_event(buf)
+        return kind == expect if closed or kind else None
+    return replies(socks, request, verdict, seconds)
 
 
 def http_answers(socks, request, seconds=60):
-    """Sends `request` on every socket, then reads each reply's status line: how many were
-    200."""
-    for s in socks:
-        s.sendall(request)
-    sel = selectors.DefaultSelector()
-    lines = {}
-    for s in socks:
-        s.setblocking(False)
-        sel.register(s, selectors.EVENT_READ)
-        lines[s] = b""
-    ok = 0
-    deadline = time.monotonic() + seconds
-    while lines and time.monotonic() < deadline:
-        for key, _ in sel.select(1):
-            s = key.fileobj
-            try:
-                chunk = s.recv(65536)
-            except BlockingIOError:
-                continue
-            lines[s] += chunk
-            if not chunk or b"\r\n" in lines[s]:
-                ok += lines[s].startswith(b"HTTP/1.1 200 ")
-                sel.unregister(s)
-                del lines[s]
-    sel.close()
-    return ok
+    """How many sockets answer `request` with the status line of a 200."""
+    def verdict(buf, closed):
+        return buf.startswith(b"HTTP/1.1 200 ") if closed or b"\r\n" in buf else None
+    return replies(socks, request, verdict, seconds)
 
 
 def main():
