@@ -15,6 +15,9 @@ connection, and measures per client:
 and for the round: the aggregate speed (seconds of audio made per second of wall time, from
 the first request to the last audio-stop). Rounds repeat (--rounds) and pool their clients.
 Prints one line per N, and the CPU (lscpu). Every figure belongs to the machine it ran on.
+With 1 among the counts, each larger N also gets the lower bound on its last first audio,
+N * W / (1 - N / S) (docs/benchmarks.md), with W one client's median first audio and S that
+N's speed, both from this run, and the p95's ratio to it (issue 41 asks for 1.5 at most).
 
 Usage: many_clients.py --serve-voice en_US-joe-medium.onnx [--clients 1,2,4,8,16]
        [--rounds 3] [--etude build/cli/etude] [--serve-args '--max-syntheses 32']
@@ -93,9 +96,18 @@ def pct(values, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
+def lower_bound_ms(n, work_ms, speed):
+    """The earliest the last of n streams started together can be heard: each start needs
+    work_ms of the machine before its first audio, and keeping the streams already started
+    fed takes n/speed of it, so n starts take n * work / (1 - n / speed) at least (inf when
+    n streams are more than the machine holds)."""
+    return n * work_ms / (1 - n / speed) if n < speed else float("inf")
+
+
 async def measure(host, port, voice, counts, rounds, prebuffer_s, settle):
     # A warm-up request: the voice's first use pays for loading.
     await round_of(host, port, voice, 1)
+    work_ms = None  # one client's median first audio: the work a start needs (W)
     for n in counts:
         firsts, speeds, underruns, waits = [], [], 0, []
         for _ in range(rounds):
@@ -111,6 +123,13 @@ async def measure(host, port, voice, counts, rounds, prebuffer_s, settle):
               f"p95 {pct(firsts, 0.95):7.1f}  max {max(firsts):7.1f}  "
               f"speed {statistics.median(speeds):5.1f}x  "
               f"underrun {underruns}/{len(firsts)} (worst {max(waits):.0f} ms)", flush=True)
+        if n == 1:
+            work_ms = statistics.median(firsts)
+        elif work_ms is not None:
+            bound = lower_bound_ms(n, work_ms, statistics.median(speeds))
+            print(f"      lower bound N*W/(1-N/S) {bound:7.1f} ms (W {work_ms:.1f} ms: one client's "
+                  f"median; S: this speed); p95 / bound {pct(firsts, 0.95) / bound:.2f}",
+                  flush=True)
 
 
 def main():

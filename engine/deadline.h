@@ -121,10 +121,12 @@ inline std::int64_t sentence_deadline_ns(const StreamHorizon& h) {
 // An offline reader's work (its stream has been read with read()) comes in
 // a third class, after all work someone listens to: nobody hears it late,
 // and a reader that pushes one reply after another would otherwise be a
-// new stream at each push. So does the work of a stream made without
-// real-time workers (StreamOptions::realtime_workers: a server's, whose
-// reader is a socket). Neither takes a turn at the gate: they run outside
-// the order at their threads' own priority (deadline_gate.h).
+// new stream at each push. It takes no turn at the gate: it runs outside
+// the order at its thread's own priority (deadline_gate.h). A network
+// stream's work (SchedulingClass::Network: a server's, whose reader is a
+// socket) keeps its deadlines: its sentences come after the live streams'
+// in the front ends' order, and its chunks take turns at a gate of their
+// own (deadline_gate.h).
 struct WorkDue {
     static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
     std::int64_t deadline_ns = 0;

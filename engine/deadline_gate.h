@@ -25,12 +25,18 @@
 // it late, and it runs at its thread's own priority outside the order (its
 // producer at nice +10), taking what the cores leave. In a turn, held at
 // that priority, it would keep the turn from live work for as long as the
-// cores are busy. Nor does a stream made without real-time workers (a
-// server's): its producers, raised while they hold turns, would starve the
-// connection threads that send their audio, and one turn at a time holds a
-// server's streams below the speed the cores give them side by side.
-// docs/benchmarks.md ("Turns for the work that makes audio") has the
-// measurements behind these choices.
+// cores are busy.
+//
+// A network stream's (SchedulingClass::Network: a server's, whose reader
+// is a socket) decoder chunks wait at a gate of their own
+// (EngineWorkers::network_gate()), in the same order, with a turn per core
+// and no raised priority: raised, its holders would starve the threads
+// that send their audio, and one turn at a time held a server's streams
+// below the speed the cores give them side by side. Its sentences are
+// analysed in deadline order by the front ends (engine_workers.h) without
+// a turn. docs/benchmarks.md ("Turns for the work that makes audio", and
+// "Network streams in the deadline order") has the measurements behind
+// these choices.
 //
 // A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
 // the OS allows it) while it holds it, if it is a normal thread at nice 0
@@ -61,7 +67,8 @@ namespace etude::engine {
 class DeadlineGate {
   public:
     // `turns`: how many units run at once. `priority`: the SCHED_FIFO
-    // priority of a turn's holder (see above).
+    // priority of a turn's holder (see above); 0: holders keep their own
+    // (the network class's gate, EngineWorkers::network_gate()).
     DeadlineGate(int turns, int priority);
     DeadlineGate(const DeadlineGate&) = delete;
     DeadlineGate& operator=(const DeadlineGate&) = delete;
@@ -104,7 +111,10 @@ class DeadlineGate {
 
       private:
         friend class DeadlineGate;
-        Turn(DeadlineGate* gate, int priority) : gate_(gate), priority_(priority) {}
+        // A priority of 0 or less leaves the holder at its own.
+        Turn(DeadlineGate* gate, int priority)
+            : gate_(gate),
+              priority_(priority > 0 ? rt::ScopedRealtime(priority) : rt::ScopedRealtime()) {}
         DeadlineGate* gate_ = nullptr;
         bool outside_ = false;
         std::int64_t asked_ns_ = 0, granted_ns_ = 0;

@@ -200,9 +200,12 @@ std::vector<std::string> Engine::installed_voices() {
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
     check_options_apply(requested);
     StreamOptions options = requested;
-    // The scheduling class, on the behaviour that says it today: a stream
-    // nobody hears as it is made has no real-time workers.
+    // The scheduling class and the older field that says it: a stream
+    // nobody hears as it is made has no real-time workers, and one without
+    // them is scheduled as a network stream.
     if (options.scheduling != SchedulingClass::Live) options.realtime_workers = false;
+    if (!options.realtime_workers && options.scheduling == SchedulingClass::Live)
+        options.scheduling = SchedulingClass::Network;
     std::shared_ptr<const PiperVoice> piper;
     if (!options.piper_voice.empty()) piper = PiperVoice::open(options.piper_voice);
     // 0: the voice's own rate.

@@ -14,7 +14,8 @@ namespace etude::engine {
 
 EngineWorkers::EngineWorkers(int turns)
     : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
-            kProcessorPriority) {
+            kProcessorPriority),
+      network_gate_(std::max(2, gpu::host::usable_cpus()), 0) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.
@@ -77,7 +78,7 @@ void EngineWorkers::stop() {
         stopping_ = true;
         stopped_ = true;
     }
-    gate_.wake_all();
+    wake_gates();
     cv_.notify_all();
     for (auto& t : front_ends_)
         if (t.joinable()) t.join();

@@ -53,6 +53,14 @@ class EngineWorkers {
     // The turns of the producers' neural work, earliest deadline first
     // across the streams (deadline_gate.h).
     DeadlineGate& gate() { return gate_; }
+    // The turns of network streams' decoder chunks (deadline_gate.h): the
+    // same order, a turn per usable CPU, holders at their own priority.
+    DeadlineGate& network_gate() { return network_gate_; }
+    // Wakes the waiters of both gates (a stream was cancelled or closed).
+    void wake_gates() {
+        gate_.wake_all();
+        network_gate_.wake_all();
+    }
     // How many front-end threads there are, and the most sentences they
     // have analysed at once since the engine began (those of live streams
     // each in its turn; an offline reader's and a server's take none).
@@ -111,6 +119,7 @@ class EngineWorkers {
     bool one_at_a_time_busy_ = false;         // such a voice's sentence is taken (mu_)
     std::vector<std::thread> renderers_;
     DeadlineGate gate_;
+    DeadlineGate network_gate_;
     std::mutex gpu_mu_;
     std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
 };

@@ -83,7 +83,7 @@ StreamCore::~StreamCore() {
         shutdown_ = true;
         closing_ = true;
     }
-    engine_->gate().wake_all();
+    engine_->wake_gates();
     work_cv_.notify_all();
     space_cv_.notify_all();
     data_cv_.notify_all();
@@ -361,7 +361,7 @@ void StreamCore::cancel() {
     // progress on another thread holds the input for as long as it queues.
     ring_.cancel();
     // A producer waiting for its turn gives up (deadline_gate.h).
-    engine_->gate().wake_all();
+    engine_->wake_gates();
     {
         std::lock_guard lock(mu_);
         dropped = text_queue_.size() + queue_.size();

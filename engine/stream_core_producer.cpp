@@ -219,10 +219,13 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
         const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
         due = chunk_due(horizon(started, origin.pushed, ring_.write_position()));
         // Outside the order once its producer has stepped down (produce()),
-        // and for a stream without real-time workers (deadline.h).
-        due.outside = producer_background_ || !options_.realtime_workers;
+        // and for an offline stream; a network stream's waits at its own
+        // gate (deadline.h).
+        due.outside = producer_background_ || options_.scheduling == SchedulingClass::Offline;
     }
-    return engine_->gate().wait(due, [&] {
+    DeadlineGate& gate =
+        options_.scheduling == SchedulingClass::Network ? engine_->network_gate() : engine_->gate();
+    return gate.wait(due, [&] {
         return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
     });
 }

@@ -26,17 +26,18 @@ enum class VoiceKind : std::uint8_t {
 };
 
 /// Who waits for a stream's audio, which says how its work is scheduled.
-/// Today Network and Offline are scheduled alike; the engine's executor
-/// gives each its own meaning.
 enum class SchedulingClass : std::uint8_t {
     /// Someone hears it as it is made (an audio callback pulls it): its
     /// workers ask for SCHED_FIFO, and its work takes turns among the
     /// streams, earliest deadline first.
     Live,
     /// A client that buffers is sent it as it is made (a server's stream):
-    /// no SCHED_FIFO, its work outside the turns, behind the live streams.
+    /// no SCHED_FIFO, behind the live streams. Its work keeps the deadline
+    /// order among the network streams: a new stream's first audio before
+    /// the chunks of streams already well ahead of their listeners.
     Network,
-    /// Read as fast as it comes (a file, a benchmark): as Network.
+    /// Read as fast as it comes (a file, a benchmark): no SCHED_FIFO, its
+    /// work outside the order, behind everything someone listens to.
     Offline,
 };
 

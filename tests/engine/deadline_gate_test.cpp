@@ -174,3 +174,18 @@ TEST(DeadlineGate, a_normal_thread_holds_its_turn_at_worker_priority_and_then_ge
         std::printf(
             "SCHED_FIFO is refused here, or the test runs niced: only the restore was checked\n");
 }
+
+TEST(DeadlineGate, a_gate_without_a_priority_leaves_its_holders_at_their_own) {
+    // The network class's gate (EngineWorkers::network_gate()): its holders
+    // must not be raised over the threads that send their audio.
+    DeadlineGate gate(1, 0);
+    int during = -1;
+    sched_param p{};
+    std::thread t([&] {
+        auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+        ASSERT_TRUE(turn.held());
+        pthread_getschedparam(pthread_self(), &during, &p);
+    });
+    t.join();
+    EXPECT_EQ(during, SCHED_OTHER);
+}
