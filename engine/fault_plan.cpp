@@ -48,6 +48,9 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
             ok = parse_ms(item.c_str() + 14, into.slow_analysis_ms);
         } else if (item.rfind("slow-split:", 0) == 0) {
             ok = parse_ms(item.c_str() + 11, into.slow_split_ms);
+        } else if (item == "cpu-busy") {
+            into.cpu_busy = true;
+            ok = true;
         } else {
             const auto f = gpu::parse_gpu_fault(item);
             ok = f.has_value();
@@ -57,7 +60,7 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
             throw Error(
                 std::string(source) + ": cannot read fault '" + item +
                 "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED], slow-analysis:MS, "
-                "slow-split:MS or kernel|oom|late:COUNT[:MS[:AFTER]])");
+                "slow-split:MS, cpu-busy or kernel|oom|late:COUNT[:MS[:AFTER]])");
     }
 }
 

@@ -11,6 +11,13 @@
 //   slow-split:MS                        each push's split into sentences (on
 //                                        the pushing thread, holding the
 //                                        stream's input) takes MS longer
+//   cpu-busy                             a decoder's CPU tier (a mel stream's,
+//                                        a Piper voice's) is busy: its chunks
+//                                        go to the device tier whenever that
+//                                        may be tried; the CPU remakes what
+//                                        the device fails and stands in while
+//                                        it is held off. Pins the tier at any
+//                                        load; text streams ignore it
 //   kernel:COUNT[:MS[:AFTER]]            the GPU fails COUNT operations,
 //   oom:COUNT[:MS[:AFTER]]               runs out of memory on them,
 //   late:COUNT:MS[:AFTER]                or finishes them MS late, after
@@ -43,6 +50,7 @@ struct FaultSpec {
     FaultPlan primary, fallback;
     double slow_analysis_ms = 0.0;
     double slow_split_ms = 0.0;
+    bool cpu_busy = false;
     std::optional<gpu::GpuFault> device;
 };
 

@@ -188,9 +188,14 @@ int MelScheduler::choose(std::int64_t budget_ns, bool may_reduce_quality) {
     Candidate c[3];
     int tier_of[3];
     int n = 0;
+    const bool gpu_may_try = gpu_model_ && gpu_health_.may_try(rt::now_ns());
+    // A drill's pin (ETUDE_FAULT=cpu-busy): the device's own output and its
+    // failures are what it rehearses, and under load the CPU would be the
+    // quicker tier for every chunk that fits nowhere.
+    if (gpu_may_try && options_.cpu_busy) return 0;
     if (gpu_model_) {
         c[n] = {Processor::Gpu, Quality::Full, per_frame_[0].estimate_ns() * frames_to_run(0),
-                gpu_health_.may_try(rt::now_ns())};
+                gpu_may_try};
         tier_of[n++] = 0;
     }
     c[n] = {Processor::CpuPrimary, Quality::Full, per_frame_[1].estimate_ns() * frames_to_run(1),

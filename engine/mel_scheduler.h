@@ -13,7 +13,8 @@
 // (processor_chooser.h), priced by their estimated cost for the chunk (a high
 // percentile of their recent cost per frame, with margin) against the time
 // left before the audio is due (deadline.h); the first that fits is chosen,
-// else the quickest. A GPU error makes the CPU redo the chunk; the GPU's
+// else the quickest (a drill's ETUDE_FAULT=cpu-busy pins tier 0 while it may
+// be tried). A GPU error makes the CPU redo the chunk; the GPU's
 // DeviceHealthBreaker (device_health.h) retries it, backs off after a second error and turns
 // it off after repeated errors in a row, as for text streams. Switching between tiers 0 and 1 is
 // seamless with one model (the stream state does not depend on where the network runs); with two
@@ -54,6 +55,9 @@ struct MelSchedulerOptions {
     int device = -1;
     double output_rate = 0;  // 0: the model's own rate
     gpu::GpuFault gpu_fault;
+    // ETUDE_FAULT's cpu-busy: the CPU tier is offered no chunk the GPU tier
+    // may take (a drill that keeps the work on the device at any load).
+    bool cpu_busy = false;
     bool allow_phase_fallback = true;
 };
 

@@ -15,6 +15,7 @@ MelSchedulerOptions mel_options(const StreamOptions& options, const FaultSpec& f
     m.device = options.device;
     m.output_rate = options.sample_rate;
     if (faults.device) m.gpu_fault = *faults.device;
+    m.cpu_busy = faults.cpu_busy;
     m.allow_phase_fallback = options.allow_phase_fallback;
     return m;
 }

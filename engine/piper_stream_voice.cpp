@@ -26,6 +26,7 @@ MelSchedulerOptions decoder_options(const std::shared_ptr<const PiperVoice>& voi
     m.device = options.device;
     m.output_rate = options.sample_rate;
     if (faults.device) m.gpu_fault = *faults.device;
+    m.cpu_busy = faults.cpu_busy;
     // Phase reconstruction needs a mel; a Piper decoder takes the VITS latent.
     m.allow_phase_fallback = false;
     return m;

@@ -13,10 +13,12 @@ using namespace etude::engine;
 TEST(FaultPlan, one_text_names_processor_and_device_faults) {
     FaultSpec f;
     parse_faults(
-        "slow:0.05:30,fallback-slow:0.1:40:4,kernel:2:0:1500,slow-analysis:25,slow-split:40", f,
-        "test");
+        "slow:0.05:30,fallback-slow:0.1:40:4,kernel:2:0:1500,slow-analysis:25,slow-split:40,"
+        "cpu-busy",
+        f, "test");
     EXPECT_DOUBLE_EQ(f.slow_analysis_ms, 25);
     EXPECT_DOUBLE_EQ(f.slow_split_ms, 40);
+    EXPECT_TRUE(f.cpu_busy);
     EXPECT_DOUBLE_EQ(f.primary.slow_probability, 0.05);
     EXPECT_DOUBLE_EQ(f.primary.slow_ms, 30);
     EXPECT_EQ(f.primary.seed, 1u);
@@ -32,12 +34,13 @@ TEST(FaultPlan, one_text_names_processor_and_device_faults) {
     EXPECT_FALSE(none.device.has_value());
     EXPECT_EQ(none.slow_analysis_ms, 0);
     EXPECT_EQ(none.slow_split_ms, 0);
+    EXPECT_FALSE(none.cpu_busy);
 }
 
 TEST(FaultPlan, malformed_text_is_an_error_naming_the_item) {
     for (const char* bad : {"slow:2:30", "slow:0.1", "sloww:0.1:3", "kernel:0", "late:x", "oom",
                             "slow-analysis:", "slow-analysis:-5", "slow-analysis:5x",
-                            "slow-split:0", "slow-split:61000"}) {
+                            "slow-split:0", "slow-split:61000", "cpu-busy:1", "cpu-busyy"}) {
         FaultSpec f;
         try {
             parse_faults(std::string("slow:0.1:5,") + bad, f, "ETUDE_FAULT");

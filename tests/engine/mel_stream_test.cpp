@@ -273,6 +273,33 @@ TEST_P(MelStreamDeviceFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
 INSTANTIATE_TEST_SUITE_P(Devices, MelStreamDeviceFaults, ::testing::Values("opencl", "vulkan"),
                          [](const auto& info) { return info.param; });
 
+// ETUDE_FAULT=cpu-busy pins the GPU tier: with no time left (nothing fits,
+// so the chooser would take the quicker tier, which on PoCL and lavapipe is
+// the CPU) every chunk still runs on the device, but one the device fails is
+// remade on the CPU, and the next goes back to the device.
+TEST_P(MelStreamDeviceFaults, a_busy_cpu_leaves_every_chunk_the_device_may_take_to_it) {
+    if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device to pin";
+    const Mel mel = load_mel("hifigan_v1");
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.backend = GetParam();
+    mo.allow_phase_fallback = false;
+    mo.cpu_busy = true;
+    MelScheduler sched(mo);
+    const auto device = open_model_backend(GetParam(), -1);  // the scheduler's (shared)
+    for (int i = 0; i < 8; ++i) {
+        if (i == 4) device->inject_fault({gpu::GpuFault::KernelFailure, 1, 0, 0});
+        MelChunkReport report;
+        sched.process(mel.chunk(4 * i, 4), 4, false, 0, report);
+        EXPECT_EQ(report.fell_back, i == 4) << "chunk " << i;
+        EXPECT_EQ(report.tier, i == 4 ? 1 : 0) << "chunk " << i;
+    }
+    const auto s = sched.stats();
+    EXPECT_EQ(s.chunks[0], 7u);
+    EXPECT_EQ(s.chunks[1], 1u);
+    EXPECT_EQ(s.gpu_failures, 1u);
+}
+
 // A device error at any point while the stream is being made (loading the
 // weights, preparing the layers' streaming state, calibrating) turns the GPU
 // tier off with a note; the stream is made and its audio is exact.

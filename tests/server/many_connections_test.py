@@ -39,6 +39,8 @@ import sys
 import threading
 import time
 
+from pass_fail import check, failures
+
 ETUDE = sys.argv[1]
 CONNECTIONS = 1000
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -46,13 +48,6 @@ if hard != resource.RLIM_INFINITY and hard < CONNECTIONS + 100:
     print(f"SKIP: this process may open {hard} files; the test needs {CONNECTIONS + 100}")
     sys.exit(77)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-    if not cond:
-        failures.append(name)
 
 
 class Server:

@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 
+from pass_fail import check, failures
+
 ETUDE = sys.argv[1]
 TEXT = "The porch light is on."
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -38,13 +40,6 @@ if want < 2500:
     print(f"SKIP: this process may open {hard} files; the test needs 2500")
     sys.exit(77)
 resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-    if not cond:
-        failures.append(name)
 
 
 class Server:
