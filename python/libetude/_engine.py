@@ -219,12 +219,12 @@ class Engine:
                  options: dict[str, Any]) -> _native.StreamOptions:
         """The native options: the voice's kind from `voice`, then each
         keyword option by the engine's table, converted to its type. Which
-        options apply to the voice's kind is the engine's check, made when
-        the stream is."""
+        options apply to the voice's kind is the engine's check, made as
+        each is set."""
         if not isinstance(voice, str):
             raise InvalidArgument(f"voice must be a str, not {type(voice).__name__}")
         r = _voices.resolve(voice)
-        o = _native.StreamOptions()
+        o = _native.StreamOptions("builtin" if r.builtin else "piper")
         if r.builtin:
             o.voice = r.value
         else:
