@@ -25,7 +25,7 @@ class StreamOption(NamedTuple):
 
     type: str  # "str", "float", "optional_float", "bool", "int", "uint64", "scheduling"
     kinds: tuple[str, ...]  # the voice kinds it applies to: "builtin", "piper", "mel"
-    default: object  # a new StreamOptions' value (None: unset)
+    default: object  # its value in new options of a kind it applies to (None: unset)
 
 
 # Engine.stream()'s keyword options: the engine's table, less the fields that

@@ -1,7 +1,8 @@
-"""Stream options are defined once, in the engine (engine/stream_options.h):
-Python's keyword arguments, the native StreamOptions class and the adapters'
-options are read from its table, and bad names or kinds get the engine's
-message."""
+"""Stream options are defined once, in the engine (engine/stream_options.h:
+StreamOptions, its variant of each kind of voice's options, and their
+table): Python's keyword arguments, the native StreamOptions class and the
+adapters' options are read from the table, and bad names or kinds get the
+engine's message."""
 
 from __future__ import annotations
 
