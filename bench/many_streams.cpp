@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
         engine_options.work_turns = turns;
         etude::engine::Engine engine(engine_options);
         etude::engine::StreamOptions opts;
-        opts.piper_voice = voice;
+        opts.voice = etude::engine::PiperVoiceOptions{.piper_voice = voice};
         opts.sample_rate = 0;
         opts.backend = backend;
         Reply reply;

@@ -50,7 +50,7 @@ std::vector<std::vector<std::int64_t>> sentence_ids() {
 // 100 ms, the most, 32, from 750 ms on at 22050 Hz).
 StreamOptions options_for(const std::string& voice, double latency_ms = 100.0) {
     StreamOptions o;
-    o.piper_voice = voice;
+    o.voice = etude::engine::PiperVoiceOptions{.piper_voice = voice};
     o.latency_ms = latency_ms;
     o.sample_rate = 0;  // the voice's own
     o.backend = "cpu";

@@ -88,13 +88,13 @@ int bench_command(int argc, char** argv) {
         engine::StreamOptions opts;
         apply_voice_options(args, opts);
         opts.sample_rate = 0;  // the voice's own rate
-        const bool builtin = opts.piper_voice.empty();
-        const std::string voice_name = builtin ? opts.voice : opts.piper_voice;
+        const bool builtin = std::holds_alternative<engine::BuiltinVoiceOptions>(opts.voice);
+        const std::string voice_name = engine::voice_name(opts);
 
-        engine::Engine engine(engine::Engine::Options{{builtin ? opts.voice : "slt"}});
+        engine::Engine engine(engine::Engine::Options{{builtin ? voice_name : "slt"}});
         // Flite's own synthesis with a built-in voice, the baseline: its rate.
         const double flite_rate =
-            builtin ? engine::builtin_voice_vocoding(opts.voice).sample_rate : 0.0;
+            builtin ? engine::builtin_voice_vocoding(voice_name).sample_rate : 0.0;
         // Warm-up: first use pages in the voice data (and Flite's lexicon).
         {
             auto stream = engine.create_stream(opts);
@@ -104,7 +104,7 @@ int bench_command(int argc, char** argv) {
             while (stream->read(block) > 0) {
             }
         }
-        if (builtin) engine::flite_reference_synthesis(opts.voice, kParagraph);
+        if (builtin) engine::flite_reference_synthesis(voice_name, kParagraph);
 
         std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours, capacity_speed;
         int capacity_streams = 0;
@@ -134,9 +134,9 @@ int bench_command(int argc, char** argv) {
             }
             if (builtin) {
                 const auto t0 = Clock::now();
-                const std::size_t n = engine::flite_reference_synthesis(opts.voice, kParagraph);
+                const std::size_t n = engine::flite_reference_synthesis(voice_name, kParagraph);
                 flite_lib.push_back(static_cast<double>(n) / flite_rate / since(t0));
-                if (const double t = time_flite_program(opts.voice, kParagraph); t > 0)
+                if (const double t = time_flite_program(voice_name, kParagraph); t > 0)
                     flite_prog.push_back(audio_seconds / t);
             }
             {

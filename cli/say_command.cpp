@@ -43,7 +43,8 @@ bool write_raw(std::span<const float> samples) {
 // voice's own.
 void apply_say_options(const CommandLine& args, engine::StreamOptions& opts) {
     apply_synthesis_options(args, opts);
-    if (opts.vocoder == "spectral") {
+    const auto* builtin = std::get_if<engine::BuiltinVoiceOptions>(&opts.voice);
+    if (builtin && builtin->vocoder == "spectral") {
         // Fail early and clearly on a device that does not exist.
         const auto request = engine::with_device_environment({opts.backend, opts.device});
         engine::resolve_device(request);
@@ -53,7 +54,7 @@ void apply_say_options(const CommandLine& args, engine::StreamOptions& opts) {
         // named device never shows at work.
         opts.wait_for_device = request.names_device();
     }
-    if (!opts.piper_voice.empty()) opts.sample_rate = 0;
+    if (!builtin) opts.sample_rate = 0;
     if (auto r = args.value("--rate")) opts.sample_rate = parse_number("--rate", *r);
 }
 
@@ -112,13 +113,14 @@ class SaySession {
         // A Piper voice is read once and kept for every run of speakers.
         engine::Engine::Options engine_options;
         engine_options.preload_voices.clear();
-        if (!opts_.piper_voice.empty()) engine_options.preload_voices.push_back(opts_.piper_voice);
+        if (const auto* piper = std::get_if<engine::PiperVoiceOptions>(&opts_.voice))
+            engine_options.preload_voices.push_back(piper->piper_voice);
         engine_options.preload_backend = opts_.backend;
         engine_options.preload_device = opts_.device;
         // The trace's kernel rows and --stats' kernel table need the times.
         engine_options.profile_kernels = args_.value("--trace") || args_.flag("--stats");
         engine_.emplace(engine_options);
-        opts_.speaker = runs_.front().speaker;
+        set_speaker(runs_.front().speaker);
         stream_ = engine_->create_stream(opts_);  // checks voice and rate
         rate_ = stream_->sample_rate();
         open_outputs();
@@ -146,7 +148,8 @@ class SaySession {
             stream_->cancel();
             throw Error("interrupted; no output file written");
         }
-        const char* front_end = opts_.piper_voice.empty() ? "Flite" : "the voice";
+        const char* front_end =
+            std::holds_alternative<engine::PiperVoiceOptions>(opts_.voice) ? "the voice" : "Flite";
         const std::string& refusal = stats.unspeakable_reason;
         // A sentence the voice's network refused says why (the last such
         // reason), not that there was nothing to pronounce.
@@ -222,7 +225,7 @@ class SaySession {
         engine::StreamStats stats;
         for (std::size_t r = 0; r < runs_.size() && !g_interrupted; ++r) {
             if (r > 0) {  // the next speaker's lines: a stream of its own
-                opts_.speaker = runs_[r].speaker;
+                set_speaker(runs_[r].speaker);
                 stream_.reset();
                 stream_ = engine_->create_stream(opts_);
                 if (timings_) stream_->report_words(true);
@@ -263,6 +266,12 @@ class SaySession {
             const std::size_t got = stream_->read_some(block_, 200);
             if (got > 0 || !stream_->busy() || g_interrupted) return got;
         }
+    }
+
+    // A run's speaker: a Piper voice's (a built-in voice's runs have none).
+    void set_speaker(const std::string& speaker) {
+        if (auto* piper = std::get_if<engine::PiperVoiceOptions>(&opts_.voice))
+            piper->speaker = speaker;
     }
 
     const CommandLine& args_;

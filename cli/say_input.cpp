@@ -22,8 +22,9 @@ std::string read_all_stdin() {
 // stream (a Piper stream speaks with one speaker).
 std::vector<Utterances> read_json_input(const std::string& input,
                                         const engine::StreamOptions& opts) {
+    const auto& piper = std::get<engine::PiperVoiceOptions>(opts.voice);
     std::vector<Utterances> runs;
-    for (auto& run : engine::read_piper_json_input(input, opts.piper_voice, opts.speaker))
+    for (auto& run : engine::read_piper_json_input(input, piper.piper_voice, piper.speaker))
         runs.push_back({std::move(run.speaker), std::move(run.items)});
     if (runs.empty()) throw Error("no text to speak: standard input holds no JSON lines");
     return runs;
@@ -34,8 +35,8 @@ std::vector<Utterances> read_json_input(const std::string& input,
 std::vector<Utterances> read_utterances(const CommandLine& args,
                                         const engine::StreamOptions& opts) {
     const bool json_input = args.flag("--json-input");
-    if (json_input && opts.piper_voice.empty())
-        throw UsageError("--json-input needs a Piper voice (--voice)");
+    const auto* piper = std::get_if<engine::PiperVoiceOptions>(&opts.voice);
+    if (json_input && !piper) throw UsageError("--json-input needs a Piper voice (--voice)");
     if (json_input && !args.positional().empty())
         throw UsageError("--json-input reads standard input; give no TEXT");
     const bool ssml = args.flag("--ssml");
@@ -52,7 +53,7 @@ std::vector<Utterances> read_utterances(const CommandLine& args,
     if (!engine::has_speakable_text(text))
         throw Error("no text to speak: the input is empty or only white space");
     std::vector<Utterances> runs;
-    runs.push_back({opts.speaker, {std::move(text)}, ssml});
+    runs.push_back({piper ? piper->speaker : std::string(), {std::move(text)}, ssml});
     return runs;
 }
 

@@ -247,8 +247,7 @@ engine::Engine::Options engine_options_for(const server::VoiceCatalog& voices,
     options.preload_device = backend.device;
     options.preload_voices.clear();
     for (const auto& v : voices.voices())
-        options.preload_voices.push_back(v.options.piper_voice.empty() ? v.options.voice
-                                                                       : v.options.piper_voice);
+        options.preload_voices.push_back(engine::voice_name(v.options));
     return options;
 }
 

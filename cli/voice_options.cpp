@@ -44,6 +44,7 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     const std::string voice = args.value_or("--voice", "slt");
     const auto& builtin = engine::Engine::voices();
     const bool piper = std::find(builtin.begin(), builtin.end(), voice) == builtin.end();
+    std::string found_path;
     if (piper) {
         const auto found = engine::Engine::find_voice(voice);
         if (!found) {
@@ -58,25 +59,28 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
             throw Error("unknown voice '" + voice + "' (choose one of: " + choices + "); " + why +
                         "; see 'etude voices'");
         }
-        opts.piper_voice = found->model_path;
-    } else {
-        opts.voice = voice;
+        found_path = found->model_path;
     }
-    opts.length_scale = scale_option(args, "--length-scale");
-    for (const char* name : {"--speaker", "--noise-scale", "--noise-w", "--seed"})
-        if (args.value(name) && !piper)
-            throw UsageError(std::string(name) + " applies to Piper voices; '" + voice +
-                             "' is a built-in voice");
-    if (!piper) return;
-    opts.speaker = args.value_or("--speaker", "");
-    opts.noise_scale = scale_option(args, "--noise-scale");
-    opts.noise_w = scale_option(args, "--noise-w");
+    const std::optional<float> length_scale = scale_option(args, "--length-scale");
+    if (!piper) {
+        for (const char* name : {"--speaker", "--noise-scale", "--noise-w", "--seed"})
+            if (args.value(name))
+                throw UsageError(std::string(name) + " applies to Piper voices; '" + voice +
+                                 "' is a built-in voice");
+        opts.voice = engine::BuiltinVoiceOptions{.voice = voice, .length_scale = length_scale};
+        return;
+    }
+    engine::PiperVoiceOptions p{.piper_voice = found_path, .length_scale = length_scale};
+    p.speaker = args.value_or("--speaker", "");
+    p.noise_scale = scale_option(args, "--noise-scale");
+    p.noise_w = scale_option(args, "--noise-w");
     if (auto s = args.value("--seed")) {
         const double seed = parse_number("--seed", *s);
         if (!(seed >= 0 && seed <= 9007199254740992.0 && seed == std::floor(seed)))
             throw UsageError("--seed must be a whole number from 0 to 2^53, not '" + *s + "'");
-        opts.seed = static_cast<std::uint64_t>(seed);
+        p.seed = static_cast<std::uint64_t>(seed);
     }
+    opts.voice = std::move(p);
 }
 
 BackendChoice parse_backend_options(const CommandLine& args) {
@@ -94,10 +98,12 @@ BackendChoice parse_backend_options(const CommandLine& args) {
 
 void apply_synthesis_options(const CommandLine& args, engine::StreamOptions& opts) {
     if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
-    opts.vocoder = args.value_or("--vocoder", "mlsa");
-    if (opts.vocoder != "mlsa" && opts.vocoder != "spectral")
-        throw UsageError("unknown vocoder '" + opts.vocoder + "' (choose mlsa or spectral)");
-    if (!opts.piper_voice.empty() && opts.vocoder != "mlsa")
+    const std::string vocoder = args.value_or("--vocoder", "mlsa");
+    if (vocoder != "mlsa" && vocoder != "spectral")
+        throw UsageError("unknown vocoder '" + vocoder + "' (choose mlsa or spectral)");
+    if (auto* builtin = std::get_if<engine::BuiltinVoiceOptions>(&opts.voice))
+        builtin->vocoder = vocoder;
+    else if (vocoder != "mlsa")
         throw UsageError("--vocoder applies to the built-in voices; a Piper voice has its own");
     const BackendChoice choice = parse_backend_options(args);
     opts.backend = choice.backend;

@@ -13,7 +13,7 @@ namespace etude::cli {
 // Declares --voice (with `voice_help`) and the Piper options.
 void declare_voice_options(CommandLine& args, const std::string& voice_help);
 
-// Sets opts.voice, or opts.piper_voice and the Piper options. Throws
+// Sets opts.voice: a built-in voice, or a Piper voice and its options. Throws
 // etude::Error for a voice that is neither built in nor a Piper voice
 // (naming the folders searched), UsageError for a Piper option given with a
 // built-in voice or a malformed number.

@@ -29,11 +29,12 @@ BlockScheduler::BlockScheduler(EngineWorkers& workers, const StreamOptions& opti
       ring_(ring),
       sink_(sink),
       records_(records),
-      frames_per_block_(
-          std::max<std::size_t>(1, static_cast<std::size_t>(std::lround(options.block_ms / 5.0)))),
+      frames_per_block_(std::max<std::size_t>(
+          1, static_cast<std::size_t>(
+                 std::lround(std::get<BuiltinVoiceOptions>(options.voice).block_ms / 5.0)))),
       primary_("cpu-primary", options.realtime_workers, faults.primary),
       fallback_("cpu-fallback", options.realtime_workers, faults.fallback),
-      spectral_(options.vocoder == "spectral") {
+      spectral_(std::get<BuiltinVoiceOptions>(options.voice).vocoder == "spectral") {
     if (spectral_) open_gpu(workers, faults);
     // Estimators per (processor, tier): Full and Reduced on each. The
     // margin is at least kWakeAllowanceNs: a block costs ~0.1 ms, so with

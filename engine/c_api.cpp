@@ -100,11 +100,11 @@ etude::engine::StreamOptions measured_stream_options(const char* voice, const ch
     if (name.empty()) throw etude::Error(std::string(what) + ": the voice is empty");
     const auto& builtin = etude::engine::Engine::voices();
     if (std::find(builtin.begin(), builtin.end(), name) != builtin.end()) {
-        o.voice = name;
+        o.voice = etude::engine::BuiltinVoiceOptions{.voice = name};
     } else {
         // As etude_piper_stream_options_init() makes a Piper stream: at
         // the voice's own rate, its default speaker, backend "auto".
-        o.piper_voice = name;
+        o.voice = etude::engine::PiperVoiceOptions{.piper_voice = name};
         o.sample_rate = 0;
     }
     return o;
@@ -143,7 +143,7 @@ etude_status etude_stream_create(etude_engine* engine, const char* voice, double
     *out = nullptr;
     return guarded([&] {
         etude::engine::StreamOptions o;
-        if (voice) o.voice = voice;
+        if (voice) o.voice = etude::engine::BuiltinVoiceOptions{.voice = voice};
         o.sample_rate = sample_rate;
         *out = new etude_stream{engine->engine.create_stream(o)};
     });
@@ -162,7 +162,7 @@ etude_status etude_stream_create_mel(etude_engine* engine, const char* model_pat
 }
 
 void etude_mel_stream_options_init(etude_mel_stream_options* options, size_t struct_size) {
-    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_fields_of_mel_options(),
+    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_mel_options(),
                                    sizeof *options, 48000.0);
 }
 
@@ -181,13 +181,13 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
     *out = nullptr;
     return guarded([&] {
         const auto o = etude::engine::read_c_options(options, options->struct_size,
-                                                     etude::engine::c_fields_of_mel_options());
+                                                     etude::engine::c_mel_options());
         *out = new etude_stream{engine->engine.create_stream(o)};
     });
 }
 
 void etude_piper_stream_options_init(etude_piper_stream_options* options, size_t struct_size) {
-    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_fields_of_piper_options(),
+    etude::engine::fill_c_defaults(options, struct_size, etude::engine::c_piper_options(),
                                    sizeof *options, 0.0);
 }
 
@@ -206,7 +206,7 @@ etude_status etude_stream_create_piper(etude_engine* engine,
     *out = nullptr;
     return guarded([&] {
         const auto o = etude::engine::read_c_options(options, options->struct_size,
-                                                     etude::engine::c_fields_of_piper_options());
+                                                     etude::engine::c_piper_options());
         *out = new etude_stream{engine->engine.create_stream(o)};
     });
 }

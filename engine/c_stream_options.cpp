@@ -89,8 +89,8 @@ void store(void* base, std::size_t offset, T v) {
 // must outlive the C struct.
 void write_field(void* out, const CField& f, const StreamOptions& from) {
     std::visit(
-        [&](auto m) {
-            const auto& v = from.*m;
+        [&](auto place) {
+            const auto& v = *place.in(from);
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::string>)
                 store<const char*>(out, f.offset, v.empty() ? nullptr : v.c_str());
@@ -107,9 +107,12 @@ void write_field(void* out, const CField& f, const StreamOptions& from) {
 }
 
 void read_field(const void* in, const CField& f, StreamOptions& into) {
+    const StreamOptionField& field = stream_option_field(f.option);
     std::visit(
-        [&](auto m) {
-            auto& v = into.*m;
+        [&](auto place) {
+            auto* target = place.in(into);
+            if (!target) refuse_option(field, into);  // a test checks each CField's kind
+            auto& v = *target;
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::string>) {
                 if (const char* s = load<const char*>(in, f.offset)) v = s;
@@ -128,7 +131,7 @@ void read_field(const void* in, const CField& f, StreamOptions& into) {
                 v = load<T>(in, f.offset);
             }
         },
-        stream_option_field(f.option).member);
+        field.member);
 }
 
 static_assert(int(SchedulingClass::Live) == ETUDE_SCHEDULING_LIVE &&
@@ -137,22 +140,23 @@ static_assert(int(SchedulingClass::Live) == ETUDE_SCHEDULING_LIVE &&
 
 }  // namespace
 
-std::span<const CField> c_fields_of_piper_options() {
-    return kPiper;
+CStruct c_piper_options() {
+    return {kPiper, VoiceKind::Piper};
 }
 
-std::span<const CField> c_fields_of_mel_options() {
-    return kMel;
+CStruct c_mel_options() {
+    return {kMel, VoiceKind::Mel};
 }
 
-void fill_c_defaults(void* options, std::size_t struct_size, std::span<const CField> fields,
-                     std::size_t full_size, double sample_rate) {
+void fill_c_defaults(void* options, std::size_t struct_size, CStruct c, std::size_t full_size,
+                     double sample_rate) {
     if (!options || struct_size == 0) return;
-    static const StreamOptions defaults;  // its strings outlive every caller's struct
+    // Its strings outlive every caller's struct.
+    const StreamOptions& defaults = default_options(c.kind);
     const std::size_t reach = std::min(struct_size, full_size);
     std::memset(options, 0, reach);
     store<std::size_t>(options, 0, reach);
-    for (const CField& f : fields) {
+    for (const CField& f : c.fields) {
         if (f.offset + size_of(f.type) > reach) break;
         if (std::string_view(f.option) == "sample_rate")
             store<double>(options, f.offset, sample_rate);
@@ -161,10 +165,9 @@ void fill_c_defaults(void* options, std::size_t struct_size, std::span<const CFi
     }
 }
 
-StreamOptions read_c_options(const void* options, std::size_t struct_size,
-                             std::span<const CField> fields) {
-    StreamOptions o;
-    for (const CField& f : fields)
+StreamOptions read_c_options(const void* options, std::size_t struct_size, CStruct c) {
+    StreamOptions o = default_options(c.kind);
+    for (const CField& f : c.fields)
         if (f.offset + size_of(f.type) <= struct_size) read_field(options, f, o);
     return o;
 }

@@ -32,19 +32,24 @@ struct CField {
     CType type;
 };
 
+// One C options struct: its fields, and the kind of voice it makes.
+struct CStruct {
+    std::span<const CField> fields;
+    VoiceKind kind;
+};
+
 // Every field of each struct after struct_size, in order (c_stream_options.cpp
 // checks at compile time that they tile the struct).
-std::span<const CField> c_fields_of_piper_options();
-std::span<const CField> c_fields_of_mel_options();
+CStruct c_piper_options();
+CStruct c_mel_options();
 
 // The defaults of a C struct, as far as the caller's struct_size reaches:
-// StreamOptions{}'s, with `sample_rate` (the kind's own default in C).
-void fill_c_defaults(void* options, std::size_t struct_size, std::span<const CField> fields,
-                     std::size_t full_size, double sample_rate);
-// The StreamOptions a C struct says: the defaults, then every field the
-// caller's struct_size reaches. Throws etude::Error for a scheduling value
-// outside etude_scheduling.
-StreamOptions read_c_options(const void* options, std::size_t struct_size,
-                             std::span<const CField> fields);
+// default_options(its kind)'s, with `sample_rate` (the kind's own default in C).
+void fill_c_defaults(void* options, std::size_t struct_size, CStruct c, std::size_t full_size,
+                     double sample_rate);
+// The StreamOptions a C struct says: default_options(its kind), then every
+// field the caller's struct_size reaches. Throws etude::Error for a
+// scheduling value outside etude_scheduling.
+StreamOptions read_c_options(const void* options, std::size_t struct_size, CStruct c);
 
 }  // namespace etude::engine

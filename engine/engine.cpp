@@ -198,7 +198,6 @@ std::vector<std::string> Engine::installed_voices() {
 }
 
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
-    check_options_apply(requested);
     StreamOptions options = requested;
     // The scheduling class and the older field that says it: a stream
     // nobody hears as it is made has no real-time workers, and one without
@@ -206,22 +205,30 @@ std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
     if (options.scheduling != SchedulingClass::Live) options.realtime_workers = false;
     if (!options.realtime_workers && options.scheduling == SchedulingClass::Live)
         options.scheduling = SchedulingClass::Network;
+    const auto* builtin = std::get_if<BuiltinVoiceOptions>(&options.voice);
+    const auto* mel = std::get_if<MelVoiceOptions>(&options.voice);
     std::shared_ptr<const PiperVoice> piper;
-    if (!options.piper_voice.empty()) piper = PiperVoice::open(options.piper_voice);
+    if (const auto* p = std::get_if<PiperVoiceOptions>(&options.voice)) {
+        if (p->piper_voice.empty()) throw Error("a Piper stream needs its voice (piper_voice)");
+        piper = PiperVoice::open(p->piper_voice);
+    }
+    if (mel && mel->model.empty()) throw Error("a mel stream needs its model");
     // 0: the voice's own rate.
     if (options.sample_rate == 0.0)
-        options.sample_rate = piper                    ? piper->sample_rate()
-                              : !options.model.empty() ? read_model_audio(options.model).sample_rate
-                                                       : kFliteRate;
+        options.sample_rate = piper ? piper->sample_rate()
+                              : mel ? read_model_audio(mel->model).sample_rate
+                                    : kFliteRate;
     if (!(options.sample_rate >= kMinRate && options.sample_rate <= kMaxRate))
         throw Error("output sample rate " +
                     std::to_string(static_cast<long long>(options.sample_rate)) +
                     " Hz is outside the supported 8000-192000 Hz");
     if (!(options.latency_ms >= 5.0 && options.latency_ms <= 10000.0))
         throw Error("latency budget must be between 5 and 10000 ms");
-    if (!(options.block_ms >= 5.0 && options.block_ms <= 200.0))
+    if (builtin && !(builtin->block_ms >= 5.0 && builtin->block_ms <= 200.0))
         throw Error("block length must be between 5 and 200 ms");
-    const FliteVoice& voice = FliteVoice::load(options.voice);
+    // Piper and mel streams carry the default built-in voice, unspoken.
+    const FliteVoice& voice =
+        FliteVoice::load(builtin ? builtin->voice : BuiltinVoiceOptions{}.voice);
     auto core = std::make_shared<StreamCore>(core_, voice, std::move(piper), options);
     core->start();
     core_->add(core);

@@ -48,8 +48,8 @@ class PiperVoice;
 struct VoiceInfo {
     /// What speaks the voice.
     enum class Kind : std::uint8_t {
-        Builtin,  ///< Flite's front end and LibEtude's vocoder (StreamOptions::voice)
-        Piper     ///< a Piper (VITS) voice's files (StreamOptions::piper_voice)
+        Builtin,  ///< Flite's front end and LibEtude's vocoder (BuiltinVoiceOptions::voice)
+        Piper     ///< a Piper (VITS) voice's files (PiperVoiceOptions::piper_voice)
     };
     Kind kind = Kind::Piper;  ///< which of the two
     std::string name;         ///< "en_US-joe-medium", "slt"
@@ -274,7 +274,7 @@ class Stream {
     /// reaches its `sample`.
     std::uint64_t position() const noexcept;
 
-    /// Mel streams only (StreamOptions::model): queues `frames` log-mel
+    /// Mel streams only (MelVoiceOptions::model): queues `frames` log-mel
     /// frames laid out [n_mels][frames] as PyTorch holds them (a chunk from
     /// an upstream acoustic model). `last` ends the utterance, so the
     /// vocoder flushes the context it held back; push_mel({}, 0, true) ends it
@@ -398,7 +398,7 @@ class Engine {
     /// What the Engine does at construction.
     struct Options {
         /// Voices loaded now rather than at their first use: built-in
-        /// voices by name, and Piper voices (as StreamOptions::piper_voice),
+        /// voices by name, and Piper voices (as PiperVoiceOptions::piper_voice),
         /// which the engine then keeps open for its life, so that a stream
         /// of one does not read its network again. A Piper voice's default
         /// speaker is also made ready to stream (its flow and CPU decoder),
@@ -453,7 +453,7 @@ class Engine {
     /// The embedded voices: "slt", "rms", "awb".
     static const std::vector<std::string>& voices();
 
-    /// The Piper voice `name_or_path` names (see StreamOptions::piper_voice),
+    /// The Piper voice `name_or_path` names (see PiperVoiceOptions::piper_voice),
     /// read from its files. Throws etude::Error naming the file and field.
     static VoiceInfo describe_voice(const std::string& name_or_path);
 

@@ -141,8 +141,9 @@ typedef enum etude_scheduling {
 } etude_scheduling;
 
 /** Everything a mel stream can be made with (etude_stream_create_mel_ex()).
- * Each field is the C++ StreamOptions field of the same meaning (the table
- * of engine/stream_options.h, which fills and reads it).
+ * Each field is the C++ field of the same meaning, of StreamOptions or
+ * MelVoiceOptions (the table of engine/stream_options.h, which fills and
+ * reads it).
  * Fill it with etude_mel_stream_options_init(&options, sizeof options) and
  * then set what you need. Later versions may add fields at the end: the
  * size the caller was compiled with travels in struct_size, so the library
@@ -189,7 +190,8 @@ etude_status etude_stream_create_mel_ex(etude_engine* engine,
 /** Everything a Piper stream can be made with (etude_stream_create_piper()).
  * Fill it with etude_piper_stream_options_init(&options, sizeof options),
  * then set what you need; struct_size works as for etude_mel_stream_options,
- * and each field is the C++ StreamOptions field of the same meaning. */
+ * and each field is the C++ field of the same meaning, of StreamOptions or
+ * PiperVoiceOptions. */
 typedef struct etude_piper_stream_options {
     /** sizeof(etude_piper_stream_options) where the caller was compiled. */
     size_t struct_size;

@@ -6,7 +6,7 @@
 /// goes on from the same state, so the output stays the same to float
 /// rounding. For tools that vocode files (`etude vocode`, `etude resynth`);
 /// a stream vocodes mel as it arrives through Engine::create_stream()
-/// (StreamOptions::model), with its own deadline-driven tiers.
+/// (MelVoiceOptions::model), with its own deadline-driven tiers.
 ///
 /// Threads: one object from one thread at a time; not for the audio
 /// callback (it allocates and runs the network).

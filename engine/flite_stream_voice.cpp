@@ -16,8 +16,9 @@ FliteStreamVoice::FliteStreamVoice(EngineWorkers& workers, const StreamOptions& 
     : first_voice_(&voice),
       next_voice_(&voice),
       rate_(options.sample_rate),
-      length_scale_(checked_length_scale(options, voice.name())),
-      render_ahead_(options.render_ahead),
+      length_scale_(checked_length_scale(std::get<BuiltinVoiceOptions>(options.voice).length_scale,
+                                         voice.name())),
+      render_ahead_(std::get<BuiltinVoiceOptions>(options.voice).render_ahead),
       ring_(ring),
       sink_(sink),
       blocks_(workers, options, faults, voice, ring, sink, records) {}

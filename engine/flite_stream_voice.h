@@ -46,7 +46,7 @@ class FliteStreamVoice final : public StreamVoice {
     const FliteVoice* first_voice_;
     std::atomic<const FliteVoice*> next_voice_;  // set_voice(): for text split from now on
     const double rate_;
-    const float length_scale_;  // StreamOptions::length_scale, or 1
+    const float length_scale_;  // BuiltinVoiceOptions::length_scale, or 1
     const bool render_ahead_;
     const PlaybackRing& ring_;
     VoiceSink& sink_;

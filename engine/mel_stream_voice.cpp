@@ -8,15 +8,16 @@ namespace etude::engine {
 namespace {
 
 MelSchedulerOptions mel_options(const StreamOptions& options, const FaultSpec& faults) {
+    const auto& mel = std::get<MelVoiceOptions>(options.voice);
     MelSchedulerOptions m;
-    m.model_path = options.model;
-    m.cpu_model_path = options.cpu_model;
+    m.model_path = mel.model;
+    m.cpu_model_path = mel.cpu_model;
     m.backend = options.backend;
     m.device = options.device;
     m.output_rate = options.sample_rate;
     if (faults.device) m.gpu_fault = *faults.device;
     m.cpu_busy = faults.cpu_busy;
-    m.allow_phase_fallback = options.allow_phase_fallback;
+    m.allow_phase_fallback = mel.allow_phase_fallback;
     return m;
 }
 

@@ -1,4 +1,4 @@
-// A mel stream (StreamOptions::model): someone else's acoustic model gives
+// A mel stream (MelVoiceOptions::model): someone else's acoustic model gives
 // log-mel frames (Stream::push_mel), which go straight to the producer as
 // MelChunks and through the neural vocoder's tiers. It speaks no text.
 #pragma once

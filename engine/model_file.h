@@ -1,7 +1,7 @@
 /// \file
 /// What a LEF model file holds (docs/model-format.md), read after its full
 /// validation, for tools that show it (`etude info`). Streams load models
-/// through StreamOptions::model.
+/// through MelVoiceOptions::model.
 ///
 /// Threads: any non-real-time thread.
 #pragma once

@@ -36,7 +36,7 @@ std::string summarize(const piper::VoiceConfig& c) {
     return text;
 }
 
-// How StreamOptions::speaker names speaker `id`: by its name where the
+// How PiperVoiceOptions::speaker names speaker `id`: by its name where the
 // voice names it (a number could be another speaker's name), else by number.
 std::string speaker_name(const piper::VoiceConfig& voice, int id) {
     for (const auto& [name, i] : voice.speaker_id_map)

@@ -41,7 +41,7 @@ std::vector<PiperVoiceSummary> summarize_piper_voices();
 /// One speaker's run of consecutive `--json-input` lines (a Piper stream
 /// speaks with one speaker).
 struct PiperInputRun {
-    /// Who speaks, as StreamOptions::speaker takes it: the speaker's name
+    /// Who speaks, as PiperVoiceOptions::speaker takes it: the speaker's name
     /// where the voice names it (a number could be another speaker's name),
     /// else its number.
     std::string speaker;
@@ -53,7 +53,7 @@ struct PiperInputRun {
 /// Reads Piper's `--json-input`: one JSON object per line, {"text": ...} or
 /// {"phoneme_ids": [...]}, each with an optional "speaker" (a name) or
 /// "speaker_id" (a number, which wins); blank lines are skipped, other keys
-/// ignored. `voice` is a Piper voice as StreamOptions::piper_voice names it;
+/// ignored. `voice` is a Piper voice as PiperVoiceOptions::piper_voice names it;
 /// `speaker` the speaker of lines that name none ("": the voice's default).
 /// Throws etude::Error naming `source` and the line number ("stdin:3: ...")
 /// for a line that is not such an object, naming the voice's config for a
@@ -77,7 +77,7 @@ struct PiperSentencePhonemes {
 /// the voice's network.
 class PiperPhonemizer {
   public:
-    /// The front end of `voice` (as StreamOptions::piper_voice names it).
+    /// The front end of `voice` (as PiperVoiceOptions::piper_voice names it).
     /// Throws VoiceNotFound when there is no such voice, etude::Error for a
     /// config that cannot be read.
     explicit PiperPhonemizer(const std::string& voice);

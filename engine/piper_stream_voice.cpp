@@ -38,9 +38,16 @@ PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice,
                                    const StreamOptions& options, const FaultSpec& faults,
                                    const PlaybackRing& ring, VoiceSink& sink,
                                    BlockRecorder& records)
-    : PiperStreamVoice(voice, voice->speaker_id(options.speaker),
-                       voice->scales(options.noise_scale, options.length_scale, options.noise_w),
-                       options, faults, ring, sink, records) {}
+    : PiperStreamVoice(voice, std::get<PiperVoiceOptions>(options.voice), options, faults, ring,
+                       sink, records) {}
+
+PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice,
+                                   const PiperVoiceOptions& piper, const StreamOptions& options,
+                                   const FaultSpec& faults, const PlaybackRing& ring,
+                                   VoiceSink& sink, BlockRecorder& records)
+    : PiperStreamVoice(voice, voice->speaker_id(piper.speaker),
+                       voice->scales(piper.noise_scale, piper.length_scale, piper.noise_w), options,
+                       faults, ring, sink, records) {}
 
 PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int speaker,
                                    VitsScales scales, const StreamOptions& options,
@@ -51,7 +58,7 @@ PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int 
       rate_(options.sample_rate),
       speaker_(speaker),
       scales_(scales),
-      noise_(options.seed),
+      noise_(std::get<PiperVoiceOptions>(options.voice).seed),
       flow_(voice_->network().open_flow(speaker_)) {
     // Half the latency budget per chunk: a chunk is decoded well before
     // the audio ahead of it has played, and first audio waits for one.

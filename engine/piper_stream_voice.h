@@ -37,6 +37,9 @@ class PiperStreamVoice final : public DecoderVoice {
     std::uint64_t estimated_samples(const WorkItem& item) const override;
 
   private:
+    PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, const PiperVoiceOptions& piper,
+                     const StreamOptions& options, const FaultSpec& faults,
+                     const PlaybackRing& ring, VoiceSink& sink, BlockRecorder& records);
     // After the speaker and scales are known good: the decoder (and its
     // device) is opened only for options that are.
     PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int speaker, VitsScales scales,

@@ -97,13 +97,14 @@ std::size_t StreamCore::mel_bands() const {
 
 void StreamCore::require_text(const char* what) const {
     if (!voice_->speaks_text())
-        throw Error(std::string("this stream vocodes mel frames (StreamOptions::model); ") + what);
+        throw Error(std::string("this stream vocodes mel frames (MelVoiceOptions::model); ") +
+                    what);
 }
 
 void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
     const std::size_t n_mels = voice_->mel_bands();
     if (n_mels == 0)
-        throw Error("push_mel needs a mel stream: create it with StreamOptions::model set");
+        throw Error("push_mel needs a mel stream: create it with MelVoiceOptions::model set");
     if (mel.size() != frames * n_mels)
         throw Error("push_mel: " + std::to_string(mel.size()) + " values is not " +
                     std::to_string(n_mels) + " mels x " + std::to_string(frames) + " frames");

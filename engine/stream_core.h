@@ -44,7 +44,7 @@ class EngineWorkers;
 
 class StreamCore final : public VoiceSink {
   public:
-    // `piper`: the Piper voice of a Piper stream (StreamOptions::piper_voice), else null.
+    // `piper`: the Piper voice of a Piper stream (PiperVoiceOptions::piper_voice), else null.
     StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,
                std::shared_ptr<const PiperVoice> piper, StreamOptions options);
     ~StreamCore() override;

@@ -11,37 +11,64 @@ namespace {
 constexpr VoiceKinds kBuiltin = static_cast<VoiceKinds>(VoiceKind::Builtin);
 constexpr VoiceKinds kPiper = static_cast<VoiceKinds>(VoiceKind::Piper);
 constexpr VoiceKinds kMel = static_cast<VoiceKinds>(VoiceKind::Mel);
-constexpr VoiceKinds kEvery = kBuiltin | kPiper | kMel;
 
-// In the order of StreamOptions (tests/engine/stream_options_test.cpp checks
-// that these tile the struct). The kinds are those the engine reads each
-// field for; allow_reduced_tier is every kind's because a server tells
-// every stream not to reduce, and only built-in voices have a tier to skip.
 using O = StreamOptions;
+using B = BuiltinVoiceOptions;
+using P = PiperVoiceOptions;
+using M = MelVoiceOptions;
+
+// A row; its kinds are those whose struct has the field.
+template <class T>
+constexpr StreamOptionField row(const char* name, StreamOptionPlace<T> place,
+                                bool names_the_voice = false) {
+    return {name, place.kinds(), names_the_voice, place};
+}
+template <class T>
+constexpr StreamOptionPlace<T> common(T O::*m) {
+    return {.common = m};
+}
+template <class T>
+constexpr StreamOptionPlace<T> builtin(T B::*m) {
+    return {.builtin = m};
+}
+template <class T>
+constexpr StreamOptionPlace<T> piper(T P::*m) {
+    return {.piper = m};
+}
+template <class T>
+constexpr StreamOptionPlace<T> mel(T M::*m) {
+    return {.mel = m};
+}
+
+// StreamOptions' fields, then each alternative's, in the order declared
+// (tests/engine/stream_options_test.cpp checks that these tile the structs).
+// allow_reduced_tier is every stream's because a server tells every stream
+// not to reduce, though only built-in voices have a tier to skip.
 const StreamOptionField kFields[] = {
-    {"voice", kBuiltin, true, &O::voice},
-    {"sample_rate", kEvery, false, &O::sample_rate},
-    {"latency_ms", kEvery, false, &O::latency_ms},
-    {"block_ms", kBuiltin, false, &O::block_ms},
-    {"cancel_fade_ms", kEvery, false, &O::cancel_fade_ms},
-    {"render_ahead", kBuiltin, false, &O::render_ahead},
-    {"allow_reduced_tier", kEvery, false, &O::allow_reduced_tier},
-    {"scheduling", kEvery, false, &O::scheduling},
-    {"realtime_workers", kEvery, false, &O::realtime_workers},
-    {"vocoder", kBuiltin, false, &O::vocoder},
-    {"backend", kEvery, false, &O::backend},
-    {"device", kEvery, false, &O::device},
-    {"faults", kEvery, false, &O::faults},
-    {"wait_for_device", kEvery, false, &O::wait_for_device},
-    {"model", kMel, true, &O::model},
-    {"cpu_model", kMel, false, &O::cpu_model},
-    {"allow_phase_fallback", kMel, false, &O::allow_phase_fallback},
-    {"piper_voice", kPiper, true, &O::piper_voice},
-    {"speaker", kPiper, false, &O::speaker},
-    {"noise_scale", kPiper, false, &O::noise_scale},
-    {"length_scale", kBuiltin | kPiper, false, &O::length_scale},
-    {"noise_w", kPiper, false, &O::noise_w},
-    {"seed", kPiper, false, &O::seed},
+    row("sample_rate", common(&O::sample_rate)),
+    row("latency_ms", common(&O::latency_ms)),
+    row("cancel_fade_ms", common(&O::cancel_fade_ms)),
+    row("allow_reduced_tier", common(&O::allow_reduced_tier)),
+    row("scheduling", common(&O::scheduling)),
+    row("realtime_workers", common(&O::realtime_workers)),
+    row("backend", common(&O::backend)),
+    row("device", common(&O::device)),
+    row("faults", common(&O::faults)),
+    row("wait_for_device", common(&O::wait_for_device)),
+    row("voice", builtin(&B::voice), true),
+    row("block_ms", builtin(&B::block_ms)),
+    row("render_ahead", builtin(&B::render_ahead)),
+    row("vocoder", builtin(&B::vocoder)),
+    row("length_scale", StreamOptionPlace<std::optional<float>>{.builtin = &B::length_scale,
+                                                                .piper = &P::length_scale}),
+    row("piper_voice", piper(&P::piper_voice), true),
+    row("speaker", piper(&P::speaker)),
+    row("noise_scale", piper(&P::noise_scale)),
+    row("noise_w", piper(&P::noise_w)),
+    row("seed", piper(&P::seed)),
+    row("model", mel(&M::model), true),
+    row("cpu_model", mel(&M::cpu_model)),
+    row("allow_phase_fallback", mel(&M::allow_phase_fallback)),
 };
 
 // "Piper voices", "built-in and Piper voices", ...
@@ -56,11 +83,6 @@ std::string kinds_text(VoiceKinds kinds) {
         out += name;
     }
     return out + (kinds == kMel ? " streams" : " voices");
-}
-
-bool at_default(const StreamOptions& options, const StreamOptionMember& member) {
-    static const StreamOptions defaults;
-    return std::visit([&](auto m) { return options.*m == defaults.*m; }, member);
 }
 
 }  // namespace
@@ -78,10 +100,36 @@ const StreamOptionField& stream_option_field(std::string_view name) {
                 ")");
 }
 
+const std::string& voice_name(const StreamOptions& options) {
+    return std::visit(
+        [](const auto& v) -> const std::string& {
+            using V = std::remove_cvref_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, BuiltinVoiceOptions>)
+                return v.voice;
+            else if constexpr (std::is_same_v<V, PiperVoiceOptions>)
+                return v.piper_voice;
+            else
+                return v.model;
+        },
+        options.voice);
+}
+
 VoiceKind voice_kind(const StreamOptions& options) {
-    if (!options.piper_voice.empty()) return VoiceKind::Piper;
-    if (!options.model.empty()) return VoiceKind::Mel;
-    return VoiceKind::Builtin;
+    switch (options.voice.index()) {
+        case 1:
+            return VoiceKind::Piper;
+        case 2:
+            return VoiceKind::Mel;
+        default:
+            return VoiceKind::Builtin;
+    }
+}
+
+const StreamOptions& default_options(VoiceKind kind) {
+    static const StreamOptions builtin;
+    static const StreamOptions piper{.voice = PiperVoiceOptions{}};
+    static const StreamOptions mel{.voice = MelVoiceOptions{}};
+    return kind == VoiceKind::Piper ? piper : kind == VoiceKind::Mel ? mel : builtin;
 }
 
 const char* describe(VoiceKind kind) {
@@ -108,18 +156,9 @@ const char* to_string(SchedulingClass scheduling) {
     return "live";
 }
 
-void check_options_apply(const StreamOptions& options) {
-    if (!options.piper_voice.empty() && !options.model.empty())
-        throw Error("a stream speaks a Piper voice or vocodes mel frames, not both");
-    const VoiceKind kind = voice_kind(options);
-    const std::string& named = kind == VoiceKind::Piper ? options.piper_voice
-                               : kind == VoiceKind::Mel ? options.model
-                                                        : options.voice;
-    for (const auto& f : kFields) {
-        if ((f.kinds & static_cast<VoiceKinds>(kind)) || at_default(options, f.member)) continue;
-        throw Error(std::string(f.name) + " applies to " + kinds_text(f.kinds) + "; '" + named +
-                    "' is " + describe(kind));
-    }
+void refuse_option(const StreamOptionField& field, const StreamOptions& options) {
+    throw Error(std::string(field.name) + " applies to " + kinds_text(field.kinds) + "; '" +
+                voice_name(options) + "' is " + describe(voice_kind(options)));
 }
 
 }  // namespace etude::engine

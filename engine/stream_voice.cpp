@@ -11,15 +11,15 @@ namespace etude::engine {
 
 std::vector<std::int64_t> StreamVoice::check_ids(std::span<const std::int64_t>) const {
     throw Error(
-        "push_phoneme_ids needs a Piper stream: create it with StreamOptions::piper_voice set");
+        "push_phoneme_ids needs a Piper stream: create it with PiperVoiceOptions::piper_voice set");
 }
 
 void StreamVoice::set_voice(std::string_view) {
-    throw Error("this stream vocodes mel frames (StreamOptions::model); it has no text voice");
+    throw Error("this stream vocodes mel frames (MelVoiceOptions::model); it has no text voice");
 }
 
-float checked_length_scale(const StreamOptions& options, const std::string& voice) {
-    const float v = options.length_scale.value_or(1.0f);
+float checked_length_scale(std::optional<float> length_scale, const std::string& voice) {
+    const float v = length_scale.value_or(1.0f);
     if (!(std::isfinite(v) && v >= 0.1f && v <= 10.0f)) {
         char text[32];
         std::snprintf(text, sizeof text, "%g", v);
@@ -36,8 +36,7 @@ std::unique_ptr<StreamVoice> make_stream_voice(EngineWorkers& workers, const Str
     if (piper)
         return std::make_unique<PiperStreamVoice>(std::move(piper), options, faults, ring, sink,
                                                   records);
-    checked_length_scale(options, voice.name());  // a mel stream is refused one too
-    if (!options.model.empty())
+    if (std::holds_alternative<MelVoiceOptions>(options.voice))
         return std::make_unique<MelStreamVoice>(voice.name(), options, faults, ring, sink, records);
     return std::make_unique<FliteStreamVoice>(workers, options, faults, voice, ring, sink, records);
 }

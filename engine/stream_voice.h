@@ -137,14 +137,15 @@ class StreamVoice {
     }
 };
 
-/// StreamOptions::length_scale of a stream without a Piper voice, 1 if
-/// unset: a built-in voice's pace is Flite's duration stretch, bounded since
-/// every frame it asks for is made and kept until spoken. Throws
-/// etude::Error naming `voice` outside 0.1..10.
-float checked_length_scale(const StreamOptions& options, const std::string& voice);
+/// BuiltinVoiceOptions::length_scale, 1 if unset: a built-in voice's pace
+/// is Flite's duration stretch, bounded since every frame it asks for is
+/// made and kept until spoken. Throws etude::Error naming `voice` outside
+/// 0.1..10.
+float checked_length_scale(std::optional<float> length_scale, const std::string& voice);
 
 /// The voice of a stream made with `options`: a Piper voice when `piper`
-/// is set, mel frames when options.model is, else the built-in `voice`.
+/// is set, mel frames when options.voice holds MelVoiceOptions, else the
+/// built-in `voice`.
 /// Throws etude::Error for options the voice refuses.
 std::unique_ptr<StreamVoice> make_stream_voice(EngineWorkers& workers, const StreamOptions& options,
                                                const FaultSpec& faults, const FliteVoice& voice,

@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
         // reconstruction; see docs/neural-vocoders.md).
         etude::engine::Engine engine(etude::engine::Engine::Options{{}});  // no text voices needed
         auto stream =
-            engine.create_stream({.sample_rate = rate, .backend = backend, .model = files[0]});
+            engine.create_stream({.voice = etude::engine::MelVoiceOptions{.model = files[0]},
+                                  .sample_rate = rate,
+                                  .backend = backend});
         rate = stream->sample_rate();  // with --rate 0, the model's own (its file says which)
         if (stream->mel_bands() != n_mels)
             throw etude::Error(files[1] + " has " + std::to_string(n_mels) +

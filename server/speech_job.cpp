@@ -30,7 +30,8 @@ engine::StreamOptions network_stream_options(engine::StreamOptions options) {
 
 SpeechJob::SpeechJob(const ServerContext& context, const VoiceEntry& voice, std::string speaker)
     : context_(context), voice_(voice), options_(voice.options) {
-    if (!speaker.empty()) options_.speaker = std::move(speaker);
+    auto* piper = std::get_if<engine::PiperVoiceOptions>(&options_.voice);
+    if (piper && !speaker.empty()) piper->speaker = std::move(speaker);
 }
 
 void SpeechJob::add_text(std::string text) {

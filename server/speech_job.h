@@ -39,7 +39,13 @@ class SpeechJob {
     // own, and a Piper voice's length_scale instead of its config's (the
     // HTTP endpoint's `sample_rate` and `speed`).
     void set_sample_rate(double hz) { options_.sample_rate = hz; }
-    void set_length_scale(float scale) { options_.length_scale = scale; }
+    void set_length_scale(float scale) {
+        std::visit(
+            [&](auto& voice) {
+                if constexpr (requires { voice.length_scale; }) voice.length_scale = scale;
+            },
+            options_.voice);
+    }
 
     // Text for the stream, in pieces cut anywhere (the engine holds an
     // unfinished sentence until more text or finish()); spoken in order.

@@ -30,11 +30,11 @@ VoiceEntry entry_of(const engine::VoiceInfo& v) {
     e.length_scale = v.length_scale;
     if (v.kind == engine::VoiceInfo::Kind::Builtin) {
         e.description = v.description + " (" + v.dataset + "), Flite front end, LibEtude vocoder";
-        e.options.voice = v.name;
+        e.options.voice = engine::BuiltinVoiceOptions{.voice = v.name};
     } else {
         e.description = "Piper voice " + v.name + " (" + v.quality + ", VITS, " +
                         std::to_string(v.sample_rate) + " Hz)";
-        e.options.piper_voice = v.model_path;
+        e.options.voice = engine::PiperVoiceOptions{.piper_voice = v.model_path};
     }
     return e;
 }

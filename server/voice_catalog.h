@@ -31,7 +31,7 @@ class VoiceCatalog {
   public:
     // Flite's embedded voices (slt first: the default).
     static VoiceCatalog builtin();
-    // A Piper voice by path or name (engine::StreamOptions::piper_voice),
+    // A Piper voice by path or name (engine::PiperVoiceOptions::piper_voice),
     // described from its config; throws etude::Error naming the file.
     static VoiceEntry piper_voice(const std::string& name_or_path);
 

@@ -9,7 +9,7 @@ namespace etude::speechd {
 
 struct ModuleConfig {
     /// The voice spoken when no SET names one: "slt", "rms", "awb" or a
-    /// Piper voice as StreamOptions::piper_voice takes it.
+    /// Piper voice as PiperVoiceOptions::piper_voice takes it.
     std::string default_voice = "slt";
     /// Piper voices to list and preload (names or paths).
     std::vector<std::string> piper_voices;

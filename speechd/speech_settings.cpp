@@ -105,16 +105,17 @@ const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices
 
 engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice& voice,
                                      const std::string& backend) {
+    std::optional<float> length_scale;
+    if (s.rate != 0) length_scale = static_cast<float>(std::pow(3.0, -s.rate / 100.0));
     engine::StreamOptions o;
     if (voice.builtin.empty()) {
-        o.piper_voice = voice.piper;
-        o.speaker = voice.speaker;
+        o.voice = engine::PiperVoiceOptions{
+            .piper_voice = voice.piper, .speaker = voice.speaker, .length_scale = length_scale};
         o.sample_rate = 0;  // the voice's own rate, one rate for the whole message
         o.backend = backend;
     } else {
-        o.voice = voice.builtin;
+        o.voice = engine::BuiltinVoiceOptions{.voice = voice.builtin, .length_scale = length_scale};
     }
-    if (s.rate != 0) o.length_scale = static_cast<float>(std::pow(3.0, -s.rate / 100.0));
     // Offline-style consumer: the server paces us, nobody hears a late
     // block, so never trade quality for time, and do not take real-time
     // priority from the screen reader's own threads.

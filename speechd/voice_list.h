@@ -13,8 +13,8 @@ struct ModuleVoice {
     std::string language;  ///< "en", "en-US"
     std::string variant;   ///< a Piper speaker, or "none"
     std::string builtin;   ///< "slt", "rms", "awb"; empty for a Piper voice
-    std::string piper;     ///< StreamOptions::piper_voice
-    std::string speaker;   ///< StreamOptions::speaker; empty: the voice's default
+    std::string piper;     ///< PiperVoiceOptions::piper_voice
+    std::string speaker;   ///< PiperVoiceOptions::speaker; empty: the voice's default
     /// Loaded when the module starts (the configured voices); a voice found
     /// only in the voice folders loads at its first message instead, so
     /// that many installed voices do not all sit in memory.

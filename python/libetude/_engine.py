@@ -25,7 +25,7 @@ class StreamOption(NamedTuple):
 
     type: str  # "str", "float", "optional_float", "bool", "int", "uint64", "scheduling"
     kinds: tuple[str, ...]  # the voice kinds it applies to: "builtin", "piper", "mel"
-    default: object  # a new StreamOptions' value (None: unset)
+    default: object  # its value in new options of a kind it applies to (None: unset)
 
 
 # Engine.stream()'s keyword options: the engine's table, less the fields that
@@ -219,12 +219,12 @@ class Engine:
                  options: dict[str, Any]) -> _native.StreamOptions:
         """The native options: the voice's kind from `voice`, then each
         keyword option by the engine's table, converted to its type. Which
-        options apply to the voice's kind is the engine's check, made when
-        the stream is."""
+        options apply to the voice's kind is the engine's check, made as
+        each is set."""
         if not isinstance(voice, str):
             raise InvalidArgument(f"voice must be a str, not {type(voice).__name__}")
         r = _voices.resolve(voice)
-        o = _native.StreamOptions()
+        o = _native.StreamOptions("builtin" if r.builtin else "piper")
         if r.builtin:
             o.voice = r.value
         else:

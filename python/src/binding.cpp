@@ -39,7 +39,9 @@ using etude::engine::Prosody;
 using etude::engine::SchedulingClass;
 using etude::engine::SpeechMark;
 using etude::engine::Stream;
+using etude::engine::StreamOptionField;
 using etude::engine::StreamOptionMember;
+using etude::engine::StreamOptionPlace;
 using etude::engine::StreamOptions;
 using etude::engine::StreamStats;
 using etude::engine::VoiceInfo;
@@ -115,11 +117,14 @@ std::size_t read_span(Stream& s, std::span<float> out, int timeout_ms) {
 // StreamOptions and its table (engine/stream_options.h): the class's
 // attributes are the table's fields, and STREAM_OPTIONS describes each for
 // the package's keyword arguments (libetude/_engine.py), so that no list of
-// options is written here or in Python.
+// options is written here or in Python. A StreamOptions is made for one
+// kind of voice ("builtin", "piper", "mel": the alternative of its `voice`
+// variant); setting an option of another kind is the engine's refusal
+// (set_option()), reading one gives its default.
 const char* python_type(const StreamOptionMember& member) {
     return std::visit(
-        [](auto m) {
-            using T = std::remove_cvref_t<decltype(StreamOptions{}.*m)>;
+        [](auto place) {
+            using T = typename decltype(place)::type;
             if constexpr (std::is_same_v<T, std::string>) return "str";
             if constexpr (std::is_same_v<T, double>) return "float";
             if constexpr (std::is_same_v<T, bool>) return "bool";
@@ -131,6 +136,32 @@ const char* python_type(const StreamOptionMember& member) {
         member);
 }
 
+constexpr std::pair<VoiceKind, const char*> kKindNames[] = {
+    {VoiceKind::Builtin, "builtin"}, {VoiceKind::Piper, "piper"}, {VoiceKind::Mel, "mel"}};
+
+const char* kind_name(VoiceKind kind) {
+    for (const auto& [k, name] : kKindNames)
+        if (k == kind) return name;
+    return "builtin";
+}
+
+VoiceKind kind_named(const std::string& name) {
+    for (const auto& [k, n] : kKindNames)
+        if (name == n) return k;
+    throw etude::Error("a stream's kind of voice is builtin, piper or mel, not '" + name + "'");
+}
+
+// A field's value in `o`, or its default where o's kind has no such field.
+template <class T>
+const T& option_value(const StreamOptions& o, const StreamOptionField& f) {
+    const auto& place = std::get<StreamOptionPlace<T>>(f.member);
+    if (const T* v = place.in(o)) return *v;
+    for (const auto& [k, name] : kKindNames)
+        if (f.kinds & static_cast<etude::engine::VoiceKinds>(k))
+            return *place.in(etude::engine::default_options(k));
+    throw etude::Error(std::string(f.name) + " applies to no kind of voice");
+}
+
 void bind_stream_options(nb::module_& m) {
     nb::enum_<SchedulingClass>(m, "SchedulingClass",
                                "Who waits for a stream's audio (engine/stream_options.h).")
@@ -139,19 +170,40 @@ void bind_stream_options(nb::module_& m) {
         .value("offline", SchedulingClass::Offline);
     auto options = nb::class_<StreamOptions>(m, "StreamOptions",
                                              "How a stream speaks (engine/stream_options.h).");
-    options.def(nb::init<>());
-    const StreamOptions defaults;
+    options.def(
+        "__init__",
+        [](StreamOptions* self, const std::string& kind) {
+            const VoiceKind k =
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { return kind_named(kind); });
+            new (self) StreamOptions(etude::engine::default_options(k));
+        },
+        "kind"_a = "builtin", "Every option at its default, for a voice of `kind`.");
+    options.def_prop_ro(
+        "kind", [](const StreamOptions& o) { return kind_name(etude::engine::voice_kind(o)); },
+        "builtin, piper or mel: the kind of voice the options are for.");
     nb::dict table;
     for (const auto& f : etude::engine::stream_option_fields()) {
-        std::visit([&](auto member) { options.def_rw(f.name, member); }, f.member);
+        const StreamOptionField* field = &f;  // the table lives as long as the process
+        std::visit(
+            [&](auto place) {
+                using T = typename decltype(place)::type;
+                options.def_prop_rw(
+                    f.name, [field](const StreamOptions& o) { return option_value<T>(o, *field); },
+                    [field](StreamOptions& o, T value) {
+                        guarded(ETUDE_ERROR_INVALID_ARGUMENT,
+                                [&] { etude::engine::set_option(o, *field, std::move(value)); });
+                    });
+            },
+            f.member);
         std::vector<std::string> kinds;
-        for (VoiceKind k : {VoiceKind::Builtin, VoiceKind::Piper, VoiceKind::Mel})
-            if (f.kinds & static_cast<etude::engine::VoiceKinds>(k))
-                kinds.push_back(k == VoiceKind::Builtin ? "builtin"
-                                : k == VoiceKind::Piper ? "piper"
-                                                        : "mel");
+        for (const auto& [k, name] : kKindNames)
+            if (f.kinds & static_cast<etude::engine::VoiceKinds>(k)) kinds.push_back(name);
         nb::object value = std::visit(
-            [&](auto member) -> nb::object { return nb::cast(defaults.*member); }, f.member);
+            [&](auto place) -> nb::object {
+                using T = typename decltype(place)::type;
+                return nb::cast(option_value<T>(StreamOptions{}, f));
+            },
+            f.member);
         table[f.name] = nb::make_tuple(python_type(f.member), kinds, value, f.names_the_voice);
     }
     m.attr("STREAM_OPTIONS") = table;

@@ -1,7 +1,8 @@
-"""Stream options are defined once, in the engine (engine/stream_options.h):
-Python's keyword arguments, the native StreamOptions class and the adapters'
-options are read from its table, and bad names or kinds get the engine's
-message."""
+"""Stream options are defined once, in the engine (engine/stream_options.h:
+StreamOptions, its variant of each kind of voice's options, and their
+table): Python's keyword arguments, the native StreamOptions class and the
+adapters' options are read from the table, and bad names or kinds get the
+engine's message."""
 
 from __future__ import annotations
 
@@ -14,11 +15,22 @@ from conftest import CHECKOUT
 
 
 def declared_members() -> list[str]:
-    """The members of struct StreamOptions as the C++ header declares them."""
+    """The fields of StreamOptions and of each kind of voice's options as the
+    C++ header declares them: StreamOptions' own (less `voice`, the variant
+    of the others), then BuiltinVoiceOptions', PiperVoiceOptions' and
+    MelVoiceOptions', a field two kinds share where it first appears."""
     header = (CHECKOUT / "engine" / "stream_options.h").read_text()
-    body = header[header.index("struct StreamOptions {"):]
-    body = body[:body.index("\n};")]
-    return re.findall(r"^    [A-Za-z0-9_:<>]+ ([a-z_]+)(?: = [^;]*)?;", body, re.MULTILINE)
+    names: list[str] = []
+    for struct in ("StreamOptions", "BuiltinVoiceOptions", "PiperVoiceOptions",
+                   "MelVoiceOptions"):
+        body = header[header.index(f"struct {struct} {{"):]
+        body = body[:body.index("\n};")]
+        members = re.findall(r"^    [A-Za-z0-9_:<>]+ ([a-z_]+)(?: = [^;]*)?;", body, re.MULTILINE)
+        if struct == "StreamOptions":
+            assert members[0] == "voice"
+            members = members[1:]
+        names += [m for m in members if m not in names]
+    return names
 
 
 def test_the_bound_table_is_the_struct_of_the_header():
@@ -28,6 +40,24 @@ def test_the_bound_table_is_the_struct_of_the_header():
     for name, (_, kinds, default, _) in table.items():
         assert getattr(native, name) == default, name
         assert set(kinds) <= {"builtin", "piper", "mel"} and kinds, name
+
+
+def test_native_options_are_made_for_one_kind_of_voice():
+    native = libetude._native
+    assert native.StreamOptions().kind == "builtin"
+    piper = native.StreamOptions("piper")
+    assert piper.kind == "piper"
+    piper.seed = 5
+    assert piper.seed == 5
+    with pytest.raises(libetude.InvalidArgument,
+                       match="^vocoder applies to built-in voices; '' is a Piper voice$"):
+        piper.vocoder = "spectral"
+    piper.vocoder = "mlsa"  # at its default: no request
+    with pytest.raises(libetude.InvalidArgument, match="^model applies to mel streams"):
+        piper.model = "m.lef"  # the kind is chosen when the options are made
+    assert native.StreamOptions("mel").kind == "mel"
+    with pytest.raises(libetude.InvalidArgument, match="builtin, piper or mel, not 'flite'"):
+        native.StreamOptions("flite")
 
 
 def test_the_keyword_options_are_the_table_less_the_voice_naming_fields():
@@ -47,7 +77,7 @@ def test_every_keyword_option_is_taken_at_its_default(engine):
 
 def test_an_unknown_option_is_refused_naming_the_options(engine):
     with pytest.raises(libetude.InvalidArgument,
-                       match=r"unknown stream option 'sead' \(the options are: voice, "):
+                       match=r"unknown stream option 'sead' \(the options are: sample_rate, "):
         engine.stream(voice="slt", sead=3)
     with pytest.raises(libetude.InvalidArgument, match="unknown stream option 'sead'"):
         engine.synthesize("Hi.", voice="slt", sead=3)

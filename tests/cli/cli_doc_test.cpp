@@ -277,7 +277,8 @@ TEST(ApiDoc, api_md_names_only_cpp_members_that_exist) {
                                without_comments(slurp(repo_root() / "engine/stream_options.h"));
     const auto named =
         names_matching(slurp(repo_root() / "docs/api.md"),
-                       R"(\b((?:Engine|Stream|StreamOptions|StreamStats|BlockRecord)::\w+))");
+                       R"(\b((?:Engine|Stream|StreamOptions|BuiltinVoiceOptions|PiperVoiceOptions|)"
+                       R"(MelVoiceOptions|StreamStats|BlockRecord)::\w+))");
     ASSERT_FALSE(named.empty()) << "docs/api.md names no Engine:: or Stream:: member";
     for (const auto& qualified : named) {
         const std::string member = qualified.substr(qualified.find("::") + 2);

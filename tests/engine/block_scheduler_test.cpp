@@ -108,8 +108,8 @@ TEST(BlockScheduler, slow_primary_is_covered_by_the_fallback_with_zero_underruns
     // them; but more than the 30-35 ms this VM sometimes holds any thread
     // back (the scheduler's included), which no plan could absorb.
     o.latency_ms = 60;
-    o.block_ms = 10;
-    o.render_ahead = false;       // every block goes through the scheduler
+    // Every block goes through the scheduler.
+    o.voice = BuiltinVoiceOptions{.block_ms = 10, .render_ahead = false};
     o.faults = "slow:0.05:80:7";  // the primary, 80 ms late on 1 block in 20
     // The reference is exact by construction: an offline render has
     // deadlines too (the latency budget, before playback), so with the
@@ -153,7 +153,7 @@ TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
     Engine engine;
     StreamOptions o;
     o.latency_ms = 20;
-    o.render_ahead = false;
+    o.voice = BuiltinVoiceOptions{.render_ahead = false};
     o.allow_reduced_tier = false;  // keep the math exact so positions can be compared
     // Both processors sometimes far slower than the budget: underruns happen.
     o.faults = "slow:0.05:40:3,fallback-slow:0.05:40:4";
@@ -197,7 +197,7 @@ TEST(BlockScheduler, latency_is_fixed_even_across_underruns) {
 TEST(BlockScheduler, records_blocks_and_writes_a_chrome_trace) {
     Engine engine;
     StreamOptions o;
-    o.render_ahead = false;
+    o.voice = BuiltinVoiceOptions{.render_ahead = false};
     auto s = engine.create_stream(o);
     s->push_text("Trace this short sentence.");
     s->end_input();

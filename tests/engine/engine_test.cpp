@@ -226,7 +226,7 @@ TEST(Engine, a_cancel_as_the_stream_opens_is_acknowledged_and_later_text_is_spok
 TEST(Engine, rejects_bad_input_with_clear_errors) {
     Engine engine;
     try {
-        engine.create_stream({.voice = "kal"});
+        engine.create_stream({.voice = BuiltinVoiceOptions{.voice = "kal"}});
         FAIL() << "unknown voice accepted";
     } catch (const etude::Error& e) {
         EXPECT_NE(std::string(e.what()).find("unknown voice 'kal'"), std::string::npos);
@@ -317,7 +317,7 @@ TEST(Engine, capacity_is_measured_on_several_streams_at_once) {
     EXPECT_THROW(engine.measure_capacity({}, 33), etude::Error);
     EXPECT_THROW(engine.measure_capacity({}, -1), etude::Error);
     StreamOptions bad;
-    bad.voice = "no-such-voice";
+    bad.voice = BuiltinVoiceOptions{.voice = "no-such-voice"};
     EXPECT_THROW(engine.measure_capacity(bad), etude::Error);
 }
 
@@ -338,6 +338,6 @@ TEST(Engine, first_audio_is_measured_for_streams_started_together) {
     EXPECT_THROW(engine.measure_first_audio({}, 0), etude::Error);
     EXPECT_THROW(engine.measure_first_audio({}, 65), etude::Error);
     StreamOptions bad;
-    bad.voice = "no-such-voice";
+    bad.voice = BuiltinVoiceOptions{.voice = "no-such-voice"};
     EXPECT_THROW(engine.measure_first_audio(bad, 1), etude::Error);
 }

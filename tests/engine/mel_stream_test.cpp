@@ -79,9 +79,9 @@ TEST_P(MelStream, streamed_output_equals_offline_render) {
     const auto want = offline(name, mel);
     Engine engine;
     StreamOptions o;
-    o.model = kData + name + ".lef";
+    // The neural tiers only: exact output.
+    o.voice = MelVoiceOptions{.model = kData + name + ".lef", .allow_phase_fallback = false};
     o.backend = "cpu";
-    o.allow_phase_fallback = false;  // the neural tiers only: exact output
     o.sample_rate = name == "vocos" ? 24000 : 22050;
     auto stream = engine.create_stream(o);
     EXPECT_EQ(stream->mel_bands(), static_cast<std::size_t>(mel.n_mels));
@@ -110,7 +110,7 @@ TEST(MelStreamOffline, read_waits_for_the_last_chunk_and_never_falls_to_phase) {
     const auto want = offline("hifigan_v1", mel);
     Engine engine;
     StreamOptions o;
-    o.model = kData + "hifigan_v1.lef";
+    o.voice = MelVoiceOptions{.model = kData + "hifigan_v1.lef"};
     o.backend = "cpu";
     o.sample_rate = 22050;
     auto stream = engine.create_stream(o);
@@ -138,9 +138,8 @@ TEST(MelStreamCancel, the_utterance_after_a_cancel_equals_its_offline_render) {
     const auto want = offline("hifigan_v1", mel);
     Engine engine;
     StreamOptions o;
-    o.model = kData + "hifigan_v1.lef";
+    o.voice = MelVoiceOptions{.model = kData + "hifigan_v1.lef", .allow_phase_fallback = false};
     o.backend = "cpu";
-    o.allow_phase_fallback = false;
     o.sample_rate = 22050;
     auto stream = engine.create_stream(o);
     stream->push_mel(mel.chunk(0, 30), 30);  // no `last`: the utterance stays open
@@ -407,7 +406,7 @@ TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     EXPECT_EQ(text_stream->mel_bands(), 0u);
 
     StreamOptions o;
-    o.model = kData + "hifigan_v1.lef";
+    o.voice = MelVoiceOptions{.model = kData + "hifigan_v1.lef"};
     o.backend = "cpu";
     auto s = engine.create_stream(o);
     EXPECT_THROW(s->push_text("hello"), Error);
@@ -418,12 +417,8 @@ TEST(MelStreamErrors, bad_input_gets_a_clear_error) {
     // Ending a mel stream's (absent) text is no error: generic callers end every stream.
     EXPECT_EQ(s->end_input(), 0u);
     EXPECT_THROW(s->set_voice("rms"), Error);  // it has no text voice to change
-    StreamOptions bad_scale = o;
-    bad_scale.length_scale = 0.0f;  // refused: a mel stream has no pace (stream_options.h)
-    EXPECT_THROW(engine.create_stream(bad_scale), Error);
-
     StreamOptions missing = o;
-    missing.model = kData + "no_such_model.lef";
+    missing.voice = MelVoiceOptions{.model = kData + "no_such_model.lef"};
     EXPECT_THROW(engine.create_stream(missing), Error);
     StreamOptions bad_backend = o;
     bad_backend.backend = "quantum";

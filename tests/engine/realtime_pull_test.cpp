@@ -152,7 +152,7 @@ TEST(RealtimePull, mel_stream_pull_never_allocates_locks_or_blocks) {
     ETUDE_SKIP_WHEN_EMULATED("the consumer pulls at the pace of a real-time audio callback");
     Engine engine;
     StreamOptions o;
-    o.model = ETUDE_TEST_DATA "/neural/hifigan_v1.lef";
+    o.voice = MelVoiceOptions{.model = ETUDE_TEST_DATA "/neural/hifigan_v1.lef"};
     o.backend = "cpu";
     o.sample_rate = 48000;  // resampled from the model's 22050 Hz
     auto stream = engine.create_stream(o);

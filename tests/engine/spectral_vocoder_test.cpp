@@ -259,7 +259,7 @@ namespace {
 
 engine::StreamOptions spectral_options(const std::string& backend) {
     engine::StreamOptions o;
-    o.vocoder = "spectral";
+    o.voice = engine::BuiltinVoiceOptions{.vocoder = "spectral"};
     o.backend = backend;
     o.latency_ms = 150;
     o.wait_for_device = true;

@@ -65,8 +65,8 @@ TEST(TextPieces, any_cuts_give_the_audio_of_the_whole_text) {
 TEST(TextPieces, a_piper_voice_in_pieces_equals_the_whole_text) {
     Engine engine;
     StreamOptions o;
-    o.piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
-    o.seed = 3;
+    o.voice = PiperVoiceOptions{
+        .piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx", .seed = 3};
     o.sample_rate = 0;
     o.backend = "cpu";
     const std::string text = "The wind rose at dawn. Did the boats come home?";

@@ -14,6 +14,7 @@
 #include "engine/etude.h"
 #include "support/scoped_env.h"
 
+using etude::engine::BuiltinVoiceOptions;
 using etude::engine::Engine;
 using etude::engine::StreamOptions;
 using etude::engine::VoiceInfo;
@@ -48,7 +49,7 @@ TEST(VoiceList, the_builtin_voices_come_first_with_their_facts) {
         EXPECT_TRUE(v.problem.empty());
         EXPECT_EQ(v.speakers, std::vector<std::string>{"0"});
         StreamOptions own_rate;
-        own_rate.voice = v.name;
+        own_rate.voice = BuiltinVoiceOptions{.voice = v.name};
         own_rate.sample_rate = 0;
         EXPECT_EQ(v.sample_rate, engine.create_stream(own_rate)->sample_rate()) << v.name;
     }

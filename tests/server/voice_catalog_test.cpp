@@ -16,7 +16,7 @@ TEST(VoiceCatalog, builtin_voices_come_first_slt_the_default) {
     EXPECT_EQ(c.voices()[1].name, "rms");
     EXPECT_EQ(c.voices()[2].name, "awb");
     for (const auto& v : c.voices()) {
-        EXPECT_EQ(v.options.voice, v.name);
+        EXPECT_EQ(etude::engine::voice_name(v.options), v.name);
         EXPECT_EQ(v.options.sample_rate, 16000.0);
         EXPECT_FALSE(v.languages.empty());
         EXPECT_FALSE(v.attribution_name.empty());
@@ -42,7 +42,7 @@ TEST(VoiceCatalog, a_voice_is_added_through_its_stream_options) {
     v.name = "joe";
     v.languages = {"en_US"};
     v.speakers = {"a", "b"};
-    v.options.voice = "rms";  // any StreamOptions the engine opens
+    v.options.voice = etude::engine::BuiltinVoiceOptions{.voice = "rms"};  // any the engine opens
     v.options.sample_rate = 22050;
     c.add(v);
     EXPECT_EQ(c.by_name("joe")->options.sample_rate, 22050);
@@ -70,7 +70,8 @@ TEST(VoiceCatalog, voices_are_described_to_clients_from_the_engines_facts) {
     EXPECT_EQ(multi.languages, std::vector<std::string>{"en_US"});
     EXPECT_EQ(multi.speakers,
               (std::vector<std::string>{"speaker_0", "speaker_1", "speaker_2", "speaker_3"}));
-    EXPECT_EQ(multi.options.piper_voice, data + "test_medium_multi.onnx");
+    EXPECT_EQ(etude::engine::voice_name(multi.options), data + "test_medium_multi.onnx");
+    EXPECT_EQ(etude::engine::voice_kind(multi.options), etude::engine::VoiceKind::Piper);
     EXPECT_EQ(multi.options.sample_rate, 22050.0);
     EXPECT_EQ(multi.attribution_name, "rhasspy");
     const VoiceEntry single = VoiceCatalog::piper_voice(data + "test_x_low.onnx.json");

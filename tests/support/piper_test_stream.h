@@ -13,9 +13,10 @@ namespace etude::test {
 
 inline engine::StreamOptions piper_test_stream(std::uint64_t seed) {
     engine::StreamOptions o;
-    o.piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
-    o.speaker = "speaker_0";
-    o.seed = seed;
+    o.voice = engine::PiperVoiceOptions{
+        .piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx",
+        .speaker = "speaker_0",
+        .seed = seed};
     o.sample_rate = 0;
     o.backend = "cpu";
     return o;
