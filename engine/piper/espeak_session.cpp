@@ -8,6 +8,7 @@
 #include <espeak-ng/speak_lib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <mutex>
 #endif
 
@@ -15,6 +16,20 @@ namespace etude::piper {
 
 #ifdef ETUDE_WITH_ESPEAK
 namespace {
+
+// The data folder set_data_folder() named; empty: espeak-ng's own search.
+// Read once, by EspeakOwner's constructor, which marks it taken: from then
+// on the data espeak-ng runs on cannot change.
+struct DataFolderChoice {
+    std::mutex mutex;
+    std::string folder;
+    bool taken = false;
+
+    static DataFolderChoice& get() {
+        static DataFolderChoice choice;
+        return choice;
+    }
+};
 
 // The process's espeak-ng. Started on first use (under the mutex of the
 // function-local static), espeak_Terminate at exit. A start that failed is
@@ -26,7 +41,9 @@ class EspeakOwner {
     static EspeakOwner& get() {
         static EspeakOwner owner;
         if (!owner.started_)
-            throw Error("espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)");
+            throw Error(owner.folder_.empty()
+                            ? "espeak-ng could not start (is its data installed? ESPEAK_DATA_PATH)"
+                            : "espeak-ng could not start on its data in " + owner.folder_);
         return owner;
     }
     std::mutex mutex;
@@ -44,10 +61,19 @@ class EspeakOwner {
 
   private:
     EspeakOwner() {
+        DataFolderChoice& choice = DataFolderChoice::get();
+        {
+            std::lock_guard lock(choice.mutex);
+            choice.taken = true;
+            folder_ = choice.folder;
+        }
         // Synchronous and silent: we only ask for phonemes. DONT_EXIT: a
         // missing data folder must be an error, not the end of the process.
-        const int rate =
-            espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr, espeakINITIALIZE_DONT_EXIT);
+        // No folder (nullptr): espeak-ng searches ESPEAK_DATA_PATH, then
+        // ~/espeak-ng-data, then the folder built into it.
+        const int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0,
+                                           folder_.empty() ? nullptr : folder_.c_str(),
+                                           espeakINITIALIZE_DONT_EXIT);
         started_ = rate > 0;
         if (!started_) return;
         const char* path = nullptr;
@@ -57,6 +83,7 @@ class EspeakOwner {
         if (started_) espeak_Terminate();
     }
     bool started_ = false;
+    std::string folder_;  // the data folder named, or empty
     std::string voice_;
     std::string version_;
 };
@@ -65,6 +92,22 @@ class EspeakOwner {
 
 bool EspeakSession::available() {
     return true;
+}
+
+void EspeakSession::set_data_folder(const std::string& folder) {
+    // espeak-ng takes a folder that is not there for "search elsewhere", so
+    // a wrong one would silently fall back to another copy of the data.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::path(folder) / "phontab", ec))
+        throw Error(folder + ": not an espeak-ng-data folder (expected phontab in it)");
+    DataFolderChoice& choice = DataFolderChoice::get();
+    std::lock_guard lock(choice.mutex);
+    if (choice.taken && folder != choice.folder)
+        throw Error(
+            "espeak-ng has already started on " +
+            (choice.folder.empty() ? std::string("the data it found itself") : choice.folder) +
+            "; name its data folder before the first Piper voice loads (" + folder + ")");
+    choice.folder = folder;
 }
 
 std::string EspeakSession::version() {
@@ -144,6 +187,9 @@ namespace {
 
 bool EspeakSession::available() {
     return false;
+}
+void EspeakSession::set_data_folder(const std::string&) {
+    refuse();
 }
 std::string EspeakSession::version() {
     return "none (built with ETUDE_WITH_ESPEAK=OFF)";

@@ -26,6 +26,11 @@ class EspeakSession {
   public:
     // False in a build without espeak-ng.
     static bool available();
+    // Where espeak-ng reads its data: an espeak-ng-data folder (with
+    // phontab), used instead of espeak-ng's own search. Process-wide; once
+    // espeak-ng has started only the same folder is accepted. Throws
+    // etude::Error naming the folder otherwise.
+    static void set_data_folder(const std::string& folder);
     // "espeak-ng 1.51", or why there is none.
     static std::string version();
     static bool voice_exists(const std::string& voice);

@@ -12,6 +12,7 @@
 See docs/python.md.
 """
 
+from . import _espeak_data  # noqa: F401  (names the wheel's espeak-ng data first)
 from ._errors import EtudeError, InternalError, InvalidArgument, InvalidText
 from ._native import EngineCapacity, FirstAudioMeasure, StreamStats
 from ._engine import STREAM_OPTIONS, Engine, StreamOption

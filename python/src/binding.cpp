@@ -514,6 +514,14 @@ void bind_voices(nb::module_& m) {
         "names; None when there is none.");
     m.def("voice_folders", &Engine::voice_folders,
           "The folders searched for Piper voices by name, in order.");
+    m.def(
+        "set_espeak_data",
+        [](const std::string& folder) {
+            guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] { Engine::set_espeak_data(folder); });
+        },
+        "folder"_a,
+        "Where espeak-ng reads its data (an espeak-ng-data folder), before the first "
+        "Piper voice loads; the package names the copy inside the wheel.");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -133,6 +135,36 @@ TEST(PiperPhonemizer, without_espeak_an_espeak_voice_is_refused_saying_why) {
             << e.what();
     }
     EXPECT_THROW(EspeakSession::phonemize("en-us", "Hello."), Error);
+}
+
+TEST(PiperPhonemizer, an_espeak_data_folder_without_phontab_is_refused_naming_it) {
+    REQUIRE_ESPEAK();
+    const std::filesystem::path folder = std::filesystem::path(ETUDE_TEST_TMP) / "no-espeak-data";
+    std::filesystem::create_directories(folder);
+    try {
+        EspeakSession::set_data_folder(folder.string());
+        FAIL() << "a folder without phontab was taken as espeak-ng's data";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(folder.string() + ": not an espeak-ng-data folder"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(PiperPhonemizer, the_espeak_data_folder_cannot_change_once_espeak_has_started) {
+    REQUIRE_ESPEAK();
+    EspeakSession::phonemize("en-us", "Hello.");  // started on the data it found itself
+    const std::filesystem::path folder =
+        std::filesystem::path(ETUDE_TEST_TMP) / "other-espeak-data";
+    std::filesystem::create_directories(folder);
+    std::ofstream(folder / "phontab").put('\n');
+    try {
+        EspeakSession::set_data_folder(folder.string());
+        FAIL() << "the data folder changed under a running espeak-ng";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("espeak-ng has already started"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(PiperPhonemizer, unsupported_phoneme_types_are_refused) {
