@@ -180,12 +180,16 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
             if (input_ended_ && !stream->busy()) break;
             seen_text = text_events_;
         }
-        // A piece of `piece` samples, or less where the audio stops for now
-        // (read_some returns at once when none is on its way).
+        // A piece of at most `piece` samples: what is made once some is, and
+        // no more waiting for the rest. A network stream is kept only a
+        // little ahead of its listener while other streams wait to start
+        // (engine/deadline.h), so holding audio back to fill a piece would
+        // make the client wait for it (read_some returns at once when none
+        // is on its way).
         std::size_t got = 0;
         while (got < piece) {
-            const std::size_t n =
-                stream->read_some(std::span(buffer).subspan(got, piece - got), kAudioWaitMs);
+            const std::size_t n = stream->read_some(std::span(buffer).subspan(got, piece - got),
+                                                    got == 0 ? kAudioWaitMs : 0);
             if (n == 0) break;
             got += n;
         }
