@@ -188,7 +188,7 @@ int bench_command(int argc, char** argv) {
                     median(first_audio));
         std::printf(
             "| capacity: real-time streams `etude serve` admits at once | %zu (%d streams of its "
-            "reply at once speak %.1fx real time; two fifths kept free) |\n",
+            "reply at once speak %.1fx real time; a fifth kept free) |\n",
             engine::realtime_streams_at(speed), capacity_streams, speed);
         std::printf(
             "| first audio promised: %zu replies started together, the last / the median | %.0f "

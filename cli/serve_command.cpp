@@ -161,7 +161,7 @@ AdmissionLines measure_admission(const CommandLine& args, engine::Engine& engine
         char line[256];
         std::snprintf(line, sizeof line,
                       "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
-                      "machine, %d streams at once; two fifths kept free): %zu syntheses at "
+                      "machine, %d streams at once; a fifth kept free): %zu syntheses at "
                       "once%s, %zu more may wait",
                       c.streams, voice.name.c_str(), c.speed, c.streams_measured,
                       limits.max_syntheses,

@@ -385,7 +385,7 @@ struct FirstAudioMeasure {
 };
 
 /// The real-time streams to admit for an aggregate speed: that speed less
-/// two fifths kept free (starts cost more than their real-time share and
+/// a fifth kept free (starts cost more than their real-time share and
 /// come in bursts), at least 1.
 std::size_t realtime_streams_at(double speed);
 
@@ -507,7 +507,7 @@ class Engine {
     /// voice of `options`: `at_once` streams (1 to 32; 0: one per CPU this
     /// process may use, 2 to 32) each speak a typical two-sentence
     /// assistant reply, read as a server reads it (read_some()), and their
-    /// aggregate speed, less two fifths, is the answer.
+    /// aggregate speed, less a fifth, is the answer.
     /// Takes about a second for a Piper medium voice; loads the voice if it
     /// is not yet. A server admits that many syntheses at once (`etude
     /// serve` does). Throws etude::Error when the voice cannot speak or

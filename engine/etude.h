@@ -76,7 +76,7 @@ etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice)
  * (etude_stream_create at 16 kHz for a built-in voice;
  * etude_piper_stream_options_init's for a Piper voice: its own rate,
  * default speaker, backend "auto"): `at_once` streams speak a two-sentence reply
- * together, each read as it is made, and their aggregate speed less two fifths (at
+ * together, each read as it is made, and their aggregate speed less a fifth (at
  * least 1) is the answer. About a second for a Piper medium voice; loads the
  * voice if it is not yet.
  * \param engine the engine to measure

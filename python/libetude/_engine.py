@@ -165,7 +165,7 @@ class Engine:
         """How many real-time streams this machine holds with `voice` (and
         stream()'s options): `at_once` streams (0: one per CPU this process
         may use, 2 to 32) speak a typical two-sentence reply together, and their
-        aggregate speed less two fifths is ``.streams`` (``.speed`` and
+        aggregate speed less a fifth is ``.streams`` (``.speed`` and
         ``.streams_measured`` say how it was found). What `etude serve`
         admits at once; takes about a second with a Piper medium voice."""
         if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
