@@ -90,6 +90,11 @@ etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice)
     return guarded([&] { engine->engine.preload_voice(voice); });
 }
 
+etude_status etude_set_espeak_data(const char* folder) {
+    if (!folder) return null_argument("folder");
+    return guarded([&] { etude::engine::Engine::set_espeak_data(folder); });
+}
+
 namespace {
 
 // The options of a measurement's streams: those of a stream made with the

@@ -71,6 +71,18 @@ void etude_engine_destroy(etude_engine* engine);
  * \return ETUDE_ERROR_INVALID_ARGUMENT for a NULL argument or a voice that is
  *         unknown or malformed (the message names the file and field) */
 etude_status etude_engine_preload_voice(etude_engine* engine, const char* voice);
+/** Where espeak-ng, which turns Piper voices' text into phonemes, reads its
+ * data (etude::engine::Engine::set_espeak_data): `folder` is an
+ * espeak-ng-data folder, with phontab in it. Without this call espeak-ng
+ * searches as it always does (ESPEAK_DATA_PATH, ~/espeak-ng-data, then the
+ * folder built into the library). Process-wide, as espeak-ng's state is:
+ * call it before the first Piper voice loads. A program that ships its own
+ * copy of libespeak-ng names the data that matches it here.
+ * \param folder the espeak-ng-data folder
+ * \return ETUDE_ERROR_INVALID_ARGUMENT for NULL, a folder without phontab,
+ *         a folder other than the data espeak-ng has already started on, or
+ *         a build without espeak-ng (etude_last_error() says which) */
+etude_status etude_set_espeak_data(const char* folder);
 /** How many real-time streams this machine holds with a voice, as `etude
  * serve` measures it at start, for streams made with the defaults
  * (etude_stream_create at 16 kHz for a built-in voice;

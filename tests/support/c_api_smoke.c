@@ -58,6 +58,12 @@ int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out) {
     if (etude_voice_info_open("no-such-voice", &info) != ETUDE_ERROR_INVALID_ARGUMENT) return 107;
 
     if (etude_engine_create(&engine) != ETUDE_OK) return 108;
+    /* A data folder that is not one is refused and named, before espeak-ng
+     * starts (it would search elsewhere instead). */
+    if (etude_set_espeak_data(NULL) != ETUDE_ERROR_INVALID_ARGUMENT) return 170;
+    if (etude_set_espeak_data("/no/such/espeak-ng-data") != ETUDE_ERROR_INVALID_ARGUMENT)
+        return 171;
+    if (strstr(etude_last_error(), "/no/such/espeak-ng-data") == NULL) return 172;
     if (etude_engine_preload_voice(engine, "no-such-voice") != ETUDE_ERROR_INVALID_ARGUMENT)
         return 122;
     if (strstr(etude_last_error(), "no-such-voice") == NULL) return 123;
