@@ -132,7 +132,7 @@ void open_gpu_tier_now(const std::string& backend, int device) {
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options)
-    : core_(std::make_shared<EngineWorkers>(options.work_turns)),
+    : core_(std::make_shared<EngineWorkers>(options.work_turns, options.network_turns)),
       preload_backend_(std::move(options.preload_backend)),
       preload_device_(options.preload_device) {
     if (options.profile_kernels) gpu::DeviceRegistry::instance().set_profiling(true);
@@ -146,6 +146,7 @@ void Engine::give_back_free_memory() {
 EngineStats Engine::stats() const {
     EngineStats s;
     s.work_turns = core_->gate().turns();
+    s.network_turns = core_->network_gate().turns();
     s.front_end_threads = core_->front_end_threads();
     s.most_analyses_at_once = core_->most_analyses_at_once();
     return s;

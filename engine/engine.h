@@ -350,6 +350,9 @@ struct EngineStats {
     /// Units of audio work run at once across streams (Options::work_turns,
     /// resolved).
     int work_turns = 0;
+    /// Network streams' decoder chunks run at once (Options::network_turns,
+    /// resolved).
+    int network_turns = 0;
     /// Threads analysing sentences (Flite's front end, a Piper voice's
     /// encoder and durations): one per turn less one, at least one.
     int front_end_threads = 0;
@@ -421,6 +424,11 @@ class Engine {
         /// It also sets the front-end threads: one per turn less one (that
         /// turn is kept for decoder chunks), at least one.
         int work_turns = 0;
+        /// How many decoder chunks of network streams
+        /// (SchedulingClass::Network: a server's) run at once, taken
+        /// earliest deadline first among them at their own threads'
+        /// priority. 0: as many as the CPUs this process may use, at least 2.
+        int network_turns = 0;
         /// Time every operation on every device and the CPU backend, for
         /// Stream::write_trace()'s kernel rows and `etude say --stats`'
         /// kernel table. Off by default: timing brackets each operation

@@ -12,10 +12,10 @@
 
 namespace etude::engine {
 
-EngineWorkers::EngineWorkers(int turns)
+EngineWorkers::EngineWorkers(int turns, int network_turns)
     : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
             kProcessorPriority),
-      network_gate_(std::max(2, gpu::host::usable_cpus()), 0) {
+      network_gate_(network_turns > 0 ? network_turns : std::max(2, gpu::host::usable_cpus()), 0) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.

@@ -40,7 +40,9 @@ class StreamCore;
 class EngineWorkers {
   public:
     // `turns`: Engine::Options::work_turns (0: default_turns()).
-    explicit EngineWorkers(int turns = 0);
+    // `network_turns`: Engine::Options::network_turns (0: the usable CPUs,
+    // at least 2).
+    explicit EngineWorkers(int turns = 0, int network_turns = 0);
     ~EngineWorkers() { stop(); }
     EngineWorkers(const EngineWorkers&) = delete;
     EngineWorkers& operator=(const EngineWorkers&) = delete;

@@ -231,8 +231,10 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
 namespace {
 
 void expect_first_chunks_before_running_streams(SchedulingClass scheduling) {
+    // One turn, so that running streams' chunks wait beside the new one's.
     Engine::Options options;
     options.work_turns = 1;
+    options.network_turns = 1;
     Engine engine(options);
     const auto s = sentences();
     std::atomic<bool> stop{false};
