@@ -115,6 +115,10 @@ pack() {
     mkdir -p "$dir/tools/piper_reference"
     cp "$here/tools/piper_reference/make_voices.py" "$here/tools/piper_reference/vits.py" \
        "$dir/tools/piper_reference/"
+    # The yardsticks run beside it on the same voice and ids: PyTorch
+    # batched, ONNX Runtime a session per core (torch_piper.py finds vits.py
+    # at ../tools/piper_reference from its own folder, here the pack's root).
+    cp "$here/bench/torch_piper.py" "$here/bench/onnx_sessions.py" "$dir/tools/"
   fi
   chmod +x "$dir/run.sh"
 

@@ -291,6 +291,28 @@ if [ "$pack_kind" = streams ]; then
     grep -E ' streams +first audio' "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
+  # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
+  # whole sentences in one batch, fp32 and fp16 (the weights make_voices.py
+  # saved beside the .onnx); ONNX Runtime with a single-thread session per
+  # host core. Neither fails the pack: they measure others, not the engine.
+  if [ -f "${many_voice%.onnx}.pt" ]; then
+    timeout "$limit" python3 -B "$files/tools/torch_piper.py" --model "${many_voice%.onnx}.pt" \
+      --ids-from "$files/data/piper/reference.json" \
+      --batches "${ETUDE_TORCH_BATCHES:-1,16,64,256,1024}" >"$out/torch-piper.log" 2>&1
+    say "PyTorch batched on the same voice: exit $? (torch-piper.log)"
+    grep -E 'aggregate|out of memory' "$out/torch-piper.log" | tee -a "$summary"
+  else
+    say "PyTorch batched: skipped (no full-size voice with its PyTorch weights)"
+  fi
+  if python3 -c 'import onnxruntime, numpy' 2>/dev/null; then
+    timeout "$limit" python3 -B "$files/tools/onnx_sessions.py" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --streams "${ETUDE_ORT_STREAMS:-64}" \
+      --rounds 1 >"$out/onnx-sessions.log" 2>&1
+    say "ONNX Runtime, a session per core, on the same voice: exit $? (onnx-sessions.log)"
+    grep -E 'streams' "$out/onnx-sessions.log" | tee -a "$summary"
+  else
+    say "ONNX Runtime sessions: skipped (python3 lacks onnxruntime or numpy)"
+  fi
 fi
 
 if [ "$status" -eq 0 ]; then say "PASSED"; else say "FAILED"; fi

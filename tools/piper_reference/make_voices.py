@@ -375,6 +375,11 @@ def build_voice(name, size, hp, sid, length_scale, out_dir, seed, shorten):
     with open(onnx_path + ".json", "w", encoding="utf-8") as f:
         json.dump(config, f, ensure_ascii=False, indent=2)
         f.write("\n")
+    if not shorten:
+        # The same weights for PyTorch (bench/torch_piper.py runs them
+        # batched beside the engine in the GPU pack).
+        torch.save({"hp": hp, "state_dict": model.state_dict()},
+                   os.path.join(out_dir, f"{name}.pt"))
 
     ref64 = torch_audio(model, REFERENCE_IDS, sid, length_scale, torch.float64)
     ref32 = torch_audio(model, REFERENCE_IDS, sid, length_scale, torch.float32)
