@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "gpu/host_compute.h"
 #include "rt/monotonic_clock.h"
 
 namespace etude::engine {
@@ -11,14 +12,15 @@ std::int64_t DeadlineGate::now_ns() {
     return steady_ns(std::chrono::steady_clock::now());
 }
 
-DeadlineGate::DeadlineGate(int turns, int priority)
-    : turns_(std::max(1, turns)), priority_(priority) {}
+DeadlineGate::DeadlineGate(int turns, int priority, bool solo_when_shared)
+    : turns_(std::max(1, turns)), priority_(priority), solo_when_shared_(solo_when_shared) {}
 
 void DeadlineGate::Turn::release() {
     outside_ = false;
     // Given back first: restored to a normal thread while still counted as
     // running, the holder could be kept off the CPU with the turn.
     if (gate_) std::exchange(gate_, nullptr)->give_back();
+    if (std::exchange(solo_, false)) gpu::host::leave_solo();
     priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
@@ -34,10 +36,17 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     cv_.wait(lock, [&] { return me.granted || give_up(); });
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
     if (!me.granted) return Turn();
+    // Others hold turns now (running_ counts this one): their loops have
+    // the cores the CPU workers would take.
+    const bool solo = solo_when_shared_ && running_ > 1;
     lock.unlock();
     Turn turn(this, priority_);
     turn.asked_ns_ = me.asked_ns;
     turn.granted_ns_ = me.granted_ns;
+    if (solo) {
+        gpu::host::enter_solo();
+        turn.solo_ = true;
+    }
     return turn;
 }
 

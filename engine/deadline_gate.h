@@ -21,11 +21,14 @@
 // started behind streams seconds ahead, and streams started together all
 // start late together.
 //
-// The work of a stream read offline (read()) takes no turn: nobody hears
-// it late, and it runs at its thread's own priority outside the order (its
-// producer at nice +10), taking what the cores leave. In a turn, held at
-// that priority, it would keep the turn from live work for as long as the
-// cores are busy.
+// The work of a stream read offline (read()) takes no turn here: nobody
+// hears it late, and it runs at its thread's own priority outside the
+// order (its producer at nice +10), taking what the cores leave. In a turn
+// of this gate, held at that priority, it would keep the turn from live
+// work for as long as the cores are busy. It takes turns at a gate of its
+// own (EngineWorkers::offline_gate()), one per core, whose holders compute
+// alone while others hold turns: sixteen offline readers each spreading its
+// loops over the CPU workers ran seventeen threads on two cores.
 //
 // A network stream's (SchedulingClass::Network: a server's, whose reader
 // is a socket) decoder chunks wait at a gate of their own
@@ -69,7 +72,12 @@ class DeadlineGate {
     // `turns`: how many units run at once. `priority`: the SCHED_FIFO
     // priority of a turn's holder (see above); 0: holders keep their own
     // (the network class's gate, EngineWorkers::network_gate()).
-    DeadlineGate(int turns, int priority);
+    // `solo_when_shared`: a holder granted its turn while others hold one
+    // computes on its own thread alone (gpu::host::SoloScope) until it gives
+    // the turn back. For a gate of as many turns as cores: two holders
+    // whose loops each spread over the CPU workers would run three threads
+    // on two cores.
+    DeadlineGate(int turns, int priority, bool solo_when_shared = false);
     DeadlineGate(const DeadlineGate&) = delete;
     DeadlineGate& operator=(const DeadlineGate&) = delete;
 
@@ -82,6 +90,7 @@ class DeadlineGate {
               outside_(std::exchange(o.outside_, false)),
               asked_ns_(o.asked_ns_),
               granted_ns_(o.granted_ns_),
+              solo_(std::exchange(o.solo_, false)),
               priority_(std::move(o.priority_)) {}
         Turn& operator=(Turn&& o) noexcept {
             if (this != &o) {
@@ -90,6 +99,7 @@ class DeadlineGate {
                 outside_ = std::exchange(o.outside_, false);
                 asked_ns_ = o.asked_ns_;
                 granted_ns_ = o.granted_ns_;
+                solo_ = std::exchange(o.solo_, false);
                 priority_ = std::move(o.priority_);
             }
             return *this;
@@ -108,6 +118,9 @@ class DeadlineGate {
         // order. Grants are stamped under the gate's lock, in grant order.
         std::int64_t asked_ns() const { return asked_ns_; }
         std::int64_t granted_ns() const { return granted_ns_; }
+        // Whether its holder computes alone (the gate's solo_when_shared):
+        // then it must be released on the thread that waited for it.
+        bool solo() const { return solo_; }
 
       private:
         friend class DeadlineGate;
@@ -118,6 +131,7 @@ class DeadlineGate {
         DeadlineGate* gate_ = nullptr;
         bool outside_ = false;
         std::int64_t asked_ns_ = 0, granted_ns_ = 0;
+        bool solo_ = false;
         rt::ScopedRealtime priority_;
     };
 
@@ -154,6 +168,7 @@ class DeadlineGate {
     void give_back();
 
     const int turns_, priority_;
+    const bool solo_when_shared_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     int running_ = 0;  // turns held or granted

@@ -58,10 +58,15 @@ class EngineWorkers {
     // The turns of network streams' decoder chunks (deadline_gate.h): the
     // same order, a turn per usable CPU, holders at their own priority.
     DeadlineGate& network_gate() { return network_gate_; }
-    // Wakes the waiters of both gates (a stream was cancelled or closed).
+    // The turns of offline work (an offline stream's, an offline reader's):
+    // a turn per usable CPU, holders at their own priority, each computing
+    // alone while others hold turns (deadline_gate.h).
+    DeadlineGate& offline_gate() { return offline_gate_; }
+    // Wakes the waiters of every gate (a stream was cancelled or closed).
     void wake_gates() {
         gate_.wake_all();
         network_gate_.wake_all();
+        offline_gate_.wake_all();
     }
     // How many front-end threads there are, and the most sentences they
     // have analysed at once since the engine began (those of live streams
@@ -122,6 +127,7 @@ class EngineWorkers {
     std::vector<std::thread> renderers_;
     DeadlineGate gate_;
     DeadlineGate network_gate_;
+    DeadlineGate offline_gate_;
     std::mutex gpu_mu_;
     std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
 };

@@ -213,18 +213,21 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentenc
 // (deadline.h), or for a push's first audio, by the first-audio target.
 DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
     DeadlineGate::Due due;
+    bool offline = false;
     {
         std::lock_guard lock(mu_);
         if (shutdown_) return {};
         const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
         due = chunk_due(horizon(started, origin.pushed, ring_.write_position()));
-        // Outside the order once its producer has stepped down (produce()),
-        // and for an offline stream; a network stream's waits at its own
-        // gate (deadline.h).
-        due.outside = producer_background_ || options_.scheduling == SchedulingClass::Offline;
+        // Offline work (an offline stream's, or a reader's whose producer
+        // has stepped down in produce()) takes turns of its own, as many as
+        // CPUs, outside the live order; a network stream's at its gate
+        // (deadline.h).
+        offline = producer_background_ || options_.scheduling == SchedulingClass::Offline;
     }
-    DeadlineGate& gate =
-        options_.scheduling == SchedulingClass::Network ? engine_->network_gate() : engine_->gate();
+    DeadlineGate& gate = offline                                           ? engine_->offline_gate()
+                         : options_.scheduling == SchedulingClass::Network ? engine_->network_gate()
+                                                                           : engine_->gate();
     return gate.wait(due, [&] {
         return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
     });

@@ -30,6 +30,30 @@ void start_workers();
 // Threads a parallel_for can use (1 inside a job or with one thread).
 int worker_count();
 
+// While a thread is solo, its loops run on it alone, never on the workers;
+// they are still cut into worker_count() jobs, so a result does not depend
+// on whether its thread was solo. For a caller that holds one of as many
+// turns as there are CPUs (the engine's offline and network streams): when
+// other holders compute too, a loop spread over the workers would put a
+// third thread on two cores. Nests; per thread.
+void enter_solo();
+void leave_solo();
+bool solo();  // whether the calling thread is solo now
+class SoloScope {
+  public:
+    explicit SoloScope(bool solo = true) : solo_(solo) {
+        if (solo_) enter_solo();
+    }
+    ~SoloScope() {
+        if (solo_) leave_solo();
+    }
+    SoloScope(const SoloScope&) = delete;
+    SoloScope& operator=(const SoloScope&) = delete;
+
+  private:
+    bool solo_;
+};
+
 namespace detail {
 void parallel_for_impl(int jobs, void (*run)(void* body, int job), void* body);
 }

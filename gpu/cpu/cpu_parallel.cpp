@@ -56,6 +56,16 @@ int worker_count() {
     return cpu::WorkerPool::inside_job() ? 1 : cpu::WorkerPool::shared().threads();
 }
 
+void enter_solo() {
+    cpu::WorkerPool::set_solo(true);
+}
+void leave_solo() {
+    cpu::WorkerPool::set_solo(false);
+}
+bool solo() {
+    return cpu::WorkerPool::solo();
+}
+
 namespace detail {
 
 void parallel_for_impl(int jobs, void (*run)(void* body, int job), void* body) {

@@ -25,6 +25,7 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 constexpr int kMaxBatchJobs = 0xffff;
 
 thread_local bool t_inside_job = false;
+thread_local int t_solo_depth = 0;  // host::enter_solo() minus leave_solo()
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -84,6 +85,14 @@ bool WorkerPool::inside_job() {
     return t_inside_job;
 }
 
+void WorkerPool::set_solo(bool solo) {
+    t_solo_depth += solo ? 1 : -1;
+}
+
+bool WorkerPool::solo() {
+    return t_solo_depth > 0;
+}
+
 WorkerPool::SchedulingClass WorkerPool::calling_class() {
     // glibc keeps a thread's policy after pthread_setschedparam, so this
     // makes no system call once the thread has asked or set it.
@@ -103,7 +112,7 @@ void WorkerPool::run(int jobs, void (*fn)(void*, int), void* body) {
             if (outermost) give_back_job_scratch();
         }
     } const back{!t_inside_job};
-    const bool alone = jobs == 1 || helpers_.empty() || t_inside_job;
+    const bool alone = jobs == 1 || helpers_.empty() || t_inside_job || t_solo_depth > 0;
     if (alone || busy_.exchange(true, std::memory_order_acquire)) {
         // On this thread: the first exception after every job has run.
         std::exception_ptr failure;

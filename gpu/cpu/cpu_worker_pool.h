@@ -59,6 +59,9 @@ class WorkerPool {
     // True on a helper, and on a caller while it runs a job: a loop started
     // there runs on that thread alone.
     static bool inside_job();
+    // gpu/host_compute.h's solo threads: run() on one runs every job there.
+    static void set_solo(bool solo);
+    static bool solo();
 
   private:
     struct SchedulingClass {

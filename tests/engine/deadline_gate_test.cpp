@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/host_compute.h"
+
 using namespace etude::engine;
 
 namespace {
@@ -188,4 +190,49 @@ TEST(DeadlineGate, a_gate_without_a_priority_leaves_its_holders_at_their_own) {
     });
     t.join();
     EXPECT_EQ(during, SCHED_OTHER);
+}
+
+TEST(DeadlineGate, a_holder_granted_beside_another_computes_alone_until_it_gives_its_turn_back) {
+    // The offline gate (EngineWorkers::offline_gate()): as many turns as
+    // cores, so two holders whose loops both spread over the CPU workers
+    // would run more threads than cores.
+    DeadlineGate gate(2, 0, /*solo_when_shared=*/true);
+    std::atomic<int> stage{0};
+    bool first_solo = true, first_solo_after = true, second_solo = false, second_after = true;
+    bool second_thread_solo = false;
+    std::thread first([&] {
+        auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+        first_solo = turn.solo() || etude::gpu::host::solo();
+        stage = 1;
+        while (stage < 2) std::this_thread::yield();
+        first_solo_after = etude::gpu::host::solo();  // the other's turn is not this thread's
+    });
+    while (stage < 1) std::this_thread::yield();
+    std::thread second([&] {
+        {
+            auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+            second_solo = turn.solo();
+            second_thread_solo = etude::gpu::host::solo();
+        }
+        second_after = etude::gpu::host::solo();
+        stage = 2;
+    });
+    second.join();
+    first.join();
+    EXPECT_FALSE(first_solo) << "alone at the gate, its loops may use every worker";
+    EXPECT_FALSE(first_solo_after);
+    EXPECT_TRUE(second_solo);
+    EXPECT_TRUE(second_thread_solo);
+    EXPECT_FALSE(second_after) << "solo outlived the turn";
+}
+
+TEST(DeadlineGate, a_gate_that_is_not_solo_when_shared_leaves_its_holders_sharing) {
+    DeadlineGate gate(2, 0);
+    auto first = gate.wait({DeadlineGate::now_ns()}, never);
+    bool solo = true;
+    std::thread([&] {
+        auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+        solo = turn.solo() || etude::gpu::host::solo();
+    }).join();
+    EXPECT_FALSE(solo);
 }

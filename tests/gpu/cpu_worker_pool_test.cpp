@@ -155,6 +155,28 @@ TEST(WorkerPool, helpers_run_a_loop_at_its_callers_scheduling_class) {
     EXPECT_EQ(normal.policies, std::set<int>{SCHED_OTHER});
 }
 
+TEST(WorkerPool, a_solo_thread_runs_every_job_of_its_loops_itself_and_then_shares_again) {
+    WorkerPool pool(3);
+    std::thread caller([&] {
+        // Solo, every job runs here. Then record_loop's jobs wait (up to
+        // 10 s) for a second thread to take one, which a helper does.
+        WorkerPool::set_solo(true);
+        WorkerPool::set_solo(true);  // nests
+        WorkerPool::set_solo(false);
+        EXPECT_TRUE(WorkerPool::solo());
+        std::set<std::thread::id> seen;
+        pool_for(pool, 12, [&](int) { seen.insert(std::this_thread::get_id()); });
+        EXPECT_EQ(seen, std::set<std::thread::id>{std::this_thread::get_id()});
+        WorkerPool::set_solo(false);
+        EXPECT_FALSE(WorkerPool::solo());
+        PolicyRecord shared;
+        record_loop(pool, shared);
+        EXPECT_GT(shared.threads.size(), 1u) << "no helper ran a job once the thread was not solo";
+    });
+    caller.join();
+    EXPECT_FALSE(WorkerPool::solo());  // per thread
+}
+
 TEST(WorkerPool, one_thread_means_no_helpers) {
     WorkerPool pool(1);
     EXPECT_EQ(pool.threads(), 1);
