@@ -31,17 +31,11 @@ import time
 import torch
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tools", "piper_reference"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools", "piper_reference"))
+sys.path.insert(0, HERE)
 import vits  # noqa: E402
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "?"
+from onnx_sessions import cpu_model  # noqa: E402  (beside it here and in the GPU pack)
 
 
 def main():
