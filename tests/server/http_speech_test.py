@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from pass_fail import check, failures  # PASS/FAIL lines, shared by the server tests
+
 ETUDE = sys.argv[1]
 if not shutil.which("curl"):
     print("SKIP: curl is not installed")
@@ -50,13 +52,6 @@ def main():
     log = []
     threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
     base = f"http://127.0.0.1:{m.group(1)}"
-    failures = []
-
-    def check(name, cond, detail=""):
-        print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-        if not cond:
-            failures.append(name)
-
     try:
         for voice in ["slt", "awb"]:
             ref = subprocess.run([ETUDE, "say", "--voice", voice, "--raw", TEXT], check=True,

@@ -50,13 +50,7 @@ KEY = "sk-etude-test-0123456789abcdef"
 CODEC_BOUNDS = {"mp3": {"snr": 20.0, "envelope": 2.0},
                 "opus": {"snr": 12.0, "envelope": 6.0}}
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
+from pass_fail import check, failures  # noqa: E402  (PASS/FAIL lines)
 
 
 _renders = {}

@@ -29,13 +29,7 @@ except ImportError as e:
 
 ETUDE = sys.argv[1]
 TEXT = "Your timer for ten minutes has started."
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
+from pass_fail import check, failures  # noqa: E402  (PASS/FAIL lines)
 
 
 class Collect(FrameProcessor):

@@ -34,13 +34,7 @@ def samples(raw):
     return struct.unpack("<%dh" % (len(raw) // 2), raw)
 
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("PASS " if cond else "FAIL ") + name + ("" if cond else f": {detail}"))
-    if not cond:
-        failures.append(name)
+from pass_fail import check, failures  # noqa: E402  (PASS/FAIL lines)
 
 
 bad = subprocess.run([ETUDE, "serve", "--http", "127.0.0.1:0", "--backend", "vulkan",
