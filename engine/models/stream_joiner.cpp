@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "gpu/backend.h"
+
 namespace etude::engine {
 
 void StreamJoiner::push(const StreamPush& push, const RunBatch& run) {
@@ -14,13 +16,17 @@ void StreamJoiner::push(const StreamPush& push, const RunBatch& run) {
             cv_.wait(lock);
             continue;
         }
-        // No batch runs: this thread runs one for every push waiting, its
-        // own among them (it was queued before it looked).
+        // No batch runs: this thread runs one for the pushes waiting, the
+        // first that came up to the cap (its own may be left for the next).
         running_ = true;
-        std::vector<Waiter*> batch = std::move(waiting_);
-        waiting_.clear();
+        const std::size_t take =
+            stats_.cap ? std::min<std::size_t>(waiting_.size(), stats_.cap) : waiting_.size();
+        std::vector<Waiter*> batch(waiting_.begin(),
+                                   waiting_.begin() + static_cast<std::ptrdiff_t>(take));
+        waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(take));
         lock.unlock();
         std::exception_ptr error;
+        bool out_of_memory = false;
         try {
             // (Inside the try: a push that failed here but left running_ set
             // would hang every push of the batch.)
@@ -28,10 +34,19 @@ void StreamJoiner::push(const StreamPush& push, const RunBatch& run) {
             pushes.reserve(batch.size());
             for (const Waiter* w : batch) pushes.push_back(w->push);
             run(pushes);
+        } catch (const gpu::OutOfMemory&) {
+            error = std::current_exception();
+            out_of_memory = true;
         } catch (...) {
             error = std::current_exception();
         }
         lock.lock();
+        if (out_of_memory) {
+            // Its pushes are remade elsewhere (the error reaches each); the
+            // batches after it take half as many, down to one.
+            ++stats_.out_of_memory;
+            stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
+        }
         for (Waiter* w : batch) {
             w->done = true;
             w->error = error;

@@ -14,7 +14,10 @@
 //
 // Errors: an exception from the batch reaches every push in it, so each
 // stream handles a device error as its own (MelVocoderStream restores its
-// state and the caller remakes the chunk elsewhere). Not real-time safe.
+// state and the caller remakes the chunk elsewhere). A batch that ran out
+// of device memory also halves the batches from then on (JoinStats::cap):
+// more streams than the device holds at once go in smaller batches rather
+// than every batch failing over to the CPU. Not real-time safe.
 #pragma once
 
 #include <condition_variable>
@@ -30,9 +33,11 @@
 namespace etude::engine {
 
 struct JoinStats {
-    std::uint64_t batches = 0;  // batches run
-    std::uint64_t pushes = 0;   // pushes in them
-    std::uint64_t largest = 0;  // pushes in the largest
+    std::uint64_t batches = 0;        // batches run
+    std::uint64_t pushes = 0;         // pushes in them
+    std::uint64_t largest = 0;        // pushes in the largest
+    std::uint64_t cap = 0;            // the most a batch takes now; 0: no bound
+    std::uint64_t out_of_memory = 0;  // batches that ran out of device memory
 };
 
 class StreamJoiner {
@@ -59,7 +64,7 @@ class StreamJoiner {
     };
     mutable std::mutex mu_;
     std::condition_variable cv_;
-    std::vector<Waiter*> waiting_;
+    std::vector<Waiter*> waiting_;  // in the order they came
     bool running_ = false, paused_ = false;
     JoinStats stats_;
 };

@@ -202,5 +202,71 @@ TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
     }
 }
 
+// A batch that runs out of device memory fails over like any device error
+// (every push of it gets the error, to be remade on the CPU), and the
+// batches after it take half as many pushes: with more streams than the
+// device holds at once, smaller batches, not every batch failing.
+TEST(StreamJoiner, a_batch_out_of_device_memory_halves_the_batches_after_it) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto backend = gpu::shared_cpu_backend();
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", backend);
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner();
+    constexpr int kStreams = 4;
+    std::vector<float> part;
+    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
+    std::vector<std::unique_ptr<NetworkStream>> streams;
+    for (int i = 0; i < kStreams; ++i) streams.push_back(model->open_stream());
+    // All four push together while the joiner is paused, so they meet.
+    const auto push_all = [&](std::vector<std::vector<float>>& out, std::atomic<int>& failed) {
+        joiner.pause();
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kStreams; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    streams[i]->push(part.data(), 8, true, out[i], Batching::Join);
+                } catch (const gpu::OutOfMemory&) {
+                    ++failed;
+                }
+            });
+        wait_for([&] { return joiner.waiting() == kStreams; });
+        EXPECT_EQ(joiner.waiting(), static_cast<std::size_t>(kStreams));
+        joiner.resume();
+        for (auto& t : threads) t.join();
+    };
+    std::vector<std::vector<float>> first(kStreams), second(kStreams);
+    std::atomic<int> failed_first{0}, failed_second{0};
+    gpu::GpuFault fault;
+    fault.kind = gpu::GpuFault::OutOfMemory;
+    fault.count = 1;
+    fault.after = 40;  // partway through the batch
+    backend->inject_fault(fault);
+    push_all(first, failed_first);
+    backend->inject_fault({});
+    backend->reset_health();
+    JoinStats stats = joiner.stats();
+    EXPECT_EQ(failed_first.load(), kStreams) << "every push of the batch hears of it";
+    EXPECT_EQ(stats.batches, 1u);
+    EXPECT_EQ(stats.out_of_memory, 1u);
+    EXPECT_EQ(stats.cap, static_cast<std::uint64_t>(kStreams / 2));
+    // The same chunks again, from a fresh state (as MelVocoderStream resets
+    // its runner after a failed run): batches of two, each stream's audio
+    // its solo audio.
+    for (auto& s : streams) s->reset();
+    push_all(second, failed_second);
+    stats = joiner.stats();
+    EXPECT_EQ(failed_second.load(), 0);
+    EXPECT_EQ(stats.pushes, static_cast<std::uint64_t>(2 * kStreams));
+    EXPECT_EQ(stats.batches, 3u) << "four pushes after the halving: two batches of two";
+    auto fresh = model->open_stream();
+    std::vector<float> want;
+    fresh->push(part.data(), 8, true, want, Batching::Alone);
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_EQ(second[i].size(), want.size());
+        EXPECT_LE(test::max_abs_diff(second[i], want), 1e-5);
+    }
+}
+
 }  // namespace
 }  // namespace etude::engine
