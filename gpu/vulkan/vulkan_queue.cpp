@@ -12,12 +12,22 @@ constexpr std::uint32_t kTimedCommands = 256;
 // than any batch of this engine's work, short of a hang.
 constexpr std::uint64_t kFenceTimeoutNs = 60'000'000'000ull;
 
-[[noreturn]] void refuse(const char* op) {
-    throw std::invalid_argument(std::string(op) + ": not allowed inside a recording");
+void refuse_in_capture(bool capturing, const char* op) {
+    if (capturing)
+        throw std::invalid_argument(std::string(op) + ": not allowed inside a recording");
 }
 
-void refuse_in_capture(bool capturing, const char* op) {
-    if (capturing) refuse(op);
+// This command sees everything the earlier ones wrote (in this batch, or in
+// an earlier submission to the device's queue, such as another stream's),
+// and writes nothing they still read.
+void full_barrier(const DeviceApi& fn, VkCommandBuffer cb) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    fn.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 }  // namespace
@@ -96,23 +106,6 @@ void CommandStream::fail(VkResult r, const char* call) {
 void CommandStream::check_usable() const {
     if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
 }
-
-namespace {
-
-// This command sees everything the earlier ones wrote (in this batch, or in
-// an earlier submission to the device's queue, such as another stream's),
-// and writes nothing they still read.
-void full_barrier(const DeviceApi& fn, VkCommandBuffer cb) {
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    const VkPipelineStageFlags stages =
-        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    fn.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-}
-
-}  // namespace
 
 VkCommandBuffer CommandStream::begin_command(const char* op, const BufferAccess& access) {
     check_usable();
