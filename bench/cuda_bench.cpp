@@ -165,8 +165,8 @@ void BM_CudaCopyToHost(benchmark::State& state) {
 BENCHMARK(BM_CudaCopyToHost)->Arg(4 << 10)->Arg(64 << 10)->Arg(4 << 20)->UseManualTime();
 
 // Launch overhead: ten small ops (a block's worth of work each), issued one
-// by one. CUDA Graphs were removed (docs/backends.md says why); this is the
-// number that would justify bringing them back.
+// by one, and the same ten recorded once as a CUDA graph and replayed
+// (gpu::Backend::record, docs/backends.md "Recordings").
 constexpr std::size_t kSmall = 1024;
 
 void ten_small_ops(Backend& b, Queue& q, DeviceBuffer& x, DeviceBuffer& y) {
@@ -185,5 +185,16 @@ void BM_CudaTenSmallOps(benchmark::State& state) {
     time_synchronized(state, *b, q, [&] { ten_small_ops(*b, q, x, y); });
 }
 BENCHMARK(BM_CudaTenSmallOps)->UseManualTime();
+
+void BM_CudaTenSmallOpsReplayed(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    auto x = upload_noise(*b, q, kSmall);
+    auto y = b->allocate(kSmall, "bench");
+    const Recording step = b->record(q, [&](Queue& rq) { ten_small_ops(*b, rq, x, y); });
+    time_synchronized(state, *b, q, [&] { b->replay(q, step); });
+}
+BENCHMARK(BM_CudaTenSmallOpsReplayed)->UseManualTime();
 
 }  // namespace

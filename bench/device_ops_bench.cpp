@@ -212,4 +212,45 @@ BENCHMARK_CAPTURE(BM_CopyRoundTrip, vulkan, Which::Vulkan)
     ->Arg(4 << 20)
     ->UseRealTime();
 
+// A step of many small ops (64 element-wise ops on 256 floats, each reading
+// the one before), issued one by one against the same step recorded once and
+// replayed (gpu::Backend::record): what a replay saves the host per step
+// (argument checks, recording each command, the barrier plan), plus the
+// device work. On the CPU and OpenCL the replay is the fallback, which calls
+// the ops one by one again.
+constexpr std::size_t kStepFloats = 256;
+constexpr int kStepOps = 64;
+
+void small_ops_step(Backend& b, Queue& q, DeviceBuffer& x, DeviceBuffer& y) {
+    for (int i = 0; i < kStepOps / 2; ++i) {
+        b.activation(q, Activation::Tanh, x, y, kStepFloats);
+        b.activation(q, Activation::LeakyRelu, y, x, kStepFloats, 0.1f);
+    }
+}
+
+void BM_SmallOpsStep(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    const bool replayed = state.range(0) != 0;
+    auto q = b->create_queue();
+    auto x = random_buffer(*b, *q, kStepFloats, 1);
+    auto y = b->allocate(kStepFloats, "bench");
+    Recording step;
+    if (replayed) step = b->record(*q, [&](Queue& rq) { small_ops_step(*b, rq, x, y); });
+    const auto run = [&] {
+        if (replayed)
+            b->replay(*q, step);
+        else
+            small_ops_step(*b, *q, x, y);
+        b->synchronize(*q);
+    };
+    run();  // warm-up, untimed
+    for (auto _ : state) run();
+    state.SetLabel(replayed ? (step.replays_natively() ? "replayed" : "replayed (fallback)")
+                            : "one by one");
+}
+BENCHMARK_CAPTURE(BM_SmallOpsStep, cpu, Which::Cpu)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_SmallOpsStep, opencl, Which::OpenCl)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_SmallOpsStep, vulkan, Which::Vulkan)->Arg(0)->Arg(1)->UseRealTime();
+
 }  // namespace

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -113,12 +114,64 @@ class PinnedBuffer {
     std::size_t floats_ = 0;
 };
 
+struct OpLog;  // the fallback recording's operations (gpu/backend_recording.cpp)
+
 // An in-order command queue (CUDA stream, OpenCL command queue, a Vulkan
 // command buffer submitted on synchronize(); on the CPU work runs at once). Created by
 // Backend::create_queue(); owned.
 class Queue {
   public:
+    Queue();
     virtual ~Queue() = default;
+    Queue(const Queue&) = delete;
+    Queue& operator=(const Queue&) = delete;
+    // Whether a Backend::record() body is being recorded on this queue.
+    bool recording() const { return recording_; }
+
+  private:
+    friend class Backend;
+    std::uint64_t id_;  // unique in the process: a Recording names its queue by it
+    bool recording_ = false;
+    std::size_t recorded_ops_ = 0;
+    OpLog* op_log_ = nullptr;  // where the fallback logs the body's operations
+};
+
+// What a backend keeps of a recording (a Vulkan command buffer, a CUDA
+// graph, or the fallback's log of operations).
+class RecordedWork {
+  public:
+    virtual ~RecordedWork() = default;
+};
+
+// A step's device commands, recorded once by Backend::record() and run
+// again by Backend::replay(). Move-only; empty when default-constructed or
+// moved from. Destroy it before its backend (like a DeviceBuffer); it may
+// die while a replay of it is still queued (the queue keeps what it needs).
+class Recording {
+  public:
+    Recording() = default;
+    Recording(Recording&&) noexcept = default;
+    Recording& operator=(Recording&&) noexcept = default;
+    Recording(const Recording&) = delete;
+    Recording& operator=(const Recording&) = delete;
+
+    bool empty() const { return work_ == nullptr; }
+    // True where the device itself keeps the commands (a Vulkan command
+    // buffer, a CUDA graph): a replay is one submission. False for the
+    // fallback (CPU, OpenCL), which replays by calling the recorded
+    // operations one by one, with the arguments they were recorded with.
+    bool replays_natively() const { return native_; }
+    // The operations the body issued (operations on empty sizes, which are
+    // no-ops, are not counted).
+    std::size_t operations() const { return operations_; }
+
+  private:
+    friend class Backend;
+    const Backend* backend_ = nullptr;
+    std::uint64_t queue_id_ = 0;
+    std::shared_ptr<RecordedWork> work_;
+    bool native_ = false;
+    std::size_t operations_ = 0;
 };
 
 // Element-wise functions. `alpha` is the leaky-ReLU slope; unused otherwise.
@@ -270,6 +323,40 @@ class Backend : public MemoryOwner {
     // y[0] = x[0], y[i] = 2 x[i] for 0 < i < n/2, y[n/2] = x[n/2], y[i] = 0 above.
     void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y);
 
+    // ---- recordings: record a step once, replay it many times ----
+    // record() calls `body(q)` once; the operations it issues on `q` are
+    // recorded, not run (on Vulkan into a command buffer that is kept, on
+    // CUDA into a CUDA graph by stream capture; elsewhere into a log of the
+    // calls). replay() queues all of them on `q` again, in order, as if the
+    // body's calls were made there and then. The contract:
+    // - Buffers: the recording refers to the allocations the body named.
+    //   They must stay allocated (not freed, not given back to a pool) until
+    //   the Recording dies; the DeviceBuffer objects themselves may move.
+    //   What they hold is read when the replay runs: rewrite an input, replay,
+    //   and the output follows the new input.
+    // - Host values are frozen at record time: shapes, sizes, scalars
+    //   (alpha, eps, fill values), the buffers chosen. A step of another shape
+    //   needs its own recording.
+    // - Host memory is not part of a recording: copy_to_device and
+    //   copy_to_host inside the body throw std::invalid_argument, as do
+    //   synchronize(), a nested record() and a replay(). Copy the inputs
+    //   before replay() and the outputs after it, on the same queue.
+    // - A recording replays only on the queue it was recorded on (which must
+    //   outlive it: on CUDA the graph uses the queue's FFT plans and BLAS
+    //   handle); another queue, another backend's queue or an empty
+    //   recording throws std::invalid_argument. Replays are asynchronous and
+    //   ordered with the queue's other work, like any operation.
+    // - Errors: the body's argument errors reach the caller (nothing is kept).
+    //   A device lost at replay (or at the synchronize after it) throws
+    //   DeviceError and marks the backend failed, as any operation does, so
+    //   the engine's CPU cover takes over. A replay counts as one operation
+    //   for injected faults (GpuFault).
+    // - Timings: commands inside a recording are not timed; while profiling,
+    //   a native replay is timed as one "replay" entry.
+    // A body that issues no operation throws std::invalid_argument.
+    Recording record(Queue& q, const std::function<void(Queue&)>& body);
+    void replay(Queue& q, const Recording& recording);
+
     // ---- health and profiling ----
     // Health and injected faults may be read and changed from any thread:
     // every stream on a device reports its failures here.
@@ -347,6 +434,18 @@ class Backend : public MemoryOwner {
     virtual void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
                                  DeviceBuffer& y) = 0;
 
+    // Native recordings. The defaults (CPU, OpenCL) have none: record() then
+    // keeps the fallback's log of calls. begin returns whether this backend
+    // records `q` natively (it may throw std::invalid_argument for a queue
+    // of another backend); end turns what was recorded since into
+    // RecordedWork; abort drops it (the body threw); replay_impl queues it.
+    virtual bool begin_recording_impl(Queue&) { return false; }
+    virtual std::shared_ptr<RecordedWork> end_recording_impl(Queue&) { return nullptr; }
+    virtual void abort_recording_impl(Queue&) noexcept {}
+    virtual void replay_impl(Queue&, const std::shared_ptr<RecordedWork>&) {}
+    // For the backends' synchronize(): std::invalid_argument while `q` records.
+    static void refuse_while_recording(const Queue& q, const char* op);
+
     // Backends call this before each operation: applies an injected fault.
     // Returns the delay to add (ms) for a Late fault; throws for the others.
     double consume_fault(const char* op);
@@ -357,6 +456,12 @@ class Backend : public MemoryOwner {
     }
 
   private:
+    // Runs `call(q)` (an operation's *_impl with its checked arguments), or,
+    // while the fallback records `q`, logs it to run at replay; counts it
+    // while `q` records either way (backend_ops.cpp).
+    template <class Call>
+    void issue(Queue& q, Call&& call);
+
     mutable std::mutex state_mu_;  // last_error_ and fault_
     std::atomic<Health> health_{Health::Ok};
     std::atomic<bool> profiling_{false};

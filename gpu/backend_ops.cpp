@@ -1,10 +1,12 @@
 // The public operations of gpu::Backend: the argument checks, written once
 // for every backend, then the backend's *_impl hook (see backend.h).
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "gpu/backend.h"
+#include "gpu/op_log.h"
 
 namespace etude::gpu {
 namespace {
@@ -22,6 +24,20 @@ void need(const DeviceBuffer& b, std::size_t floats, const char* what, const cha
 
 void distinct(const DeviceBuffer& a, const DeviceBuffer& b, const char* what, const char* op) {
     if (a && a.handle() == b.handle()) reject(op, std::string(what) + " must be distinct buffers");
+}
+
+// A non-owning view of `b`'s allocation: what a logged operation keeps
+// (the recording's contract keeps the allocation alive, while the
+// DeviceBuffer object may move).
+DeviceBuffer view(const DeviceBuffer& b) {
+    return DeviceBuffer(nullptr, b.handle(), b.bytes(), b.tag());
+}
+
+// Host memory is not part of a recording (backend.h says why).
+void refuse_host_copy(const Queue& q, const char* op) {
+    if (q.recording())
+        reject(op,
+               "copies to or from host memory cannot be recorded: copy before or after replay()");
 }
 
 std::size_t count(int v) {
@@ -64,11 +80,22 @@ void check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t sr
 
 }  // namespace
 
+template <class Call>
+void Backend::issue(Queue& q, Call&& call) {
+    if (q.recording_) ++q.recorded_ops_;
+    if (!q.op_log_) return call(q);
+    // The call holds its buffers' views, which are move-only; std::function
+    // wants a copyable target.
+    auto shared = std::make_shared<std::decay_t<Call>>(std::forward<Call>(call));
+    q.op_log_->ops.emplace_back([shared](Queue& on) { (*shared)(on); });
+}
+
 void Backend::copy_to_device(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
                              std::size_t floats) {
     if (floats > 0 && !src) reject("h2d", "the host pointer is null");
     need(dst, floats > 0 ? dst_offset + floats : 0, "dst", "h2d");
     if (floats == 0) return;
+    refuse_host_copy(q, "h2d");
     copy_to_device_impl(q, dst, dst_offset, src, floats);
 }
 
@@ -77,13 +104,14 @@ void Backend::copy_to_host(Queue& q, float* dst, const DeviceBuffer& src, std::s
     if (floats > 0 && !dst) reject("d2h", "the host pointer is null");
     need(src, floats > 0 ? src_offset + floats : 0, "src", "d2h");
     if (floats == 0) return;
+    refuse_host_copy(q, "d2h");
     copy_to_host_impl(q, dst, src, src_offset, floats);
 }
 
 void Backend::fill(Queue& q, DeviceBuffer& dst, float value, std::size_t floats) {
     need(dst, floats, "dst", "fill");
     if (floats == 0) return;
-    fill_impl(q, dst, value, floats);
+    issue(q, [=, this, dst = view(dst)](Queue& on) mutable { fill_impl(on, dst, value, floats); });
 }
 
 void Backend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBuffer& y,
@@ -91,7 +119,9 @@ void Backend::activation(Queue& q, Activation f, const DeviceBuffer& x, DeviceBu
     need(x, n, "x", to_string(f));
     need(y, n, "y", to_string(f));
     if (n == 0) return;
-    activation_impl(q, f, x, y, n, alpha);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        activation_impl(on, f, x, y, n, alpha);
+    });
 }
 
 void Backend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
@@ -106,7 +136,9 @@ void Backend::gemm(Queue& q, bool trans_a, bool trans_b, int m, int n, int k, fl
         need(c, matrix_floats(m, n, ldc, "c", op), "c", op);
     }
     if (m <= 0 || n <= 0) return;  // k == 0 still scales C by beta
-    gemm_impl(q, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    issue(q, [=, this, a = view(a), b = view(b), c = view(c)](Queue& on) mutable {
+        gemm_impl(on, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    });
 }
 
 void Backend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, const DeviceBuffer& w,
@@ -121,7 +153,8 @@ void Backend::conv1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x, cons
     need(y, batch * s.out_channels * count(s.conv_out_length()), "y", op);
     distinct(x, y, "x and y", op);
     if (s.batch <= 0 || s.conv_out_length() <= 0) return;
-    conv1d_impl(q, s, x, w, bias, y);
+    issue(q, [=, this, x = view(x), w = view(w), bias = view(bias),
+              y = view(y)](Queue& on) mutable { conv1d_impl(on, s, x, w, bias, y); });
 }
 
 void Backend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
@@ -136,7 +169,8 @@ void Backend::conv_transpose1d(Queue& q, const Conv1dShape& s, const DeviceBuffe
     need(y, batch * s.out_channels * count(s.transpose_out_length()), "y", op);
     distinct(x, y, "x and y", op);
     if (s.batch <= 0 || s.transpose_out_length() <= 0) return;
-    conv_transpose1d_impl(q, s, x, w, bias, y);
+    issue(q, [=, this, x = view(x), w = view(w), bias = view(bias),
+              y = view(y)](Queue& on) mutable { conv_transpose1d_impl(on, s, x, w, bias, y); });
 }
 
 void Backend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBuffer& x,
@@ -148,7 +182,8 @@ void Backend::layer_norm(Queue& q, int rows, int cols, float eps, const DeviceBu
     need(gamma, total > 0 ? count(cols) : 0, "gamma", op);
     need(beta, total > 0 ? count(cols) : 0, "beta", op);
     if (total == 0) return;
-    layer_norm_impl(q, rows, cols, eps, x, gamma, beta, y);
+    issue(q, [=, this, x = view(x), gamma = view(gamma), beta = view(beta), y = view(y)](
+                 Queue& on) mutable { layer_norm_impl(on, rows, cols, eps, x, gamma, beta, y); });
 }
 
 void Backend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x, float beta,
@@ -156,7 +191,9 @@ void Backend::axpby(Queue& q, std::size_t n, float alpha, const DeviceBuffer& x,
     need(x, n, "x", "axpby");
     need(y, n, "y", "axpby");
     if (n == 0) return;
-    axpby_impl(q, n, alpha, x, beta, y);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        axpby_impl(on, n, alpha, x, beta, y);
+    });
 }
 
 void Backend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
@@ -164,7 +201,9 @@ void Backend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
                         std::size_t dst_offset, std::size_t dst_stride) {
     check_copy_rows(rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
     if (rows <= 0 || cols <= 0) return;
-    copy_rows_impl(q, rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
+    issue(q, [=, this, src = view(src), dst = view(dst)](Queue& on) mutable {
+        copy_rows_impl(on, rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
+    });
 }
 
 void Backend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
@@ -174,7 +213,9 @@ void Backend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, Dev
     // In place, tiles would overwrite input other work-groups have yet to read.
     if (total == 0) return;
     distinct(x, y, "x and y", "transpose");
-    transpose_impl(q, rows, cols, x, y);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        transpose_impl(on, rows, cols, x, y);
+    });
 }
 
 void Backend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,
@@ -183,7 +224,9 @@ void Backend::add_bias(Queue& q, int rows, int cols, const DeviceBuffer& bias, b
     need(y, total, "y", "add_bias");
     need(bias, total > 0 ? count(per_row ? rows : cols) : 0, "bias", "add_bias");
     if (total == 0) return;
-    add_bias_impl(q, rows, cols, bias, per_row, y);
+    issue(q, [=, this, bias = view(bias), y = view(y)](Queue& on) mutable {
+        add_bias_impl(on, rows, cols, bias, per_row, y);
+    });
 }
 
 void Backend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude,
@@ -194,7 +237,9 @@ void Backend::polar_spectrum(Queue& q, int frames, int bins, float max_magnitude
     // A frame's output overwrites log-magnitudes of bins not yet read.
     if (total == 0) return;
     distinct(x, y, "x and y", "polar_spectrum");
-    polar_spectrum_impl(q, frames, bins, max_magnitude, x, y);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        polar_spectrum_impl(on, frames, bins, max_magnitude, x, y);
+    });
 }
 
 void Backend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
@@ -204,7 +249,9 @@ void Backend::rfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuf
     }
     if (n <= 0 || batch <= 0) return;
     distinct(in, out, "in and out", "rfft");
-    rfft_impl(q, n, batch, in, out);
+    issue(q, [=, this, in = view(in), out = view(out)](Queue& on) mutable {
+        rfft_impl(on, n, batch, in, out);
+    });
 }
 
 void Backend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBuffer& out) {
@@ -214,7 +261,9 @@ void Backend::irfft(Queue& q, int n, int batch, const DeviceBuffer& in, DeviceBu
     }
     if (n <= 0 || batch <= 0) return;
     distinct(in, out, "in and out", "irfft");
-    irfft_impl(q, n, batch, in, out);
+    issue(q, [=, this, in = view(in), out = view(out)](Queue& on) mutable {
+        irfft_impl(on, n, batch, in, out);
+    });
 }
 
 void Backend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int hop, int n_frames,
@@ -227,7 +276,10 @@ void Backend::frame_signal(Queue& q, const DeviceBuffer& signal, int n_fft, int 
         need(frames, count(n_frames) * count(n_fft), "frames", op);
     }
     if (n_fft <= 0 || n_frames <= 0) return;
-    frame_signal_impl(q, signal, n_fft, hop, n_frames, window, frames);
+    issue(q, [=, this, signal = view(signal), window = view(window),
+              frames = view(frames)](Queue& on) mutable {
+        frame_signal_impl(on, signal, n_fft, hop, n_frames, window, frames);
+    });
 }
 
 void Backend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int hop, int n_frames,
@@ -240,7 +292,10 @@ void Backend::overlap_add(Queue& q, const DeviceBuffer& frames, int n_fft, int h
         need(out, count(n_frames - 1) * count(hop) + count(n_fft), "out", op);
     }
     if (n_fft <= 0 || n_frames <= 0) return;
-    overlap_add_impl(q, frames, n_fft, hop, n_frames, window, out);
+    issue(q, [=, this, frames = view(frames), window = view(window),
+              out = view(out)](Queue& on) mutable {
+        overlap_add_impl(on, frames, n_fft, hop, n_frames, window, out);
+    });
 }
 
 void Backend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuffer& b,
@@ -249,14 +304,18 @@ void Backend::complex_multiply(Queue& q, const DeviceBuffer& a, const DeviceBuff
     need(b, 2 * n, "b", "complex_multiply");
     need(c, 2 * n, "c", "complex_multiply");
     if (n == 0) return;
-    complex_multiply_impl(q, a, b, c, n);
+    issue(q, [=, this, a = view(a), b = view(b), c = view(c)](Queue& on) mutable {
+        complex_multiply_impl(on, a, b, c, n);
+    });
 }
 
 void Backend::complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) {
     need(x, 2 * n, "x", "complex_exp");
     need(y, 2 * n, "y", "complex_exp");
     if (n == 0) return;
-    complex_exp_impl(q, x, y, n);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        complex_exp_impl(on, x, y, n);
+    });
 }
 
 void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x,
@@ -265,7 +324,9 @@ void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer&
     need(x, total, "x", "minimum_phase_fold");
     need(y, total, "y", "minimum_phase_fold");
     if (total == 0) return;
-    minimum_phase_fold_impl(q, n, batch, x, y);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        minimum_phase_fold_impl(on, n, batch, x, y);
+    });
 }
 
 void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer& x,
@@ -275,7 +336,9 @@ void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer&
     need(y, half, "y", "gated_tanh");
     if (half == 0) return;
     distinct(x, y, "x and y", "gated_tanh");
-    gated_tanh_impl(q, channels, length, x, y);
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        gated_tanh_impl(on, channels, length, x, y);
+    });
 }
 
 }  // namespace etude::gpu

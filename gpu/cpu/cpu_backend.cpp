@@ -151,7 +151,9 @@ void CpuBackend::copy_to_host_impl(Queue&, float* dst, const DeviceBuffer& src, 
 void CpuBackend::fill_impl(Queue&, DeviceBuffer& dst, float value, std::size_t n) {
     std::fill(f(dst), f(dst) + n, value);
 }
-void CpuBackend::synchronize(Queue&) {}
+void CpuBackend::synchronize(Queue& q) {
+    refuse_while_recording(q, "synchronize");
+}
 
 void CpuBackend::activation_impl(Queue&, Activation fn, const DeviceBuffer& x, DeviceBuffer& y,
                                  std::size_t n, float alpha) {

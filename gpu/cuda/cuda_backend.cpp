@@ -24,98 +24,21 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/cuda/cuda_handles.h"
 #include "gpu/cuda/cuda_kernels.h"
 #include "gpu/kernel_timing_table.h"
 
 namespace etude::gpu {
 namespace {
 
-// ---- RAII for CUDA resources ----
-
-struct StreamDeleter {
-    void operator()(cudaStream_t s) const noexcept { cudaStreamDestroy(s); }
-};
-using Stream = std::unique_ptr<CUstream_st, StreamDeleter>;
-
-struct EventDeleter {
-    void operator()(cudaEvent_t e) const noexcept { cudaEventDestroy(e); }
-};
-using Event = std::unique_ptr<CUevent_st, EventDeleter>;
-
-struct CublasDeleter {
-    void operator()(cublasHandle_t h) const noexcept { cublasDestroy(h); }
-};
-using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
-
-struct DeviceFree {
-    void operator()(void* p) const noexcept { cudaFree(p); }
-};
-using DeviceMemory = std::unique_ptr<void, DeviceFree>;
-
-// cufftHandle is a plain int, so it gets a small owning class of its own.
-class FftPlan {
-  public:
-    FftPlan() = default;
-    explicit FftPlan(cufftHandle h) : h_(h), valid_(true) {}
-    FftPlan(FftPlan&& o) noexcept : h_(o.h_), valid_(std::exchange(o.valid_, false)) {}
-    FftPlan& operator=(FftPlan&& o) noexcept {
-        if (this != &o) {
-            reset();
-            h_ = o.h_;
-            valid_ = std::exchange(o.valid_, false);
-        }
-        return *this;
-    }
-    FftPlan(const FftPlan&) = delete;
-    FftPlan& operator=(const FftPlan&) = delete;
-    ~FftPlan() { reset(); }
-    cufftHandle get() const { return h_; }
-    explicit operator bool() const { return valid_; }
-
-  private:
-    void reset() noexcept {
-        if (valid_) cufftDestroy(h_);
-        valid_ = false;
-    }
-    cufftHandle h_ = 0;
-    bool valid_ = false;
-};
-
-// cuFFT has no error-string function.
-const char* cufft_error_name(cufftResult r) {
-    switch (r) {
-        case CUFFT_SUCCESS:
-            return "CUFFT_SUCCESS";
-        case CUFFT_INVALID_PLAN:
-            return "CUFFT_INVALID_PLAN";
-        case CUFFT_ALLOC_FAILED:
-            return "CUFFT_ALLOC_FAILED";
-        case CUFFT_INVALID_TYPE:
-            return "CUFFT_INVALID_TYPE";
-        case CUFFT_INVALID_VALUE:
-            return "CUFFT_INVALID_VALUE";
-        case CUFFT_INTERNAL_ERROR:
-            return "CUFFT_INTERNAL_ERROR";
-        case CUFFT_EXEC_FAILED:
-            return "CUFFT_EXEC_FAILED";
-        case CUFFT_SETUP_FAILED:
-            return "CUFFT_SETUP_FAILED";
-        case CUFFT_INVALID_SIZE:
-            return "CUFFT_INVALID_SIZE";
-        case CUFFT_UNALIGNED_DATA:
-            return "CUFFT_UNALIGNED_DATA";
-        case CUFFT_INVALID_DEVICE:
-            return "CUFFT_INVALID_DEVICE";
-        case CUFFT_NO_WORKSPACE:
-            return "CUFFT_NO_WORKSPACE";
-        case CUFFT_NOT_IMPLEMENTED:
-            return "CUFFT_NOT_IMPLEMENTED";
-        case CUFFT_NOT_SUPPORTED:
-            return "CUFFT_NOT_SUPPORTED";
-        default:
-            return "cuFFT error";
-    }
-}
+using cuda::CublasHandle;
+using cuda::cufft_error_name;
+using cuda::DeviceMemory;
+using cuda::Event;
+using cuda::FftPlan;
+using cuda::Graph;
+using cuda::GraphExec;
+using cuda::Stream;
 
 std::string version_string(int v) {
     // CUDA encodes versions as 1000*major + 10*minor.
@@ -270,7 +193,9 @@ class CudaBackend::Op {
         if (late_ms > 0)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(late_ms));
         impl_.use_device(name);
-        if (!b.profiling()) return;
+        // Inside a recording nothing is timed: an event there would be a
+        // node of the graph, never read.
+        if (!b.profiling() || q.recording()) return;
         if (q_.pending.size() >= kMaxPendingTimings) impl_.harvest(q_);
         if (q_.pending.size() >= kMaxPendingTimings) return;  // still busy: skip timing this op
         start_ = impl_.take_event(q_, name);
@@ -453,6 +378,7 @@ void CudaBackend::fill_impl(Queue& q, DeviceBuffer& dst, float value, std::size_
 }
 
 void CudaBackend::synchronize(Queue& q) {
+    refuse_while_recording(q, "synchronize");
     CudaQueue& cq = impl_->queue(q);
     impl_->use_device("synchronize");
     impl_->check(cudaStreamSynchronize(cq.stream.get()), "cudaStreamSynchronize", "synchronize");
@@ -662,6 +588,68 @@ void CudaBackend::gated_tanh_impl(Queue& q, int channels, int length, const Devi
 }
 
 // ---- profiling ----
+
+// ---- recordings: CUDA graphs by stream capture ----
+// What the ops put on a stream is capturable: the kernels of
+// cuda_kernels.cu, cudaMemcpyAsync and cudaMemcpy2DAsync between device
+// buffers, cublasSgemm (cuBLAS supports capture; since CUDA 12.2 its
+// default workspace comes from cudaMallocAsync, which becomes a node of the
+// graph, so no workspace need be set) and cufftExecR2C/C2R (cuFFT documents
+// CUDA Graphs support for its execution calls). Host copies and
+// synchronize are refused by gpu::Backend before they get here. What is
+// not stream work, a cuFFT plan or the irfft scratch made on an FFT's first
+// use, is made while capturing: the Relaxed capture mode allows it from
+// this thread (Global mode refuses cudaMalloc). Plans and the cuBLAS handle
+// belong to the queue and the graph uses them, hence a recording replays
+// only on its own queue. Checked to compile here; not yet run on a GPU.
+namespace {
+
+struct CudaGraph final : RecordedWork {
+    Graph graph;
+    GraphExec exec;
+};
+
+}  // namespace
+
+bool CudaBackend::begin_recording_impl(Queue& q) {
+    CudaQueue& cq = impl_->queue(q);
+    impl_->use_device("record");
+    impl_->check(cudaStreamBeginCapture(cq.stream.get(), cudaStreamCaptureModeRelaxed),
+                 "cudaStreamBeginCapture", "record");
+    return true;
+}
+
+std::shared_ptr<RecordedWork> CudaBackend::end_recording_impl(Queue& q) {
+    CudaQueue& cq = impl_->queue(q);
+    impl_->use_device("record");
+    auto work = std::make_shared<CudaGraph>();
+    cudaGraph_t graph = nullptr;
+    impl_->check(cudaStreamEndCapture(cq.stream.get(), &graph), "cudaStreamEndCapture", "record");
+    work->graph.reset(graph);
+    cudaGraphExec_t exec = nullptr;
+    impl_->check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", "record");
+    work->exec.reset(exec);
+    return work;
+}
+
+void CudaBackend::abort_recording_impl(Queue& q) noexcept {
+    auto* cq = dynamic_cast<CudaQueue*>(&q);
+    if (!cq) return;
+    cudaSetDevice(impl_->device);
+    cudaGraph_t graph = nullptr;
+    // Ends the capture whatever state an error left it in; nothing ran.
+    if (cudaStreamEndCapture(cq->stream.get(), &graph) == cudaSuccess && graph)
+        cudaGraphDestroy(graph);
+    cudaGetLastError();
+}
+
+void CudaBackend::replay_impl(Queue& q, const std::shared_ptr<RecordedWork>& work) {
+    auto* graph = dynamic_cast<const CudaGraph*>(work.get());
+    if (!graph) throw std::invalid_argument("replay: not a CUDA recording");
+    Op op(*this, q, "replay");
+    op.check(cudaGraphLaunch(graph->exec.get(), op.stream()), "cudaGraphLaunch");
+    op.done();
+}
 
 std::vector<KernelTiming> CudaBackend::kernel_timings() const {
     return impl_->timings.snapshot();

@@ -46,6 +46,12 @@ class CudaBackend final : public Backend {
     void reset_timings() override;
 
   private:
+    // Recordings: CUDA graphs captured from the queue's stream.
+    bool begin_recording_impl(Queue& q) override;
+    std::shared_ptr<RecordedWork> end_recording_impl(Queue& q) override;
+    void abort_recording_impl(Queue& q) noexcept override;
+    void replay_impl(Queue& q, const std::shared_ptr<RecordedWork>& work) override;
+
     // The operations, with arguments already checked by gpu::Backend.
     void copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset, const float* src,
                              std::size_t floats) override;

@@ -358,6 +358,7 @@ void OpenClBackend::copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& 
 }
 
 void OpenClBackend::synchronize(Queue& q) {
+    refuse_while_recording(q, "synchronize");
     auto& cq = queue_of(q, "synchronize");
     check(clFinish(cq.queue.get()), "clFinish", "synchronizing a queue");
     collect_timings(cq, true);

@@ -58,6 +58,7 @@ namespace etude::gpu::vk {
     X(vkCmdPipelineBarrier)          \
     X(vkCmdCopyBuffer)               \
     X(vkCmdFillBuffer)               \
+    X(vkCmdExecuteCommands)          \
     X(vkCmdWriteTimestamp)           \
     X(vkCmdResetQueryPool)           \
     X(vkCreateQueryPool)             \

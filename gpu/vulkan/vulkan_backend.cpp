@@ -105,10 +105,34 @@ std::unique_ptr<Queue> VulkanBackend::create_queue() {
 }
 
 void VulkanBackend::synchronize(Queue& q) {
+    refuse_while_recording(q, "synchronize");
     vk::CommandStream& s = stream_of(q, "synchronize");
     std::vector<vk::TimedCommand> times;
     guarded([&] { s.finish(times); });
     for (const auto& t : times) s_->timings.record(t.name, t.ms);
+}
+
+bool VulkanBackend::begin_recording_impl(Queue& q) {
+    vk::CommandStream& s = stream_of(q, "record");
+    guarded([&] { s.begin_capture(std::make_shared<vk::RecordedCommands>(s_->device)); });
+    return true;
+}
+
+std::shared_ptr<RecordedWork> VulkanBackend::end_recording_impl(Queue& q) {
+    std::shared_ptr<RecordedWork> work;
+    guarded([&] { work = stream_of(q, "record").end_capture(); });
+    return work;
+}
+
+void VulkanBackend::abort_recording_impl(Queue& q) noexcept {
+    if (auto* s = dynamic_cast<vk::CommandStream*>(&q)) s->abort_capture();
+}
+
+void VulkanBackend::replay_impl(Queue& q, const std::shared_ptr<RecordedWork>& work) {
+    vk::CommandStream& s = begin(q, "replay");
+    auto commands = std::dynamic_pointer_cast<vk::RecordedCommands>(work);
+    if (!commands) throw std::invalid_argument("replay: not a Vulkan recording");
+    guarded([&] { s.replay(std::move(commands), "replay"); });
 }
 
 std::vector<KernelTiming> VulkanBackend::kernel_timings() const {

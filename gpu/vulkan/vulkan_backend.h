@@ -11,6 +11,7 @@
 //   vulkan_memory    buffers (a DeviceBuffer's handle is a vk::Allocation*), staging
 //   vulkan_pipelines the embedded SPIR-V and one pipeline per shader
 //   vulkan_queue     a Queue: a command buffer recorded op by op, submitted on synchronize()
+//   vulkan_recording a Recording: a secondary command buffer kept and replayed
 //   vulkan_backend   this class: memory, queues, timings, health (vulkan_backend.cpp);
 //                    the operations (vulkan_ops.cpp); the FFT (vulkan_fft.cpp)
 //
@@ -64,6 +65,12 @@ class VulkanBackend final : public Backend {
     void reset_timings() override;
 
   private:
+    // Recordings: a kept secondary command buffer (vulkan_recording.h).
+    bool begin_recording_impl(Queue& q) override;
+    std::shared_ptr<RecordedWork> end_recording_impl(Queue& q) override;
+    void abort_recording_impl(Queue& q) noexcept override;
+    void replay_impl(Queue& q, const std::shared_ptr<RecordedWork>& work) override;
+
     void copy_to_device_impl(Queue& q, DeviceBuffer& dst, std::size_t dst_offset_floats,
                              const float* src, std::size_t floats) override;
     void copy_to_host_impl(Queue& q, float* dst, const DeviceBuffer& src,

@@ -1,6 +1,7 @@
 #include "gpu/vulkan/vulkan_queue.h"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace etude::gpu::vk {
 namespace {
@@ -10,6 +11,24 @@ constexpr std::uint32_t kTimedCommands = 256;
 // How long finish() waits for the device before calling it lost: far longer
 // than any batch of this engine's work, short of a hang.
 constexpr std::uint64_t kFenceTimeoutNs = 60'000'000'000ull;
+
+void refuse_in_capture(bool capturing, const char* op) {
+    if (capturing)
+        throw std::invalid_argument(std::string(op) + ": not allowed inside a recording");
+}
+
+// This command sees everything the earlier ones wrote (in this batch, or in
+// an earlier submission to the device's queue, such as another stream's),
+// and writes nothing they still read.
+void full_barrier(const DeviceApi& fn, VkCommandBuffer cb) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    fn.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
 
 }  // namespace
 
@@ -65,6 +84,8 @@ void CommandStream::release() noexcept {
     // A batch recorded but never submitted used nothing.
     if (batch_) frees_.close_batch(batch_);
     batch_ = 0;
+    capture_ = nullptr;
+    replayed_.clear();
     for (Allocation* a : scratch_) free_buffer(device_, a);
     for (Allocation* a : retired_) free_buffer(device_, a);
     scratch_[0] = scratch_[1] = nullptr;
@@ -82,8 +103,26 @@ void CommandStream::fail(VkResult r, const char* call) {
     throw DeviceError(broken_);
 }
 
-void CommandStream::begin_command(const char* op, const BufferAccess& access) {
+void CommandStream::check_usable() const {
     if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
+}
+
+VkCommandBuffer CommandStream::begin_command(const char* op, const BufferAccess& access) {
+    check_usable();
+    const DeviceApi& fn = device_.fn();
+    if (capture_) {
+        if (capture_->plan().next(access)) full_barrier(fn, capture_->commands());
+        return capture_->commands();
+    }
+    open();
+    if (plan_.next(access)) full_barrier(fn, cb_);
+    const bool timed = time_commands_ && queries_ && timed_ < kTimedCommands;
+    recorded_.push_back({op, timed, time_commands_});
+    if (timed) fn.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * timed_);
+    return cb_;
+}
+
+void CommandStream::open() {
     const DeviceApi& fn = device_.fn();
     if (!recording_) {
         VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -96,25 +135,10 @@ void CommandStream::begin_command(const char* op, const BufferAccess& access) {
         timed_ = 0;
         plan_.start();
     }
-    if (plan_.next(access)) {
-        // This command sees everything the earlier ones wrote (in this
-        // batch, or in an earlier submission to the device's queue, such as
-        // another stream's), and writes nothing they still read.
-        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-        const VkPipelineStageFlags stages =
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-        fn.vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-    }
-    const bool timed = time_commands_ && queries_ && timed_ < kTimedCommands;
-    recorded_.push_back({op, timed, time_commands_});
-    if (timed) fn.vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 2 * timed_);
 }
 
 void CommandStream::end_command() {
-    if (!recorded_.back().timed) return;
+    if (capture_ || !recorded_.back().timed) return;
     device_.fn().vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_,
                                      2 * timed_ + 1);
     ++timed_;
@@ -123,18 +147,18 @@ void CommandStream::end_command() {
 void CommandStream::dispatch(Kernel k, const void* args, std::uint32_t bytes,
                              std::uint32_t groups_x, std::uint32_t groups_y, const char* op,
                              const BufferAccess& access, std::uint32_t groups_z) {
-    begin_command(op, access);
+    const VkCommandBuffer cb = begin_command(op, access);
     const DeviceApi& fn = device_.fn();
-    fn.vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[k]);
-    fn.vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, args);
-    fn.vkCmdDispatch(cb_, groups_x, groups_y, groups_z);
+    fn.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[k]);
+    fn.vkCmdPushConstants(cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, args);
+    fn.vkCmdDispatch(cb, groups_x, groups_y, groups_z);
     end_command();
 }
 
 void CommandStream::record_copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions,
                                 std::uint32_t count, const char* op, const BufferAccess& access) {
-    begin_command(op, access);
-    device_.fn().vkCmdCopyBuffer(cb_, src, dst, count, regions);
+    const VkCommandBuffer cb = begin_command(op, access);
+    device_.fn().vkCmdCopyBuffer(cb, src, dst, count, regions);
     end_command();
 }
 
@@ -145,8 +169,8 @@ void CommandStream::copy(const Allocation& src, const Allocation& dst, const VkB
 
 void CommandStream::fill(const Allocation& dst, VkDeviceSize bytes, std::uint32_t pattern,
                          const char* op) {
-    begin_command(op, {{}, {dst.address}});
-    device_.fn().vkCmdFillBuffer(cb_, dst.buffer, 0, bytes, pattern);
+    const VkCommandBuffer cb = begin_command(op, {{}, {dst.address}});
+    device_.fn().vkCmdFillBuffer(cb, dst.buffer, 0, bytes, pattern);
     end_command();
 }
 
@@ -155,7 +179,8 @@ void CommandStream::fill(const Allocation& dst, VkDeviceSize bytes, std::uint32_
 // visible to the host, so only the device buffer is named.
 void CommandStream::upload(const void* src, const Allocation& dst, VkDeviceSize dst_offset,
                            std::size_t bytes) {
-    if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
+    check_usable();
+    refuse_in_capture(capture_ != nullptr, "h2d");
     const StagingArena::Slice s = staging_.take(bytes);
     std::memcpy(s.host, src, bytes);
     const VkBufferCopy region{s.offset, dst_offset, bytes};
@@ -164,7 +189,8 @@ void CommandStream::upload(const void* src, const Allocation& dst, VkDeviceSize 
 
 void CommandStream::download(const Allocation& src, VkDeviceSize src_offset, void* dst,
                              std::size_t bytes) {
-    if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
+    check_usable();
+    refuse_in_capture(capture_ != nullptr, "d2h");
     const StagingArena::Slice s = staging_.take(bytes);
     const VkBufferCopy region{src_offset, s.offset, bytes};
     record_copy(src.buffer, s.buffer, &region, 1, "d2h", {{src.address}, {}});
@@ -172,6 +198,7 @@ void CommandStream::download(const Allocation& src, VkDeviceSize src_offset, voi
 }
 
 VkDeviceAddress CommandStream::scratch(int slot, std::size_t bytes) {
+    if (capture_) return capture_->scratch(slot, bytes);
     Allocation*& a = scratch_[slot];
     if (!a || a->bytes < bytes) {
         if (a) retired_.push_back(a);
@@ -181,8 +208,40 @@ VkDeviceAddress CommandStream::scratch(int slot, std::size_t bytes) {
     return a->address;
 }
 
+void CommandStream::begin_capture(std::shared_ptr<RecordedCommands> into) {
+    check_usable();
+    refuse_in_capture(capture_ != nullptr, "record");
+    capture_ = std::move(into);
+}
+
+std::shared_ptr<RecordedCommands> CommandStream::end_capture() {
+    std::shared_ptr<RecordedCommands> done = std::move(capture_);
+    capture_ = nullptr;
+    if (done) done->end();
+    return done;
+}
+
+void CommandStream::abort_capture() noexcept {
+    capture_ = nullptr;
+}
+
+void CommandStream::replay(std::shared_ptr<RecordedCommands> commands, const char* op) {
+    refuse_in_capture(capture_ != nullptr, op);
+    const VkCommandBuffer secondary = commands->commands();
+    // No barrier of its own needed before it: the recording's first
+    // command has one (see vulkan_recording.h).
+    begin_command(op, {});
+    device_.fn().vkCmdExecuteCommands(cb_, 1, &secondary);
+    end_command();
+    // What the recording wrote is unknown to this queue's plan: the next
+    // command waits for all of it.
+    plan_.start();
+    replayed_.push_back(std::move(commands));
+}
+
 void CommandStream::finish(std::vector<TimedCommand>& timings) {
-    if (!broken_.empty()) throw DeviceError(broken_ + " (an earlier failure on this queue)");
+    check_usable();
+    refuse_in_capture(capture_ != nullptr, "synchronize");
     if (!recording_) return;
     const DeviceApi& fn = device_.fn();
     // The downloads' staging memory is read by the host after the fence.
@@ -234,6 +293,7 @@ void CommandStream::finish(std::vector<TimedCommand>& timings) {
     staging_.reset();
     for (Allocation* a : retired_) free_buffer(device_, a);
     retired_.clear();
+    replayed_.clear();
 }
 
 }  // namespace etude::gpu::vk

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "gpu/vulkan/barrier_plan.h"
 #include "gpu/vulkan/vulkan_memory.h"
 #include "gpu/vulkan/vulkan_pipelines.h"
+#include "gpu/vulkan/vulkan_recording.h"
 
 namespace etude::gpu::vk {
 
@@ -64,6 +66,18 @@ class CommandStream final : public Queue {
     // the next finish(), since recorded commands may still use it.
     VkDeviceAddress scratch(int slot, std::size_t bytes);
 
+    // Recordings (gpu::Backend::record/replay). Between begin_capture and
+    // end_capture (or abort_capture) commands go into `into` instead of the
+    // queue's own command buffer, untimed; what the queue had recorded
+    // before stays queued. Copies to or from the host are refused
+    // (std::invalid_argument), as is finish().
+    void begin_capture(std::shared_ptr<RecordedCommands> into);
+    std::shared_ptr<RecordedCommands> end_capture();  // throws DeviceError
+    void abort_capture() noexcept;
+    // Queues a recording's commands, timed as `op` while profiling; the
+    // queue keeps the recording alive until its submission has finished.
+    void replay(std::shared_ptr<RecordedCommands> commands, const char* op);
+
     // Submits what was recorded, waits for it, copies the downloads to the
     // host and appends the time of each command recorded while profiling
     // to `timings`. Throws DeviceError
@@ -74,7 +88,11 @@ class CommandStream final : public Queue {
     const Device& device() const { return device_; }
 
   private:
-    void begin_command(const char* op, const BufferAccess& access);
+    // The command buffer the next command goes into (the capture's while
+    // one is open), with a barrier before it where the plan says.
+    VkCommandBuffer begin_command(const char* op, const BufferAccess& access);
+    void open();  // begins the queue's own command buffer if it is not recording yet
+    void check_usable() const;
     void record_copy(VkBuffer src, VkBuffer dst, const VkBufferCopy* regions, std::uint32_t count,
                      const char* op, const BufferAccess& access);
     void end_command();
@@ -109,6 +127,8 @@ class CommandStream final : public Queue {
     std::vector<Download> downloads_;
     Allocation* scratch_[2] = {nullptr, nullptr};
     std::vector<Allocation*> retired_;
+    std::shared_ptr<RecordedCommands> capture_;                // open while recording
+    std::vector<std::shared_ptr<RecordedCommands>> replayed_;  // until finish()
 };
 
 }  // namespace etude::gpu::vk
