@@ -26,6 +26,8 @@
 // engine's own counters, which count only inside speech). Then the same N streams read offline with
 // read(): the aggregate speed, seconds of audio per second of wall time. Prints one line per N and
 // the CPU; numbers belong to the machine they came from (docs/benchmarks.md).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -52,6 +54,16 @@ std::string cpu_model() {
     for (std::string line; std::getline(in, line);)
         if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
     return "?";
+}
+
+// This process's CPU time so far (all its threads, user and system).
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    const auto s = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6;
+    };
+    return s(u.ru_utime) + s(u.ru_stime);
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -145,12 +157,18 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
     return r;
 }
 
-double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                     const Reply& reply, int n) {
+struct OfflineResult {
+    double audio_s = 0, wall_s = 0, cpu_s = 0;
+    double speed() const { return audio_s / wall_s; }
+};
+
+OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
+                            const Reply& reply, int n) {
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
     for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
     const double rate = streams[0]->sample_rate();
     std::vector<std::size_t> samples(static_cast<std::size_t>(n));
+    const double cpu0 = cpu_seconds();
     const auto t0 = Clock::now();
     std::vector<std::thread> readers;
     for (int i = 0; i < n; ++i) {
@@ -161,10 +179,11 @@ double offline_speed(etude::engine::Engine& engine, const etude::engine::StreamO
         });
     }
     for (auto& t : readers) t.join();
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    double audio = 0;
-    for (auto s : samples) audio += static_cast<double>(s) / rate;
-    return audio / wall;
+    OfflineResult r;
+    r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.cpu_s = cpu_seconds() - cpu0;
+    for (auto s : samples) r.audio_s += static_cast<double>(s) / rate;
+    return r;
 }
 
 int usage() {
@@ -237,12 +256,22 @@ int main(int argc, char** argv) {
             if (n < 1) return usage();
             LiveResult all;
             std::vector<double> speeds;
+            double live_cpu = 0, live_wall = 0, offline_cpu = 0, offline_wall = 0,
+                   offline_audio = 0;
             for (int r = 0; r < rounds; ++r) {
+                const double cpu0 = cpu_seconds();
+                const auto t0 = Clock::now();
                 const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers);
+                live_cpu += cpu_seconds() - cpu0;
+                live_wall += std::chrono::duration<double>(Clock::now() - t0).count();
                 all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
                 all.streams_with_underruns += one.streams_with_underruns;
                 all.underrun_samples += one.underrun_samples;
-                speeds.push_back(offline_speed(engine, opts, reply, n));
+                const OfflineResult off = offline_speed(engine, opts, reply, n);
+                speeds.push_back(off.speed());
+                offline_cpu += off.cpu_s;
+                offline_wall += off.wall_s;
+                offline_audio += off.audio_s;
             }
             std::printf(
                 "  %3d streams  first audio median %7.1f ms  p95 %7.1f  max %7.1f  "
@@ -251,6 +280,16 @@ int main(int argc, char** argv) {
                 *std::max_element(all.first_ms.begin(), all.first_ms.end()),
                 static_cast<unsigned long long>(all.streams_with_underruns), all.first_ms.size(),
                 static_cast<unsigned long long>(all.underrun_samples), percentile(speeds, 0.5));
+            // The host's share: this process's CPU time over the wall time
+            // and the CPUs (a GPU run's host cost); and offline, the audio
+            // made per CPU second, which other processes on a shared machine
+            // change less than the wall-time speed.
+            const double cpus = std::thread::hardware_concurrency();
+            std::printf(
+                "               host CPU busy: live %3.0f%%, offline %3.0f%% of %u CPUs; offline "
+                "%.1f s of audio per CPU second\n",
+                100.0 * live_cpu / live_wall / cpus, 100.0 * offline_cpu / offline_wall / cpus,
+                std::thread::hardware_concurrency(), offline_audio / offline_cpu);
             std::printf(
                 "               front ends: %d threads, at most %d sentences analysed at once so "
                 "far\n",
