@@ -5,8 +5,11 @@
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
+//                      [--scheduling live|network]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
+// --scheduling network: the streams are of the network class, as a
+// server's are (their chunks at the network gate, deadline_gate.h).
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -88,6 +91,7 @@ struct Reply {
 struct LiveResult {
     std::vector<double> first_ms;
     std::uint64_t streams_with_underruns = 0, underrun_samples = 0;
+    double audio_s = 0;  // all the streams' audio
 };
 
 // `readers` offline readers, each reading the reply over and over until `stop`.
@@ -153,6 +157,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
                                                    : push_ms[i] + st.first_audio_ms);
         r.streams_with_underruns += st.underruns > 0;
         r.underrun_samples += st.underrun_samples;
+        r.audio_s += static_cast<double>(st.samples_delivered) / streams[i]->sample_rate();
     }
     return r;
 }
@@ -190,7 +195,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
-                 "[--beside-readers N] [--turns N]\n");
+                 "[--beside-readers N] [--turns N] [--scheduling live|network]\n");
     return 2;
 }
 
@@ -199,6 +204,7 @@ int usage() {
 int main(int argc, char** argv) {
     std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
     int rounds = 3, readers = 0, turns = 0;
+    std::string scheduling = "live";
     double period_ms = 10.0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -219,10 +225,14 @@ int main(int argc, char** argv) {
             readers = std::atoi(argv[++i]);
         else if (a == "--turns")
             turns = std::atoi(argv[++i]);
+        else if (a == "--scheduling")
+            scheduling = argv[++i];
         else
             return usage();
     }
-    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0) return usage();
+    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0 ||
+        (scheduling != "live" && scheduling != "network"))
+        return usage();
     try {
         etude::engine::Engine::Options engine_options;
         engine_options.work_turns = turns;
@@ -231,6 +241,7 @@ int main(int argc, char** argv) {
         opts.voice = etude::engine::PiperVoiceOptions{.piper_voice = voice};
         opts.sample_rate = 0;
         opts.backend = backend;
+        if (scheduling == "network") opts.scheduling = etude::engine::SchedulingClass::Network;
         Reply reply;
         if (!ids_from.empty()) {
             std::ifstream in(ids_from);
@@ -256,8 +267,8 @@ int main(int argc, char** argv) {
             if (n < 1) return usage();
             LiveResult all;
             std::vector<double> speeds;
-            double live_cpu = 0, live_wall = 0, offline_cpu = 0, offline_wall = 0,
-                   offline_audio = 0;
+            double live_cpu = 0, live_wall = 0, live_audio = 0;
+            double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
             for (int r = 0; r < rounds; ++r) {
                 const double cpu0 = cpu_seconds();
                 const auto t0 = Clock::now();
@@ -267,6 +278,7 @@ int main(int argc, char** argv) {
                 all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
                 all.streams_with_underruns += one.streams_with_underruns;
                 all.underrun_samples += one.underrun_samples;
+                live_audio += one.audio_s;
                 const OfflineResult off = offline_speed(engine, opts, reply, n);
                 speeds.push_back(off.speed());
                 offline_cpu += off.cpu_s;
@@ -286,10 +298,11 @@ int main(int argc, char** argv) {
             // change less than the wall-time speed.
             const double cpus = std::thread::hardware_concurrency();
             std::printf(
-                "               host CPU busy: live %3.0f%%, offline %3.0f%% of %u CPUs; offline "
-                "%.1f s of audio per CPU second\n",
+                "               host CPU busy: live %3.0f%%, offline %3.0f%% of %u CPUs; audio per "
+                "CPU second: live %.1f s, offline %.1f s\n",
                 100.0 * live_cpu / live_wall / cpus, 100.0 * offline_cpu / offline_wall / cpus,
-                std::thread::hardware_concurrency(), offline_audio / offline_cpu);
+                std::thread::hardware_concurrency(), live_audio / live_cpu,
+                offline_audio / offline_cpu);
             std::printf(
                 "               front ends: %d threads, at most %d sentences analysed at once so "
                 "far\n",

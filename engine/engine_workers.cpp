@@ -15,7 +15,8 @@ namespace etude::engine {
 EngineWorkers::EngineWorkers(int turns, int network_turns)
     : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
             kProcessorPriority),
-      network_gate_(network_turns > 0 ? network_turns : std::max(2, gpu::host::usable_cpus()), 0),
+      network_gate_(network_turns > 0 ? network_turns : std::max(2, gpu::host::usable_cpus()), 0,
+                    /*solo_when_shared=*/true),
       offline_gate_(gpu::host::usable_cpus(), 0, /*solo_when_shared=*/true) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
