@@ -56,7 +56,8 @@ class EngineWorkers {
     // across the streams (deadline_gate.h).
     DeadlineGate& gate() { return gate_; }
     // The turns of network streams' decoder chunks (deadline_gate.h): the
-    // same order, a turn per usable CPU, holders at their own priority.
+    // same order, a turn per usable CPU, holders at their own priority,
+    // each computing alone while others hold turns.
     DeadlineGate& network_gate() { return network_gate_; }
     // The turns of offline work (an offline stream's, an offline reader's):
     // a turn per usable CPU, holders at their own priority, each computing
