@@ -32,8 +32,8 @@
 //
 // A network stream's (SchedulingClass::Network: a server's, whose reader
 // is a socket) decoder chunks wait at a gate of their own
-// (EngineWorkers::network_gate()), in the same order, with a turn per core
-// and no raised priority: raised, its holders would starve the threads
+// (EngineWorkers::network_gate()), in the same order, with a turn per core,
+// each holder beside others computing alone, and no raised priority: raised, its holders would starve the threads
 // that send their audio, and one turn at a time held a server's streams
 // below the speed the cores give them side by side. Its sentences are
 // analysed in deadline order by the front ends (engine_workers.h) without
