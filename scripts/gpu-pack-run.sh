@@ -282,13 +282,35 @@ if [ "$pack_kind" = streams ]; then
     many_voice_kind="$many_voice_kind: making one needs python3 with torch and onnx"
   fi
   say "many streams: $many_voice_kind"
+  # The GPU's busy share while a run lasts: nvidia-smi dmon's SM column, a
+  # sample a second (issue 41 asks for it beside the host's share, which
+  # etude_many_streams prints itself).
+  gpu_busy_start() {
+    busy_log=$1
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      nvidia-smi dmon -s u -d 1 >"$busy_log" 2>&1 &
+      busy_pid=$!
+    else
+      busy_pid=
+    fi
+  }
+  gpu_busy_stop() {
+    [ -n "$busy_pid" ] || return 0
+    kill "$busy_pid" 2>/dev/null
+    wait "$busy_pid" 2>/dev/null
+    awk '!/^#/ && NF >= 2 && $2 ~ /^[0-9]+$/ { n++; s += $2; if ($2 > m) m = $2 }
+         END { if (n) printf "  GPU SM busy: mean %.0f%%, max %d%% over %d s\n", s / n, m, n }' \
+      "$busy_log" | tee -a "$summary"
+  }
   for backend in ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan}; do
+    gpu_busy_start "$out/gpu-busy-$backend.log"
     timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
       --ids-from "$files/data/piper/reference.json" --backend "$backend" \
       --streams "${ETUDE_MANY_STREAMS:-1,16,64,256}" --rounds 1 >"$out/many-streams-$backend.log" 2>&1
     many_rc=$?
+    gpu_busy_stop
     say "many streams on $backend: exit $many_rc (many-streams-$backend.log)"
-    grep -E ' streams +first audio' "$out/many-streams-$backend.log" | tee -a "$summary"
+    grep -E ' streams +first audio|host CPU busy' "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
@@ -296,10 +318,13 @@ if [ "$pack_kind" = streams ]; then
   # saved beside the .onnx); ONNX Runtime with a single-thread session per
   # host core. Neither fails the pack: they measure others, not the engine.
   if [ -f "${many_voice%.onnx}.pt" ]; then
+    gpu_busy_start "$out/gpu-busy-torch.log"
     timeout "$limit" python3 -B "$files/tools/torch_piper.py" --model "${many_voice%.onnx}.pt" \
       --ids-from "$files/data/piper/reference.json" \
       --batches "${ETUDE_TORCH_BATCHES:-1,16,64,256,1024}" >"$out/torch-piper.log" 2>&1
-    say "PyTorch batched on the same voice: exit $? (torch-piper.log)"
+    torch_rc=$?
+    gpu_busy_stop
+    say "PyTorch batched on the same voice: exit $torch_rc (torch-piper.log)"
     grep -E 'aggregate|out of memory' "$out/torch-piper.log" | tee -a "$summary"
   else
     say "PyTorch batched: skipped (no full-size voice with its PyTorch weights)"
