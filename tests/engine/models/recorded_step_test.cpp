@@ -1,6 +1,7 @@
 // A decoder stream's chunks replayed from recordings (models/recorded_step.h)
 // against the same stream run operation by operation, on a backend that
-// replays natively (Vulkan here: lavapipe in CI; skipped without one).
+// replays natively: Vulkan (lavapipe in CI) and CUDA (on a GPU machine),
+// each skipped without its device.
 //
 // The network: a Piper medium-shaped decoder (tests/data/piper/test_medium,
 // HiFi-GAN through models/vits/vits_decoder.h) on a random latent, long
@@ -75,11 +76,11 @@ bool identical(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
 }
 
-class RecordedStep : public ::testing::Test {
+class RecordedStep : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
     void SetUp() override {
         std::string why;
-        backend_ = test::backend_of(gpu::BackendKind::Vulkan, why);
+        backend_ = test::backend_of(GetParam(), why);
         if (!backend_) GTEST_SKIP() << why << " — the replayed decoder tests are skipped";
         backend_->reset_health();
         weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
@@ -106,7 +107,7 @@ class RecordedStep : public ::testing::Test {
     Latent latent_;
 };
 
-TEST_F(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the_cpu) {
+TEST_P(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the_cpu) {
     auto s = model_->open_stream();
     const auto got = speak(*s, latent_, kPiperChunks);
     const ReplayStats st = s->replay_stats();
@@ -123,8 +124,8 @@ TEST_F(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the
     const auto on_cpu = speak(*cpu, latent_, kPiperChunks);
     ASSERT_EQ(on_cpu.size(), got.size());
     const double diff = test::max_abs_diff(got, on_cpu);
-    std::printf("[ vulkan   ] replayed Piper schedule: max |replayed - CPU| = %.3g over %zu\n",
-                diff, got.size());
+    std::printf("[ %-8s ] replayed Piper schedule: max |replayed - CPU| = %.3g over %zu\n",
+                gpu::to_string(GetParam()), diff, got.size());
     EXPECT_LE(diff, 1e-4);
     EXPECT_GT(rms(on_cpu), 0.01) << "a silent decoder would compare nothing";
 }
@@ -135,7 +136,7 @@ TEST_F(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the
 // exactly five replays. (The chunks of 4 before every layer's window is full
 // run op by op: three for this decoder, whose first chunks reach its
 // last layers shortened by the lags in front of them.)
-TEST_F(RecordedStep, each_chunk_size_is_recorded_once_and_replayed_after) {
+TEST_P(RecordedStep, each_chunk_size_is_recorded_once_and_replayed_after) {
     auto s = model_->open_stream();
     const std::vector<int> fours(8, 4), eights(6, 8);
     std::vector<float> got = speak(*s, latent_, fours, false);
@@ -166,7 +167,7 @@ TEST_F(RecordedStep, each_chunk_size_is_recorded_once_and_replayed_after) {
 
 // Two streams of one model, pushes interleaved, each with its own sizes and
 // recordings: each equals its own op-by-op run.
-TEST_F(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
+TEST_P(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
     const std::vector<int> a_chunks = {8, 8, 8, 8, 8, 8, 8, 5};
     const std::vector<int> b_chunks = {4, 16, 16, 16, 16, 16, 16, 3};
     auto a = model_->open_stream();
@@ -193,7 +194,7 @@ TEST_F(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
 // Recordings stay valid across reset(): a stream cancelled mid-utterance and
 // reset speaks the next utterance as a fresh stream does, replaying the
 // recordings it made before (no new ones for the same sizes).
-TEST_F(RecordedStep, reset_mid_utterance_keeps_the_recordings_and_the_audio_right) {
+TEST_P(RecordedStep, reset_mid_utterance_keeps_the_recordings_and_the_audio_right) {
     auto s = model_->open_stream();
     const std::vector<int> chunks = {8, 8, 8, 8, 8, 8, 3};
     speak(*s, latent_, {8, 8, 8, 8, 8}, false);  // cancelled here
@@ -211,7 +212,7 @@ TEST_F(RecordedStep, reset_mid_utterance_keeps_the_recordings_and_the_audio_righ
 // error does, the chunk is remade on the CPU copy of the model (as the
 // engine's scheduler does), the stream goes back to the device, replays
 // again from the recordings it had, and its audio equals the CPU's.
-TEST_F(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_stream_goes_on) {
+TEST_P(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_stream_goes_on) {
     auto cpu_model = std::shared_ptr<const NeuralModel>(
         load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend()));
     const std::vector<int> chunks = {4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6};
@@ -260,6 +261,10 @@ TEST_F(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_st
     EXPECT_LE(test::max_abs_diff(got, want), 1e-4);
     EXPECT_GT(rms(want), 0.01);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecordedStep,
+                         ::testing::Values(gpu::BackendKind::Vulkan, gpu::BackendKind::Cuda),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
 
 }  // namespace
 }  // namespace etude::engine
