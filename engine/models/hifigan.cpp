@@ -152,7 +152,6 @@ class HifiGanNetwork final : public VocoderNetwork {
         right = rf.right();
         hop_ = audio.hop;
         queue_ = backend_.create_queue();
-        replays_natively_ = RecordedSteps::replays_natively(backend_, *queue_);
     }
 
     int values_per_frame() const override { return hop_; }
@@ -195,7 +194,6 @@ class HifiGanNetwork final : public VocoderNetwork {
     // Every stream's chunk-sized buffers, lent for its pushes.
     mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
-    bool replays_natively_ = false;  // lone settled pushes replay (recorded_step.h)
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
     ConvLayer conv_pre_, conv_post_;
@@ -617,7 +615,7 @@ void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushe
 }
 
 bool HifiGanStream::push_recorded(const StreamPush& p) {
-    if (!replay_ || !net_.replays_natively_ || p.flush || p.frames <= 0 || !settled()) return false;
+    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0 || !settled()) return false;
     gpu::Queue& q = *queue_;
     const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * p.frames;
     RecordedSteps::Step step;

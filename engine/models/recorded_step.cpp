@@ -39,24 +39,15 @@ class SetInPlace {
 }  // namespace
 
 RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers)
-    : backend_(backend), buffers_(std::move(buffers)) {}
+    : backend_(backend), buffers_(std::move(buffers)) {
+    // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
+    // buffers natively too.) Known without a trial recording, which would
+    // allocate, and so take an injected fault meant for the model's load.
+    const gpu::BackendKind kind = backend.info().kind;
+    native_ = kind == gpu::BackendKind::Vulkan || kind == gpu::BackendKind::Cuda;
+}
 
 RecordedSteps::~RecordedSteps() = default;
-
-bool RecordedSteps::replays_natively(gpu::Backend& backend, gpu::Queue& q) {
-    // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
-    // buffers natively too.) Only CUDA and Vulkan record natively.
-    const gpu::BackendKind kind = backend.info().kind;
-    if (kind != gpu::BackendKind::Vulkan && kind != gpu::BackendKind::Cuda) return false;
-    try {
-        gpu::DeviceBuffer probe = backend.allocate(1, "replay probe");
-        const gpu::Recording r =
-            backend.record(q, [&](gpu::Queue& rq) { backend.fill(rq, probe, 0.0f, 1); });
-        return r.replays_natively();
-    } catch (const std::exception&) {
-        return false;  // then every chunk runs op by op, as before recordings
-    }
-}
 
 RecordedSteps::Slot* RecordedSteps::slot_for(int length) {
     for (auto& s : slots_)
@@ -96,6 +87,9 @@ bool RecordedSteps::run(gpu::Queue& q, int length, const Step& step) {
             slot->sized = false;
             throw std::logic_error("recorded step: a buffer moved while recording");
         }
+        // A fallback replay would call the operations one by one anyway:
+        // this one replays, and the next chunks go op by op.
+        if (!r.replays_natively()) native_ = false;
         slot->recording = std::move(r);
         ++stats_.recordings;
         // The body moved the host-side counts on already.

@@ -49,8 +49,9 @@ class RecordedSteps {
     RecordedSteps(const RecordedSteps&) = delete;
     RecordedSteps& operator=(const RecordedSteps&) = delete;
 
-    // Whether `backend` replays recordings natively (tried on `q` once).
-    static bool replays_natively(gpu::Backend& backend, gpu::Queue& q);
+    // Whether the stream's chunks replay: on a backend that replays
+    // natively (Vulkan, CUDA), until a recording says it does not.
+    bool enabled() const { return native_; }
 
     // One settled chunk of `length` frames on `q`: `stage_input` copies the
     // chunk into the stream's buffers, `body` issues the device work and
@@ -78,6 +79,7 @@ class RecordedSteps {
     std::vector<ScratchBuffer*> buffers_;
     std::vector<std::unique_ptr<Slot>> slots_;
     ReplayStats stats_;
+    bool native_ = false;
 };
 
 }  // namespace etude::engine

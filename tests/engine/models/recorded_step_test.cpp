@@ -262,6 +262,19 @@ TEST_P(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_st
     EXPECT_GT(rms(want), 0.01);
 }
 
+// On the CPU (and OpenCL) a replay would call the same operations one by
+// one: every chunk runs op by op, and nothing is recorded.
+TEST(RecordedStepCpu, the_cpu_runs_every_chunk_op_by_op) {
+    const auto weights = read_vits_weights(kVoice);
+    auto model =
+        load_vits_decoder(weights, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend());
+    const Latent latent = random_latent(model->audio().n_mels, 256);
+    auto s = model->open_stream();
+    EXPECT_GT(speak(*s, latent, kPiperChunks).size(), 0u);
+    const ReplayStats st = s->replay_stats();
+    EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, RecordedStep,
                          ::testing::Values(gpu::BackendKind::Vulkan, gpu::BackendKind::Cuda),
                          [](const auto& info) { return std::string(gpu::to_string(info.param)); });
