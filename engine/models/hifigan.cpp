@@ -392,7 +392,8 @@ class HifiGanStream final : public NetworkStream {
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;
-    // After the buffers it swaps sets into (and before nothing that needs it).
+    // Declared last: its recordings name the queue, the layers' state and
+    // the buffers above, so they must die first.
     RecordedSteps steps_{backend_, [this] {
                              const auto buffers = lent();
                              return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
