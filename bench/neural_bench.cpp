@@ -162,8 +162,10 @@ Input input_or_skip(benchmark::State& state, const std::string& name, const std:
 // `streams` streams of one model on one thread, each through the utterance
 // in `chunk`-frame chunks, a chunk of each stream per step: alone, each
 // stream's push in turn; together, one push_together() of all of them.
+// replay: lone pushes may replay recordings of their chunks' device work
+// (NetworkStream::set_replay; only where the backend replays natively).
 void run_streams(benchmark::State& state, const std::string& name, const std::string& backend,
-                 int streams, int chunk, bool together) {
+                 int streams, int chunk, bool together, bool replay = true) {
     const Input in = input_or_skip(state, name, backend);
     if (!in.model) return;
     std::vector<std::unique_ptr<etude::engine::NetworkStream>> all;
@@ -172,6 +174,7 @@ void run_streams(benchmark::State& state, const std::string& name, const std::st
         state.SkipWithError("the model does not run incrementally");
         return;
     }
+    for (auto& s : all) s->set_replay(replay);
     std::vector<std::vector<float>> values(static_cast<std::size_t>(streams));
     std::vector<float> part;
     std::size_t samples = 0;
@@ -219,6 +222,27 @@ void register_streams() {
                         ->Unit(benchmark::kMillisecond)
                         ->UseRealTime()
                         ->MinTime(2.0);
+}
+
+// One stream, its chunks replayed from recordings or issued op by op: the
+// host's time per chunk is the CPU column (the device's work runs on the
+// driver's threads; on lavapipe, the CPU's, so the real time means little).
+void register_replay() {
+    std::vector<std::string> backends = {"cuda"};
+    if (std::getenv("ETUDE_BENCH_VULKAN")) backends.push_back("vulkan");
+    for (const std::string& backend : backends)
+        for (int chunk : {4, 32})
+            for (bool replay : {false, true})
+                benchmark::RegisterBenchmark(
+                    ("Neural/piper_decoder/" + backend + "/stream1_chunk" + std::to_string(chunk) +
+                     "/" + (replay ? "replayed" : "op_by_op"))
+                        .c_str(),
+                    [=](benchmark::State& s) {
+                        run_streams(s, "piper_decoder", backend, 1, chunk, false, replay);
+                    })
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime()
+                    ->MinTime(2.0);
 }
 
 void register_all() {
@@ -270,6 +294,7 @@ void register_concurrent() {
             }
 }
 
-const bool registered = (register_all(), register_concurrent(), register_streams(), true);
+const bool registered =
+    (register_all(), register_concurrent(), register_streams(), register_replay(), true);
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "engine/error.h"
 #include "engine/models/device_weights.h"
 #include "engine/models/receptive_field.h"
+#include "engine/models/recorded_step.h"
 #include "engine/models/scratch_lender.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
@@ -283,6 +284,25 @@ class HifiGanStream final : public NetworkStream {
         return true;
     }
 
+    // Whether every layer is settled (stream_layers.h): a chunk's work can
+    // then be replayed.
+    bool settled() const {
+        if (!pre_->settled() || !post_->settled()) return false;
+        for (const auto& st : stages_) {
+            if (!st.up->settled()) return false;
+            for (const auto& br : st.branches) {
+                for (const auto& sub : br.subs)
+                    if (!sub.c1->settled() || (sub.c2 && !sub.c2->settled()) ||
+                        !sub.skip->settled())
+                        return false;
+                if (!br.align->settled()) return false;
+            }
+        }
+        return true;
+    }
+    void set_replay(bool on) override { replay_ = on; }
+    ReplayStats replay_stats() const override { return steps_.stats(); }
+
     void reset() override {
         pre_->reset();
         post_->reset();
@@ -323,9 +343,16 @@ class HifiGanStream final : public NetworkStream {
         });
     }
     void push_together(std::span<const StreamPush> pushes) override;
-    // push_together()'s walk through the layers, on `q`.
+    // push_together()'s work on `q`: the inputs copied in, the walk through
+    // the layers (walk_layers: from the inputs in `x` to the audio), the
+    // audio copied out.
     void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
                        const std::vector<HifiGanStream*>& streams);
+    void walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
+                     const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x);
+    // A lone push through its chunk length's recording (recorded_step.h);
+    // false, having done nothing, where it cannot replay.
+    bool push_recorded(const StreamPush& p);
 
   private:
     struct Sub {
@@ -364,6 +391,13 @@ class HifiGanStream final : public NetworkStream {
     ScratchBuffer mel_, conv_out_, up_out_, residual_[2], sum_;
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
+    bool replay_ = true;
+    // Declared last: its recordings name the queue, the layers' state and
+    // the buffers above, so they must die first.
+    RecordedSteps steps_{backend_, [this] {
+                             const auto buffers = lent();
+                             return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
+                         }()};
 };
 
 // ---- the whole-window run and the incremental run, side by side ----------
@@ -449,6 +483,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
         }
         streams.push_back(s);
     }
+    if (pushes.size() == 1 && push_recorded(pushes[0])) return;
     // Several streams share the network's joint buffers (a lone stream
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
@@ -491,6 +526,26 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
         if (n_in > 0) backend_.copy_to_device(q, in, 0, p.mel, n_in);
         x[i] = {&in, net_.n_mels_, p.frames};
     });
+    walk_layers(q, pushes, streams, x);
+    each([&](HifiGanStream&, const StreamPush& p, std::size_t i) {
+        if (x[i].length <= 0) return;
+        const std::size_t n = static_cast<std::size_t>(x[i].length);
+        const std::size_t at = p.values->size();
+        p.values->resize(at + n);
+        backend_.copy_to_host(q, p.values->data() + at, *x[i].buffer, 0, n);
+    });
+    backend_.synchronize(q);
+}
+
+// No host memory and no waits in here: a recording (push_recorded) is this
+// walk for one stream.
+void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                const std::vector<HifiGanStream*>& streams,
+                                std::vector<SignalRef>& x) {
+    const std::size_t count = pushes.size();
+    const auto each = [&](auto&& body) {
+        for (std::size_t i = 0; i < count; ++i) body(*streams[i], pushes[i], i);
+    };
     // One layer of every stream: `layer` picks it, `in` is each one's input;
     // the outputs come back in `out`.
     const auto together = [&](auto layer, const std::vector<SignalRef>& in,
@@ -554,15 +609,51 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
         });
     }
     together([](HifiGanStream& s) { return s.post_.get(); }, x, x);
-    each([&](HifiGanStream&, const StreamPush& p, std::size_t i) {
-        if (x[i].length <= 0) return;
-        const std::size_t n = static_cast<std::size_t>(x[i].length);
-        backend_.activation(q, gpu::Activation::Tanh, *x[i].buffer, *x[i].buffer, n);
+    for (const SignalRef& out : x)
+        if (out.length > 0)
+            backend_.activation(q, gpu::Activation::Tanh, *out.buffer, *out.buffer,
+                                static_cast<std::size_t>(out.length));
+}
+
+bool HifiGanStream::push_recorded(const StreamPush& p) {
+    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0 || !settled()) return false;
+    gpu::Queue& q = *queue_;
+    const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * p.frames;
+    RecordedSteps::Step step;
+    step.stage_input = [&](gpu::Queue& sq) {
+        backend_.copy_to_device(sq, mel_.need(backend_, n_in), 0, p.mel, n_in);
+    };
+    step.body = [&](gpu::Queue& bq) {
+        std::vector<SignalRef> x{{&mel_.get(), net_.n_mels_, p.frames}};
+        walk_layers(bq, {&p, 1}, {this}, x);
+        return x[0];
+    };
+    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+        const std::size_t n = static_cast<std::size_t>(out.length);
         const std::size_t at = p.values->size();
         p.values->resize(at + n);
-        backend_.copy_to_host(q, p.values->data() + at, *x[i].buffer, 0, n);
-    });
-    backend_.synchronize(q);
+        backend_.copy_to_host(oq, p.values->data() + at, *out.buffer, 0, n);
+    };
+    step.advance = [&] {
+        int length = p.frames;
+        for (std::size_t k = 0; k < stages_.size(); ++k) {
+            stages_[k].up->advance(length);
+            length *= net_.rates_[k];
+        }
+    };
+    try {
+        if (!steps_.run(q, p.frames, step)) return false;
+        backend_.synchronize(q);
+    } catch (...) {
+        // As push_together: nothing queued may still write to the buffers
+        // or the values once they are given back.
+        try {
+            backend_.synchronize(q);
+        } catch (...) {
+        }
+        throw;
+    }
+    return true;
 }
 
 std::unique_ptr<NetworkStream> HifiGanNetwork::open_stream(int right_context) const {

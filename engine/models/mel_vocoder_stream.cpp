@@ -71,6 +71,18 @@ NetworkStream* MelVocoderStream::runner() {
 
 MelVocoderStream::~MelVocoderStream() = default;
 
+ReplayStats MelVocoderStream::replay_stats() const {
+    ReplayStats sum;
+    for (const auto& [m, r] : runners_) {
+        if (!r) continue;
+        const ReplayStats s = r->replay_stats();
+        sum.recordings += s.recordings;
+        sum.replayed += s.replayed;
+        sum.op_by_op += s.op_by_op;
+    }
+    return sum;
+}
+
 void MelVocoderStream::reset() {
     history_.clear();
     history_start_ = received_ = produced_ = 0;

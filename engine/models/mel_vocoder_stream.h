@@ -76,6 +76,8 @@ class MelVocoderStream {
     // one batched backend call (Batching, models/vocoder_network.h): Join
     // until the owner says otherwise.
     void set_batching(Batching batching) { batching_ = batching; }
+    // Its device runners' replays (NetworkStream::replay_stats), summed.
+    ReplayStats replay_stats() const;
     // Off: every window recomputes its context (what models whose layers
     // cannot run incrementally always do); for tests and benchmarks.
     void set_incremental(bool on) {

@@ -304,14 +304,18 @@ SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int keep = total - n;
     if (keep > 0) {
         const int old_part = std::max(held_ - n, 0);  // still from the old held samples
+        // All from the input: straight into tail_[0] (its old samples went
+        // out above); else gathered in tail_[1] and copied back.
+        gpu::DeviceBuffer& gather = old_part > 0 ? tail_[1] : tail_[0];
         if (old_part > 0)
             backend_.copy_rows(q, channels_, old_part, tail_[0], static_cast<std::size_t>(n), hold,
-                               tail_[1], 0, hold);
+                               gather, 0, hold);
         if (keep > old_part)
             backend_.copy_rows(q, channels_, keep - old_part, *in.buffer,
                                static_cast<std::size_t>(m - (keep - old_part)), rows(in.length),
-                               tail_[1], static_cast<std::size_t>(old_part), hold);
-        std::swap(tail_[0], tail_[1]);
+                               gather, static_cast<std::size_t>(old_part), hold);
+        if (old_part > 0)
+            backend_.copy_rows(q, channels_, keep, tail_[1], 0, hold, tail_[0], 0, hold);
     }
     held_ = keep;
     return ref(out_.get(), channels_, n);

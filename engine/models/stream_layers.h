@@ -87,6 +87,10 @@ class InputWindow {
     int append(gpu::Queue& q, const SignalRef& in, int zeros);
     gpu::DeviceBuffer& work() { return work_.get(); }
     int channels() const { return channels_; }
+    // Holding `hold` samples of the signal, as after every chunk once the
+    // signal is longer than the window: from then on a chunk of a given
+    // length issues the same copies on the same buffers (recorded_step.h).
+    bool settled() const { return held_ == hold_; }
 
   private:
     gpu::Backend& backend_;
@@ -106,6 +110,10 @@ class WeightedStreamLayer {
     virtual ~WeightedStreamLayer() = default;
     WeightedStreamLayer(WeightedStreamLayer&&) = default;  // (layers are held by value too)
     int lag() const { return shape_.padding; }
+    // Whether a push of a given length, not flushing, now issues the same
+    // operations on the same buffers as the last one of that length did
+    // (recorded_step.h): true once the first chunks have filled the window.
+    virtual bool settled() const { return window_.settled(); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
@@ -183,6 +191,19 @@ class StreamUpsample final : public WeightedStreamLayer {
                    std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
+    // Also past the outputs before the signal's start, which a push drops.
+    bool settled() const override {
+        return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
+    }
+    // What a settled push of `in_length` samples, not flushing, does to the
+    // counts below: for a push replayed from a recording, which does not
+    // run push().
+    void advance(int in_length) {
+        const long made = static_cast<long>(in_length) * shape_.stride;
+        in_total_ += in_length;
+        full_total_ += made;
+        out_total_ += made;
+    }
 
   private:
     Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) override;
@@ -211,12 +232,17 @@ class StreamDelay {
     StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out);
     void reset() { held_ = 0; }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
+    // Holding `delay` samples (every push after the first ones): see
+    // WeightedStreamLayer::settled().
+    bool settled() const { return held_ == delay_; }
 
   private:
     gpu::Backend& backend_;
     int channels_, delay_, held_ = 0;
-    // The held samples: tail_[0] holds them; the next ones are gathered in
-    // tail_[1] and the two swapped, so no copy overlaps its source.
+    // The held samples: always in tail_[0], so that a recorded push finds
+    // them where the last one left them. When part of them stays held, the
+    // next ones are gathered in tail_[1] and copied back, so no copy
+    // overlaps its source.
     gpu::DeviceBuffer tail_[2];
     ScratchBuffer& out_;
 };

@@ -30,6 +30,15 @@ struct StreamPush {
     std::vector<float>* values = nullptr;
 };
 
+// How a stream's chunks ran on a backend that replays recordings natively
+// (models/recorded_step.h): `recordings` made, chunks `replayed` from one,
+// and chunks run `op_by_op` while settled (the first one of each size,
+// which sizes its buffers). Chunks that cannot replay (the first of an
+// utterance, a flush, a batch of streams) are not counted.
+struct ReplayStats {
+    std::uint64_t recordings = 0, replayed = 0, op_by_op = 0;
+};
+
 // A network run incrementally (models/stream_layers.h): every layer keeps
 // the input its kernel still needs, so each mel frame is computed once.
 // Made by NeuralModel::open_stream(); one utterance at a time.
@@ -58,6 +67,11 @@ class NetworkStream {
         for (const auto& p : pushes)
             p.stream->push(p.mel, p.frames, p.flush, *p.values, Batching::Alone);
     }
+    // Whether a lone push may replay a recording of its chunk's device
+    // work where the backend replays natively (on until switched off: for
+    // tests and benchmarks that compare with the operations one by one).
+    virtual void set_replay(bool) {}
+    virtual ReplayStats replay_stats() const { return {}; }
 };
 
 // One network evaluation over a window of mel frames: the part of the model

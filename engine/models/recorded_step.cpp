@@ -1,0 +1,106 @@
+#include "engine/models/recorded_step.h"
+
+#include <stdexcept>
+#include <utility>
+
+namespace etude::engine {
+
+// One chunk length's buffers and its recording (declared after the buffers,
+// so it dies first: a recording must not outlive what it refers to).
+struct RecordedSteps::Slot {
+    int length = 0;
+    bool sized = false;  // a chunk has run op by op on `set`
+    std::vector<gpu::DeviceBuffer> set;
+    gpu::Recording recording;
+    SignalRef out;  // where the recorded body leaves its output
+};
+
+namespace {
+
+// Swaps a slot's set into the stream's buffers for one push, and back.
+class SetInPlace {
+  public:
+    SetInPlace(std::vector<ScratchBuffer*>& buffers, std::vector<gpu::DeviceBuffer>& set)
+        : buffers_(buffers), set_(set) {
+        swap();
+    }
+    ~SetInPlace() { swap(); }
+    SetInPlace(const SetInPlace&) = delete;
+    SetInPlace& operator=(const SetInPlace&) = delete;
+
+  private:
+    void swap() {
+        for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i]->swap(set_[i]);
+    }
+    std::vector<ScratchBuffer*>& buffers_;
+    std::vector<gpu::DeviceBuffer>& set_;
+};
+
+}  // namespace
+
+RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers)
+    : backend_(backend), buffers_(std::move(buffers)) {
+    // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
+    // buffers natively too.) Known without a trial recording, which would
+    // allocate, and so take an injected fault meant for the model's load.
+    const gpu::BackendKind kind = backend.info().kind;
+    native_ = kind == gpu::BackendKind::Vulkan || kind == gpu::BackendKind::Cuda;
+}
+
+RecordedSteps::~RecordedSteps() = default;
+
+RecordedSteps::Slot* RecordedSteps::slot_for(int length) {
+    for (auto& s : slots_)
+        if (s->length == length) return s.get();
+    if (slots_.size() >= kMaxLengths) return nullptr;
+    auto slot = std::make_unique<Slot>();
+    slot->length = length;
+    slot->set.resize(buffers_.size());
+    slots_.push_back(std::move(slot));
+    return slots_.back().get();
+}
+
+std::vector<void*> RecordedSteps::handles() const {
+    std::vector<void*> h;
+    for (ScratchBuffer* b : buffers_) h.push_back(b->get().handle());
+    return h;
+}
+
+bool RecordedSteps::run(gpu::Queue& q, int length, const Step& step) {
+    Slot* slot = slot_for(length);
+    if (!slot) return false;
+    const SetInPlace in_place(buffers_, slot->set);
+    if (!slot->sized) {
+        step.stage_input(q);
+        step.take_output(q, step.body(q));
+        slot->sized = true;
+        ++stats_.op_by_op;
+        return true;
+    }
+    if (slot->recording.empty()) {
+        const std::vector<void*> before = handles();
+        gpu::Recording r = backend_.record(q, [&](gpu::Queue& rq) { slot->out = step.body(rq); });
+        if (handles() != before) {
+            // A buffer grew inside the body: the recording names the freed
+            // one. Cannot happen for a settled chunk of a sized length; if
+            // it did, the push is lost rather than replayed wrong.
+            slot->sized = false;
+            throw std::logic_error("recorded step: a buffer moved while recording");
+        }
+        // A fallback replay would call the operations one by one anyway:
+        // this one replays, and the next chunks go op by op.
+        if (!r.replays_natively()) native_ = false;
+        slot->recording = std::move(r);
+        ++stats_.recordings;
+        // The body moved the host-side counts on already.
+    } else {
+        step.advance();
+    }
+    step.stage_input(q);
+    backend_.replay(q, slot->recording);
+    ++stats_.replayed;
+    step.take_output(q, slot->out);
+    return true;
+}
+
+}  // namespace etude::engine

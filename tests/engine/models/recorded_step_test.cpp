@@ -1,0 +1,283 @@
+// A decoder stream's chunks replayed from recordings (models/recorded_step.h)
+// against the same stream run operation by operation, on a backend that
+// replays natively: Vulkan (lavapipe in CI) and CUDA (on a GPU machine),
+// each skipped without its device.
+//
+// The network: a Piper medium-shaped decoder (tests/data/piper/test_medium,
+// HiFi-GAN through models/vits/vits_decoder.h) on a random latent, long
+// enough for Piper's chunk schedule (4, 4, 8, 16, 32, 32, ...) and a last
+// partial chunk. Replayed and op-by-op runs issue the same kernels on the same
+// values, so they agree bit for bit; against the CPU the bound is the
+// backends' parity bound, 1e-4 (neural_vocoder_test.cpp).
+//
+// That replays are really taken is checked twice: by the stream's own counts
+// (ReplayStats) and by the backend's profile, where a native replay is one
+// "replay" entry (gpu/backend.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/neural_model.h"
+#include "engine/models/vits/vits_decoder.h"
+#include "engine/models/vits/vits_weights.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+#include "support/test_data.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kVoice = test::test_data_dir() + "/piper/test_medium.onnx";
+constexpr int kSampleRate = 22050;  // test_medium's (only metadata to the decoder)
+
+struct Latent {
+    std::vector<float> data;  // [channels][frames]
+    int channels = 0, frames = 0;
+};
+
+Latent random_latent(int channels, int frames) {
+    Latent l{std::vector<float>(static_cast<std::size_t>(channels) * frames), channels, frames};
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : l.data) v = normal(rng);
+    return l;
+}
+
+// Piper's schedule (piper_stream_voice.cpp), then more 32s and a partial one.
+const std::vector<int> kPiperChunks = {4, 4, 8, 16, 32, 32, 32, 32, 7};
+
+// Pushes `chunks` of `latent` from frame `start` through `stream`, the last
+// one flushing when `flush`; returns the audio.
+std::vector<float> speak(NetworkStream& stream, const Latent& latent,
+                         const std::vector<int>& chunks, bool flush = true, int start = 0) {
+    std::vector<float> out, part;
+    int f = start;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+        copy_mel_frames(latent.data, latent.channels, latent.frames, f, chunks[i], part);
+        stream.push(part.data(), chunks[i], flush && i + 1 == chunks.size(), out, Batching::Alone);
+        f += chunks[i];
+    }
+    return out;
+}
+
+double rms(const std::vector<float>& a) {
+    double sum = 0;
+    for (float v : a) sum += static_cast<double>(v) * v;
+    return a.empty() ? 0 : std::sqrt(sum / static_cast<double>(a.size()));
+}
+
+bool identical(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+class RecordedStep : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = test::backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << " — the replayed decoder tests are skipped";
+        backend_->reset_health();
+        weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
+        model_ = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+        latent_ = random_latent(model_->audio().n_mels, 256);
+    }
+    void TearDown() override {
+        if (!backend_) return;
+        backend_->inject_fault({});
+        backend_->set_profiling(false);
+        backend_->reset_health();
+    }
+    // The same chunks op by op: the reference the replays must equal.
+    std::vector<float> op_by_op(const std::vector<int>& chunks, int start = 0) {
+        auto s = model_->open_stream();
+        s->set_replay(false);
+        auto audio = speak(*s, latent_, chunks, true, start);
+        EXPECT_EQ(s->replay_stats().replayed, 0u);
+        return audio;
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+    std::shared_ptr<const VitsWeights> weights_;
+    std::shared_ptr<const NeuralModel> model_;
+    Latent latent_;
+};
+
+TEST_P(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the_cpu) {
+    auto s = model_->open_stream();
+    const auto got = speak(*s, latent_, kPiperChunks);
+    const ReplayStats st = s->replay_stats();
+    // 32 is the only size seen three times settled: sized, recorded, replayed.
+    EXPECT_GE(st.recordings, 1u);
+    EXPECT_GE(st.replayed, 3u);
+    const auto want = op_by_op(kPiperChunks);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
+
+    auto cpu_model =
+        load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend());
+    auto cpu = cpu_model->open_stream();
+    const auto on_cpu = speak(*cpu, latent_, kPiperChunks);
+    ASSERT_EQ(on_cpu.size(), got.size());
+    const double diff = test::max_abs_diff(got, on_cpu);
+    std::printf("[ %-8s ] replayed Piper schedule: max |replayed - CPU| = %.3g over %zu\n",
+                gpu::to_string(GetParam()), diff, got.size());
+    EXPECT_LE(diff, 1e-4);
+    EXPECT_GT(rms(on_cpu), 0.01) << "a silent decoder would compare nothing";
+}
+
+// After its first settled chunk of a size (which sizes that size's buffers)
+// a stream records the second and replays every later one: six chunks of 8
+// after eight of 4 make one recording and five replays, and the backend sees
+// exactly five replays. (The chunks of 4 before every layer's window is full
+// run op by op: three for this decoder, whose first chunks reach its
+// last layers shortened by the lags in front of them.)
+TEST_P(RecordedStep, each_chunk_size_is_recorded_once_and_replayed_after) {
+    auto s = model_->open_stream();
+    const std::vector<int> fours(8, 4), eights(6, 8);
+    std::vector<float> got = speak(*s, latent_, fours, false);
+    const ReplayStats after4 = s->replay_stats();
+    EXPECT_EQ(after4.recordings, 1u);
+    EXPECT_EQ(after4.op_by_op, 1u);
+    EXPECT_GE(after4.replayed, 4u) << "at most three chunks of 4 before the layers settle";
+    backend_->reset_timings();
+    backend_->set_profiling(true);
+    const auto more = speak(*s, latent_, eights, false, 32);
+    backend_->set_profiling(false);
+    got.insert(got.end(), more.begin(), more.end());
+    const ReplayStats after8 = s->replay_stats();
+    EXPECT_EQ(after8.recordings - after4.recordings, 1u);
+    EXPECT_EQ(after8.op_by_op - after4.op_by_op, 1u);
+    EXPECT_EQ(after8.replayed - after4.replayed, 5u);
+    std::uint64_t replays = 0;
+    for (const auto& t : backend_->kernel_timings())
+        if (t.name == "replay") replays += t.calls;
+    EXPECT_EQ(replays, 5u) << "the backend's own count of native replays";
+
+    std::vector<int> all = fours;
+    all.insert(all.end(), eights.begin(), eights.end());
+    auto ref = model_->open_stream();
+    ref->set_replay(false);
+    EXPECT_TRUE(identical(got, speak(*ref, latent_, all, false)));
+}
+
+// Two streams of one model, pushes interleaved, each with its own sizes and
+// recordings: each equals its own op-by-op run.
+TEST_P(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
+    const std::vector<int> a_chunks = {8, 8, 8, 8, 8, 8, 8, 5};
+    const std::vector<int> b_chunks = {4, 16, 16, 16, 16, 16, 16, 3};
+    auto a = model_->open_stream();
+    auto b = model_->open_stream();
+    std::vector<float> a_out, b_out, part;
+    int fa = 0, fb = 40;
+    for (std::size_t i = 0; i < a_chunks.size(); ++i) {
+        const bool last = i + 1 == a_chunks.size();
+        copy_mel_frames(latent_.data, latent_.channels, latent_.frames, fa, a_chunks[i], part);
+        a->push(part.data(), a_chunks[i], last, a_out, Batching::Alone);
+        copy_mel_frames(latent_.data, latent_.channels, latent_.frames, fb, b_chunks[i], part);
+        b->push(part.data(), b_chunks[i], last, b_out, Batching::Alone);
+        fa += a_chunks[i];
+        fb += b_chunks[i];
+    }
+    EXPECT_EQ(a->replay_stats().recordings, 1u);
+    EXPECT_EQ(b->replay_stats().recordings, 1u);
+    EXPECT_GE(a->replay_stats().replayed, 4u);
+    EXPECT_GE(b->replay_stats().replayed, 3u);
+    EXPECT_TRUE(identical(a_out, op_by_op(a_chunks)));
+    EXPECT_TRUE(identical(b_out, op_by_op(b_chunks, 40)));
+}
+
+// Recordings stay valid across reset(): a stream cancelled mid-utterance and
+// reset speaks the next utterance as a fresh stream does, replaying the
+// recordings it made before (no new ones for the same sizes).
+TEST_P(RecordedStep, reset_mid_utterance_keeps_the_recordings_and_the_audio_right) {
+    auto s = model_->open_stream();
+    const std::vector<int> chunks = {8, 8, 8, 8, 8, 8, 3};
+    speak(*s, latent_, {8, 8, 8, 8, 8}, false);  // cancelled here
+    const ReplayStats before = s->replay_stats();
+    ASSERT_EQ(before.recordings, 1u);
+    s->reset();
+    const auto got = speak(*s, latent_, chunks, true, 100);
+    const ReplayStats after = s->replay_stats();
+    EXPECT_EQ(after.recordings, before.recordings) << "the recording of 8 stayed valid";
+    EXPECT_GE(after.replayed - before.replayed, 4u);
+    EXPECT_TRUE(identical(got, op_by_op(chunks, 100)));
+}
+
+// A device fault inside a replayed chunk: the push fails as any device
+// error does, the chunk is remade on the CPU copy of the model (as the
+// engine's scheduler does), the stream goes back to the device, replays
+// again from the recordings it had, and its audio equals the CPU's.
+TEST_P(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_stream_goes_on) {
+    auto cpu_model = std::shared_ptr<const NeuralModel>(
+        load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend()));
+    const std::vector<int> chunks = {4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6};
+    const int fault_at = 6;  // the 7th chunk: 8s sized, recorded and replayed before it
+    MelVocoderStream reference(cpu_model), stream(model_);
+    std::vector<float> want, got, part;
+    int f = 0, faults = 0;
+    ReplayStats at_fault;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+        copy_mel_frames(latent_.data, latent_.channels, latent_.frames, f, chunks[i], part);
+        f += chunks[i];
+        const auto w = reference.push(part, chunks[i]);
+        want.insert(want.end(), w.begin(), w.end());
+        stream.append(part, chunks[i]);
+        if (static_cast<int>(i) == fault_at) {
+            gpu::GpuFault fault;
+            fault.kind = gpu::GpuFault::KernelFailure;
+            fault.count = 1;
+            fault.after = 1;  // the chunk's input copy, then its replay
+            backend_->inject_fault(fault);
+            at_fault = stream.replay_stats();
+            ASSERT_GE(at_fault.replayed, 1u) << "chunks of 8 replay before the fault";
+        }
+        std::vector<float> out;
+        try {
+            out = stream.drain(false);
+        } catch (const gpu::DeviceError& e) {
+            ++faults;
+            EXPECT_NE(std::string(e.what()).find("replay"), std::string::npos) << e.what();
+            stream.set_model(cpu_model);
+            out = stream.drain(false);
+            backend_->reset_health();
+            stream.set_model(model_);  // back on the device from the next chunk
+        }
+        got.insert(got.end(), out.begin(), out.end());
+    }
+    const auto w = reference.finish();
+    want.insert(want.end(), w.begin(), w.end());
+    const auto rest = stream.finish();
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_EQ(faults, 1);
+    EXPECT_GT(stream.replay_stats().replayed, at_fault.replayed + 3)
+        << "back on the device, the stream replays its recordings again";
+    EXPECT_EQ(stream.replay_stats().recordings, 1u) << "the recording of 8 stayed valid";
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LE(test::max_abs_diff(got, want), 1e-4);
+    EXPECT_GT(rms(want), 0.01);
+}
+
+// On the CPU (and OpenCL) a replay would call the same operations one by
+// one: every chunk runs op by op, and nothing is recorded.
+TEST(RecordedStepCpu, the_cpu_runs_every_chunk_op_by_op) {
+    const auto weights = read_vits_weights(kVoice);
+    auto model =
+        load_vits_decoder(weights, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend());
+    const Latent latent = random_latent(model->audio().n_mels, 256);
+    auto s = model->open_stream();
+    EXPECT_GT(speak(*s, latent, kPiperChunks).size(), 0u);
+    const ReplayStats st = s->replay_stats();
+    EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecordedStep,
+                         ::testing::Values(gpu::BackendKind::Vulkan, gpu::BackendKind::Cuda),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
+}  // namespace
+}  // namespace etude::engine
