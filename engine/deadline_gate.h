@@ -33,13 +33,11 @@
 // A network stream's (SchedulingClass::Network: a server's, whose reader
 // is a socket) decoder chunks wait at a gate of their own
 // (EngineWorkers::network_gate()), in the same order, with a turn per core,
-// each holder beside others computing alone, and no raised priority: raised, its holders would starve the threads
-// that send their audio, and one turn at a time held a server's streams
-// below the speed the cores give them side by side. Its sentences are
-// analysed in deadline order by the front ends (engine_workers.h) without
-// a turn. docs/benchmarks.md ("Turns for the work that makes audio", and
-// "Network streams in the deadline order") has the measurements behind
-// these choices.
+// each holder beside others computing alone, and no raised priority: raised, its holders would
+// starve the threads that send their audio, and one turn at a time held a server's streams below
+// the speed the cores give them side by side. Its sentences are analysed in deadline order by the
+// front ends (engine_workers.h) without a turn. docs/benchmarks.md ("Turns for the work that makes
+// audio", and "Network streams in the deadline order") has the measurements behind these choices.
 //
 // A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
 // the OS allows it) while it holds it, if it is a normal thread at nice 0
