@@ -57,6 +57,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             auto backend = open_model_backend(options_.backend, options_.device, &where);
             if (backend.get() != gpu::shared_cpu_backend().get()) {
                 gpu_model_ = load(options_.model_path, backend);
+                gpu_backend_ = backend;
                 stats_.gpu_device = where;
                 if (cpu_path != options_.model_path) {
                     check_compatible(gpu_model_->audio(), gpu_model_->label(), a,
@@ -70,6 +71,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             }
         } catch (const gpu::DeviceError& e) {
             gpu_model_.reset();
+            gpu_backend_.reset();
             stats_.gpu_note = std::string("no GPU tier: ") + e.what();
         } catch (const std::invalid_argument& e) {
             throw Error(e.what());  // a bad backend name or device index
@@ -134,6 +136,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             stream_->set_model(cpu_model_);
             stream_->release(*gpu_model_);
             gpu_model_.reset();
+            gpu_backend_.reset();
             gpu_stream_.reset();
             separate_ = false;
             right_context_ = cpu_model_->right_context();
