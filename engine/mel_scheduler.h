@@ -114,6 +114,13 @@ class MelScheduler {
     // The GPU tier's breaker, shared with work of the same stream on the same
     // device (a Piper stream's flow): one device, one health record.
     DeviceHealthBreaker& gpu_health() { return gpu_health_; }
+    // Whether the last chunk was given to the GPU tier first: what the
+    // deadline chose, which a Piper stream's flow follows sentence by
+    // sentence (a device too slow for the chunks, such as lavapipe for a
+    // full-size voice, is too slow for the flow too). Before the first
+    // chunk: whether the calibration found the device faster than real
+    // time (or ETUDE_FAULT's cpu-busy pins it).
+    bool last_chunk_chose_gpu() const { return last_chose_gpu_; }
 
   private:
     std::vector<float> run_model(int tier, bool last);
@@ -143,6 +150,7 @@ class MelScheduler {
     mutable std::mutex stats_mu_;  // stats() may be called from any thread
     MelSchedulerStats stats_;
     DeviceHealthBreaker gpu_health_;
+    bool last_chose_gpu_ = false;
 };
 
 }  // namespace etude::engine

@@ -258,10 +258,14 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
     return true;
 }
 
+// A sentence's flow runs where the decoder's last chunk was given first
+// (its deadline priced the device and the CPU; a device too slow for the
+// decoder's chunks is too slow for the flow), while the breaker allows it.
 void PiperStreamVoice::start_flow() {
-    const bool may_try = mel_.gpu_backend() && mel_.gpu_health().may_try(rt::now_ns());
-    if (may_try && !device_flow_) open_device_flow();  // it failed before: tried again
-    on_device_ = may_try && device_flow_;
+    const bool want = mel_.gpu_backend() && mel_.last_chunk_chose_gpu() &&
+                      mel_.gpu_health().may_try(rt::now_ns());
+    if (want && !device_flow_) open_device_flow();  // it failed before: tried again
+    on_device_ = want && device_flow_;
     flow().reset();
     given_.clear();
     if (on_device_) given_.assign(std::size_t(voice_->channels()), {});

@@ -2,10 +2,10 @@
 // on the pushing thread; an engine worker runs the network's text encoder
 // and durations into the sentence's prior; the producer streams the flow
 // and decodes the latent chunk by chunk through the decoder's tiers. The
-// flow runs on the decoder's device when it has one (a sentence at a time:
-// a device error hands the rest of the sentence to the CPU's flow, which
-// first reruns the prior given to the device so far; the next sentence
-// tries the device again as the decoder's breaker allows).
+// flow runs on the decoder's device while the decoder's chunks go there (a
+// sentence at a time: a device error hands the rest of the sentence to the
+// CPU's flow, which first reruns the prior given to the device so far; the
+// next sentence tries the device again as the decoder's breaker allows).
 #pragma once
 
 #include <atomic>
