@@ -293,8 +293,8 @@ int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
     };
     try {
         const int made = f.run_until(draw, s.prior.frames(), until, s.z);
+        if (f.pushes() > before) mel_.gpu_health().record_success();
         pushes_gpu_ += f.pushes() - before;
-        mel_.gpu_health().record_success();
         return made;
     } catch (const gpu::DeviceError& e) {
         // The device's state (every layer's held frames) is lost with it;
@@ -320,7 +320,7 @@ VitsFlowStream::PriorSource PiperStreamVoice::replay(LatentSentence& s) {
     return [this, &s](int first, int count, float* out) {
         const int given = int(given_[0].size());
         const int again = std::clamp(given - first, 0, count);
-        for (std::size_t c = 0; c < given_.size(); ++c)
+        for (std::size_t c = 0; again > 0 && c < given_.size(); ++c)
             std::copy_n(given_[c].begin() + first, again, out + c * std::size_t(count));
         if (again == count) return;
         // Past the given frames: drawn now, [channels][rest], then spread.

@@ -59,8 +59,10 @@ class PiperStreamVoice final : public DecoderVoice {
         std::int64_t frames = 0;
     };
     bool vocode_latent(LatentSentence& sentence);
+    // The device's flow stream, if the decoder has a device (see the .cpp).
     void open_device_flow();
-    // Starts a sentence's flow: on the device if it may be tried.
+    // Starts a sentence's flow: on the device while the decoder's chunks go
+    // there and its breaker allows.
     void start_flow();
     // The flow in use for this sentence.
     VitsFlowStream& flow() { return on_device_ ? *device_flow_ : *flow_; }
