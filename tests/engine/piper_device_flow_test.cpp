@@ -122,26 +122,25 @@ TEST_P(PiperDeviceFlow, the_flow_runs_on_the_decoders_device_and_the_audio_is_th
               voice->network().flow_network(0).get());
 }
 
-// One failing device operation at several points of the sentences' work
-// (a flow push's or a decoder chunk's, as they come): each is covered on
-// the CPU and the audio is still the CPU's. At least one lands inside a
-// sentence's flow after the device has made some of it, which the CPU
-// then takes over.
+// One failing device operation (a failed launch, or out of memory) at
+// several points of the sentences' work (a flow push's or a decoder
+// chunk's, as they come): each is covered on the CPU and the audio is
+// still the CPU's. Some land inside a sentence's flow after the device has
+// made some of it, which the CPU then takes over.
 TEST_P(PiperDeviceFlow, a_device_error_in_a_sentences_flow_is_taken_over_by_the_cpu) {
     const auto text = sentences();
     const Spoken cpu = speak(engine_, options("cpu", 11, ""), text);
     int mid_sentence = 0;
-    for (const int after : {40, 400, 700}) {
-        SCOPED_TRACE("kernel failure after " + std::to_string(after) + " operations");
-        const Spoken dev =
-            speak(engine_, options(name_, 11, "kernel:1:0:" + std::to_string(after)), text);
+    for (const char* fault : {"kernel:1:0:40", "kernel:1:0:400", "oom:1:0:400", "kernel:1:0:700"}) {
+        SCOPED_TRACE(fault);
+        const Spoken dev = speak(engine_, options(name_, 11, fault), text);
         EXPECT_EQ(dev.stats.gpu_failures, 1u);
         EXPECT_FALSE(dev.stats.gpu_disabled);
         EXPECT_EQ(dev.stats.underruns, 0u);
         EXPECT_LE(dev.stats.flow_takeovers, 1u);
-        // A takeover leaves the rest of that sentence to the CPU (as does a
-        // failure while the stream uploads its flow: the first sentence's
-        // flow then runs on the CPU); the next sentence is on the device again.
+        // A takeover leaves the rest of that sentence to the CPU; the next
+        // sentence is on the device again (as is the first, after a failure
+        // while the stream uploads its flow: it is opened again at once).
         EXPECT_GT(dev.stats.flow_pushes_gpu, 0u);
         if (dev.stats.flow_takeovers == 1) {
             EXPECT_GT(dev.stats.flow_pushes_cpu, 0u);
@@ -150,14 +149,18 @@ TEST_P(PiperDeviceFlow, a_device_error_in_a_sentences_flow_is_taken_over_by_the_
         ASSERT_EQ(dev.audio.size(), cpu.audio.size());
         const double diff = max_abs_diff(dev.audio, cpu.audio);
         std::printf(
-            "[ %-8s ] failure after %d operations: %llu takeovers, %llu flow pushes on the "
+            "[ %-8s ] %s: %llu takeovers, %llu flow pushes on the "
             "device, %llu on the CPU; max |device - cpu| = %.3g\n",
-            name_.c_str(), after, (unsigned long long)dev.stats.flow_takeovers,
+            name_.c_str(), fault, (unsigned long long)dev.stats.flow_takeovers,
             (unsigned long long)dev.stats.flow_pushes_gpu,
             (unsigned long long)dev.stats.flow_pushes_cpu, diff);
         EXPECT_LE(diff, kDeviceBound);
     }
-    EXPECT_GT(mid_sentence, 0) << "no fault landed in a sentence's flow after its first push";
+    // (Here both faults after 400 operations land in the long sentence's
+    // flow; the points are operation counts, which a change in how many
+    // operations the decoder's chunks take moves: the lines above say where
+    // each landed.)
+    EXPECT_GE(mid_sentence, 1) << "no fault landed in a sentence's flow after its first push";
 }
 
 // The same, pulled at the audio clock: the takeover's rerun of the prior
