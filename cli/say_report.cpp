@@ -54,6 +54,9 @@ void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool fi
     sum.mel_chunks_gpu += total.mel_chunks_gpu;
     sum.mel_chunks_cpu += total.mel_chunks_cpu;
     sum.mel_chunks_phase += total.mel_chunks_phase;
+    sum.flow_pushes_gpu += total.flow_pushes_gpu;
+    sum.flow_pushes_cpu += total.flow_pushes_cpu;
+    sum.flow_takeovers += total.flow_takeovers;
     total = std::move(sum);
 }
 
@@ -115,6 +118,14 @@ void print_decoder_stats(const engine::StreamStats& s) {
             static_cast<unsigned long long>(s.mel_chunks_cpu),
             static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
             s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
+    // The flow goes where the decoder's chunks go (engine/piper_stream_voice.h).
+    if (!s.gpu_device.empty())
+        std::fprintf(stderr,
+                     "  flow: %llu pushes on the device, %llu on the CPU, %llu sentences taken "
+                     "over by the CPU\n",
+                     static_cast<unsigned long long>(s.flow_pushes_gpu),
+                     static_cast<unsigned long long>(s.flow_pushes_cpu),
+                     static_cast<unsigned long long>(s.flow_takeovers));
 }
 
 }  // namespace

@@ -168,8 +168,9 @@ struct StreamStats {
     std::string vocoder;     ///< "mlsa", "spectral", "neural" (mel streams) or "vits" (Piper)
     std::string gpu_device;  ///< the GPU the spectral vocoder uses, if any
     std::string gpu_note;    ///< why none is used
-    std::uint64_t gpu_failures = 0;  ///< device errors (each such block was remade on the CPU)
-    bool gpu_disabled = false;       ///< off after repeated failures
+    /// Device errors: each such block, chunk or flow push was remade on the CPU.
+    std::uint64_t gpu_failures = 0;
+    bool gpu_disabled = false;  ///< off after repeated failures
     /// The GPU holds its device state and takes work now: false while that
     /// state is built (the device's warm-up) or rebuilt after a device
     /// error (the CPU makes the blocks meanwhile), when it is off, and when
@@ -191,8 +192,17 @@ struct StreamStats {
         mel_chunks_cpu = 0,            ///< chunks made by the model on the CPU
         mel_chunks_phase = 0;          ///< chunks made by phase reconstruction
     double model_latency_ms = 0;       ///< the network's added streaming latency
-    std::uint64_t marks = 0;           ///< SSML marks and words reached (next_mark())
-    std::uint64_t marks_dropped = 0;   ///< marks lost because 1,024 were not taken
+    // A Piper stream's flow (the latent's last network before the decoder):
+    // it runs on the decoder's device (gpu_device) when the decoder has
+    // one, the CPU covering any device error from the same point.
+    std::uint64_t flow_pushes_gpu = 0,  ///< flow pushes (blocks of latent frames) run on the device
+        flow_pushes_cpu = 0;            ///< flow pushes run on the CPU
+    /// Sentences whose flow the CPU took over after a device error (the
+    /// error also counts in gpu_failures): it reran the sentence's prior up
+    /// to the frames the device had been given, then went on alone.
+    std::uint64_t flow_takeovers = 0;
+    std::uint64_t marks = 0;          ///< SSML marks and words reached (next_mark())
+    std::uint64_t marks_dropped = 0;  ///< marks lost because 1,024 were not taken
     /// Sentences spoken without word marks (report_words() on) because the
     /// voice's front end could not pair written and spoken words.
     std::uint64_t words_unpaired = 0;

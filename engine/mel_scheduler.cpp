@@ -57,6 +57,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             auto backend = open_model_backend(options_.backend, options_.device, &where);
             if (backend.get() != gpu::shared_cpu_backend().get()) {
                 gpu_model_ = load(options_.model_path, backend);
+                gpu_backend_ = backend;
                 stats_.gpu_device = where;
                 if (cpu_path != options_.model_path) {
                     check_compatible(gpu_model_->audio(), gpu_model_->label(), a,
@@ -70,6 +71,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             }
         } catch (const gpu::DeviceError& e) {
             gpu_model_.reset();
+            gpu_backend_.reset();
             stats_.gpu_note = std::string("no GPU tier: ") + e.what();
         } catch (const std::invalid_argument& e) {
             throw Error(e.what());  // a bad backend name or device index
@@ -126,6 +128,11 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                 gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
             });
             per_frame_[0] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(ns));
+            // Before the first chunk: the device is "chosen" if it keeps up
+            // with the audio (a frame's audio made in less than it lasts),
+            // or is pinned.
+            last_chose_gpu_ =
+                options_.cpu_busy || per_frame(ns) * a.sample_rate < 1'000'000'000LL * a.hop;
             // Test hook: the injected fault applies to the work, not the calibration.
             if (options_.gpu_fault.kind != gpu::GpuFault::None)
                 gpu_model_->backend().inject_fault(options_.gpu_fault);
@@ -134,6 +141,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
             stream_->set_model(cpu_model_);
             stream_->release(*gpu_model_);
             gpu_model_.reset();
+            gpu_backend_.reset();
             gpu_stream_.reset();
             separate_ = false;
             right_context_ = cpu_model_->right_context();
@@ -272,6 +280,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
     }
 
     int tier = choose(budget_ns, may_reduce_quality);
+    last_chose_gpu_ = tier == 0;
     const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();

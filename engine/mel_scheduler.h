@@ -108,6 +108,19 @@ class MelScheduler {
     void set_batching(Batching batching);
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
+    // The device the GPU tier runs on (null without one, or once its
+    // calibration failed): a Piper stream runs its flow there too.
+    const std::shared_ptr<gpu::Backend>& gpu_backend() const { return gpu_backend_; }
+    // The GPU tier's breaker, shared with work of the same stream on the same
+    // device (a Piper stream's flow): one device, one health record.
+    DeviceHealthBreaker& gpu_health() { return gpu_health_; }
+    // Whether the last chunk was given to the GPU tier first: what the
+    // deadline chose, which a Piper stream's flow follows sentence by
+    // sentence (a device too slow for the chunks, such as lavapipe for a
+    // full-size voice, is too slow for the flow too). Before the first
+    // chunk: whether the calibration found the device faster than real
+    // time (or ETUDE_FAULT's cpu-busy pins it).
+    bool last_chunk_chose_gpu() const { return last_chose_gpu_; }
 
   private:
     std::vector<float> run_model(int tier, bool last);
@@ -118,6 +131,7 @@ class MelScheduler {
 
     MelSchedulerOptions options_;
     std::shared_ptr<NeuralModel> cpu_model_, gpu_model_;
+    std::shared_ptr<gpu::Backend> gpu_backend_;     // gpu_model_'s
     std::unique_ptr<MelVocoderStream> stream_;      // the CPU tier's (both, unless separate_)
     std::unique_ptr<MelVocoderStream> gpu_stream_;  // the GPU tier's, when its model differs
     bool separate_ = false;
@@ -136,6 +150,7 @@ class MelScheduler {
     mutable std::mutex stats_mu_;  // stats() may be called from any thread
     MelSchedulerStats stats_;
     DeviceHealthBreaker gpu_health_;
+    bool last_chose_gpu_ = false;
 };
 
 }  // namespace etude::engine

@@ -7,6 +7,7 @@
 #include "engine/fault_plan.h"
 #include "engine/piper/sentence_words.h"
 #include "engine/playback_ring.h"
+#include "rt/monotonic_clock.h"
 
 namespace etude::engine {
 namespace {
@@ -60,11 +61,28 @@ PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int 
       scales_(scales),
       noise_(std::get<PiperVoiceOptions>(options.voice).seed),
       flow_(voice_->network().open_flow(speaker_)) {
+    open_device_flow();
     // Half the latency budget per chunk: a chunk is decoded well before
     // the audio ahead of it has played, and first audio waits for one.
     const double frame_ms = 1000.0 * voice_->hop() / voice_->sample_rate();
     chunk_frames_ =
         std::clamp(static_cast<int>(options.latency_ms / 2.0 / frame_ms), 1, kMaxLatentChunkFrames);
+}
+
+// The flow goes where the decoder's GPU tier is (the same device, the same
+// breaker). Opening it there may fail (a lost device, no memory, an
+// injected fault): the CPU's flow then runs the sentence, the error counts
+// against the device as a decoder chunk's would, and the next sentence
+// tries again if the breaker allows.
+void PiperStreamVoice::open_device_flow() {
+    const auto& device = mel_.gpu_backend();
+    if (!device) return;
+    try {
+        device_flow_ = std::make_unique<VitsFlowStream>(voice_->load_flow(speaker_, device));
+    } catch (const gpu::DeviceError& e) {
+        mel_.gpu_health().record_failure(rt::now_ns(), e.what());
+        device->reset_health();
+    }
 }
 
 // The sentences and their phonemes are found here, on the caller's thread
@@ -144,6 +162,13 @@ std::uint64_t PiperStreamVoice::estimated_samples(const WorkItem& item) const {
                                       rate_ / voice_->sample_rate());
 }
 
+void PiperStreamVoice::fill_stats(StreamStats& stats) const {
+    DecoderVoice::fill_stats(stats);
+    stats.flow_pushes_gpu = pushes_gpu_.load(std::memory_order_relaxed);
+    stats.flow_pushes_cpu = pushes_cpu_.load(std::memory_order_relaxed);
+    stats.flow_takeovers = takeovers_.load(std::memory_order_relaxed);
+}
+
 Spoken PiperStreamVoice::speak(WorkItem& item) {
     const bool complete = vocode_latent(*std::get<std::shared_ptr<LatentSentence>>(item));
     return {complete, take_compute_seconds()};
@@ -157,7 +182,7 @@ Spoken PiperStreamVoice::speak(WorkItem& item) {
 // sentence's end, as Piper's model calls do.
 bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
     std::vector<float> chunk;
-    flow_->reset();
+    start_flow();
     // Its audio starts where the ring's writing is now (the sentence before
     // it is written whole); each word's marks go in before the chunk it is
     // heard in.
@@ -197,7 +222,7 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         // are made here, after the sentence's first audio, once the flow's
         // push for this chunk (which covers the chunk) would reach the known
         // frames' end.
-        if (flow_->needs_complete_prior(s.prior, flow_until(first, size))) {
+        if (flow().needs_complete_prior(s.prior, flow_until(first, size))) {
             try {
                 complete_prior(s.prior, s.z, s.flowed);
             } catch (const std::exception& e) {
@@ -217,9 +242,9 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         }
         if (first + count > s.flowed) {
             try {
-                s.flowed = flow_->run_until(s.prior, flow_until(first, count), s.z);
+                s.flowed = run_flow(s, flow_until(first, count));
             } catch (const std::exception&) {
-                mel_.reset();  // a device error in the flow: the sentence is dropped
+                mel_.reset();  // an error the CPU could not cover either: the sentence is dropped
                 return false;
             }
         }
@@ -231,6 +256,81 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
         if (!vocode_frames(chunk, count, last, s.origin, std::move(turn))) return false;
     }
     return true;
+}
+
+// A sentence's flow runs where the decoder's last chunk was given first
+// (its deadline priced the device and the CPU; a device too slow for the
+// decoder's chunks is too slow for the flow), while the breaker allows it.
+void PiperStreamVoice::start_flow() {
+    const bool want = mel_.gpu_backend() && mel_.last_chunk_chose_gpu() &&
+                      mel_.gpu_health().may_try(rt::now_ns());
+    if (want && !device_flow_) open_device_flow();  // it failed before: tried again
+    on_device_ = want && device_flow_;
+    flow().reset();
+    given_.clear();
+    if (on_device_) given_.assign(std::size_t(voice_->channels()), {});
+}
+
+int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
+    VitsFlowStream& f = flow();
+    const std::uint64_t before = f.pushes();
+    if (!on_device_) {
+        // After a takeover the CPU's pushes read the frames given to the
+        // device again before drawing new ones (it may need fewer at once).
+        const int made = given_.empty() ? f.run_until(s.prior, until, s.z)
+                                        : f.run_until(replay(s), s.prior.frames(), until, s.z);
+        pushes_cpu_ += f.pushes() - before;
+        return made;
+    }
+    // The prior as drawn, kept for a CPU takeover (drawn before the upload,
+    // so a push that fails keeps its frames too).
+    const VitsFlowStream::PriorSource draw = [&](int first, int count, float* out) {
+        s.prior.sample(first, count, out);
+        for (std::size_t c = 0; c < given_.size(); ++c) {
+            const float* row = out + c * std::size_t(count);
+            given_[c].insert(given_[c].end(), row, row + count);
+        }
+    };
+    try {
+        const int made = f.run_until(draw, s.prior.frames(), until, s.z);
+        if (f.pushes() > before) mel_.gpu_health().record_success();
+        pushes_gpu_ += f.pushes() - before;
+        return made;
+    } catch (const gpu::DeviceError& e) {
+        // The device's state (every layer's held frames) is lost with it;
+        // the CPU's flow remakes it from the sentence's start (the flow is
+        // deterministic), as the decoder's CPU tier remakes a chunk. One
+        // push covers the frames given so far, so the rerun costs the CPU's
+        // flow time for them: measured in docs/backends.md.
+        pushes_gpu_ += f.pushes() - before;
+        mel_.gpu_health().record_failure(rt::now_ns(), e.what());
+        device_flow_->reset();  // waits out what is still queued
+        mel_.gpu_backend()->reset_health();
+        on_device_ = false;
+        ++takeovers_;
+        flow_->reset();
+        if (given_.empty() || given_[0].empty()) given_.clear();  // nothing to give again
+        return run_flow(s, until);
+    }
+}
+
+// The frames given to the device this sentence, then the prior's next ones
+// as drawn.
+VitsFlowStream::PriorSource PiperStreamVoice::replay(LatentSentence& s) {
+    return [this, &s](int first, int count, float* out) {
+        const int given = int(given_[0].size());
+        const int again = std::clamp(given - first, 0, count);
+        for (std::size_t c = 0; again > 0 && c < given_.size(); ++c)
+            std::copy_n(given_[c].begin() + first, again, out + c * std::size_t(count));
+        if (again == count) return;
+        // Past the given frames: drawn now, [channels][rest], then spread.
+        const int rest = count - again;
+        std::vector<float> drawn(given_.size() * std::size_t(rest));
+        s.prior.sample(first + again, rest, drawn.data());
+        for (std::size_t c = 0; c < given_.size(); ++c)
+            std::copy_n(drawn.begin() + std::ptrdiff_t(c) * rest, rest,
+                        out + c * std::size_t(count) + again);
+    };
 }
 
 // A word is heard after the frames of the ids before its first: each id

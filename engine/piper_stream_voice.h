@@ -1,9 +1,14 @@
 // A Piper voice's stream: espeak-ng finds the sentences and their phonemes
 // on the pushing thread; an engine worker runs the network's text encoder
 // and durations into the sentence's prior; the producer streams the flow
-// and decodes the latent chunk by chunk through the decoder's tiers.
+// and decodes the latent chunk by chunk through the decoder's tiers. The
+// flow runs on the decoder's device while the decoder's chunks go there (a
+// sentence at a time: a device error hands the rest of the sentence to the
+// CPU's flow, which first reruns the prior given to the device so far; the
+// next sentence tries the device again as the decoder's breaker allows).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <random>
 #include <string>
@@ -35,6 +40,7 @@ class PiperStreamVoice final : public DecoderVoice {
     bool holds_analysis_until_first_audio() const override { return true; }
     Spoken speak(WorkItem& item) override;
     std::uint64_t estimated_samples(const WorkItem& item) const override;
+    void fill_stats(StreamStats& stats) const override;
 
   private:
     PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, const PiperVoiceOptions& piper,
@@ -53,6 +59,17 @@ class PiperStreamVoice final : public DecoderVoice {
         std::int64_t frames = 0;
     };
     bool vocode_latent(LatentSentence& sentence);
+    // The device's flow stream, if the decoder has a device (see the .cpp).
+    void open_device_flow();
+    // Starts a sentence's flow: on the device while the decoder's chunks go
+    // there and its breaker allows.
+    void start_flow();
+    // The flow in use for this sentence.
+    VitsFlowStream& flow() { return on_device_ ? *device_flow_ : *flow_; }
+    // Runs the sentence's flow until its output reaches `until` frames (as
+    // VitsFlowStream::run_until); a device error passes it to the CPU.
+    int run_flow(LatentSentence& sentence, int until);
+    VitsFlowStream::PriorSource replay(LatentSentence& sentence);
     // The words whose frames are known, up to frame `until`, planned.
     void plan_words(const LatentSentence& sentence, int until, WordCursor& words);
 
@@ -64,8 +81,15 @@ class PiperStreamVoice final : public DecoderVoice {
     const VitsScales scales_;
     std::mt19937_64 noise_;
     int chunk_frames_ = 1;  // latent frames in a sentence's first chunk (then growing)
-    // Producer thread: the sentence's flow.
-    std::unique_ptr<VitsFlowStream> flow_;
+    // Producer thread: the sentence's flow on the CPU, and on the decoder's
+    // device when it has one; on_device_ says which runs this sentence.
+    std::unique_ptr<VitsFlowStream> flow_, device_flow_;
+    bool on_device_ = false;
+    // While on the device: the prior's frames given to it this sentence,
+    // per channel (the CPU reruns them after a device error: the prior is
+    // drawn once, in order).
+    std::vector<std::vector<float>> given_;
+    std::atomic<std::uint64_t> pushes_gpu_{0}, pushes_cpu_{0}, takeovers_{0};
 };
 
 }  // namespace etude::engine

@@ -147,6 +147,22 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
     return decoders_.emplace(key, std::move(model)).first->second;
 }
 
+std::shared_ptr<const VitsFlowNetwork> PiperVoice::load_flow(
+    int speaker, std::shared_ptr<gpu::Backend> backend) const {
+    if (num_speakers() == 1) speaker = 0;
+    const auto cpu = network_->flow_network(speaker);  // checks the speaker
+    if (!backend || backend.get() == &cpu->backend()) return cpu;
+    const std::pair<int, const gpu::Backend*> key{speaker, backend.get()};
+    {
+        std::lock_guard lock(decoders_mu_);
+        if (auto it = flows_.find(key); it != flows_.end()) return it->second;
+    }
+    auto flow = std::make_shared<const VitsFlowNetwork>(*cpu, std::move(backend));
+    // Two streams may have loaded it at once: the first one stored wins.
+    std::lock_guard lock(decoders_mu_);
+    return flows_.emplace(key, std::move(flow)).first->second;
+}
+
 void PiperVoice::prepare(int speaker) const {
     network_->flow_network(speaker);
     load_decoder(speaker, gpu::shared_cpu_backend());

@@ -1,8 +1,9 @@
 // A Piper voice as the engine's streams speak it: its files found by path or
 // by name (piper/voice_catalog.h), its config and text front end (piper/),
 // and its network (models/vits/): the text-to-latent part runs on the CPU
-// for every stream, and the streams of one speaker share its decoder on
-// each backend (load_decoder), each running it through state of its own.
+// for every stream, and the streams of one speaker share its flow and its
+// decoder on each backend (load_flow, load_decoder), each running them
+// through state of its own.
 //
 // open() reads a voice once per process: streams of the same file share it
 // for as long as one of them holds it.
@@ -81,6 +82,13 @@ class PiperVoice {
     // that share a decoder have their chunks batched (models/stream_joiner.h).
     std::shared_ptr<NeuralModel> load_decoder(int speaker,
                                               std::shared_ptr<gpu::Backend> backend) const;
+    // The flow of `speaker` on `backend`: on the CPU backend the network's
+    // own; on a device, one per speaker and device, copied from it on first
+    // use and shared by every stream there (each runs it through a
+    // VitsFlowStream of its own), as load_decoder() shares the decoder.
+    // Throws gpu::DeviceError when the device fails the upload.
+    std::shared_ptr<const VitsFlowNetwork> load_flow(int speaker,
+                                                     std::shared_ptr<gpu::Backend> backend) const;
     // Makes now what the first stream of `speaker` would make when it is
     // created: the flow's network and the decoder on the CPU backend.
     // About 200 ms for a medium voice, which a server's first request would
@@ -99,6 +107,9 @@ class PiperVoice {
     mutable std::mutex decoders_mu_;      // guards decoders_
     // By speaker and backend (the registry opens one backend per device).
     mutable std::map<std::pair<int, const gpu::Backend*>, std::shared_ptr<NeuralModel>> decoders_;
+    // Device flows, by speaker and backend (guarded by decoders_mu_).
+    mutable std::map<std::pair<int, const gpu::Backend*>, std::shared_ptr<const VitsFlowNetwork>>
+        flows_;
 };
 
 }  // namespace etude::engine

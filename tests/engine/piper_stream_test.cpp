@@ -86,19 +86,8 @@ StreamOptions piper_options(const std::string& speaker, std::uint64_t seed, doub
     return o;
 }
 
-// A consumer at the audio clock: 256 samples every 256/22050 s, until the
-// stream has spoken everything (or a minute has passed).
 std::vector<float> pull_at_audio_clock(Stream& stream) {
-    std::vector<float> got, block(256);
-    auto next = std::chrono::steady_clock::now();
-    const auto give_up = next + std::chrono::seconds(60);
-    while ((stream.busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
-        const std::size_t n = stream.pull(block);
-        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
-        next += std::chrono::microseconds(256 * 1000000 / 22050);
-        std::this_thread::sleep_until(next);
-    }
-    return got;
+    return etude::test::pull_at_audio_clock(stream, 22050);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // What the engine tests read out of a stream: all its audio, offline
-// (read() until it ends), and the marks it has reached so far.
+// (read() until it ends) or pulled at the audio clock, and the marks it has
+// reached so far.
 #pragma once
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -13,6 +16,21 @@ inline std::vector<float> read_all(engine::Stream& stream) {
     for (std::size_t n; (n = stream.read(block)) > 0;)
         out.insert(out.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
     return out;
+}
+
+// A consumer at the audio clock: 256 samples every 256/rate s, until the
+// stream has spoken everything (or a minute has passed).
+inline std::vector<float> pull_at_audio_clock(engine::Stream& stream, double rate) {
+    std::vector<float> got, block(256);
+    auto next = std::chrono::steady_clock::now();
+    const auto give_up = next + std::chrono::seconds(60);
+    while ((stream.busy() || got.empty()) && std::chrono::steady_clock::now() < give_up) {
+        const std::size_t n = stream.pull(block);
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+        next += std::chrono::microseconds(static_cast<long>(256 * 1e6 / rate));
+        std::this_thread::sleep_until(next);
+    }
+    return got;
 }
 
 inline std::vector<engine::SpeechMark> take_marks(engine::Stream& stream) {

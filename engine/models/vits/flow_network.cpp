@@ -114,6 +114,46 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
     b.synchronize(*queue);
 }
 
+VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
+                                 std::shared_ptr<gpu::Backend> backend)
+    : backend_(std::move(backend)),
+      lender_(ScratchLender::bound_for(*backend_)),
+      channels_(source.channels_),
+      hidden_(source.hidden_),
+      kernel_(source.kernel_),
+      ends_flipped_(source.ends_flipped_) {
+    auto& from = source.backend();
+    const auto from_queue = from.create_queue();
+    const auto queue = backend_->create_queue();
+    std::vector<std::vector<float>> staged;
+    const auto copy = [&](const VitsFlowConv& c) {
+        const auto read = [&](const gpu::DeviceBuffer& d, std::size_t floats) {
+            std::vector<float> v(floats);
+            from.copy_to_host(*from_queue, v.data(), d, 0, v.size());
+            from.synchronize(*from_queue);
+            return upload(*backend_, *queue, v, staged);
+        };
+        VitsFlowConv out;
+        out.in = c.in;
+        out.out = c.out;
+        out.k = c.k;
+        out.w = read(c.w, std::size_t(c.out) * std::size_t(c.in) * std::size_t(c.k));
+        out.b = read(c.b, std::size_t(c.out));
+        return out;
+    };
+    for (const VitsFlowCoupling& c : source.couplings_) {
+        VitsFlowCoupling d;
+        d.mirrored = c.mirrored;
+        d.pre = copy(c.pre);
+        d.post = copy(c.post);
+        for (const auto& l : c.in_layers) d.in_layers.push_back(copy(l));
+        for (const auto& l : c.res) d.res.push_back(copy(l));
+        for (const auto& l : c.skip) d.skip.push_back(copy(l));
+        couplings_.push_back(std::move(d));
+    }
+    backend_->synchronize(*queue);
+}
+
 int VitsFlowNetwork::context() const {
     return static_cast<int>(couplings_.size()) *
            static_cast<int>(couplings_.empty() ? 0 : couplings_[0].in_layers.size()) *

@@ -40,6 +40,11 @@ struct VitsFlowCoupling {
 class VitsFlowNetwork {
   public:
     VitsFlowNetwork(const VitsWeights& weights, int speaker, std::shared_ptr<gpu::Backend> backend);
+    // The same flow (same speaker, same folded and mirrored weights) on
+    // another backend, copied from `source`'s: a single-speaker voice keeps
+    // its flow's weights on the CPU backend alone (VitsVoice), so a device's
+    // copy is made from there. Throws gpu::DeviceError as uploads do.
+    VitsFlowNetwork(const VitsFlowNetwork& source, std::shared_ptr<gpu::Backend> backend);
     ~VitsFlowNetwork();
 
     // z is [inter_channels][frames], the sampled prior; replaced by the

@@ -279,6 +279,7 @@ int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
         b.copy_to_device(q, a_in, 0, host_in_.data(), hn);
         b.copy_to_device(q, b_in, 0, host_in_.data() + hn, hn);
         pushed_ += n;
+        ++pushes_;
         SignalRef second;
         const SignalRef first = push({&a_in, half, n}, {&b_in, half, n}, flush, second);
         const int m = first.length;

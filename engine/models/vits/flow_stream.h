@@ -76,6 +76,8 @@ class VitsFlowStream {
     // reach is completed first (complete_prior), z widened with it.
     int run_until(VitsPrior& prior, int until, std::vector<float>& z);
     int made() const { return made_; }
+    // Pushes run since the stream was made (for statistics).
+    std::uint64_t pushes() const { return pushes_; }
     // True when `prior` is staged and run_until(prior, until, ...) would
     // push up to or past its known frames, so must complete it first. (The
     // pushes reach at least `until`, so a caller that reads frames up to
@@ -110,6 +112,7 @@ class VitsFlowStream {
     std::vector<float> host_in_, host_out_;
     int min_push_;
     int pushed_ = 0, made_ = 0;
+    std::uint64_t pushes_ = 0;
 };
 
 }  // namespace etude::engine
