@@ -103,6 +103,14 @@ BENCHMARK_CAPTURE(BM_CpuConv1d, hifigan_res_32ch_k7_d3_len16384,
 BENCHMARK_CAPTURE(BM_CpuConv1d, hifigan_post_32to1_k7_len16384, shape(32, 1, 16384, 7, 1, 1, 3, 1))
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// The VITS flow (Piper medium): a WaveNet layer's dilated conv, 192 -> 384
+// channels, kernel 5, over one push of frames (32-47) and over a sentence.
+BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to384_k5_len40, shape(192, 384, 40, 5, 1, 1, 2, 1))
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to384_k5_len400, shape(192, 384, 400, 5, 1, 1, 2, 1))
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 // Vocos ConvNeXt block: depthwise, 512 channels, kernel 7, over frames.
 BENCHMARK_CAPTURE(BM_CpuConv1d, vocos_depthwise_512ch_k7_len1024,
                   shape(512, 512, 1024, 7, 1, 1, 3, 512))

@@ -1,17 +1,23 @@
 #include "gpu/cpu/cpu_direct_conv.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <utility>
 
+#include "gpu/cpu/cpu_direct_conv_tiles.h"
 #include "gpu/cpu/cpu_parallel.h"
 
-// The register tiles are written once over Lanes8, eight output columns:
-// one AVX2 register on x86-64 (with FMA, checked at run time), two NEON
-// registers on AArch64 (where Advanced SIMD and its fused multiply-add are
-// part of the base architecture, so nothing is checked). Either way every
-// step is one fused multiply-add per column, so both give the same floats.
+// The 8-lane tile set is written over Lanes, eight output columns: one AVX2
+// register on x86-64 (with FMA, checked at run time), two NEON registers on
+// AArch64 (where Advanced SIMD and its fused multiply-add are part of the
+// base architecture, so nothing is checked). Either way every step is one
+// fused multiply-add per column, so both give the same floats, as does the
+// AVX-512 set (cpu_direct_conv_avx512.cpp) where the CPU has it.
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define ETUDE_DIRECT_CONV_TILES 1
@@ -23,66 +29,30 @@
 #endif
 
 namespace etude::gpu::cpu {
-namespace {
-
-// A register tile is kRows output channels by V x 8 output times. The
-// main tile, V = 3, holds 12 accumulators plus 3 input loads and one
-// broadcast weight in AVX2's 16 registers (on NEON, twice as many of half
-// the width: 24 + 6 + 1 of its 32); every (input channel, tap) step does 12
-// fused multiply-adds of 8 columns for 3 loads and 4 broadcasts, which two
-// load ports keep up with. The last columns of a chunk take a tile of 2 or 1
-// vectors, so a short signal (the VITS flow pushes 32-47 frames) computes
-// at most 7 columns it throws away. Channel counts that are not a multiple
-// of kRows finish with fewer rows.
-constexpr int kRows = 4;
-constexpr int kVectors = 3;
-constexpr int kTileColumns = 8 * kVectors;
-static_assert(kTileColumns == kDirectChunkAlign);
-// Staged input per chunk (floats): 128 KB, so the input rows a tile reads
-// stay in L2 while every block of output channels passes over them.
-constexpr std::size_t kStageFloats = std::size_t{1} << 15;
-
-// Largest transposed layer (weights, floats) the direct path takes: 256 KB,
-// half of a small L2 (see direct_conv_transpose1d_applies).
-constexpr std::size_t kTransposeWeightFloats = std::size_t{1} << 16;
-
-bool cpu_runs_tiles() {
-#if defined(ETUDE_DIRECT_CONV_TILES) && defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#elif defined(ETUDE_DIRECT_CONV_TILES)
-    return true;
-#else
-    return false;
-#endif
-}
-
-thread_local int direct_off_depth = 0;  // live DirectConvOff guards on this thread
-
-bool direct_enabled() {
-    static const bool enabled = [] {
-        const char* env = std::getenv("ETUDE_CPU_DIRECT_CONV");
-        if (env && std::strcmp(env, "0") == 0) return false;
-        return cpu_runs_tiles();
-    }();
-    return enabled;
-}
-
-// Where a tile finds its taps: tap j of input channel ic reads the staged
-// input j * x_step columns on, with the weight of output row r at
-// w[ic * w_in + r * w_row + j * w_tap].
-struct Taps {
-    int in_channels = 0, taps = 0;
-    std::ptrdiff_t x_step = 1, w_in = 0, w_row = 0, w_tap = 1;
-};
 
 #ifdef ETUDE_DIRECT_CONV_TILES
+namespace tiles {
+namespace lanes8 {
+
+// The main tile, 4 rows x 3 vectors, holds 12 accumulators plus 3 input
+// loads and one broadcast weight in AVX2's 16 registers (on NEON, twice as
+// many of half the width: 24 + 6 + 1 of its 32); every (input channel, tap)
+// step does 12 fused multiply-adds of 8 columns for 3 loads and 4
+// broadcasts, which two load ports keep up with. The last columns of a
+// chunk take a tile of 2 or 1 vectors, so a short signal computes at most 7
+// columns it throws away. Channel counts that are not a multiple of kRows
+// finish with fewer rows.
+constexpr int kLanes = 8;
+constexpr int kRows = 4;
+constexpr int kVectors = 3;
+static_assert(kRows <= kMaxTileRows && kMaxTileRows % kRows == 0);
+
 #define ETUDE_LANES inline __attribute__((always_inline)) ETUDE_TILE_CODE
 #ifdef __x86_64__
-struct Lanes8 {
+struct Lanes {
     __m256 v;
 };
-ETUDE_LANES Lanes8 splat(float a) {
+ETUDE_LANES Lanes splat(float a) {
     return {_mm256_set1_ps(a)};
 }
 // The weights of a tile's R rows for one (input channel, tap): on AVX2
@@ -95,24 +65,24 @@ template <int R>
 ETUDE_LANES RowWeights load_row_weights(const float* first, std::ptrdiff_t stride) {
     return {first, stride};
 }
-ETUDE_LANES Lanes8 row_weight(const RowWeights& w, int r) {
+ETUDE_LANES Lanes row_weight(const RowWeights& w, int r) {
     return {_mm256_broadcast_ss(w.first + r * w.stride)};
 }
-ETUDE_LANES Lanes8 load(const float* p) {
+ETUDE_LANES Lanes load(const float* p) {
     return {_mm256_loadu_ps(p)};
 }
-ETUDE_LANES void store(float* p, Lanes8 a) {
+ETUDE_LANES void store(float* p, Lanes a) {
     _mm256_storeu_ps(p, a.v);
 }
 // acc + w x, rounded once.
-ETUDE_LANES Lanes8 fused_multiply_add(Lanes8 w, Lanes8 x, Lanes8 acc) {
+ETUDE_LANES Lanes fused_multiply_add(Lanes w, Lanes x, Lanes acc) {
     return {_mm256_fmadd_ps(w.v, x.v, acc.v)};
 }
 #else
-struct Lanes8 {
+struct Lanes {
     float32x4_t lo, hi;
 };
-ETUDE_LANES Lanes8 splat(float a) {
+ETUDE_LANES Lanes splat(float a) {
     return {vdupq_n_f32(a), vdupq_n_f32(a)};
 }
 // On NEON the R weights share one register, each multiplied by its lane:
@@ -130,7 +100,7 @@ ETUDE_LANES RowWeights load_row_weights(const float* first, std::ptrdiff_t strid
     if constexpr (R > 3) v = vld1q_lane_f32(first + 3 * stride, v, 3);
     return {v};
 }
-ETUDE_LANES Lanes8 row_weight(const RowWeights& w, int r) {
+ETUDE_LANES Lanes row_weight(const RowWeights& w, int r) {
     // The lane must be a constant: r is one after the rows' loop unrolls.
     float32x4_t v;
     switch (r) {
@@ -149,75 +119,90 @@ ETUDE_LANES Lanes8 row_weight(const RowWeights& w, int r) {
     }
     return {v, v};
 }
-ETUDE_LANES Lanes8 load(const float* p) {
+ETUDE_LANES Lanes load(const float* p) {
     return {vld1q_f32(p), vld1q_f32(p + 4)};
 }
-ETUDE_LANES void store(float* p, Lanes8 a) {
+ETUDE_LANES void store(float* p, Lanes a) {
     vst1q_f32(p, a.lo);
     vst1q_f32(p + 4, a.hi);
 }
-ETUDE_LANES Lanes8 fused_multiply_add(Lanes8 w, Lanes8 x, Lanes8 acc) {
+ETUDE_LANES Lanes fused_multiply_add(Lanes w, Lanes x, Lanes acc) {
     return {vfmaq_f32(acc.lo, w.lo, x.lo), vfmaq_f32(acc.hi, w.hi, x.hi)};
 }
 #endif
 
-// One tile: R output rows over 8 V times of the staged input `xs` (rows
-// xs_stride apart), written to `out` (rows out_stride apart), the first
-// `keep` columns of each row.
-template <int R, int V>
-ETUDE_TILE_CODE void tile(const float* xs, std::size_t xs_stride, const Taps& t, const float* w,
-                          const float* bias, float* out, std::size_t out_stride, int keep) {
-    const int in_channels = t.in_channels, taps = t.taps;
-    const std::ptrdiff_t x_step = t.x_step, w_in = t.w_in, w_row = t.w_row, w_tap = t.w_tap;
-    Lanes8 acc[R][V];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-        const Lanes8 b = splat(bias ? bias[r] : 0.0f);
-#pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) acc[r][v] = b;
-    }
-    for (int ic = 0; ic < in_channels; ++ic) {
-        const float* xr = xs + static_cast<std::size_t>(ic) * xs_stride;
-        const float* wr = w + ic * w_in;
-        for (int j = 0; j < taps; ++j) {
-            const float* p = xr + j * x_step;
-            const float* wj = wr + j * w_tap;
-            Lanes8 x[V];
-#pragma GCC unroll 4
-            for (int v = 0; v < V; ++v) x[v] = load(p + 8 * v);
-            const RowWeights weights = load_row_weights<R>(wj, w_row);
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const Lanes8 wv = row_weight(weights, r);
-#pragma GCC unroll 4
-                for (int v = 0; v < V; ++v) acc[r][v] = fused_multiply_add(wv, x[v], acc[r][v]);
-            }
-        }
-    }
-    if (keep == 8 * V) {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-            for (int v = 0; v < V; ++v) store(out + r * out_stride + 8 * v, acc[r][v]);
-        return;
-    }
-    // A last, partial tile: every accumulator stored by a fully unrolled
-    // loop (an indexed one would keep them in memory through the whole sum).
-    float rows[R][8 * V];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) store(rows[r] + 8 * v, acc[r][v]);
-    for (int r = 0; r < R; ++r) std::memcpy(out + r * out_stride, rows[r], sizeof(float) * keep);
+#include "gpu/cpu/cpu_direct_conv_tile_body.h"
+
+static_assert(kDirectChunkAlign % kTileColumns == 0, "chunks are whole tiles (cpu_direct_conv.h)");
+
+}  // namespace lanes8
+
+void tile_rows_lanes8(const float* stage, int width, const Taps& taps, const float* w,
+                      const float* bias, int rows, int count, float* out, std::size_t out_stride) {
+    lanes8::tile_rows_body(stage, width, taps, w, bias, rows, count, out, out_stride);
 }
 
-using TileFn = void (*)(const float*, std::size_t, const Taps&, const float*, const float*, float*,
-                        std::size_t, int);
-// kTiles[V - 1][R - 1]: the tile of R rows and V vectors.
-constexpr TileFn kTiles[kVectors][kRows] = {{tile<1, 1>, tile<2, 1>, tile<3, 1>, tile<4, 1>},
-                                            {tile<1, 2>, tile<2, 2>, tile<3, 2>, tile<4, 2>},
-                                            {tile<1, 3>, tile<2, 3>, tile<3, 3>, tile<4, 3>}};
-static_assert(kRows == 4 && kVectors == 3, "kTiles lists one tile per row and vector count");
+}  // namespace tiles
+#endif
+
+namespace {
+
+using tiles::Taps;
+
+// Staged input per chunk (floats): 128 KB, so the input rows a tile reads
+// stay in L2 while every block of output channels passes over them.
+constexpr std::size_t kStageFloats = std::size_t{1} << 15;
+
+// Largest transposed layer (weights, floats) the direct path takes: 256 KB,
+// half of a small L2 (see direct_conv_transpose1d_applies).
+constexpr std::size_t kTransposeWeightFloats = std::size_t{1} << 16;
+
+bool cpu_has(DirectConvTiles set) {
+#if defined(ETUDE_DIRECT_CONV_TILES) && defined(__x86_64__)
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return set == DirectConvTiles::Lanes8 ? avx2 : avx2 && __builtin_cpu_supports("avx512f");
+#elif defined(ETUDE_DIRECT_CONV_TILES)
+    return set == DirectConvTiles::Lanes8;
+#else
+    (void)set;
+    return false;
+#endif
+}
+
+thread_local int direct_off_depth = 0;  // live DirectConvOff guards on this thread
+
+bool direct_enabled() {
+    static const bool enabled = [] {
+        const char* env = std::getenv("ETUDE_CPU_DIRECT_CONV");
+        if (env && std::strcmp(env, "0") == 0) return false;
+        return cpu_has(DirectConvTiles::Lanes8);
+    }();
+    return enabled;
+}
+
+// The set the CPU and ETUDE_CPU_TILES choose, read once.
+DirectConvTiles default_tiles() {
+    static const DirectConvTiles tiles = [] {
+        const char* env = std::getenv("ETUDE_CPU_TILES");
+        const bool avx2 = env && std::strcmp(env, "avx2") == 0;
+        return !avx2 && cpu_has(DirectConvTiles::Avx512) ? DirectConvTiles::Avx512
+                                                         : DirectConvTiles::Lanes8;
+    }();
+    return tiles;
+}
+
+// A DirectConvTilesOverride's set, or -1: process-wide, as a convolution's
+// jobs run on the pool's threads too.
+std::atomic<int> forced_tiles{-1};
+
+#ifdef ETUDE_DIRECT_CONV_TILES
+tiles::TileRowsFn tile_rows() {
+#ifdef __x86_64__
+    if (direct_conv_tiles() == DirectConvTiles::Avx512) return tiles::tile_rows_avx512;
+#endif
+    return tiles::tile_rows_lanes8;
+}
 
 // Stages input columns [first, first + width) of every channel of x
 // (channels x length) as rows of `width` floats, zero outside the signal.
@@ -235,29 +220,21 @@ float* stage_input(const float* x, int channels, int length, std::ptrdiff_t firs
     return stage;
 }
 
-// Rows [o, o + rows) over staged columns [0, count): tiles of kVectors
-// vectors, the last 25-32 columns as two of 2 vectors: a 1-vector tile has
-// only 4 independent sums, too few to hide the multiply-add's latency, so
-// it runs only on signals of 8 columns or fewer.
-void tile_row_block(const float* stage, int width, const Taps& taps, const float* w,
-                    const float* bias, int rows, int count, float* out, std::size_t out_stride) {
-    for (int c = 0; c < count;) {
-        const int left = count - c;
-        const int vectors = left > 24 && left <= 32 ? 2 : std::min(kVectors, (left + 7) / 8);
-        const int keep = std::min(count - c, 8 * vectors);
-        kTiles[vectors - 1][rows - 1](stage + c, static_cast<std::size_t>(width), taps, w, bias,
-                                      out + c, out_stride, keep);
-        c += keep;
-    }
+// Columns [0, count) rounded up to whole kDirectChunkAlign: what the
+// stage holds before the taps' reach, so every tile reads inside it.
+int staged_columns(int count) {
+    return (count + kDirectChunkAlign - 1) / kDirectChunkAlign * kDirectChunkAlign;
 }
 #endif
 
 // Columns per chunk whose staged input (channels x (columns + reach))
-// stays near kStageFloats: a whole number of tiles, at least four.
+// stays near kStageFloats: a whole number of kDirectChunkAlign, at least
+// two (four of AVX2's tiles).
 int chunk_for(int channels, std::size_t reach) {
+    constexpr std::size_t align = kDirectChunkAlign;
     const std::size_t width = kStageFloats / static_cast<std::size_t>(std::max(channels, 1));
-    const std::size_t columns = width > reach + 4 * kTileColumns ? width - reach : 4 * kTileColumns;
-    return static_cast<int>(columns / kTileColumns * kTileColumns);
+    const std::size_t columns = width > reach + 2 * align ? width - reach : 2 * align;
+    return static_cast<int>(columns / align * align);
 }
 
 // Taps of phase r of a transposed convolution with stride u: kernel taps
@@ -267,6 +244,26 @@ int phase_taps(int kernel, int stride, int r) {
 }
 
 }  // namespace
+
+DirectConvTiles direct_conv_tiles() {
+    const int forced = forced_tiles.load(std::memory_order_relaxed);
+    return forced >= 0 ? static_cast<DirectConvTiles>(forced) : default_tiles();
+}
+
+bool direct_conv_tiles_supported(DirectConvTiles tiles) {
+    return cpu_has(tiles);
+}
+
+DirectConvTilesOverride::DirectConvTilesOverride(DirectConvTiles tiles)
+    : previous_(forced_tiles.load()) {
+    if (!cpu_has(tiles))
+        throw std::invalid_argument(
+            "DirectConvTilesOverride: this CPU does not run the requested tile set");
+    forced_tiles.store(static_cast<int>(tiles));
+}
+DirectConvTilesOverride::~DirectConvTilesOverride() {
+    forced_tiles.store(previous_);
+}
 
 DirectConvOff::DirectConvOff() {
     ++direct_off_depth;
@@ -291,8 +288,7 @@ void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const f
     const int out_len = s.conv_out_length();
     // The chunk's input, a whole number of tiles wide plus the taps' reach;
     // column 0 is the input of output t0 through tap 0.
-    const int width =
-        (count + kTileColumns - 1) / kTileColumns * kTileColumns + (s.kernel - 1) * s.dilation;
+    const int width = staged_columns(count) + (s.kernel - 1) * s.dilation;
     const float* stage =
         stage_input(x, s.in_channels, s.in_length, std::ptrdiff_t{t0} - s.padding, width);
     Taps taps;
@@ -301,11 +297,8 @@ void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const f
     taps.x_step = s.dilation;
     taps.w_in = s.kernel;
     taps.w_row = std::ptrdiff_t{s.in_channels} * s.kernel;
-    for (int o = o0; o < o1; o += kRows)
-        tile_row_block(stage, width, taps, w + o * taps.w_row, bias ? bias + o : nullptr,
-                       std::min(kRows, o1 - o), count,
-                       y + static_cast<std::size_t>(o) * out_len + t0,
-                       static_cast<std::size_t>(out_len));
+    tile_rows()(stage, width, taps, w + o0 * taps.w_row, bias ? bias + o0 : nullptr, o1 - o0, count,
+                y + static_cast<std::size_t>(o0) * out_len + t0, static_cast<std::size_t>(out_len));
 #else
     (void)s, (void)x, (void)w, (void)bias, (void)y, (void)t0, (void)count, (void)o0, (void)o1;
 #endif
@@ -342,19 +335,21 @@ void direct_conv_transpose1d(const Conv1dShape& s, const float* x, const float* 
     // Step q of phase r sums x[q - j] * w[.][.][r + j u] over its taps j;
     // read from the stage as a correlation, tap i = taps - 1 - j. Column 0
     // is input q0 - (most - 1).
-    const int width = (count + kTileColumns - 1) / kTileColumns * kTileColumns + most - 1;
+    const int width = staged_columns(count) + most - 1;
     const float* stage =
         stage_input(x, s.in_channels, s.in_length, std::ptrdiff_t{q0} - (most - 1), width);
-    alignas(32) float block[kRows * kTileColumns];
-    for (int o = o0; o < o1; o += kRows) {
-        const int rows = std::min(kRows, o1 - o);
-        for (int c = 0; c < count; c += kTileColumns) {
-            const int n = std::min(kTileColumns, count - c);
+    const tiles::TileRowsFn tile_rows_fn = tile_rows();
+    constexpr int kBlockRows = tiles::kMaxTileRows, kBlockColumns = kDirectChunkAlign;
+    alignas(64) float block[kBlockRows * kBlockColumns];
+    for (int o = o0; o < o1; o += kBlockRows) {
+        const int rows = std::min(kBlockRows, o1 - o);
+        for (int c = 0; c < count; c += kBlockColumns) {
+            const int n = std::min(kBlockColumns, count - c);
             for (int r = 0; r < u; ++r) {
                 const int taps_r = phase_taps(s.kernel, u, r);
                 if (taps_r == 0) {
                     for (int i = 0; i < rows; ++i)
-                        std::fill_n(block + i * kTileColumns, n, bias ? bias[o + i] : 0.0f);
+                        std::fill_n(block + i * kBlockColumns, n, bias ? bias[o + i] : 0.0f);
                 } else {
                     Taps taps;
                     taps.in_channels = s.in_channels;
@@ -363,16 +358,16 @@ void direct_conv_transpose1d(const Conv1dShape& s, const float* x, const float* 
                     taps.w_in = std::ptrdiff_t{s.out_channels} * s.kernel;
                     taps.w_row = s.kernel;
                     taps.w_tap = -u;
-                    tile_row_block(stage + c + (most - taps_r), width, taps,
-                                   w + std::ptrdiff_t{o} * s.kernel + r + (taps_r - 1) * u,
-                                   bias ? bias + o : nullptr, rows, n, block, kTileColumns);
+                    tile_rows_fn(stage + c + (most - taps_r), width, taps,
+                                 w + std::ptrdiff_t{o} * s.kernel + r + (taps_r - 1) * u,
+                                 bias ? bias + o : nullptr, rows, n, block, kBlockColumns);
                 }
                 // Step q0 + c + j of phase r is output (q0 + c + j) u + r - padding.
                 for (int i = 0; i < rows; ++i) {
                     float* yr = y + static_cast<std::size_t>(o + i) * out_len;
                     for (int j = 0; j < n; ++j) {
                         const long t = long(q0 + c + j) * u + r - s.padding;
-                        if (t >= 0 && t < out_len) yr[t] = block[i * kTileColumns + j];
+                        if (t >= 0 && t < out_len) yr[t] = block[i * kBlockColumns + j];
                     }
                 }
             }

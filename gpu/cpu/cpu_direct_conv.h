@@ -1,6 +1,6 @@
-// A direct conv1d for the CPU backend on AVX2 + FMA (x86-64) or NEON
-// (AArch64): the output computed in register tiles straight from the input,
-// without im2col or SGEMM.
+// A direct conv1d for the CPU backend on AVX2 + FMA or AVX-512F (x86-64)
+// or NEON (AArch64): the output computed in register tiles straight from
+// the input, without im2col or SGEMM.
 //
 // Why: the vocoders' and the VITS flow's convolutions have few channels (32
 // to 384) and long or short time axes. As im2col + SGEMM each call copied
@@ -40,6 +40,34 @@ class DirectConvOff {
     DirectConvOff& operator=(const DirectConvOff&) = delete;
 };
 
+// The register tile sets (cpu_direct_conv_tiles.h): Lanes8 is 4 rows x 24
+// columns in vectors of 8 (AVX2 + FMA on x86-64, NEON on AArch64), Avx512
+// 8 rows x 48 columns in vectors of 16 (AVX-512F). Both give the same
+// floats; Avx512 is faster where the CPU has it.
+enum class DirectConvTiles { Lanes8, Avx512 };
+
+// The set the direct convolutions use now: Avx512 where the CPU has
+// AVX-512F, unless ETUDE_CPU_TILES=avx2 (read once) keeps Lanes8.
+DirectConvTiles direct_conv_tiles();
+
+// Whether this CPU runs `tiles` (Lanes8: wherever the direct path runs).
+bool direct_conv_tiles_supported(DirectConvTiles tiles);
+
+// For tests and benchmarks: while one lives, every thread's direct
+// convolutions use `tiles` (process-wide, as a convolution's jobs run on
+// the pool's threads: one at a time, made while no convolution runs).
+// Throws std::invalid_argument where the CPU does not run `tiles`.
+class DirectConvTilesOverride {
+  public:
+    explicit DirectConvTilesOverride(DirectConvTiles tiles);
+    ~DirectConvTilesOverride();
+    DirectConvTilesOverride(const DirectConvTilesOverride&) = delete;
+    DirectConvTilesOverride& operator=(const DirectConvTilesOverride&) = delete;
+
+  private:
+    int previous_;
+};
+
 // Outputs [t0, t0 + count) of output channels [o0, o1), batch item 0 of
 // x (in_channels x in_length) into y (out_channels x out_len, the
 // layer's conv_out_length()). The caller checked direct_conv1d_applies.
@@ -48,11 +76,11 @@ void direct_conv1d(const Conv1dShape& s, const float* x, const float* w, const f
 
 // Columns per chunk the caller should hand direct_conv1d for this shape:
 // the chunk's staged input stays in the core's L2 cache. A whole number of
-// kDirectChunkAlign columns (a register tile's width), as a caller that
-// shortens a chunk should keep it: a chunk's last columns take a narrower
-// tile.
+// kDirectChunkAlign columns (a whole number of every set's main tiles: 2 of
+// Lanes8's, 1 of Avx512's), as a caller that shortens a chunk should keep
+// it: a chunk's last columns take a narrower tile.
 int direct_conv1d_chunk(const Conv1dShape& s);
-constexpr int kDirectChunkAlign = 24;
+constexpr int kDirectChunkAlign = 48;
 
 // The transposed convolution the same way, one phase of the stride at a
 // time: output t = q * stride + r - padding sums x[q - j] * w[in][out][r +

@@ -1,7 +1,7 @@
 // The CPU backend's convolutions (gpu/cpu/cpu_conv.cpp: im2col/col2im +
 // SGEMM, direct loops for depthwise, and gpu/cpu/cpu_direct_conv.cpp's
-// register tiles on AArch64 and AVX2 CPUs; conv1d is checked on both of its paths)
-// against a direct double-precision
+// register tiles on AArch64, AVX2 and AVX-512 CPUs; each is checked on
+// every path and tile set this CPU runs) against a direct double-precision
 // evaluation of the definition in gpu/backend.h, over random shapes with
 // stride, dilation, padding, groups and batch, plus the vocoders' shapes and
 // shapes long enough to cross several chunks of the time axis.
@@ -9,12 +9,15 @@
 // Error: max |got - ref| / max |ref| below 1e-5 (float rounding of sums of
 // up to a few thousand products). Every output is pre-filled with a
 // sentinel and followed by a guard band, so an element never written, or one
-// written past the end, fails the test too.
+// written past the end, fails the test too. The two tile sets must also give
+// the very same floats (each output is bias + one fused multiply-add per
+// input channel and tap, in that order, in both).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <random>
@@ -121,16 +124,7 @@ class CpuConv : public ::testing::Test {
         const auto x = random_vector(x_n, rng_);
         const auto w = random_vector(w_n, rng_);
         const auto bias = with_bias ? random_vector(s.out_channels, rng_) : std::vector<float>{};
-
-        auto dx = upload(x), dw = upload(w);
-        DeviceBuffer db = with_bias ? upload(bias) : DeviceBuffer{};
-        auto dy = upload(std::vector<float>(y_n + kGuard, kSentinel));
-        if (conv)
-            cpu_.conv1d(*q_, s, dx, dw, db, dy);
-        else
-            cpu_.conv_transpose1d(*q_, s, dx, dw, db, dy);
-        std::vector<float> got(y_n + kGuard);
-        cpu_.copy_to_host(*q_, got.data(), dy, 0, got.size());
+        const auto got = run(op, s, x, w, bias);
 
         const auto ref =
             conv ? conv1d_reference(s, x, w, bias) : conv_transpose1d_reference(s, x, w, bias);
@@ -148,6 +142,23 @@ class CpuConv : public ::testing::Test {
                                        [](float v) { return v != kSentinel; });
         EXPECT_EQ(past, got.end()) << what << ": wrote past the end of y";
         return rel;
+    }
+
+    // `op` on the backend: its y_n outputs, then kGuard floats after them.
+    std::vector<float> run(Op op, const Conv1dShape& s, const std::vector<float>& x,
+                           const std::vector<float>& w, const std::vector<float>& bias) {
+        const int out_len = op == Op::Conv ? s.conv_out_length() : s.transpose_out_length();
+        const std::size_t y_n = std::size_t(s.batch) * s.out_channels * out_len;
+        auto dx = upload(x), dw = upload(w);
+        DeviceBuffer db = bias.empty() ? DeviceBuffer{} : upload(bias);
+        auto dy = upload(std::vector<float>(y_n + kGuard, kSentinel));
+        if (op == Op::Conv)
+            cpu_.conv1d(*q_, s, dx, dw, db, dy);
+        else
+            cpu_.conv_transpose1d(*q_, s, dx, dw, db, dy);
+        std::vector<float> got(y_n + kGuard);
+        cpu_.copy_to_host(*q_, got.data(), dy, 0, got.size());
+        return got;
     }
 
     DeviceBuffer upload(const std::vector<float>& v) {
@@ -192,23 +203,36 @@ Conv1dShape random_shape(std::mt19937& rng, bool transpose) {
     }
 }
 
-// Each convolution on each of its paths: the direct register tiles (NEON on
-// AArch64; on x86-64 where the CPU has AVX2 and FMA) and im2col/col2im +
-// SGEMM (everywhere; the only path elsewhere).
-enum class ConvPath { Direct, Im2col };
+// Whether the direct path runs here; if not, why (for GTEST_SKIP).
+const char* direct_conv_missing() {
+    return cpu::direct_conv1d_applies(make(1, 2, 2, 8, 3, 1, 1, 1, 1))
+               ? nullptr
+               : "the direct conv1d does not run here: an x86-64 CPU without AVX2 or FMA, "
+                 "another architecture than x86-64 or AArch64, or ETUDE_CPU_DIRECT_CONV=0";
+}
+constexpr const char* kNoAvx512 = "this CPU has no AVX-512F: the AVX-512 tiles are not checked";
+
+// Each convolution on each of its paths: the direct register tiles in
+// vectors of 8 (NEON on AArch64; on x86-64 where the CPU has AVX2 and FMA)
+// and of 16 (where it also has AVX-512F), and im2col/col2im + SGEMM
+// (everywhere; the only path elsewhere).
+enum class ConvPath { Direct8, Direct16, Im2col };
 
 class CpuConvPaths : public CpuConv, public ::testing::WithParamInterface<ConvPath> {
   protected:
     void SetUp() override {
-        if (GetParam() == ConvPath::Im2col)
+        if (GetParam() == ConvPath::Im2col) {
             off_.emplace();
-        else if (!cpu::direct_conv1d_applies(make(1, 2, 2, 8, 3, 1, 1, 1, 1)))
-            GTEST_SKIP()
-                << "the direct conv1d does not run here: an x86-64 CPU without AVX2 or FMA, "
-                   "another architecture than x86-64 or AArch64, or "
-                   "ETUDE_CPU_DIRECT_CONV=0";
+            return;
+        }
+        if (const char* why = direct_conv_missing()) GTEST_SKIP() << why;
+        const auto set = GetParam() == ConvPath::Direct8 ? cpu::DirectConvTiles::Lanes8
+                                                         : cpu::DirectConvTiles::Avx512;
+        if (!cpu::direct_conv_tiles_supported(set)) GTEST_SKIP() << kNoAvx512;
+        tiles_.emplace(set);
     }
     std::optional<cpu::DirectConvOff> off_;
+    std::optional<cpu::DirectConvTilesOverride> tiles_;
 };
 
 TEST_P(CpuConvPaths, conv1d_matches_the_definition_for_random_shapes) {
@@ -311,12 +335,62 @@ TEST_P(CpuConvPaths, conv_transpose1d_matches_the_definition_at_vocoder_shapes_a
     for (const auto& s : shapes) check(Op::Transpose, s, true, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothPaths, CpuConvPaths,
-                         ::testing::Values(ConvPath::Direct, ConvPath::Im2col),
+INSTANTIATE_TEST_SUITE_P(EveryPath, CpuConvPaths,
+                         ::testing::Values(ConvPath::Direct8, ConvPath::Direct16, ConvPath::Im2col),
                          [](const auto& info) {
-                             return std::string(info.param == ConvPath::Direct ? "direct"
-                                                                               : "im2col");
+                             return std::string(info.param == ConvPath::Direct8    ? "direct8"
+                                                : info.param == ConvPath::Direct16 ? "direct16"
+                                                                                   : "im2col");
                          });
+
+// The AVX-512 tiles against the 8-lane ones, float for float, at shapes
+// that reach every tile: partial tiles of 1 to 3 vectors and the two-tile
+// tail, row counts that are a multiple of neither set's rows, dilation,
+// batch, several chunks, the VITS flow's pushes, and every phase of the
+// transposed layers (strides 2 to 8, and one above the kernel).
+TEST_F(CpuConv, avx512_tiles_give_the_same_floats_as_the_8_lane_tiles) {
+    if (const char* why = direct_conv_missing()) GTEST_SKIP() << why;
+    if (!cpu::direct_conv_tiles_supported(cpu::DirectConvTiles::Avx512)) GTEST_SKIP() << kNoAvx512;
+    struct Case {
+        Op op;
+        Conv1dShape s;
+    };
+    std::vector<Case> cases;
+    for (int len : {1, 7, 16, 17, 33, 47, 48, 49, 64, 65, 97, 500})
+        cases.push_back({Op::Conv, make(1, 19, 13, len + 4, 5, 1, 1, 0, 1)});
+    for (int out : {1, 3, 8, 9, 23, 40})
+        cases.push_back({Op::Conv, make(2, 24, out, 300, 3, 1, 3, 3, 1)});
+    cases.push_back({Op::Conv, make(1, 192, 384, 43, 5, 1, 1, 2, 1)});
+    cases.push_back({Op::Conv, make(1, 192, 192, 38, 7, 1, 1, 3, 1)});
+    cases.push_back({Op::Conv, make(1, 128, 128, 3000, 11, 1, 5, 25, 1)});
+    cases.push_back({Op::Conv, make(1, 512, 16, 1100, 16, 1, 1, 8, 1)});
+    cases.push_back({Op::Transpose, make(1, 64, 27, 301, 16, 8, 1, 4, 1)});
+    cases.push_back({Op::Transpose, make(2, 64, 13, 700, 4, 2, 1, 1, 1)});
+    cases.push_back({Op::Transpose, make(1, 20, 11, 59, 7, 3, 1, 2, 1)});
+    cases.push_back({Op::Transpose, make(1, 8, 6, 100, 3, 5, 1, 0, 1)});
+    for (const auto& [op, s] : cases) {
+        const bool conv = op == Op::Conv;
+        const std::size_t w_n = std::size_t(s.out_channels) * s.in_channels * s.kernel;
+        const auto x = random_vector(std::size_t(s.batch) * s.in_channels * s.in_length, rng_);
+        const auto w = random_vector(w_n, rng_), bias = random_vector(s.out_channels, rng_);
+        const std::string what = describe(conv ? "conv1d" : "conv_transpose1d", s, true);
+        ASSERT_TRUE(conv ? cpu::direct_conv1d_applies(s) : cpu::direct_conv_transpose1d_applies(s))
+            << what << " does not take the direct path";
+        std::vector<float> by_set[2];
+        for (auto set : {cpu::DirectConvTiles::Lanes8, cpu::DirectConvTiles::Avx512}) {
+            cpu::DirectConvTilesOverride use(set);
+            by_set[static_cast<int>(set)] = run(op, s, x, w, bias);
+        }
+        const auto& a = by_set[0];
+        const auto& b = by_set[1];
+        const auto differ = std::mismatch(a.begin(), a.end(), b.begin(), [](float p, float q) {
+            return std::memcmp(&p, &q, sizeof p) == 0;
+        });
+        EXPECT_EQ(differ.first, a.end())
+            << what << ": element " << differ.first - a.begin() << " is " << *differ.first
+            << " with 8-lane tiles, " << *differ.second << " with AVX-512";
+    }
+}
 
 TEST_F(CpuConv, shapes_without_a_definition_are_rejected) {
     auto x = cpu_.allocate(64, "test"), w = cpu_.allocate(64, "test"),
