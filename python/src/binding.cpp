@@ -293,6 +293,9 @@ void bind_types(nb::module_& m) {
         .def_ro("mel_chunks_cpu", &StreamStats::mel_chunks_cpu)
         .def_ro("mel_chunks_phase", &StreamStats::mel_chunks_phase)
         .def_ro("model_latency_ms", &StreamStats::model_latency_ms)
+        .def_ro("flow_pushes_gpu", &StreamStats::flow_pushes_gpu)
+        .def_ro("flow_pushes_cpu", &StreamStats::flow_pushes_cpu)
+        .def_ro("flow_takeovers", &StreamStats::flow_takeovers)
         .def_ro("marks", &StreamStats::marks)
         .def_ro("marks_dropped", &StreamStats::marks_dropped)
         .def_ro("words_unpaired", &StreamStats::words_unpaired);

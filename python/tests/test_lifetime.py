@@ -136,3 +136,16 @@ def test_stats_count_the_blocks_by_processor(engine):
     assert st.blocks_primary + st.blocks_fallback + st.blocks_ahead + st.blocks_gpu == st.blocks
     assert st.first_audio_ms >= 0 and st.sentences_spoken == 1
     assert st.underruns == 0  # read offline, nothing waits on a deadline
+
+
+def test_stats_say_where_a_piper_voices_flow_ran(engine, joe_model):
+    # On the CPU backend every flow push is the CPU's; the fields come from
+    # engine.h's StreamStats through the binding.
+    with engine.stream(voice="en_US-joe-medium", backend="cpu") as s:
+        s.push_text("Where does the flow run?")
+        s.end_input()
+        for _ in s:
+            pass
+        st = s.stats()
+    assert st.flow_pushes_cpu > 0
+    assert st.flow_pushes_gpu == 0 and st.flow_takeovers == 0
