@@ -26,9 +26,13 @@
 // order (its producer at nice +10), taking what the cores leave. In a turn
 // of this gate, held at that priority, it would keep the turn from live
 // work for as long as the cores are busy. It takes turns at a gate of its
-// own (EngineWorkers::offline_gate()), one per core, whose holders compute
-// alone while others hold turns: sixteen offline readers each spreading its
-// loops over the CPU workers ran seventeen threads on two cores.
+// own (EngineWorkers::offline_gate()), one more than the cores, whose
+// holders compute alone while others hold turns: sixteen offline readers
+// each spreading its loops over the CPU workers ran seventeen threads on two
+// cores. The extra turn takes up a core its holder leaves between chunks
+// (writing into its ring, waiting for its next sentence): with a turn per
+// core the two cores were 83-86% busy, with one more 88-90%, and 16
+// streams read offline made 28.4-29.2x against 26.7x (docs/benchmarks.md).
 //
 // A network stream's (SchedulingClass::Network: a server's, whose reader
 // is a socket) decoder chunks wait at a gate of their own
