@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
+#include "support/piper_test_ids.h"
 #include "support/stream_output.h"
 
 using namespace etude::engine;
@@ -41,12 +40,9 @@ const std::string kVoice = kData + "test_medium.onnx";
 constexpr double kDeviceBound = 1e-4;
 
 std::vector<std::vector<std::int64_t>> sentences() {
-    std::ifstream in(kData + "reference.json");
-    auto ids = nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
-    std::vector<std::int64_t> other(ids.begin() + 1, ids.end() - 1);
-    std::reverse(other.begin(), other.end());
-    other.insert(other.begin(), ids.front());
-    other.push_back(ids.back());
+    const auto two = etude::test::piper_test_sentences();
+    const auto& ids = two[0];
+    const auto& other = two[1];
     // A longer one: the flow runs in several pushes, so a fault can land
     // in the middle of its sentence.
     std::vector<std::int64_t> longer{ids.front()};

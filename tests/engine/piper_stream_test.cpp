@@ -9,8 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
@@ -22,6 +20,7 @@
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
+#include "support/piper_test_ids.h"
 #include "support/stream_output.h"
 
 using namespace etude::engine;
@@ -38,15 +37,7 @@ const std::string kMulti = kData + "test_medium_multi.onnx";
 constexpr double kChunkedBound = 1e-5;
 
 std::vector<std::vector<std::int64_t>> sentences() {
-    std::ifstream in(kData + "reference.json");
-    auto ids = nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
-    // A second sentence: the same phonemes in another order, kept in the
-    // ^ _ (p _)* $ layout.
-    std::vector<std::int64_t> other(ids.begin() + 1, ids.end() - 1);
-    std::reverse(other.begin(), other.end());
-    other.insert(other.begin(), ids.front());
-    other.push_back(ids.back());
-    return {ids, other};
+    return etude::test::piper_test_sentences();
 }
 
 // A sentence past a staged prior's first durations and their reach

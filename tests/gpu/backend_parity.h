@@ -63,6 +63,27 @@ void PrintTo(const Target& t, std::ostream* os) {
     *os << to_string(t.kind) << " device " << t.index;
 }
 
+// Opens `t`'s device for a test into `dev`, in a fresh state (healthy, no
+// injected fault): a skip when the registry cannot give that device here,
+// a failure when it lists it but cannot open it (`dev` then stays empty).
+// Called from a fixture's SetUp(), which returns when `dev` is empty.
+void open_target(const Target& t, std::shared_ptr<Backend>& dev) {
+    const BackendRequest request{to_string(t.kind), t.index};
+    try {
+        DeviceRegistry::instance().resolve(request);
+    } catch (const std::exception& e) {
+        GTEST_SKIP() << e.what();
+    }
+    try {
+        dev = DeviceRegistry::instance().open(request);
+    } catch (const std::exception& e) {
+        // Listed but unusable: a failure, not a skip.
+        FAIL() << "opening " << request.kind << " device " << t.index << ": " << e.what();
+    }
+    dev->reset_health();
+    dev->inject_fault({});
+}
+
 std::string target_name(const ::testing::TestParamInfo<Target>& info) {
     return std::string(to_string(info.param.kind)) + std::to_string(info.param.index);
 }
@@ -126,23 +147,10 @@ class BackendParity : public ::testing::TestWithParam<Target> {
     };
 
     void SetUp() override {
-        const Target t = GetParam();
-        const BackendRequest request{to_string(t.kind), t.index};
-        try {
-            DeviceRegistry::instance().resolve(request);
-        } catch (const std::exception& e) {
-            GTEST_SKIP() << e.what();
-        }
-        try {
-            dev_ = DeviceRegistry::instance().open(request);
-        } catch (const std::exception& e) {
-            // Listed but unusable: a failure, not a skip.
-            FAIL() << "opening " << request.kind << " device " << t.index << ": " << e.what();
-        }
-        kind_ = t.kind;
+        open_target(GetParam(), dev_);
+        if (!dev_) return;
+        kind_ = GetParam().kind;
         tol_ = tolerances(kind_);
-        dev_->reset_health();
-        dev_->inject_fault({});
         rq_ = ref_.create_queue();
         dq_ = dev_->create_queue();
     }

@@ -44,21 +44,9 @@ void run_step(Backend& b, Queue& q, Net& n) {
 class BackendRecording : public ::testing::TestWithParam<Target> {
   protected:
     void SetUp() override {
-        const Target t = GetParam();
-        const BackendRequest request{to_string(t.kind), t.index};
-        try {
-            DeviceRegistry::instance().resolve(request);
-        } catch (const std::exception& e) {
-            GTEST_SKIP() << e.what();
-        }
-        try {
-            dev_ = DeviceRegistry::instance().open(request);
-        } catch (const std::exception& e) {
-            FAIL() << "opening " << request.kind << " device " << t.index << ": " << e.what();
-        }
-        kind_ = t.kind;
-        dev_->reset_health();
-        dev_->inject_fault({});
+        open_target(GetParam(), dev_);
+        if (!dev_) return;
+        kind_ = GetParam().kind;
         q_ = dev_->create_queue();
     }
     void TearDown() override {
