@@ -36,8 +36,13 @@
 namespace etude::engine {
 
 // SCHED_FIFO priority of the block processors' threads and of a text
-// stream's producer thread, which waits on them (below an audio callback's).
-inline constexpr int kProcessorPriority = 5;
+// stream's producer thread, which waits on them: below an audio callback's.
+// JACK2 runs its clients' process threads at the server's priority less 5
+// (5 under jackd's default 10): at 5 too, two busy workers held both cores
+// of a 2-vCPU VM while the callback's thread waited for one, an xrun named
+// on our client (its callback's longest call 28 us). At 4 the callback's
+// thread takes a core from them at once.
+inline constexpr int kProcessorPriority = 4;
 
 enum class VocoderKind { Mlsa, Spectral };
 

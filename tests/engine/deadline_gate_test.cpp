@@ -23,7 +23,7 @@ using namespace etude::engine;
 namespace {
 
 constexpr std::int64_t kMs = 1'000'000;
-constexpr int kPriority = 5;
+constexpr int kPriority = 4;
 
 // Waits (bounded) until `n` waiters are queued at `gate`.
 bool wait_for_waiters(const DeadlineGate& gate, std::size_t n) {
