@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
-#include "engine/device_choice.h"
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/vits/vits_decoder.h"
+#include "engine/scheduling/device_choice.h"
 #include "gpu/registry.h"
 
 namespace {

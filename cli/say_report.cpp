@@ -118,7 +118,7 @@ void print_decoder_stats(const engine::StreamStats& s) {
             static_cast<unsigned long long>(s.mel_chunks_cpu),
             static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
             s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
-    // The flow goes where the decoder's chunks go (engine/piper_stream_voice.h).
+    // The flow goes where the decoder's chunks go (engine/voices/piper_stream_voice.h).
     if (!s.gpu_device.empty())
         std::fprintf(stderr,
                      "  flow: %llu pushes on the device, %llu on the CPU, %llu sentences taken "

@@ -1,7 +1,7 @@
 // engine/builtin_voices.h over FliteVoice (flite_voice.h).
 #include "engine/builtin_voices.h"
 
-#include "engine/flite_voice.h"
+#include "engine/voices/flite_voice.h"
 
 namespace etude::engine {
 

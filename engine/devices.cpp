@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "engine/device_choice.h"
-#include "engine/kernel_registry.h"
+#include "engine/scheduling/device_choice.h"
+#include "engine/scheduling/kernel_registry.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

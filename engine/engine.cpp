@@ -1,19 +1,19 @@
 // The public facades: Engine (voices, the shared workers, the stream
-// factory) and Stream (forwards to its StreamCore, engine/stream_core.h).
+// factory) and Stream (forwards to its StreamCore, engine/streams/stream_core.h).
 #include "engine/engine.h"
 
 #include <algorithm>
 
-#include "engine/device_choice.h"
-#include "engine/engine_workers.h"
-#include "engine/flite_voice.h"
-#include "engine/idle_memory.h"
 #include "engine/models/model_metadata.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/piper/voice_catalog.h"
-#include "engine/piper_voice.h"
-#include "engine/stream_core.h"
-#include "engine/voice_list.h"
+#include "engine/scheduling/device_choice.h"
+#include "engine/scheduling/engine_workers.h"
+#include "engine/streams/idle_memory.h"
+#include "engine/streams/stream_core.h"
+#include "engine/voices/flite_voice.h"
+#include "engine/voices/piper_voice.h"
+#include "engine/voices/voice_list.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

@@ -3,10 +3,10 @@
 #include "engine/file_vocoder.h"
 
 #include "dsp/log_mel.h"
-#include "engine/device_choice.h"
-#include "engine/fault_plan.h"
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/model_metadata.h"
+#include "engine/scheduling/device_choice.h"
+#include "engine/scheduling/fault_plan.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

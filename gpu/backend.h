@@ -207,7 +207,7 @@ enum class Health { Ok, Failed };
 
 // Test/drill hook: make `count` operations (after `after` normal ones) fail,
 // run out of memory, or finish `delay_ms` late. The engine applies the
-// device faults of ETUDE_FAULT (engine/fault_plan.h) to the devices it opens.
+// device faults of ETUDE_FAULT (engine/scheduling/fault_plan.h) to the devices it opens.
 struct GpuFault {
     enum Kind { None, KernelFailure, OutOfMemory, Late } kind = None;
     int count = 0;        // how many operations are affected

@@ -113,7 +113,7 @@ struct BackendModule {
     // (cuBLAS and cuFFT), then Vulkan GPUs (the vendors' main compute path
     // on every desktop driver), then OpenCL GPUs, then devices that run on
     // the host's own cores (lavapipe, PoCL), then the CPU backend. "auto"
-    // never uses the ones on the host's cores (engine/device_choice.h).
+    // never uses the ones on the host's cores (engine/scheduling/device_choice.h).
     int gpu_rank, host_rank;
     std::vector<DeviceInfo> (*detect)(std::vector<std::string>& notes);
     std::shared_ptr<Backend> (*open)(int index);

@@ -17,6 +17,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${ETUDE_BUILD_DIR:-$here/build}
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# One line as each stage of `test` starts, with the minutes since the start:
+# where the test command's time goes, read off any CI log.
+stage() { echo "bootstrap: [$(date -u +%H:%M:%S), $((SECONDS / 60)) min in] $*"; }
+
 # Debian packages the build, the tests and the benchmarks need (see DEVELOPERS.md).
 packages=(
   g++ make cmake pkg-config              # toolchain
@@ -313,15 +317,19 @@ case "$mode" in
     ;;
   test)
     install_missing "${test_packages[@]}"
+    stage "build"
     build
+    stage "the Python environment and the wheel"
     python_env
     python_package
+    stage "the native suite"
     # One test at a time: several tests run audio in real time and judge
     # deadlines; running two at once on two cores would test the machine.
     ctest --test-dir "$build_dir" --output-on-failure
     # The lock-free structures again, under ThreadSanitizer (a small build:
     # the rt/ tests need nothing but rt/ itself, the worker pool's only the
     # pool).
+    stage "the ThreadSanitizer programs"
     tsan_dir="$build_dir-tsan"
     log=$(mktemp)
     if ! { cmake -S "$here" -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETUDE_SANITIZE=thread \
@@ -339,8 +347,11 @@ case "$mode" in
     # Then the aarch64 wheel, which reuses that build's etude (about 4
     # minutes more on two cores: docs/benchmarks.md, "64-bit ARM").
     if [ "$(dpkg --print-architecture)" = amd64 ]; then
+      stage "the aarch64 cross-build and its portable suite"
       arm64_test
+      stage "the aarch64 wheel"
       arm64_wheel
+      stage "done"
     else
       echo "bootstrap: the suite ran natively on $(dpkg --print-architecture); the aarch64 cross-build is for amd64 machines"
     fi

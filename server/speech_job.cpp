@@ -183,7 +183,7 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
         // A piece of at most `piece` samples: what is made once some is, and
         // no more waiting for the rest. A network stream is kept only a
         // little ahead of its listener while other streams wait to start
-        // (engine/deadline.h), so holding audio back to fill a piece would
+        // (engine/scheduling/deadline.h), so holding audio back to fill a piece would
         // make the client wait for it (read_some returns at once when none
         // is on its way).
         std::size_t got = 0;

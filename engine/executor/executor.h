@@ -22,7 +22,7 @@
 #include "engine/executor/batch_cost.h"
 #include "engine/executor/ready_queue.h"
 #include "engine/executor/work_unit.h"
-#include "engine/processor_chooser.h"
+#include "engine/scheduling/processor_chooser.h"
 
 namespace etude::engine::executor {
 

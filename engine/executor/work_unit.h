@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "engine/deadline.h"
+#include "engine/scheduling/deadline.h"
 
 namespace etude::engine::executor {
 

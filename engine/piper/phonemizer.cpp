@@ -6,7 +6,7 @@
 #include "engine/piper/espeak_session.h"
 #include "engine/piper/sentence_words.h"
 #include "engine/piper/unicode_text.h"
-#include "engine/text_input.h"
+#include "engine/streams/text_input.h"
 #include "engine/utf8.h"
 
 namespace etude::piper {

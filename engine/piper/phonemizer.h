@@ -15,7 +15,7 @@
 
 #include "engine/piper/phoneme_ids.h"
 #include "engine/piper/voice_config.h"
-#include "engine/word_start.h"
+#include "engine/streams/word_start.h"
 
 namespace etude::piper {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/word_start.h"
+#include "engine/streams/word_start.h"
 
 namespace etude::piper {
 

@@ -146,7 +146,7 @@ class YieldingCounter(Counter):
 
 def test_push_mark_waiting_for_another_threads_split_leaves_python_running(engine, monkeypatch):
     # Another thread's push holds the stream's input through its split into
-    # sentences (slow-split: 3 s longer, engine/fault_plan.h), so push_mark
+    # sentences (slow-split: 3 s longer, engine/scheduling/fault_plan.h), so push_mark
     # waits for it. The switch interval is made longer than that wait, so
     # the GIL changes hands only where a thread lets it go: had push_mark
     # kept it while waiting, the counter could not count once meanwhile.

@@ -91,7 +91,7 @@ TEST(CliVulkan, a_piper_voice_decoded_on_vulkan_equals_the_cpu_also_when_the_dev
     EXPECT_NE(r.err.find("decoder: "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" on vulkan llvmpipe"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" 0 on the CPU"), std::string::npos) << r.err;
-    // The flow runs there too (engine/piper_stream_voice.h).
+    // The flow runs there too (engine/voices/piper_stream_voice.h).
     EXPECT_NE(r.err.find("flow: "), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("flow: 0 pushes on the device"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" 0 on the CPU, 0 sentences taken over"), std::string::npos) << r.err;

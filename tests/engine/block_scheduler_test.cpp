@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "engine/engine.h"
-#include "engine/latency_estimator.h"
+#include "engine/scheduling/latency_estimator.h"
 #include "support/emulation.h"
 
 using namespace etude::engine;

@@ -1,10 +1,10 @@
-// The engine's gate for the work that makes audio (engine/deadline_gate.h):
+// The engine's gate for the work that makes audio (engine/scheduling/deadline_gate.h):
 // turns go earliest deadline first, a started stream's urgent work before
 // everything else, never more at once than there are turns, and a waiter
 // whose stream is cancelled gives up. Each test holds the gate's turns
 // itself while waiters queue, so the order they get them in is decided by
 // the gate alone, not by which thread the OS runs first.
-#include "engine/deadline_gate.h"
+#include "engine/scheduling/deadline_gate.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

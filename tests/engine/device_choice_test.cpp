@@ -1,7 +1,7 @@
-// The one "auto" device policy (engine/device_choice.h): a named device is
+// The one "auto" device policy (engine/scheduling/device_choice.h): a named device is
 // always used; "auto" uses a GPU only, never an OpenCL CPU device that shares
 // the CPU tier's cores.
-#include "engine/device_choice.h"
+#include "engine/scheduling/device_choice.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The one fault-injection vocabulary (engine/fault_plan.h): what each item
+// The one fault-injection vocabulary (engine/scheduling/fault_plan.h): what each item
 // means, and a clear error for one that cannot be read.
-#include "engine/fault_plan.h"
+#include "engine/scheduling/fault_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dsp/mlsa_vocoder.h"
-#include "engine/flite_voice.h"
+#include "engine/voices/flite_voice.h"
 
 namespace {
 

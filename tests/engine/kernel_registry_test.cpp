@@ -1,4 +1,4 @@
-#include "engine/kernel_registry.h"
+#include "engine/scheduling/kernel_registry.h"
 
 #include <gtest/gtest.h>
 

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "audio-io/npy_file.h"
-#include "engine/device_choice.h"
 #include "engine/engine.h"
 #include "engine/etude.h"
-#include "engine/mel_scheduler.h"
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/scheduling/device_choice.h"
+#include "engine/scheduling/mel_scheduler.h"
 #include "gpu/registry.h"
 
 namespace etude::engine {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/piper_voice.h"
+#include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"

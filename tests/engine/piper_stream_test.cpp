@@ -15,7 +15,7 @@
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
-#include "engine/piper_voice.h"
+#include "engine/voices/piper_voice.h"
 #include "gpu/host_compute.h"
 #include "gpu/registry.h"
 #include "support/emulation.h"
@@ -198,7 +198,7 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
         EXPECT_FALSE(r->stats().realtime_workers) << "an offline reader's producer kept SCHED_FIFO";
 }
 
-// The order across streams for the producers' work (engine/deadline_gate.h):
+// The order across streams for the producers' work (engine/scheduling/deadline_gate.h):
 // with one turn, three streams read flat out with read_some() (live, real
 // time, seconds ahead of their listeners: not due) and a new stream pushed
 // beside them. While the new stream's first chunk waited for its turn, no

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "engine/deadline.h"
-#include "engine/device_health.h"
-#include "engine/processor_chooser.h"
+#include "engine/scheduling/deadline.h"
+#include "engine/scheduling/device_health.h"
+#include "engine/scheduling/processor_chooser.h"
 
 using namespace etude::engine;
 

@@ -1,14 +1,14 @@
 // Text streamed in pieces cut anywhere becomes exactly the sentences the
 // whole text splits into, each released once the text after it proves it
 // complete, none twice.
-#include "engine/sentence_accumulator.h"
+#include "engine/streams/sentence_accumulator.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "engine/text_input.h"
+#include "engine/streams/text_input.h"
 
 namespace {
 

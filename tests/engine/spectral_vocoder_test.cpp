@@ -13,10 +13,10 @@
 
 #include "dsp/fft.h"
 #include "dsp/mel_cepstrum.h"
-#include "engine/block_processor.h"
 #include "engine/engine.h"
-#include "engine/flite_voice.h"
-#include "engine/utterance_renderer.h"
+#include "engine/scheduling/block_processor.h"
+#include "engine/voices/flite_voice.h"
+#include "engine/voices/utterance_renderer.h"
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/registry.h"
 

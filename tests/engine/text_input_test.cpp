@@ -1,4 +1,4 @@
-#include "engine/text_input.h"
+#include "engine/streams/text_input.h"
 
 #include <gtest/gtest.h>
 

@@ -13,12 +13,12 @@ mkdir -p "$tree/scripts" "$tree/docs"
 cp "$source_dir/scripts/check-public-includes.sh" "$tree/scripts/"
 cp "$source_dir/docs/Doxyfile" "$tree/docs/"
 for edge in server speechd python/src examples cli audio-io; do mkdir -p "$tree/$edge"; done
-printf '#include "engine/engine.h"\n#include "engine/stream_core.h"\n' >"$tree/cli/bad.cpp"
+printf '#include "engine/engine.h"\n#include "engine/streams/stream_core.h"\n' >"$tree/cli/bad.cpp"
 printf '#include "engine/engine.h"\n' >"$tree/server/good.cpp"
 
 out=$(bash "$tree/scripts/check-public-includes.sh" 2>&1)
 status=$?
-if [ $status -eq 0 ] || ! grep -qF "cli/bad.cpp includes engine/stream_core.h" <<<"$out"; then
+if [ $status -eq 0 ] || ! grep -qF "cli/bad.cpp includes engine/streams/stream_core.h" <<<"$out"; then
     echo "FAIL: a private include passed the check (exit $status):"
     echo "$out"
     exit 1

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/deadline.h"
 #include "engine/executor/executor.h"
+#include "engine/scheduling/deadline.h"
 
 namespace etude::engine::executor::sim {
 

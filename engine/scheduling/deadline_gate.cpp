@@ -1,0 +1,103 @@
+#include "engine/scheduling/deadline_gate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "gpu/host_compute.h"
+#include "rt/monotonic_clock.h"
+
+namespace etude::engine {
+
+std::int64_t DeadlineGate::now_ns() {
+    return steady_ns(std::chrono::steady_clock::now());
+}
+
+DeadlineGate::DeadlineGate(int turns, int priority, bool solo_when_shared)
+    : turns_(std::max(1, turns)), priority_(priority), solo_when_shared_(solo_when_shared) {}
+
+void DeadlineGate::Turn::release() {
+    outside_ = false;
+    // Given back first: restored to a normal thread while still counted as
+    // running, the holder could be kept off the CPU with the turn.
+    if (gate_) std::exchange(gate_, nullptr)->give_back();
+    if (std::exchange(solo_, false)) gpu::host::leave_solo();
+    priority_ = rt::ScopedRealtime();  // the holder's own priority again
+}
+
+DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up) {
+    if (due.outside) return Turn::outside_the_order();
+    std::unique_lock lock(mu_);
+    Waiter me{due, next_ticket_++};
+    me.asked_ns = rt::now_ns();
+    waiting_.push_back(&me);
+    if (grant_free_turns() && !me.granted) cv_.notify_all();
+    // A turn granted is taken even if give_up() has become true meanwhile:
+    // the holder finds out itself (its stream's cancel), and gives it back.
+    cv_.wait(lock, [&] { return me.granted || give_up(); });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+    if (!me.granted) return Turn();
+    // Others hold turns now (running_ counts this one): their loops have
+    // the cores the CPU workers would take.
+    const bool solo = solo_when_shared_ && running_ > 1;
+    lock.unlock();
+    Turn turn(this, priority_);
+    turn.asked_ns_ = me.asked_ns;
+    turn.granted_ns_ = me.granted_ns;
+    if (solo) {
+        gpu::host::enter_solo();
+        turn.solo_ = true;
+    }
+    return turn;
+}
+
+bool DeadlineGate::grant_free_turns() {
+    bool granted = false;
+    const std::int64_t now = now_ns();
+    while (running_ < turns_) {
+        Waiter* first = nullptr;
+        for (Waiter* w : waiting_) {
+            if (w->granted) continue;
+            if (!first || w->due.before(first->due, now) ||
+                (!first->due.before(w->due, now) && w->ticket < first->ticket))
+                first = w;
+        }
+        if (!first) break;
+        first->granted = true;
+        first->granted_ns = rt::now_ns();
+        ++running_;
+        granted = true;
+    }
+    return granted;
+}
+
+void DeadlineGate::give_back() {
+    bool granted = false;
+    {
+        std::lock_guard lock(mu_);
+        --running_;
+        granted = grant_free_turns();
+    }
+    if (granted) cv_.notify_all();
+}
+
+void DeadlineGate::wake_all() {
+    { std::lock_guard lock(mu_); }  // a waiter between its check and its wait sees it
+    cv_.notify_all();
+}
+
+std::size_t DeadlineGate::waiting() const {
+    std::lock_guard lock(mu_);
+    return static_cast<std::size_t>(std::count_if(waiting_.begin(), waiting_.end(),
+                                                  [](const Waiter* w) { return !w->granted; }));
+}
+
+int DeadlineGate::running() const {
+    std::lock_guard lock(mu_);
+    return running_;
+}
+
+int default_turns(unsigned cores) {
+    return static_cast<int>(std::max(2u, cores) - 1);
+}
+
+}  // namespace etude::engine

@@ -1,0 +1,190 @@
+// The order across streams for the work that makes audio (deadline.h):
+// every unit of it (a sentence's analysis on a front end, a decoder chunk
+// with the flow and durations it needs on a producer) waits for a turn
+// here, and the turns go to the engine's streams by deadline, a few at a
+// time:
+//
+//  1. first, work of a started stream that has become urgent (its
+//     listener is about to run out of audio), earliest deadline first;
+//  2. then all other work, earliest deadline first: a new stream's by the
+//     first-audio target after its push, a started stream's as its
+//     listener needs it.
+//
+// Why two classes: with one, a burst of new streams already past their
+// target goes before every started stream however close it is to running
+// dry. A new stream's target is a goal; a started stream running dry is a
+// gap in speech.
+//
+// Why turns at all: each stream has its own producer thread, and a Piper
+// producer decodes as fast as its ring takes audio, seconds ahead of its
+// listener. Threads sharing the cores equally leave a stream that has not
+// started behind streams seconds ahead, and streams started together all
+// start late together.
+//
+// The work of a stream read offline (read()) takes no turn here: nobody
+// hears it late, and it runs at its thread's own priority outside the
+// order (its producer at nice +10), taking what the cores leave. In a turn
+// of this gate, held at that priority, it would keep the turn from live
+// work for as long as the cores are busy. It takes turns at a gate of its
+// own (EngineWorkers::offline_gate()), one more than the cores, whose
+// holders compute alone while others hold turns: sixteen offline readers
+// each spreading its loops over the CPU workers ran seventeen threads on two
+// cores. The extra turn takes up a core its holder leaves between chunks
+// (writing into its ring, waiting for its next sentence): with a turn per
+// core the two cores were 83-86% busy, with one more 88-90%, and 16
+// streams read offline made 28.4-29.2x against 26.7x (docs/benchmarks.md).
+//
+// A network stream's (SchedulingClass::Network: a server's, whose reader
+// is a socket) decoder chunks wait at a gate of their own
+// (EngineWorkers::network_gate()), in the same order, with a turn per core,
+// each holder beside others computing alone, and no raised priority: raised, its holders would
+// starve the threads that send their audio, and one turn at a time held a server's streams below
+// the speed the cores give them side by side. Its sentences are analysed in deadline order by the
+// front ends (engine_workers.h) without a turn. docs/benchmarks.md ("Turns for the work that makes
+// audio", and "Network streams in the deadline order") has the measurements behind these choices.
+//
+// A turn's holder runs at the engine's worker priority (SCHED_FIFO, where
+// the OS allows it) while it holds it, if it is a normal thread at nice 0
+// or below: a front end's thread is one, and as a normal thread it would
+// get only what the real-time producers leave it while new streams wait
+// for their first sentence.
+//
+// A turn covers computation only: the holder gives it back before it
+// writes into its ring, which may block until the consumer reads (an
+// offline reader that stops reading must not hold every stream up).
+//
+// Threads: any. A thread holds at most one turn and never waits for
+// another while holding one, so the waits cannot form a cycle.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine/scheduling/deadline.h"
+#include "rt/realtime_thread.h"
+
+namespace etude::engine {
+
+class DeadlineGate {
+  public:
+    // `turns`: how many units run at once. `priority`: the SCHED_FIFO
+    // priority of a turn's holder (see above); 0: holders keep their own
+    // (the network class's gate, EngineWorkers::network_gate()).
+    // `solo_when_shared`: a holder granted its turn while others hold one
+    // computes on its own thread alone (gpu::host::SoloScope) until it gives
+    // the turn back. For a gate of as many turns as cores: two holders
+    // whose loops each spread over the CPU workers would run three threads
+    // on two cores.
+    DeadlineGate(int turns, int priority, bool solo_when_shared = false);
+    DeadlineGate(const DeadlineGate&) = delete;
+    DeadlineGate& operator=(const DeadlineGate&) = delete;
+
+    // A turn, held until destroyed or released; empty when its wait gave up.
+    class Turn {
+      public:
+        Turn() = default;
+        Turn(Turn&& o) noexcept
+            : gate_(std::exchange(o.gate_, nullptr)),
+              outside_(std::exchange(o.outside_, false)),
+              asked_ns_(o.asked_ns_),
+              granted_ns_(o.granted_ns_),
+              solo_(std::exchange(o.solo_, false)),
+              priority_(std::move(o.priority_)) {}
+        Turn& operator=(Turn&& o) noexcept {
+            if (this != &o) {
+                release();
+                gate_ = std::exchange(o.gate_, nullptr);
+                outside_ = std::exchange(o.outside_, false);
+                asked_ns_ = o.asked_ns_;
+                granted_ns_ = o.granted_ns_;
+                solo_ = std::exchange(o.solo_, false);
+                priority_ = std::move(o.priority_);
+            }
+            return *this;
+        }
+        ~Turn() { release(); }
+        // Work that goes outside the order (an offline reader's): held, of
+        // no gate.
+        static Turn outside_the_order() {
+            Turn t;
+            t.outside_ = true;
+            return t;
+        }
+        void release();
+        bool held() const { return gate_ != nullptr || outside_; }
+        // When it was asked for and granted (rt::now_ns()); 0 outside the
+        // order. Grants are stamped under the gate's lock, in grant order.
+        std::int64_t asked_ns() const { return asked_ns_; }
+        std::int64_t granted_ns() const { return granted_ns_; }
+        // Whether its holder computes alone (the gate's solo_when_shared):
+        // then it must be released on the thread that waited for it.
+        bool solo() const { return solo_; }
+
+      private:
+        friend class DeadlineGate;
+        // A priority of 0 or less leaves the holder at its own.
+        Turn(DeadlineGate* gate, int priority)
+            : gate_(gate),
+              priority_(priority > 0 ? rt::ScopedRealtime(priority) : rt::ScopedRealtime()) {}
+        DeadlineGate* gate_ = nullptr;
+        bool outside_ = false;
+        std::int64_t asked_ns_ = 0, granted_ns_ = 0;
+        bool solo_ = false;
+        rt::ScopedRealtime priority_;
+    };
+
+    // When a unit of work is due, and from when it is urgent (deadline.h).
+    using Due = WorkDue;
+    static std::int64_t now_ns();
+
+    // Waits until this unit is first in the order above (ties: first come,
+    // first served) when a turn is free. `give_up` is checked under the
+    // gate's lock whenever the waiter wakes (wake_all() wakes them all): it
+    // must not take locks that a turn's holder may hold. Returns an empty
+    // turn if it gave up. Work outside the turns (Due::outside) returns at
+    // once with Turn::outside_the_order().
+    Turn wait(Due due, const std::function<bool()>& give_up);
+    // A waiter's give_up may have changed (its stream was cancelled or closed).
+    void wake_all();
+
+    int turns() const { return turns_; }
+    // Waiting and running now (for tests and statistics).
+    std::size_t waiting() const;
+    int running() const;
+
+  private:
+    struct Waiter {
+        Due due;
+        std::uint64_t ticket = 0;
+        bool granted = false;
+        std::int64_t asked_ns = 0, granted_ns = 0;
+    };
+    // Free turns go to the first waiters in the order, decided here, at
+    // one moment, by the thread that frees them (mu_ held). Returns whether
+    // any was granted.
+    bool grant_free_turns();
+    void give_back();
+
+    const int turns_, priority_;
+    const bool solo_when_shared_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    int running_ = 0;  // turns held or granted
+    std::uint64_t next_ticket_ = 0;
+    std::vector<Waiter*> waiting_;  // not yet gone with a turn or given up
+};
+
+// Turns for a machine of `cores` hardware threads: one less, at least one.
+// A turn's holder runs real-time and its convolutions share their work
+// over every core, so with as many turns as cores, the threads outside a
+// turn (a server's connections, the threads that push text and run
+// espeak-ng, the front end looking for its next sentence) got no CPU while
+// work waited: on 2 vCPUs (AMD EPYC), 16 streams started together had
+// first audio p95 1.36-1.38 s with 2 turns against 1.07-1.10 s with 1.
+int default_turns(unsigned cores);
+
+}  // namespace etude::engine

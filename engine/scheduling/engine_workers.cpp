@@ -1,0 +1,222 @@
+#include "engine/scheduling/engine_workers.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "engine/streams/stream_core.h"
+#include "gpu/host_compute.h"
+
+namespace etude::engine {
+
+EngineWorkers::EngineWorkers(int turns, int network_turns)
+    : gate_(turns > 0 ? turns : default_turns(static_cast<unsigned>(gpu::host::usable_cpus())),
+            kProcessorPriority),
+      network_gate_(network_turns > 0 ? network_turns : std::max(2, gpu::host::usable_cpus()), 0,
+                    /*solo_when_shared=*/true),
+      // One more turn than CPUs: deadline_gate.h says why.
+      offline_gate_(gpu::host::usable_cpus() + 1, 0, /*solo_when_shared=*/true) {
+    // The CPU backend's helpers are made now, by the thread that makes the
+    // engine: made later by a producer that has stepped down (an offline
+    // reader's), they would keep its nice value for good.
+    gpu::host::start_workers();
+    // The CPUs this process may use (its affinity: taskset, a container's
+    // cpuset), not the host's: a container given 2 of 64 host threads must
+    // not make a turn or a thread for each of the 64.
+    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::host::usable_cpus()));
+    try {
+        for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)
+            front_ends_.emplace_back([this] { run_front_end(); });
+        // Render workers pre-vocode upcoming sentences on the other cores.
+        for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
+            renderers_.emplace_back([this] { run_renderer(); });
+    } catch (...) {
+        stop();  // the threads made so far, joined rather than left to terminate()
+        throw;
+    }
+}
+
+int EngineWorkers::front_ends_for(int turns, unsigned cores) {
+    // A sentence's analysis waits for a turn like any other unit of work,
+    // so one front end per turn is as many as can run; fewer would queue
+    // every stream's encoder and durations behind one core while turns
+    // stand free (docs/benchmarks.md, "Third GPU run": one front end against
+    // several at 64 Piper streams). One turn is kept out of their
+    // reach where there are two or more: an analysis cannot be stopped once
+    // it holds its turn, and a started stream's urgent chunk must not wait
+    // for the shortest of as many long encoders as there are turns.
+    return std::clamp(turns - 1, 1, static_cast<int>(cores));
+}
+
+void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
+    std::lock_guard lock(mu_);
+    // Forget streams already gone: an engine that makes streams and drops
+    // them before they speak would otherwise keep a node (and the stream's
+    // control block) for each until a worker next looks for work.
+    streams_.remove_if([](const auto& w) { return w.expired(); });
+    streams_.push_back(s);
+}
+
+void EngineWorkers::wake() {
+    // A worker looks for work and then waits, both under mu_; the stream's
+    // new work was published under the stream's own lock. Taking mu_ here
+    // means the worker is either before its look (it will see the work) or
+    // already waiting (it gets the notification): without it, a notification
+    // sent between the look and the wait would be lost, and the sentence
+    // would wait for the next wake() (a client's reply hangs meanwhile).
+    {
+        std::lock_guard lock(mu_);
+        ++wakes_;
+    }
+    cv_.notify_all();
+}
+
+void EngineWorkers::stop() {
+    {
+        std::lock_guard lock(mu_);
+        if (stopping_) return;
+        stopping_ = true;
+        stopped_ = true;
+    }
+    wake_gates();
+    cv_.notify_all();
+    for (auto& t : front_ends_)
+        if (t.joinable()) t.join();
+    for (auto& t : renderers_)
+        if (t.joinable()) t.join();
+}
+
+bool EngineWorkers::stopping() {
+    std::lock_guard lock(mu_);
+    return stopping_;
+}
+
+template <typename Job, typename Take>
+std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
+    std::vector<std::shared_ptr<StreamCore>> seen;  // released after mu_: see next_sentence()
+    std::unique_lock lock(mu_);
+    for (;;) {
+        if (stopping_) return {};
+        const std::uint64_t wakes = wakes_;
+        streams_.remove_if([](const auto& w) { return w.expired(); });
+        const std::size_t count = streams_.size();
+        auto it = streams_.begin();
+        if (count) std::advance(it, round_robin_ % count);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (auto s = it->lock()) {
+                if (auto job = take(*s)) {
+                    ++round_robin_;
+                    return {std::move(s), std::move(job)};
+                }
+                seen.push_back(std::move(s));
+            }
+            if (++it == streams_.end()) it = streams_.begin();
+        }
+        release_and_wait(lock, seen, wakes);
+    }
+}
+
+EngineWorkers::Analysis EngineWorkers::next_sentence() {
+    // Before the lock, so released after it: the last reference to a stream
+    // dropped here would join its producer, which may be waiting for mu_ in wake().
+    std::vector<std::shared_ptr<StreamCore>> seen;
+    std::unique_lock lock(mu_);
+    for (;;) {
+        if (stopping_) return {};
+        std::uint64_t wakes = wakes_;
+        streams_.remove_if([](const auto& w) { return w.expired(); });
+        std::shared_ptr<StreamCore> first;
+        DeadlineGate::Due first_due;
+        const std::int64_t now = DeadlineGate::now_ns();
+        for (const auto& w : streams_) {
+            auto s = w.lock();
+            if (!s) continue;
+            // A one-at-a-time voice's sentence waits while another is
+            // analysed rather than holding a turn while it waits for the
+            // voice's lock. Ties go to the stream added first: the list's order.
+            if (const auto due = s->sentence_deadline();
+                due && !(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
+                (!first || due->before(first_due, now))) {
+                first = s;
+                first_due = *due;
+            }
+            seen.push_back(std::move(s));
+        }
+        const bool found = first != nullptr;
+        // Still there unless a cancel came between the look and now.
+        if (found)
+            if (auto sentence = first->take_sentence()) {
+                const bool one_at_a_time = first->analyses_one_at_a_time();
+                one_at_a_time_busy_ = one_at_a_time_busy_ || one_at_a_time;
+                return {std::move(first), std::move(sentence), first_due, one_at_a_time};
+            }
+        first.reset();
+        if (found) wakes = wakes_ - 1;  // taken away meanwhile: look again at once
+        release_and_wait(lock, seen, wakes);
+    }
+}
+
+void EngineWorkers::begin_analysis() {
+    std::lock_guard lock(mu_);
+    most_analysing_ = std::max(most_analysing_, ++analysing_);
+}
+
+void EngineWorkers::end_analysis(bool one_at_a_time) {
+    {
+        std::lock_guard lock(mu_);
+        --analysing_;
+        if (one_at_a_time) one_at_a_time_busy_ = false;
+        ++wakes_;  // a front end that passed over such a sentence looks again
+    }
+    cv_.notify_all();
+}
+
+int EngineWorkers::most_analyses_at_once() {
+    std::lock_guard lock(mu_);
+    return most_analysing_;
+}
+
+void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
+                                     std::vector<std::shared_ptr<StreamCore>>& seen,
+                                     std::uint64_t wakes) {
+    // The streams looked at are let go without mu_ (see next_sentence());
+    // a wake() meanwhile is not lost: wakes_ has moved on.
+    lock.unlock();
+    seen.clear();
+    lock.lock();
+    cv_.wait(lock, [&] { return stopping_ || wakes_ != wakes; });
+}
+
+void EngineWorkers::run_front_end() {
+    for (;;) {
+        Analysis a = next_sentence();
+        if (!a.stream) return;
+        {
+            // The analysis in its turn among the producers' work, at their
+            // priority (deadline_gate.h): as a normal thread it got only what
+            // real-time producers left it, and new streams queued here.
+            DeadlineGate::Turn turn =
+                gate_.wait(a.due, [this] { return stopped_.load(std::memory_order_relaxed); });
+            begin_analysis();
+            a.stream->analyse(std::move(*a.sentence));
+        }
+        end_analysis(a.one_at_a_time);
+    }
+}
+
+void EngineWorkers::run_renderer() {
+    // Rendering ahead is less urgent than the sentence being spoken, which
+    // the streams' block schedulers produce: yield the CPU to them.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
+    for (;;) {
+        auto [stream, sentence] = next_job<std::shared_ptr<AnalysedSentence>>(
+            [](StreamCore& s) { return s.take_render_job(); });
+        if (!stream) return;
+        stream->render_ahead(sentence);
+    }
+}
+
+}  // namespace etude::engine
