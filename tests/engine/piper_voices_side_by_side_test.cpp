@@ -1,0 +1,179 @@
+// Voices of every size, and two speakers of one voice, speak at once on one
+// device (lavapipe for Vulkan, PoCL for OpenCL; each skips where absent).
+// Each (voice, speaker) has a decoder of its own on the device, and the
+// chunks of the streams that share one meet in batches
+// (engine/models/stream_joiner.h); streams of other networks run beside
+// them. Every stream must still be its own audio: the CPU's render of the
+// same voice, speaker, seed and text, within the bound a device holds
+// against the CPU. A batch that mixed two streams' state, or a chunk that
+// went through another voice's or speaker's network, would be far outside
+// it (those voices differ in every weight), and the lengths would differ
+// too (x_low speaks at 16 kHz, the others at 22.05 kHz).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/models/neural_model.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/voices/piper_voice.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+#include "support/piper_test_ids.h"
+#include "support/stream_output.h"
+
+using namespace etude::engine;
+using etude::test::max_abs_diff;
+using etude::test::read_all;
+
+namespace {
+
+const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+
+// The bound of the device-flow and CLI tests: every backend is within 1e-4
+// of PyTorch's float64 render (tests/engine/models/vits_parity_test.cpp),
+// and float rounding in another order through the flow and decoder moves
+// the audio by about 1e-6 of its peak.
+constexpr double kDeviceBound = 1e-4;
+
+struct Voice {
+    std::string file;
+    std::string speaker;  // empty: the voice's one speaker
+    std::uint64_t seed;
+};
+
+// Two streams of the medium voice share its decoder: their chunks are the
+// ones made to meet in a batch (below). The others each have a network of
+// their own on the device: x_low, high, and speakers 0 and 2 of the
+// four-speaker voice (one decoder per speaker, its conditioning folded into
+// the input convolution's bias).
+const std::vector<Voice> kVoices{
+    {kData + "test_medium.onnx", "", 31},        {kData + "test_medium.onnx", "", 32},
+    {kData + "test_x_low.onnx", "", 33},         {kData + "test_high.onnx", "", 34},
+    {kData + "test_medium_multi.onnx", "0", 35}, {kData + "test_medium_multi.onnx", "2", 36},
+};
+
+StreamOptions options(const Voice& v, const std::string& backend) {
+    StreamOptions o;
+    o.voice = PiperVoiceOptions{.piper_voice = v.file, .speaker = v.speaker, .seed = v.seed};
+    o.sample_rate = 0;
+    o.latency_ms = 100;
+    o.backend = backend;
+    // The device's own output is the subject: every decoder chunk is pinned
+    // there (on lavapipe the CPU tier would be quicker and rightly chosen).
+    o.faults = "cpu-busy";
+    return o;
+}
+
+class PiperVoicesSideBySide : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        device_ = etude::test::backend_of(GetParam(), why);
+        if (!device_) GTEST_SKIP() << why;
+        name_ = etude::gpu::to_string(GetParam());
+    }
+    std::shared_ptr<etude::gpu::Backend> device_;
+    std::string name_;
+    // A chunk's work (durations, flow, decoder) takes one of the engine's
+    // turns and holds it while its push waits in the paused joiner below:
+    // a turn per stream lets the second medium stream reach the joiner
+    // beside the first (the default, one per CPU less one, is one here).
+    Engine engine_{Engine::Options{.work_turns = 8}};
+};
+
+TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_each_its_own_audio) {
+    const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[0];
+
+    // Every network's decoder on this device joins its streams' chunks.
+    // The engine joins them on a GPU only (on lavapipe and PoCL, devices
+    // made of the host's cores, a batch runs on one thread what the
+    // streams would run side by side); here they are joined to run the
+    // batched path, and left as they were after.
+    // (The voices are held open: the engine's streams then find the same
+    // ones, as a process opens each voice once while it is in use.)
+    std::vector<std::shared_ptr<const PiperVoice>> voices;
+    std::vector<std::shared_ptr<NeuralModel>> decoders;
+    for (const auto& v : kVoices) {
+        voices.push_back(PiperVoice::open(v.file));
+        decoders.push_back(
+            voices.back()->load_decoder(v.speaker.empty() ? 0 : std::stoi(v.speaker), device_));
+    }
+    struct Unjoin {
+        std::vector<std::shared_ptr<NeuralModel>>& models;
+        ~Unjoin() {
+            for (auto& m : models) m->set_join_streams(false);
+        }
+    } unjoin{decoders};
+    for (auto& m : decoders) m->set_join_streams(true);
+    // The medium voice's joiner, paused: the two medium streams' first
+    // chunks wait in it until both are there, so that a batch of two surely
+    // forms (pushes otherwise meet only when their timing lets them).
+    StreamJoiner* joiner = decoders[0]->joiner();
+    ASSERT_NE(joiner, nullptr);
+    ASSERT_EQ(decoders[1].get(), decoders[0].get()) << "the medium streams share a decoder";
+    const JoinStats before = joiner->stats();
+    joiner->pause();
+
+    // Read live (read_some), as a server reads: an offline read() decodes
+    // each chunk alone, never in a batch.
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (const auto& v : kVoices) {
+        streams.push_back(engine_.create_stream(options(v, name_)));
+        streams.back()->push_phoneme_ids(ids);
+        streams.back()->end_input();
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (joiner->waiting() < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::size_t met = joiner->waiting();
+    joiner->resume();
+    ASSERT_EQ(met, 2u) << "the two medium streams' chunks did not both reach the joiner";
+
+    std::vector<std::vector<float>> live(streams.size());
+    std::vector<float> block(1024);
+    for (bool busy = true; busy;) {
+        busy = false;
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            const std::size_t n = streams[i]->read_some(block, 20);
+            live[i].insert(live[i].end(), block.begin(), block.begin() + static_cast<long>(n));
+            busy = busy || n > 0 || streams[i]->busy();
+        }
+    }
+    const JoinStats after = joiner->stats();
+    EXPECT_GE(after.largest, 2u) << "no batch of the two medium streams formed";
+    EXPECT_GT(after.batches, before.batches);
+
+    for (std::size_t i = 0; i < kVoices.size(); ++i) {
+        const auto& v = kVoices[i];
+        SCOPED_TRACE(v.file + " speaker '" + v.speaker + "'");
+        const StreamStats stats = streams[i]->stats();
+        EXPECT_GT(stats.mel_chunks_gpu, 0u) << "the decoder's chunks went to the device";
+        EXPECT_EQ(stats.gpu_failures, 0u) << stats.gpu_last_error;
+        auto cpu = engine_.create_stream(options(v, "cpu"));
+        cpu->push_phoneme_ids(ids);
+        cpu->end_input();
+        const std::vector<float> expected = read_all(*cpu);
+        ASSERT_GT(expected.size(), 0u);
+        ASSERT_EQ(live[i].size(), expected.size());
+        const double diff = max_abs_diff(live[i], expected);
+        std::printf("[ %-8s ] %s speaker '%s': %zu samples, max |device - cpu| = %.3g\n",
+                    name_.c_str(), v.file.substr(kData.size()).c_str(), v.speaker.c_str(),
+                    expected.size(), diff);
+        EXPECT_LE(diff, kDeviceBound);
+    }
+    // The voices' lengths differ (another rate, other durations): a stream
+    // that spoke through another's network would show here too.
+    EXPECT_NE(live[2].size(), live[0].size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PiperVoicesSideBySide,
+                         ::testing::Values(etude::gpu::BackendKind::Vulkan,
+                                           etude::gpu::BackendKind::OpenCl),
+                         [](const auto& info) { return etude::gpu::to_string(info.param); });
+
+}  // namespace
