@@ -250,7 +250,8 @@ void MelScheduler::set_batching(Batching batching) {
 
 std::span<const float> MelScheduler::process(std::span<const float> mel, int frames, bool last,
                                              std::int64_t budget_ns, MelChunkReport& report,
-                                             bool may_reduce_quality) {
+                                             bool may_reduce_quality,
+                                             const std::function<void()>& to_device) {
     const auto& a = cpu_model_->audio();
     report = {};
     report.started_ns = rt::now_ns();
@@ -281,6 +282,7 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
 
     int tier = choose(budget_ns, may_reduce_quality);
     last_chose_gpu_ = tier == 0;
+    if (tier == 0 && to_device) to_device();
     const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();

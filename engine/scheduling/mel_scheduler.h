@@ -97,9 +97,16 @@ class MelScheduler {
     // before this audio is due. Returns the audio at the output rate (valid
     // until the next call).
     // `may_reduce_quality` (deadline.h): phase reconstruction may be chosen.
+    // `to_device`, if given, is called once the chunk is given to the GPU
+    // tier, before the device runs it: a caller holding one of the engine's
+    // turns (deadline_gate.h) gives it back there. A turn is a share of the
+    // CPU; a chunk on the device waits for the device (and for the other
+    // streams' chunks its batch takes, models/stream_joiner.h), and holding
+    // a turn meanwhile would bound a device's batches by the CPU's turns.
     std::span<const float> process(std::span<const float> mel, int frames, bool last,
                                    std::int64_t budget_ns, MelChunkReport& report,
-                                   bool may_reduce_quality = true);
+                                   bool may_reduce_quality = true,
+                                   const std::function<void()>& to_device = {});
     // Frames the model must receive beyond a frame before it can make that
     // frame's audio (the larger of the two models' look-ahead).
     int right_context_frames() const { return right_context_; }

@@ -28,7 +28,9 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
     std::span<const float> audio;
     mel_.set_batching(sink_.read_offline() ? Batching::Alone : Batching::Join);
     try {
-        audio = mel_.process(frames, count, last, budget_ns, report, may_reduce_quality(playback));
+        // A chunk given to the device gives its turn back (mel_scheduler.h).
+        audio = mel_.process(frames, count, last, budget_ns, report, may_reduce_quality(playback),
+                             [&turn] { turn.release(); });
     } catch (const std::exception&) {
         mel_.reset();  // a device error the CPU could not cover either
         return false;

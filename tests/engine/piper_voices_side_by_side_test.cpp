@@ -79,11 +79,7 @@ class PiperVoicesSideBySide : public ::testing::TestWithParam<etude::gpu::Backen
     }
     std::shared_ptr<etude::gpu::Backend> device_;
     std::string name_;
-    // A chunk's work (durations, flow, decoder) takes one of the engine's
-    // turns and holds it while its push waits in the paused joiner below:
-    // a turn per stream lets the second medium stream reach the joiner
-    // beside the first (the default, one per CPU less one, is one here).
-    Engine engine_{Engine::Options{.work_turns = 8}};
+    Engine engine_;
 };
 
 TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_each_its_own_audio) {
@@ -169,6 +165,48 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     // The voices' lengths differ (another rate, other durations): a stream
     // that spoke through another's network would show here too.
     EXPECT_NE(live[2].size(), live[0].size());
+}
+
+// A chunk given to the device gives its turn back (mel_scheduler.h): with
+// one turn for all streams' work, three streams' chunks still meet in the
+// device's joiner. Were the turn held while the push waits, the second
+// stream would wait for the turn instead, and no batch could take more
+// chunks than the engine has turns (one per CPU less one: 15 beside a GPU
+// with 16 host cores, against the hundreds of streams a GPU batches).
+TEST_P(PiperVoicesSideBySide, chunks_on_the_device_give_their_turns_back_so_batches_outgrow_them) {
+    const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[1];
+    const auto voice = PiperVoice::open(kVoices[0].file);
+    const auto decoder = voice->load_decoder(0, device_);
+    struct Unjoin {
+        NeuralModel& model;
+        ~Unjoin() { model.set_join_streams(false); }
+    } unjoin{*decoder};
+    decoder->set_join_streams(true);
+    StreamJoiner* joiner = decoder->joiner();
+    ASSERT_NE(joiner, nullptr);
+    Engine engine{Engine::Options{.work_turns = 1}};
+    joiner->pause();
+    std::vector<std::unique_ptr<Stream>> streams;
+    for (std::uint64_t seed : {41, 42, 43}) {
+        Voice v = kVoices[0];
+        v.seed = seed;
+        streams.push_back(engine.create_stream(options(v, name_)));
+        streams.back()->push_phoneme_ids(ids);
+        streams.back()->end_input();
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (joiner->waiting() < 3 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::size_t met = joiner->waiting();
+    joiner->resume();
+    EXPECT_EQ(engine.stats().work_turns, 1);
+    EXPECT_EQ(met, 3u) << "chunks waiting for the device held the only turn";
+    std::vector<float> block(1024);
+    for (auto& s : streams) {
+        EXPECT_GT(read_all(*s).size(), 0u);
+        EXPECT_EQ(s->stats().gpu_failures, 0u);
+    }
+    EXPECT_GE(joiner->stats().largest, 3u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, PiperVoicesSideBySide,
