@@ -157,10 +157,16 @@ class HifiGanNetwork final : public VocoderNetwork {
     int values_per_frame() const override { return hop_; }
     std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
     void set_join_streams(bool on) override { join_ = on; }
-    StreamJoiner* joiner() const override { return join_ ? &joiner_ : nullptr; }
+    StreamJoiner* joiner(Batching kind) const override {
+        return join_ && kind != Batching::Alone ? &lane(kind).joiner : nullptr;
+    }
     std::uint64_t batched_layer_calls() const override {
-        std::lock_guard lock(joint_mu_);
-        return joint_.batched_calls;
+        std::uint64_t calls = 0;
+        for (JoinLane* l : {&live_, &offline_}) {
+            std::lock_guard lock(l->mu);
+            calls += l->joint.batched_calls;
+        }
+        return calls;
     }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
@@ -187,10 +193,18 @@ class HifiGanNetwork final : public VocoderNetwork {
     // The streams' pushes meet in batches on a GPU (stream_joiner.h says
     // why not on the CPU).
     std::atomic<bool> join_{backend_.info().is_gpu};
-    mutable StreamJoiner joiner_;
-    // The buffers of a push of several streams, one such push at a time.
-    mutable std::mutex joint_mu_;
-    mutable JointScratch joint_;
+    // A lane of batches: its joiner, and the buffers of its pushes of
+    // several streams, one such push at a time. Live streams' pushes and
+    // offline readers' go in lanes of their own (Batching), so that neither
+    // waits for the other's batch to give the buffers back: a batch led by
+    // an offline reader runs below normal priority.
+    struct JoinLane {
+        StreamJoiner joiner;
+        std::mutex mu;
+        JointScratch joint;
+    };
+    mutable JoinLane live_, offline_;
+    JoinLane& lane(Batching kind) const { return kind == Batching::JoinOffline ? offline_ : live_; }
     // Every stream's chunk-sized buffers, lent for its pushes.
     mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
@@ -322,14 +336,15 @@ class HifiGanStream final : public NetworkStream {
     void push(const float* mel, int frames, bool flush, std::vector<float>& values,
               Batching batching) override {
         const StreamPush alone{this, mel, frames, flush, &values};
-        StreamJoiner* joiner = net_.joiner();
-        if (!joiner || batching == Batching::Alone) {
+        StreamJoiner* joiner = net_.joiner(batching);
+        if (!joiner) {
             push_together({&alone, 1});
             return;
         }
-        joiner->push(alone, [](std::span<const StreamPush> batch) {
+        // (Run by whichever push leads the batch: this stream's, when it is.)
+        joiner->push(alone, [this, batching](std::span<const StreamPush> batch) {
             try {
-                batch[0].stream->push_together(batch);
+                push_in_lane(batch, net_.lane(batching));
             } catch (const gpu::DeviceError&) {
                 throw;
             } catch (const std::exception& e) {
@@ -342,14 +357,19 @@ class HifiGanStream final : public NetworkStream {
             }
         });
     }
-    void push_together(std::span<const StreamPush> pushes) override;
+    void push_together(std::span<const StreamPush> pushes) override {
+        push_in_lane(pushes, net_.lane(Batching::Join));
+    }
+    // push_together() with the joint buffers of `lane`.
+    void push_in_lane(std::span<const StreamPush> pushes, HifiGanNetwork::JoinLane& lane);
     // push_together()'s work on `q`: the inputs copied in, the walk through
     // the layers (walk_layers: from the inputs in `x` to the audio), the
     // audio copied out.
     void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
-                       const std::vector<HifiGanStream*>& streams);
+                       const std::vector<HifiGanStream*>& streams, JointScratch& joint);
     void walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
-                     const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x);
+                     const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x,
+                     JointScratch& joint);
     // A lone push through its chunk length's recording (recorded_step.h);
     // false, having done nothing, where it cannot replay.
     bool push_recorded(const StreamPush& p);
@@ -466,7 +486,8 @@ void HifiGanNetwork::run(const float* mel, int frames, int first, int count, flo
 // stream of the push goes through each layer before any goes to the next, so
 // that the streams' convolutions run as one backend call per layer
 // (JointPush, stream_layers.h); one stream alone is the same walk.
-void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
+void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes,
+                                 HifiGanNetwork::JoinLane& lane) {
     // Streams of another network cannot share this one's layers: each goes
     // alone (not through push(), which may wait for a joiner this thread
     // may be running a batch of).
@@ -487,7 +508,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
     // Several streams share the network's joint buffers (a lone stream
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
-    if (pushes.size() > 1) joint_lock = std::unique_lock(net_.joint_mu_);
+    if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
     std::vector<std::array<ScratchBuffer*, 8>> buffers;
     for (HifiGanStream* s : streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
@@ -496,7 +517,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
     const ScratchLender::Loan loan(net_.lender_, groups);
     gpu::Queue& q = *queue_;
     try {
-        walk_together(q, pushes, streams);
+        walk_together(q, pushes, streams, lane.joint);
     } catch (...) {
         // What was queued before the failure must not still be writing to
         // the streams' buffers (or, copied to the host, to their values)
@@ -510,7 +531,7 @@ void HifiGanStream::push_together(std::span<const StreamPush> pushes) {
 }
 
 void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
-                                  const std::vector<HifiGanStream*>& streams) {
+                                  const std::vector<HifiGanStream*>& streams, JointScratch& joint) {
     // Everything below runs on this stream's queue: the others' own queues
     // must have finished (their layers' zero fills, on a GPU).
     for (HifiGanStream* s : streams)
@@ -526,7 +547,7 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
         if (n_in > 0) backend_.copy_to_device(q, in, 0, p.mel, n_in);
         x[i] = {&in, net_.n_mels_, p.frames};
     });
-    walk_layers(q, pushes, streams, x);
+    walk_layers(q, pushes, streams, x, joint);
     each([&](HifiGanStream&, const StreamPush& p, std::size_t i) {
         if (x[i].length <= 0) return;
         const std::size_t n = static_cast<std::size_t>(x[i].length);
@@ -541,7 +562,7 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
 // walk for one stream.
 void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
                                 const std::vector<HifiGanStream*>& streams,
-                                std::vector<SignalRef>& x) {
+                                std::vector<SignalRef>& x, JointScratch& joint) {
     const std::size_t count = pushes.size();
     const auto each = [&](auto&& body) {
         for (std::size_t i = 0; i < count; ++i) body(*streams[i], pushes[i], i);
@@ -556,7 +577,7 @@ void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushe
             steps[i].in = in[i];
             steps[i].flush = p.flush;
         });
-        JointPush::push_together(q, steps, net_.joint_);
+        JointPush::push_together(q, steps, joint);
         out.resize(count);
         each([&](HifiGanStream&, const StreamPush&, std::size_t i) { out[i] = steps[i].out; });
     };
@@ -625,7 +646,8 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
     };
     step.body = [&](gpu::Queue& bq) {
         std::vector<SignalRef> x{{&mel_.get(), net_.n_mels_, p.frames}};
-        walk_layers(bq, {&p, 1}, {this}, x);
+        // (One stream: the joint buffers are not used.)
+        walk_layers(bq, {&p, 1}, {this}, x, net_.live_.joint);
         return x[0];
     };
     step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {

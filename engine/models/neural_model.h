@@ -62,9 +62,9 @@ class NeuralModel {
     // own threads) meet in batches (models/stream_joiner.h): on by default
     // on a GPU, where one call for many streams pays, off on the CPU, where
     // it does not. HiFi-GAN only; the others ignore it. joiner() is null
-    // while off.
+    // while off; live streams and offline readers have one each (Batching).
     void set_join_streams(bool on) { network_->set_join_streams(on); }
-    StreamJoiner* joiner() const { return network_->joiner(); }
+    StreamJoiner* joiner(Batching kind = Batching::Join) const { return network_->joiner(kind); }
     // Backend calls that ran two or more streams' layers at once.
     std::uint64_t batched_layer_calls() const { return network_->batched_layer_calls(); }
 

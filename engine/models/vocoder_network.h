@@ -17,9 +17,12 @@ class StreamJoiner;
 // (models/stream_joiner.h), as its caller decides: the network knows what
 // it can batch, not how urgent the caller's work is. A batch runs on the
 // thread of whichever push leads it, at that thread's priority, so work
-// below normal priority (an offline reader's) pushes Alone: led by it, the
-// live streams' chunks in the batch would wait behind everything else.
-enum class Batching { Join, Alone };
+// below normal priority (an offline reader's) joins only other such work
+// (JoinOffline, a joiner of its own): led by it, live streams' chunks would
+// wait behind everything else. Offline readers are a device's throughput
+// case (a thousand streams read at once), so they batch too. Alone: at
+// once, a batch of one.
+enum class Batching { Join, JoinOffline, Alone };
 
 // One stream's part in NetworkStream::push_together(): push()'s arguments.
 struct StreamPush {
@@ -91,10 +94,11 @@ class VocoderNetwork {
     // layer's shape does not allow one (the stream then recomputes context).
     virtual std::unique_ptr<NetworkStream> open_stream(int right_context) const = 0;
     // Whether the streams' pushes, made on their own threads, meet in
-    // batches (models/stream_joiner.h); the joiner while they do, else null.
+    // batches (models/stream_joiner.h); while they do, the joiner of pushes
+    // of that kind (Join, JoinOffline; Alone: none), else null.
     // Networks that cannot batch streams never do.
     virtual void set_join_streams(bool) {}
-    virtual StreamJoiner* joiner() const { return nullptr; }
+    virtual StreamJoiner* joiner(Batching) const { return nullptr; }
     // Backend calls that ran two or more streams' layers (push_together).
     virtual std::uint64_t batched_layer_calls() const { return 0; }
 };

@@ -100,7 +100,9 @@ class StreamCore final : public VoiceSink {
     void note_unspeakable(std::string reason) override;
     void note_words_unpaired() override { words_unpaired_.add(); }
     DeadlineGate::Turn wait_turn(const ItemOrigin& origin) override;
-    bool read_offline() const override { return producer_background_; }
+    bool read_offline() const override {
+        return producer_background_ || options_.scheduling == SchedulingClass::Offline;
+    }
 
   private:
     void produce();

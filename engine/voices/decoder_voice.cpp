@@ -26,7 +26,7 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
     const PlaybackState playback = ring_.playback_state();
     const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
     std::span<const float> audio;
-    mel_.set_batching(sink_.read_offline() ? Batching::Alone : Batching::Join);
+    mel_.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
     try {
         // A chunk given to the device gives its turn back (mel_scheduler.h).
         audio = mel_.process(frames, count, last, budget_ns, report, may_reduce_quality(playback),

@@ -61,8 +61,9 @@ class VoiceSink : public BlockSink {
     /// closes meanwhile. Give it back before writing the unit's audio.
     virtual DeadlineGate::Turn wait_turn(const ItemOrigin& origin) = 0;
     /// The stream is read offline (read()) and its producer has stepped
-    /// down below the streams someone hears: its work must not lead a batch
-    /// that holds theirs (Batching, models/vocoder_network.h).
+    /// down below the streams someone hears, or it is of the offline
+    /// scheduling class: its work batches with other such work only, never
+    /// leading a batch that holds theirs (Batching, models/vocoder_network.h).
     virtual bool read_offline() const = 0;
 };
 

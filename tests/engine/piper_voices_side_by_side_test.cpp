@@ -209,6 +209,59 @@ TEST_P(PiperVoicesSideBySide, chunks_on_the_device_give_their_turns_back_so_batc
     EXPECT_GE(joiner->stats().largest, 3u);
 }
 
+// Offline readers' chunks batch on a device too, among themselves
+// (Batching::JoinOffline): a thousand streams read at once are a device's
+// throughput case. They meet in a joiner of their own, never the live
+// streams' (a batch runs at the priority of the thread that leads it, an
+// offline reader's below normal), and each reader's audio is still its own.
+TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_own) {
+    const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[0];
+    const auto voice = PiperVoice::open(kVoices[0].file);
+    const auto decoder = voice->load_decoder(0, device_);
+    struct Unjoin {
+        NeuralModel& model;
+        ~Unjoin() { model.set_join_streams(false); }
+    } unjoin{*decoder};
+    decoder->set_join_streams(true);
+    StreamJoiner* offline = decoder->joiner(Batching::JoinOffline);
+    StreamJoiner* live = decoder->joiner(Batching::Join);
+    ASSERT_NE(offline, nullptr);
+    ASSERT_NE(offline, live);
+    const JoinStats live_before = live->stats();
+    offline->pause();
+    std::vector<std::vector<float>> got(2);
+    std::vector<std::thread> readers;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        readers.emplace_back([&, i] {
+            // Of the offline class, as a benchmark's or a file's stream: a
+            // stream read() is known to be read offline only from its first
+            // read(), and the first sentence may be under way before it.
+            StreamOptions o = options(kVoices[i], name_);
+            o.scheduling = SchedulingClass::Offline;
+            auto stream = engine_.create_stream(o);
+            stream->push_phoneme_ids(ids);
+            stream->end_input();
+            got[i] = read_all(*stream);
+        });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (offline->waiting() < 2 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const std::size_t met = offline->waiting();
+    offline->resume();
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(met, 2u) << "the offline readers' chunks did not meet";
+    EXPECT_GE(offline->stats().largest, 2u);
+    EXPECT_EQ(live->stats().pushes, live_before.pushes) << "an offline chunk in a live batch";
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        auto cpu = engine_.create_stream(options(kVoices[i], "cpu"));
+        cpu->push_phoneme_ids(ids);
+        cpu->end_input();
+        const std::vector<float> expected = read_all(*cpu);
+        ASSERT_EQ(got[i].size(), expected.size());
+        EXPECT_LE(max_abs_diff(got[i], expected), kDeviceBound);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, PiperVoicesSideBySide,
                          ::testing::Values(etude::gpu::BackendKind::Vulkan,
                                            etude::gpu::BackendKind::OpenCl),
