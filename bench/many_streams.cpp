@@ -32,6 +32,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,10 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/models/neural_model.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/voices/piper_voice.h"
+#include "gpu/registry.h"
 
 namespace {
 
@@ -191,6 +196,58 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     return r;
 }
 
+// The decoder's batches on the streams' device (engine/models/stream_joiner.h):
+// how many chunks each batch took, the live streams' and the offline
+// readers' (Batching), over one count's rounds. What a GPU run needs to
+// tell a device kept busy from one fed a chunk at a time.
+class DecoderBatches {
+  public:
+    // The decoder of speaker 0 of `voice` on the device named `device` (a
+    // stream's StreamStats::gpu_device); none (nothing printed) without one.
+    DecoderBatches(const std::string& voice, const std::string& device) {
+        if (device.empty()) return;
+        auto& reg = etude::gpu::DeviceRegistry::instance();
+        for (const auto& d : reg.devices()) {
+            if (d.name != device || d.kind == etude::gpu::BackendKind::Cpu) continue;
+            voice_ = etude::engine::PiperVoice::open(voice);
+            decoder_ = voice_->load_decoder(0, reg.open({etude::gpu::to_string(d.kind), d.index}));
+            name_ = device;
+            break;
+        }
+    }
+    void start() {
+        if (decoder_) before_ = now();
+    }
+    void print() const {
+        if (!decoder_) return;
+        const auto after = now();
+        std::printf("               decoder batches on %s:", name_.c_str());
+        const char* kinds[] = {"live", "offline"};
+        for (int k = 0; k < 2; ++k) {
+            const auto batches = after[k].batches - before_[k].batches;
+            const auto pushes = after[k].pushes - before_[k].pushes;
+            std::printf(" %s %llu of %.1f chunks on average (largest so far %llu)%s", kinds[k],
+                        static_cast<unsigned long long>(batches),
+                        batches ? static_cast<double>(pushes) / static_cast<double>(batches) : 0.0,
+                        static_cast<unsigned long long>(after[k].largest), k == 0 ? ";" : "\n");
+        }
+    }
+
+  private:
+    std::array<etude::engine::JoinStats, 2> now() const {
+        std::array<etude::engine::JoinStats, 2> s{};
+        const etude::engine::Batching kinds[] = {etude::engine::Batching::Join,
+                                                 etude::engine::Batching::JoinOffline};
+        for (int k = 0; k < 2; ++k)
+            if (auto* j = decoder_->joiner(kinds[k])) s[static_cast<std::size_t>(k)] = j->stats();
+        return s;
+    }
+    std::shared_ptr<const etude::engine::PiperVoice> voice_;
+    std::shared_ptr<etude::engine::NeuralModel> decoder_;
+    std::string name_;
+    std::array<etude::engine::JoinStats, 2> before_{};
+};
+
 int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
@@ -251,6 +308,7 @@ int main(int argc, char** argv) {
         }
         // Warm-up: the voice loads on first use.
         offline_speed(engine, opts, reply, 1);
+        DecoderBatches decoder_batches(voice, engine.create_stream(opts)->stats().gpu_device);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",
@@ -269,6 +327,7 @@ int main(int argc, char** argv) {
             std::vector<double> speeds;
             double live_cpu = 0, live_wall = 0, live_audio = 0;
             double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
+            decoder_batches.start();
             for (int r = 0; r < rounds; ++r) {
                 const double cpu0 = cpu_seconds();
                 const auto t0 = Clock::now();
@@ -307,6 +366,7 @@ int main(int argc, char** argv) {
                 "               front ends: %d threads, at most %d sentences analysed at once so "
                 "far\n",
                 engine.stats().front_end_threads, engine.stats().most_analyses_at_once);
+            decoder_batches.print();
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {
