@@ -268,63 +268,79 @@ class PiperStreamsFlowBatch : public ::testing::TestWithParam<etude::gpu::Backen
         engine_ = std::make_unique<Engine>(o);
     }
     void TearDown() override {
-        if (flow_) flow_->set_join_streams(device_->info().is_gpu);
+        streams_.clear();
+        if (!device_) return;
+        device_->inject_fault({});  // nothing left over for later tests
+        device_->reset_health();
+        flow_->set_join_streams(device_->info().is_gpu);
     }
+    // kStreams streams, stream i speaking sentence i % 2 with seed 31 + i,
+    // read live (read_some(): an offline reader's pushes stay out of
+    // batches), their first flow pushes held in the paused joiner until all
+    // of them wait there; then `inside` runs, and the batch.
+    static constexpr int kStreams = 3;
+    std::vector<std::vector<float>> speak_together(const std::function<void()>& inside) {
+        const auto text = etude::test::piper_test_sentences();
+        auto& joiner = *flow_->joiner();
+        joiner.pause();
+        streams_.clear();
+        for (int i = 0; i < kStreams; ++i) {
+            streams_.push_back(engine_->create_stream(options(name_, 31 + i)));
+            streams_.back()->push_phoneme_ids(text[std::size_t(i % 2)]);
+            streams_.back()->end_input();
+        }
+        std::vector<std::vector<float>> got(kStreams);
+        std::vector<std::thread> readers;
+        for (int i = 0; i < kStreams; ++i)
+            readers.emplace_back([&, i] {
+                Stream& s = *streams_[std::size_t(i)];
+                std::vector<float> block(1024);
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+                while (std::chrono::steady_clock::now() < give_up) {
+                    const std::size_t n = s.read_some(block, 100);
+                    got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
+                                               block.begin() + static_cast<long>(n));
+                    if (n == 0 && !s.busy()) break;
+                }
+            });
+        wait_for([&] { return joiner.waiting() == kStreams; });
+        EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));
+        inside();
+        joiner.resume();
+        for (auto& t : readers) t.join();
+        EXPECT_GE(joiner.stats().largest, std::uint64_t(kStreams)) << "the first pushes met";
+        return got;
+    }
+    // Stream i's CPU render.
+    std::vector<float> cpu_render(int i) {
+        auto cpu = engine_->create_stream(options("cpu", 31 + i));
+        cpu->push_phoneme_ids(etude::test::piper_test_sentences()[std::size_t(i % 2)]);
+        cpu->end_input();
+        return etude::test::read_all(*cpu);
+    }
+
     std::shared_ptr<etude::gpu::Backend> device_;
     std::shared_ptr<const PiperVoice> voice_;
     std::shared_ptr<const VitsFlowNetwork> flow_;
     std::string name_;
     std::unique_ptr<Engine> engine_;
+    std::vector<std::unique_ptr<Stream>> streams_;
 };
 
-// Three streams read live (read_some(): an offline reader's pushes stay
-// out of batches), their first flow pushes held in the paused joiner until
-// all three wait there; stream 0 is cancelled while its push waits. The
-// others' audio is each one's CPU render.
+// Stream 0 is cancelled while its first flow push waits in the batch: the
+// others' pushes run in batches and their audio is each one's CPU render.
 TEST_P(PiperStreamsFlowBatch, streams_flows_meet_in_batches_and_a_cancel_leaves_the_others_whole) {
-    const auto text = etude::test::piper_test_sentences();
-    constexpr int kStreams = 3;
-    auto& joiner = *flow_->joiner();
-    joiner.pause();
-    std::vector<std::unique_ptr<Stream>> streams;
-    for (int i = 0; i < kStreams; ++i) {
-        streams.push_back(engine_->create_stream(options(name_, 31 + i)));
-        streams.back()->push_phoneme_ids(text[std::size_t(i % 2)]);
-        streams.back()->end_input();
-    }
-    std::vector<std::vector<float>> got(kStreams);
-    std::vector<std::thread> readers;
-    for (int i = 0; i < kStreams; ++i)
-        readers.emplace_back([&, i] {
-            Stream& s = *streams[std::size_t(i)];
-            std::vector<float> block(1024);
-            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-            while (std::chrono::steady_clock::now() < give_up) {
-                const std::size_t n = s.read_some(block, 100);
-                got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
-                                           block.begin() + static_cast<long>(n));
-                if (n == 0 && !s.busy()) break;
-            }
-        });
-    wait_for([&] { return joiner.waiting() == kStreams; });
-    EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));
-    streams[0]->cancel();  // its push is in the batch about to run
-    joiner.resume();
-    for (auto& t : readers) t.join();
-    EXPECT_GE(joiner.stats().largest, std::uint64_t(kStreams)) << "the first pushes met";
+    const auto got = speak_together([&] { streams_[0]->cancel(); });
     EXPECT_GT(flow_->batched_layer_calls(), 0u) << "no layer ran the streams in one call";
-    EXPECT_FALSE(streams[0]->busy());
+    EXPECT_FALSE(streams_[0]->busy());
     for (int i = 1; i < kStreams; ++i) {
         SCOPED_TRACE("stream " + std::to_string(i));
-        const StreamStats st = streams[std::size_t(i)]->stats();
+        const StreamStats st = streams_[std::size_t(i)]->stats();
         EXPECT_GE(st.flow_pushes_batched, 1u) << "the stream's first push ran in a batch";
         EXPECT_LE(st.flow_pushes_batched, st.flow_pushes_gpu);
         EXPECT_EQ(st.flow_pushes_cpu, 0u);
         EXPECT_EQ(st.gpu_failures, 0u) << st.gpu_last_error;
-        auto cpu = engine_->create_stream(options("cpu", 31 + i));
-        cpu->push_phoneme_ids(text[std::size_t(i % 2)]);
-        cpu->end_input();
-        const auto want = etude::test::read_all(*cpu);
+        const auto want = cpu_render(i);
         ASSERT_EQ(got[std::size_t(i)].size(), want.size());
         const double diff = max_abs_diff(got[std::size_t(i)], want);
         std::printf(
@@ -332,6 +348,38 @@ TEST_P(PiperStreamsFlowBatch, streams_flows_meet_in_batches_and_a_cancel_leaves_
             "%.3g\n",
             name_.c_str(), i, (unsigned long long)st.flow_pushes_batched,
             (unsigned long long)st.flow_pushes_gpu, diff);
+        EXPECT_LE(diff, kDeviceBound);
+    }
+}
+
+// A failed launch inside the first batch (after its first operations):
+// every stream of it has its sentence taken over by its own CPU flow, with
+// the batch named in its last error, and no stream is lost: each one's
+// audio is its CPU render.
+TEST_P(PiperStreamsFlowBatch, a_device_error_in_a_batch_is_taken_over_by_each_streams_cpu_flow) {
+    const auto got = speak_together([&] {
+        etude::gpu::GpuFault fault;
+        fault.kind = etude::gpu::GpuFault::KernelFailure;
+        fault.count = 1;
+        fault.after = 60;  // inside the batch's first coupling
+        device_->inject_fault(fault);
+    });
+    device_->inject_fault({});
+    device_->reset_health();
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = streams_[std::size_t(i)]->stats();
+        EXPECT_EQ(st.flow_takeovers, 1u);
+        EXPECT_GT(st.flow_pushes_cpu, 0u);
+        EXPECT_EQ(st.gpu_failures, 1u);
+        EXPECT_NE(st.gpu_last_error.find("VITS flow: a batch of 3 streams failed"),
+                  std::string::npos)
+            << st.gpu_last_error;
+        const auto want = cpu_render(i);
+        ASSERT_EQ(got[std::size_t(i)].size(), want.size());
+        const double diff = max_abs_diff(got[std::size_t(i)], want);
+        std::printf("[ %-8s ] stream %d after a fault in its batch: max |device - cpu| = %.3g\n",
+                    name_.c_str(), i, diff);
         EXPECT_LE(diff, kDeviceBound);
     }
 }
