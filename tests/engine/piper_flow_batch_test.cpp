@@ -46,8 +46,6 @@ constexpr double kFlowBound = 1e-5;
 // bound, the Piper audio's parity bound on every backend.
 constexpr double kDeviceBound = 1e-4;
 
-constexpr int kFrames = 150;  // 4 pushes for the schedule below
-
 // A bound on how long the streams' threads take to meet, not a timing
 // check: under an emulator, 10-50 times slower, it is ten times longer.
 void wait_for(const std::function<bool()>& ready) {
@@ -57,19 +55,27 @@ void wait_for(const std::function<bool()>& ready) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
-std::vector<float> random_prior(int channels, std::uint32_t seed) {
+// A sentence of 150 - 7 i frames for stream i (of 4), pushed with the
+// schedule below: two pushes of 48 frames for every stream, then 48 and 6
+// for stream 0 and, flushing, 47, 40 and 33 frames for the others, so that
+// a batch may hold windows that line up and others that do not.
+int frames_of(int i) {
+    return 150 - 7 * i;
+}
+
+std::vector<float> random_prior(int channels, int frames, std::uint32_t seed) {
     std::mt19937 gen(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> p(std::size_t(channels) * kFrames);
+    std::vector<float> p(std::size_t(channels) * std::size_t(frames));
     for (float& v : p) v = normal(gen);
     return p;
 }
 
 // The flow of `prior` as a Piper stream asks for it: 16 more frames of
 // output each time (so several pushes, as the decoder's chunks come).
-std::vector<float> flow_of(VitsFlowStream& s, const std::vector<float>& prior) {
+std::vector<float> flow_of(VitsFlowStream& s, const std::vector<float>& prior, int frames) {
     std::vector<float> z(prior.size());
-    for (int until = 16; s.made() < kFrames; until += 16) s.run_until(prior, kFrames, until, z);
+    for (int until = 16; s.made() < frames; until += 16) s.run_until(prior, frames, until, z);
     return z;
 }
 
@@ -107,7 +113,7 @@ class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> 
         for (std::size_t i = 0; i < streams.size(); ++i)
             threads.emplace_back([&, i] {
                 try {
-                    out[i] = flow_of(*streams[i], priors[i]);
+                    out[i] = flow_of(*streams[i], priors[i], frames_of(int(i)));
                 } catch (...) {
                     errors[i] = std::current_exception();
                 }
@@ -118,10 +124,10 @@ class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> 
         for (auto& t : threads) t.join();
         return out;
     }
-    std::vector<float> solo(const std::vector<float>& prior) {
+    std::vector<float> solo(const std::vector<float>& prior, int frames) {
         VitsFlowStream s(flow_);
         s.set_batching(Batching::Alone);
-        return flow_of(s, prior);
+        return flow_of(s, prior, frames);
     }
 
     std::shared_ptr<etude::gpu::Backend> device_;
@@ -136,8 +142,8 @@ TEST_P(PiperFlowBatch, streams_pushed_at_once_meet_in_batches_and_each_flow_is_i
     std::vector<std::vector<float>> priors, want;
     std::vector<std::unique_ptr<VitsFlowStream>> streams;
     for (int i = 0; i < kStreams; ++i) {
-        priors.push_back(random_prior(channels_, 100 + i));
-        want.push_back(solo(priors.back()));
+        priors.push_back(random_prior(channels_, frames_of(i), 100 + i));
+        want.push_back(solo(priors.back(), frames_of(i)));
         streams.push_back(std::make_unique<VitsFlowStream>(flow_));
     }
     EXPECT_EQ(flow_->joiner()->stats().pushes, 0u) << "a push kept alone went to the joiner";
@@ -151,7 +157,7 @@ TEST_P(PiperFlowBatch, streams_pushed_at_once_meet_in_batches_and_each_flow_is_i
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_FALSE(errors[i]);
         EXPECT_GE(streams[i]->batched_pushes(), 1u);
-        EXPECT_EQ(streams[i]->pushes(), 4u);
+        EXPECT_EQ(streams[i]->pushes(), i == 0 ? 4u : 3u);
         ASSERT_EQ(got[i].size(), want[i].size());
         const double diff = max_abs_diff(got[i], want[i]);
         std::printf(
@@ -177,8 +183,8 @@ TEST_P(PiperFlowBatch, a_device_error_in_a_batch_reaches_every_stream_and_each_g
     std::vector<std::vector<float>> priors, want;
     std::vector<std::unique_ptr<VitsFlowStream>> streams;
     for (int i = 0; i < kStreams; ++i) {
-        priors.push_back(random_prior(channels_, 200 + i));
-        want.push_back(solo(priors.back()));
+        priors.push_back(random_prior(channels_, frames_of(i), 200 + i));
+        want.push_back(solo(priors.back(), frames_of(i)));
         streams.push_back(std::make_unique<VitsFlowStream>(flow_));
     }
     for (const auto kind :
