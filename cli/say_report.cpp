@@ -57,6 +57,7 @@ void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool fi
     sum.flow_pushes_gpu += total.flow_pushes_gpu;
     sum.flow_pushes_cpu += total.flow_pushes_cpu;
     sum.flow_takeovers += total.flow_takeovers;
+    sum.flow_pushes_batched += total.flow_pushes_batched;
     total = std::move(sum);
 }
 
@@ -121,9 +122,10 @@ void print_decoder_stats(const engine::StreamStats& s) {
     // The flow goes where the decoder's chunks go (engine/voices/piper_stream_voice.h).
     if (!s.gpu_device.empty())
         std::fprintf(stderr,
-                     "  flow: %llu pushes on the device, %llu on the CPU, %llu sentences taken "
-                     "over by the CPU\n",
+                     "  flow: %llu pushes on the device (%llu in batches of streams), %llu on the "
+                     "CPU, %llu sentences taken over by the CPU\n",
                      static_cast<unsigned long long>(s.flow_pushes_gpu),
+                     static_cast<unsigned long long>(s.flow_pushes_batched),
                      static_cast<unsigned long long>(s.flow_pushes_cpu),
                      static_cast<unsigned long long>(s.flow_takeovers));
 }

@@ -197,6 +197,10 @@ struct StreamStats {
     // one, the CPU covering any device error from the same point.
     std::uint64_t flow_pushes_gpu = 0,  ///< flow pushes (blocks of latent frames) run on the device
         flow_pushes_cpu = 0;            ///< flow pushes run on the CPU
+    /// Of flow_pushes_gpu, those that ran in one batch with other streams'
+    /// flow pushes (the streams of one voice, speaker and device, on a GPU:
+    /// docs/backends.md).
+    std::uint64_t flow_pushes_batched = 0;
     /// Sentences whose flow the CPU took over after a device error (the
     /// error also counts in gpu_failures): it reran the sentence's prior up
     /// to the frames the device had been given, then went on alone.

@@ -1,10 +1,15 @@
 // Pushes of several streams of one network, made on their own threads (each
-// stream's producer), run as one batch (NetworkStream::push_together): a
-// push that arrives while a batch runs waits for it and goes in the next one,
-// with every other push that arrived meanwhile. Nothing waits for pushes to
-// come: a push that finds no batch running runs at once, alone or with those
-// already waiting. This is flat combining: the thread whose push starts a
-// batch runs it for all of them.
+// stream's producer), run as one batch: a push that arrives while a batch
+// runs waits for it and goes in the next one, with every other push that
+// arrived meanwhile. Nothing waits for pushes to come: a push that finds no
+// batch running runs at once, alone or with those already waiting. This is
+// flat combining: the thread whose push starts a batch runs it for all of
+// them.
+//
+// One joiner for every network that batches its streams, over the push it
+// takes (`Push`: a decoder's chunk, StreamPush, vocoder_network.h, run by
+// NetworkStream::push_together; a Piper flow's block, VitsFlowPush,
+// vits/flow_stream.h). The joiner knows nothing of what a push holds.
 //
 // Worth it where one call for many streams is cheaper than one call each: a
 // GPU (an H200 made 16 HiFi-GAN streams' 4-frame chunks twice as fast
@@ -14,12 +19,14 @@
 //
 // Errors: an exception from the batch reaches every push in it, so each
 // stream handles a device error as its own (MelVocoderStream restores its
-// state and the caller remakes the chunk elsewhere). A batch that ran out
-// of device memory also halves the batches from then on (JoinStats::cap):
-// more streams than the device holds at once go in smaller batches rather
-// than every batch failing over to the CPU. Not real-time safe.
+// state and the caller remakes the chunk elsewhere; a Piper stream's CPU
+// flow takes its sentence over). A batch that ran out of device memory also
+// halves the batches from then on (JoinStats::cap): more streams than the
+// device holds at once go in smaller batches rather than every batch
+// failing over to the CPU. Not real-time safe.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -29,6 +36,7 @@
 #include <vector>
 
 #include "engine/models/vocoder_network.h"
+#include "gpu/backend.h"
 
 namespace etude::engine {
 
@@ -40,25 +48,40 @@ struct JoinStats {
     std::uint64_t out_of_memory = 0;  // batches that ran out of device memory
 };
 
-class StreamJoiner {
+template <class Push>
+class PushJoiner {
   public:
-    using RunBatch = std::function<void(std::span<const StreamPush>)>;
+    using RunBatch = std::function<void(std::span<const Push>)>;
 
     // Runs `push` in a batch (through `run`, with the pushes waiting beside
-    // it) and returns once its values are appended; rethrows the batch's
-    // exception.
-    void push(const StreamPush& push, const RunBatch& run);
-    JoinStats stats() const;
+    // it) and returns once it has run; rethrows the batch's exception.
+    void push(const Push& push, const RunBatch& run);
+    JoinStats stats() const {
+        std::lock_guard lock(mu_);
+        return stats_;
+    }
 
     // For tests: while paused, pushes wait and no batch starts; resume()
     // lets the next one run every push waiting. waiting() counts them.
-    void pause();
-    void resume();
-    std::size_t waiting() const;
+    void pause() {
+        std::lock_guard lock(mu_);
+        paused_ = true;
+    }
+    void resume() {
+        {
+            std::lock_guard lock(mu_);
+            paused_ = false;
+        }
+        cv_.notify_all();
+    }
+    std::size_t waiting() const {
+        std::lock_guard lock(mu_);
+        return waiting_.size();
+    }
 
   private:
     struct Waiter {
-        StreamPush push;
+        Push push;
         bool done = false;
         std::exception_ptr error;
     };
@@ -68,5 +91,61 @@ class StreamJoiner {
     bool running_ = false, paused_ = false;
     JoinStats stats_;
 };
+
+template <class Push>
+void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
+    Waiter me{push};
+    std::unique_lock lock(mu_);
+    waiting_.push_back(&me);
+    while (!me.done) {
+        if (running_ || paused_) {
+            cv_.wait(lock);
+            continue;
+        }
+        // No batch runs: this thread runs one for the pushes waiting, the
+        // first that came up to the cap (its own may be left for the next).
+        running_ = true;
+        const std::size_t take =
+            stats_.cap ? std::min<std::size_t>(waiting_.size(), stats_.cap) : waiting_.size();
+        std::vector<Waiter*> batch(waiting_.begin(),
+                                   waiting_.begin() + static_cast<std::ptrdiff_t>(take));
+        waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(take));
+        lock.unlock();
+        std::exception_ptr error;
+        bool out_of_memory = false;
+        try {
+            // (Inside the try: a push that failed here but left running_ set
+            // would hang every push of the batch.)
+            std::vector<Push> pushes;
+            pushes.reserve(batch.size());
+            for (const Waiter* w : batch) pushes.push_back(w->push);
+            run(pushes);
+        } catch (const gpu::OutOfMemory&) {
+            error = std::current_exception();
+            out_of_memory = true;
+        } catch (...) {
+            error = std::current_exception();
+        }
+        lock.lock();
+        if (out_of_memory) {
+            // Its pushes are remade elsewhere (the error reaches each); the
+            // batches after it take half as many, down to one.
+            ++stats_.out_of_memory;
+            stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
+        }
+        for (Waiter* w : batch) {
+            w->done = true;
+            w->error = error;
+        }
+        ++stats_.batches;
+        stats_.pushes += batch.size();
+        stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
+        running_ = false;
+        // The pushes of this batch return; of those that came meanwhile, the
+        // first to wake runs the next batch.
+        cv_.notify_all();
+    }
+    if (me.error) std::rethrow_exception(me.error);
+}
 
 }  // namespace etude::engine

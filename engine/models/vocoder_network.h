@@ -11,7 +11,6 @@
 namespace etude::engine {
 
 class NetworkStream;
-class StreamJoiner;
 
 // Whether a push may join other streams' pushes in one batched backend call
 // (models/stream_joiner.h), as its caller decides: the network knows what
@@ -32,6 +31,11 @@ struct StreamPush {
     bool flush = false;
     std::vector<float>* values = nullptr;
 };
+
+// The decoders' joiner (models/stream_joiner.h).
+template <class Push>
+class PushJoiner;
+using StreamJoiner = PushJoiner<StreamPush>;
 
 // How a stream's chunks ran on a backend that replays recordings natively
 // (models/recorded_step.h): `recordings` made, chunks `replayed` from one,

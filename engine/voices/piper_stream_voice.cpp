@@ -166,6 +166,7 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
     DecoderVoice::fill_stats(stats);
     stats.flow_pushes_gpu = pushes_gpu_.load(std::memory_order_relaxed);
     stats.flow_pushes_cpu = pushes_cpu_.load(std::memory_order_relaxed);
+    stats.flow_pushes_batched = pushes_batched_.load(std::memory_order_relaxed);
     stats.flow_takeovers = takeovers_.load(std::memory_order_relaxed);
 }
 
@@ -291,10 +292,17 @@ int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
             given_[c].insert(given_[c].end(), row, row + count);
         }
     };
+    // A push may join other streams' of the same flow in one batch (on a
+    // GPU, models/stream_joiner.h) unless the stream is read offline: as
+    // for the decoder's chunks (decoder_voice.cpp), a batch runs at its
+    // leader's priority, below normal for an offline reader's producer.
+    f.set_batching(sink_.read_offline() ? Batching::Alone : Batching::Join);
+    const std::uint64_t batched_before = f.batched_pushes();
     try {
         const int made = f.run_until(draw, s.prior.frames(), until, s.z);
         if (f.pushes() > before) mel_.gpu_health().record_success();
         pushes_gpu_ += f.pushes() - before;
+        pushes_batched_ += f.batched_pushes() - batched_before;
         return made;
     } catch (const gpu::DeviceError& e) {
         // The device's state (every layer's held frames) is lost with it;
@@ -303,6 +311,7 @@ int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
         // push covers the frames given so far, so the rerun costs the CPU's
         // flow time for them: measured in docs/backends.md.
         pushes_gpu_ += f.pushes() - before;
+        pushes_batched_ += f.batched_pushes() - batched_before;
         mel_.gpu_health().record_failure(rt::now_ns(), e.what());
         device_flow_->reset();  // waits out what is still queued
         mel_.gpu_backend()->reset_health();

@@ -89,7 +89,7 @@ class PiperStreamVoice final : public DecoderVoice {
     // per channel (the CPU reruns them after a device error: the prior is
     // drawn once, in order).
     std::vector<std::vector<float>> given_;
-    std::atomic<std::uint64_t> pushes_gpu_{0}, pushes_cpu_{0}, takeovers_{0};
+    std::atomic<std::uint64_t> pushes_gpu_{0}, pushes_cpu_{0}, pushes_batched_{0}, takeovers_{0};
 };
 
 }  // namespace etude::engine

@@ -296,6 +296,7 @@ void bind_types(nb::module_& m) {
         .def_ro("flow_pushes_gpu", &StreamStats::flow_pushes_gpu)
         .def_ro("flow_pushes_cpu", &StreamStats::flow_pushes_cpu)
         .def_ro("flow_takeovers", &StreamStats::flow_takeovers)
+        .def_ro("flow_pushes_batched", &StreamStats::flow_pushes_batched)
         .def_ro("marks", &StreamStats::marks)
         .def_ro("marks_dropped", &StreamStats::marks_dropped)
         .def_ro("words_unpaired", &StreamStats::words_unpaired);

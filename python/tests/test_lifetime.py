@@ -149,3 +149,4 @@ def test_stats_say_where_a_piper_voices_flow_ran(engine, joe_model):
         st = s.stats()
     assert st.flow_pushes_cpu > 0
     assert st.flow_pushes_gpu == 0 and st.flow_takeovers == 0
+    assert st.flow_pushes_batched == 0  # batches are a device's

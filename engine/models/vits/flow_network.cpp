@@ -27,7 +27,9 @@ VitsFlowNetwork::~VitsFlowNetwork() = default;
 
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
-    : backend_(std::move(backend)), lender_(ScratchLender::bound_for(*backend_)) {
+    : backend_(std::move(backend)),
+      lender_(ScratchLender::bound_for(*backend_)),
+      join_(backend_->info().is_gpu) {
     const auto& hp = w.hp;
     channels_ = hp.inter_channels;
     hidden_ = hp.hidden_channels;
@@ -118,6 +120,7 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
                                  std::shared_ptr<gpu::Backend> backend)
     : backend_(std::move(backend)),
       lender_(ScratchLender::bound_for(*backend_)),
+      join_(backend_->info().is_gpu),
       channels_(source.channels_),
       hidden_(source.hidden_),
       kernel_(source.kernel_),

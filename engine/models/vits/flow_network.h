@@ -13,14 +13,21 @@
 //
 // The network holds the weights only (read-only once built, so any number
 // of VitsFlowStreams on its backend may run it at once, each on its own
-// queue); a VitsFlowStream (flow_stream.h) holds one sentence's state.
+// queue); a VitsFlowStream (flow_stream.h) holds one sentence's state. On
+// a GPU the streams' pushes meet in batches (joiner(), as a decoder's
+// chunks do: models/stream_joiner.h).
 // Not real-time safe.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/models/scratch_lender.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/models/stream_layers.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
 
@@ -35,6 +42,18 @@ struct VitsFlowCoupling {
     bool mirrored = false;  // runs on the flipped latent: halves swapped
     VitsFlowConv pre, post;
     std::vector<VitsFlowConv> in_layers, res, skip;  // res is empty for the last layer
+};
+
+class VitsFlowStream;
+
+// One stream's block in a batch of flow pushes (VitsFlowStream::push_together):
+// `frames` frames of prior in the stream's host input; the frames of output
+// it made are set in `made` (the output in the stream's host output).
+struct VitsFlowPush {
+    VitsFlowStream* stream = nullptr;
+    int frames = 0;
+    bool flush = false;
+    int* made = nullptr;
 };
 
 class VitsFlowNetwork {
@@ -66,9 +85,28 @@ class VitsFlowNetwork {
     // Lends the streams their chunk-sized buffers, a push at a time.
     ScratchLender& lender() const { return lender_; }
 
+    // Whether the streams' pushes, made on their own threads, meet in
+    // batches (models/stream_joiner.h): on by default on a GPU, off on the
+    // CPU (stream_joiner.h says why). A setting of how the streams run, not
+    // of the weights, so the shared (const) network takes it. joiner() is
+    // null while off.
+    void set_join_streams(bool on) const { join_ = on; }
+    PushJoiner<VitsFlowPush>* joiner() const { return join_ ? &joiner_ : nullptr; }
+    // Backend calls that ran two or more streams' layers.
+    std::uint64_t batched_layer_calls() const {
+        std::lock_guard lock(joint_mu_);
+        return joint_.batched_calls;
+    }
+
   private:
+    friend class VitsFlowStream;
     std::shared_ptr<gpu::Backend> backend_;
     mutable ScratchLender lender_;
+    mutable std::atomic<bool> join_{false};
+    mutable PushJoiner<VitsFlowPush> joiner_;
+    // The buffers of a push of several streams, one such push at a time.
+    mutable std::mutex joint_mu_;
+    mutable JointScratch joint_;
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;

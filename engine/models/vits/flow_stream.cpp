@@ -123,71 +123,189 @@ void VitsFlowStream::reset() {
     pushed_ = made_ = 0;
 }
 
-// Both halves through every coupling; returns the first half's output and
-// sets the second's (both the same length).
-SignalRef VitsFlowStream::push(const SignalRef& a_in, const SignalRef& b_in, bool flush,
-                               SignalRef& b_out) {
+// Both halves of every stream of a push through every coupling, layer by
+// layer across the streams: each layer's dilated convolution, the flow's
+// largest product (5 columns deep against the 1x1 convolutions' 1), runs
+// for all of them through JointPush, one backend call for the streams whose
+// windows line up; the rest is each stream's own, on its own buffers. One
+// stream alone is the same walk.
+void VitsFlowStream::walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
+                                    std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
+                                    std::vector<SignalRef>& second) {
+    auto& b = net_.backend();
+    const int hid = net_.hidden();
+    const std::size_t count = streams.size();
+    std::vector<SignalRef> from(count), to(count), x(count), sum(count);
+    std::vector<LayerStep> steps(count);
+    for (std::size_t k = 0; k < couplings_.size(); ++k) {
+        const VitsFlowCoupling& w = *couplings_[k].weights;  // the network's: every stream's
+        for (std::size_t i = 0; i < count; ++i) {
+            VitsFlowStream& s = *streams[i];
+            from[i] = w.mirrored ? second[i] : a[i];
+            to[i] = w.mirrored ? a[i] : second[i];
+            // x = pre(from), then each layer: in = conv(x); acts = tanh *
+            // sigmoid; x = delayed x + res(acts); sum += delayed skip(acts).
+            const int n = from[i].length;
+            x[i] = {&s.x_[0].need(b, std::size_t(hid) * std::max(n, 1)), hid, n};
+            if (n > 0)
+                b.conv1d(q, conv_shape(w.pre, n), *from[i].buffer, w.pre.w, w.pre.b, *x[i].buffer);
+            sum[i] = {nullptr, hid, 0};
+        }
+        for (std::size_t l = 0; l < w.in_layers.size(); ++l) {
+            for (std::size_t i = 0; i < count; ++i)
+                steps[i] = {&streams[i]->couplings_[k].layers[l]->conv, x[i], pushes[i].flush, {}};
+            JointPush::push_together(q, steps, net_.joint_);
+            for (std::size_t i = 0; i < count; ++i)
+                streams[i]->layer_rest(q, w, l, *streams[i]->couplings_[k].layers[l], steps[i].out,
+                                       pushes[i].flush, x[i], sum[i]);
+        }
+        for (std::size_t i = 0; i < count; ++i) {
+            VitsFlowStream& s = *streams[i];
+            Coupling& c = s.couplings_[k];
+            const SignalRef kept = c.from_delay->push(q, from[i], pushes[i].flush);
+            const SignalRef shifted = c.to_delay->push(q, to[i], pushes[i].flush);
+            const int m = sum[i].length;
+            if (shifted.length != m || kept.length != m)
+                throw Error("VITS flow stream: paths out of step (" + std::to_string(kept.length) +
+                            ", " + std::to_string(shifted.length) + ", " + std::to_string(m) +
+                            " frames)");
+            if (m > 0) {
+                const std::size_t hT = std::size_t(w.post.out) * std::size_t(m);
+                auto& shift = s.shift_.need(b, hT);
+                b.conv1d(q, conv_shape(w.post, m), *sum[i].buffer, w.post.w, w.post.b, shift);
+                b.axpby(q, hT, -1.0f, shift, 1.0f, *shifted.buffer);
+            }
+            a[i] = w.mirrored ? shifted : kept;
+            second[i] = w.mirrored ? kept : shifted;
+        }
+    }
+}
+
+void VitsFlowStream::layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l,
+                                Layer& layer, const SignalRef& in, bool flush, SignalRef& x,
+                                SignalRef& sum) {
+    auto& b = net_.backend();
+    const int hid = net_.hidden();
+    const int n = in.length;
+    auto& acts = acts_.need(b, std::size_t(hid) * std::max(n, 1));
+    if (n > 0) b.gated_tanh(q, hid, n, *in.buffer, acts);
+    const std::size_t T = std::size_t(hid) * std::size_t(n);
+    if (layer.residual_delay) {
+        const SignalRef delayed = layer.residual_delay->push(q, x, flush);
+        if (n > 0) {
+            auto& r = res_.need(b, T);
+            b.conv1d(q, conv_shape(w.res[l], n), acts, w.res[l].w, w.res[l].b, r);
+            b.axpby(q, T, 1.0f, r, 1.0f, *delayed.buffer);
+        }
+        x = delayed;
+    }
+    auto& s = skip_.need(b, std::max<std::size_t>(T, 1));
+    if (n > 0) b.conv1d(q, conv_shape(w.skip[l], n), acts, w.skip[l].w, w.skip[l].b, s);
+    const SignalRef skip =
+        layer.skip_delay ? layer.skip_delay->push(q, {&s, hid, n}, flush) : SignalRef{&s, hid, n};
+    if (l == 0) {
+        auto& total = skip_sum_.need(b, std::size_t(hid) * std::max(skip.length, 1));
+        if (skip.length > 0)
+            b.copy_rows(q, hid, skip.length, *skip.buffer, 0, std::size_t(skip.length), total, 0,
+                        std::size_t(skip.length));
+        sum = {&total, hid, skip.length};
+    } else if (skip.length > 0) {
+        b.axpby(q, std::size_t(hid) * skip.length, 1.0f, *skip.buffer, 1.0f, *sum.buffer);
+    }
+}
+
+int VitsFlowStream::push_block(int frames, bool flush) {
+    int made = 0;
+    const VitsFlowPush me{this, frames, flush, &made};
+    PushJoiner<VitsFlowPush>* joiner = net_.joiner();
+    if (!joiner || batching_ == Batching::Alone) {
+        push_together({&me, 1});
+        return made;
+    }
+    joiner->push(me, [](std::span<const VitsFlowPush> batch) {
+        // Whichever stream it was, it reaches every stream of the batch as
+        // a device error (of the same kind, so that the joiner halves its
+        // batches after an out-of-memory), naming the batch: each stream's
+        // CPU flow takes its sentence over, and the stream's
+        // gpu_last_error says what happened.
+        const auto named = [&](const char* what) {
+            return "VITS flow: a batch of " + std::to_string(batch.size()) +
+                   " streams failed: " + what;
+        };
+        try {
+            batch[0].stream->push_together(batch);
+        } catch (const gpu::OutOfMemory& e) {
+            if (batch.size() == 1) throw;
+            throw gpu::OutOfMemory(named(e.what()));
+        } catch (const gpu::DeviceError& e) {
+            if (batch.size() == 1) throw;
+            throw gpu::DeviceError(named(e.what()));
+        } catch (const std::exception& e) {
+            if (batch.size() == 1) throw;
+            throw gpu::DeviceError(named(e.what()));
+        }
+    });
+    return made;
+}
+
+void VitsFlowStream::push_together(std::span<const VitsFlowPush> pushes) {
+    // Streams of another network cannot share this one's layers: each goes
+    // alone (not through push_block(), which may wait for a joiner this
+    // thread may be running a batch of).
+    std::vector<VitsFlowStream*> streams;
+    for (const auto& p : pushes) {
+        if (&p.stream->net_ != &net_) {
+            for (const auto& one : pushes) one.stream->push_together({&one, 1});
+            return;
+        }
+        streams.push_back(p.stream);
+    }
     auto& b = net_.backend();
     auto& q = *queue_;
-    const int hid = net_.hidden();
-    SignalRef a = a_in, second = b_in;
-    for (Coupling& c : couplings_) {
-        const VitsFlowCoupling& w = *c.weights;
-        const SignalRef from = w.mirrored ? second : a;
-        const SignalRef to = w.mirrored ? a : second;
-        // x = pre(from), then each layer: in = conv(x); acts = tanh * sigmoid;
-        // x = delayed x + res(acts); sum += delayed skip(acts).
-        SignalRef x{&x_[0].need(b, std::size_t(hid) * std::max(from.length, 1)), hid, from.length};
-        if (from.length > 0)
-            b.conv1d(q, conv_shape(w.pre, from.length), *from.buffer, w.pre.w, w.pre.b, *x.buffer);
-        SignalRef sum{nullptr, hid, 0};
-        for (std::size_t l = 0; l < c.layers.size(); ++l) {
-            Layer& layer = *c.layers[l];
-            const SignalRef in = layer.conv.push(q, x, flush);
-            const int n = in.length;
-            auto& acts = acts_.need(b, std::size_t(hid) * std::max(n, 1));
-            if (n > 0) b.gated_tanh(q, hid, n, *in.buffer, acts);
-            const std::size_t T = std::size_t(hid) * std::size_t(n);
-            if (layer.residual_delay) {
-                const SignalRef delayed = layer.residual_delay->push(q, x, flush);
-                if (n > 0) {
-                    auto& r = res_.need(b, T);
-                    b.conv1d(q, conv_shape(w.res[l], n), acts, w.res[l].w, w.res[l].b, r);
-                    b.axpby(q, T, 1.0f, r, 1.0f, *delayed.buffer);
-                }
-                x = delayed;
-            }
-            auto& s = skip_.need(b, std::max<std::size_t>(T, 1));
-            if (n > 0) b.conv1d(q, conv_shape(w.skip[l], n), acts, w.skip[l].w, w.skip[l].b, s);
-            const SignalRef skip = layer.skip_delay ? layer.skip_delay->push(q, {&s, hid, n}, flush)
-                                                    : SignalRef{&s, hid, n};
-            if (l == 0) {
-                auto& total = skip_sum_.need(b, std::size_t(hid) * std::max(skip.length, 1));
-                if (skip.length > 0)
-                    b.copy_rows(q, hid, skip.length, *skip.buffer, 0, std::size_t(skip.length),
-                                total, 0, std::size_t(skip.length));
-                sum = {&total, hid, skip.length};
-            } else if (skip.length > 0) {
-                b.axpby(q, std::size_t(hid) * skip.length, 1.0f, *skip.buffer, 1.0f, *sum.buffer);
-            }
+    const int half = net_.channels() / 2;
+    // Several streams share the network's joint buffers (a lone stream
+    // never uses them, so lone pushes run side by side).
+    std::unique_lock<std::mutex> joint_lock;
+    if (pushes.size() > 1) joint_lock = std::unique_lock(net_.joint_mu_);
+    // Lent until this push's outputs are on the host (its synchronize).
+    std::vector<std::array<ScratchBuffer*, 15>> buffers;
+    for (VitsFlowStream* s : streams) buffers.push_back(s->lent());
+    const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
+    const ScratchLender::Loan loan(net_.lender(), groups);
+    const FinishOnUnwind finish(b, q);
+    // Everything below runs on this stream's queue: the others' own queues
+    // must have finished (their layers' zero fills).
+    for (VitsFlowStream* s : streams)
+        if (s != this) b.synchronize(*s->queue_);
+    std::vector<SignalRef> a(streams.size()), second(streams.size());
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        // The block of the prior, [channels][n], onto the device by halves.
+        VitsFlowStream& s = *streams[i];
+        const int n = pushes[i].frames;
+        const std::size_t hn = std::size_t(half) * std::size_t(n);
+        auto& a_in = s.halves_[0].need(b, std::max<std::size_t>(hn, 1));
+        auto& b_in = s.halves_[1].need(b, std::max<std::size_t>(hn, 1));
+        if (n > 0) {
+            b.copy_to_device(q, a_in, 0, s.host_in_.data(), hn);
+            b.copy_to_device(q, b_in, 0, s.host_in_.data() + hn, hn);
         }
-        const SignalRef kept = c.from_delay->push(q, from, flush);
-        const SignalRef shifted = c.to_delay->push(q, to, flush);
-        if (shifted.length != sum.length || kept.length != sum.length)
-            throw Error("VITS flow stream: paths out of step (" + std::to_string(kept.length) +
-                        ", " + std::to_string(shifted.length) + ", " + std::to_string(sum.length) +
-                        " frames)");
-        if (sum.length > 0) {
-            const std::size_t hT = std::size_t(w.post.out) * std::size_t(sum.length);
-            auto& m = shift_.need(b, hT);
-            b.conv1d(q, conv_shape(w.post, sum.length), *sum.buffer, w.post.w, w.post.b, m);
-            b.axpby(q, hT, -1.0f, m, 1.0f, *shifted.buffer);
-        }
-        a = w.mirrored ? shifted : kept;
-        second = w.mirrored ? kept : shifted;
+        a[i] = {&a_in, half, n};
+        second[i] = {&b_in, half, n};
     }
-    b_out = second;
-    return a;
+    walk_couplings(q, streams, pushes, a, second);
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        VitsFlowStream& s = *streams[i];
+        const int m = std::max(a[i].length, 0);
+        *pushes[i].made = m;
+        if (m == 0) continue;
+        const std::size_t hm = std::size_t(half) * std::size_t(m);
+        s.host_out_.resize(2 * hm);
+        b.copy_to_host(q, s.host_out_.data(), *a[i].buffer, 0, hm);
+        b.copy_to_host(q, s.host_out_.data() + hm, *second[i].buffer, 0, hm);
+    }
+    b.synchronize(q);  // the inputs are read, the outputs on the host
+    if (streams.size() > 1)
+        for (VitsFlowStream* s : streams) ++s->batched_pushes_;
 }
 
 std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {
@@ -253,49 +371,25 @@ int VitsFlowStream::run_until(VitsPrior& prior, int until, std::vector<float>& z
 
 int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
                               std::vector<float>& z) {
-    const int channels = net_.channels(), half = channels / 2;
+    const int channels = net_.channels();
     const std::size_t size = std::size_t(channels) * std::size_t(std::max(frames, 0));
     if (z.size() != size)
         throw Error("VITS flow stream: the latent holds " + std::to_string(z.size()) +
                     " values, not " + std::to_string(channels) + " x " + std::to_string(frames));
     until = std::min(until, frames);
-    auto& b = net_.backend();
-    auto& q = *queue_;
     while (made_ < until && pushed_ < frames) {
         const int want = std::max(until + net_.context() - pushed_, min_push_);
         const int n = std::min(want, frames - pushed_);
         const bool flush = pushed_ + n == frames;
-        // Lent until this push's outputs are on the host (its synchronize).
-        const std::array<ScratchBuffer*, 15> buffers = lent();
-        const std::span<ScratchBuffer* const> group(buffers);
-        const ScratchLender::Loan loan(net_.lender(), {&group, 1});
-        const FinishOnUnwind finish(b, q);
-        // This block of the prior, [channels][n], onto the device by halves.
+        // This block of the prior, [channels][n]; read by the push's upload
+        // until its synchronize.
         host_in_.resize(std::size_t(channels) * std::size_t(n));
         prior(pushed_, n, host_in_.data());
-        const std::size_t hn = std::size_t(half) * std::size_t(n);
-        auto& a_in = halves_[0].need(b, hn);
-        auto& b_in = halves_[1].need(b, hn);
-        b.copy_to_device(q, a_in, 0, host_in_.data(), hn);
-        b.copy_to_device(q, b_in, 0, host_in_.data() + hn, hn);
         pushed_ += n;
         ++pushes_;
-        SignalRef second;
-        const SignalRef first = push({&a_in, half, n}, {&b_in, half, n}, flush, second);
-        const int m = first.length;
-        if (m <= 0) {
-            b.synchronize(q);  // host_in_ is read until here
-            continue;
-        }
-        if (made_ + m > frames) {
-            b.synchronize(q);
-            throw Error("VITS flow stream: more output than input");
-        }
-        const std::size_t hm = std::size_t(half) * std::size_t(m);
-        host_out_.resize(2 * hm);
-        b.copy_to_host(q, host_out_.data(), *first.buffer, 0, hm);
-        b.copy_to_host(q, host_out_.data() + hm, *second.buffer, 0, hm);
-        b.synchronize(q);
+        const int m = push_block(n, flush);
+        if (m <= 0) continue;
+        if (made_ + m > frames) throw Error("VITS flow stream: more output than input");
         for (int c = 0; c < channels; ++c) {
             const int from = net_.ends_flipped() ? channels - 1 - c : c;
             std::copy_n(host_out_.begin() + std::ptrdiff_t(from) * m, m,

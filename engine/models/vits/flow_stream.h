@@ -13,18 +13,31 @@
 // own queue of the network's backend. One sentence at a time: reset()
 // starts the next.
 //
-// Threads: one owner. Not real-time safe (device calls; allocates when a
-// block is longer than any before).
+// Batches: where the network's streams join (VitsFlowNetwork::joiner(), on
+// a GPU), a push waits for a batch running on another stream's thread and
+// goes, with the pushes that came meanwhile, into the next one: the pushes
+// of the batch walk the couplings layer by layer together, each layer's
+// dilated convolution (most of the flow's arithmetic) one backend call for
+// the streams whose windows line up (JointPush, stream_layers.h), each
+// stream's held frames staying its own on the device. A device error in a
+// batch reaches every stream of it as a gpu::DeviceError (out of memory as
+// gpu::OutOfMemory), each stream's state then lost as after its own error.
+//
+// Threads: one owner; the thread leading a batch runs the other streams'
+// pushes while their owners wait in the joiner. Not real-time safe (device
+// calls; allocates when a block is longer than any before).
 #pragma once
 
 #include <array>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/models/stream_layers.h"
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/text_to_latent.h"
+#include "engine/models/vocoder_network.h"
 
 namespace etude::engine {
 
@@ -76,18 +89,42 @@ class VitsFlowStream {
     // reach is completed first (complete_prior), z widened with it.
     int run_until(VitsPrior& prior, int until, std::vector<float>& z);
     int made() const { return made_; }
-    // Pushes run since the stream was made (for statistics).
+    // Pushes run since the stream was made (for statistics), and those of
+    // them that ran in a batch with other streams' pushes.
     std::uint64_t pushes() const { return pushes_; }
+    std::uint64_t batched_pushes() const { return batched_pushes_; }
+    // Whether later pushes may join other streams' in a batch, where the
+    // network's streams join (Batching, models/vocoder_network.h: the
+    // caller knows how urgent its work is). Join until set.
+    void set_batching(Batching batching) { batching_ = batching; }
     // True when `prior` is staged and run_until(prior, until, ...) would
     // push up to or past its known frames, so must complete it first. (The
     // pushes reach at least `until`, so a caller that reads frames up to
     // `until` is covered too.)
     bool needs_complete_prior(const VitsPrior& prior, int until) const;
 
+    // Several streams' pushes of this one's network at once, each stream
+    // once, this stream's queue running them (the joiner calls it; a lone
+    // push is a batch of one). Each stream's output is what its own push
+    // would make: the same operations, a batched convolution's item being
+    // the same computation as the window alone.
+    void push_together(std::span<const VitsFlowPush> pushes);
+
   private:
     struct Layer;
     struct Coupling;
-    SignalRef push(const SignalRef& a, const SignalRef& b, bool flush, SignalRef& b_out);
+    // One push of the block in host_in_ (`frames` frames), alone or in a
+    // batch; the output is left in host_out_, and its frames returned.
+    int push_block(int frames, bool flush);
+    // The couplings, for every stream of a push together on `q`: a[i] and
+    // second[i] hold stream i's halves in and are replaced by its output.
+    void walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
+                        std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
+                        std::vector<SignalRef>& second);
+    // One WaveNet layer's work after its dilated convolution, whose output
+    // is `in`: the gate, the residual and the skip paths.
+    void layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l, Layer& layer,
+                    const SignalRef& in, bool flush, SignalRef& x, SignalRef& sum);
     // The prior's frames run_until(..., until, ...) would push, from the
     // start of the sentence (before the sentence's end caps it).
     int frames_needed(int until) const;
@@ -113,6 +150,10 @@ class VitsFlowStream {
     int min_push_;
     int pushed_ = 0, made_ = 0;
     std::uint64_t pushes_ = 0;
+    // Counted by the thread leading a batch, while this stream's owner
+    // waits for it in the joiner.
+    std::uint64_t batched_pushes_ = 0;
+    Batching batching_ = Batching::Join;
 };
 
 }  // namespace etude::engine

@@ -1,0 +1,401 @@
+// The flow pushes of several Piper streams that share one device flow (one
+// voice, speaker and device) run as one batch (VitsFlowNetwork::joiner(),
+// models/stream_joiner.h), as the decoder's chunks do: each stream's flow
+// and audio are its solo ones, a device error in a batch reaches every
+// stream of it and each goes on (alone, or on the CPU's flow), an
+// out-of-memory halves the batches after it, and a stream cancelled while
+// its push waits in a batch leaves the others whole. On lavapipe (Vulkan)
+// and PoCL (OpenCL), each skipped where absent, and on the CPU backend;
+// joining is on by default on a GPU only, so the tests switch it on, and the
+// joiner's pause() makes the batches certain rather than a matter of timing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/models/vits/flow_stream.h"
+#include "engine/piper_voice.h"
+#include "gpu/registry.h"
+#include "support/emulation.h"
+#include "support/model_parity.h"
+#include "support/piper_test_ids.h"
+#include "support/stream_output.h"
+
+using namespace etude::engine;
+using etude::test::max_abs_diff;
+
+namespace {
+
+const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+
+// A batch item is the same computation as the window alone, so a stream's
+// flow in a batch equals its flow alone to float rounding at most: within
+// the flow's own parity bound (a streamed flow against the whole one,
+// tests/engine/models/vits_parity_test.cpp). Mixing two streams' held frames
+// would be off by the size of the latent itself (about 1): the streams'
+// priors differ.
+constexpr double kFlowBound = 1e-5;
+// A stream's audio against its CPU render: piper_device_flow_test.cpp's
+// bound, the Piper audio's parity bound on every backend.
+constexpr double kDeviceBound = 1e-4;
+
+// A bound on how long the streams' threads take to meet, not a timing
+// check: under an emulator, 10-50 times slower, it is ten times longer.
+void wait_for(const std::function<bool()>& ready) {
+    const auto bound = std::chrono::seconds(etude::test::emulator() ? 600 : 60);
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (!ready() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// A sentence of 150 - 7 i frames for stream i (of 4), pushed with the
+// schedule below: two pushes of 48 frames for every stream, then 48 and 6
+// for stream 0 and, flushing, 47, 40 and 33 frames for the others, so that
+// a batch may hold windows that line up and others that do not.
+int frames_of(int i) {
+    return 150 - 7 * i;
+}
+
+std::vector<float> random_prior(int channels, int frames, std::uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> p(std::size_t(channels) * std::size_t(frames));
+    for (float& v : p) v = normal(gen);
+    return p;
+}
+
+// The flow of `prior` as a Piper stream asks for it: 16 more frames of
+// output each time (so several pushes, as the decoder's chunks come).
+std::vector<float> flow_of(VitsFlowStream& s, const std::vector<float>& prior, int frames) {
+    std::vector<float> z(prior.size());
+    for (int until = 16; s.made() < frames; until += 16) s.run_until(prior, frames, until, z);
+    return z;
+}
+
+class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        device_ = etude::test::backend_of(GetParam(), why);
+        if (!device_) GTEST_SKIP() << why;
+        name_ = etude::gpu::to_string(GetParam());
+        voice_ = PiperVoice::open(kVoice);
+        // A flow of this test's own (the voice's shared one serves the
+        // engine's streams), copied as a device's flow is.
+        flow_ =
+            std::make_shared<const VitsFlowNetwork>(*voice_->network().flow_network(0), device_);
+        flow_->set_join_streams(true);
+        channels_ = flow_->channels();
+    }
+    void TearDown() override {
+        if (!device_) return;
+        device_->inject_fault({});  // nothing left over for later tests
+        device_->reset_health();
+    }
+    // Each stream's flow, pushed on a thread of its own; every stream's
+    // first push waits in the paused joiner until all of them do, so the
+    // first batch holds them all. An error a stream's flow throws is kept.
+    std::vector<std::vector<float>> together(std::vector<std::unique_ptr<VitsFlowStream>>& streams,
+                                             const std::vector<std::vector<float>>& priors,
+                                             std::vector<std::exception_ptr>& errors) {
+        auto& joiner = *flow_->joiner();
+        std::vector<std::vector<float>> out(streams.size());
+        errors.assign(streams.size(), nullptr);
+        joiner.pause();
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < streams.size(); ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    out[i] = flow_of(*streams[i], priors[i], frames_of(int(i)));
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
+        wait_for([&] { return joiner.waiting() == streams.size(); });
+        EXPECT_EQ(joiner.waiting(), streams.size());
+        joiner.resume();
+        for (auto& t : threads) t.join();
+        return out;
+    }
+    std::vector<float> solo(const std::vector<float>& prior, int frames) {
+        VitsFlowStream s(flow_);
+        s.set_batching(Batching::Alone);
+        return flow_of(s, prior, frames);
+    }
+
+    std::shared_ptr<etude::gpu::Backend> device_;
+    std::string name_;
+    std::shared_ptr<const PiperVoice> voice_;
+    std::shared_ptr<const VitsFlowNetwork> flow_;
+    int channels_ = 0;
+};
+
+TEST_P(PiperFlowBatch, streams_pushed_at_once_meet_in_batches_and_each_flow_is_its_solo_flow) {
+    constexpr int kStreams = 4;
+    std::vector<std::vector<float>> priors, want;
+    std::vector<std::unique_ptr<VitsFlowStream>> streams;
+    for (int i = 0; i < kStreams; ++i) {
+        priors.push_back(random_prior(channels_, frames_of(i), 100 + i));
+        want.push_back(solo(priors.back(), frames_of(i)));
+        streams.push_back(std::make_unique<VitsFlowStream>(flow_));
+    }
+    EXPECT_EQ(flow_->joiner()->stats().pushes, 0u) << "a push kept alone went to the joiner";
+    ASSERT_GT(max_abs_diff(want[0], want[1]), 0.1) << "the streams' flows must differ";
+    std::vector<std::exception_ptr> errors;
+    const auto got = together(streams, priors, errors);
+    const JoinStats stats = flow_->joiner()->stats();
+    EXPECT_EQ(stats.largest, std::uint64_t(kStreams)) << "the first pushes met";
+    EXPECT_GT(flow_->batched_layer_calls(), 0u) << "no layer ran the streams in one call";
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_FALSE(errors[i]);
+        EXPECT_GE(streams[i]->batched_pushes(), 1u);
+        EXPECT_EQ(streams[i]->pushes(), i == 0 ? 4u : 3u);
+        ASSERT_EQ(got[i].size(), want[i].size());
+        const double diff = max_abs_diff(got[i], want[i]);
+        std::printf(
+            "[ %-8s ] stream %d: %llu of %llu pushes batched; max |batched - solo| = %.3g\n",
+            name_.c_str(), i, (unsigned long long)streams[i]->batched_pushes(),
+            (unsigned long long)streams[i]->pushes(), diff);
+        EXPECT_LE(diff, kFlowBound);
+        // OpenCL's and Vulkan's convolution kernels sum each output of a
+        // batch item in the order they sum it alone: bit for bit (measured
+        // so on the CPU backend too).
+        if (GetParam() != etude::gpu::BackendKind::Cpu) {
+            EXPECT_EQ(diff, 0.0);
+        }
+    }
+}
+
+// A failing device operation partway through a batch (some of its layers
+// ran) reaches every stream of it, naming the batch; each stream, reset as
+// a Piper stream's device flow is after an error, then makes its solo flow.
+// An out-of-memory also halves the batches after it.
+TEST_P(PiperFlowBatch, a_device_error_in_a_batch_reaches_every_stream_and_each_goes_on) {
+    constexpr int kStreams = 4;
+    std::vector<std::vector<float>> priors, want;
+    std::vector<std::unique_ptr<VitsFlowStream>> streams;
+    for (int i = 0; i < kStreams; ++i) {
+        priors.push_back(random_prior(channels_, frames_of(i), 200 + i));
+        want.push_back(solo(priors.back(), frames_of(i)));
+        streams.push_back(std::make_unique<VitsFlowStream>(flow_));
+    }
+    for (const auto kind :
+         {etude::gpu::GpuFault::KernelFailure, etude::gpu::GpuFault::OutOfMemory}) {
+        const bool oom = kind == etude::gpu::GpuFault::OutOfMemory;
+        SCOPED_TRACE(oom ? "out of memory" : "failed launch");
+        const JoinStats before = flow_->joiner()->stats();
+        etude::gpu::GpuFault fault;
+        fault.kind = kind;
+        fault.count = 1;
+        fault.after = 100;  // inside the first batch's couplings
+        device_->inject_fault(fault);
+        std::vector<std::exception_ptr> errors;
+        together(streams, priors, errors);
+        device_->inject_fault({});
+        device_->reset_health();
+        const JoinStats after = flow_->joiner()->stats();
+        EXPECT_EQ(after.batches, before.batches + 1) << "each stream stops at its first push";
+        for (int i = 0; i < kStreams; ++i) {
+            SCOPED_TRACE("stream " + std::to_string(i));
+            ASSERT_TRUE(errors[i]) << "a stream of the batch did not hear of the error";
+            try {
+                std::rethrow_exception(errors[i]);
+            } catch (const etude::gpu::OutOfMemory& e) {
+                EXPECT_TRUE(oom) << e.what();
+            } catch (const etude::gpu::DeviceError& e) {
+                EXPECT_FALSE(oom) << e.what();
+                EXPECT_NE(std::string(e.what()).find("a batch of 4 streams"), std::string::npos)
+                    << e.what();
+            } catch (...) {
+                ADD_FAILURE() << "not a device error";
+            }
+        }
+        if (oom) {
+            EXPECT_EQ(after.out_of_memory, 1u);
+            EXPECT_EQ(after.cap, std::uint64_t(kStreams / 2));
+        }
+    }
+    // Each stream from a fresh state: the others' errors left nothing in it.
+    // (After the out-of-memory, batches of two at most.)
+    for (auto& s : streams) s->reset();
+    const JoinStats before = flow_->joiner()->stats();
+    std::vector<std::exception_ptr> errors;
+    const auto got = together(streams, priors, errors);
+    const JoinStats after = flow_->joiner()->stats();
+    EXPECT_GT(after.batches, before.batches);
+    EXPECT_EQ(after.largest, std::uint64_t(kStreams)) << "(the first batch, before the halving)";
+    EXPECT_LE(after.pushes - before.pushes, 2 * (after.batches - before.batches))
+        << "a batch after the out-of-memory took more than two";
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_FALSE(errors[i]);
+        ASSERT_EQ(got[i].size(), want[i].size());
+        EXPECT_LE(max_abs_diff(got[i], want[i]), kFlowBound);
+    }
+}
+
+// ---- Piper streams of the engine, on a device ------------------------------
+
+StreamOptions options(const std::string& backend, std::uint64_t seed) {
+    StreamOptions o;
+    o.voice = PiperVoiceOptions{.piper_voice = kVoice, .seed = seed};
+    o.sample_rate = 0;
+    o.latency_ms = 100;
+    o.backend = backend;
+    // Every decoder chunk, and so the flow, pinned on the device (on
+    // lavapipe the CPU tier would be quicker and rightly chosen).
+    o.faults = "cpu-busy";
+    return o;
+}
+
+class PiperStreamsFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        device_ = etude::test::backend_of(GetParam(), why);
+        if (!device_) GTEST_SKIP() << why;
+        name_ = etude::gpu::to_string(GetParam());
+        // The streams' shared flow on the device joins their pushes, as on
+        // a GPU; set back after the test (the voice stays open).
+        // (The voice held, so that the engine's streams open this one.)
+        voice_ = PiperVoice::open(kVoice);
+        flow_ = voice_->load_flow(0, device_);
+        flow_->set_join_streams(true);
+        Engine::Options o;
+        o.work_turns = 4;  // every stream's chunk holds a turn while it waits in a batch
+        engine_ = std::make_unique<Engine>(o);
+    }
+    void TearDown() override {
+        streams_.clear();
+        if (!device_) return;
+        device_->inject_fault({});  // nothing left over for later tests
+        device_->reset_health();
+        flow_->set_join_streams(device_->info().is_gpu);
+    }
+    // kStreams streams, stream i speaking sentence i % 2 with seed 31 + i,
+    // read live (read_some(): an offline reader's pushes stay out of
+    // batches), their first flow pushes held in the paused joiner until all
+    // of them wait there; then `inside` runs, and the batch.
+    static constexpr int kStreams = 3;
+    std::vector<std::vector<float>> speak_together(const std::function<void()>& inside) {
+        const auto text = etude::test::piper_test_sentences();
+        auto& joiner = *flow_->joiner();
+        joiner.pause();
+        streams_.clear();
+        for (int i = 0; i < kStreams; ++i) {
+            streams_.push_back(engine_->create_stream(options(name_, 31 + i)));
+            streams_.back()->push_phoneme_ids(text[std::size_t(i % 2)]);
+            streams_.back()->end_input();
+        }
+        std::vector<std::vector<float>> got(kStreams);
+        std::vector<std::thread> readers;
+        for (int i = 0; i < kStreams; ++i)
+            readers.emplace_back([&, i] {
+                Stream& s = *streams_[std::size_t(i)];
+                std::vector<float> block(1024);
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+                while (std::chrono::steady_clock::now() < give_up) {
+                    const std::size_t n = s.read_some(block, 100);
+                    got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
+                                               block.begin() + static_cast<long>(n));
+                    if (n == 0 && !s.busy()) break;
+                }
+            });
+        wait_for([&] { return joiner.waiting() == kStreams; });
+        EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));
+        inside();
+        joiner.resume();
+        for (auto& t : readers) t.join();
+        EXPECT_GE(joiner.stats().largest, std::uint64_t(kStreams)) << "the first pushes met";
+        return got;
+    }
+    // Stream i's CPU render.
+    std::vector<float> cpu_render(int i) {
+        auto cpu = engine_->create_stream(options("cpu", 31 + i));
+        cpu->push_phoneme_ids(etude::test::piper_test_sentences()[std::size_t(i % 2)]);
+        cpu->end_input();
+        return etude::test::read_all(*cpu);
+    }
+
+    std::shared_ptr<etude::gpu::Backend> device_;
+    std::shared_ptr<const PiperVoice> voice_;
+    std::shared_ptr<const VitsFlowNetwork> flow_;
+    std::string name_;
+    std::unique_ptr<Engine> engine_;
+    std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+// Stream 0 is cancelled while its first flow push waits in the batch: the
+// others' pushes run in batches and their audio is each one's CPU render.
+TEST_P(PiperStreamsFlowBatch, streams_flows_meet_in_batches_and_a_cancel_leaves_the_others_whole) {
+    const auto got = speak_together([&] { streams_[0]->cancel(); });
+    EXPECT_GT(flow_->batched_layer_calls(), 0u) << "no layer ran the streams in one call";
+    EXPECT_FALSE(streams_[0]->busy());
+    for (int i = 1; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = streams_[std::size_t(i)]->stats();
+        EXPECT_GE(st.flow_pushes_batched, 1u) << "the stream's first push ran in a batch";
+        EXPECT_LE(st.flow_pushes_batched, st.flow_pushes_gpu);
+        EXPECT_EQ(st.flow_pushes_cpu, 0u);
+        EXPECT_EQ(st.gpu_failures, 0u) << st.gpu_last_error;
+        const auto want = cpu_render(i);
+        ASSERT_EQ(got[std::size_t(i)].size(), want.size());
+        const double diff = max_abs_diff(got[std::size_t(i)], want);
+        std::printf(
+            "[ %-8s ] stream %d: %llu of %llu flow pushes batched; max |device - cpu| = "
+            "%.3g\n",
+            name_.c_str(), i, (unsigned long long)st.flow_pushes_batched,
+            (unsigned long long)st.flow_pushes_gpu, diff);
+        EXPECT_LE(diff, kDeviceBound);
+    }
+}
+
+// A failed launch inside the first batch (after its first operations):
+// every stream of it has its sentence taken over by its own CPU flow, with
+// the batch named in its last error, and no stream is lost: each one's
+// audio is its CPU render.
+TEST_P(PiperStreamsFlowBatch, a_device_error_in_a_batch_is_taken_over_by_each_streams_cpu_flow) {
+    const auto got = speak_together([&] {
+        etude::gpu::GpuFault fault;
+        fault.kind = etude::gpu::GpuFault::KernelFailure;
+        fault.count = 1;
+        fault.after = 60;  // inside the batch's first coupling
+        device_->inject_fault(fault);
+    });
+    device_->inject_fault({});
+    device_->reset_health();
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = streams_[std::size_t(i)]->stats();
+        EXPECT_EQ(st.flow_takeovers, 1u);
+        EXPECT_GT(st.flow_pushes_cpu, 0u);
+        EXPECT_EQ(st.gpu_failures, 1u);
+        EXPECT_NE(st.gpu_last_error.find("VITS flow: a batch of 3 streams failed"),
+                  std::string::npos)
+            << st.gpu_last_error;
+        const auto want = cpu_render(i);
+        ASSERT_EQ(got[std::size_t(i)].size(), want.size());
+        const double diff = max_abs_diff(got[std::size_t(i)], want);
+        std::printf("[ %-8s ] stream %d after a fault in its batch: max |device - cpu| = %.3g\n",
+                    name_.c_str(), i, diff);
+        EXPECT_LE(diff, kDeviceBound);
+    }
+}
+
+const auto kBackends = ::testing::Values(
+    etude::gpu::BackendKind::Cpu, etude::gpu::BackendKind::Vulkan, etude::gpu::BackendKind::OpenCl);
+const auto kDevices =
+    ::testing::Values(etude::gpu::BackendKind::Vulkan, etude::gpu::BackendKind::OpenCl);
+const auto kName = [](const auto& info) { return etude::gpu::to_string(info.param); };
+INSTANTIATE_TEST_SUITE_P(Backends, PiperFlowBatch, kBackends, kName);
+INSTANTIATE_TEST_SUITE_P(Devices, PiperStreamsFlowBatch, kDevices, kName);
+
+}  // namespace
