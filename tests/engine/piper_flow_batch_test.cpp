@@ -21,7 +21,7 @@
 
 #include "engine/engine.h"
 #include "engine/models/vits/flow_stream.h"
-#include "engine/piper_voice.h"
+#include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
