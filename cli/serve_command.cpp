@@ -176,14 +176,17 @@ std::string capacity_line(const engine::EngineCapacity& c, const std::string& vo
                       limits.max_waiting);
         return line;
     }
+    // A device that failed is said last: scripts read the line's start.
     std::snprintf(line, sizeof line,
-                  "%s%scapacity %zu real-time streams with %s (it speaks %.1fx real time on this "
+                  "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
                   "machine, %d streams at once; a fifth kept free): %zu syntheses at once%s, %zu "
-                  "more may wait",
-                  c.device_error.empty() ? "" : "device not measured, the CPU's figure used (",
-                  c.device_error.empty() ? "" : (c.device_error + "): ").c_str(), c.streams,
-                  voice.c_str(), c.speed, c.streams_measured, limits.max_syntheses, why,
-                  limits.max_waiting);
+                  "more may wait%s%s",
+                  c.streams, voice.c_str(), c.speed, c.streams_measured, limits.max_syntheses, why,
+                  limits.max_waiting,
+                  c.device_error.empty() ? ""
+                                         : "; the device failed its measurement, the CPU's "
+                                           "figure is used: ",
+                  c.device_error.c_str());
     return line;
 }
 
