@@ -107,7 +107,9 @@ int bench_command(int argc, char** argv) {
         if (builtin) engine::flite_reference_synthesis(voice_name, kParagraph);
 
         std::vector<double> ours, flite_lib, flite_prog, first_audio, cpu_ours, capacity_speed;
+        std::vector<double> capacity_admitted;
         int capacity_streams = 0;
+        engine::EngineCapacity last_capacity;
         // The capacity and the promise, measured as `etude serve` measures them.
         const engine::StreamOptions served = server::network_stream_options(opts);
         double audio_seconds = 0;
@@ -151,12 +153,20 @@ int bench_command(int argc, char** argv) {
             }
             const engine::EngineCapacity c = engine.measure_capacity(served);
             capacity_speed.push_back(c.speed);
+            capacity_admitted.push_back(static_cast<double>(c.streams));
             capacity_streams = c.streams_measured;
+            last_capacity = c;
         }
         // The promise at that capacity.
         const double speed = median(capacity_speed);
-        const std::size_t admitted = std::min<std::size_t>(engine::realtime_streams_at(speed),
-                                                           engine::Engine::kMostStartedTogether);
+        // On the CPU the figure follows from the speed; on a device it is
+        // the smaller of the device's and the host's (the last run's parts
+        // are shown beside it).
+        const auto capacity = last_capacity.device.empty()
+                                  ? engine::realtime_streams_at(speed)
+                                  : static_cast<std::size_t>(median(capacity_admitted));
+        const std::size_t admitted =
+            std::min<std::size_t>(capacity, engine::Engine::kMostStartedTogether);
         std::vector<double> promised, promised_median;
         for (int r = 0; r < runs; ++r) {
             const engine::FirstAudioMeasure f =
@@ -186,10 +196,28 @@ int bench_command(int argc, char** argv) {
         }
         std::printf("| push_text -> first sample, 20-word sentence | %.1f ms |\n",
                     median(first_audio));
-        std::printf(
-            "| capacity: real-time streams `etude serve` admits at once | %zu (%d streams of its "
-            "reply at once speak %.1fx real time; a fifth kept free) |\n",
-            engine::realtime_streams_at(speed), capacity_streams, speed);
+        if (last_capacity.device.empty()) {
+            std::printf(
+                "| capacity: real-time streams `etude serve` admits at once | %zu (%d streams of "
+                "its reply at once speak %.1fx real time; a fifth kept free) |\n",
+                capacity, capacity_streams, speed);
+        } else {
+            const auto& c = last_capacity;
+            std::printf(
+                "| capacity: real-time streams `etude serve` admits at once | %zu (the smaller of "
+                "the device's %zu and the host's %zu; a fifth kept free) |\n",
+                capacity, c.device_streams, c.host_streams);
+            std::printf(
+                "| the device's batch cost (%s) | %.3f ms a launch + %.0f ns a frame (batches of "
+                "1-%d streams' %d-frame chunks timed) |\n",
+                c.device.c_str(), static_cast<double>(c.launch_ns) * 1e-6, c.frame_ns,
+                c.largest_batch_timed, c.chunk_frames);
+            std::printf("| the host's text analysis, %d threads at once | %.1fx real time |\n",
+                        c.streams_measured, c.host_speed);
+        }
+        if (!last_capacity.device_error.empty())
+            std::printf("| the device, not measured (the CPU's figure used) | %s |\n",
+                        last_capacity.device_error.c_str());
         std::printf(
             "| first audio promised: %zu replies started together, the last / the median | %.0f "
             "ms / %.0f ms |\n",

@@ -145,6 +145,51 @@ struct AdmissionLines {
     std::string capacity, promise;
 };
 
+// The capacity line: what was measured and what is admitted. On a device:
+// its fitted batch cost and what it carries, beside what the host's text
+// analysis carries; the smaller is admitted.
+std::string capacity_line(const engine::EngineCapacity& c, const std::string& voice,
+                          const server::ServerLimits& limits, bool asked) {
+    const char* why = asked                              ? " (--max-syntheses)"
+                      : c.streams > limits.max_syntheses ? " (the most by default)"
+                                                         : "";
+    char line[640];
+    if (!c.device.empty()) {
+        char timed[96];
+        if (c.largest_batch_timed > 1)
+            std::snprintf(timed, sizeof timed,
+                          "fitted from batches of 1-%d streams' %d-frame chunks",
+                          c.largest_batch_timed, c.chunk_frames);
+        else
+            std::snprintf(timed, sizeof timed,
+                          "one stream's %d-frame chunk alone, too slow to "
+                          "time more",
+                          c.chunk_frames);
+        std::snprintf(line, sizeof line,
+                      "capacity %zu real-time streams with %s: the device %s carries %zu (%.3f ms "
+                      "a launch + %.0f ns a frame, %s; batches of %d planned), the host's text "
+                      "analysis %zu (%.1fx real time, %d threads at once); the smaller, a fifth "
+                      "kept free, at least 1: %zu syntheses at once%s, %zu more may wait",
+                      c.streams, voice.c_str(), c.device.c_str(), c.device_streams,
+                      static_cast<double>(c.launch_ns) * 1e-6, c.frame_ns, timed, c.batch_streams,
+                      c.host_streams, c.host_speed, c.streams_measured, limits.max_syntheses, why,
+                      limits.max_waiting);
+        return line;
+    }
+    // A device that failed is said last: scripts read the line's start.
+    std::snprintf(line, sizeof line,
+                  "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
+                  "machine, %d streams at once; a fifth kept free): %zu syntheses at once%s, %zu "
+                  "more may wait%s%s",
+                  c.streams, voice.c_str(), c.speed, c.streams_measured, limits.max_syntheses, why,
+                  limits.max_waiting,
+                  c.device_error.empty() ? ""
+                                         : "; the device failed its measurement, the CPU's "
+                                           "figure is used: ",
+                  c.device_error.c_str());
+    return line;
+}
+
 // How many real-time streams this machine holds with the default voice:
 // that many run at once unless --max-syntheses says otherwise (`limits` is
 // set). Then the promise: how soon each of that many is heard when all
@@ -158,18 +203,9 @@ AdmissionLines measure_admission(const CommandLine& args, engine::Engine& engine
         const engine::EngineCapacity c = engine.measure_capacity(options);
         if (!args.value("--max-syntheses"))
             limits.max_syntheses = std::min(c.streams, kMostSynthesesByDefault);
+        lines.capacity =
+            capacity_line(c, voice.name, limits, args.value("--max-syntheses").has_value());
         char line[256];
-        std::snprintf(line, sizeof line,
-                      "capacity %zu real-time streams with %s (it speaks %.1fx real time on this "
-                      "machine, %d streams at once; a fifth kept free): %zu syntheses at "
-                      "once%s, %zu more may wait",
-                      c.streams, voice.name.c_str(), c.speed, c.streams_measured,
-                      limits.max_syntheses,
-                      args.value("--max-syntheses")      ? " (--max-syntheses)"
-                      : c.streams > limits.max_syntheses ? " (the most by default)"
-                                                         : "",
-                      limits.max_waiting);
-        lines.capacity = line;
         const int together = static_cast<int>(
             std::min<std::size_t>(limits.max_syntheses, engine::Engine::kMostStartedTogether));
         const engine::FirstAudioMeasure f = engine.measure_first_audio(options, together);

@@ -1,18 +1,29 @@
 // Engine::measure_capacity() and Engine::measure_first_audio(): how many
 // real-time streams this machine holds with a voice, and how soon each of
 // that many streams started together is heard, both measured by speaking a
-// typical reply on several streams at once.
+// typical reply on several streams at once. Where a Piper voice's decoder
+// runs on a device, the capacity is the device's batch cost, measured
+// (executor/batch_cost_fit.h), against the host's text analysis, timed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <latch>
+#include <random>
 #include <thread>
+#include <variant>
 #include <vector>
 
+#include "engine/device_choice.h"
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "engine/executor/batch_cost_fit.h"
+#include "engine/fault_plan.h"
+#include "engine/models/batch_timing.h"
+#include "engine/piper_stream_voice.h"
+#include "engine/piper_voice.h"
 #include "gpu/host_compute.h"
+#include "gpu/registry.h"
 
 namespace etude::engine {
 namespace {
@@ -36,6 +47,20 @@ constexpr double kHeadroom = 0.8;
 // The most streams the capacity measurement speaks at once: enough to fill
 // a large machine's cores, few enough to take about a second there.
 constexpr int kMostAtOnce = 32;
+
+// Should a thread of a measurement fail to start, those started are let go
+// before the error leaves: joined while waiting at the latch, they would
+// wait for ever.
+struct LetGo {
+    std::latch& go;
+    std::atomic<bool>& abandoned;
+    bool armed = true;
+    ~LetGo() {
+        if (!armed) return;
+        abandoned = true;
+        go.count_down();
+    }
+};
 
 // What `n` streams that start together, each read as a server reads its
 // client's (read_some(): audio handed on as it is made, no real-time
@@ -75,19 +100,7 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
     {
         std::vector<std::jthread> readers;
         readers.reserve(count);
-        // Should a reader's thread fail to start, those started are let go
-        // before the error leaves: joined while waiting at the latch, they
-        // would wait for ever.
-        struct LetGo {
-            std::latch& go;
-            std::atomic<bool>& abandoned;
-            bool armed = true;
-            ~LetGo() {
-                if (!armed) return;
-                abandoned = true;
-                go.count_down();
-            }
-        } let_go{go, abandoned};
+        LetGo let_go{go, abandoned};
         for (int i = 0; i < n; ++i)
             readers.emplace_back([&, i] {
                 const auto k = static_cast<std::size_t>(i);
@@ -129,6 +142,144 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
     return r;
 }
 
+// ---- on a device -------------------------------------------------------------
+
+// Batches timed of 1, 2, 4, ... streams' chunks, up to this many: enough
+// to see the launch shared (on an H200 a HiFi-GAN batch of 16 streams cost
+// half of 16 alone), while the timing stays short on a slow device.
+constexpr int kLargestBatchTimed = 32;
+// Past this much time no larger batch is timed (two sizes are, at least):
+// lavapipe, which runs the device's work on the host's cores, makes a
+// medium voice's 32-stream batches in seconds.
+constexpr std::int64_t kTimingBudgetNs = 1'000'000'000;
+// The quickest of this many timed rounds per batch size: a round preempted
+// by another process would price the device above its cost.
+constexpr int kTimedRounds = 3;
+// The device a Piper decoder of `options` runs on, as its streams open it
+// (MelScheduler), or null: the CPU backend, or "cpu" asked for. Throws
+// etude::Error for a backend or device that does not exist and
+// gpu::DeviceError when it cannot be opened.
+std::shared_ptr<gpu::Backend> decoder_device(const StreamOptions& options, std::string& where) {
+    if (options.backend == "cpu") return nullptr;
+    std::shared_ptr<gpu::Backend> backend;
+    try {
+        backend = open_model_backend(options.backend, options.device, &where);
+    } catch (const std::invalid_argument& e) {
+        throw Error(e.what());
+    }
+    return backend.get() == gpu::shared_cpu_backend().get() ? nullptr : backend;
+}
+
+// The device's BatchCost for `voice`'s decoder and flow: the decoder's
+// chunks timed in batches through its batched path (push_together, as the
+// joiner runs them), fitted; the flow, which runs stream by stream, adds
+// its cost per frame. Sets c's chunk_frames and largest_batch_timed.
+executor::BatchCost measure_device_cost(const PiperVoice& voice, int speaker,
+                                        const std::shared_ptr<gpu::Backend>& device,
+                                        EngineCapacity& c) {
+    const auto decoder = voice.load_decoder(speaker, device);
+    const int frames = PiperStreamVoice::kMaxLatentChunkFrames;
+    c.chunk_frames = frames;
+    const auto t0 = Clock::now();
+    std::vector<executor::TimedBatch> timed;
+    for (int units = 1; units <= kLargestBatchTimed; units *= 2) {
+        const auto t = time_joined_chunks(*decoder, units, frames, kTimedRounds, kTimingBudgetNs);
+        timed.push_back({static_cast<std::int64_t>(units) * frames, t.ns});
+        c.largest_batch_timed = units;
+        // A round longer than the whole budget: the device is priced by
+        // what it has shown, and timed no further.
+        if (t.cut_short) break;
+        const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+        if (timed.size() >= 2 && spent.count() > kTimingBudgetNs) break;
+    }
+    // One size timed (a device that slow): all of its cost per frame, none
+    // shared, which is the least it can carry.
+    executor::BatchCost cost =
+        timed.size() >= 2 ? executor::fit_batch_cost(timed)
+                          : executor::BatchCost{0, static_cast<double>(timed[0].ns) / frames};
+    // A decoder that alone carries no stream in real time carries none with
+    // the flow either: the flow, as slow there, is not timed.
+    const double unit_s = static_cast<double>(frames) * voice.hop() / voice.sample_rate();
+    if (executor::carried_streams(cost, frames, unit_s, kHeadroom, c.largest_batch_timed).streams ==
+        0)
+        return cost;
+    cost.frame_ns += time_flow_frame(voice.load_flow(speaker, device), kTimedRounds);
+    return cost;
+}
+
+// The host's part of a Piper stream with its decoder and flow on a device:
+// each of `threads` threads analyses the reply (espeak-ng, the text
+// encoder, the durations) and samples its prior, all at once, as that many
+// streams starting together would. The speed in seconds of speech per
+// second.
+double host_analysis_speed(const PiperVoice& voice, const PiperVoiceOptions& piper, int threads) {
+    const int speaker = voice.speaker_id(piper.speaker);
+    const VitsScales scales = voice.scales(piper.noise_scale, piper.length_scale, piper.noise_w);
+    const auto count = static_cast<std::size_t>(threads);
+    std::vector<std::int64_t> frames(count, 0);
+    std::vector<std::exception_ptr> errors(count);
+    std::latch go(1);
+    std::atomic<bool> abandoned{false};
+    Clock::time_point t0;
+    {
+        std::vector<std::jthread> workers;
+        workers.reserve(count);
+        LetGo let_go{go, abandoned};
+        for (std::size_t i = 0; i < count; ++i)
+            workers.emplace_back([&, i] {
+                try {
+                    go.wait();
+                    if (abandoned) return;
+                    std::mt19937_64 noise(piper.seed + i);
+                    for (const auto& sentence : voice.phonemize(kReply)) {
+                        VitsPrior prior = voice.network().text_to_latent().prior(
+                            sentence.ids.ids, speaker, scales, noise);
+                        prior.sample_all();
+                        frames[i] += prior.frames();
+                    }
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
+        t0 = Clock::now();
+        let_go.armed = false;
+        go.count_down();
+    }
+    const double wall_s = std::max(std::chrono::duration<double>(Clock::now() - t0).count(), 1e-6);
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    std::int64_t all = 0;
+    for (auto f : frames) all += f;
+    if (all == 0) throw Error("the voice made no speech for the measurement");
+    return static_cast<double>(all) * voice.hop() / voice.sample_rate() / wall_s;
+}
+
+// The device part of measure_capacity(): false, with c.device_error set,
+// when the device failed (it is then left without the fault injected).
+bool measure_on_device(const PiperVoice& voice, const PiperVoiceOptions& piper,
+                       const std::shared_ptr<gpu::Backend>& device, const std::string& faults,
+                       EngineCapacity& c) {
+    // A device fault asked for (StreamOptions::faults, ETUDE_FAULT) applies
+    // to the measurement as to a stream's work: how tests drill a device
+    // that fails here.
+    const FaultSpec spec = faults_for_stream(faults);
+    if (spec.device) device->inject_fault(*spec.device);
+    try {
+        const executor::BatchCost cost =
+            measure_device_cost(voice, voice.speaker_id(piper.speaker), device, c);
+        c.launch_ns = cost.launch_ns;
+        c.frame_ns = cost.frame_ns;
+    } catch (const std::exception& e) {
+        c.device_error = e.what();
+    }
+    if (spec.device) device->inject_fault({});
+    if (c.device_error.empty()) return true;
+    device->reset_health();
+    c.device.clear();
+    c.chunk_frames = c.largest_batch_timed = 0;
+    return false;
+}
+
 }  // namespace
 
 std::size_t realtime_streams_at(double speed) {
@@ -146,7 +297,42 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
     const int n = at_once > 0 ? at_once : std::clamp(gpu::host::usable_cpus(), 2, kMostAtOnce);
     EngineCapacity c;
     c.streams_measured = n;
-    c.speed = speak_together(*this, options, n, false).speed();
+    StreamOptions spoken = options;
+    if (const auto* piper = std::get_if<PiperVoiceOptions>(&options.voice)) {
+        const auto voice = PiperVoice::open(piper->piper_voice);
+        std::shared_ptr<gpu::Backend> device;
+        try {
+            device = decoder_device(options, c.device);
+        } catch (const gpu::DeviceError& e) {
+            c.device_error = e.what();
+        }
+        if (device && measure_on_device(*voice, *piper, device, options.faults, c)) {
+            const double unit_s =
+                static_cast<double>(c.chunk_frames) * voice->hop() / voice->sample_rate();
+            const executor::BatchCost cost{c.launch_ns, c.frame_ns};
+            // Batches no larger than the largest timed: a fit carried past
+            // it would price a device far from full (its cost per frame
+            // still hidden under the launch) as if it never filled.
+            const auto carried = executor::carried_streams(cost, c.chunk_frames, unit_s, kHeadroom,
+                                                           c.largest_batch_timed);
+            c.batch_streams = carried.batch_units;
+            c.device_streams = static_cast<std::size_t>(carried.streams);
+            const double batch_s =
+                static_cast<double>(cost.of(std::int64_t{carried.batch_units} * c.chunk_frames)) *
+                1e-9;
+            const double device_speed = carried.batch_units * unit_s / std::max(batch_s, 1e-9);
+            c.host_speed = host_analysis_speed(*voice, *piper, n);
+            c.host_streams = realtime_streams_at(c.host_speed);
+            c.speed = std::min(device_speed, c.host_speed);
+            c.streams = std::max<std::size_t>(1, std::min(c.device_streams, c.host_streams));
+            return c;
+        }
+        // The device failed: the CPU's figure, which is what a stream whose
+        // device fails falls back to.
+        if (!c.device_error.empty()) spoken.backend = "cpu";
+        c.device.clear();
+    }
+    c.speed = speak_together(*this, spoken, n, false).speed();
     c.streams = realtime_streams_at(c.speed);
     return c;
 }

@@ -376,15 +376,51 @@ struct EngineStats {
 };
 
 /// How many real-time streams this machine holds with a voice
-/// (Engine::measure_capacity()).
+/// (Engine::measure_capacity()). On the CPU the streams are spoken; where a
+/// Piper voice's decoder and flow run on a device, the device's batch cost
+/// is measured and the host's text analysis timed (the fields from
+/// `device` on).
 struct EngineCapacity {
-    /// Seconds of speech made per second of wall time by all the streams
-    /// measured together.
+    /// Seconds of speech made per second of wall time: by all the streams
+    /// spoken together on the CPU; on a device, the smaller of what the
+    /// device's planned batches and the host's analysis make.
     double speed = 0;
-    /// How many streams spoke at once for the measurement.
+    /// How many streams spoke at once for the measurement (on a device: the
+    /// host's threads analysing at once).
     int streams_measured = 0;
-    /// Real-time streams to admit at once: realtime_streams_at(speed).
+    /// Real-time streams to admit at once: realtime_streams_at(speed) on
+    /// the CPU; on a device the smaller of device_streams and host_streams,
+    /// at least 1.
     std::size_t streams = 0;
+    /// The device whose batch cost was measured ("vulkan llvmpipe (...)");
+    /// empty where the streams were spoken on the CPU.
+    std::string device;
+    /// Why the device the decoder would run on was not measured (its
+    /// error): the figure is then the CPU's, spoken. Empty otherwise.
+    std::string device_error;
+    /// The device's cost of one batch of decoder chunks, fitted from
+    /// batches timed at several sizes: nanoseconds per launch ...
+    std::int64_t launch_ns = 0;
+    /// ... and nanoseconds per latent frame of every chunk in the batch (the
+    /// flow's cost per frame included: it runs stream by stream).
+    double frame_ns = 0;
+    /// Latent frames in each stream's chunk, the unit timed and planned.
+    int chunk_frames = 0;
+    /// Streams in the largest batch timed.
+    int largest_batch_timed = 0;
+    /// Streams in the batches planned: the largest, at most
+    /// largest_batch_timed, that ends within four fifths of its chunks'
+    /// audio.
+    int batch_streams = 0;
+    /// Real-time streams the device carries in those batches, a fifth of its
+    /// time kept free.
+    std::size_t device_streams = 0;
+    /// Seconds of speech per second whose text the host analyses (espeak-ng,
+    /// the encoder, the durations, the prior's sampling) on
+    /// streams_measured threads at once: the part that stays on the host.
+    double host_speed = 0;
+    /// realtime_streams_at(host_speed).
+    std::size_t host_streams = 0;
 };
 
 /// How soon each of several streams started together is heard
@@ -530,6 +566,14 @@ class Engine {
     /// process may use, 2 to 32) each speak a typical two-sentence
     /// assistant reply, read as a server reads it (read_some()), and their
     /// aggregate speed, less a fifth, is the answer.
+    /// Where a Piper voice's decoder runs on a device (a GPU, or a device
+    /// named by `options.backend`), nothing is spoken: batches of 1, 2, 4,
+    /// ... up to 32 streams' decoder chunks are timed through the device's
+    /// batched path (within about a second), its launch cost and cost per
+    /// frame fitted and the real-time streams it carries derived; `at_once`
+    /// threads time the host's text analysis of the reply; the answer is
+    /// the smaller of the two. A device that fails meanwhile leaves the
+    /// answer to the CPU, spoken (EngineCapacity::device_error says why).
     /// Takes about a second for a Piper medium voice; loads the voice if it
     /// is not yet. A server admits that many syntheses at once (`etude
     /// serve` does). Throws etude::Error when the voice cannot speak or

@@ -89,8 +89,12 @@ etude_status etude_set_espeak_data(const char* folder);
  * etude_piper_stream_options_init's for a Piper voice: its own rate,
  * default speaker, backend "auto"): `at_once` streams speak a two-sentence reply
  * together, each read as it is made, and their aggregate speed less a fifth (at
- * least 1) is the answer. About a second for a Piper medium voice; loads the
- * voice if it is not yet.
+ * least 1) is the answer. Where a Piper voice's decoder runs on a GPU, its
+ * batch cost is measured instead and the answer is the smaller of what the
+ * GPU carries and what the host's text analysis on `at_once` threads carries
+ * (Engine::measure_capacity() in engine.h; `speed` is then the smaller of
+ * their speeds). About a second for a Piper medium voice; loads the voice if
+ * it is not yet.
  * \param engine the engine to measure
  * \param voice a built-in voice ("slt"; NULL means "slt"; "rms", "awb") or
  *        a Piper voice (named as etude_piper_stream_options::voice)

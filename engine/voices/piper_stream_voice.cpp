@@ -12,10 +12,6 @@
 namespace etude::engine {
 namespace {
 
-// The most latent frames a Piper stream decodes at once (about 0.37 s at
-// 22050 Hz): a larger latency budget gains nothing from larger chunks.
-constexpr int kMaxLatentChunkFrames = 32;
-
 MelSchedulerOptions decoder_options(const std::shared_ptr<const PiperVoice>& voice, int speaker,
                                     const StreamOptions& options, const FaultSpec& faults) {
     MelSchedulerOptions m;

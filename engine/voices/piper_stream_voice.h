@@ -21,6 +21,12 @@ namespace etude::engine {
 
 class PiperStreamVoice final : public DecoderVoice {
   public:
+    // The most latent frames a Piper stream decodes at once (about 0.37 s at
+    // 22050 Hz): a larger latency budget gains nothing from larger chunks.
+    // A sentence's chunks grow to it, so it is a stream's unit of decoder
+    // work in steady state (what admission on a device times).
+    static constexpr int kMaxLatentChunkFrames = 32;
+
     /// Throws etude::Error for a speaker the voice does not have.
     PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, const StreamOptions& options,
                      const FaultSpec& faults, const PlaybackRing& ring, VoiceSink& sink,
