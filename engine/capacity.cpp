@@ -14,14 +14,14 @@
 #include <variant>
 #include <vector>
 
-#include "engine/device_choice.h"
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/executor/batch_cost_fit.h"
-#include "engine/fault_plan.h"
 #include "engine/models/batch_timing.h"
-#include "engine/piper_stream_voice.h"
-#include "engine/piper_voice.h"
+#include "engine/scheduling/device_choice.h"
+#include "engine/scheduling/fault_plan.h"
+#include "engine/voices/piper_stream_voice.h"
+#include "engine/voices/piper_voice.h"
 #include "gpu/host_compute.h"
 #include "gpu/registry.h"
 

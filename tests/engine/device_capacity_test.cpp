@@ -15,7 +15,7 @@
 #include "engine/engine.h"
 #include "engine/executor/batch_cost_fit.h"
 #include "engine/piper/espeak_session.h"
-#include "engine/piper_voice.h"
+#include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
 
