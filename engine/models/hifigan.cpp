@@ -158,16 +158,9 @@ class HifiGanNetwork final : public VocoderNetwork {
     std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
     void set_join_streams(bool on) override { join_ = on; }
     StreamJoiner* joiner(Batching kind) const override {
-        return join_ && kind != Batching::Alone ? &lane(kind).joiner : nullptr;
+        return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
     }
-    std::uint64_t batched_layer_calls() const override {
-        std::uint64_t calls = 0;
-        for (JoinLane* l : {&live_, &offline_}) {
-            std::lock_guard lock(l->mu);
-            calls += l->joint.batched_calls;
-        }
-        return calls;
-    }
+    std::uint64_t batched_layer_calls() const override { return lanes_.batched_calls(); }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -193,18 +186,8 @@ class HifiGanNetwork final : public VocoderNetwork {
     // The streams' pushes meet in batches on a GPU (stream_joiner.h says
     // why not on the CPU).
     std::atomic<bool> join_{backend_.info().is_gpu};
-    // A lane of batches: its joiner, and the buffers of its pushes of
-    // several streams, one such push at a time. Live streams' pushes and
-    // offline readers' go in lanes of their own (Batching), so that neither
-    // waits for the other's batch to give the buffers back: a batch led by
-    // an offline reader runs below normal priority.
-    struct JoinLane {
-        StreamJoiner joiner;
-        std::mutex mu;
-        JointScratch joint;
-    };
-    mutable JoinLane live_, offline_;
-    JoinLane& lane(Batching kind) const { return kind == Batching::JoinOffline ? offline_ : live_; }
+    // The batches of live streams and of offline readers (stream_joiner.h).
+    mutable JoinLanes<StreamPush> lanes_;
     // Every stream's chunk-sized buffers, lent for its pushes.
     mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
@@ -344,7 +327,7 @@ class HifiGanStream final : public NetworkStream {
         // (Run by whichever push leads the batch: this stream's, when it is.)
         joiner->push(alone, [this, batching](std::span<const StreamPush> batch) {
             try {
-                push_in_lane(batch, net_.lane(batching));
+                push_in_lane(batch, net_.lanes_.of(batching));
             } catch (const gpu::DeviceError&) {
                 throw;
             } catch (const std::exception& e) {
@@ -358,10 +341,10 @@ class HifiGanStream final : public NetworkStream {
         });
     }
     void push_together(std::span<const StreamPush> pushes) override {
-        push_in_lane(pushes, net_.lane(Batching::Join));
+        push_in_lane(pushes, net_.lanes_.of(Batching::Join));
     }
     // push_together() with the joint buffers of `lane`.
-    void push_in_lane(std::span<const StreamPush> pushes, HifiGanNetwork::JoinLane& lane);
+    void push_in_lane(std::span<const StreamPush> pushes, JoinLane<StreamPush>& lane);
     // push_together()'s work on `q`: the inputs copied in, the walk through
     // the layers (walk_layers: from the inputs in `x` to the audio), the
     // audio copied out.
@@ -486,8 +469,7 @@ void HifiGanNetwork::run(const float* mel, int frames, int first, int count, flo
 // stream of the push goes through each layer before any goes to the next, so
 // that the streams' convolutions run as one backend call per layer
 // (JointPush, stream_layers.h); one stream alone is the same walk.
-void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes,
-                                 HifiGanNetwork::JoinLane& lane) {
+void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<StreamPush>& lane) {
     // Streams of another network cannot share this one's layers: each goes
     // alone (not through push(), which may wait for a joiner this thread
     // may be running a batch of).
@@ -647,7 +629,7 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
     step.body = [&](gpu::Queue& bq) {
         std::vector<SignalRef> x{{&mel_.get(), net_.n_mels_, p.frames}};
         // (One stream: the joint buffers are not used.)
-        walk_layers(bq, {&p, 1}, {this}, x, net_.live_.joint);
+        walk_layers(bq, {&p, 1}, {this}, x, net_.lanes_.of(Batching::Join).joint);
         return x[0];
     };
     step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {

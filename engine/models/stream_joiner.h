@@ -35,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
 
@@ -147,5 +148,37 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
     }
     if (me.error) std::rethrow_exception(me.error);
 }
+
+// A network's batches in two lanes: live streams' pushes (Batching::Join)
+// and offline readers' (JoinOffline), each with a joiner and the joint
+// buffers its batches use, one batch of several streams at a time. Apart,
+// neither waits for the other's batch to give the buffers back: a batch
+// led by an offline reader runs below normal priority, and a live batch
+// behind it would wait at that priority.
+template <class Push>
+struct JoinLane {
+    PushJoiner<Push> joiner;
+    std::mutex mu;  // guards joint
+    JointScratch joint;
+};
+
+template <class Push>
+class JoinLanes {
+  public:
+    // The lane of `kind` (Alone has none: the caller pushes at once).
+    JoinLane<Push>& of(Batching kind) { return kind == Batching::JoinOffline ? offline_ : live_; }
+    // Backend calls that ran two or more streams' layers, in both lanes.
+    std::uint64_t batched_calls() {
+        std::uint64_t calls = 0;
+        for (JoinLane<Push>* lane : {&live_, &offline_}) {
+            std::lock_guard lock(lane->mu);
+            calls += lane->joint.batched_calls;
+        }
+        return calls;
+    }
+
+  private:
+    JoinLane<Push> live_, offline_;
+};
 
 }  // namespace etude::engine

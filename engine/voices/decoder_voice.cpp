@@ -16,7 +16,7 @@ DecoderVoice::DecoderVoice(MelSchedulerOptions options, const PlaybackRing& ring
 
 bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool last,
                                  const ItemOrigin& origin, DeadlineGate::Turn turn) {
-    if (!turn.held() || ring_.cancelled(origin.generation)) {
+    if (ring_.cancelled(origin.generation)) {
         mel_.reset();
         return false;
     }

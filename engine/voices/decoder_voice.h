@@ -20,10 +20,12 @@ class DecoderVoice : public StreamVoice {
     DecoderVoice(MelSchedulerOptions options, const PlaybackRing& ring, VoiceSink& sink,
                  BlockRecorder& records);
     // One chunk of `count` frames through the mel scheduler in `turn`
-    // (VoiceSink::wait_turn), which is given back as the chunk goes to the device
-    // (mel_scheduler.h says why) or else before its audio goes into
-    // the ring (`last` ends the utterance). False when cancelled, shut down
-    // (no turn), or a device error the CPU could not cover either.
+    // (VoiceSink::wait_turn, granted: a caller that got none stops there),
+    // which is given back as the chunk goes to the device (mel_scheduler.h
+    // says why) or else before its audio goes into the ring (`last` ends
+    // the utterance). A caller whose work before the chunk went to the
+    // device has given it back already (a Piper stream's flow). False when
+    // cancelled, or a device error the CPU could not cover either.
     bool vocode_frames(std::span<const float> frames, int count, bool last,
                        const ItemOrigin& origin, DeadlineGate::Turn turn);
     // The decoder time of the item being spoken, reset for the next.

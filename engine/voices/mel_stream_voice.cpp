@@ -50,8 +50,13 @@ std::uint64_t MelStreamVoice::estimated_samples(const WorkItem& item) const {
 
 Spoken MelStreamVoice::speak(WorkItem& item) {
     const MelChunk& c = *std::get<std::shared_ptr<MelChunk>>(item);
-    const bool complete = vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin,
-                                        sink_.wait_turn(c.origin));
+    DeadlineGate::Turn turn = sink_.wait_turn(c.origin);
+    if (!turn.held()) {  // cancelled or shut down while it waited
+        reset();
+        return {false, take_compute_seconds()};
+    }
+    const bool complete =
+        vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin, std::move(turn));
     return {complete, take_compute_seconds()};
 }
 

@@ -238,6 +238,13 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
             return false;
         }
         if (first + count > s.flowed) {
+            // A flow on the device gives the turn back first, as the
+            // decoder's chunk on the device does (mel_scheduler.h): it
+            // waits for the device and its batch, not for a core. (The
+            // decoder then runs where it ran the last chunk: on the device,
+            // bar a fault or a late device, when the CPU makes the chunk
+            // outside the turns.)
+            if (on_device_) turn.release();
             try {
                 s.flowed = run_flow(s, flow_until(first, count));
             } catch (const std::exception&) {
@@ -288,11 +295,11 @@ int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
             given_[c].insert(given_[c].end(), row, row + count);
         }
     };
-    // A push may join other streams' of the same flow in one batch (on a
-    // GPU, models/stream_joiner.h) unless the stream is read offline: as
-    // for the decoder's chunks (decoder_voice.cpp), a batch runs at its
-    // leader's priority, below normal for an offline reader's producer.
-    f.set_batching(sink_.read_offline() ? Batching::Alone : Batching::Join);
+    // A push joins other streams' of the same flow in one batch (on a GPU,
+    // models/stream_joiner.h); a stream read offline joins only offline
+    // readers' (as the decoder's chunks do, decoder_voice.cpp: a batch runs
+    // at its leader's priority, below normal for an offline reader's).
+    f.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
     const std::uint64_t batched_before = f.batched_pushes();
     try {
         const int made = f.run_until(draw, s.prior.frames(), until, s.z);

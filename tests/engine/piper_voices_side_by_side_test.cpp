@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/models/neural_model.h"
 #include "engine/models/stream_joiner.h"
+#include "engine/models/vits/flow_network.h"
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
@@ -259,6 +260,53 @@ TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_ow
         const std::vector<float> expected = read_all(*cpu);
         ASSERT_EQ(got[i].size(), expected.size());
         EXPECT_LE(max_abs_diff(got[i], expected), kDeviceBound);
+    }
+}
+
+// The flow's pushes on the device, as the decoder's chunks: a push gives
+// the stream's turn back before it waits for the device (so with one turn,
+// three live streams' pushes meet in the flow's joiner), and offline
+// readers' pushes meet in a joiner of their own, never the live streams'.
+TEST_P(PiperVoicesSideBySide, flow_pushes_give_their_turns_back_and_offline_ones_batch_apart) {
+    const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[1];
+    const auto voice = PiperVoice::open(kVoices[0].file);
+    const auto flow = voice->load_flow(0, device_);
+    struct Unjoin {
+        const etude::engine::VitsFlowNetwork& flow;
+        ~Unjoin() { flow.set_join_streams(device_is_gpu); }
+        bool device_is_gpu;
+    } unjoin{*flow, device_->info().is_gpu};
+    flow->set_join_streams(true);
+    Engine engine{Engine::Options{.work_turns = 1}};
+    for (const bool offline : {false, true}) {
+        SCOPED_TRACE(offline ? "offline readers" : "live streams");
+        auto* joiner = flow->joiner(offline ? Batching::JoinOffline : Batching::Join);
+        auto* other = flow->joiner(offline ? Batching::Join : Batching::JoinOffline);
+        ASSERT_NE(joiner, nullptr);
+        const auto other_before = other->stats().pushes;
+        joiner->pause();
+        std::vector<std::unique_ptr<Stream>> streams;
+        for (std::uint64_t seed : {51, 52, 53}) {
+            Voice v = kVoices[0];
+            v.seed = seed;
+            StreamOptions o = options(v, name_);
+            if (offline) o.scheduling = SchedulingClass::Offline;
+            streams.push_back(engine.create_stream(o));
+            streams.back()->push_phoneme_ids(ids);
+            streams.back()->end_input();
+        }
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (joiner->waiting() < 3 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const std::size_t met = joiner->waiting();
+        joiner->resume();
+        EXPECT_EQ(met, 3u) << "flow pushes waiting for the device held the only turn";
+        for (auto& st : streams) {
+            EXPECT_GT(read_all(*st).size(), 0u);
+            EXPECT_GT(st->stats().flow_pushes_batched, 0u);
+            EXPECT_EQ(st->stats().flow_pushes_cpu, 0u);
+        }
+        EXPECT_EQ(other->stats().pushes, other_before) << "a push in the other kind's batches";
     }
 }
 

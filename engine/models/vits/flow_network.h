@@ -89,24 +89,22 @@ class VitsFlowNetwork {
     // batches (models/stream_joiner.h): on by default on a GPU, off on the
     // CPU (stream_joiner.h says why). A setting of how the streams run, not
     // of the weights, so the shared (const) network takes it. joiner() is
-    // null while off.
+    // null while off; live streams and offline readers have one each
+    // (Batching; Alone: none).
     void set_join_streams(bool on) const { join_ = on; }
-    PushJoiner<VitsFlowPush>* joiner() const { return join_ ? &joiner_ : nullptr; }
-    // Backend calls that ran two or more streams' layers.
-    std::uint64_t batched_layer_calls() const {
-        std::lock_guard lock(joint_mu_);
-        return joint_.batched_calls;
+    PushJoiner<VitsFlowPush>* joiner(Batching kind = Batching::Join) const {
+        return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
     }
+    // Backend calls that ran two or more streams' layers.
+    std::uint64_t batched_layer_calls() const { return lanes_.batched_calls(); }
 
   private:
     friend class VitsFlowStream;
     std::shared_ptr<gpu::Backend> backend_;
     mutable ScratchLender lender_;
     mutable std::atomic<bool> join_{false};
-    mutable PushJoiner<VitsFlowPush> joiner_;
-    // The buffers of a push of several streams, one such push at a time.
-    mutable std::mutex joint_mu_;
-    mutable JointScratch joint_;
+    // The batches of live streams and of offline readers (stream_joiner.h).
+    mutable JoinLanes<VitsFlowPush> lanes_;
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;

@@ -131,7 +131,7 @@ void VitsFlowStream::reset() {
 // stream alone is the same walk.
 void VitsFlowStream::walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
                                     std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
-                                    std::vector<SignalRef>& second) {
+                                    std::vector<SignalRef>& second, JointScratch& joint) {
     auto& b = net_.backend();
     const int hid = net_.hidden();
     const std::size_t count = streams.size();
@@ -154,7 +154,7 @@ void VitsFlowStream::walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* con
         for (std::size_t l = 0; l < w.in_layers.size(); ++l) {
             for (std::size_t i = 0; i < count; ++i)
                 steps[i] = {&streams[i]->couplings_[k].layers[l]->conv, x[i], pushes[i].flush, {}};
-            JointPush::push_together(q, steps, net_.joint_);
+            JointPush::push_together(q, steps, joint);
             for (std::size_t i = 0; i < count; ++i)
                 streams[i]->layer_rest(q, w, l, *streams[i]->couplings_[k].layers[l], steps[i].out,
                                        pushes[i].flush, x[i], sum[i]);
@@ -217,12 +217,13 @@ void VitsFlowStream::layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::s
 int VitsFlowStream::push_block(int frames, bool flush) {
     int made = 0;
     const VitsFlowPush me{this, frames, flush, &made};
-    PushJoiner<VitsFlowPush>* joiner = net_.joiner();
-    if (!joiner || batching_ == Batching::Alone) {
+    PushJoiner<VitsFlowPush>* joiner = net_.joiner(batching_);
+    if (!joiner) {
         push_together({&me, 1});
         return made;
     }
-    joiner->push(me, [](std::span<const VitsFlowPush> batch) {
+    // (Run by whichever push leads the batch: this stream's, when it is.)
+    joiner->push(me, [this, kind = batching_](std::span<const VitsFlowPush> batch) {
         // Whichever stream it was, it reaches every stream of the batch as
         // a device error (of the same kind, so that the joiner halves its
         // batches after an out-of-memory), naming the batch: each stream's
@@ -233,7 +234,7 @@ int VitsFlowStream::push_block(int frames, bool flush) {
                    " streams failed: " + what;
         };
         try {
-            batch[0].stream->push_together(batch);
+            push_in_lane(batch, net_.lanes_.of(kind));
         } catch (const gpu::OutOfMemory& e) {
             if (batch.size() == 1) throw;
             throw gpu::OutOfMemory(named(e.what()));
@@ -248,7 +249,8 @@ int VitsFlowStream::push_block(int frames, bool flush) {
     return made;
 }
 
-void VitsFlowStream::push_together(std::span<const VitsFlowPush> pushes) {
+void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
+                                  JoinLane<VitsFlowPush>& lane) {
     // Streams of another network cannot share this one's layers: each goes
     // alone (not through push_block(), which may wait for a joiner this
     // thread may be running a batch of).
@@ -266,7 +268,7 @@ void VitsFlowStream::push_together(std::span<const VitsFlowPush> pushes) {
     // Several streams share the network's joint buffers (a lone stream
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
-    if (pushes.size() > 1) joint_lock = std::unique_lock(net_.joint_mu_);
+    if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
     // Lent until this push's outputs are on the host (its synchronize).
     std::vector<std::array<ScratchBuffer*, 15>> buffers;
     for (VitsFlowStream* s : streams) buffers.push_back(s->lent());
@@ -292,7 +294,7 @@ void VitsFlowStream::push_together(std::span<const VitsFlowPush> pushes) {
         a[i] = {&a_in, half, n};
         second[i] = {&b_in, half, n};
     }
-    walk_couplings(q, streams, pushes, a, second);
+    walk_couplings(q, streams, pushes, a, second, lane.joint);
     for (std::size_t i = 0; i < streams.size(); ++i) {
         VitsFlowStream& s = *streams[i];
         const int m = std::max(a[i].length, 0);

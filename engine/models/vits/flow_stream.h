@@ -108,7 +108,9 @@ class VitsFlowStream {
     // push is a batch of one). Each stream's output is what its own push
     // would make: the same operations, a batched convolution's item being
     // the same computation as the window alone.
-    void push_together(std::span<const VitsFlowPush> pushes);
+    void push_together(std::span<const VitsFlowPush> pushes) {
+        push_in_lane(pushes, net_.lanes_.of(Batching::Join));
+    }
 
   private:
     struct Layer;
@@ -116,11 +118,13 @@ class VitsFlowStream {
     // One push of the block in host_in_ (`frames` frames), alone or in a
     // batch; the output is left in host_out_, and its frames returned.
     int push_block(int frames, bool flush);
+    // push_together() with the joint buffers of `lane`.
+    void push_in_lane(std::span<const VitsFlowPush> pushes, JoinLane<VitsFlowPush>& lane);
     // The couplings, for every stream of a push together on `q`: a[i] and
     // second[i] hold stream i's halves in and are replaced by its output.
     void walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
                         std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
-                        std::vector<SignalRef>& second);
+                        std::vector<SignalRef>& second, JointScratch& joint);
     // One WaveNet layer's work after its dilated convolution, whose output
     // is `in`: the gate, the residual and the skip paths.
     void layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l, Layer& layer,
