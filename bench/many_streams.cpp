@@ -5,11 +5,13 @@
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
-//                      [--scheduling live|network]
+//                      [--scheduling live|network] [--offline-only]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
 // server's are (their chunks at the network gate, deadline_gate.h).
+// --offline-only: only the offline reads (the aggregate speed), no live
+// rounds: what bench/onnx_sessions.py compares with ONNX Runtime.
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -252,7 +254,8 @@ int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
-                 "[--beside-readers N] [--turns N] [--scheduling live|network]\n");
+                 "[--beside-readers N] [--turns N] [--scheduling live|network] "
+                 "[--offline-only]\n");
     return 2;
 }
 
@@ -263,8 +266,13 @@ int main(int argc, char** argv) {
     int rounds = 3, readers = 0, turns = 0;
     std::string scheduling = "live";
     double period_ms = 10.0;
+    bool offline_only = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--offline-only") {
+            offline_only = true;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
         if (a == "--voice")
             voice = argv[++i];
@@ -329,20 +337,34 @@ int main(int argc, char** argv) {
             double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
             decoder_batches.start();
             for (int r = 0; r < rounds; ++r) {
-                const double cpu0 = cpu_seconds();
-                const auto t0 = Clock::now();
-                const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers);
-                live_cpu += cpu_seconds() - cpu0;
-                live_wall += std::chrono::duration<double>(Clock::now() - t0).count();
-                all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(), one.first_ms.end());
-                all.streams_with_underruns += one.streams_with_underruns;
-                all.underrun_samples += one.underrun_samples;
-                live_audio += one.audio_s;
+                if (!offline_only) {
+                    const double cpu0 = cpu_seconds();
+                    const auto t0 = Clock::now();
+                    const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers);
+                    live_cpu += cpu_seconds() - cpu0;
+                    live_wall += std::chrono::duration<double>(Clock::now() - t0).count();
+                    all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(),
+                                        one.first_ms.end());
+                    all.streams_with_underruns += one.streams_with_underruns;
+                    all.underrun_samples += one.underrun_samples;
+                    live_audio += one.audio_s;
+                }
                 const OfflineResult off = offline_speed(engine, opts, reply, n);
                 speeds.push_back(off.speed());
                 offline_cpu += off.cpu_s;
                 offline_wall += off.wall_s;
                 offline_audio += off.audio_s;
+            }
+            const double cpus = std::thread::hardware_concurrency();
+            if (offline_only) {
+                std::printf(
+                    "  %3d streams  offline %5.1fx real time; host CPU busy %3.0f%% of %u CPUs; "
+                    "audio per CPU second %.1f s\n",
+                    n, percentile(speeds, 0.5), 100.0 * offline_cpu / offline_wall / cpus,
+                    std::thread::hardware_concurrency(), offline_audio / offline_cpu);
+                decoder_batches.print();
+                std::fflush(stdout);
+                continue;
             }
             std::printf(
                 "  %3d streams  first audio median %7.1f ms  p95 %7.1f  max %7.1f  "
@@ -355,7 +377,6 @@ int main(int argc, char** argv) {
             // and the CPUs (a GPU run's host cost); and offline, the audio
             // made per CPU second, which other processes on a shared machine
             // change less than the wall-time speed.
-            const double cpus = std::thread::hardware_concurrency();
             std::printf(
                 "               host CPU busy: live %3.0f%%, offline %3.0f%% of %u CPUs; audio per "
                 "CPU second: live %.1f s, offline %.1f s\n",

@@ -97,7 +97,7 @@ def onnx_round(voice, ids, scales, streams, sessions, rate):
 def etude_round(etude, voice, ids_file, streams):
     out = subprocess.run(
         [etude, "--voice", voice, "--ids-from", ids_file, "--streams", str(streams),
-         "--rounds", "1", "--backend", "cpu"],
+         "--rounds", "1", "--backend", "cpu", "--offline-only"],
         capture_output=True, text=True, check=True).stdout
     m = re.search(r"offline\s+([0-9.]+)x", out)
     if not m:

@@ -172,8 +172,9 @@ std::shared_ptr<gpu::Backend> decoder_device(const StreamOptions& options, std::
 
 // The device's BatchCost for `voice`'s decoder and flow: the decoder's
 // chunks timed in batches through its batched path (push_together, as the
-// joiner runs them), fitted; the flow, which runs stream by stream, adds
-// its cost per frame. Sets c's chunk_frames and largest_batch_timed.
+// joiner runs them), fitted; the flow adds its cost per frame, timed on one
+// stream alone (on a GPU its pushes batch too: this prices it high). Sets c's chunk_frames and
+// largest_batch_timed.
 executor::BatchCost measure_device_cost(const PiperVoice& voice, int speaker,
                                         const std::shared_ptr<gpu::Backend>& device,
                                         EngineCapacity& c) {

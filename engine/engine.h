@@ -402,7 +402,8 @@ struct EngineCapacity {
     /// batches timed at several sizes: nanoseconds per launch ...
     std::int64_t launch_ns = 0;
     /// ... and nanoseconds per latent frame of every chunk in the batch (the
-    /// flow's cost per frame included: it runs stream by stream).
+    /// flow's cost per frame included, timed for one stream alone: on a GPU
+    /// its pushes batch too, so this prices the flow high).
     double frame_ns = 0;
     /// Latent frames in each stream's chunk, the unit timed and planned.
     int chunk_frames = 0;

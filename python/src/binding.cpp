@@ -240,7 +240,17 @@ void bind_types(nb::module_& m) {
                                "The real-time streams a machine holds (Engine.capacity).")
         .def_ro("speed", &EngineCapacity::speed)
         .def_ro("streams_measured", &EngineCapacity::streams_measured)
-        .def_ro("streams", &EngineCapacity::streams);
+        .def_ro("streams", &EngineCapacity::streams)
+        .def_ro("device", &EngineCapacity::device)
+        .def_ro("device_error", &EngineCapacity::device_error)
+        .def_ro("launch_ns", &EngineCapacity::launch_ns)
+        .def_ro("frame_ns", &EngineCapacity::frame_ns)
+        .def_ro("chunk_frames", &EngineCapacity::chunk_frames)
+        .def_ro("largest_batch_timed", &EngineCapacity::largest_batch_timed)
+        .def_ro("batch_streams", &EngineCapacity::batch_streams)
+        .def_ro("device_streams", &EngineCapacity::device_streams)
+        .def_ro("host_speed", &EngineCapacity::host_speed)
+        .def_ro("host_streams", &EngineCapacity::host_streams);
     nb::class_<FirstAudioMeasure>(
         m, "FirstAudioMeasure",
         "How soon each of several streams started together is heard (Engine.first_audio).")

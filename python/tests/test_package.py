@@ -160,6 +160,9 @@ def test_capacity_is_measured_on_several_streams(engine):
     # tests/engine/engine_test.cpp. Here: at least one, and never more than
     # the streams the measured speed would keep in real time.
     assert 1 <= c.streams <= max(1, c.speed)
+    # Spoken on the CPU: no device was timed, and its fields say so.
+    assert c.device == "" and c.device_error == ""
+    assert c.launch_ns == 0 and c.device_streams == 0 and c.largest_batch_timed == 0
     with pytest.raises(libetude.InvalidArgument):
         engine.capacity("slt", at_once=99)
     with pytest.raises(libetude.InvalidArgument):
