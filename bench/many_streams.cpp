@@ -48,6 +48,7 @@
 #include "engine/engine.h"
 #include "engine/models/neural_model.h"
 #include "engine/models/stream_joiner.h"
+#include "engine/models/vits/flow_network.h"
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 
@@ -198,21 +199,31 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     return r;
 }
 
-// The decoder's batches on the streams' device (engine/models/stream_joiner.h):
-// how many chunks each batch took, the live streams' and the offline
-// readers' (Batching), over one count's rounds. What a GPU run needs to
-// tell a device kept busy from one fed a chunk at a time.
-class DecoderBatches {
+// The batches on the streams' device (engine/models/stream_joiner.h): how
+// many pushes each batch took, the flow's and the decoder's, the live
+// streams' and the offline readers' (Batching), over one count's rounds.
+// What a GPU run needs to tell a device kept busy from one fed a stream at
+// a time.
+class DeviceBatches {
   public:
-    // The decoder of speaker 0 of `voice` on the device named `device` (a
-    // stream's StreamStats::gpu_device); none (nothing printed) without one.
-    DecoderBatches(const std::string& voice, const std::string& device) {
+    // The flow and decoder of speaker 0 of `voice` on the device `device`
+    // names (a stream's StreamStats::gpu_device); nothing printed without
+    // one.
+    DeviceBatches(const std::string& voice, const std::string& device) {
         if (device.empty()) return;
         auto& reg = etude::gpu::DeviceRegistry::instance();
         for (const auto& d : reg.devices()) {
-            if (d.name != device || d.kind == etude::gpu::BackendKind::Cpu) continue;
+            // (`device` describes it: its name with the backend and why.)
+            if (device.find(d.name) == std::string::npos || d.kind == etude::gpu::BackendKind::Cpu)
+                continue;
+            const auto backend = reg.open({etude::gpu::to_string(d.kind), d.index});
             voice_ = etude::engine::PiperVoice::open(voice);
-            decoder_ = voice_->load_decoder(0, reg.open({etude::gpu::to_string(d.kind), d.index}));
+            decoder_ = voice_->load_decoder(0, backend);
+            try {
+                flow_ = voice_->load_flow(0, backend);
+            } catch (const std::exception&) {
+                // (the streams' flows then ran on the CPU)
+            }
             name_ = device;
             break;
         }
@@ -223,31 +234,36 @@ class DecoderBatches {
     void print() const {
         if (!decoder_) return;
         const auto after = now();
-        std::printf("               decoder batches on %s:", name_.c_str());
-        const char* kinds[] = {"live", "offline"};
-        for (int k = 0; k < 2; ++k) {
+        std::printf("               batches on %s:", name_.c_str());
+        const char* what[] = {"flow live", "flow offline", "decoder live", "decoder offline"};
+        for (std::size_t k = 0; k < after.size(); ++k) {
             const auto batches = after[k].batches - before_[k].batches;
             const auto pushes = after[k].pushes - before_[k].pushes;
-            std::printf(" %s %llu of %.1f chunks on average (largest so far %llu)%s", kinds[k],
+            std::printf(" %s %llu of %.1f (largest so far %llu)%s", what[k],
                         static_cast<unsigned long long>(batches),
                         batches ? static_cast<double>(pushes) / static_cast<double>(batches) : 0.0,
-                        static_cast<unsigned long long>(after[k].largest), k == 0 ? ";" : "\n");
+                        static_cast<unsigned long long>(after[k].largest),
+                        k + 1 < after.size() ? ";" : "\n");
         }
     }
 
   private:
-    std::array<etude::engine::JoinStats, 2> now() const {
-        std::array<etude::engine::JoinStats, 2> s{};
+    std::array<etude::engine::JoinStats, 4> now() const {
+        std::array<etude::engine::JoinStats, 4> s{};
         const etude::engine::Batching kinds[] = {etude::engine::Batching::Join,
                                                  etude::engine::Batching::JoinOffline};
-        for (int k = 0; k < 2; ++k)
-            if (auto* j = decoder_->joiner(kinds[k])) s[static_cast<std::size_t>(k)] = j->stats();
+        for (std::size_t k = 0; k < 2; ++k) {
+            if (flow_)
+                if (auto* j = flow_->joiner(kinds[k])) s[k] = j->stats();
+            if (auto* j = decoder_->joiner(kinds[k])) s[2 + k] = j->stats();
+        }
         return s;
     }
     std::shared_ptr<const etude::engine::PiperVoice> voice_;
     std::shared_ptr<etude::engine::NeuralModel> decoder_;
+    std::shared_ptr<const etude::engine::VitsFlowNetwork> flow_;
     std::string name_;
-    std::array<etude::engine::JoinStats, 2> before_{};
+    std::array<etude::engine::JoinStats, 4> before_{};
 };
 
 int usage() {
@@ -316,7 +332,17 @@ int main(int argc, char** argv) {
         }
         // Warm-up: the voice loads on first use.
         offline_speed(engine, opts, reply, 1);
-        DecoderBatches decoder_batches(voice, engine.create_stream(opts)->stats().gpu_device);
+        // The device the streams' decoders run on, once one has spoken.
+        std::string device;
+        {
+            auto probe = engine.create_stream(opts);
+            reply.push(*probe);
+            std::vector<float> buf(4096);
+            while (probe->read(buf) > 0) {
+            }
+            device = probe->stats().gpu_device;
+        }
+        DeviceBatches device_batches(voice, device);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",
@@ -335,7 +361,7 @@ int main(int argc, char** argv) {
             std::vector<double> speeds;
             double live_cpu = 0, live_wall = 0, live_audio = 0;
             double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
-            decoder_batches.start();
+            device_batches.start();
             for (int r = 0; r < rounds; ++r) {
                 if (!offline_only) {
                     const double cpu0 = cpu_seconds();
@@ -362,7 +388,7 @@ int main(int argc, char** argv) {
                     "audio per CPU second %.1f s\n",
                     n, percentile(speeds, 0.5), 100.0 * offline_cpu / offline_wall / cpus,
                     std::thread::hardware_concurrency(), offline_audio / offline_cpu);
-                decoder_batches.print();
+                device_batches.print();
                 std::fflush(stdout);
                 continue;
             }
@@ -387,7 +413,7 @@ int main(int argc, char** argv) {
                 "               front ends: %d threads, at most %d sentences analysed at once so "
                 "far\n",
                 engine.stats().front_end_threads, engine.stats().most_analyses_at_once);
-            decoder_batches.print();
+            device_batches.print();
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {
