@@ -310,7 +310,7 @@ if [ "$pack_kind" = streams ]; then
     many_rc=$?
     gpu_busy_stop
     say "many streams on $backend: exit $many_rc (many-streams-$backend.log)"
-    grep -E ' streams +first audio|host CPU busy' "$out/many-streams-$backend.log" | tee -a "$summary"
+    grep -E ' streams +first audio|host CPU busy|batches on' "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
