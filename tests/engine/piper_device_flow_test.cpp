@@ -17,6 +17,7 @@
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
+#include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
 
@@ -52,15 +53,7 @@ std::vector<std::vector<std::int64_t>> sentences() {
 }
 
 StreamOptions options(const std::string& backend, std::uint64_t seed, const std::string& faults) {
-    StreamOptions o;
-    o.voice = PiperVoiceOptions{.piper_voice = kVoice, .seed = seed};
-    o.sample_rate = 0;
-    o.latency_ms = 100;
-    o.backend = backend;
-    // The device's own output is the subject: every decoder chunk is pinned
-    // there (on lavapipe the CPU tier would be quicker and rightly chosen).
-    o.faults = faults.empty() ? "cpu-busy" : "cpu-busy," + faults;
-    return o;
+    return etude::test::piper_on_device(kVoice, backend, seed, "", faults);
 }
 
 struct Spoken {
@@ -79,16 +72,8 @@ Spoken speak(Engine& engine, const StreamOptions& o,
     return s;
 }
 
-class PiperDeviceFlow : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+class PiperDeviceFlow : public etude::test::PiperOnDevice {
   protected:
-    void SetUp() override {
-        std::string why;
-        device_ = etude::test::backend_of(GetParam(), why);
-        if (!device_) GTEST_SKIP() << why;
-        name_ = etude::gpu::to_string(GetParam());
-    }
-    std::shared_ptr<etude::gpu::Backend> device_;
-    std::string name_;
     Engine engine_;
 };
 

@@ -25,6 +25,7 @@
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
+#include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
 
@@ -45,15 +46,6 @@ constexpr double kFlowBound = 1e-5;
 // A stream's audio against its CPU render: piper_device_flow_test.cpp's
 // bound, the Piper audio's parity bound on every backend.
 constexpr double kDeviceBound = 1e-4;
-
-// A bound on how long the streams' threads take to meet, not a timing
-// check: under an emulator, 10-50 times slower, it is ten times longer.
-void wait_for(const std::function<bool()>& ready) {
-    const auto bound = std::chrono::seconds(etude::test::emulator() ? 600 : 60);
-    const auto until = std::chrono::steady_clock::now() + bound;
-    while (!ready() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
 
 // A sentence of 150 - 7 i frames for stream i (of 4), pushed with the
 // schedule below: two pushes of 48 frames for every stream, then 48 and 6
@@ -79,13 +71,11 @@ std::vector<float> flow_of(VitsFlowStream& s, const std::vector<float>& prior, i
     return z;
 }
 
-class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+class PiperFlowBatch : public etude::test::PiperOnDevice {
   protected:
     void SetUp() override {
-        std::string why;
-        device_ = etude::test::backend_of(GetParam(), why);
-        if (!device_) GTEST_SKIP() << why;
-        name_ = etude::gpu::to_string(GetParam());
+        PiperOnDevice::SetUp();
+        if (!device_) return;
         voice_ = PiperVoice::open(kVoice);
         // A flow of this test's own (the voice's shared one serves the
         // engine's streams), copied as a device's flow is.
@@ -118,7 +108,7 @@ class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> 
                     errors[i] = std::current_exception();
                 }
             });
-        wait_for([&] { return joiner.waiting() == streams.size(); });
+        etude::test::wait_until([&] { return joiner.waiting() == streams.size(); });
         EXPECT_EQ(joiner.waiting(), streams.size());
         joiner.resume();
         for (auto& t : threads) t.join();
@@ -130,8 +120,6 @@ class PiperFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> 
         return flow_of(s, prior, frames);
     }
 
-    std::shared_ptr<etude::gpu::Backend> device_;
-    std::string name_;
     std::shared_ptr<const PiperVoice> voice_;
     std::shared_ptr<const VitsFlowNetwork> flow_;
     int channels_ = 0;
@@ -245,33 +233,22 @@ TEST_P(PiperFlowBatch, a_device_error_in_a_batch_reaches_every_stream_and_each_g
 // ---- Piper streams of the engine, on a device ------------------------------
 
 StreamOptions options(const std::string& backend, std::uint64_t seed) {
-    StreamOptions o;
-    o.voice = PiperVoiceOptions{.piper_voice = kVoice, .seed = seed};
-    o.sample_rate = 0;
-    o.latency_ms = 100;
-    o.backend = backend;
-    // Every decoder chunk, and so the flow, pinned on the device (on
-    // lavapipe the CPU tier would be quicker and rightly chosen).
-    o.faults = "cpu-busy";
-    return o;
+    return etude::test::piper_on_device(kVoice, backend, seed);
 }
 
-class PiperStreamsFlowBatch : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+class PiperStreamsFlowBatch : public etude::test::PiperOnDevice {
   protected:
     void SetUp() override {
-        std::string why;
-        device_ = etude::test::backend_of(GetParam(), why);
-        if (!device_) GTEST_SKIP() << why;
-        name_ = etude::gpu::to_string(GetParam());
+        PiperOnDevice::SetUp();
+        if (!device_) return;
         // The streams' shared flow on the device joins their pushes, as on
         // a GPU; set back after the test (the voice stays open).
         // (The voice held, so that the engine's streams open this one.)
         voice_ = PiperVoice::open(kVoice);
         flow_ = voice_->load_flow(0, device_);
         flow_->set_join_streams(true);
-        Engine::Options o;
-        o.work_turns = 4;  // every stream's chunk holds a turn while it waits in a batch
-        engine_ = std::make_unique<Engine>(o);
+        // (The engine's default turns: a push waiting in a batch holds none.)
+        engine_ = std::make_unique<Engine>();
     }
     void TearDown() override {
         streams_.clear();
@@ -309,7 +286,7 @@ class PiperStreamsFlowBatch : public ::testing::TestWithParam<etude::gpu::Backen
                     if (n == 0 && !s.busy()) break;
                 }
             });
-        wait_for([&] { return joiner.waiting() == kStreams; });
+        etude::test::wait_until([&] { return joiner.waiting() == kStreams; });
         EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));
         inside();
         joiner.resume();
@@ -325,10 +302,8 @@ class PiperStreamsFlowBatch : public ::testing::TestWithParam<etude::gpu::Backen
         return etude::test::read_all(*cpu);
     }
 
-    std::shared_ptr<etude::gpu::Backend> device_;
     std::shared_ptr<const PiperVoice> voice_;
     std::shared_ptr<const VitsFlowNetwork> flow_;
-    std::string name_;
     std::unique_ptr<Engine> engine_;
     std::vector<std::unique_ptr<Stream>> streams_;
 };

@@ -24,6 +24,7 @@
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
 
@@ -59,27 +60,11 @@ const std::vector<Voice> kVoices{
 };
 
 StreamOptions options(const Voice& v, const std::string& backend) {
-    StreamOptions o;
-    o.voice = PiperVoiceOptions{.piper_voice = v.file, .speaker = v.speaker, .seed = v.seed};
-    o.sample_rate = 0;
-    o.latency_ms = 100;
-    o.backend = backend;
-    // The device's own output is the subject: every decoder chunk is pinned
-    // there (on lavapipe the CPU tier would be quicker and rightly chosen).
-    o.faults = "cpu-busy";
-    return o;
+    return etude::test::piper_on_device(v.file, backend, v.seed, v.speaker);
 }
 
-class PiperVoicesSideBySide : public ::testing::TestWithParam<etude::gpu::BackendKind> {
+class PiperVoicesSideBySide : public etude::test::PiperOnDevice {
   protected:
-    void SetUp() override {
-        std::string why;
-        device_ = etude::test::backend_of(GetParam(), why);
-        if (!device_) GTEST_SKIP() << why;
-        name_ = etude::gpu::to_string(GetParam());
-    }
-    std::shared_ptr<etude::gpu::Backend> device_;
-    std::string name_;
     Engine engine_;
 };
 
@@ -124,9 +109,7 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
         streams.back()->push_phoneme_ids(ids);
         streams.back()->end_input();
     }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-    while (joiner->waiting() < 2 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    etude::test::wait_until([&] { return joiner->waiting() >= 2; });
     const std::size_t met = joiner->waiting();
     joiner->resume();
     ASSERT_EQ(met, 2u) << "the two medium streams' chunks did not both reach the joiner";
@@ -195,9 +178,7 @@ TEST_P(PiperVoicesSideBySide, chunks_on_the_device_give_their_turns_back_so_batc
         streams.back()->push_phoneme_ids(ids);
         streams.back()->end_input();
     }
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (joiner->waiting() < 3 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    etude::test::wait_until([&] { return joiner->waiting() >= 3; });
     const std::size_t met = joiner->waiting();
     joiner->resume();
     EXPECT_EQ(engine.stats().work_turns, 1);
@@ -244,9 +225,7 @@ TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_ow
             stream->end_input();
             got[i] = read_all(*stream);
         });
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (offline->waiting() < 2 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    etude::test::wait_until([&] { return offline->waiting() >= 2; });
     const std::size_t met = offline->waiting();
     offline->resume();
     for (auto& t : readers) t.join();
@@ -295,9 +274,7 @@ TEST_P(PiperVoicesSideBySide, flow_pushes_give_their_turns_back_and_offline_ones
             streams.back()->push_phoneme_ids(ids);
             streams.back()->end_input();
         }
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (joiner->waiting() < 3 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        etude::test::wait_until([&] { return joiner->waiting() >= 3; });
         const std::size_t met = joiner->waiting();
         joiner->resume();
         EXPECT_EQ(met, 3u) << "flow pushes waiting for the device held the only turn";

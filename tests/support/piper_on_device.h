@@ -1,0 +1,65 @@
+// What the tests of Piper streams on a device share: a fixture per device
+// kind (lavapipe for Vulkan, PoCL for OpenCL; skipped where absent), the
+// options of a stream whose every decoder chunk goes to the device, and a
+// bounded wait for pushes to meet in a paused joiner.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "gpu/registry.h"
+#include "support/emulation.h"
+#include "support/model_parity.h"
+
+namespace etude::test {
+
+// A test over device kinds: device_ is the kind's first device (the
+// registry's shared one, which the engine's streams use too), name_ its
+// backend's name as StreamOptions::backend takes it.
+class PiperOnDevice : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        device_ = backend_of(GetParam(), why);
+        if (!device_) GTEST_SKIP() << why;
+        name_ = gpu::to_string(GetParam());
+    }
+    std::shared_ptr<gpu::Backend> device_;
+    std::string name_;
+};
+
+// A Piper stream of `voice` on `backend` (a device, or "cpu" for the
+// reference) with `seed`, its native rate and 100 ms of latency. The
+// device's own output is the subject: every decoder chunk is pinned there
+// (ETUDE_FAULT's cpu-busy: on lavapipe the CPU tier would be quicker and
+// rightly chosen). `faults`: more of that vocabulary.
+inline engine::StreamOptions piper_on_device(const std::string& voice, const std::string& backend,
+                                             std::uint64_t seed, const std::string& speaker = "",
+                                             const std::string& faults = "") {
+    engine::StreamOptions o;
+    o.voice = engine::PiperVoiceOptions{.piper_voice = voice, .speaker = speaker, .seed = seed};
+    o.sample_rate = 0;
+    o.latency_ms = 100;
+    o.backend = backend;
+    o.faults = faults.empty() ? "cpu-busy" : "cpu-busy," + faults;
+    return o;
+}
+
+// Waits until ready() holds, or a bound passes: how long threads take to
+// meet, not a timing check (under an emulator, 10-50 times slower, the bound
+// is ten times longer). The caller checks what it waited for afterwards.
+inline void wait_until(const std::function<bool()>& ready) {
+    const auto bound = std::chrono::seconds(emulator() ? 600 : 60);
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (!ready() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+}  // namespace etude::test
