@@ -63,6 +63,27 @@ StreamOptions options(const Voice& v, const std::string& backend) {
     return etude::test::piper_on_device(v.file, backend, v.seed, v.speaker);
 }
 
+// A device network's streams joined for a test: the engine joins them on a
+// GPU only (on lavapipe and PoCL, devices made of the host's cores, a batch
+// runs on one thread what the streams would run side by side); here they
+// are joined to run the batched path, and set back to the engine's choice
+// after.
+template <class Network>
+class JoinedForTheTest {
+  public:
+    JoinedForTheTest(Network& network, const etude::gpu::Backend& device)
+        : network_(network), gpu_(device.info().is_gpu) {
+        network_.set_join_streams(true);
+    }
+    ~JoinedForTheTest() { network_.set_join_streams(gpu_); }
+    JoinedForTheTest(const JoinedForTheTest&) = delete;
+    JoinedForTheTest& operator=(const JoinedForTheTest&) = delete;
+
+  private:
+    Network& network_;
+    bool gpu_;
+};
+
 class PiperVoicesSideBySide : public etude::test::PiperOnDevice {
   protected:
     Engine engine_;
@@ -72,26 +93,18 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[0];
 
     // Every network's decoder on this device joins its streams' chunks.
-    // The engine joins them on a GPU only (on lavapipe and PoCL, devices
-    // made of the host's cores, a batch runs on one thread what the
-    // streams would run side by side); here they are joined to run the
-    // batched path, and left as they were after.
     // (The voices are held open: the engine's streams then find the same
     // ones, as a process opens each voice once while it is in use.)
     std::vector<std::shared_ptr<const PiperVoice>> voices;
     std::vector<std::shared_ptr<NeuralModel>> decoders;
+    std::vector<std::unique_ptr<JoinedForTheTest<NeuralModel>>> joined;
     for (const auto& v : kVoices) {
         voices.push_back(PiperVoice::open(v.file));
         decoders.push_back(
             voices.back()->load_decoder(v.speaker.empty() ? 0 : std::stoi(v.speaker), device_));
+        joined.push_back(
+            std::make_unique<JoinedForTheTest<NeuralModel>>(*decoders.back(), *device_));
     }
-    struct Unjoin {
-        std::vector<std::shared_ptr<NeuralModel>>& models;
-        ~Unjoin() {
-            for (auto& m : models) m->set_join_streams(false);
-        }
-    } unjoin{decoders};
-    for (auto& m : decoders) m->set_join_streams(true);
     // The medium voice's joiner, paused: the two medium streams' first
     // chunks wait in it until both are there, so that a batch of two surely
     // forms (pushes otherwise meet only when their timing lets them).
@@ -161,11 +174,7 @@ TEST_P(PiperVoicesSideBySide, chunks_on_the_device_give_their_turns_back_so_batc
     const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[1];
     const auto voice = PiperVoice::open(kVoices[0].file);
     const auto decoder = voice->load_decoder(0, device_);
-    struct Unjoin {
-        NeuralModel& model;
-        ~Unjoin() { model.set_join_streams(false); }
-    } unjoin{*decoder};
-    decoder->set_join_streams(true);
+    const JoinedForTheTest<NeuralModel> joined(*decoder, *device_);
     StreamJoiner* joiner = decoder->joiner();
     ASSERT_NE(joiner, nullptr);
     Engine engine{Engine::Options{.work_turns = 1}};
@@ -200,11 +209,7 @@ TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_ow
     const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[0];
     const auto voice = PiperVoice::open(kVoices[0].file);
     const auto decoder = voice->load_decoder(0, device_);
-    struct Unjoin {
-        NeuralModel& model;
-        ~Unjoin() { model.set_join_streams(false); }
-    } unjoin{*decoder};
-    decoder->set_join_streams(true);
+    const JoinedForTheTest<NeuralModel> joined(*decoder, *device_);
     StreamJoiner* offline = decoder->joiner(Batching::JoinOffline);
     StreamJoiner* live = decoder->joiner(Batching::Join);
     ASSERT_NE(offline, nullptr);
@@ -250,12 +255,7 @@ TEST_P(PiperVoicesSideBySide, flow_pushes_give_their_turns_back_and_offline_ones
     const std::vector<std::int64_t> ids = etude::test::piper_test_sentences()[1];
     const auto voice = PiperVoice::open(kVoices[0].file);
     const auto flow = voice->load_flow(0, device_);
-    struct Unjoin {
-        const etude::engine::VitsFlowNetwork& flow;
-        ~Unjoin() { flow.set_join_streams(device_is_gpu); }
-        bool device_is_gpu;
-    } unjoin{*flow, device_->info().is_gpu};
-    flow->set_join_streams(true);
+    const JoinedForTheTest<const VitsFlowNetwork> joined(*flow, *device_);
     Engine engine{Engine::Options{.work_turns = 1}};
     for (const bool offline : {false, true}) {
         SCOPED_TRACE(offline ? "offline readers" : "live streams");
