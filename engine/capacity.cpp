@@ -2,8 +2,9 @@
 // real-time streams this machine holds with a voice, and how soon each of
 // that many streams started together is heard, both measured by speaking a
 // typical reply on several streams at once. Where a Piper voice's decoder
-// runs on a device, the capacity is the device's batch cost, measured
-// (executor/batch_cost_fit.h), against the host's text analysis, timed.
+// runs on a device, the capacity is the device's batch cost (its decoder's
+// and flow's batches, measured: executor/batch_cost_fit.h) against the
+// host's text analysis, timed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/executor/batch_cost_fit.h"
 #include "engine/models/batch_timing.h"
+#include "engine/models/vits/flow_stream.h"
 #include "engine/scheduling/device_choice.h"
 #include "engine/scheduling/fault_plan.h"
 #include "engine/voices/piper_stream_voice.h"
@@ -144,9 +146,10 @@ SpokenTogether speak_together(Engine& engine, const StreamOptions& options, int 
 
 // ---- on a device -------------------------------------------------------------
 
-// Batches timed of 1, 2, 4, ... streams' chunks, up to this many: enough
-// to see the launch shared (on an H200 a HiFi-GAN batch of 16 streams cost
-// half of 16 alone), while the timing stays short on a slow device.
+// Batches timed of 1, 2, 4, ... streams' chunks (and flow pushes), up to
+// this many: enough to see the launch shared (on an H200 a HiFi-GAN batch
+// of 16 streams cost half of 16 alone), while the timing stays short on a
+// slow device.
 constexpr int kLargestBatchTimed = 32;
 // Past this much time no larger batch is timed (two sizes are, at least):
 // lavapipe, which runs the device's work on the host's cores, makes a
@@ -170,42 +173,58 @@ std::shared_ptr<gpu::Backend> decoder_device(const StreamOptions& options, std::
     return backend.get() == gpu::shared_cpu_backend().get() ? nullptr : backend;
 }
 
-// The device's BatchCost for `voice`'s decoder and flow: the decoder's
-// chunks timed in batches through its batched path (push_together, as the
-// joiner runs them), fitted; the flow adds its cost per frame, timed on one
-// stream alone (on a GPU its pushes batch too: this prices it high). Sets c's chunk_frames and
-// largest_batch_timed.
+// `timed`'s cost fitted, or with one size timed (a device that slow), all
+// of its cost per frame, none shared, which is the least it can carry.
+executor::BatchCost fitted(const std::vector<executor::TimedBatch>& timed) {
+    if (timed.size() >= 2) return executor::fit_batch_cost(timed);
+    return {0, static_cast<double>(timed[0].ns) / static_cast<double>(timed[0].frames)};
+}
+
+// The device's BatchCost for `voice`'s decoder and flow, both as the
+// streams run them: at each batch size, the decoder's chunks and the flow's
+// pushes timed through their batched paths (push_together, as their
+// joiners run them), each fitted, and the two added per chunk. Sets c's
+// chunk_frames and largest_batch_timed (the largest size both were timed
+// at: the sum is not counted on past either fit).
 executor::BatchCost measure_device_cost(const PiperVoice& voice, int speaker,
                                         const std::shared_ptr<gpu::Backend>& device,
                                         EngineCapacity& c) {
     const auto decoder = voice.load_decoder(speaker, device);
+    const auto flow = voice.load_flow(speaker, device);
     const int frames = PiperStreamVoice::kMaxLatentChunkFrames;
-    c.chunk_frames = frames;
-    const auto t0 = Clock::now();
-    std::vector<executor::TimedBatch> timed;
-    for (int units = 1; units <= kLargestBatchTimed; units *= 2) {
-        const auto t = time_joined_chunks(*decoder, units, frames, kTimedRounds, kTimingBudgetNs);
-        timed.push_back({static_cast<std::int64_t>(units) * frames, t.ns});
-        c.largest_batch_timed = units;
-        // A round longer than the whole budget: the device is priced by
-        // what it has shown, and timed no further.
-        if (t.cut_short) break;
-        const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
-        if (timed.size() >= 2 && spent.count() > kTimingBudgetNs) break;
-    }
-    // One size timed (a device that slow): all of its cost per frame, none
-    // shared, which is the least it can carry.
-    executor::BatchCost cost =
-        timed.size() >= 2 ? executor::fit_batch_cost(timed)
-                          : executor::BatchCost{0, static_cast<double>(timed[0].ns) / frames};
-    // A decoder that alone carries no stream in real time carries none with
-    // the flow either: the flow, as slow there, is not timed.
+    // The flow is pushed in blocks of this many frames, not chunks: a
+    // chunk of the decoder's needs frames / flow_frames of a push.
+    const int flow_frames = VitsFlowStream::kMinPush;
     const double unit_s = static_cast<double>(frames) * voice.hop() / voice.sample_rate();
-    if (executor::carried_streams(cost, frames, unit_s, kHeadroom, c.largest_batch_timed).streams ==
-        0)
-        return cost;
-    cost.frame_ns += time_flow_frame(voice.load_flow(speaker, device), kTimedRounds);
-    return cost;
+    c.chunk_frames = frames;
+    c.largest_batch_timed = 1;
+    const auto t0 = Clock::now();
+    std::vector<executor::TimedBatch> decoder_timed, flow_timed;
+    for (int units = 1; units <= kLargestBatchTimed; units *= 2) {
+        const auto d = time_joined_chunks(*decoder, units, frames, kTimedRounds, kTimingBudgetNs);
+        decoder_timed.push_back({static_cast<std::int64_t>(units) * frames, d.ns});
+        // A round longer than the whole budget: the device is priced by
+        // what it has shown, and timed no further. The flow is timed at
+        // the first size all the same, unless the decoder alone carries no
+        // stream in real time (then none with the flow either, and the
+        // flow, as slow there, would only make the answer seconds later).
+        if (d.cut_short &&
+            (!flow_timed.empty() ||
+             executor::carried_streams(fitted(decoder_timed), frames, unit_s, kHeadroom, 1)
+                     .streams == 0))
+            break;
+        const auto f = time_joined_flow(flow, units, flow_frames, kTimedRounds, kTimingBudgetNs);
+        flow_timed.push_back({static_cast<std::int64_t>(units) * flow_frames, f.ns});
+        c.largest_batch_timed = units;
+        if (d.cut_short || f.cut_short) break;
+        const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+        if (flow_timed.size() >= 2 && spent.count() > kTimingBudgetNs) break;
+    }
+    const executor::BatchCost decoder_cost = fitted(decoder_timed);
+    if (flow_timed.empty()) return decoder_cost;
+    const executor::BatchCost flow_cost = fitted(flow_timed);
+    return {decoder_cost.launch_ns + flow_cost.launch_ns * frames / flow_frames,
+            decoder_cost.frame_ns + flow_cost.frame_ns};
 }
 
 // The host's part of a Piper stream with its decoder and flow on a device:

@@ -398,16 +398,19 @@ struct EngineCapacity {
     /// Why the device the decoder would run on was not measured (its
     /// error): the figure is then the CPU's, spoken. Empty otherwise.
     std::string device_error;
-    /// The device's cost of one batch of decoder chunks, fitted from
-    /// batches timed at several sizes: nanoseconds per launch ...
+    /// The device's cost of one batch of streams' decoder chunks with the
+    /// flow's work for them: the decoder's chunks and the flow's pushes are
+    /// each timed in batches of several sizes through their batched paths,
+    /// each fitted, and the two added (the flow's launch times chunk_frames
+    /// over its pushes' 48 frames). Nanoseconds per launch ...
     std::int64_t launch_ns = 0;
-    /// ... and nanoseconds per latent frame of every chunk in the batch (the
-    /// flow's cost per frame included, timed for one stream alone: on a GPU
-    /// its pushes batch too, so this prices the flow high).
+    /// ... and nanoseconds per latent frame of every chunk in the batch,
+    /// the decoder's and the flow's together.
     double frame_ns = 0;
     /// Latent frames in each stream's chunk, the unit timed and planned.
     int chunk_frames = 0;
-    /// Streams in the largest batch timed.
+    /// Streams in the largest batch timed (of the decoder and of the flow
+    /// both).
     int largest_batch_timed = 0;
     /// Streams in the batches planned: the largest, at most
     /// largest_batch_timed, that ends within four fifths of its chunks'
@@ -569,16 +572,17 @@ class Engine {
     /// aggregate speed, less a fifth, is the answer.
     /// Where a Piper voice's decoder runs on a device (a GPU, or a device
     /// named by `options.backend`), nothing is spoken: batches of 1, 2, 4,
-    /// ... up to 32 streams' decoder chunks are timed through the device's
-    /// batched path (within about a second), its launch cost and cost per
-    /// frame fitted and the real-time streams it carries derived; `at_once`
-    /// threads time the host's text analysis of the reply; the answer is
-    /// the smaller of the two. A device that fails meanwhile leaves the
-    /// answer to the CPU, spoken (EngineCapacity::device_error says why).
-    /// Takes about a second for a Piper medium voice; loads the voice if it
-    /// is not yet. A server admits that many syntheses at once (`etude
-    /// serve` does). Throws etude::Error when the voice cannot speak or
-    /// `at_once` is outside 0 to 32.
+    /// ... up to 32 streams' decoder chunks and flow pushes are timed
+    /// through the device's batched paths (within about a second), its
+    /// launch cost and cost per frame fitted and the real-time streams it
+    /// carries derived; `at_once` threads time the host's text analysis of
+    /// the reply; the answer is the smaller of the two. A device that fails
+    /// meanwhile leaves the answer to the CPU, spoken
+    /// (EngineCapacity::device_error says why). Takes about a second for a
+    /// Piper medium voice; loads the voice if it is not yet. A server
+    /// admits that many syntheses at once (`etude serve` does). Throws
+    /// etude::Error when the voice cannot speak or `at_once` is outside 0
+    /// to 32.
     EngineCapacity measure_capacity(const StreamOptions& options = {}, int at_once = 0);
     /// Measures how soon each of `streams` streams (1 to 64) with `options`
     /// is heard when all start at once: each speaks the same typical reply,

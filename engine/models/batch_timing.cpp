@@ -25,13 +25,31 @@ std::vector<float> quiet_latent(int channels, int frames) {
     return x;
 }
 
+// Rounds before those timed: a stream's first pushes fill its held frames
+// and size its buffers, and do not line up with a settled stream's.
+constexpr int kWarmRounds = 2;
+
+// `round` run kWarmRounds + `rounds` times: the quickest timed round, or the
+// first round longer than `longest_round_ns`, cut_short.
+template <class Round>
+JoinedTiming quickest_round(int rounds, std::int64_t longest_round_ns, const Round& round) {
+    JoinedTiming timing{std::numeric_limits<std::int64_t>::max(), false};
+    for (int r = 0; r < kWarmRounds + rounds; ++r) {
+        const auto t0 = Clock::now();
+        round();
+        const std::int64_t ns = ns_since(t0);
+        if (ns > longest_round_ns) return {ns, true};
+        if (r >= kWarmRounds) timing.ns = std::min(timing.ns, ns);
+    }
+    return timing;
+}
+
 }  // namespace
 
 JoinedTiming time_joined_chunks(const NeuralModel& decoder, int units, int chunk_frames, int rounds,
                                 std::int64_t longest_round_ns) {
     if (units < 1 || chunk_frames < 1 || rounds < 1)
         throw std::invalid_argument("time_joined_chunks: units, chunk_frames and rounds >= 1");
-    constexpr int kWarmRounds = 2;
     const auto count = static_cast<std::size_t>(units);
     std::vector<std::unique_ptr<NetworkStream>> streams(count);
     for (auto& s : streams) {
@@ -41,40 +59,29 @@ JoinedTiming time_joined_chunks(const NeuralModel& decoder, int units, int chunk
     const std::vector<float> latent = quiet_latent(decoder.audio().n_mels, chunk_frames);
     std::vector<std::vector<float>> values(count);
     std::vector<StreamPush> pushes(count);
-    JoinedTiming timing{std::numeric_limits<std::int64_t>::max(), false};
-    for (int round = 0; round < kWarmRounds + rounds; ++round) {
+    return quickest_round(rounds, longest_round_ns, [&] {
         for (std::size_t i = 0; i < count; ++i) {
             values[i].clear();
             pushes[i] = {streams[i].get(), latent.data(), chunk_frames, false, &values[i]};
         }
-        const auto t0 = Clock::now();
         pushes[0].stream->push_together(pushes);
-        const std::int64_t ns = ns_since(t0);
-        if (ns > longest_round_ns) return {ns, true};
-        if (round >= kWarmRounds) timing.ns = std::min(timing.ns, ns);
-    }
-    return timing;
+    });
 }
 
-double time_flow_frame(std::shared_ptr<const VitsFlowNetwork> flow, int rounds) {
-    if (rounds < 1) throw std::invalid_argument("time_flow_frame: rounds >= 1");
-    const int channels = flow->channels();
-    VitsFlowStream stream(std::move(flow));
-    const int frames = VitsFlowStream::kMinPush * (rounds + 3);
-    const std::vector<float> prior = quiet_latent(channels, frames);
-    std::vector<float> z = prior;
-    int made = stream.run_until(prior, frames, 1, z);
-    double quickest = std::numeric_limits<double>::max();
-    for (int round = 0; round < rounds && made < frames; ++round) {
-        const auto t0 = Clock::now();
-        const int now_made = stream.run_until(prior, frames, made + 1, z);
-        const auto ns = static_cast<double>(ns_since(t0));
-        if (now_made > made) quickest = std::min(quickest, ns / (now_made - made));
-        made = now_made;
+JoinedTiming time_joined_flow(std::shared_ptr<const VitsFlowNetwork> flow, int units,
+                              int push_frames, int rounds, std::int64_t longest_round_ns) {
+    if (units < 1 || push_frames < 1 || rounds < 1)
+        throw std::invalid_argument("time_joined_flow: units, push_frames and rounds >= 1");
+    const std::vector<float> block = quiet_latent(flow->channels(), push_frames);
+    std::vector<std::unique_ptr<VitsFlowStream>> owned;
+    std::vector<VitsFlowStream*> streams;
+    for (int i = 0; i < units; ++i) {
+        owned.push_back(std::make_unique<VitsFlowStream>(flow));
+        streams.push_back(owned.back().get());
     }
-    if (quickest == std::numeric_limits<double>::max())
-        throw std::logic_error("time_flow_frame: the flow made no frames");
-    return quickest;
+    return quickest_round(rounds, longest_round_ns, [&] {
+        VitsFlowStream::push_block_together(streams, block, push_frames);
+    });
 }
 
 }  // namespace etude::engine

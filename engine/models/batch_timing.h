@@ -1,8 +1,9 @@
 // A network's real work on its backend, timed as the engine runs it: a
 // decoder's streams pushing chunks together (NetworkStream::push_together,
-// the joiner's batched path) and one stream's flow pushed as a stream pushes
-// it. Admission on a device fits its batch cost from these
-// (engine/capacity.cpp, executor/batch_cost_fit.h).
+// the joiner's batched path) and a Piper flow's streams pushing blocks
+// together (VitsFlowStream::push_block_together, its joiner's). Admission
+// on a device fits its batch cost from these (engine/capacity.cpp,
+// executor/batch_cost_fit.h).
 //
 // Errors: gpu::DeviceError from the device, as the pushes throw it.
 // Not real-time safe; seconds at most on a slow device for small counts.
@@ -35,9 +36,13 @@ struct JoinedTiming {
 JoinedTiming time_joined_chunks(const NeuralModel& decoder, int units, int chunk_frames, int rounds,
                                 std::int64_t longest_round_ns);
 
-// One stream of `flow` on its backend: the quickest of `rounds` pushes
-// (VitsFlowStream::kMinPush frames each, after its first push, which
-// carries the look-ahead), in ns per frame.
-double time_flow_frame(std::shared_ptr<const VitsFlowNetwork> flow, int rounds);
+// `units` fresh streams of `flow` push `push_frames`-frame blocks of a
+// prior together (VitsFlowStream::push_block_together, the batched path
+// the flow's joiner runs), round after round, timed as time_joined_chunks()
+// times a decoder's: the quickest of `rounds` rounds after two that fill
+// the streams' held frames, a round longer than `longest_round_ns` ending
+// the timing, cut_short. Throws std::invalid_argument for counts below 1.
+JoinedTiming time_joined_flow(std::shared_ptr<const VitsFlowNetwork> flow, int units,
+                              int push_frames, int rounds, std::int64_t longest_round_ns);
 
 }  // namespace etude::engine

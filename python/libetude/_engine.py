@@ -168,11 +168,11 @@ class Engine:
         speak a typical two-sentence reply together, and their aggregate
         speed less a fifth is ``.streams`` (``.speed`` and
         ``.streams_measured`` say how it was found). Where a Piper voice's
-        decoder runs on a device, the device's batches are timed instead
-        (``.device``, ``.launch_ns``, ``.frame_ns``, ``.device_streams``)
-        beside the host's analysis (``.host_speed``, ``.host_streams``), and
-        ``.streams`` is the smaller; ``.device_error`` says why a device was
-        not measured. What `etude serve` admits at once; takes about a second
+        decoder runs on a device, the device's batches (the decoder's and the
+        flow's) are timed instead (``.device``, ``.launch_ns``,
+        ``.frame_ns``, ``.device_streams``) beside the host's analysis
+        (``.host_speed``, ``.host_streams``), and ``.streams`` is the
+        smaller; ``.device_error`` says why a device was not measured. What `etude serve` admits at once; takes about a second
         with a Piper medium voice."""
         if isinstance(at_once, bool) or not isinstance(at_once, int) or not 0 <= at_once <= 32:
             raise InvalidArgument(f"at_once must be a whole number from 0 to 32, not {at_once!r}")

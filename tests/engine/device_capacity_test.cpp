@@ -1,19 +1,22 @@
 // Engine::measure_capacity() where a Piper voice's decoder runs on a device
 // (Vulkan on lavapipe here; skipped where absent): the device's batch cost
-// is measured through its real batched path and gives a finite figure, the
-// admitted figure is the smaller of the device's and the host's, a device
-// that fails in the measurement leaves the figure to the CPU, spoken, and
-// the CPU alone is measured as before. No figure is held against the wall
-// clock: lavapipe's speed depends on the machine's load.
+// is measured through its real batched paths (the decoder's and the
+// flow's, both in batches) and gives a finite figure, the admitted figure
+// is the smaller of the device's and the host's, a device that fails in
+// the measurement leaves the figure to the CPU, spoken, and the CPU alone
+// is measured as before. No figure is held against the wall clock:
+// lavapipe's speed depends on the machine's load.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "engine/engine.h"
 #include "engine/executor/batch_cost_fit.h"
+#include "engine/models/vits/flow_network.h"
 #include "engine/piper/espeak_session.h"
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
@@ -78,6 +81,30 @@ TEST_F(DeviceCapacity, the_devices_batches_are_timed_and_give_a_finite_figure) {
     EXPECT_EQ(c.batch_streams, carried.batch_units);
     EXPECT_EQ(c.streams, std::max<std::size_t>(1, std::min(c.device_streams, c.host_streams)));
     EXPECT_TRUE(std::isfinite(c.speed) && c.speed > 0);
+}
+
+TEST_F(DeviceCapacity, the_flow_is_timed_in_batches_as_the_decoder) {
+    // Held, so the measurement opens this voice and its flow on this device
+    // (both shared while held): what the flow ran shows in its statistics.
+    const auto voice = PiperVoice::open(kVoice);
+    std::string why;
+    const auto device = etude::test::backend_of(etude::gpu::BackendKind::Vulkan, why);
+    const auto flow = voice->load_flow(0, device);
+    const std::uint64_t before = flow->batched_layer_calls();
+    const EngineCapacity c = engine_.measure_capacity(piper_on("vulkan"), 2);
+    ASSERT_EQ(c.device_error, "");
+    if (c.largest_batch_timed < 2)
+        GTEST_SKIP() << "one round took longer than the budget: no batch was timed";
+    // Each batched push runs every WaveNet layer's dilated convolution of
+    // the streams together, one backend call each; a flow timed one
+    // stream at a time makes none. At least one push per batch size of 2
+    // or more streams timed.
+    std::uint64_t layers = 0;
+    for (const auto& coupling : flow->couplings()) layers += coupling.in_layers.size();
+    ASSERT_GT(layers, 0u);
+    int sizes = 0;
+    for (int units = 2; units <= c.largest_batch_timed; units *= 2) ++sizes;
+    EXPECT_GE(flow->batched_layer_calls() - before, layers * static_cast<std::uint64_t>(sizes));
 }
 
 TEST_F(DeviceCapacity, a_device_that_fails_leaves_the_figure_to_the_cpu_spoken) {

@@ -3,11 +3,13 @@
 // models/stream_joiner.h), as the decoder's chunks do: each stream's flow
 // and audio are its solo ones, a device error in a batch reaches every
 // stream of it and each goes on (alone, or on the CPU's flow), an
-// out-of-memory halves the batches after it, and a stream cancelled while
-// its push waits in a batch leaves the others whole. On lavapipe (Vulkan)
-// and PoCL (OpenCL), each skipped where absent, and on the CPU backend;
-// joining is on by default on a GPU only, so the tests switch it on, and the
-// joiner's pause() makes the batches certain rather than a matter of timing.
+// out-of-memory halves the batches after it, a stream cancelled while its
+// push waits in a batch leaves the others whole, and a block pushed
+// together on one thread (how the capacity measurement times the flow)
+// runs as one batch. On lavapipe (Vulkan) and PoCL (OpenCL), each skipped
+// where absent, and on the CPU backend; joining is on by default on a GPU
+// only, so the tests switch it on, and the joiner's pause() makes the
+// batches certain rather than a matter of timing.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +163,38 @@ TEST_P(PiperFlowBatch, streams_pushed_at_once_meet_in_batches_and_each_flow_is_i
             EXPECT_EQ(diff, 0.0);
         }
     }
+}
+
+// The batched path as the capacity measurement times it
+// (models/batch_timing.h): streams pushed a block together on one thread,
+// no joiner, run as one batch; a block of the wrong size, or streams of two
+// networks, are refused before anything runs.
+TEST_P(PiperFlowBatch, a_block_pushed_together_runs_as_one_batch_and_bad_blocks_are_refused) {
+    constexpr int kFrames = VitsFlowStream::kMinPush;
+    VitsFlowStream a(flow_), b(flow_);
+    VitsFlowStream* both[] = {&a, &b};
+    const std::vector<float> block = random_prior(channels_, kFrames, 300);
+    std::size_t layers = 0;
+    for (const auto& coupling : flow_->couplings()) layers += coupling.in_layers.size();
+    const std::uint64_t before = flow_->batched_layer_calls();
+    VitsFlowStream::push_block_together(both, block, kFrames);
+    // Every WaveNet layer's convolution: one call for both streams.
+    EXPECT_EQ(flow_->batched_layer_calls() - before, layers);
+    EXPECT_EQ(flow_->joiner()->stats().pushes, 0u) << "the block went through the joiner";
+    for (const VitsFlowStream* s : both) {
+        EXPECT_EQ(s->pushes(), 1u);
+        EXPECT_EQ(s->batched_pushes(), 1u);
+        // The output lags the input by the flow's context.
+        EXPECT_EQ(s->made(), kFrames - flow_->context());
+    }
+    const std::vector<float> short_block(block.begin(), block.end() - 1);
+    EXPECT_THROW(VitsFlowStream::push_block_together(both, short_block, kFrames),
+                 std::invalid_argument);
+    VitsFlowStream other(voice_->network().flow_network(0));
+    VitsFlowStream* mixed[] = {&a, &other};
+    EXPECT_THROW(VitsFlowStream::push_block_together(mixed, block, kFrames), std::invalid_argument);
+    EXPECT_EQ(a.pushes(), 1u) << "a refused block was pushed";
+    EXPECT_EQ(other.pushes(), 0u) << "a refused block was pushed";
 }
 
 // A failing device operation partway through a batch (some of its layers

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "engine/error.h"
@@ -308,6 +309,31 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     b.synchronize(q);  // the inputs are read, the outputs on the host
     if (streams.size() > 1)
         for (VitsFlowStream* s : streams) ++s->batched_pushes_;
+}
+
+void VitsFlowStream::push_block_together(std::span<VitsFlowStream* const> streams,
+                                         std::span<const float> block, int frames) {
+    if (streams.empty()) return;
+    const VitsFlowNetwork& net = streams[0]->net_;
+    if (frames < 1 || block.size() != std::size_t(net.channels()) * std::size_t(frames))
+        throw std::invalid_argument("VITS flow stream: a block of " + std::to_string(frames) +
+                                    " frames of " + std::to_string(net.channels()) +
+                                    " channels, not " + std::to_string(block.size()) + " values");
+    for (const VitsFlowStream* s : streams)
+        if (&s->net_ != &net)
+            throw std::invalid_argument("VITS flow stream: a batch of two networks' streams");
+    std::vector<int> made(streams.size(), 0);
+    std::vector<VitsFlowPush> pushes;
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        streams[i]->host_in_.assign(block.begin(), block.end());
+        pushes.push_back({streams[i], frames, false, &made[i]});
+    }
+    streams[0]->push_together(pushes);
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        streams[i]->pushed_ += frames;
+        streams[i]->made_ += made[i];
+        ++streams[i]->pushes_;
+    }
 }
 
 std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {

@@ -111,6 +111,15 @@ class VitsFlowStream {
     void push_together(std::span<const VitsFlowPush> pushes) {
         push_in_lane(pushes, net_.lanes_.of(Batching::Join));
     }
+    // `streams` (of one network, each once) push `block`, `frames` frames of
+    // prior ([channels][frames]), as their next block, all in one batch on
+    // this thread (push_together, as the joiner runs their pushes), with no
+    // sentence end; the output is dropped. How the batched path is timed
+    // (models/batch_timing.h): a stream pushed so is fit for reset() only.
+    // Throws std::invalid_argument for a block of another size or streams
+    // of different networks, and as push_together() does.
+    static void push_block_together(std::span<VitsFlowStream* const> streams,
+                                    std::span<const float> block, int frames);
 
   private:
     struct Layer;
