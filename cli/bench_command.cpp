@@ -209,7 +209,7 @@ int bench_command(int argc, char** argv) {
                 capacity, c.device_streams, c.host_streams);
             std::printf(
                 "| the device's batch cost (%s) | %.3f ms a launch + %.0f ns a frame (batches of "
-                "1-%d streams' %d-frame chunks timed) |\n",
+                "1-%d streams' %d-frame chunks and flow pushes timed) |\n",
                 c.device.c_str(), static_cast<double>(c.launch_ns) * 1e-6, c.frame_ns,
                 c.largest_batch_timed, c.chunk_frames);
             std::printf("| the host's text analysis, %d threads at once | %.1fx real time |\n",

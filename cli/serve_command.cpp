@@ -158,7 +158,7 @@ std::string capacity_line(const engine::EngineCapacity& c, const std::string& vo
         char timed[96];
         if (c.largest_batch_timed > 1)
             std::snprintf(timed, sizeof timed,
-                          "fitted from batches of 1-%d streams' %d-frame chunks",
+                          "fitted from batches of 1-%d streams' %d-frame chunks and flow pushes",
                           c.largest_batch_timed, c.chunk_frames);
         else
             std::snprintf(timed, sizeof timed,
