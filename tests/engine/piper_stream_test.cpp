@@ -211,6 +211,11 @@ TEST(PiperStream, offline_readers_step_down_and_a_live_stream_beside_them_is_fed
 namespace {
 
 void expect_first_chunks_before_running_streams(SchedulingClass scheduling) {
+    // The order judged holds for running streams that are not due: seconds
+    // ahead of listeners whose clocks run in real time. Under an emulator,
+    // 10-50 times slower, they fall behind those clocks and are rightly
+    // granted first (a failure seen once in the aarch64 suite under qemu).
+    ETUDE_SKIP_WHEN_EMULATED("the running streams must stay seconds ahead of real time");
     // One turn, so that running streams' chunks wait beside the new one's.
     Engine::Options options;
     options.work_turns = 1;
@@ -235,10 +240,17 @@ void expect_first_chunks_before_running_streams(SchedulingClass scheduling) {
     // Until every running stream has made seconds of audio (far ahead of its
     // listener clock, which started at its first audio).
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    for (bool ahead = false; !ahead && std::chrono::steady_clock::now() < until;) {
+    bool ahead = false;
+    while (!ahead && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         ahead = true;
         for (const auto& r : running) ahead = ahead && r->stats().samples_delivered > 3 * 22050;
+    }
+    if (!ahead) {
+        stop = true;
+        for (auto& t : readers) t.join();
+        FAIL() << "the running streams did not make 3 s of audio each in 60 s: the order judged "
+                  "below needs them ahead of their listeners";
     }
     // Whether a running stream's chunk asked for its turn before `first`
     // did and got it after: it waited beside it.
