@@ -84,6 +84,15 @@ class JoinedForTheTest {
     bool gpu_;
 };
 
+// A stream of `engine` with `o`, given `ids` as its whole input.
+std::unique_ptr<Stream> speaking(Engine& engine, const StreamOptions& o,
+                                 const std::vector<std::int64_t>& ids) {
+    auto stream = engine.create_stream(o);
+    stream->push_phoneme_ids(ids);
+    stream->end_input();
+    return stream;
+}
+
 class PiperVoicesSideBySide : public etude::test::PiperOnDevice {
   protected:
     Engine engine_;
@@ -118,9 +127,7 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     // each chunk alone, never in a batch.
     std::vector<std::unique_ptr<Stream>> streams;
     for (const auto& v : kVoices) {
-        streams.push_back(engine_.create_stream(options(v, name_)));
-        streams.back()->push_phoneme_ids(ids);
-        streams.back()->end_input();
+        streams.push_back(speaking(engine_, options(v, name_), ids));
     }
     etude::test::wait_until([&] { return joiner->waiting() >= 2; });
     const std::size_t met = joiner->waiting();
@@ -147,10 +154,7 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
         const StreamStats stats = streams[i]->stats();
         EXPECT_GT(stats.mel_chunks_gpu, 0u) << "the decoder's chunks went to the device";
         EXPECT_EQ(stats.gpu_failures, 0u) << stats.gpu_last_error;
-        auto cpu = engine_.create_stream(options(v, "cpu"));
-        cpu->push_phoneme_ids(ids);
-        cpu->end_input();
-        const std::vector<float> expected = read_all(*cpu);
+        const std::vector<float> expected = read_all(*speaking(engine_, options(v, "cpu"), ids));
         ASSERT_GT(expected.size(), 0u);
         ASSERT_EQ(live[i].size(), expected.size());
         const double diff = max_abs_diff(live[i], expected);
@@ -183,16 +187,13 @@ TEST_P(PiperVoicesSideBySide, chunks_on_the_device_give_their_turns_back_so_batc
     for (std::uint64_t seed : {41, 42, 43}) {
         Voice v = kVoices[0];
         v.seed = seed;
-        streams.push_back(engine.create_stream(options(v, name_)));
-        streams.back()->push_phoneme_ids(ids);
-        streams.back()->end_input();
+        streams.push_back(speaking(engine, options(v, name_), ids));
     }
     etude::test::wait_until([&] { return joiner->waiting() >= 3; });
     const std::size_t met = joiner->waiting();
     joiner->resume();
     EXPECT_EQ(engine.stats().work_turns, 1);
     EXPECT_EQ(met, 3u) << "chunks waiting for the device held the only turn";
-    std::vector<float> block(1024);
     for (auto& s : streams) {
         EXPECT_GT(read_all(*s).size(), 0u);
         EXPECT_EQ(s->stats().gpu_failures, 0u);
@@ -225,10 +226,7 @@ TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_ow
             // read(), and the first sentence may be under way before it.
             StreamOptions o = options(kVoices[i], name_);
             o.scheduling = SchedulingClass::Offline;
-            auto stream = engine_.create_stream(o);
-            stream->push_phoneme_ids(ids);
-            stream->end_input();
-            got[i] = read_all(*stream);
+            got[i] = read_all(*speaking(engine_, o, ids));
         });
     etude::test::wait_until([&] { return offline->waiting() >= 2; });
     const std::size_t met = offline->waiting();
@@ -238,10 +236,8 @@ TEST_P(PiperVoicesSideBySide, offline_readers_chunks_meet_in_batches_of_their_ow
     EXPECT_GE(offline->stats().largest, 2u);
     EXPECT_EQ(live->stats().pushes, live_before.pushes) << "an offline chunk in a live batch";
     for (std::size_t i = 0; i < got.size(); ++i) {
-        auto cpu = engine_.create_stream(options(kVoices[i], "cpu"));
-        cpu->push_phoneme_ids(ids);
-        cpu->end_input();
-        const std::vector<float> expected = read_all(*cpu);
+        const std::vector<float> expected =
+            read_all(*speaking(engine_, options(kVoices[i], "cpu"), ids));
         ASSERT_EQ(got[i].size(), expected.size());
         EXPECT_LE(max_abs_diff(got[i], expected), kDeviceBound);
     }
@@ -270,9 +266,7 @@ TEST_P(PiperVoicesSideBySide, flow_pushes_give_their_turns_back_and_offline_ones
             v.seed = seed;
             StreamOptions o = options(v, name_);
             if (offline) o.scheduling = SchedulingClass::Offline;
-            streams.push_back(engine.create_stream(o));
-            streams.back()->push_phoneme_ids(ids);
-            streams.back()->end_input();
+            streams.push_back(speaking(engine, o, ids));
         }
         etude::test::wait_until([&] { return joiner->waiting() >= 3; });
         const std::size_t met = joiner->waiting();
