@@ -172,6 +172,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
 
 struct OfflineResult {
     double audio_s = 0, wall_s = 0, cpu_s = 0;
+    std::string gpu_device;  // where the first stream's decoder ran (StreamStats)
     double speed() const { return audio_s / wall_s; }
 };
 
@@ -196,6 +197,7 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     r.cpu_s = cpu_seconds() - cpu0;
     for (auto s : samples) r.audio_s += static_cast<double>(s) / rate;
+    r.gpu_device = streams[0]->stats().gpu_device;
     return r;
 }
 
@@ -330,19 +332,9 @@ int main(int argc, char** argv) {
             reply.ids =
                 nlohmann::json::parse(in).at("phoneme_ids").get<std::vector<std::int64_t>>();
         }
-        // Warm-up: the voice loads on first use.
-        offline_speed(engine, opts, reply, 1);
-        // The device the streams' decoders run on, once one has spoken.
-        std::string device;
-        {
-            auto probe = engine.create_stream(opts);
-            reply.push(*probe);
-            std::vector<float> buf(4096);
-            while (probe->read(buf) > 0) {
-            }
-            device = probe->stats().gpu_device;
-        }
-        DeviceBatches device_batches(voice, device);
+        // Warm-up: the voice loads on first use. Its stream says which
+        // device the streams' decoders run on.
+        DeviceBatches device_batches(voice, offline_speed(engine, opts, reply, 1).gpu_device);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",
