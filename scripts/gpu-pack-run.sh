@@ -14,7 +14,9 @@
 # or, for a pack made by `gpu-check.sh pack-streams`:
 #   many-streams-cuda.log, many-streams-vulkan.log
 #                       N Piper streams pulled in real time on each device
-#                       (bench/many_streams.cpp), piper-voice.log its voice
+#                       (bench/many_streams.cpp), piper-voice.log its voice;
+#   many-streams-cuda-direct.log the offline aggregate on CUDA with its
+#                       direct convolution kernel instead of cuBLAS GEMMs
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -313,6 +315,16 @@ if [ "$pack_kind" = streams ]; then
     grep -E ' streams +first audio|host CPU busy|batches on' "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
+  # CUDA's convolutions as cuBLAS GEMMs (the default) against the direct
+  # kernel they replaced (docs/backends.md): the offline aggregate again with
+  # ETUDE_CUDA_CONV=direct, at one count.
+  if [[ " ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan} " == *" cuda "* ]]; then
+    ETUDE_CUDA_CONV=direct timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
+      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-direct.log" 2>&1
+    say "many streams on cuda, direct convolution kernel: exit $? (many-streams-cuda-direct.log)"
+    grep -E 'offline|batches on' "$out/many-streams-cuda-direct.log" | tee -a "$summary"
+  fi
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
   # whole sentences in one batch, fp32 and fp16 (the weights make_voices.py
   # saved beside the .onnx); ONNX Runtime with a single-thread session per

@@ -15,15 +15,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "gpu/conv_as_gemm.h"
+#include "gpu/cuda/cuda_conv_gemm.h"
 #include "gpu/cuda/cuda_handles.h"
 #include "gpu/cuda/cuda_kernels.h"
 #include "gpu/kernel_timing_table.h"
@@ -93,6 +98,9 @@ struct CudaBackend::Impl {
 
     CudaBackend& self;
     int device = 0;  // CUDA ordinal; set once by the constructor
+    // Ungrouped convolutions as cuBLAS GEMMs (gpu/conv_as_gemm.h) unless
+    // ETUDE_CUDA_CONV=direct asks for the one-thread-per-output kernel.
+    bool conv_as_gemm = true;
     DeviceInfo info;
     KernelTimingTable timings;
 
@@ -285,6 +293,22 @@ CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
     // Creates the primary context now, so that a broken driver shows up
     // here rather than in the first operation.
     impl_->check(cudaFree(nullptr), "cudaFree", "opening the device");
+    // The convolutions' unfolded windows come from the stream-ordered pool
+    // (cudaMallocAsync: a node of the graph when recorded, so a recording
+    // holds no pointer to scratch that could be freed under it). Kept in the
+    // pool rather than given back to the driver at every synchronize, so a
+    // chunk's scratch is not a fresh device allocation each time.
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, impl_->device) == cudaSuccess && pool) {
+        std::uint64_t keep = UINT64_MAX;
+        impl_->check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                     "cudaMemPoolSetAttribute", "opening the device");
+    } else {
+        cudaGetLastError();
+        impl_->conv_as_gemm = false;  // no stream-ordered pool: the direct kernel
+    }
+    if (const char* c = std::getenv("ETUDE_CUDA_CONV"); c && std::string(c) == "direct")
+        impl_->conv_as_gemm = false;
 }
 
 CudaBackend::~CudaBackend() = default;
@@ -415,8 +439,21 @@ void CudaBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, 
 void CudaBackend::conv1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
                               const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
     Op op(*this, q, "conv1d");
-    op.check(kernels::conv1d(op.stream(), s, fp(x), fp(w), bias ? fp(bias) : nullptr, fp(y)),
-             "kernel launch");
+    const float* b = bias ? fp(bias) : nullptr;
+    const std::optional<ConvAsGemm> plan =
+        impl_->conv_as_gemm ? conv_as_gemm(s) : std::optional<ConvAsGemm>();
+    if (!plan) {
+        op.check(kernels::conv1d(op.stream(), s, fp(x), fp(w), b, fp(y)), "kernel launch");
+        op.done();
+        return;
+    }
+    const cuda::ConvGemmStatus st = cuda::conv1d_as_gemm(op.stream(), impl_->blas(op.queue()), s,
+                                                         *plan, fp(x), fp(w), b, fp(y));
+    if (st.out_of_memory)
+        throw OutOfMemory("CUDA cudaMallocAsync: out of memory while conv1d (" +
+                          std::to_string(st.bytes >> 20) + " MB of unfolded windows)");
+    if (st.call && st.blas != CUBLAS_STATUS_SUCCESS) op.check(st.blas, st.call);
+    if (st.call) op.check(st.cuda, st.call);
     op.done();
 }
 

@@ -103,6 +103,21 @@ __global__ void transpose_kernel(int rows, int cols, const float* __restrict__ x
     }
 }
 
+// ---- a convolution as a GEMM: the unfolded windows and the bias ----
+
+__global__ void im2col_kernel(const float* __restrict__ x, float* __restrict__ col, int in_len,
+                              int taps, int stride, int dilation, int padding, int out_len,
+                              std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::im2col_at(idx, x, col, in_len, taps, stride, dilation, padding, out_len);
+}
+
+__global__ void bias_rows_kernel(int rows, int cols, const float* __restrict__ bias,
+                                 float* __restrict__ y, std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::bias_rows_at(idx, rows, cols, bias, y);
+}
+
 // ---- convolutions: one thread per output element ----
 
 __global__ void conv1d_kernel(Conv1dShape s, int out_len, const float* __restrict__ x,
@@ -262,6 +277,26 @@ cudaError_t conv1d(cudaStream_t stream, const Conv1dShape& s, const float* x, co
     if (out_len <= 0 || s.batch <= 0 || s.out_channels <= 0) return cudaSuccess;
     const std::size_t total = static_cast<std::size_t>(s.batch) * s.out_channels * out_len;
     conv1d_kernel<<<grid_for(total), kBlock, 0, stream>>>(s, out_len, x, w, bias, y, total);
+    return cudaGetLastError();
+}
+
+cudaError_t im2col(cudaStream_t stream, const Conv1dShape& s, int items, const float* x,
+                   float* col) {
+    const int out_len = s.conv_out_length();
+    if (out_len <= 0 || items <= 0) return cudaSuccess;
+    const std::size_t total = static_cast<std::size_t>(items) * s.in_channels * s.kernel *
+                              static_cast<std::size_t>(out_len);
+    im2col_kernel<<<grid_for(total), kBlock, 0, stream>>>(x, col, s.in_length, s.kernel, s.stride,
+                                                          s.dilation, s.padding, out_len, total);
+    return cudaGetLastError();
+}
+
+cudaError_t bias_rows(cudaStream_t stream, int items, int rows, int cols, const float* bias,
+                      float* y) {
+    const std::size_t total =
+        static_cast<std::size_t>(items) * rows * static_cast<std::size_t>(cols);
+    if (total == 0) return cudaSuccess;
+    bias_rows_kernel<<<grid_for(total), kBlock, 0, stream>>>(rows, cols, bias, y, total);
     return cudaGetLastError();
 }
 

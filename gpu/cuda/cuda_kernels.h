@@ -22,6 +22,13 @@ cudaError_t scale(cudaStream_t stream, float* y, float factor, std::size_t n);
 // bias may be null.
 cudaError_t conv1d(cudaStream_t stream, const Conv1dShape& s, const float* x, const float* w,
                    const float* bias, float* y);
+// A convolution as a GEMM (gpu/conv_as_gemm.h): the im2col matrices of
+// `items` windows of x, one after another in `col`; and y's `items` blocks
+// of rows x cols set to the bias (bias[r] along row r).
+cudaError_t im2col(cudaStream_t stream, const Conv1dShape& s, int items, const float* x,
+                   float* col);
+cudaError_t bias_rows(cudaStream_t stream, int items, int rows, int cols, const float* bias,
+                      float* y);
 cudaError_t conv_transpose1d(cudaStream_t stream, const Conv1dShape& s, const float* x,
                              const float* w, const float* bias, float* y);
 cudaError_t layer_norm(cudaStream_t stream, int rows, int cols, float eps, const float* x,

@@ -221,6 +221,29 @@ ETUDE_BODY void conv1d_at(etude_index gid, ETUDE_CPTR x, ETUDE_CPTR w, ETUDE_CPT
     ETUDE_AT(y, gid) = acc;
 }
 
+// One element of a window's im2col matrix (gpu/conv_as_gemm.h), for a
+// convolution run as a GEMM: gid = ((b * in_ch + c) * taps + k) * out_len + t
+// takes x[b][c][t * stride - padding + k * dilation], zero outside the
+// signal. The matrices of the batch's windows lie one after another.
+ETUDE_BODY void im2col_at(etude_index gid, ETUDE_CPTR x, ETUDE_PTR col, int in_len, int taps,
+                          int stride, int dilation, int padding, int out_len) {
+    const int t = ETUDE_INT(gid % ETUDE_INDEX(out_len));
+    const etude_index row = gid / ETUDE_INDEX(out_len);
+    const int kk = ETUDE_INT(row % ETUDE_INDEX(taps));
+    const etude_index bc = row / ETUDE_INDEX(taps);  // b * in_ch + c
+    const int ti = t * stride - padding + kk * dilation;
+    float v = 0.0f;
+    if (ti >= 0 && ti < in_len) v = ETUDE_AT(x, bc * ETUDE_INDEX(in_len) + ETUDE_INDEX(ti));
+    ETUDE_AT(col, gid) = v;
+}
+
+// y[b][r][t] = bias[r] for rows r of `rows` and columns of `cols`: a
+// convolution's output before the GEMM adds the products to it.
+ETUDE_BODY void bias_rows_at(etude_index gid, int rows, int cols, ETUDE_CPTR bias, ETUDE_PTR y) {
+    const etude_index r = (gid / ETUDE_INDEX(cols)) % ETUDE_INDEX(rows);
+    ETUDE_AT(y, gid) = ETUDE_AT(bias, r);
+}
+
 // Transposed convolution as a gather (no atomics): output t of channel oc
 // receives x[ti] * w[kk] for every ti*stride - padding + kk*dilation == t.
 // Summed as bias, then input channels ascending, then input positions ti
