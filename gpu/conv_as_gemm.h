@@ -26,6 +26,16 @@
 // of the batch (`items_per_call`), so the scratch stays bounded whatever
 // the batch.
 //
+// A transposed convolution (an upsampler) is the same idea the other way
+// round: one GEMM makes every tap's contribution, Z_b = W^T X_b with W the
+// in x (out * taps) row-major matrix its weights ([in][out][taps]) already
+// are, so Z_b[o * taps + k][ti] = sum_c w[c][o][k] x[b][c][ti]; then a
+// gather (kernel_bodies.h's col2im_at) sums into output t the taps k and
+// positions ti with ti * stride - padding + k * dilation == t, after the
+// bias. Column-major: Z_b^T = X_b^T W, m = inputs, n = out * taps, k = in,
+// A = X_b (lda = inputs), B = W transposed (ldb = out * taps, stride 0),
+// C = Z_b (ldc = inputs).
+//
 // Only ungrouped convolutions (groups == 1): a grouped one is a GEMM per
 // group with its own strides, and the networks here use groups only in
 // layers the host runs (the duration predictor's depthwise convolutions).
@@ -81,6 +91,43 @@ inline std::optional<ConvAsGemm> conv_as_gemm(
         g.unfold ? int(std::clamp<std::size_t>(max_unfolded_floats / g.unfolded_floats_per_item, 1,
                                                std::size_t(s.batch)))
                  : s.batch;
+    return g;
+}
+
+// A transposed convolution as a GEMM into the taps' contributions Z and a
+// gather (above). Only ungrouped, as conv_as_gemm().
+struct ConvTransposeAsGemm {
+    int m = 0, n = 0, k = 0;  // B is transposed (CUBLAS_OP_T, CblasTrans)
+    std::int64_t lda = 0, ldb = 0, ldc = 0;
+    std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+    int batch = 0, items_per_call = 0;
+    std::size_t z_floats_per_item = 0;  // a window's contributions, in the scratch
+    std::size_t x_floats_per_item = 0;  // stride between the windows of x
+    std::size_t y_floats_per_item = 0;  // stride between the outputs in y
+};
+
+inline std::optional<ConvTransposeAsGemm> conv_transpose_as_gemm(
+    const Conv1dShape& s, std::size_t max_z_floats = kMaxUnfoldedFloats) {
+    const int outputs = s.transpose_out_length();
+    if (s.groups != 1 || s.batch <= 0 || outputs <= 0 || s.out_channels <= 0 || s.in_length <= 0 ||
+        s.padding < 0)
+        return std::nullopt;
+    ConvTransposeAsGemm g;
+    g.m = s.in_length;
+    g.n = s.out_channels * s.kernel;
+    g.k = s.in_channels;
+    g.lda = s.in_length;
+    g.ldb = g.n;
+    g.ldc = s.in_length;
+    g.x_floats_per_item = std::size_t(s.in_channels) * std::size_t(s.in_length);
+    g.z_floats_per_item = std::size_t(g.n) * std::size_t(s.in_length);
+    g.y_floats_per_item = std::size_t(s.out_channels) * std::size_t(outputs);
+    g.stride_a = std::int64_t(g.x_floats_per_item);
+    g.stride_b = 0;
+    g.stride_c = std::int64_t(g.z_floats_per_item);
+    g.batch = s.batch;
+    g.items_per_call =
+        int(std::clamp<std::size_t>(max_z_floats / g.z_floats_per_item, 1, std::size_t(s.batch)));
     return g;
 }
 

@@ -98,8 +98,9 @@ struct CudaBackend::Impl {
 
     CudaBackend& self;
     int device = 0;  // CUDA ordinal; set once by the constructor
-    // Ungrouped convolutions as cuBLAS GEMMs (gpu/conv_as_gemm.h) unless
-    // ETUDE_CUDA_CONV=direct asks for the one-thread-per-output kernel.
+    // Ungrouped convolutions, plain and transposed, as cuBLAS GEMMs
+    // (gpu/conv_as_gemm.h) unless ETUDE_CUDA_CONV=direct asks for the
+    // one-thread-per-output kernels.
     bool conv_as_gemm = true;
     DeviceInfo info;
     KernelTimingTable timings;
@@ -293,20 +294,7 @@ CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
     // Creates the primary context now, so that a broken driver shows up
     // here rather than in the first operation.
     impl_->check(cudaFree(nullptr), "cudaFree", "opening the device");
-    // The convolutions' unfolded windows come from the stream-ordered pool
-    // (cudaMallocAsync: a node of the graph when recorded, so a recording
-    // holds no pointer to scratch that could be freed under it). Kept in the
-    // pool rather than given back to the driver at every synchronize, so a
-    // chunk's scratch is not a fresh device allocation each time.
-    cudaMemPool_t pool = nullptr;
-    if (cudaDeviceGetDefaultMemPool(&pool, impl_->device) == cudaSuccess && pool) {
-        std::uint64_t keep = UINT64_MAX;
-        impl_->check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
-                     "cudaMemPoolSetAttribute", "opening the device");
-    } else {
-        cudaGetLastError();
-        impl_->conv_as_gemm = false;  // no stream-ordered pool: the direct kernel
-    }
+    impl_->conv_as_gemm = cuda::keep_pool_scratch(impl_->device);
     if (const char* c = std::getenv("ETUDE_CUDA_CONV"); c && std::string(c) == "direct")
         impl_->conv_as_gemm = false;
 }
@@ -436,24 +424,25 @@ void CudaBackend::gemm_impl(Queue& q, bool trans_a, bool trans_b, int m, int n, 
     op.done();
 }
 
+// Convolutions: ungrouped ones as cuBLAS GEMMs (gpu/conv_as_gemm.h,
+// cuda_conv_gemm.h), the rest with the direct kernels.
+void CudaBackend::conv_done(Op& op, const cuda::ConvGemmStatus& st) {
+    if (st.out_of_memory)
+        throw OutOfMemory(std::string("CUDA cudaMallocAsync: out of memory while ") + op.name() +
+                          " (" + std::to_string(st.bytes >> 20) + " MB of scratch)");
+    if (st.call && st.blas != CUBLAS_STATUS_SUCCESS) op.check(st.blas, st.call);
+    if (st.call) op.check(st.cuda, st.call);
+    op.done();
+}
+
 void CudaBackend::conv1d_impl(Queue& q, const Conv1dShape& s, const DeviceBuffer& x,
                               const DeviceBuffer& w, const DeviceBuffer& bias, DeviceBuffer& y) {
     Op op(*this, q, "conv1d");
     const float* b = bias ? fp(bias) : nullptr;
-    const std::optional<ConvAsGemm> plan =
-        impl_->conv_as_gemm ? conv_as_gemm(s) : std::optional<ConvAsGemm>();
-    if (!plan) {
-        op.check(kernels::conv1d(op.stream(), s, fp(x), fp(w), b, fp(y)), "kernel launch");
-        op.done();
-        return;
-    }
-    const cuda::ConvGemmStatus st = cuda::conv1d_as_gemm(op.stream(), impl_->blas(op.queue()), s,
-                                                         *plan, fp(x), fp(w), b, fp(y));
-    if (st.out_of_memory)
-        throw OutOfMemory("CUDA cudaMallocAsync: out of memory while conv1d (" +
-                          std::to_string(st.bytes >> 20) + " MB of unfolded windows)");
-    if (st.call && st.blas != CUBLAS_STATUS_SUCCESS) op.check(st.blas, st.call);
-    if (st.call) op.check(st.cuda, st.call);
+    if (const auto plan = impl_->conv_as_gemm ? conv_as_gemm(s) : std::nullopt)
+        return conv_done(op, cuda::conv1d_as_gemm(op.stream(), impl_->blas(op.queue()), s, *plan,
+                                                  fp(x), fp(w), b, fp(y)));
+    op.check(kernels::conv1d(op.stream(), s, fp(x), fp(w), b, fp(y)), "kernel launch");
     op.done();
 }
 
@@ -461,9 +450,11 @@ void CudaBackend::conv_transpose1d_impl(Queue& q, const Conv1dShape& s, const De
                                         const DeviceBuffer& w, const DeviceBuffer& bias,
                                         DeviceBuffer& y) {
     Op op(*this, q, "conv_transpose1d");
-    op.check(
-        kernels::conv_transpose1d(op.stream(), s, fp(x), fp(w), bias ? fp(bias) : nullptr, fp(y)),
-        "kernel launch");
+    const float* b = bias ? fp(bias) : nullptr;
+    if (const auto plan = impl_->conv_as_gemm ? conv_transpose_as_gemm(s) : std::nullopt)
+        return conv_done(op, cuda::conv_transpose1d_as_gemm(op.stream(), impl_->blas(op.queue()), s,
+                                                            *plan, fp(x), fp(w), b, fp(y)));
+    op.check(kernels::conv_transpose1d(op.stream(), s, fp(x), fp(w), b, fp(y)), "kernel launch");
     op.done();
 }
 

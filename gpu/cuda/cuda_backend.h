@@ -1,6 +1,6 @@
-// The CUDA backend: cuBLAS for GEMM, cuFFT for transforms, direct kernels for
-// the rest. It lives in the module libetude_cuda.so (see cuda_module.h) and
-// is only ever reached through the Backend interface.
+// The CUDA backend: cuBLAS for GEMM and the ungrouped convolutions, cuFFT for
+// transforms, direct kernels for the rest. It lives in the module libetude_cuda.so (see
+// cuda_module.h) and is only ever reached through the Backend interface.
 //
 // This header deliberately includes no CUDA header, so that it compiles
 // where the toolkit's headers are not on the include path; everything
@@ -18,6 +18,10 @@
 #include "gpu/backend.h"
 
 namespace etude::gpu {
+
+namespace cuda {
+struct ConvGemmStatus;
+}
 
 class CudaBackend final : public Backend {
   public:
@@ -103,6 +107,9 @@ class CudaBackend final : public Backend {
 
     // Marks the backend failed and throws DeviceError(what).
     [[noreturn]] void fail(const std::string& what);
+    // Ends a convolution run as GEMMs (cuda_conv_gemm.h): OutOfMemory or
+    // the failed call's error, else the op's timing filed.
+    void conv_done(Op& op, const cuda::ConvGemmStatus& st);
 
     std::unique_ptr<Impl> impl_;
 };

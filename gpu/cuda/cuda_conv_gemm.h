@@ -23,6 +23,10 @@ struct ConvGemmStatus {
     std::size_t bytes = 0;
 };
 
+// Sets up the device's stream-ordered pool for the convolutions' scratch:
+// false when the device has none (the direct kernels then run).
+bool keep_pool_scratch(int device);
+
 // Queues `plan` for conv1d `s` on `stream` (which `blas` is set to): the
 // bias into y, then per part of the batch the windows' im2col matrices in
 // scratch from the stream-ordered pool and one strided-batched SGEMM.
@@ -30,5 +34,13 @@ struct ConvGemmStatus {
 ConvGemmStatus conv1d_as_gemm(cudaStream_t stream, cublasHandle_t blas, const Conv1dShape& s,
                               const ConvAsGemm& plan, const float* x, const float* w,
                               const float* bias, float* y);
+
+// The same for a transposed convolution: per part of the batch, one
+// strided-batched SGEMM into the taps' contributions (scratch from the
+// pool), then the gather into y, which adds the bias.
+ConvGemmStatus conv_transpose1d_as_gemm(cudaStream_t stream, cublasHandle_t blas,
+                                        const Conv1dShape& s, const ConvTransposeAsGemm& plan,
+                                        const float* x, const float* w, const float* bias,
+                                        float* y);
 
 }  // namespace etude::gpu::cuda

@@ -118,6 +118,14 @@ __global__ void bias_rows_kernel(int rows, int cols, const float* __restrict__ b
         bodies::bias_rows_at(idx, rows, cols, bias, y);
 }
 
+__global__ void col2im_kernel(const float* __restrict__ z, const float* __restrict__ bias,
+                              float* __restrict__ y, int out_ch, int taps, int in_len, int stride,
+                              int dilation, int padding, int out_len, std::size_t total) {
+    for (std::size_t idx = first_index(); idx < total; idx += grid_stride())
+        bodies::col2im_at(idx, z, bias, bias != nullptr, y, out_ch, taps, in_len, stride, dilation,
+                          padding, out_len);
+}
+
 // ---- convolutions: one thread per output element ----
 
 __global__ void conv1d_kernel(Conv1dShape s, int out_len, const float* __restrict__ x,
@@ -297,6 +305,18 @@ cudaError_t bias_rows(cudaStream_t stream, int items, int rows, int cols, const 
         static_cast<std::size_t>(items) * rows * static_cast<std::size_t>(cols);
     if (total == 0) return cudaSuccess;
     bias_rows_kernel<<<grid_for(total), kBlock, 0, stream>>>(rows, cols, bias, y, total);
+    return cudaGetLastError();
+}
+
+cudaError_t col2im(cudaStream_t stream, const Conv1dShape& s, int items, const float* z,
+                   const float* bias, float* y) {
+    const int out_len = s.transpose_out_length();
+    if (out_len <= 0 || items <= 0) return cudaSuccess;
+    const std::size_t total =
+        static_cast<std::size_t>(items) * s.out_channels * static_cast<std::size_t>(out_len);
+    col2im_kernel<<<grid_for(total), kBlock, 0, stream>>>(z, bias, y, s.out_channels, s.kernel,
+                                                          s.in_length, s.stride, s.dilation,
+                                                          s.padding, out_len, total);
     return cudaGetLastError();
 }
 

@@ -29,6 +29,10 @@ cudaError_t im2col(cudaStream_t stream, const Conv1dShape& s, int items, const f
                    float* col);
 cudaError_t bias_rows(cudaStream_t stream, int items, int rows, int cols, const float* bias,
                       float* y);
+// A transposed convolution's outputs gathered from its taps'
+// contributions z (gpu/conv_as_gemm.h) for `items` windows; bias may be null.
+cudaError_t col2im(cudaStream_t stream, const Conv1dShape& s, int items, const float* z,
+                   const float* bias, float* y);
 cudaError_t conv_transpose1d(cudaStream_t stream, const Conv1dShape& s, const float* x,
                              const float* w, const float* bias, float* y);
 cudaError_t layer_norm(cudaStream_t stream, int rows, int cols, float eps, const float* x,

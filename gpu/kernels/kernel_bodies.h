@@ -244,6 +244,32 @@ ETUDE_BODY void bias_rows_at(etude_index gid, int rows, int cols, ETUDE_CPTR bia
     ETUDE_AT(y, gid) = ETUDE_AT(bias, r);
 }
 
+// Output gid = ((b * out_ch + o) * out_len + t) of a transposed
+// convolution run as a GEMM (gpu/conv_as_gemm.h): the bias, then the taps'
+// contributions z[b][o * taps + k][ti] with ti * stride - padding +
+// k * dilation == t, taps descending (input positions ascending, as
+// conv_transpose1d_at). Needs padding >= 0.
+ETUDE_BODY void col2im_at(etude_index gid, ETUDE_CPTR z, ETUDE_CPTR bias, int has_bias, ETUDE_PTR y,
+                          int out_ch, int taps, int in_len, int stride, int dilation, int padding,
+                          int out_len) {
+    const int t = ETUDE_INT(gid % ETUDE_INDEX(out_len));
+    const etude_index row = gid / ETUDE_INDEX(out_len);  // b * out_ch + o
+    const int oc = ETUDE_INT(row % ETUDE_INDEX(out_ch));
+    ETUDE_CPTR zrow = ETUDE_OFFSET(z, row * ETUDE_INDEX(taps) * ETUDE_INDEX(in_len));
+    int k_hi = (t + padding) / dilation;
+    if (k_hi > taps - 1) k_hi = taps - 1;
+    float acc = 0.0f;
+    if (has_bias != 0) acc = ETUDE_AT(bias, oc);
+    for (int kk = k_hi; kk >= 0; --kk) {
+        const int num = t + padding - kk * dilation;
+        if (num % stride != 0) continue;
+        const int ti = num / stride;
+        if (ti >= in_len) break;
+        acc += ETUDE_AT(zrow, ETUDE_INDEX(kk) * ETUDE_INDEX(in_len) + ETUDE_INDEX(ti));
+    }
+    ETUDE_AT(y, gid) = acc;
+}
+
 // Transposed convolution as a gather (no atomics): output t of channel oc
 // receives x[ti] * w[kk] for every ti*stride - padding + kk*dilation == t.
 // Summed as bias, then input channels ascending, then input positions ti

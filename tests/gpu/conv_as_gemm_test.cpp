@@ -156,5 +156,87 @@ TEST(ConvAsGemm, grouped_and_empty_convolutions_keep_the_direct_kernel) {
     EXPECT_FALSE(conv_as_gemm(s).has_value());
 }
 
+// The direct transposed convolution, output by output.
+std::vector<float> direct_transpose(const Conv1dShape& s, const std::vector<float>& x,
+                                    const std::vector<float>& w, const std::vector<float>* bias) {
+    const int out_len = s.transpose_out_length();
+    std::vector<float> y(std::size_t(s.batch) * s.out_channels * out_len);
+    for (std::size_t i = 0; i < y.size(); ++i)
+        bodies::conv_transpose1d_at(i, x.data(), w.data(), bias ? bias->data() : w.data(),
+                                    bias ? 1 : 0, y.data(), s.in_channels, s.out_channels,
+                                    s.in_length, s.kernel, s.stride, s.dilation, s.padding,
+                                    s.groups, out_len);
+    return y;
+}
+
+// The transposed plan as CUDA runs it: per part of the batch, the GEMM
+// into the taps' contributions, then the gather into y.
+std::vector<float> transpose_as_gemm(const Conv1dShape& s, const ConvTransposeAsGemm& g,
+                                     const std::vector<float>& x, const std::vector<float>& w,
+                                     const std::vector<float>* bias, int* calls) {
+    const int out_len = s.transpose_out_length();
+    std::vector<float> y(std::size_t(s.batch) * s.out_channels * out_len, -99.0f);
+    std::vector<float> z(g.z_floats_per_item * std::size_t(g.items_per_call), -77.0f);
+    *calls = 0;
+    for (int first = 0; first < g.batch; first += g.items_per_call) {
+        const int items = std::min(g.items_per_call, g.batch - first);
+        const float* xs = x.data() + std::size_t(first) * g.x_floats_per_item;
+        for (int i = 0; i < items; ++i)
+            cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, g.m, g.n, g.k, 1.0f,
+                        xs + i * g.stride_a, int(g.lda), w.data() + i * g.stride_b, int(g.ldb),
+                        0.0f, z.data() + i * g.stride_c, int(g.ldc));
+        float* ys = y.data() + std::size_t(first) * g.y_floats_per_item;
+        for (std::size_t i = 0; i < g.y_floats_per_item * std::size_t(items); ++i)
+            bodies::col2im_at(i, z.data(), bias ? bias->data() : w.data(), bias ? 1 : 0, ys,
+                              s.out_channels, s.kernel, s.in_length, s.stride, s.dilation,
+                              s.padding, out_len);
+        ++*calls;
+    }
+    return y;
+}
+
+TEST(ConvAsGemm, transposed_equals_the_direct_transposed_convolution_exactly) {
+    auto shape = [](int batch, int in, int out, int len, int taps, int stride, int dilation,
+                    int padding) {
+        Conv1dShape s;
+        s.batch = batch, s.in_channels = in, s.out_channels = out, s.in_length = len;
+        s.kernel = taps, s.stride = stride, s.dilation = dilation, s.padding = padding;
+        return s;
+    };
+    for (const Conv1dShape& s : {
+             shape(1, 8, 4, 12, 16, 8, 1, 4),  // HiFi-GAN's upsampler: kernel 2 x stride
+             shape(3, 6, 5, 9, 4, 2, 1, 1),    // a batch, kernel 4 stride 2
+             shape(2, 5, 3, 7, 3, 2, 2, 0),    // dilated, no padding
+             shape(2, 4, 6, 5, 5, 3, 1, 2),    // kernel not a multiple of the stride
+             shape(1, 3, 2, 1, 6, 3, 1, 1),    // one input sample
+         }) {
+        SCOPED_TRACE(testing::Message()
+                     << "batch " << s.batch << " in " << s.in_channels << " out " << s.out_channels
+                     << " len " << s.in_length << " taps " << s.kernel << " stride " << s.stride
+                     << " dilation " << s.dilation << " padding " << s.padding);
+        const auto x = small_integers(std::size_t(s.batch) * s.in_channels * s.in_length, 7);
+        const auto w = small_integers(std::size_t(s.in_channels) * s.out_channels * s.kernel, 8);
+        const auto bias = small_integers(std::size_t(s.out_channels), 9);
+        const auto plan = conv_transpose_as_gemm(s);
+        ASSERT_TRUE(plan.has_value());
+        int calls = 0;
+        EXPECT_EQ(transpose_as_gemm(s, *plan, x, w, &bias, &calls),
+                  direct_transpose(s, x, w, &bias));
+        EXPECT_EQ(calls, 1);
+        EXPECT_EQ(transpose_as_gemm(s, *plan, x, w, nullptr, &calls),
+                  direct_transpose(s, x, w, nullptr));
+        // Past the scratch bound: a window per GEMM, the same result.
+        const auto parts = conv_transpose_as_gemm(s, plan->z_floats_per_item);
+        ASSERT_TRUE(parts.has_value());
+        EXPECT_EQ(parts->items_per_call, 1);
+        EXPECT_EQ(transpose_as_gemm(s, *parts, x, w, &bias, &calls),
+                  direct_transpose(s, x, w, &bias));
+        EXPECT_EQ(calls, s.batch);
+    }
+    Conv1dShape grouped = shape(1, 4, 4, 8, 4, 2, 1, 1);
+    grouped.groups = 2;
+    EXPECT_FALSE(conv_transpose_as_gemm(grouped).has_value());
+}
+
 }  // namespace
 }  // namespace etude::gpu
