@@ -30,10 +30,10 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     Waiter me{due, next_ticket_++};
     me.asked_ns = rt::now_ns();
     waiting_.push_back(&me);
-    if (grant_free_turns() && !me.granted) cv_.notify_all();
+    grant_free_turns();
     // A turn granted is taken even if give_up() has become true meanwhile:
     // the holder finds out itself (its stream's cancel), and gives it back.
-    cv_.wait(lock, [&] { return me.granted || give_up(); });
+    me.cv.wait(lock, [&] { return me.granted || give_up(); });
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
     if (!me.granted) return Turn();
     // Others hold turns now (running_ counts this one): their loops have
@@ -66,23 +66,22 @@ bool DeadlineGate::grant_free_turns() {
         first->granted_ns = rt::now_ns();
         ++running_;
         granted = true;
+        // Notified under mu_: the waiter cannot leave its wait (and take
+        // its Waiter, on its stack, with it) before the lock is let go.
+        first->cv.notify_one();
     }
     return granted;
 }
 
 void DeadlineGate::give_back() {
-    bool granted = false;
-    {
-        std::lock_guard lock(mu_);
-        --running_;
-        granted = grant_free_turns();
-    }
-    if (granted) cv_.notify_all();
+    std::lock_guard lock(mu_);
+    --running_;
+    grant_free_turns();
 }
 
 void DeadlineGate::wake_all() {
-    { std::lock_guard lock(mu_); }  // a waiter between its check and its wait sees it
-    cv_.notify_all();
+    std::lock_guard lock(mu_);
+    for (Waiter* w : waiting_) w->cv.notify_one();
 }
 
 std::size_t DeadlineGate::waiting() const {

@@ -162,17 +162,20 @@ class DeadlineGate {
         std::uint64_t ticket = 0;
         bool granted = false;
         std::int64_t asked_ns = 0, granted_ns = 0;
+        // Each waiter sleeps on its own: a freed turn wakes the one it goes
+        // to, not every waiter to look and sleep again (with a dozen
+        // streams waiting, one shared condition made seven wake-ups a turn).
+        std::condition_variable cv;
     };
     // Free turns go to the first waiters in the order, decided here, at
-    // one moment, by the thread that frees them (mu_ held). Returns whether
-    // any was granted.
+    // one moment, by the thread that frees them (mu_ held), and each is
+    // woken. Returns whether any was granted.
     bool grant_free_turns();
     void give_back();
 
     const int turns_, priority_;
     const bool solo_when_shared_;
     mutable std::mutex mu_;
-    std::condition_variable cv_;
     int running_ = 0;  // turns held or granted
     std::uint64_t next_ticket_ = 0;
     std::vector<Waiter*> waiting_;  // not yet gone with a turn or given up
