@@ -116,6 +116,8 @@ class DeadlineGate {
         }
         void release();
         bool held() const { return gate_ != nullptr || outside_; }
+        // Held outside the order (Turn::outside_the_order()).
+        bool outside() const { return outside_; }
         // When it was asked for and granted (rt::now_ns()); 0 outside the
         // order. Grants are stamped under the gate's lock, in grant order.
         std::int64_t asked_ns() const { return asked_ns_; }
