@@ -97,6 +97,7 @@ std::optional<GpuFault> parse_gpu_fault(const std::string& text) {
 }
 
 double Backend::consume_fault(const char* op) {
+    if (!fault_armed_.load(std::memory_order_acquire)) return 0.0;
     std::unique_lock lock(state_mu_);
     if (fault_.kind == GpuFault::None || fault_.count <= 0) return 0.0;
     if (fault_.after > 0) {
@@ -105,7 +106,10 @@ double Backend::consume_fault(const char* op) {
     }
     --fault_.count;
     const auto kind = fault_.kind;
-    if (fault_.count == 0) fault_.kind = GpuFault::None;
+    if (fault_.count == 0) {
+        fault_.kind = GpuFault::None;
+        fault_armed_.store(false, std::memory_order_release);
+    }
     switch (kind) {
         case GpuFault::KernelFailure:
             health_ = Health::Failed;  // mark_failed(), with the lock already held

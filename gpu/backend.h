@@ -382,6 +382,7 @@ class Backend : public MemoryOwner {
     void inject_fault(GpuFault f) {
         std::lock_guard lock(state_mu_);
         fault_ = f;
+        fault_armed_.store(f.kind != GpuFault::None && f.count > 0, std::memory_order_release);
     }
 
   protected:
@@ -467,6 +468,11 @@ class Backend : public MemoryOwner {
     std::atomic<bool> profiling_{false};
     std::string last_error_;
     GpuFault fault_;
+    // Whether fault_ may still fire: every operation of every stream on the
+    // device asks, so the answer without a fault (always, outside drills
+    // and tests) is one load, not the backend's lock taken by every host
+    // thread issuing work.
+    std::atomic<bool> fault_armed_{false};
 };
 
 }  // namespace etude::gpu
