@@ -112,6 +112,57 @@ void BM_CudaConv1d(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaConv1d)->UseManualTime();
 
+// A batch of streams' windows through one layer, as a device batch of
+// 32-frame decoder chunks runs it (gpu/conv_as_gemm.h: one cuBLAS GEMM for
+// the batch; ETUDE_CUDA_CONV=direct in the environment measures the direct
+// kernel instead). Piper medium's second-stage resblock: 128 channels,
+// kernel 7, dilation 3, 32 frames x 64 samples plus the window's context.
+void BM_CudaConv1dBatch(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const Conv1dShape s{.batch = static_cast<int>(state.range(0)),
+                        .in_channels = 128,
+                        .out_channels = 128,
+                        .in_length = 2048 + 18,
+                        .kernel = 7,
+                        .dilation = 3,
+                        .padding = 0};
+    const std::size_t items = static_cast<std::size_t>(s.batch);
+    auto x = upload_noise(*b, q, items * s.in_channels * s.in_length);
+    auto w = upload_noise(*b, q, static_cast<std::size_t>(s.out_channels) * s.in_channels * 7);
+    auto bias = upload_noise(*b, q, s.out_channels);
+    auto y = b->allocate(items * s.out_channels * s.conv_out_length(), "bench");
+    time_synchronized(state, *b, q, [&] { b->conv1d(q, s, x, w, bias, y); });
+    state.counters["flop_per_iter"] =
+        2.0 * double(items) * s.out_channels * s.in_channels * 7 * s.conv_out_length();
+}
+BENCHMARK(BM_CudaConv1dBatch)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime();
+
+// The same for the first upsampler (512 to 256 channels, kernel 16, stride
+// 8) over 32 frames and its window's tail.
+void BM_CudaConvTranspose1dBatch(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const Conv1dShape s{.batch = static_cast<int>(state.range(0)),
+                        .in_channels = 512,
+                        .out_channels = 256,
+                        .in_length = 33,
+                        .kernel = 16,
+                        .stride = 8,
+                        .padding = 4};
+    const std::size_t items = static_cast<std::size_t>(s.batch);
+    auto x = upload_noise(*b, q, items * s.in_channels * s.in_length);
+    auto w = upload_noise(*b, q, static_cast<std::size_t>(s.in_channels) * s.out_channels * 16);
+    auto bias = upload_noise(*b, q, s.out_channels);
+    auto y = b->allocate(items * s.out_channels * s.transpose_out_length(), "bench");
+    time_synchronized(state, *b, q, [&] { b->conv_transpose1d(q, s, x, w, bias, y); });
+    state.counters["flop_per_iter"] =
+        2.0 * double(items) * s.in_channels * s.out_channels * 16 * s.in_length;
+}
+BENCHMARK(BM_CudaConvTranspose1dBatch)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime();
+
 void BM_CudaRfft(benchmark::State& state) {
     Backend* b = backend_or_skip(state);
     if (!b) return;
