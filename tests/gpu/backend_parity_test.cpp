@@ -181,6 +181,9 @@ TEST_P(BackendParity, conv1d_matches_the_cpu_for_stride_dilation_padding_and_gro
     cases.push_back({shape(3, 16, 16, 203, 7, 1, 1, 3, 16), 1});
     cases.push_back({shape(1, 64, 48, 1000, 7, 1, 5, 15, 1), 1});  // long sums
     cases.push_back({shape(2, 5, 7, 50, 4, 3, 1, 0, 1), 0});
+    // 1x1 over a batch: CUDA's GEMM reads the windows as they are
+    // (gpu/conv_as_gemm.h), without unfolding them.
+    cases.push_back({shape(3, 12, 10, 40, 1, 1, 1, 0, 1), 2});
     unsigned seed = 200;
     for (const auto& [s, bias_mode] : cases)
         for (bool with_bias : {false, true}) {
