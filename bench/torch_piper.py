@@ -6,16 +6,21 @@ etude_many_streams on the same weights and ids.
 
   python3 bench/torch_piper.py --model full_medium.pt \\
       --ids-from tests/data/piper/reference.json [--batches 16,64,256,1024] \\
-      [--device cuda] [--precision fp32,fp16] [--rounds 3]
+      [--device cuda] [--precision fp32,fp32-strict,fp16] [--rounds 3]
 
 --model is what tools/piper_reference/make_voices.py --full-size writes
 beside each .onnx (the hyperparameters and the weights), so PyTorch and the
 engine speak the same voice; its .onnx.json gives the scales the engine
 uses (noise_scale, length_scale, noise_w). Every sentence of a batch is
 the file's "phoneme_ids"; the model is tools/piper_reference/vits.py
-(Piper's inference path), eager, under torch.inference_mode(). fp16 is
-torch.autocast on CUDA (fp32 weights, fp16 matrix products and
-convolutions). For each batch size: the median of --rounds timed batches
+(Piper's inference path), eager, under torch.inference_mode(). fp32 is
+PyTorch's defaults, under which cuDNN's convolutions may use TF32 tensor
+cores on Ampere and newer GPUs (torch.backends.cudnn.allow_tf32 is True
+by default; the matrix products' flag is False): inputs rounded to 10
+bits of mantissa. fp32-strict turns TF32 off for both, the precision the
+engine's CUDA backend computes in (cuBLAS's default math), so the engine
+compares with it like for like. fp16 is torch.autocast on CUDA (fp32
+weights, fp16 matrix products and convolutions). For each batch size: the median of --rounds timed batches
 after one untimed one, and the aggregate speed, seconds of speech per
 second (batch x one sentence's samples / rate / time). Prints the device
 and the CPU model: numbers belong to the machine they came from.
@@ -44,7 +49,8 @@ def main():
     ap.add_argument("--ids-from", required=True, help='a JSON file with a "phoneme_ids" array')
     ap.add_argument("--batches", default="16,64,256,1024")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--precision", default="fp32,fp16", help="fp32 and/or fp16 (CUDA only)")
+    ap.add_argument("--precision", default="fp32,fp32-strict,fp16",
+                    help="fp32 (PyTorch's defaults), fp32-strict (no TF32), fp16 (CUDA only)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
@@ -71,12 +77,20 @@ def main():
         if device.startswith("cuda"):
             torch.cuda.synchronize()
 
+    default_tf32 = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     for precision in args.precision.split(","):
         if precision == "fp16" and not device.startswith("cuda"):
             print("fp16: skipped (autocast to fp16 is for CUDA)")
             continue
-        if precision not in ("fp32", "fp16"):
-            sys.exit(f"torch_piper: unknown precision {precision!r} (fp32, fp16)")
+        if precision not in ("fp32", "fp32-strict", "fp16"):
+            sys.exit(f"torch_piper: unknown precision {precision!r} (fp32, fp32-strict, fp16)")
+        strict = precision == "fp32-strict"
+        torch.backends.cudnn.allow_tf32 = False if strict else default_tf32[0]
+        torch.backends.cuda.matmul.allow_tf32 = False if strict else default_tf32[1]
+        if device.startswith("cuda"):
+            print(f"{precision}: TF32 allowed in cuDNN convolutions "
+                  f"{torch.backends.cudnn.allow_tf32}, in matrix products "
+                  f"{torch.backends.cuda.matmul.allow_tf32}")
         for batch in [int(b) for b in args.batches.split(",")]:
             x = torch.tensor([ids] * batch, device=device)
             lengths = torch.full((batch,), len(ids), device=device)
