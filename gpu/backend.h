@@ -218,10 +218,25 @@ struct GpuFault {
 // one of kernel, oom, late (e.g. "kernel:2:0:500"); nullopt if malformed.
 std::optional<GpuFault> parse_gpu_fault(const std::string& text);
 
+// The arithmetic of a backend's matrix products and convolutions.
+enum class MathPrecision {
+    Fp32,  // IEEE single precision throughout (every backend; the default)
+    Tf32,  // tensor cores: inputs rounded to 10 bits of mantissa, sums in FP32 (CUDA)
+};
+
 class Backend : public MemoryOwner {
   public:
     virtual ~Backend() = default;
     virtual const DeviceInfo& info() const = 0;
+
+    // The precision of the GEMMs and convolutions issued from now on, on
+    // every queue (work already queued keeps its own). Returns false,
+    // changing nothing, where the backend has no such mode: only CUDA has
+    // Tf32 (ETUDE_CUDA_MATH=tf32 sets it when the device opens). Opt-in:
+    // the parity bounds are Fp32's; Tf32's distance from it is measured in
+    // dB (tests/engine/models/vits_precision_test.cpp).
+    virtual bool set_math_precision(MathPrecision p) { return p == MathPrecision::Fp32; }
+    virtual MathPrecision math_precision() const { return MathPrecision::Fp32; }
 
     // ---- memory (prefer gpu::MemoryPool, which wraps these) ----
     // Throws OutOfMemory when the device has no room.

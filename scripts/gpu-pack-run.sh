@@ -15,8 +15,9 @@
 #   many-streams-cuda.log, many-streams-vulkan.log
 #                       N Piper streams pulled in real time on each device
 #                       (bench/many_streams.cpp), piper-voice.log its voice;
-#   many-streams-cuda-direct.log the offline aggregate on CUDA with its
-#                       direct convolution kernel instead of cuBLAS GEMMs
+#   many-streams-cuda-direct.log, many-streams-cuda-tf32.log
+#                       the offline aggregate on CUDA with its direct
+#                       convolution kernels, and in TF32
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -324,6 +325,13 @@ if [ "$pack_kind" = streams ]; then
       --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-direct.log" 2>&1
     say "many streams on cuda, direct convolution kernel: exit $? (many-streams-cuda-direct.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-direct.log" | tee -a "$summary"
+    # TF32 tensor cores for the GEMMs and convolutions (opt-in,
+    # gpu::MathPrecision), as PyTorch's default "fp32" lets cuDNN use.
+    ETUDE_CUDA_MATH=tf32 timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
+      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-tf32.log" 2>&1
+    say "many streams on cuda in TF32: exit $? (many-streams-cuda-tf32.log)"
+    grep -E 'offline|batches on' "$out/many-streams-cuda-tf32.log" | tee -a "$summary"
   fi
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
   # whole sentences in one batch, fp32 and fp16 (the weights make_voices.py

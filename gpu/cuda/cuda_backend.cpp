@@ -14,6 +14,7 @@
 #include <cufft.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -44,11 +45,6 @@ using cuda::FftPlan;
 using cuda::Graph;
 using cuda::GraphExec;
 using cuda::Stream;
-
-std::string version_string(int v) {
-    // CUDA encodes versions as 1000*major + 10*minor.
-    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
 
 inline float* fp(const DeviceBuffer& b) {
     return static_cast<float*>(b.handle());
@@ -81,6 +77,7 @@ class CudaQueue final : public Queue {
     // Declared first so that it is destroyed last, after everything using it.
     Stream stream;
     CublasHandle blas;
+    int blas_math = -1;  // the MathPrecision the handle is set to; -1: not yet
     std::map<std::pair<int, int>, FftEntry> ffts;  // (n, batch)
     std::vector<Event> spare_events;
     std::deque<TimedOp> pending;  // recorded, not yet read
@@ -102,6 +99,9 @@ struct CudaBackend::Impl {
     // (gpu/conv_as_gemm.h) unless ETUDE_CUDA_CONV=direct asks for the
     // one-thread-per-output kernels.
     bool conv_as_gemm = true;
+    // What the cuBLAS handles compute in (set_math_precision); each queue's
+    // handle follows it at its next GEMM.
+    std::atomic<MathPrecision> precision{MathPrecision::Fp32};
     DeviceInfo info;
     KernelTimingTable timings;
 
@@ -176,9 +176,17 @@ struct CudaBackend::Impl {
             check(cublasCreate(&h), "cublasCreate", "gemm");
             q.blas.reset(h);
             check(cublasSetStream(h, q.stream.get()), "cublasSetStream", "gemm");
-            // The default math mode computes in full FP32 (no TF32 tensor
-            // cores), which the 1e-4 parity with the CPU's SGEMM relies on.
-            check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", "gemm");
+        }
+        // The default math mode computes in full FP32 (no TF32 tensor
+        // cores), which the 1e-4 parity with the CPU's SGEMM relies on;
+        // TF32 only when asked for.
+        const MathPrecision want = precision.load(std::memory_order_relaxed);
+        if (q.blas_math != static_cast<int>(want)) {
+            check(cublasSetMathMode(q.blas.get(), want == MathPrecision::Tf32
+                                                      ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                      : CUBLAS_DEFAULT_MATH),
+                  "cublasSetMathMode", "gemm");
+            q.blas_math = static_cast<int>(want);
         }
         return q.blas.get();
     }
@@ -241,35 +249,6 @@ class CudaBackend::Op {
 
 // ---------------------------------------------------------------------------
 
-DeviceInfo CudaBackend::describe(int ordinal) {
-    auto check = [&](cudaError_t e, const char* call) {
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            throw DeviceError(std::string("CUDA ") + call + ": " + cudaGetErrorString(e) +
-                              " while describing device " + std::to_string(ordinal));
-        }
-    };
-    cudaDeviceProp p{};
-    check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
-    int runtime = 0, driver = 0;
-    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-    check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
-
-    DeviceInfo info;
-    info.kind = BackendKind::Cuda;
-    info.index = ordinal;  // the caller renumbers among supported devices
-    info.name = p.name;
-    info.vendor = "NVIDIA";
-    info.platform = "CUDA " + version_string(runtime);
-    info.driver = version_string(driver);
-    info.global_memory = p.totalGlobalMem;
-    info.compute_units = p.multiProcessorCount;
-    info.is_gpu = true;
-    info.capabilities = {"sm_" + std::to_string(p.major) + std::to_string(p.minor), "fft", "gemm",
-                         "profiling", "fp64"};
-    return info;
-}
-
 CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
     int count = 0;
     impl_->check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", "opening the device");
@@ -297,6 +276,17 @@ CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
     impl_->conv_as_gemm = cuda::keep_pool_scratch(impl_->device);
     if (const char* c = std::getenv("ETUDE_CUDA_CONV"); c && std::string(c) == "direct")
         impl_->conv_as_gemm = false;
+    if (const char* m = std::getenv("ETUDE_CUDA_MATH"); m && std::string(m) == "tf32")
+        impl_->precision = MathPrecision::Tf32;
+}
+
+bool CudaBackend::set_math_precision(MathPrecision p) {
+    impl_->precision = p;
+    return true;
+}
+
+MathPrecision CudaBackend::math_precision() const {
+    return impl_->precision.load();
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -38,6 +38,8 @@ class CudaBackend final : public Backend {
     static DeviceInfo describe(int ordinal);
 
     const DeviceInfo& info() const override;
+    bool set_math_precision(MathPrecision p) override;
+    MathPrecision math_precision() const override;
     void* raw_allocate(std::size_t bytes) override;
     void raw_free(void* handle) noexcept override;
     float* allocate_pinned(std::size_t floats) override;

@@ -15,6 +15,49 @@
 
 #define ETUDE_CUDA_EXPORT __attribute__((visibility("default")))
 
+namespace etude::gpu {
+namespace {
+
+std::string version_string(int v) {
+    // CUDA encodes versions as 1000*major + 10*minor.
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+}  // namespace
+
+// Here rather than beside the backend: a device is described before any
+// backend is opened (etude_cuda_list_devices), and by the backend once it is.
+DeviceInfo CudaBackend::describe(int ordinal) {
+    auto check = [&](cudaError_t e, const char* call) {
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw DeviceError(std::string("CUDA ") + call + ": " + cudaGetErrorString(e) +
+                              " while describing device " + std::to_string(ordinal));
+        }
+    };
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
+    int runtime = 0, driver = 0;
+    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+    check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+
+    DeviceInfo info;
+    info.kind = BackendKind::Cuda;
+    info.index = ordinal;  // the caller renumbers among supported devices
+    info.name = p.name;
+    info.vendor = "NVIDIA";
+    info.platform = "CUDA " + version_string(runtime);
+    info.driver = version_string(driver);
+    info.global_memory = p.totalGlobalMem;
+    info.compute_units = p.multiProcessorCount;
+    info.is_gpu = true;
+    info.capabilities = {"sm_" + std::to_string(p.major) + std::to_string(p.minor), "fft", "gemm",
+                         "profiling", "fp64"};
+    return info;
+}
+
+}  // namespace etude::gpu
+
 namespace {
 
 using etude::gpu::DeviceInfo;
