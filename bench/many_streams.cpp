@@ -5,13 +5,18 @@
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
-//                      [--scheduling live|network] [--offline-only]
+//                      [--scheduling live|network] [--offline-only] [--count-ops]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
 // server's are (their chunks at the network gate, deadline_gate.h).
 // --offline-only: only the offline reads (the aggregate speed), no live
 // rounds: what bench/onnx_sessions.py compares with ONNX Runtime.
+// --count-ops: the streams' device counts the operations it is given
+// (its profiling, which also times each one: the speeds are then not the
+// figures to quote), printed per second of audio and per batch. Each
+// operation is a launch the host pays for (a few microseconds on CUDA),
+// so this says how much host time the device's work costs.
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -219,6 +224,7 @@ class DeviceBatches {
             if (device.find(d.name) == std::string::npos || d.kind == etude::gpu::BackendKind::Cpu)
                 continue;
             const auto backend = reg.open({etude::gpu::to_string(d.kind), d.index});
+            backend_ = backend;
             voice_ = etude::engine::PiperVoice::open(voice);
             decoder_ = voice_->load_decoder(0, backend);
             try {
@@ -231,7 +237,29 @@ class DeviceBatches {
         }
     }
     void start() {
-        if (decoder_) before_ = now();
+        if (!decoder_) return;
+        before_ = now();
+        ops_before_ = ops();
+    }
+    // --count-ops: the device counts its operations from now on.
+    void count_ops() {
+        if (!decoder_) return;
+        counting_ = true;
+        etude::gpu::DeviceRegistry::instance().set_profiling(true);
+    }
+    // The operations per second of `audio_s` and per batch since start().
+    void print_ops(double audio_s) const {
+        if (!decoder_ || !counting_) return;
+        const auto after = now();
+        std::uint64_t batches = 0;
+        for (std::size_t k = 0; k < after.size(); ++k)
+            batches += after[k].batches - before_[k].batches;
+        const double n = static_cast<double>(ops() - ops_before_);
+        std::printf(
+            "               device operations: %.0f per second of audio, %.0f per batch "
+            "(%llu batches)\n",
+            audio_s > 0 ? n / audio_s : 0.0, batches ? n / static_cast<double>(batches) : 0.0,
+            static_cast<unsigned long long>(batches));
     }
     void print() const {
         if (!decoder_) return;
@@ -250,6 +278,14 @@ class DeviceBatches {
     }
 
   private:
+    // Every operation the device was given while profiling: its kernels,
+    // copies and replays (kernel_timings()'s calls).
+    std::uint64_t ops() const {
+        std::uint64_t n = 0;
+        if (backend_)
+            for (const auto& t : backend_->kernel_timings()) n += t.calls;
+        return n;
+    }
     std::array<etude::engine::JoinStats, 4> now() const {
         std::array<etude::engine::JoinStats, 4> s{};
         const etude::engine::Batching kinds[] = {etude::engine::Batching::Join,
@@ -264,8 +300,11 @@ class DeviceBatches {
     std::shared_ptr<const etude::engine::PiperVoice> voice_;
     std::shared_ptr<etude::engine::NeuralModel> decoder_;
     std::shared_ptr<const etude::engine::VitsFlowNetwork> flow_;
+    std::shared_ptr<etude::gpu::Backend> backend_;
     std::string name_;
     std::array<etude::engine::JoinStats, 4> before_{};
+    std::uint64_t ops_before_ = 0;
+    bool counting_ = false;
 };
 
 int usage() {
@@ -273,7 +312,7 @@ int usage() {
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
                  "[--beside-readers N] [--turns N] [--scheduling live|network] "
-                 "[--offline-only]\n");
+                 "[--offline-only] [--count-ops]\n");
     return 2;
 }
 
@@ -284,11 +323,11 @@ int main(int argc, char** argv) {
     int rounds = 3, readers = 0, turns = 0;
     std::string scheduling = "live";
     double period_ms = 10.0;
-    bool offline_only = false;
+    bool offline_only = false, count_ops = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--offline-only") {
-            offline_only = true;
+        if (a == "--offline-only" || a == "--count-ops") {
+            (a == "--count-ops" ? count_ops : offline_only) = true;
             continue;
         }
         if (i + 1 >= argc) return usage();
@@ -335,6 +374,7 @@ int main(int argc, char** argv) {
         // Warm-up: the voice loads on first use. Its stream says which
         // device the streams' decoders run on.
         DeviceBatches device_batches(voice, offline_speed(engine, opts, reply, 1).gpu_device);
+        if (count_ops) device_batches.count_ops();
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",
@@ -381,6 +421,7 @@ int main(int argc, char** argv) {
                     n, percentile(speeds, 0.5), 100.0 * offline_cpu / offline_wall / cpus,
                     std::thread::hardware_concurrency(), offline_audio / offline_cpu);
                 device_batches.print();
+                device_batches.print_ops(offline_audio);
                 std::fflush(stdout);
                 continue;
             }
@@ -406,6 +447,7 @@ int main(int argc, char** argv) {
                 "far\n",
                 engine.stats().front_end_threads, engine.stats().most_analyses_at_once);
             device_batches.print();
+            device_batches.print_ops(live_audio + offline_audio);
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

@@ -17,7 +17,8 @@
 #                       (bench/many_streams.cpp), piper-voice.log its voice;
 #   many-streams-cuda-direct.log, many-streams-cuda-tf32.log
 #                       the offline aggregate on CUDA with its direct
-#                       convolution kernels, and in TF32
+#                       convolution kernels, and in TF32;
+#   many-streams-cuda-ops.log the device's operations per second of audio
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -332,6 +333,14 @@ if [ "$pack_kind" = streams ]; then
       --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-tf32.log" 2>&1
     say "many streams on cuda in TF32: exit $? (many-streams-cuda-tf32.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-tf32.log" | tee -a "$summary"
+    # The operations the device is given per second of audio and per batch
+    # (each a launch the host pays for; profiling on, so the speed of this
+    # run is not one to quote).
+    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only --count-ops \
+      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-ops.log" 2>&1
+    say "many streams on cuda, operations counted: exit $? (many-streams-cuda-ops.log)"
+    grep -E 'device operations|batches on' "$out/many-streams-cuda-ops.log" | tee -a "$summary"
   fi
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
   # whole sentences in one batch, fp32 and fp16 (the weights make_voices.py
