@@ -30,9 +30,6 @@ EngineWorkers::EngineWorkers(int turns, int network_turns)
     try {
         for (int i = 0; i < front_ends_for(gate_.turns(), cores); ++i)
             front_ends_.emplace_back([this] { run_front_end(); });
-        // Render workers pre-vocode upcoming sentences on the other cores.
-        for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
-            renderers_.emplace_back([this] { run_renderer(); });
     } catch (...) {
         stop();  // the threads made so far, joined rather than left to terminate()
         throw;
@@ -58,6 +55,15 @@ void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
     // control block) for each until a worker next looks for work.
     streams_.remove_if([](const auto& w) { return w.expired(); });
     streams_.push_back(s);
+    // Render workers pre-vocode upcoming sentences on the other cores, for
+    // the voices that render ahead (Flite's); made with the first such
+    // stream. An engine of Piper voices has none: they would wake at every
+    // stream's wake() and look through every stream for work, under mu_,
+    // for nothing (with a thousand streams, a thousand stream locks each).
+    if (!s->renders_ahead() || !renderers_.empty() || stopping_) return;
+    const unsigned cores = static_cast<unsigned>(std::max(2, gpu::host::usable_cpus()));
+    for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
+        renderers_.emplace_back([this] { run_renderer(); });
 }
 
 void EngineWorkers::wake() {

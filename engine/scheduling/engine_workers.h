@@ -6,8 +6,9 @@
 // streams (deadline.h: the order across streams); a stream's own sentences
 // are analysed one at a time, in order, and a voice whose front end has
 // process-wide state (Flite's) one at a time across all streams. Render
-// workers vocode built-in voices' sentences ahead of the one being spoken,
-// taking work from the streams round-robin. Also keeps one GPU block processor per device, shared
+// workers, made with the first stream whose voice renders ahead, vocode
+// built-in voices' sentences ahead of the one being spoken, taking work
+// from the streams round-robin. Also keeps one GPU block processor per device, shared
 // by the streams on it, so the device gets one batch of launches for all of them.
 //
 // Threads: add(), wake(), stop(), stopping() and shared_gpu_processor() from
@@ -125,7 +126,7 @@ class EngineWorkers {
     std::vector<std::thread> front_ends_;
     int analysing_ = 0, most_analysing_ = 0;  // analyses holding their turns (mu_)
     bool one_at_a_time_busy_ = false;         // such a voice's sentence is taken (mu_)
-    std::vector<std::thread> renderers_;
+    std::vector<std::thread> renderers_;  // made by add() with the first stream that renders ahead
     DeadlineGate gate_;
     DeadlineGate network_gate_;
     DeadlineGate offline_gate_;

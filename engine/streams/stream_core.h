@@ -86,6 +86,9 @@ class StreamCore final : public VoiceSink {
     std::optional<Sentence> take_sentence();
     // StreamVoice::analyses_one_at_a_time(), of this stream's voice.
     bool analyses_one_at_a_time() const { return voice_->analyses_one_at_a_time(); }
+    // Whether engine render workers may make its sentences ahead
+    // (StreamVoice::renders_ahead()).
+    bool renders_ahead() const { return voice_->renders_ahead(); }
     void analyse(Sentence sentence);
     std::shared_ptr<AnalysedSentence> take_render_job();
     void render_ahead(const std::shared_ptr<AnalysedSentence>& s);
