@@ -417,6 +417,76 @@ void CpuBackend::gated_tanh_impl(Queue&, int channels, int length, const DeviceB
     });
 }
 
+void CpuBackend::softmax_rows_impl(Queue&, int rows, int cols, const DeviceBuffer& x,
+                                   DeviceBuffer& y) {
+    Timer t(*this, "softmax_rows");
+    for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            const float* in = f(x) + r * cols;
+            float* out = f(y) + r * cols;
+            const float top = *std::max_element(in, in + cols);
+            for (int c = 0; c < cols; ++c) out[c] = in[c] - top;
+            cpu::exp(out, out, static_cast<std::size_t>(cols));
+            // The sum in double: a row of hundreds of terms then rounds once.
+            double sum = 0;
+            for (int c = 0; c < cols; ++c) sum += out[c];
+            const float inv_sum = static_cast<float>(1.0 / sum);
+            for (int c = 0; c < cols; ++c) out[c] *= inv_sum;
+        }
+    });
+}
+
+// The attention's products as single-threaded SGEMMs, one head per job,
+// each head's columns read in place (lda = heads * channels); the band
+// through a [length][2*window + 1] product of its own.
+void CpuBackend::relative_attention_scores_impl(Queue&, int heads, int length, int channels,
+                                                int window, float scale,
+                                                const DeviceBuffer& queries,
+                                                const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                                DeviceBuffer& scores) {
+    Timer t(*this, "relative_attention_scores");
+    const int width = heads * channels, rel = 2 * window + 1;
+    cpu::parallel_for(heads, [&](int h) {
+        const float* qh = f(queries) + static_cast<std::size_t>(h) * channels;
+        float* s = f(scores) + static_cast<std::size_t>(h) * length * length;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, length, length, channels, scale, qh,
+                    width, f(keys) + static_cast<std::size_t>(h) * channels, width, 0.0f, s,
+                    length);
+        float* band = cpu::job_scratch(static_cast<std::size_t>(length) * rel);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, length, rel, channels, scale, qh,
+                    width, f(rel_k), channels, 0.0f, band, rel);
+        for (int i = 0; i < length; ++i)
+            for (int r = std::max(0, window - i); r < rel && i + r - window < length; ++r)
+                s[static_cast<std::size_t>(i) * length + i + r - window] +=
+                    band[static_cast<std::size_t>(i) * rel + r];
+    });
+}
+
+void CpuBackend::relative_attention_values_impl(Queue&, int heads, int length, int channels,
+                                                int window, const DeviceBuffer& p,
+                                                const DeviceBuffer& values,
+                                                const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    Timer t(*this, "relative_attention_values");
+    const int width = heads * channels, rel = 2 * window + 1;
+    cpu::parallel_for(heads, [&](int h) {
+        const float* ph = f(p) + static_cast<std::size_t>(h) * length * length;
+        float* yh = f(y) + static_cast<std::size_t>(h) * channels;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, length, channels, length, 1.0f, ph,
+                    length, f(values) + static_cast<std::size_t>(h) * channels, width, 0.0f, yh,
+                    width);
+        // The probabilities on the band, by offset (0 off the ends).
+        float* band = cpu::job_scratch(static_cast<std::size_t>(length) * rel);
+        for (int i = 0; i < length; ++i)
+            for (int r = 0; r < rel; ++r) {
+                const int j = i + r - window;
+                band[static_cast<std::size_t>(i) * rel + r] =
+                    j >= 0 && j < length ? ph[static_cast<std::size_t>(i) * length + j] : 0.0f;
+            }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, length, channels, rel, 1.0f, band,
+                    rel, f(rel_v), channels, 1.0f, yh, width);
+    });
+}
+
 void CpuBackend::minimum_phase_fold_impl(Queue&, int n, int batch, const DeviceBuffer& x,
                                          DeviceBuffer& y) {
     Timer t(*this, "minimum_phase_fold");

@@ -587,6 +587,36 @@ void CudaBackend::gated_tanh_impl(Queue& q, int channels, int length, const Devi
     op.done();
 }
 
+void CudaBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                    DeviceBuffer& y) {
+    Op op(*this, q, "softmax_rows");
+    op.check(kernels::softmax_rows(op.stream(), rows, cols, fp(x), fp(y)), "kernel launch");
+    op.done();
+}
+
+void CudaBackend::relative_attention_scores_impl(Queue& q, int heads, int length, int channels,
+                                                 int window, float scale,
+                                                 const DeviceBuffer& queries,
+                                                 const DeviceBuffer& keys,
+                                                 const DeviceBuffer& rel_k, DeviceBuffer& scores) {
+    Op op(*this, q, "relative_attention_scores");
+    op.check(kernels::relative_attention_scores(op.stream(), heads, length, channels, window, scale,
+                                                fp(queries), fp(keys), fp(rel_k), fp(scores)),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::relative_attention_values_impl(Queue& q, int heads, int length, int channels,
+                                                 int window, const DeviceBuffer& p,
+                                                 const DeviceBuffer& values,
+                                                 const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    Op op(*this, q, "relative_attention_values");
+    op.check(kernels::relative_attention_values(op.stream(), heads, length, channels, window, fp(p),
+                                                fp(values), fp(rel_v), fp(y)),
+             "kernel launch");
+    op.done();
+}
+
 // ---- profiling ----
 
 // ---- recordings: CUDA graphs by stream capture ----

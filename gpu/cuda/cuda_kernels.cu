@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "gpu/cuda/cuda_kernels.h"
+#include "gpu/kernels/attention_bodies.h"
 #include "gpu/kernels/kernel_bodies.h"
 
 namespace etude::gpu::kernels {
@@ -208,6 +209,28 @@ __global__ void gated_tanh_kernel(const float* x, float* y, std::size_t n) {
         bodies::gated_tanh_at(i, n, x, y);
 }
 
+// No __restrict__: x and y may be the same buffer. One thread per row.
+__global__ void softmax_rows_kernel(const float* x, float* y, int rows, int cols) {
+    for (std::size_t r = first_index(); r < static_cast<std::size_t>(rows); r += grid_stride())
+        bodies::softmax_row(r, cols, x, y);
+}
+
+__global__ void relative_scores_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                                       const float* __restrict__ rel_k, float* __restrict__ scores,
+                                       std::size_t n, int heads, int length, int channels,
+                                       int window, float scale) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, scores);
+}
+
+__global__ void relative_values_kernel(const float* __restrict__ p, const float* __restrict__ v,
+                                       const float* __restrict__ rel_v, float* __restrict__ y,
+                                       std::size_t n, int heads, int length, int channels,
+                                       int window) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
+}
+
 // One thread per row (grid-stride, like the rest: the grid is capped).
 __global__ void hermitian_edges_kernel(int batch, int n, float* x) {
     for (std::size_t row = first_index(); row < static_cast<std::size_t>(batch);
@@ -366,6 +389,32 @@ cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const floa
     if (channels <= 0 || length <= 0) return cudaSuccess;
     const std::size_t n = static_cast<std::size_t>(channels) * length;
     gated_tanh_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n);
+    return cudaGetLastError();
+}
+
+cudaError_t softmax_rows(cudaStream_t stream, int rows, int cols, const float* x, float* y) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    softmax_rows_kernel<<<grid_for(std::size_t(rows)), kBlock, 0, stream>>>(x, y, rows, cols);
+    return cudaGetLastError();
+}
+
+cudaError_t relative_attention_scores(cudaStream_t stream, int heads, int length, int channels,
+                                      int window, float scale, const float* q, const float* k,
+                                      const float* rel_k, float* scores) {
+    const std::size_t n = static_cast<std::size_t>(heads) * length * length;
+    if (n == 0) return cudaSuccess;
+    relative_scores_kernel<<<grid_for(n), kBlock, 0, stream>>>(q, k, rel_k, scores, n, heads,
+                                                               length, channels, window, scale);
+    return cudaGetLastError();
+}
+
+cudaError_t relative_attention_values(cudaStream_t stream, int heads, int length, int channels,
+                                      int window, const float* p, const float* v,
+                                      const float* rel_v, float* y) {
+    const std::size_t n = static_cast<std::size_t>(length) * heads * channels;
+    if (n == 0) return cudaSuccess;
+    relative_values_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, v, rel_v, y, n, heads, length,
+                                                               channels, window);
     return cudaGetLastError();
 }
 

@@ -269,4 +269,40 @@ void OpenClBackend::gated_tanh_impl(Queue& q, int channels, int length, const De
     launch(cq, op, kGatedTanh, range1d(n), mem(x), mem(y), count);
 }
 
+void OpenClBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                      DeviceBuffer& y) {
+    const char* op = "softmax_rows";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    launch(cq, op, kSoftmaxRows, range1d(std::size_t(rows)), mem(x), mem(y), cl_int{rows},
+           cl_int{cols});
+}
+
+void OpenClBackend::relative_attention_scores_impl(Queue& q, int heads, int length, int channels,
+                                                   int window, float scale,
+                                                   const DeviceBuffer& queries,
+                                                   const DeviceBuffer& keys,
+                                                   const DeviceBuffer& rel_k,
+                                                   DeviceBuffer& scores) {
+    const char* op = "relative_attention_scores";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(heads) * length * length;
+    launch(cq, op, kRelativeAttentionScores, range1d(n), mem(queries), mem(keys), mem(rel_k),
+           mem(scores), n, cl_int{heads}, cl_int{length}, cl_int{channels}, cl_int{window},
+           cl_float{scale});
+}
+
+void OpenClBackend::relative_attention_values_impl(Queue& q, int heads, int length, int channels,
+                                                   int window, const DeviceBuffer& p,
+                                                   const DeviceBuffer& values,
+                                                   const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    const char* op = "relative_attention_values";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(length) * heads * channels;
+    launch(cq, op, kRelativeAttentionValues, range1d(n), mem(p), mem(values), mem(rel_v), mem(y), n,
+           cl_int{heads}, cl_int{length}, cl_int{channels}, cl_int{window});
+}
+
 }  // namespace etude::gpu

@@ -321,4 +321,65 @@ void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const De
     launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh", {{args.x}, {args.y}});
 }
 
+void VulkanBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                      DeviceBuffer& y) {
+    auto& s = begin(q, "softmax_rows");
+    struct {
+        Address x, y;
+        std::uint64_t rows;
+        std::int32_t cols;
+    } args{address(x), address(y), std::uint64_t(rows), cols};
+    launch(s, vk::Kernel::SoftmaxRows, args, args.rows, "softmax_rows", {{args.x}, {args.y}});
+}
+
+void VulkanBackend::relative_attention_scores_impl(Queue& q, int heads, int length, int channels,
+                                                   int window, float scale,
+                                                   const DeviceBuffer& queries,
+                                                   const DeviceBuffer& keys,
+                                                   const DeviceBuffer& rel_k,
+                                                   DeviceBuffer& scores) {
+    const char* op = "relative_attention_scores";
+    auto& s = begin(q, op);
+    struct {
+        Address q, k, rel_k, scores;
+        std::uint64_t total;
+        std::int32_t heads, length, channels, window;
+        float scale;
+    } args{address(queries),
+           address(keys),
+           address(rel_k),
+           address(scores),
+           std::uint64_t(heads) * length * length,
+           heads,
+           length,
+           channels,
+           window,
+           scale};
+    launch(s, vk::Kernel::RelativeAttentionScores, args, args.total, op,
+           {{args.q, args.k, args.rel_k}, {args.scores}});
+}
+
+void VulkanBackend::relative_attention_values_impl(Queue& q, int heads, int length, int channels,
+                                                   int window, const DeviceBuffer& p,
+                                                   const DeviceBuffer& values,
+                                                   const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    const char* op = "relative_attention_values";
+    auto& s = begin(q, op);
+    struct {
+        Address p, v, rel_v, y;
+        std::uint64_t total;
+        std::int32_t heads, length, channels, window;
+    } args{address(p),
+           address(values),
+           address(rel_v),
+           address(y),
+           std::uint64_t(length) * heads * channels,
+           heads,
+           length,
+           channels,
+           window};
+    launch(s, vk::Kernel::RelativeAttentionValues, args, args.total, op,
+           {{args.p, args.v, args.rel_v}, {args.y}});
+}
+
 }  // namespace etude::gpu

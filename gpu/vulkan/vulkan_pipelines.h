@@ -41,6 +41,9 @@ enum class Kernel {
     Gemm,
     GemmDirect,
     LayerNorm,
+    SoftmaxRows,
+    RelativeAttentionScores,
+    RelativeAttentionValues,
     Count
 };
 // The shader's file name without .comp ("activation", ...).
