@@ -236,6 +236,26 @@ void VitsPrior::complete_durations() {
     pending_.reset();
 }
 
+void check_phoneme_ids(const VitsHyperparameters& hp, std::span<const std::int64_t> ids) {
+    if (ids.empty()) throw Error("VITS: no phoneme ids");
+    for (auto id : ids)
+        if (id < 0 || id >= hp.num_symbols)
+            throw Error("VITS: phoneme id " + std::to_string(id) + " is outside the voice's " +
+                        std::to_string(hp.num_symbols) + " symbols");
+}
+
+VitsEncoding VitsTextToLatent::encode(std::span<const std::int64_t> ids) const {
+    check_phoneme_ids(w_->hp, ids);
+    const Network net(*w_, ffn_);
+    const Signal enc = net.text_encoder(ids);
+    const Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
+    VitsEncoding e;
+    e.phonemes = enc.t;
+    e.hidden.assign(enc.v.begin(), enc.v.end());
+    e.stats.assign(stats.v.begin(), stats.v.end());
+    return e;
+}
+
 int VitsTextToLatent::duration_reach() const {
     return Network(*w_, {}).duration_reach();
 }
@@ -244,11 +264,7 @@ VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker
                                   const VitsScales& scales, std::mt19937_64& noise,
                                   PriorDurations staging) const {
     const auto& hp = w_->hp;
-    if (ids.empty()) throw Error("VITS: no phoneme ids");
-    for (auto id : ids)
-        if (id < 0 || id >= hp.num_symbols)
-            throw Error("VITS: phoneme id " + std::to_string(id) + " is outside the voice's " +
-                        std::to_string(hp.num_symbols) + " symbols");
+    check_phoneme_ids(hp, ids);
     const auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
     if (!finite_at_least(scales.noise_scale, 0) || !finite_at_least(scales.noise_w, 0))
         throw Error("VITS: noise_scale and noise_w must be finite and not negative");

@@ -43,6 +43,18 @@ struct VitsScales {
     float noise_w = 0.8f;
 };
 
+// The text encoder's output for one sentence (VitsTextToLatent::encode on
+// the host, VitsTextEncoderNetwork::encode on a backend).
+struct VitsEncoding {
+    int phonemes = 0;
+    std::vector<float> hidden;  // [hidden_channels][phonemes]: the duration predictor's input
+    std::vector<float> stats;   // [2 * inter_channels][phonemes]: m_p, then logs_p
+};
+
+// Throws etude::Error for no ids or an id outside the voice's embedding
+// table: what every entry that takes a sentence's ids checks first.
+void check_phoneme_ids(const VitsHyperparameters& hp, std::span<const std::int64_t> ids);
+
 struct VitsLatent {
     int channels = 0;  // inter_channels
     int frames = 0;
@@ -138,6 +150,12 @@ class VitsTextToLatent {
     // as a whole prior leaves it either way.
     VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
+
+    // The text encoder alone, on the host (float GEMMs, double sums), as
+    // prior() runs it: the reference a backend's encoder
+    // (VitsTextEncoderNetwork) is tested against. Throws as
+    // check_phoneme_ids().
+    VitsEncoding encode(std::span<const std::int64_t> ids) const;
 
     // Phonemes either side that one phoneme's duration depends on: the
     // duration predictor's convolutions' reach (each DDSConv's dilated
