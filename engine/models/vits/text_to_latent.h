@@ -157,6 +157,14 @@ class VitsTextToLatent {
     // check_phoneme_ids().
     VitsEncoding encode(std::span<const std::int64_t> ids) const;
 
+    // The same from a sentence already encoded (by VitsTextToLatent::encode,
+    // or on a backend by VitsTextEncoderNetwork): the durations and the
+    // prior from the encoder's output. Throws etude::Error for an encoding
+    // whose sizes do not fit this voice, and as prior() for the scales,
+    // the speaker and the durations.
+    VitsPrior prior(const VitsEncoding& encoding, int speaker, const VitsScales& scales,
+                    std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
+
     // Phonemes either side that one phoneme's duration depends on: the
     // duration predictor's convolutions' reach (each DDSConv's dilated
     // kernels, once before its flows and once in each).
@@ -175,6 +183,9 @@ class VitsTextToLatent {
     std::string copied_weights() const;
 
   private:
+    struct EncodedSentence;  // the encoder's output in double (text_to_latent.cpp)
+    VitsPrior prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
+                       std::mt19937_64& noise, PriorDurations durations) const;
     std::vector<double> speaker_vector(int speaker) const;
 
     std::shared_ptr<const VitsWeights> w_;

@@ -28,6 +28,7 @@
 #include "engine/error.h"
 #include "engine/models/vits/text_encoder_network.h"
 #include "engine/models/vits/text_to_latent.h"
+#include "engine/models/vits/vits_voice.h"
 #include "support/model_parity.h"
 #include "support/test_data.h"
 
@@ -154,6 +155,56 @@ TEST_P(VitsTextEncoder, no_ids_or_an_id_outside_the_table_is_refused_before_the_
         EXPECT_NE(std::string(e.what()).find("outside the voice's"), std::string::npos) << e.what();
     }
     EXPECT_EQ(backend_->health(), gpu::Health::Ok) << backend_->last_error();
+}
+
+// The encoder's output feeds the host's durations and prior as the host's
+// own does: the same durations, and a prior within the encoder's bound.
+TEST_P(VitsTextEncoder, the_prior_from_the_device_encoding_has_the_host_durations) {
+    const auto ids = reference_ids();
+    for (const char* name : kVoices) {
+        SCOPED_TRACE(name);
+        const auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + name + ".onnx"));
+        const VitsTextToLatent host(w);
+        const VitsTextEncoderNetwork device(*w, backend_);
+        const VitsScales scales{0.667f, 1.2f, 0.8f};
+        std::mt19937_64 a(5), b(5);
+        VitsPrior want = host.prior(ids, 1, scales, a);
+        VitsPrior got = host.prior(device.encode(ids), 1, scales, b);
+        EXPECT_EQ(got.durations(), want.durations());
+        ASSERT_EQ(got.frames(), want.frames());
+        const double bound = bound_for(w->hp, one_rounding_change(*w, ids, host.encode(ids)));
+        // The prior's noise is multiplied by exp(logs) * 0.667: a few times
+        // the encoder's own bound at most for these voices' deviations.
+        EXPECT_LE(max_abs_diff(got.sample_all(), want.sample_all()), 4 * bound);
+        EXPECT_EQ(a(), b());  // the same noise drawn
+    }
+}
+
+TEST_P(VitsTextEncoder, a_voice_on_a_device_encodes_there_and_speaks_as_on_the_cpu) {
+    const auto ids = reference_ids();
+    const auto on_cpu =
+        VitsVoice::open(kData + "test_medium_multi.onnx", 22050, gpu::shared_cpu_backend());
+    const auto here = VitsVoice::open(kData + "test_medium_multi.onnx", 22050, backend_);
+    EXPECT_EQ(here->encodes_on_device(), GetParam() != gpu::BackendKind::Cpu);
+    EXPECT_FALSE(on_cpu->encodes_on_device());
+    const auto want = on_cpu->render(ids, 2, {}, 42);
+    const auto got = here->render(ids, 2, {}, 42);
+    ASSERT_EQ(got.size(), want.size());
+    // vits_parity_test.cpp's bound for a voice against PyTorch.
+    const double diff = max_abs_diff(got, want);
+    std::printf("[ %-8s ] voice render, noise on: max |here - cpu| = %.3g\n",
+                gpu::to_string(GetParam()), diff);
+    EXPECT_LE(diff, 1e-4);
+    // Streamed a chunk at a time, the sentence stream says the same.
+    VitsSentenceStream stream(here, 42);
+    stream.start(ids, 2, {});
+    std::vector<float> streamed;
+    while (!stream.done()) {
+        const auto part = stream.next(16);
+        streamed.insert(streamed.end(), part.begin(), part.end());
+    }
+    ASSERT_EQ(streamed.size(), want.size());
+    EXPECT_LE(max_abs_diff(streamed, want), 1e-4);
 }
 
 TEST(VitsTextEncoderWeights, a_voice_whose_encoder_weights_were_released_is_refused_clearly) {
