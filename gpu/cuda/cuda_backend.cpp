@@ -594,25 +594,33 @@ void CudaBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBu
     op.done();
 }
 
-void CudaBackend::relative_attention_scores_impl(Queue& q, int heads, int length, int channels,
-                                                 int window, float scale,
-                                                 const DeviceBuffer& queries,
-                                                 const DeviceBuffer& keys,
-                                                 const DeviceBuffer& rel_k, DeviceBuffer& scores) {
+void CudaBackend::relative_attention_scores_impl(
+    Queue& q, int batch, int heads, int length, int channels, int window, float scale,
+    const DeviceBuffer& queries, const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+    const DeviceBuffer& key_mask, DeviceBuffer& scores) {
     Op op(*this, q, "relative_attention_scores");
-    op.check(kernels::relative_attention_scores(op.stream(), heads, length, channels, window, scale,
-                                                fp(queries), fp(keys), fp(rel_k), fp(scores)),
+    op.check(kernels::relative_attention_scores(op.stream(), batch, heads, length, channels, window,
+                                                scale, fp(queries), fp(keys), fp(rel_k),
+                                                key_mask ? fp(key_mask) : nullptr, fp(scores)),
              "kernel launch");
     op.done();
 }
 
-void CudaBackend::relative_attention_values_impl(Queue& q, int heads, int length, int channels,
-                                                 int window, const DeviceBuffer& p,
+void CudaBackend::relative_attention_values_impl(Queue& q, int batch, int heads, int length,
+                                                 int channels, int window, const DeviceBuffer& p,
                                                  const DeviceBuffer& values,
                                                  const DeviceBuffer& rel_v, DeviceBuffer& y) {
     Op op(*this, q, "relative_attention_values");
-    op.check(kernels::relative_attention_values(op.stream(), heads, length, channels, window, fp(p),
-                                                fp(values), fp(rel_v), fp(y)),
+    op.check(kernels::relative_attention_values(op.stream(), batch, heads, length, channels, window,
+                                                fp(p), fp(values), fp(rel_v), fp(y)),
+             "kernel launch");
+    op.done();
+}
+
+void CudaBackend::broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
+                                          bool per_row, DeviceBuffer& y) {
+    Op op(*this, q, "broadcast_multiply");
+    op.check(kernels::broadcast_multiply(op.stream(), rows, cols, fp(factors), per_row, fp(y)),
              "kernel launch");
     op.done();
 }

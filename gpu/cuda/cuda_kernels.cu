@@ -216,11 +216,13 @@ __global__ void softmax_rows_kernel(const float* x, float* y, int rows, int cols
 }
 
 __global__ void relative_scores_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                       const float* __restrict__ rel_k, float* __restrict__ scores,
+                                       const float* __restrict__ rel_k,
+                                       const float* __restrict__ mask, float* __restrict__ scores,
                                        std::size_t n, int heads, int length, int channels,
-                                       int window, float scale) {
+                                       int window, float scale, int has_mask) {
     for (std::size_t i = first_index(); i < n; i += grid_stride())
-        bodies::relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, scores);
+        bodies::relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, has_mask,
+                                   mask, scores);
 }
 
 __global__ void relative_values_kernel(const float* __restrict__ p, const float* __restrict__ v,
@@ -229,6 +231,12 @@ __global__ void relative_values_kernel(const float* __restrict__ p, const float*
                                        int window) {
     for (std::size_t i = first_index(); i < n; i += grid_stride())
         bodies::relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
+}
+
+__global__ void broadcast_multiply_kernel(const float* __restrict__ factors, float* __restrict__ y,
+                                          std::size_t n, int cols, int per_row) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::broadcast_multiply_at(i, cols, factors, per_row, y);
 }
 
 // One thread per row (grid-stride, like the rest: the grid is capped).
@@ -398,23 +406,35 @@ cudaError_t softmax_rows(cudaStream_t stream, int rows, int cols, const float* x
     return cudaGetLastError();
 }
 
-cudaError_t relative_attention_scores(cudaStream_t stream, int heads, int length, int channels,
-                                      int window, float scale, const float* q, const float* k,
-                                      const float* rel_k, float* scores) {
-    const std::size_t n = static_cast<std::size_t>(heads) * length * length;
+cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, float scale, const float* q,
+                                      const float* k, const float* rel_k, const float* mask,
+                                      float* scores) {
+    const std::size_t n = static_cast<std::size_t>(batch) * heads * length * length;
     if (n == 0) return cudaSuccess;
-    relative_scores_kernel<<<grid_for(n), kBlock, 0, stream>>>(q, k, rel_k, scores, n, heads,
-                                                               length, channels, window, scale);
+    // Without a mask the kernel still gets a valid pointer, never read.
+    relative_scores_kernel<<<grid_for(n), kBlock, 0, stream>>>(q, k, rel_k, mask ? mask : k, scores,
+                                                               n, heads, length, channels, window,
+                                                               scale, mask ? 1 : 0);
     return cudaGetLastError();
 }
 
-cudaError_t relative_attention_values(cudaStream_t stream, int heads, int length, int channels,
-                                      int window, const float* p, const float* v,
+cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, const float* p, const float* v,
                                       const float* rel_v, float* y) {
-    const std::size_t n = static_cast<std::size_t>(length) * heads * channels;
+    const std::size_t n = static_cast<std::size_t>(batch) * length * heads * channels;
     if (n == 0) return cudaSuccess;
     relative_values_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, v, rel_v, y, n, heads, length,
                                                                channels, window);
+    return cudaGetLastError();
+}
+
+cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,
+                               bool per_row, float* y) {
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    if (n == 0) return cudaSuccess;
+    broadcast_multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(factors, y, n, cols,
+                                                                  per_row ? 1 : 0);
     return cudaGetLastError();
 }
 

@@ -79,6 +79,7 @@ enum KernelId : int {
     kSoftmaxRows,
     kRelativeAttentionScores,
     kRelativeAttentionValues,
+    kBroadcastMultiply,
     kKernelCount
 };
 inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
@@ -100,7 +101,8 @@ inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                        "gated_tanh",
                                                                        "softmax_rows",
                                                                        "relative_attention_scores",
-                                                                       "relative_attention_values"};
+                                                                       "relative_attention_values",
+                                                                       "broadcast_multiply"};
 
 // A DeviceBuffer's handle on this backend.
 inline cl_mem mem(const DeviceBuffer& b) {

@@ -49,6 +49,8 @@ const char* shader_name(Kernel k) {
             return "relative_attention_scores";
         case Kernel::RelativeAttentionValues:
             return "relative_attention_values";
+        case Kernel::BroadcastMultiply:
+            return "broadcast_multiply";
         case Kernel::Count:
             break;
     }

@@ -44,6 +44,7 @@ enum class Kernel {
     SoftmaxRows,
     RelativeAttentionScores,
     RelativeAttentionValues,
+    BroadcastMultiply,
     Count
 };
 // The shader's file name without .comp ("activation", ...).

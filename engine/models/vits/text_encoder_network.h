@@ -17,10 +17,14 @@
 //
 // The network holds the weights only, uploaded once at construction
 // (read-only after it, so any number of threads may encode at once, each
-// call on a queue of its own); a call allocates its working buffers
-// (a few times phonemes x filter_channels floats). One sentence per call,
-// or several of different lengths in one call (each is encoded as if
-// alone: attention never reaches across sentences). Not real-time safe.
+// call on a queue of its own); a call allocates its working buffers (a few
+// times phonemes x filter_channels floats). One sentence per call, or
+// several of different lengths batched in one: padded to the longest, with
+// a mask that keeps each sentence's attention and convolutions to its own
+// positions, so each equals its solo encoding to float rounding (bit for
+// bit where the ops sum in a fixed order, as the shared kernel bodies do;
+// the CPU backend's SGEMMs may block a padded product differently). Not
+// real-time safe.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +63,7 @@ class VitsTextEncoderNetwork {
   private:
     struct Layer;
     struct Work;
-    void run_layers(gpu::Queue& q, Work& w, int phonemes) const;
+    void run_layers(gpu::Queue& q, Work& w) const;
 
     std::shared_ptr<gpu::Backend> backend_;
     VitsHyperparameters hp_;

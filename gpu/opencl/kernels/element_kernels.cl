@@ -103,11 +103,13 @@ __kernel void softmax_rows(__global const float* x, __global float* y, int rows,
 }
 
 __kernel void relative_attention_scores(__global const float* q, __global const float* k,
-                                        __global const float* rel_k, __global float* scores,
-                                        ulong n, int heads, int length, int channels,
-                                        int window, float scale) {
+                                        __global const float* rel_k, __global const float* mask,
+                                        __global float* scores, ulong n, int heads, int length,
+                                        int channels, int window, float scale, int has_mask) {
     const size_t i = get_global_id(0);
-    if (i < n) relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, scores);
+    if (i < n)
+        relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, has_mask, mask,
+                           scores);
 }
 
 __kernel void relative_attention_values(__global const float* p, __global const float* v,
@@ -115,4 +117,10 @@ __kernel void relative_attention_values(__global const float* p, __global const 
                                         int heads, int length, int channels, int window) {
     const size_t i = get_global_id(0);
     if (i < n) relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
+}
+
+__kernel void broadcast_multiply(__global const float* factors, __global float* y, ulong n,
+                                 int cols, int per_row) {
+    const size_t i = get_global_id(0);
+    if (i < n) broadcast_multiply_at(i, cols, factors, per_row, y);
 }

@@ -8,7 +8,7 @@ layout(push_constant) uniform Args {
     uint64_t v;
     uint64_t rel_v;
     uint64_t y;
-    uint64_t total;        // length * heads * channels
+    uint64_t total;        // batch * length * heads * channels
     int heads;
     int len;
     int channels;

@@ -119,9 +119,14 @@ TEST_P(VitsTextEncoder, equals_the_host_encoder_for_every_voice_and_sentence_len
     EXPECT_EQ(backend_->health(), gpu::Health::Ok) << backend_->last_error();
 }
 
+// A batch pads its sentences to the longest and masks the padding: each
+// sentence equals its solo encoding to float rounding (the bound above),
+// and where every op sums in a fixed order (the shared kernel bodies of
+// OpenCL, Vulkan and CUDA) bit for bit.
 TEST_P(VitsTextEncoder, sentences_in_one_call_each_equal_their_solo_encoding) {
     const auto w =
         std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
+    const VitsTextToLatent host(w);
     const VitsTextEncoderNetwork device(*w, backend_);
     const auto all = sentences();
     std::vector<std::span<const std::int64_t>> batch;
@@ -129,10 +134,19 @@ TEST_P(VitsTextEncoder, sentences_in_one_call_each_equal_their_solo_encoding) {
     for (std::size_t i : {5, 0, 3, 1, 5, 4}) batch.emplace_back(all[i]);
     const auto together = device.encode(batch);
     ASSERT_EQ(together.size(), batch.size());
+    const bool fixed_order = GetParam() != gpu::BackendKind::Cpu;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const VitsEncoding solo = device.encode(batch[i]);
-        EXPECT_EQ(together[i].stats, solo.stats) << "sentence " << i;
-        EXPECT_EQ(together[i].hidden, solo.hidden) << "sentence " << i;
+        ASSERT_EQ(together[i].phonemes, solo.phonemes);
+        const double diff = max_diff(together[i], solo);
+        const double bound =
+            bound_for(w->hp, one_rounding_change(*w, batch[i], host.encode(batch[i])));
+        std::printf("[ %-8s ] sentence %zu of the batch (%3zu ids): max |batched - solo| = %.3g\n",
+                    gpu::to_string(GetParam()), i, batch[i].size(), diff);
+        EXPECT_LE(diff, bound) << "sentence " << i;
+        if (fixed_order) {
+            EXPECT_EQ(diff, 0.0) << "sentence " << i;
+        }
     }
 }
 
