@@ -37,14 +37,19 @@ const VitsTensor& tensor(const VitsWeights& w, const std::string& role) {
     return *t;
 }
 
+// Before the members that use it (the work pool) are made.
+std::shared_ptr<gpu::Backend> checked(std::shared_ptr<gpu::Backend> backend) {
+    if (!backend) throw Error("VITS text encoder: no backend");
+    return backend;
+}
+
 }  // namespace
 
 VitsTextEncoderNetwork::~VitsTextEncoderNetwork() = default;
 
 VitsTextEncoderNetwork::VitsTextEncoderNetwork(const VitsWeights& w,
                                                std::shared_ptr<gpu::Backend> backend)
-    : backend_(std::move(backend)), hp_(w.hp) {
-    if (!backend_) throw Error("VITS text encoder: no backend");
+    : backend_(checked(std::move(backend))), hp_(w.hp) {
     if (hp_.ffn_kernel % 2 == 0)
         throw Error("VITS text encoder: feed-forward kernel " + std::to_string(hp_.ffn_kernel) +
                     " is even; only odd kernels (Piper's 3) run on a device");
@@ -179,7 +184,7 @@ std::vector<VitsEncoding> VitsTextEncoderNetwork::encode(
     auto& b = *backend_;
     auto queue = b.create_queue();
     auto& q = *queue;
-    const auto buffer = [&](std::size_t floats) { return b.allocate(floats, kWorkTag); };
+    const auto buffer = [&](std::size_t floats) { return work_pool_.allocate(floats, kWorkTag); };
     if (rows > longest) {
         w.mask = buffer(rows);
         b.copy_to_device(q, w.mask, 0, mask.data(), rows);

@@ -17,8 +17,8 @@
 //
 // The network holds the weights only, uploaded once at construction
 // (read-only after it, so any number of threads may encode at once, each
-// call on a queue of its own); a call allocates its working buffers (a few
-// times phonemes x filter_channels floats). One sentence per call, or
+// call on a queue of its own); a call takes its working buffers (a few
+// times phonemes x filter_channels floats) from the network's pool. One sentence per call, or
 // several of different lengths batched in one: padded to the longest, with
 // a mask that keeps each sentence's attention and convolutions to its own
 // positions, so each equals its solo encoding to float rounding (bit for
@@ -35,6 +35,7 @@
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
+#include "gpu/memory_pool.h"
 
 namespace etude::engine {
 
@@ -70,6 +71,9 @@ class VitsTextEncoderNetwork {
     std::vector<float> embedding_;  // [num_symbols][hidden], times sqrt(hidden)
     std::vector<Layer> layers_;
     gpu::DeviceBuffer proj_w_, proj_b_;
+    // The calls' working buffers, reused from call to call (thread-safe):
+    // a device's allocator is far slower than a sentence's encoding.
+    mutable gpu::MemoryPool work_pool_{*backend_};
 };
 
 }  // namespace etude::engine
