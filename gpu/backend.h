@@ -337,6 +337,35 @@ class Backend : public MemoryOwner {
     // Real cepstrum -> minimum-phase cepstrum, per row of length n (batch rows):
     // y[0] = x[0], y[i] = 2 x[i] for 0 < i < n/2, y[n/2] = x[n/2], y[i] = 0 above.
     void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y);
+    // Softmax over each of `rows` rows of `cols` floats: y = exp(x - the row's
+    // largest) / their sum. x and y may be the same buffer.
+    void softmax_rows(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y);
+    // Multi-head attention with relative positions (VITS' text encoder,
+    // window `window`), its two products around the softmax, over `batch`
+    // sentences padded to `length` positions. q, k, v and y are
+    // [batch * length][heads * channels] (sentence b's position i at row
+    // b*length + i, head h at columns h*channels ...), scores and p
+    // [batch][heads][length][length], rel_k and rel_v [2*window + 1][channels]
+    // (row r: the key `r - window` positions from the query, shared by the
+    // heads). With the key mask ([batch * length]; may be empty: no pads), a
+    // key whose mask is 0 scores -1e4 (Piper's masked_fill), which
+    // softmax_rows makes exactly 0: a sentence's rows are what it gets alone.
+    //   scores[b][h][i][j] = scale * (q_i . k_j + (|j-i| <= window ? q_i . rel_k[j-i+window] : 0))
+    //   y[b*length + i][h*channels + c] = sum_j p[b][h][i][j] v[b*length + j][h*channels + c]
+    //                          + sum_{|j-i| <= window} p[b][h][i][j] rel_v[j-i+window][c]
+    // (dot products over head h's channels). The output is distinct from
+    // every input.
+    void relative_attention_scores(Queue& q, int batch, int heads, int length, int channels,
+                                   int window, float scale, const DeviceBuffer& queries,
+                                   const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                   const DeviceBuffer& key_mask, DeviceBuffer& scores);
+    void relative_attention_values(Queue& q, int batch, int heads, int length, int channels,
+                                   int window, const DeviceBuffer& p, const DeviceBuffer& values,
+                                   const DeviceBuffer& rel_v, DeviceBuffer& y);
+    // Broadcast product on a rows x cols matrix, in place (add_bias's
+    // twin; a mask over time): per_row ? y[r][c] *= f[r] : y[r][c] *= f[c].
+    void broadcast_multiply(Queue& q, int rows, int cols, const DeviceBuffer& factors, bool per_row,
+                            DeviceBuffer& y);
 
     // ---- recordings: record a step once, replay it many times ----
     // record() calls `body(q)` once; the operations it issues on `q` are
@@ -449,6 +478,20 @@ class Backend : public MemoryOwner {
                                          DeviceBuffer& y) = 0;
     virtual void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
                                  DeviceBuffer& y) = 0;
+    virtual void softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                   DeviceBuffer& y) = 0;
+    virtual void relative_attention_scores_impl(Queue& q, int batch, int heads, int length,
+                                                int channels, int window, float scale,
+                                                const DeviceBuffer& queries,
+                                                const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                                const DeviceBuffer& key_mask,
+                                                DeviceBuffer& scores) = 0;
+    virtual void relative_attention_values_impl(Queue& q, int batch, int heads, int length,
+                                                int channels, int window, const DeviceBuffer& p,
+                                                const DeviceBuffer& values,
+                                                const DeviceBuffer& rel_v, DeviceBuffer& y) = 0;
+    virtual void broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
+                                         bool per_row, DeviceBuffer& y) = 0;
 
     // Native recordings. The defaults (CPU, OpenCL) have none: record() then
     // keeps the fallback's log of calls. begin returns whether this backend

@@ -341,4 +341,88 @@ void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer&
     });
 }
 
+void Backend::softmax_rows(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {
+    const std::size_t total = count(rows) * count(cols);
+    need(x, total, "x", "softmax_rows");
+    need(y, total, "y", "softmax_rows");
+    if (total == 0) return;
+    issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
+        softmax_rows_impl(on, rows, cols, x, y);
+    });
+}
+
+namespace {
+
+// The shape both relative-attention products share; returns the floats of
+// one of q, k, v or y ([batch * length][heads * channels]).
+std::size_t check_attention_shape(int batch, int heads, int length, int channels, int window,
+                                  const char* op) {
+    if (heads <= 0 || channels <= 0 || window < 0 || batch < 0)
+        reject(op, "heads (" + std::to_string(heads) + ") and channels (" +
+                       std::to_string(channels) + ") must be positive, window (" +
+                       std::to_string(window) + ") and batch (" + std::to_string(batch) +
+                       ") not negative");
+    return count(batch) * count(length) * count(heads) * count(channels);
+}
+
+}  // namespace
+
+void Backend::relative_attention_scores(Queue& q, int batch, int heads, int length, int channels,
+                                        int window, float scale, const DeviceBuffer& queries,
+                                        const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                        const DeviceBuffer& key_mask, DeviceBuffer& scores) {
+    const char* op = "relative_attention_scores";
+    const std::size_t rows = check_attention_shape(batch, heads, length, channels, window, op);
+    const std::size_t out = count(batch) * count(heads) * count(length) * count(length);
+    need(queries, rows, "queries", op);
+    need(keys, rows, "keys", op);
+    need(rel_k, rows > 0 ? std::size_t(2 * window + 1) * count(channels) : 0, "rel_k", op);
+    if (key_mask) need(key_mask, count(batch) * count(length), "key_mask", op);
+    need(scores, out, "scores", op);
+    if (out == 0) return;
+    distinct(queries, scores, "queries and scores", op);
+    distinct(keys, scores, "keys and scores", op);
+    distinct(rel_k, scores, "rel_k and scores", op);
+    distinct(key_mask, scores, "key_mask and scores", op);
+    issue(q, [=, this, queries = view(queries), keys = view(keys), rel_k = view(rel_k),
+              key_mask = view(key_mask), scores = view(scores)](Queue& on) mutable {
+        relative_attention_scores_impl(on, batch, heads, length, channels, window, scale, queries,
+                                       keys, rel_k, key_mask, scores);
+    });
+}
+
+void Backend::relative_attention_values(Queue& q, int batch, int heads, int length, int channels,
+                                        int window, const DeviceBuffer& p,
+                                        const DeviceBuffer& values, const DeviceBuffer& rel_v,
+                                        DeviceBuffer& y) {
+    const char* op = "relative_attention_values";
+    const std::size_t rows = check_attention_shape(batch, heads, length, channels, window, op);
+    need(p, count(batch) * count(heads) * count(length) * count(length), "p", op);
+    need(values, rows, "values", op);
+    need(rel_v, rows > 0 ? std::size_t(2 * window + 1) * count(channels) : 0, "rel_v", op);
+    need(y, rows, "y", op);
+    if (rows == 0) return;
+    distinct(p, y, "p and y", op);
+    distinct(values, y, "values and y", op);
+    distinct(rel_v, y, "rel_v and y", op);
+    issue(q, [=, this, p = view(p), values = view(values), rel_v = view(rel_v),
+              y = view(y)](Queue& on) mutable {
+        relative_attention_values_impl(on, batch, heads, length, channels, window, p, values, rel_v,
+                                       y);
+    });
+}
+
+void Backend::broadcast_multiply(Queue& q, int rows, int cols, const DeviceBuffer& factors,
+                                 bool per_row, DeviceBuffer& y) {
+    const char* op = "broadcast_multiply";
+    const std::size_t total = count(rows) * count(cols);
+    need(y, total, "y", op);
+    need(factors, total > 0 ? count(per_row ? rows : cols) : 0, "factors", op);
+    if (total == 0) return;
+    distinct(factors, y, "factors and y", op);
+    issue(q, [=, this, factors = view(factors), y = view(y)](Queue& on) mutable {
+        broadcast_multiply_impl(on, rows, cols, factors, per_row, y);
+    });
+}
+
 }  // namespace etude::gpu

@@ -417,6 +417,113 @@ void CpuBackend::gated_tanh_impl(Queue&, int channels, int length, const DeviceB
     });
 }
 
+void CpuBackend::softmax_rows_impl(Queue&, int rows, int cols, const DeviceBuffer& x,
+                                   DeviceBuffer& y) {
+    Timer t(*this, "softmax_rows");
+    for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            const float* in = f(x) + r * cols;
+            float* out = f(y) + r * cols;
+            const float top = *std::max_element(in, in + cols);
+            // Arguments held at -87 and their exp (1.6e-38) then made 0:
+            // libmvec's vector exp takes a scalar path, many times slower,
+            // for a vector with any argument past float's range, as every
+            // padded key's -1e4 (relative_attention_scores) is; what it
+            // would give there is a denormal or 0, against a sum of at
+            // least 1.
+            for (int c = 0; c < cols; ++c) out[c] = std::max(in[c] - top, -87.0f);
+            cpu::exp(out, out, static_cast<std::size_t>(cols));
+            for (int c = 0; c < cols; ++c) out[c] = out[c] < 1.7e-38f ? 0.0f : out[c];
+            // The sum in double: a row of hundreds of terms then rounds once.
+            double sum = 0;
+            for (int c = 0; c < cols; ++c) sum += out[c];
+            const float inv_sum = static_cast<float>(1.0 / sum);
+            for (int c = 0; c < cols; ++c) out[c] *= inv_sum;
+        }
+    });
+}
+
+// The attention's products as single-threaded SGEMMs, one sentence's head
+// per job, each head's columns read in place (lda = heads * channels); the
+// band through a [length][2*window + 1] product of its own. A padded key's
+// score is written after the products (-1e4, as the shared body).
+void CpuBackend::relative_attention_scores_impl(Queue&, int batch, int heads, int length,
+                                                int channels, int window, float scale,
+                                                const DeviceBuffer& queries,
+                                                const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                                const DeviceBuffer& key_mask,
+                                                DeviceBuffer& scores) {
+    Timer t(*this, "relative_attention_scores");
+    const int width = heads * channels, rel = 2 * window + 1;
+    const std::size_t n = static_cast<std::size_t>(length);
+    cpu::parallel_for(batch * heads, [&](int job) {
+        const int b = job / heads, h = job % heads;
+        const std::size_t first = static_cast<std::size_t>(b) * n;
+        const float* qh = f(queries) + first * width + static_cast<std::size_t>(h) * channels;
+        const float* kh = f(keys) + first * width + static_cast<std::size_t>(h) * channels;
+        float* s = f(scores) + static_cast<std::size_t>(job) * n * n;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, length, length, channels, scale, qh,
+                    width, kh, width, 0.0f, s, length);
+        float* band = cpu::job_scratch(n * rel);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, length, rel, channels, scale, qh,
+                    width, f(rel_k), channels, 0.0f, band, rel);
+        for (int i = 0; i < length; ++i)
+            for (int r = std::max(0, window - i); r < rel && i + r - window < length; ++r)
+                s[static_cast<std::size_t>(i) * n + i + r - window] +=
+                    band[static_cast<std::size_t>(i) * rel + r];
+        if (!key_mask) return;
+        const float* mask = f(key_mask) + first;
+        for (int j = 0; j < length; ++j)
+            if (mask[j] == 0.0f)
+                for (int i = 0; i < length; ++i) s[static_cast<std::size_t>(i) * n + j] = -1e4f;
+    });
+}
+
+void CpuBackend::relative_attention_values_impl(Queue&, int batch, int heads, int length,
+                                                int channels, int window, const DeviceBuffer& p,
+                                                const DeviceBuffer& values,
+                                                const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    Timer t(*this, "relative_attention_values");
+    const int width = heads * channels, rel = 2 * window + 1;
+    const std::size_t n = static_cast<std::size_t>(length);
+    cpu::parallel_for(batch * heads, [&](int job) {
+        const int b = job / heads, h = job % heads;
+        const std::size_t first = static_cast<std::size_t>(b) * n;
+        const float* ph = f(p) + static_cast<std::size_t>(job) * n * n;
+        float* yh = f(y) + first * width + static_cast<std::size_t>(h) * channels;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, length, channels, length, 1.0f, ph,
+                    length, f(values) + first * width + static_cast<std::size_t>(h) * channels,
+                    width, 0.0f, yh, width);
+        // The probabilities on the band, by offset (0 off the ends).
+        float* band = cpu::job_scratch(n * rel);
+        for (int i = 0; i < length; ++i)
+            for (int r = 0; r < rel; ++r) {
+                const int j = i + r - window;
+                band[static_cast<std::size_t>(i) * rel + r] =
+                    j >= 0 && j < length ? ph[static_cast<std::size_t>(i) * n + j] : 0.0f;
+            }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, length, channels, rel, 1.0f, band,
+                    rel, f(rel_v), channels, 1.0f, yh, width);
+    });
+}
+
+void CpuBackend::broadcast_multiply_impl(Queue&, int rows, int cols, const DeviceBuffer& factors,
+                                         bool per_row, DeviceBuffer& y) {
+    Timer t(*this, "broadcast_multiply");
+    const float* m = f(factors);
+    for_rows(rows, cols, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+            float* row = f(y) + r * cols;
+            if (per_row) {
+                const float v = m[r];
+                for (int c = 0; c < cols; ++c) row[c] *= v;
+            } else {
+                for (int c = 0; c < cols; ++c) row[c] *= m[c];
+            }
+        }
+    });
+}
+
 void CpuBackend::minimum_phase_fold_impl(Queue&, int n, int batch, const DeviceBuffer& x,
                                          DeviceBuffer& y) {
     Timer t(*this, "minimum_phase_fold");

@@ -74,6 +74,19 @@ class CpuBackend final : public Backend {
                                  DeviceBuffer& y) override;
     void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
                          DeviceBuffer& y) override;
+    void softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                           DeviceBuffer& y) override;
+    void relative_attention_scores_impl(Queue& q, int batch, int heads, int length, int channels,
+                                        int window, float scale, const DeviceBuffer& queries,
+                                        const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+                                        const DeviceBuffer& key_mask,
+                                        DeviceBuffer& scores) override;
+    void relative_attention_values_impl(Queue& q, int batch, int heads, int length, int channels,
+                                        int window, const DeviceBuffer& p,
+                                        const DeviceBuffer& values, const DeviceBuffer& rel_v,
+                                        DeviceBuffer& y) override;
+    void broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
+                                 bool per_row, DeviceBuffer& y) override;
 
   private:
     struct FftPlans;

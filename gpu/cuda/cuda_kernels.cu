@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "gpu/cuda/cuda_kernels.h"
+#include "gpu/kernels/attention_bodies.h"
 #include "gpu/kernels/kernel_bodies.h"
 
 namespace etude::gpu::kernels {
@@ -231,6 +232,36 @@ __global__ void gated_tanh_kernel(const float* x, float* y, std::size_t n) {
         bodies::gated_tanh_at(i, n, x, y);
 }
 
+// No __restrict__: x and y may be the same buffer. One thread per row.
+__global__ void softmax_rows_kernel(const float* x, float* y, int rows, int cols) {
+    for (std::size_t r = first_index(); r < static_cast<std::size_t>(rows); r += grid_stride())
+        bodies::softmax_row(r, cols, x, y);
+}
+
+__global__ void relative_scores_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                                       const float* __restrict__ rel_k,
+                                       const float* __restrict__ mask, float* __restrict__ scores,
+                                       std::size_t n, int heads, int length, int channels,
+                                       int window, float scale, int has_mask) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, has_mask,
+                                   mask, scores);
+}
+
+__global__ void relative_values_kernel(const float* __restrict__ p, const float* __restrict__ v,
+                                       const float* __restrict__ rel_v, float* __restrict__ y,
+                                       std::size_t n, int heads, int length, int channels,
+                                       int window) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
+}
+
+__global__ void broadcast_multiply_kernel(const float* __restrict__ factors, float* __restrict__ y,
+                                          std::size_t n, int cols, int per_row) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::broadcast_multiply_at(i, cols, factors, per_row, y);
+}
+
 // One thread per row (grid-stride, like the rest: the grid is capped).
 __global__ void hermitian_edges_kernel(int batch, int n, float* x) {
     for (std::size_t row = first_index(); row < static_cast<std::size_t>(batch);
@@ -421,6 +452,44 @@ cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const floa
     if (channels <= 0 || length <= 0) return cudaSuccess;
     const std::size_t n = static_cast<std::size_t>(channels) * length;
     gated_tanh_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n);
+    return cudaGetLastError();
+}
+
+cudaError_t softmax_rows(cudaStream_t stream, int rows, int cols, const float* x, float* y) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    softmax_rows_kernel<<<grid_for(std::size_t(rows)), kBlock, 0, stream>>>(x, y, rows, cols);
+    return cudaGetLastError();
+}
+
+cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, float scale, const float* q,
+                                      const float* k, const float* rel_k, const float* mask,
+                                      float* scores) {
+    const std::size_t n = static_cast<std::size_t>(batch) * heads * length * length;
+    if (n == 0) return cudaSuccess;
+    // Without a mask the kernel still gets a valid pointer, never read.
+    relative_scores_kernel<<<grid_for(n), kBlock, 0, stream>>>(q, k, rel_k, mask ? mask : k, scores,
+                                                               n, heads, length, channels, window,
+                                                               scale, mask ? 1 : 0);
+    return cudaGetLastError();
+}
+
+cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, const float* p, const float* v,
+                                      const float* rel_v, float* y) {
+    const std::size_t n = static_cast<std::size_t>(batch) * length * heads * channels;
+    if (n == 0) return cudaSuccess;
+    relative_values_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, v, rel_v, y, n, heads, length,
+                                                               channels, window);
+    return cudaGetLastError();
+}
+
+cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,
+                               bool per_row, float* y) {
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    if (n == 0) return cudaSuccess;
+    broadcast_multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(factors, y, n, cols,
+                                                                  per_row ? 1 : 0);
     return cudaGetLastError();
 }
 

@@ -61,5 +61,16 @@ cudaError_t complex_exp(cudaStream_t stream, const float* x, float* y, std::size
 cudaError_t minimum_phase_fold(cudaStream_t stream, int n, int batch, const float* x, float* y);
 // y[c][t] = tanh(x[c][t]) * sigmoid(x[channels + c][t]); x and y distinct.
 cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const float* x, float* y);
+// gpu::Backend's softmax_rows and relative_attention_* (gpu/kernels/attention_bodies.h).
+cudaError_t softmax_rows(cudaStream_t stream, int rows, int cols, const float* x, float* y);
+cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, float scale, const float* q,
+                                      const float* k, const float* rel_k, const float* mask,
+                                      float* scores);  // mask may be null
+cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads, int length,
+                                      int channels, int window, const float* p, const float* v,
+                                      const float* rel_v, float* y);
+cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,
+                               bool per_row, float* y);
 
 }  // namespace etude::gpu::kernels

@@ -309,6 +309,20 @@ ETUDE_BODY void conv_transpose1d_at(etude_index gid, ETUDE_CPTR x, ETUDE_CPTR w,
     ETUDE_AT(y, gid) = acc;
 }
 
+// y[r][c] *= factors[r] (per_row) or factors[c], element gid of a
+// [rows][cols] matrix: the multiplying twin of add_bias (a mask over time).
+ETUDE_BODY void broadcast_multiply_at(etude_index gid, int cols, ETUDE_CPTR factors, int per_row,
+                                      ETUDE_PTR y) {
+    const etude_index row = gid / ETUDE_INDEX(cols);
+    const etude_index col = gid - row * ETUDE_INDEX(cols);
+    float f = 0.0f;
+    if (per_row != 0)
+        f = ETUDE_AT(factors, row);
+    else
+        f = ETUDE_AT(factors, col);
+    ETUDE_AT(y, gid) = ETUDE_AT(y, gid) * f;
+}
+
 #if !defined(__OPENCL_VERSION__) && !defined(VULKAN)
 }  // namespace etude::gpu::bodies
 #endif

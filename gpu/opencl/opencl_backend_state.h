@@ -76,6 +76,10 @@ enum KernelId : int {
     kComplexExp,
     kMinimumPhaseFold,
     kGatedTanh,
+    kSoftmaxRows,
+    kRelativeAttentionScores,
+    kRelativeAttentionValues,
+    kBroadcastMultiply,
     kKernelCount
 };
 inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
@@ -94,7 +98,11 @@ inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                        "complex_multiply",
                                                                        "complex_exp",
                                                                        "minimum_phase_fold",
-                                                                       "gated_tanh"};
+                                                                       "gated_tanh",
+                                                                       "softmax_rows",
+                                                                       "relative_attention_scores",
+                                                                       "relative_attention_values",
+                                                                       "broadcast_multiply"};
 
 // A DeviceBuffer's handle on this backend.
 inline cl_mem mem(const DeviceBuffer& b) {

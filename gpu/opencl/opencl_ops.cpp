@@ -269,4 +269,51 @@ void OpenClBackend::gated_tanh_impl(Queue& q, int channels, int length, const De
     launch(cq, op, kGatedTanh, range1d(n), mem(x), mem(y), count);
 }
 
+void OpenClBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                      DeviceBuffer& y) {
+    const char* op = "softmax_rows";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    launch(cq, op, kSoftmaxRows, range1d(std::size_t(rows)), mem(x), mem(y), cl_int{rows},
+           cl_int{cols});
+}
+
+void OpenClBackend::relative_attention_scores_impl(
+    Queue& q, int batch, int heads, int length, int channels, int window, float scale,
+    const DeviceBuffer& queries, const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+    const DeviceBuffer& key_mask, DeviceBuffer& scores) {
+    const char* op = "relative_attention_scores";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(batch) * heads * length * length;
+    // Without a mask the kernel still gets a valid buffer, never read.
+    const cl_mem mask = key_mask ? mem(key_mask) : mem(keys);
+    launch(cq, op, kRelativeAttentionScores, range1d(n), mem(queries), mem(keys), mem(rel_k), mask,
+           mem(scores), n, cl_int{heads}, cl_int{length}, cl_int{channels}, cl_int{window},
+           cl_float{scale}, cl_int{key_mask ? 1 : 0});
+}
+
+void OpenClBackend::relative_attention_values_impl(Queue& q, int batch, int heads, int length,
+                                                   int channels, int window, const DeviceBuffer& p,
+                                                   const DeviceBuffer& values,
+                                                   const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    const char* op = "relative_attention_values";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(batch) * length * heads * channels;
+    launch(cq, op, kRelativeAttentionValues, range1d(n), mem(p), mem(values), mem(rel_v), mem(y), n,
+           cl_int{heads}, cl_int{length}, cl_int{channels}, cl_int{window});
+}
+
+void OpenClBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
+                                            const DeviceBuffer& factors, bool per_row,
+                                            DeviceBuffer& y) {
+    const char* op = "broadcast_multiply";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(rows) * cols;
+    launch(cq, op, kBroadcastMultiply, range1d(n), mem(factors), mem(y), n, cl_int{cols},
+           cl_int{per_row ? 1 : 0});
+}
+
 }  // namespace etude::gpu

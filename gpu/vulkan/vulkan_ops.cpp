@@ -321,4 +321,80 @@ void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const De
     launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh", {{args.x}, {args.y}});
 }
 
+void VulkanBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
+                                      DeviceBuffer& y) {
+    auto& s = begin(q, "softmax_rows");
+    struct {
+        Address x, y;
+        std::uint64_t rows;
+        std::int32_t cols;
+    } args{address(x), address(y), std::uint64_t(rows), cols};
+    launch(s, vk::Kernel::SoftmaxRows, args, args.rows, "softmax_rows", {{args.x}, {args.y}});
+}
+
+void VulkanBackend::relative_attention_scores_impl(
+    Queue& q, int batch, int heads, int length, int channels, int window, float scale,
+    const DeviceBuffer& queries, const DeviceBuffer& keys, const DeviceBuffer& rel_k,
+    const DeviceBuffer& key_mask, DeviceBuffer& scores) {
+    const char* op = "relative_attention_scores";
+    auto& s = begin(q, op);
+    struct {
+        Address q, k, rel_k, mask, scores;
+        std::uint64_t total;
+        std::int32_t heads, length, channels, window;
+        float scale;
+        std::int32_t has_mask;
+    } args{address(queries),
+           address(keys),
+           address(rel_k),
+           key_mask ? address(key_mask) : address(keys),
+           address(scores),
+           std::uint64_t(batch) * heads * length * length,
+           heads,
+           length,
+           channels,
+           window,
+           scale,
+           key_mask ? 1 : 0};
+    launch(s, vk::Kernel::RelativeAttentionScores, args, args.total, op,
+           {{args.q, args.k, args.rel_k, args.mask}, {args.scores}});
+}
+
+void VulkanBackend::relative_attention_values_impl(Queue& q, int batch, int heads, int length,
+                                                   int channels, int window, const DeviceBuffer& p,
+                                                   const DeviceBuffer& values,
+                                                   const DeviceBuffer& rel_v, DeviceBuffer& y) {
+    const char* op = "relative_attention_values";
+    auto& s = begin(q, op);
+    struct {
+        Address p, v, rel_v, y;
+        std::uint64_t total;
+        std::int32_t heads, length, channels, window;
+    } args{address(p),
+           address(values),
+           address(rel_v),
+           address(y),
+           std::uint64_t(batch) * length * heads * channels,
+           heads,
+           length,
+           channels,
+           window};
+    launch(s, vk::Kernel::RelativeAttentionValues, args, args.total, op,
+           {{args.p, args.v, args.rel_v}, {args.y}});
+}
+
+void VulkanBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
+                                            const DeviceBuffer& factors, bool per_row,
+                                            DeviceBuffer& y) {
+    auto& s = begin(q, "broadcast_multiply");
+    const std::uint64_t total = std::uint64_t(rows) * cols;
+    struct {
+        Address factors, y;
+        std::uint64_t total;
+        std::int32_t cols, per_row;
+    } args{address(factors), address(y), total, cols, per_row ? 1 : 0};
+    launch(s, vk::Kernel::BroadcastMultiply, args, total, "broadcast_multiply",
+           {{args.factors, args.y}, {args.y}});
+}
+
 }  // namespace etude::gpu

@@ -43,6 +43,14 @@ const char* shader_name(Kernel k) {
             return "gemm_direct";
         case Kernel::LayerNorm:
             return "layer_norm";
+        case Kernel::SoftmaxRows:
+            return "softmax_rows";
+        case Kernel::RelativeAttentionScores:
+            return "relative_attention_scores";
+        case Kernel::RelativeAttentionValues:
+            return "relative_attention_values";
+        case Kernel::BroadcastMultiply:
+            return "broadcast_multiply";
         case Kernel::Count:
             break;
     }

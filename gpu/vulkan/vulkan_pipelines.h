@@ -41,6 +41,10 @@ enum class Kernel {
     Gemm,
     GemmDirect,
     LayerNorm,
+    SoftmaxRows,
+    RelativeAttentionScores,
+    RelativeAttentionValues,
+    BroadcastMultiply,
     Count
 };
 // The shader's file name without .comp ("activation", ...).

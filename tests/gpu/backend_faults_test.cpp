@@ -155,6 +155,10 @@ TEST_P(BackendFaults, zero_sizes_and_empty_outputs_are_no_ops) {
     dev_->complex_exp(*dq_, none, none, 0);
     dev_->minimum_phase_fold(*dq_, 8, 0, none, none);
     dev_->gated_tanh(*dq_, 0, 8, none, none);
+    dev_->softmax_rows(*dq_, 0, 8, none, none);
+    dev_->relative_attention_scores(*dq_, 0, 2, 4, 4, 1, 1.0f, none, none, none, none, none);
+    dev_->relative_attention_values(*dq_, 1, 2, 0, 4, 1, none, none, none, none);
+    dev_->broadcast_multiply(*dq_, 0, 4, none, true, none);
     // A kernel longer than the padded input: no output position.
     dev_->conv1d(*dq_, shape(1, 1, 1, 2, 5, 1, 1, 0, 1), x.dev, x.dev, DeviceBuffer{}, y.dev);
     dev_->conv1d(*dq_, shape(0, 1, 1, 4, 3, 1, 1, 0, 1), none, x.dev, DeviceBuffer{}, none);

@@ -115,7 +115,7 @@ double relative_error(const std::vector<float>& want, const std::vector<float>& 
     return max_ref > 0 ? max_err / max_ref : max_err;
 }
 
-std::string describe(const char* op, const Conv1dShape& s, bool bias) {
+[[maybe_unused]] std::string describe(const char* op, const Conv1dShape& s, bool bias) {
     char buf[200];
     std::snprintf(buf, sizeof buf, "%s b=%d %d->%d len=%d k=%d s=%d d=%d p=%d g=%d%s", op, s.batch,
                   s.in_channels, s.out_channels, s.in_length, s.kernel, s.stride, s.dilation,
@@ -123,8 +123,8 @@ std::string describe(const char* op, const Conv1dShape& s, bool bias) {
     return buf;
 }
 
-Conv1dShape shape(int batch, int in_ch, int out_ch, int len, int taps, int stride, int dilation,
-                  int padding, int groups) {
+[[maybe_unused]] Conv1dShape shape(int batch, int in_ch, int out_ch, int len, int taps, int stride,
+                                   int dilation, int padding, int groups) {
     Conv1dShape s;
     s.batch = batch;
     s.in_channels = in_ch;

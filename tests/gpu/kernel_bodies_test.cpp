@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu/kernels/attention_bodies.h"
+
 namespace etude::gpu {
 namespace {
 
@@ -138,6 +140,76 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
     float ys[] = {NAN};
     bodies::axpby_at(0, 3.0f, xs, 0.0f, ys);
     EXPECT_EQ(ys[0], 6.0f);
+}
+
+// VITS' relative attention written the way Piper's PyTorch does it: the
+// relative logits [i][m] against the embeddings padded to 2*length - 1
+// offsets, then moved to absolute positions (offset j - i at m = j - i +
+// length - 1); a padded key masked to -1e4. Small integers: exact sums.
+TEST(KernelBodies, relative_attention_bodies_equal_piper_s_relative_to_absolute_form) {
+    for (auto [batch, heads, length, channels, window] :
+         std::initializer_list<std::tuple<int, int, int, int, int>>{
+             {1, 1, 1, 3, 4}, {1, 2, 3, 4, 4}, {2, 2, 9, 3, 4}, {3, 3, 7, 2, 1}}) {
+        const int width = heads * channels, rel = 2 * window + 1;
+        const std::size_t rows = std::size_t(batch) * length;
+        const auto q = small_integers(rows * width, 11), k = small_integers(rows * width, 12),
+                   v = small_integers(rows * width, 13);
+        const auto rk = small_integers(std::size_t(rel) * channels, 14),
+                   rv = small_integers(std::size_t(rel) * channels, 15);
+        std::vector<float> mask(rows, 1.0f);
+        for (int b = 1; b < batch; ++b)
+            for (int j = length - b; j < length; ++j) mask[std::size_t(b) * length + j] = 0.0f;
+        // The padded embedding: offset o in [-(length-1), length-1] is row
+        // o + window of the table when |o| <= window, else zeros.
+        const auto embedding = [&](const std::vector<float>& table, int offset, int c) {
+            return std::abs(offset) <= window ? table[std::size_t(offset + window) * channels + c]
+                                              : 0.0f;
+        };
+        const std::size_t total = std::size_t(batch) * heads * length * length;
+        std::vector<float> scores(total), p(total), y(rows * width);
+        for (std::size_t gid = 0; gid < total; ++gid)
+            bodies::relative_scores_at(gid, heads, length, channels, window, 0.5f, q.data(),
+                                       k.data(), rk.data(), 1, mask.data(), scores.data());
+        for (int b = 0; b < batch; ++b)
+            for (int h = 0; h < heads; ++h)
+                for (int i = 0; i < length; ++i)
+                    for (int j = 0; j < length; ++j) {
+                        const std::size_t o =
+                            ((std::size_t(b) * heads + h) * length + i) * length + j;
+                        float want = -1e4f;
+                        if (mask[std::size_t(b) * length + j] != 0.0f) {
+                            float sum = 0;
+                            for (int c = 0; c < channels; ++c) {
+                                const float qc =
+                                    q[(std::size_t(b) * length + i) * width + h * channels + c];
+                                sum += qc *
+                                       k[(std::size_t(b) * length + j) * width + h * channels + c];
+                                sum += qc * embedding(rk, j - i, c);
+                            }
+                            want = sum * 0.5f;
+                        }
+                        ASSERT_EQ(scores[o], want) << b << " " << h << " " << i << " " << j;
+                        p[o] = float(int(o % 5) - 2);  // small integers for the values
+                    }
+        for (std::size_t gid = 0; gid < y.size(); ++gid)
+            bodies::relative_values_at(gid, heads, length, channels, window, p.data(), v.data(),
+                                       rv.data(), y.data());
+        for (int b = 0; b < batch; ++b)
+            for (int i = 0; i < length; ++i)
+                for (int h = 0; h < heads; ++h)
+                    for (int c = 0; c < channels; ++c) {
+                        float want = 0;
+                        for (int j = 0; j < length; ++j) {
+                            const float pj =
+                                p[((std::size_t(b) * heads + h) * length + i) * length + j];
+                            want +=
+                                pj * v[(std::size_t(b) * length + j) * width + h * channels + c];
+                            want += pj * embedding(rv, j - i, c);
+                        }
+                        ASSERT_EQ(y[(std::size_t(b) * length + i) * width + h * channels + c], want)
+                            << b << " " << i << " " << h << " " << c;
+                    }
+    }
 }
 
 }  // namespace

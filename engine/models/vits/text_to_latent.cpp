@@ -236,30 +236,89 @@ void VitsPrior::complete_durations() {
     pending_.reset();
 }
 
-int VitsTextToLatent::duration_reach() const {
-    return Network(*w_, {}).duration_reach();
-}
-
-VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker,
-                                  const VitsScales& scales, std::mt19937_64& noise,
-                                  PriorDurations staging) const {
-    const auto& hp = w_->hp;
+void check_phoneme_ids(const VitsHyperparameters& hp, std::span<const std::int64_t> ids) {
     if (ids.empty()) throw Error("VITS: no phoneme ids");
     for (auto id : ids)
         if (id < 0 || id >= hp.num_symbols)
             throw Error("VITS: phoneme id " + std::to_string(id) + " is outside the voice's " +
                         std::to_string(hp.num_symbols) + " symbols");
+}
+
+VitsEncoding VitsTextToLatent::encode(std::span<const std::int64_t> ids) const {
+    check_phoneme_ids(w_->hp, ids);
+    const Network net(*w_, ffn_);
+    const Signal enc = net.text_encoder(ids);
+    const Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
+    VitsEncoding e;
+    e.phonemes = enc.t;
+    e.hidden.assign(enc.v.begin(), enc.v.end());
+    e.stats.assign(stats.v.begin(), stats.v.end());
+    return e;
+}
+
+int VitsTextToLatent::duration_reach() const {
+    return Network(*w_, {}).duration_reach();
+}
+
+namespace {
+
+void check_scales(const VitsScales& scales) {
     const auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
     if (!finite_at_least(scales.noise_scale, 0) || !finite_at_least(scales.noise_w, 0))
         throw Error("VITS: noise_scale and noise_w must be finite and not negative");
     if (!finite_at_least(scales.length_scale, 0) || scales.length_scale == 0)
         throw Error("VITS: length_scale must be finite and positive");
+}
+
+}  // namespace
+
+// The text encoder's output, in the host's double precision.
+struct VitsTextToLatent::EncodedSentence {
+    Signal enc, stats;
+};
+
+VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker,
+                                  const VitsScales& scales, std::mt19937_64& noise,
+                                  PriorDurations staging) const {
+    check_phoneme_ids(w_->hp, ids);
+    check_scales(scales);
+    speaker_vector(speaker);  // refuses a speaker out of range before the encoder runs
+    const Network net(*w_, ffn_);
+    EncodedSentence e;
+    e.enc = net.text_encoder(ids);
+    e.stats = conv1d(e.enc, net.conv("enc_p.proj"), 1, 0, 0);
+    return prior_of(std::move(e), speaker, scales, noise, staging);
+}
+
+VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
+                                  const VitsScales& scales, std::mt19937_64& noise,
+                                  PriorDurations staging) const {
+    const auto& hp = w_->hp;
+    const int n = encoding.phonemes;
+    if (n <= 0 || encoding.hidden.size() != std::size_t(hp.hidden_channels) * std::size_t(n) ||
+        encoding.stats.size() != std::size_t(2 * hp.inter_channels) * std::size_t(n))
+        throw Error("VITS: an encoding of " + std::to_string(n) + " phonemes needs " +
+                    std::to_string(hp.hidden_channels) + " hidden and " +
+                    std::to_string(2 * hp.inter_channels) + " stats channels per phoneme; it has " +
+                    std::to_string(encoding.hidden.size()) + " and " +
+                    std::to_string(encoding.stats.size()) + " values");
+    check_scales(scales);
+    EncodedSentence e;
+    e.enc = Signal(hp.hidden_channels, n);
+    e.enc.v.assign(encoding.hidden.begin(), encoding.hidden.end());
+    e.stats = Signal(2 * hp.inter_channels, n);
+    e.stats.v.assign(encoding.stats.begin(), encoding.stats.end());
+    return prior_of(std::move(e), speaker, scales, noise, staging);
+}
+
+VitsPrior VitsTextToLatent::prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
+                                     std::mt19937_64& noise, PriorDurations staging) const {
+    const auto& hp = w_->hp;
     std::vector<double> g = speaker_vector(speaker);
     const Network net(*w_, ffn_);
     const std::vector<double>* gp = g.empty() ? nullptr : &g;
-
-    Signal enc = net.text_encoder(ids);
-    Signal stats = conv1d(enc, net.conv("enc_p.proj"), 1, 0, 0);
+    Signal enc = std::move(e.enc);
+    Signal stats = std::move(e.stats);
     const int phonemes = enc.t;
     Signal dp_noise = Network::duration_noise(phonemes, scales.noise_w, noise);
     const double length_scale = scales.length_scale;

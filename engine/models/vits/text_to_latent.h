@@ -43,6 +43,18 @@ struct VitsScales {
     float noise_w = 0.8f;
 };
 
+// The text encoder's output for one sentence (VitsTextToLatent::encode on
+// the host, VitsTextEncoderNetwork::encode on a backend).
+struct VitsEncoding {
+    int phonemes = 0;
+    std::vector<float> hidden;  // [hidden_channels][phonemes]: the duration predictor's input
+    std::vector<float> stats;   // [2 * inter_channels][phonemes]: m_p, then logs_p
+};
+
+// Throws etude::Error for no ids or an id outside the voice's embedding
+// table: what every entry that takes a sentence's ids checks first.
+void check_phoneme_ids(const VitsHyperparameters& hp, std::span<const std::int64_t> ids);
+
 struct VitsLatent {
     int channels = 0;  // inter_channels
     int frames = 0;
@@ -139,6 +151,20 @@ class VitsTextToLatent {
     VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
 
+    // The text encoder alone, on the host (float GEMMs, double sums), as
+    // prior() runs it: the reference a backend's encoder
+    // (VitsTextEncoderNetwork) is tested against. Throws as
+    // check_phoneme_ids().
+    VitsEncoding encode(std::span<const std::int64_t> ids) const;
+
+    // The same from a sentence already encoded (by VitsTextToLatent::encode,
+    // or on a backend by VitsTextEncoderNetwork): the durations and the
+    // prior from the encoder's output. Throws etude::Error for an encoding
+    // whose sizes do not fit this voice, and as prior() for the scales,
+    // the speaker and the durations.
+    VitsPrior prior(const VitsEncoding& encoding, int speaker, const VitsScales& scales,
+                    std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
+
     // Phonemes either side that one phoneme's duration depends on: the
     // duration predictor's convolutions' reach (each DDSConv's dilated
     // kernels, once before its flows and once in each).
@@ -157,6 +183,9 @@ class VitsTextToLatent {
     std::string copied_weights() const;
 
   private:
+    struct EncodedSentence;  // the encoder's output in double (text_to_latent.cpp)
+    VitsPrior prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
+                       std::mt19937_64& noise, PriorDurations durations) const;
     std::vector<double> speaker_vector(int speaker) const;
 
     std::shared_ptr<const VitsWeights> w_;

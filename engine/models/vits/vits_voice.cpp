@@ -1,6 +1,7 @@
 #include "engine/models/vits/vits_voice.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/error.h"
 #include "engine/models/vits/vits_decoder.h"
@@ -25,6 +26,11 @@ VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeig
       weights_(weights),
       prior_(weights_),
       backend_(std::move(backend)) {
+    // On a device the encoder's weights go there too, before the
+    // feed-forward ones are released below; the host keeps its own
+    // encoder (Winograd's copies) to cover a device error.
+    if (backend_->info().kind != gpu::BackendKind::Cpu)
+        encoder_ = std::make_unique<const VitsTextEncoderNetwork>(*weights, backend_);
     // A medium voice's weights are 63 MB of floats; the Winograd copy of
     // the feed-forward convolutions (21 MB of them) and the flow on the
     // backend (28 MB) would hold a second copy each beside them.
@@ -62,9 +68,30 @@ std::unique_ptr<VitsFlowStream> VitsVoice::open_flow(int speaker) const {
     return std::make_unique<VitsFlowStream>(flow_network(speaker));
 }
 
+VitsPrior VitsVoice::prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                           std::mt19937_64& noise) const {
+    if (encoder_) {
+        check_phoneme_ids(weights_->hp, ids);
+        std::optional<VitsEncoding> encoding;
+        try {
+            encoding = encoder_->encode(ids);
+        } catch (const gpu::DeviceError&) {
+            // The backend is marked failed (its health says why); this
+            // sentence's encoder runs on the host below.
+        }
+        if (encoding) return prior_.prior(*encoding, speaker, scales, noise);
+    }
+    return prior_.prior(ids, speaker, scales, noise);
+}
+
 VitsLatent VitsVoice::latent(std::span<const std::int64_t> ids, int speaker,
                              const VitsScales& scales, std::mt19937_64& noise) const {
-    VitsLatent l = prior_.sample_prior(ids, speaker, scales, noise);
+    VitsPrior p = prior(ids, speaker, scales, noise);
+    VitsLatent l;
+    l.channels = p.channels();
+    l.frames = p.frames();
+    l.durations = p.durations();
+    l.z = p.sample_all();
     flow_network(speaker)->run(l.z, l.frames);
     return l;
 }
@@ -83,7 +110,7 @@ VitsSentenceStream::VitsSentenceStream(std::shared_ptr<const VitsVoice> voice, s
 
 void VitsSentenceStream::start(std::span<const std::int64_t> ids, int speaker,
                                const VitsScales& scales) {
-    prior_ = voice_->text_to_latent().prior(ids, speaker, scales, noise_);
+    prior_ = voice_->prior(ids, speaker, scales, noise_);
     latent_ = VitsLatent{};
     latent_.channels = prior_.channels();
     latent_.frames = prior_.frames();

@@ -31,6 +31,7 @@
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/flow_stream.h"
+#include "engine/models/vits/text_encoder_network.h"
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_weights.h"
 #include "gpu/backend.h"
@@ -64,7 +65,16 @@ class VitsVoice {
     std::shared_ptr<const VitsFlowNetwork> flow_network(int speaker) const;
     // A stream of that flow for one stream's sentences, on its own queue.
     std::unique_ptr<VitsFlowStream> open_flow(int speaker) const;
-    // Phoneme ids to the decoder's input: the prior on the host, the flow on
+    // A sentence's prior: the text encoder on the voice's backend when that
+    // is a device (encodes_on_device()), else on the host, then the
+    // durations on the host. A device error while encoding leaves the
+    // sentence to the host's encoder (the same result within float
+    // rounding; the noise drawn is the same either way). Throws as
+    // VitsTextToLatent::prior.
+    VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
+                    std::mt19937_64& noise) const;
+    bool encodes_on_device() const { return encoder_ != nullptr; }
+    // Phoneme ids to the decoder's input: the prior (above), the flow on
     // the voice's backend.
     VitsLatent latent(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                       std::mt19937_64& noise) const;
@@ -84,6 +94,9 @@ class VitsVoice {
     std::shared_ptr<const VitsWeights> weights_;
     VitsTextToLatent prior_;
     std::shared_ptr<gpu::Backend> backend_;
+    // The text encoder on backend_ when it is a device; null on the CPU
+    // backend, where the host's encoder is faster (fewer, fused passes).
+    std::unique_ptr<const VitsTextEncoderNetwork> encoder_;
     mutable std::mutex decoders_mu_;
     mutable std::map<int, std::shared_ptr<const NeuralModel>> decoders_;
     mutable std::mutex flows_mu_;

@@ -3,6 +3,7 @@
 // 1-D launches are rounded up to the work-group size, hence the checks.
 // Names and arguments are what opencl_backend.cpp sets (keep both in step).
 #include "gpu/kernels/kernel_bodies.h"
+#include "gpu/kernels/attention_bodies.h"
 
 __kernel void fill(__global float* y, ulong n, float value) {
     const size_t i = get_global_id(0);
@@ -93,4 +94,33 @@ __kernel void conv_transpose1d(__global const float* x, __global const float* w,
 __kernel void gated_tanh(__global const float* x, __global float* y, ulong n) {
     const size_t i = get_global_id(0);
     if (i < n) gated_tanh_at(i, n, x, y);
+}
+
+// One work-item per row; x and y may alias (the body reads before it writes).
+__kernel void softmax_rows(__global const float* x, __global float* y, int rows, int cols) {
+    const size_t r = get_global_id(0);
+    if (r < (size_t)rows) softmax_row(r, cols, x, y);
+}
+
+__kernel void relative_attention_scores(__global const float* q, __global const float* k,
+                                        __global const float* rel_k, __global const float* mask,
+                                        __global float* scores, ulong n, int heads, int length,
+                                        int channels, int window, float scale, int has_mask) {
+    const size_t i = get_global_id(0);
+    if (i < n)
+        relative_scores_at(i, heads, length, channels, window, scale, q, k, rel_k, has_mask, mask,
+                           scores);
+}
+
+__kernel void relative_attention_values(__global const float* p, __global const float* v,
+                                        __global const float* rel_v, __global float* y, ulong n,
+                                        int heads, int length, int channels, int window) {
+    const size_t i = get_global_id(0);
+    if (i < n) relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
+}
+
+__kernel void broadcast_multiply(__global const float* factors, __global float* y, ulong n,
+                                 int cols, int per_row) {
+    const size_t i = get_global_id(0);
+    if (i < n) broadcast_multiply_at(i, cols, factors, per_row, y);
 }
