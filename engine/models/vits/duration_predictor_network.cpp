@@ -30,7 +30,8 @@ struct VitsDurationNetwork::Flow {
 // A call's working buffers, time-major [phonemes][channels] unless named
 // channel-major.
 struct VitsDurationNetwork::Work {
-    int n = 0;
+    int n = 0;               // rows: the sentences end to end, with their gaps
+    gpu::DeviceBuffer mask;  // [n]: 1 on a sentence's rows, 0 on a gap (empty alone)
     gpu::DeviceBuffer enc, x, h, y, t, cm, cm_out, params, z0, z1;
 };
 
@@ -127,7 +128,8 @@ VitsDurationNetwork::VitsDurationNetwork(const VitsWeights& w,
 }
 
 // One DDSConv stack over x ([n][hidden]), in place. The depthwise
-// convolution reads zeros beyond the sentence's ends, as the host's does.
+// convolution reads zeros beyond each sentence's ends, as the host's does:
+// the padding at the batch's ends, the masked gaps between sentences.
 void VitsDurationNetwork::run_dds(gpu::Queue& q, const Dds& d, Work& w,
                                   gpu::DeviceBuffer& x) const {
     auto& b = *backend_;
@@ -142,6 +144,7 @@ void VitsDurationNetwork::run_dds(gpu::Queue& q, const Dds& d, Work& w,
         sep.kernel = k;
         sep.dilation = L.dilation;
         sep.padding = (k * L.dilation - L.dilation) / 2;
+        if (w.mask) b.broadcast_multiply(q, n, h, w.mask, true, x);
         b.transpose(q, n, h, x, w.cm);
         b.conv1d(q, sep, w.cm, L.sep_w, L.sep_b, w.cm_out);
         b.transpose(q, h, n, w.cm_out, w.y);
@@ -158,29 +161,69 @@ void VitsDurationNetwork::run_dds(gpu::Queue& q, const Dds& d, Work& w,
 std::vector<double> VitsDurationNetwork::log_durations(const VitsEncoding& e,
                                                        std::span<const double> noise,
                                                        int speaker) const {
-    const int n = e.phonemes, h = hp_.hidden_channels, bins = hp_.spline_bins;
-    if (n <= 0 || e.hidden.size() != std::size_t(h) * std::size_t(n))
-        throw Error("VITS duration predictor: an encoding of " + std::to_string(n) +
-                    " phonemes needs " + std::to_string(h) +
-                    " hidden channels per phoneme; it has " + std::to_string(e.hidden.size()) +
-                    " values");
-    if (noise.size() != 2 * std::size_t(n))
-        throw Error("VITS duration predictor: the noise for " + std::to_string(n) +
-                    " phonemes is 2 x " + std::to_string(n) + " values; it has " +
-                    std::to_string(noise.size()));
-    if (hp_.num_speakers > 1 && (speaker < 0 || speaker >= hp_.num_speakers))
-        throw Error("VITS: speaker " + std::to_string(speaker) + " is outside the voice's " +
-                    std::to_string(hp_.num_speakers) + " speakers");
-    const std::vector<float>& pre_bias = pre_bias_[hp_.num_speakers > 1 ? std::size_t(speaker) : 0];
-    std::vector<float> z0(noise.begin(), noise.begin() + n), z1(noise.begin() + n, noise.end());
+    const Sentence one[] = {{&e, noise, speaker}};
+    return std::move(log_durations(std::span<const Sentence>(one)).front());
+}
+
+std::vector<std::vector<double>> VitsDurationNetwork::log_durations(
+    std::span<const Sentence> sentences) const {
+    const int h = hp_.hidden_channels, bins = hp_.spline_bins;
+    for (const Sentence& s : sentences) {
+        if (!s.encoding) throw Error("VITS duration predictor: a sentence without its encoding");
+        const int n = s.encoding->phonemes;
+        if (n <= 0 || s.encoding->hidden.size() != std::size_t(h) * std::size_t(n))
+            throw Error("VITS duration predictor: an encoding of " + std::to_string(n) +
+                        " phonemes needs " + std::to_string(h) +
+                        " hidden channels per phoneme; it has " +
+                        std::to_string(s.encoding->hidden.size()) + " values");
+        if (s.noise.size() != 2 * std::size_t(n))
+            throw Error("VITS duration predictor: the noise for " + std::to_string(n) +
+                        " phonemes is 2 x " + std::to_string(n) + " values; it has " +
+                        std::to_string(s.noise.size()));
+        if (hp_.num_speakers > 1 && (s.speaker < 0 || s.speaker >= hp_.num_speakers))
+            throw Error("VITS: speaker " + std::to_string(s.speaker) + " is outside the voice's " +
+                        std::to_string(hp_.num_speakers) + " speakers");
+    }
+    if (sentences.empty()) return {};
+    // The sentences end to end, time-major, each followed by the widest
+    // depthwise padding's zeros (masked before each depthwise convolution,
+    // as Piper masks there), so none reads another's phonemes.
+    const int gap =
+        sentences.size() > 1 ? (hp_.dp_kernel - 1) / 2 * hp_.dp_kernel * hp_.dp_kernel : 0;
+    std::vector<int> first_row;
+    int rows = 0;
+    for (const Sentence& s : sentences) {
+        first_row.push_back(rows);
+        rows += s.encoding->phonemes + gap;
+    }
+    rows -= gap;
+    const std::size_t nh = std::size_t(rows) * h;
+    std::vector<float> enc(nh, 0.0f), bias(nh, 0.0f), mask, z0(std::size_t(rows), 0.0f),
+        z1(std::size_t(rows), 0.0f);
+    if (gap > 0) mask.assign(std::size_t(rows), 0.0f);
+    for (std::size_t i = 0; i < sentences.size(); ++i) {
+        const Sentence& s = sentences[i];
+        const int n = s.encoding->phonemes;
+        const std::vector<float>& pre_bias =
+            pre_bias_[hp_.num_speakers > 1 ? std::size_t(s.speaker) : 0];
+        for (int t = 0; t < n; ++t) {
+            const std::size_t row = std::size_t(first_row[i] + t);
+            for (int c = 0; c < h; ++c) {
+                enc[row * h + c] = s.encoding->hidden[std::size_t(c) * n + t];
+                bias[row * h + c] = pre_bias[std::size_t(c)];
+            }
+            z0[row] = static_cast<float>(s.noise[std::size_t(t)]);
+            z1[row] = static_cast<float>(s.noise[std::size_t(n + t)]);
+            if (gap > 0) mask[row] = 1.0f;
+        }
+    }
 
     auto& b = *backend_;
     auto queue = b.create_queue();
     auto& q = *queue;
-    const std::size_t nh = std::size_t(n) * h;
     const auto buffer = [&](std::size_t floats) { return b.allocate(floats, kWorkTag); };
     Work w;
-    w.n = n;
+    w.n = rows;
     w.enc = buffer(nh);
     w.x = buffer(nh);
     w.h = buffer(nh);
@@ -188,21 +231,24 @@ std::vector<double> VitsDurationNetwork::log_durations(const VitsEncoding& e,
     w.t = buffer(nh);
     w.cm = buffer(nh);
     w.cm_out = buffer(nh);
-    w.params = buffer(std::size_t(n) * (3 * bins - 1));
-    w.z0 = buffer(std::size_t(n));
-    w.z1 = buffer(std::size_t(n));
-    gpu::DeviceBuffer bias = buffer(std::size_t(h));
-    b.copy_to_device(q, w.cm, 0, e.hidden.data(), nh);
-    b.copy_to_device(q, bias, 0, pre_bias.data(), std::size_t(h));
+    w.params = buffer(std::size_t(rows) * (3 * bins - 1));
+    w.z0 = buffer(std::size_t(rows));
+    w.z1 = buffer(std::size_t(rows));
+    if (gap > 0) {
+        w.mask = buffer(std::size_t(rows));
+        b.copy_to_device(q, w.mask, 0, mask.data(), mask.size());
+    }
+    b.copy_to_device(q, w.enc, 0, enc.data(), nh);
+    b.copy_to_device(q, w.y, 0, bias.data(), nh);
     b.copy_to_device(q, w.z0, 0, z0.data(), z0.size());
     b.copy_to_device(q, w.z1, 0, z1.data(), z1.size());
-    b.transpose(q, h, n, w.cm, w.enc);
-    // x = proj(dds(pre(enc) + cond(g))).
-    b.gemm(q, false, true, n, h, h, 1.0f, w.enc, h, pre_w_, h, 0.0f, w.h, h);
-    b.add_bias(q, n, h, bias, false, w.h);
+    // x = proj(dds(pre(enc) + bias + cond(g))): the bias rows, each
+    // sentence's speaker's, are added as a matrix.
+    b.gemm(q, false, true, rows, h, h, 1.0f, w.enc, h, pre_w_, h, 0.0f, w.h, h);
+    b.axpby(q, nh, 1.0f, w.y, 1.0f, w.h);
     run_dds(q, dds_[0], w, w.h);
-    b.gemm(q, false, true, n, h, h, 1.0f, w.h, h, proj_w_, h, 0.0f, w.x, h);
-    b.add_bias(q, n, h, proj_b_, false, w.x);
+    b.gemm(q, false, true, rows, h, h, 1.0f, w.h, h, proj_w_, h, 0.0f, w.x, h);
+    b.add_bias(q, rows, h, proj_b_, false, w.x);
     // The flows inverted: Flip, then ConvFlow's spline inverse on the second
     // channel, its parameters from the first channel and x.
     gpu::DeviceBuffer* first = &w.z0;
@@ -212,22 +258,28 @@ std::vector<double> VitsDurationNetwork::log_durations(const VitsEncoding& e,
     for (std::size_t f = 0; f < flows_.size(); ++f) {
         std::swap(first, second);  // Flip
         const Flow& F = flows_[f];
-        b.gemm(q, false, true, n, h, 1, 1.0f, *first, 1, F.pre_w, 1, 0.0f, w.h, h);
-        b.add_bias(q, n, h, F.pre_b, false, w.h);
+        b.gemm(q, false, true, rows, h, 1, 1.0f, *first, 1, F.pre_w, 1, 0.0f, w.h, h);
+        b.add_bias(q, rows, h, F.pre_b, false, w.h);
         b.axpby(q, nh, 1.0f, w.x, 1.0f, w.h);
         run_dds(q, dds_[1 + f], w, w.h);
-        b.gemm(q, false, true, n, width, h, 1.0f, w.h, h, F.proj_w, h, 0.0f, w.params, width);
-        b.add_bias(q, n, width, F.proj_b, false, w.params);
-        b.spline_inverse(q, n, bins, 5.0f, scale, w.params, *second, *second);
+        b.gemm(q, false, true, rows, width, h, 1.0f, w.h, h, F.proj_w, h, 0.0f, w.params, width);
+        b.add_bias(q, rows, width, F.proj_b, false, w.params);
+        b.spline_inverse(q, rows, bins, 5.0f, scale, w.params, *second, *second);
     }
     std::swap(first, second);  // the last Flip
     b.copy_to_host(q, z0.data(), *first, 0, z0.size());
     b.synchronize(q);
     // The elementwise affine flow's inverse, in double.
-    std::vector<double> logw(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i)
-        logw[std::size_t(i)] = (double(z0[std::size_t(i)]) - affine_m_) * affine_scale_;
-    return logw;
+    std::vector<std::vector<double>> out;
+    for (std::size_t i = 0; i < sentences.size(); ++i) {
+        const int n = sentences[i].encoding->phonemes;
+        std::vector<double> logw(static_cast<std::size_t>(n));
+        for (int t = 0; t < n; ++t)
+            logw[std::size_t(t)] =
+                (double(z0[std::size_t(first_row[i] + t)]) - affine_m_) * affine_scale_;
+        out.push_back(std::move(logw));
+    }
+    return out;
 }
 
 }  // namespace etude::engine

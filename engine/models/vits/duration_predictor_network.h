@@ -27,7 +27,8 @@
 // The network holds the weights only, uploaded once at construction
 // (read-only after it: any number of threads may call at once, each call on
 // a queue of its own); a call allocates its working buffers (a few times
-// phonemes x hidden floats). One sentence per call. Not real-time safe.
+// phonemes x hidden floats). One sentence per call, or several batched in
+// one (log_durations(span<const Sentence>)). Not real-time safe.
 #pragma once
 
 #include <memory>
@@ -57,6 +58,21 @@ class VitsDurationNetwork {
     // reaches the device; gpu::DeviceError from the device.
     std::vector<double> log_durations(const VitsEncoding& encoding, std::span<const double> noise,
                                       int speaker) const;
+
+    // Several sentences in one set of launches, each its solo
+    // log_durations() (bit for bit where the ops sum in a fixed order, as
+    // the shared kernel bodies do; within float rounding on the CPU
+    // backend, whose SGEMMs may block a longer product differently): laid
+    // end to end, each followed by the widest depthwise padding's zeros
+    // (a mask before each depthwise convolution), each with its speaker.
+    // The encodings must outlive the call. Throws as log_durations() for
+    // any sentence, before anything reaches the device.
+    struct Sentence {
+        const VitsEncoding* encoding = nullptr;
+        std::span<const double> noise;  // [2][phonemes]
+        int speaker = 0;
+    };
+    std::vector<std::vector<double>> log_durations(std::span<const Sentence> sentences) const;
 
     gpu::Backend& backend() const { return *backend_; }
     const VitsHyperparameters& hp() const { return hp_; }

@@ -220,6 +220,52 @@ TEST_P(VitsDurationNetworkTest, the_staged_window_gives_the_first_durations_of_t
         EXPECT_NEAR(staged[std::size_t(i)], whole[std::size_t(i)], bound) << "phoneme " << i;
 }
 
+// A batch lays its sentences end to end with masked gaps: each equals its
+// solo log durations within the bound above, and where every op sums in a
+// fixed order (the shared kernel bodies of OpenCL, Vulkan and CUDA) bit for
+// bit. Several speakers in one batch.
+TEST_P(VitsDurationNetworkTest, sentences_in_one_call_each_equal_their_solo_durations) {
+    const auto w =
+        std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
+    const VitsTextToLatent host(w);
+    const VitsDurationNetwork device(*w, backend_);
+    const auto all = sentences();
+    std::vector<VitsEncoding> encodings;
+    std::vector<Signal> noises;
+    std::vector<VitsDurationNetwork::Sentence> batch;
+    // Long and short mixed, one twice, speakers 0 to 3.
+    const std::size_t order[] = {5, 0, 3, 1, 5, 4, 2};
+    for (std::size_t i : order) {
+        encodings.push_back(host.encode(all[i]));
+        std::mt19937_64 rng(20 + i);
+        noises.push_back(
+            vits_host::TextToLatentNetwork::duration_noise(encodings.back().phonemes, 0.8, rng));
+    }
+    for (std::size_t i = 0; i < encodings.size(); ++i)
+        batch.push_back({&encodings[i], noises[i].v, int(i % 4)});
+    const auto together = device.log_durations(batch);
+    ASSERT_EQ(together.size(), batch.size());
+    const bool fixed_order = GetParam() != gpu::BackendKind::Cpu;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto solo = device.log_durations(encodings[i], noises[i].v, batch[i].speaker);
+        const auto want = host_log_durations(*w, encodings[i], noises[i], batch[i].speaker);
+        const double diff = max_diff(together[i], solo);
+        std::printf("[ %-8s ] sentence %zu of the batch (%3d ids): max |batched - solo| = %.3g\n",
+                    gpu::to_string(GetParam()), i, encodings[i].phonemes, diff);
+        EXPECT_LE(diff, bound_for(*w, encodings[i], noises[i], batch[i].speaker, want))
+            << "sentence " << i;
+        if (fixed_order) {
+            EXPECT_EQ(diff, 0.0) << "sentence " << i;
+        }
+    }
+    // One bad sentence refuses the whole call.
+    VitsEncoding broken = encodings[0];
+    broken.hidden.pop_back();
+    batch[2].encoding = &broken;
+    EXPECT_THROW(device.log_durations(batch), etude::Error);
+    EXPECT_TRUE(device.log_durations(std::span<const VitsDurationNetwork::Sentence>()).empty());
+}
+
 TEST_P(VitsDurationNetworkTest, bad_input_is_refused_before_the_device) {
     const auto w =
         std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
