@@ -151,6 +151,43 @@ TEST_P(VitsVoiceDurations, a_voice_on_a_device_predicts_durations_there_and_spea
     EXPECT_EQ(backend_->health(), gpu::Health::Ok) << backend_->last_error();
 }
 
+// A kernel failure anywhere in a sentence's encoder or predictor (the
+// fault moved op by op through both): the sentence still gets the CPU
+// voice's durations (the host's encoder, or the host's predictor on the
+// device's encoding), and the noise drawn is the same.
+TEST_P(VitsVoiceDurations, a_device_error_leaves_the_sentence_to_the_host_with_its_durations) {
+    const auto ids = reference_ids();
+    const auto on_cpu =
+        VitsVoice::open(kData + "test_medium_multi.onnx", 22050, gpu::shared_cpu_backend());
+    const auto here = VitsVoice::open(kData + "test_medium_multi.onnx", 22050, backend_);
+    const VitsScales scales{0.667f, 1.2f, 0.8f};
+    std::mt19937_64 a(8);
+    const VitsPrior want = on_cpu->prior(ids, 2, scales, a);
+    const auto next_draw = a();
+    // Past the last one the fault no longer fires: every op was covered.
+    int fired = 0, last_fired = -1;
+    for (int after = 0; after < 500; after += 11) {
+        backend_->reset_health();
+        backend_->inject_fault({gpu::GpuFault::KernelFailure, 1, 0, after});
+        std::mt19937_64 b(8);
+        const VitsPrior got = here->prior(ids, 2, scales, b);
+        EXPECT_EQ(got.durations(), want.durations()) << "a fault after " << after << " ops";
+        EXPECT_EQ(b(), next_draw) << "a fault after " << after << " ops";
+        if (backend_->health() != gpu::Health::Ok) {
+            ++fired;
+            last_fired = after;
+        }
+        backend_->inject_fault({});
+    }
+    backend_->reset_health();
+    if (GetParam() != gpu::BackendKind::Cpu) {
+        std::printf("[ %-8s ] the fault fired in %d sentences, the last after %d ops\n",
+                    gpu::to_string(GetParam()), fired, last_fired);
+        EXPECT_GT(fired, 0);
+        EXPECT_LT(last_fired, 500 - 11);
+    }
+}
+
 // A kernel that fails inside the predictor: a gpu::DeviceError from the
 // network (which VitsVoice turns into the host's durations), no crash.
 TEST_P(VitsVoiceDurations, a_device_error_in_the_predictor_is_a_device_error) {
