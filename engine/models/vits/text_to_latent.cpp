@@ -328,9 +328,10 @@ namespace {
 
 // Whether a phoneme's frames, exp(logw) * length_scale, lie within
 // kDurationTieMargin of a whole number (0 aside: the ceiling of anything
-// positive there is 1).
+// positive there is 1), or are no number at all (a device gone wrong).
 bool near_a_tie(const std::vector<double>& logw, double length_scale) {
     for (double l : logw) {
+        if (std::isnan(l)) return true;
         const double d = std::exp(l) * length_scale, whole = std::round(d);
         if (whole > 0 && std::fabs(d - whole) <= VitsTextToLatent::kDurationTieMargin * whole)
             return true;

@@ -177,8 +177,10 @@ class VitsTextToLatent {
     // staged), rounded up here in double. Where a phoneme's scaled duration
     // lies within kDurationTieMargin (relative) of a whole frame, a float
     // difference of the device's could move its ceiling: the host's
-    // predictor then makes the sentence's durations, so a device never
-    // gives other frame counts than the host for the same noise.
+    // predictor then makes the sentence's durations (as for a NaN), so a
+    // device whose log durations stay within the margin of the host's (the
+    // test voices' do, on every device tested) gives the host's frame
+    // counts for the same noise.
     VitsPrior prior(const VitsEncoding& encoding, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise, const VitsLogDurations& log_durations) const;
     // At least twice a device's difference from the host in the log

@@ -73,7 +73,7 @@ TEST(VitsDeviceDurations, log_durations_from_elsewhere_are_rounded_up_as_the_hos
     EXPECT_EQ(a(), b());
 }
 
-TEST(VitsDeviceDurations, a_near_tie_or_no_answer_leaves_the_durations_to_the_host) {
+TEST(VitsDeviceDurations, a_near_tie_a_nan_or_no_answer_leaves_the_durations_to_the_host) {
     Fixture f;
     std::mt19937_64 r(4);
     const VitsPrior host = f.host.prior(f.encoding, 2, f.scales, r);
@@ -89,7 +89,12 @@ TEST(VitsDeviceDurations, a_near_tie_or_no_answer_leaves_the_durations_to_the_ho
     const VitsLogDurations none = [](const VitsEncoding&, std::span<const double>) {
         return std::vector<double>{};
     };
-    for (const VitsLogDurations* source : {&near_tie, &none}) {
+    const VitsLogDurations not_a_number = [&](const VitsEncoding&, std::span<const double>) {
+        std::vector<double> l = log_of(std::vector<double>(std::size_t(n), 5.5), 1.0);
+        l[1] = NAN;
+        return l;
+    };
+    for (const VitsLogDurations* source : {&near_tie, &none, &not_a_number}) {
         std::mt19937_64 a(4);
         VitsPrior got = f.host.prior(f.encoding, 2, f.scales, a, *source);
         EXPECT_EQ(got.durations(), host.durations());
