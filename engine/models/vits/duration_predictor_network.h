@@ -19,10 +19,11 @@
 //
 // The noise is the host's: the caller draws it from the sentence's
 // generator exactly as VitsTextToLatent does (same seed, same numbers) and
-// hands it over; the affine flow's last step, (z - m) * exp(-logs), is
-// taken on the host in double from the device's z, so the log durations
-// come back as the host's type and the durations are rounded up there
-// (VitsTextToLatent::prior with a LogDurations).
+// hands it over (in double; the device rounds it to float, one rounding
+// the tests' bound covers); the affine flow's last step, (z - m) *
+// exp(-logs), is taken on the host in double from the device's z, so the
+// log durations come back as the host's type and the durations are
+// rounded up there (VitsTextToLatent::prior with a VitsLogDurations).
 //
 // The network holds the weights only, uploaded once at construction
 // (read-only after it: any number of threads may call at once, each call on
