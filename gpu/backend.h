@@ -366,6 +366,17 @@ class Backend : public MemoryOwner {
     // twin; a mask over time): per_row ? y[r][c] *= f[r] : y[r][c] *= f[c].
     void broadcast_multiply(Queue& q, int rows, int cols, const DeviceBuffer& factors, bool per_row,
                             DeviceBuffer& y);
+    // The inverse of a monotonic rational-quadratic spline on [-bound, bound]
+    // (identity outside), per element: VITS' stochastic duration predictor's
+    // ConvFlow in reverse (Piper's transforms.py, linear tails, minimum bin
+    // width, height and derivative 1e-3). y[i] = the inverse at x[i] of the
+    // spline whose parameters are row i of params ([count][3*bins - 1]: bins
+    // unnormalised widths and bins heights, both times `scale` before their
+    // softmax, then the bins - 1 interior knots' unconstrained derivatives;
+    // gpu/kernels/spline_bodies.h). x and y may be the same buffer; params
+    // is distinct from y. bins 1 to 4096, bound finite and positive, scale finite.
+    void spline_inverse(Queue& q, int count, int bins, float bound, float scale,
+                        const DeviceBuffer& params, const DeviceBuffer& x, DeviceBuffer& y);
 
     // ---- recordings: record a step once, replay it many times ----
     // record() calls `body(q)` once; the operations it issues on `q` are
@@ -492,6 +503,9 @@ class Backend : public MemoryOwner {
                                                 const DeviceBuffer& rel_v, DeviceBuffer& y) = 0;
     virtual void broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
                                          bool per_row, DeviceBuffer& y) = 0;
+    virtual void spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,
+                                     const DeviceBuffer& params, const DeviceBuffer& x,
+                                     DeviceBuffer& y) = 0;
 
     // Native recordings. The defaults (CPU, OpenCL) have none: record() then
     // keeps the fallback's log of calls. begin returns whether this backend

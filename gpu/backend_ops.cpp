@@ -1,6 +1,7 @@
 // The public operations of gpu::Backend: the argument checks, written once
 // for every backend, then the backend's *_impl hook (see backend.h).
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -422,6 +423,25 @@ void Backend::broadcast_multiply(Queue& q, int rows, int cols, const DeviceBuffe
     distinct(factors, y, "factors and y", op);
     issue(q, [=, this, factors = view(factors), y = view(y)](Queue& on) mutable {
         broadcast_multiply_impl(on, rows, cols, factors, per_row, y);
+    });
+}
+
+void Backend::spline_inverse(Queue& q, int elements, int bins, float bound, float scale,
+                             const DeviceBuffer& params, const DeviceBuffer& x, DeviceBuffer& y) {
+    const char* op = "spline_inverse";
+    if (bins < 1 || bins > 4096)
+        reject(op, "bins (" + std::to_string(bins) + ") must be between 1 and 4096");
+    if (!std::isfinite(bound) || !(bound > 0) || !std::isfinite(scale))
+        reject(op, "bound (" + std::to_string(bound) + ") must be finite and positive, scale (" +
+                       std::to_string(scale) + ") finite");
+    const std::size_t n = count(elements);
+    need(params, n * std::size_t(3 * bins - 1), "params", op);
+    need(x, n, "x", op);
+    need(y, n, "y", op);
+    if (n == 0) return;
+    distinct(params, y, "params and y", op);
+    issue(q, [=, this, params = view(params), x = view(x), y = view(y)](Queue& on) mutable {
+        spline_inverse_impl(on, elements, bins, bound, scale, params, x, y);
     });
 }
 

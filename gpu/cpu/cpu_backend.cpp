@@ -19,6 +19,7 @@
 #include "gpu/cpu/cpu_parallel.h"
 #include "gpu/cpu/cpu_vector_math.h"
 #include "gpu/cpu/cpu_worker_pool.h"
+#include "gpu/kernels/spline_bodies.h"
 
 namespace etude::gpu {
 namespace {
@@ -521,6 +522,18 @@ void CpuBackend::broadcast_multiply_impl(Queue&, int rows, int cols, const Devic
                 for (int c = 0; c < cols; ++c) row[c] *= m[c];
             }
         }
+    });
+}
+
+// The shared body as host C++ (gpu/kernels/spline_bodies.h), so every
+// backend inverts the spline in the same float steps.
+void CpuBackend::spline_inverse_impl(Queue&, int count, int bins, float bound, float scale,
+                                     const DeviceBuffer& params, const DeviceBuffer& x,
+                                     DeviceBuffer& y) {
+    Timer t(*this, "spline_inverse");
+    for_rows(count, 3 * bins, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i)
+            bodies::spline_inverse_at(i, bins, bound, scale, f(params), f(x), f(y));
     });
 }
 

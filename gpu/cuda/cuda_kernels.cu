@@ -13,6 +13,7 @@
 #include "gpu/cuda/cuda_kernels.h"
 #include "gpu/kernels/attention_bodies.h"
 #include "gpu/kernels/kernel_bodies.h"
+#include "gpu/kernels/spline_bodies.h"
 
 namespace etude::gpu::kernels {
 namespace {
@@ -262,6 +263,13 @@ __global__ void broadcast_multiply_kernel(const float* __restrict__ factors, flo
         bodies::broadcast_multiply_at(i, cols, factors, per_row, y);
 }
 
+// x and y may alias (each thread reads its element before writing it).
+__global__ void spline_inverse_kernel(const float* params, const float* x, float* y, std::size_t n,
+                                      int bins, float bound, float scale) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::spline_inverse_at(i, bins, bound, scale, params, x, y);
+}
+
 // One thread per row (grid-stride, like the rest: the grid is capped).
 __global__ void hermitian_edges_kernel(int batch, int n, float* x) {
     for (std::size_t row = first_index(); row < static_cast<std::size_t>(batch);
@@ -490,6 +498,14 @@ cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const fl
     if (n == 0) return cudaSuccess;
     broadcast_multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(factors, y, n, cols,
                                                                   per_row ? 1 : 0);
+    return cudaGetLastError();
+}
+
+cudaError_t spline_inverse(cudaStream_t stream, int count, int bins, float bound, float scale,
+                           const float* params, const float* x, float* y) {
+    const std::size_t n = static_cast<std::size_t>(count);
+    if (n == 0) return cudaSuccess;
+    spline_inverse_kernel<<<grid_for(n), kBlock, 0, stream>>>(params, x, y, n, bins, bound, scale);
     return cudaGetLastError();
 }
 

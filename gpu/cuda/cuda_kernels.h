@@ -73,4 +73,7 @@ cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads,
 cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,
                                bool per_row, float* y);
 
+cudaError_t spline_inverse(cudaStream_t stream, int count, int bins, float bound, float scale,
+                           const float* params, const float* x, float* y);
+
 }  // namespace etude::gpu::kernels

@@ -273,4 +273,14 @@ void CudaBackend::broadcast_multiply_impl(Queue& q, int rows, int cols, const De
     op.done();
 }
 
+void CudaBackend::spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,
+                                      const DeviceBuffer& params, const DeviceBuffer& x,
+                                      DeviceBuffer& y) {
+    Op op(*this, q, "spline_inverse");
+    op.check(
+        kernels::spline_inverse(op.stream(), count, bins, bound, scale, fp(params), fp(x), fp(y)),
+        "kernel launch");
+    op.done();
+}
+
 }  // namespace etude::gpu

@@ -13,7 +13,7 @@
 //   ETUDE_INDEX(x), ETUDE_LONG(x), ETUDE_INT(x), ETUDE_FLOAT(x)
 //                     conversions: GLSL has no C casts, OpenCL C no
 //                     functional ones, so bodies convert only through these
-//   ETUDE_EXP ...     single-precision math functions
+//   ETUDE_EXP ...     single-precision math functions (ETUDE_SQRT: sqrt)
 //
 // GLSL has no pointers. A buffer is its device address (uint64_t, from
 // Vulkan's buffer device address), and an element is read or written
@@ -46,6 +46,7 @@ typedef long etude_long;
 #define ETUDE_TANH(x) tanh(x)
 #define ETUDE_ERF(x) erf(x)
 #define ETUDE_FMIN(a, b) fmin(a, b)
+#define ETUDE_SQRT(x) sqrt(x)
 
 #elif defined(__CUDACC__)
 
@@ -60,6 +61,7 @@ typedef long long etude_long;
 #define ETUDE_TANH(x) tanhf(x)
 #define ETUDE_ERF(x) erff(x)
 #define ETUDE_FMIN(a, b) fminf(a, b)
+#define ETUDE_SQRT(x) sqrtf(x)
 
 #elif defined(VULKAN)  // GLSL for Vulkan (glslc defines VULKAN)
 
@@ -88,6 +90,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer EtudeFloat {
 #define ETUDE_TANH(x) etude_tanh(x)
 #define ETUDE_ERF(x) etude_erf(x)
 #define ETUDE_FMIN(a, b) min(a, b)
+#define ETUDE_SQRT(x) sqrt(x)
 
 #else  // host C++
 
@@ -104,6 +107,7 @@ typedef std::int64_t etude_long;
 #define ETUDE_TANH(x) std::tanh(x)
 #define ETUDE_ERF(x) std::erf(x)
 #define ETUDE_FMIN(a, b) std::fmin(a, b)
+#define ETUDE_SQRT(x) std::sqrt(x)
 // device_math.h's helpers, so that the host tests can run its functions.
 #define ETUDE_FABS(x) std::fabs(x)
 #define ETUDE_FLOOR(x) std::floor(x)

@@ -130,6 +130,9 @@ class OpenClBackend final : public Backend {
                                         DeviceBuffer& y) override;
     void broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
                                  bool per_row, DeviceBuffer& y) override;
+    void spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,
+                             const DeviceBuffer& params, const DeviceBuffer& x,
+                             DeviceBuffer& y) override;
 
   private:
     class ClQueue;

@@ -80,6 +80,7 @@ enum KernelId : int {
     kRelativeAttentionScores,
     kRelativeAttentionValues,
     kBroadcastMultiply,
+    kSplineInverse,
     kKernelCount
 };
 inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
@@ -102,7 +103,8 @@ inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                        "softmax_rows",
                                                                        "relative_attention_scores",
                                                                        "relative_attention_values",
-                                                                       "broadcast_multiply"};
+                                                                       "broadcast_multiply",
+                                                                       "spline_inverse"};
 
 // A DeviceBuffer's handle on this backend.
 inline cl_mem mem(const DeviceBuffer& b) {

@@ -316,4 +316,15 @@ void OpenClBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
            cl_int{per_row ? 1 : 0});
 }
 
+void OpenClBackend::spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,
+                                        const DeviceBuffer& params, const DeviceBuffer& x,
+                                        DeviceBuffer& y) {
+    const char* op = "spline_inverse";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(count);
+    launch(cq, op, kSplineInverse, range1d(n), mem(params), mem(x), mem(y), n, cl_int{bins},
+           cl_float{bound}, cl_float{scale});
+}
+
 }  // namespace etude::gpu

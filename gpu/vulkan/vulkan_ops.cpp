@@ -397,4 +397,18 @@ void VulkanBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
            {{args.factors, args.y}, {args.y}});
 }
 
+void VulkanBackend::spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,
+                                        const DeviceBuffer& params, const DeviceBuffer& x,
+                                        DeviceBuffer& y) {
+    auto& s = begin(q, "spline_inverse");
+    struct {
+        Address params, x, y;
+        std::uint64_t total;
+        std::int32_t bins;
+        float bound, scale;
+    } args{address(params), address(x), address(y), std::uint64_t(count), bins, bound, scale};
+    launch(s, vk::Kernel::SplineInverse, args, args.total, "spline_inverse",
+           {{args.params, args.x}, {args.y}});
+}
+
 }  // namespace etude::gpu

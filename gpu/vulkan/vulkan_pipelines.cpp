@@ -51,6 +51,8 @@ const char* shader_name(Kernel k) {
             return "relative_attention_values";
         case Kernel::BroadcastMultiply:
             return "broadcast_multiply";
+        case Kernel::SplineInverse:
+            return "spline_inverse";
         case Kernel::Count:
             break;
     }

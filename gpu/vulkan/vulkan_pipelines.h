@@ -45,6 +45,7 @@ enum class Kernel {
     RelativeAttentionScores,
     RelativeAttentionValues,
     BroadcastMultiply,
+    SplineInverse,
     Count
 };
 // The shader's file name without .comp ("activation", ...).

@@ -290,9 +290,8 @@ VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker
     return prior_of(std::move(e), speaker, scales, noise, staging);
 }
 
-VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
-                                  const VitsScales& scales, std::mt19937_64& noise,
-                                  PriorDurations staging) const {
+VitsTextToLatent::EncodedSentence VitsTextToLatent::checked(const VitsEncoding& encoding,
+                                                            const VitsScales& scales) const {
     const auto& hp = w_->hp;
     const int n = encoding.phonemes;
     if (n <= 0 || encoding.hidden.size() != std::size_t(hp.hidden_channels) * std::size_t(n) ||
@@ -308,11 +307,44 @@ VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
     e.enc.v.assign(encoding.hidden.begin(), encoding.hidden.end());
     e.stats = Signal(2 * hp.inter_channels, n);
     e.stats.v.assign(encoding.stats.begin(), encoding.stats.end());
-    return prior_of(std::move(e), speaker, scales, noise, staging);
+    return e;
 }
 
+VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
+                                  const VitsScales& scales, std::mt19937_64& noise,
+                                  PriorDurations staging) const {
+    return prior_of(checked(encoding, scales), speaker, scales, noise, staging);
+}
+
+VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
+                                  const VitsScales& scales, std::mt19937_64& noise,
+                                  const VitsLogDurations& log_durations) const {
+    speaker_vector(speaker);  // refuses a speaker out of range before the device runs
+    return prior_of(checked(encoding, scales), speaker, scales, noise, PriorDurations::Whole,
+                    &encoding, log_durations ? &log_durations : nullptr);
+}
+
+namespace {
+
+// Whether a phoneme's frames, exp(logw) * length_scale, lie within
+// kDurationTieMargin of a whole number (0 aside: the ceiling of anything
+// positive there is 1), or are no number at all (a device gone wrong).
+bool near_a_tie(const std::vector<double>& logw, double length_scale) {
+    for (double l : logw) {
+        if (std::isnan(l)) return true;
+        const double d = std::exp(l) * length_scale, whole = std::round(d);
+        if (whole > 0 && std::fabs(d - whole) <= VitsTextToLatent::kDurationTieMargin * whole)
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
 VitsPrior VitsTextToLatent::prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
-                                     std::mt19937_64& noise, PriorDurations staging) const {
+                                     std::mt19937_64& noise, PriorDurations staging,
+                                     const VitsEncoding* encoding,
+                                     const VitsLogDurations* log_durations) const {
     const auto& hp = w_->hp;
     std::vector<double> g = speaker_vector(speaker);
     const Network net(*w_, ffn_);
@@ -334,7 +366,16 @@ VitsPrior VitsTextToLatent::prior_of(EncodedSentence&& e, int speaker, const Vit
             net.log_durations(columns(enc, 0, window), gp, columns(dp_noise, 0, window));
         total = append_durations(logw, 0, known, length_scale, durations);
     } else {
-        const std::vector<double> logw = net.log_durations(enc, gp, dp_noise);
+        std::vector<double> logw;
+        if (log_durations && encoding) {
+            logw = (*log_durations)(*encoding, dp_noise.v);
+            if (!logw.empty() && logw.size() != std::size_t(phonemes))
+                throw std::logic_error("VITS: " + std::to_string(logw.size()) +
+                                       " log durations made elsewhere for " +
+                                       std::to_string(phonemes) + " phonemes");
+            if (near_a_tie(logw, length_scale)) logw.clear();  // the host decides
+        }
+        if (logw.empty()) logw = net.log_durations(enc, gp, dp_noise);
         total = append_durations(logw, 0, phonemes, length_scale, durations);
     }
     check_total(total);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <span>
@@ -124,6 +125,14 @@ class VitsPrior {
 // duration only where it lies within that of a whole frame.
 enum class PriorDurations { Whole, Staged };
 
+// Log durations made elsewhere (a device's VitsDurationNetwork): from the
+// encoding and the predictor's noise ([2][phonemes], times noise_w, drawn
+// from the caller's generator as the host's predictor draws it), each
+// phoneme's log duration; an empty result leaves them to the host (a
+// device error).
+using VitsLogDurations =
+    std::function<std::vector<double>(const VitsEncoding&, std::span<const double> noise)>;
+
 class VitsTextToLatent {
   public:
     // At most this many frames per sentence (about 20 minutes at 22050 Hz
@@ -164,6 +173,23 @@ class VitsTextToLatent {
     // the speaker and the durations.
     VitsPrior prior(const VitsEncoding& encoding, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
+    // The same with every duration from `log_durations` (whole, none
+    // staged), rounded up here in double. Where a phoneme's scaled duration
+    // lies within kDurationTieMargin (relative) of a whole frame, a float
+    // difference of the device's could move its ceiling: the host's
+    // predictor then makes the sentence's durations (as for a NaN), so a
+    // device whose log durations stay within the margin of the host's (the
+    // test voices' do, on every device tested) gives the host's frame
+    // counts for the same noise.
+    VitsPrior prior(const VitsEncoding& encoding, int speaker, const VitsScales& scales,
+                    std::mt19937_64& noise, const VitsLogDurations& log_durations) const;
+    // At least twice a device's difference from the host in the log
+    // durations (at most 4.4e-5 for the test voices on the CPU backend,
+    // PoCL and lavapipe: tests/engine/models/
+    // vits_duration_network_test.cpp), and small enough to cost little:
+    // about 2 * margin * frames of a phoneme's chance to fall this near a
+    // tie (a sentence of 35 phonemes of 5 frames: 1 in 10 goes to the host).
+    static constexpr double kDurationTieMargin = 2.5e-4;
 
     // Phonemes either side that one phoneme's duration depends on: the
     // duration predictor's convolutions' reach (each DDSConv's dilated
@@ -185,7 +211,10 @@ class VitsTextToLatent {
   private:
     struct EncodedSentence;  // the encoder's output in double (text_to_latent.cpp)
     VitsPrior prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
-                       std::mt19937_64& noise, PriorDurations durations) const;
+                       std::mt19937_64& noise, PriorDurations durations,
+                       const VitsEncoding* encoding = nullptr,
+                       const VitsLogDurations* log_durations = nullptr) const;
+    EncodedSentence checked(const VitsEncoding& encoding, const VitsScales& scales) const;
     std::vector<double> speaker_vector(int speaker) const;
 
     std::shared_ptr<const VitsWeights> w_;

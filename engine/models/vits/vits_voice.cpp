@@ -26,11 +26,14 @@ VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeig
       weights_(weights),
       prior_(weights_),
       backend_(std::move(backend)) {
-    // On a device the encoder's weights go there too, before the
-    // feed-forward ones are released below; the host keeps its own
-    // encoder (Winograd's copies) to cover a device error.
-    if (backend_->info().kind != gpu::BackendKind::Cpu)
+    // On a device the encoder's and the duration predictor's weights go
+    // there too, before the feed-forward ones are released below; the host
+    // keeps its own encoder (Winograd's copies) and predictor to cover a
+    // device error.
+    if (backend_->info().kind != gpu::BackendKind::Cpu) {
         encoder_ = std::make_unique<const VitsTextEncoderNetwork>(*weights, backend_);
+        durations_ = std::make_unique<const VitsDurationNetwork>(*weights, backend_);
+    }
     // A medium voice's weights are 63 MB of floats; the Winograd copy of
     // the feed-forward convolutions (21 MB of them) and the flow on the
     // backend (28 MB) would hold a second copy each beside them.
@@ -79,7 +82,17 @@ VitsPrior VitsVoice::prior(std::span<const std::int64_t> ids, int speaker, const
             // The backend is marked failed (its health says why); this
             // sentence's encoder runs on the host below.
         }
-        if (encoding) return prior_.prior(*encoding, speaker, scales, noise);
+        if (encoding) {
+            const VitsLogDurations on_device = [&](const VitsEncoding& e,
+                                                   std::span<const double> z) {
+                try {
+                    return durations_->log_durations(e, z, speaker);
+                } catch (const gpu::DeviceError&) {
+                    return std::vector<double>{};  // the host's predictor makes them
+                }
+            };
+            return prior_.prior(*encoding, speaker, scales, noise, on_device);
+        }
     }
     return prior_.prior(ids, speaker, scales, noise);
 }

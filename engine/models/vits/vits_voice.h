@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/vits/duration_predictor_network.h"
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/flow_stream.h"
 #include "engine/models/vits/text_encoder_network.h"
@@ -65,12 +66,13 @@ class VitsVoice {
     std::shared_ptr<const VitsFlowNetwork> flow_network(int speaker) const;
     // A stream of that flow for one stream's sentences, on its own queue.
     std::unique_ptr<VitsFlowStream> open_flow(int speaker) const;
-    // A sentence's prior: the text encoder on the voice's backend when that
-    // is a device (encodes_on_device()), else on the host, then the
-    // durations on the host. A device error while encoding leaves the
-    // sentence to the host's encoder (the same result within float
-    // rounding; the noise drawn is the same either way). Throws as
-    // VitsTextToLatent::prior.
+    // A sentence's prior: the text encoder and the duration predictor on
+    // the voice's backend when that is a device (encodes_on_device()), else
+    // on the host. A device error while encoding leaves the sentence to the
+    // host's encoder and predictor, one in the predictor to the host's
+    // predictor (the same result within float rounding, the same frame
+    // counts: VitsTextToLatent settles near ties on the host; the noise
+    // drawn is the same either way). Throws as VitsTextToLatent::prior.
     VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise) const;
     bool encodes_on_device() const { return encoder_ != nullptr; }
@@ -97,6 +99,8 @@ class VitsVoice {
     // The text encoder on backend_ when it is a device; null on the CPU
     // backend, where the host's encoder is faster (fewer, fused passes).
     std::unique_ptr<const VitsTextEncoderNetwork> encoder_;
+    // The duration predictor beside it (null where encoder_ is).
+    std::unique_ptr<const VitsDurationNetwork> durations_;
     mutable std::mutex decoders_mu_;
     mutable std::map<int, std::shared_ptr<const NeuralModel>> decoders_;
     mutable std::mutex flows_mu_;

@@ -4,6 +4,7 @@
 // Names and arguments are what opencl_backend.cpp sets (keep both in step).
 #include "gpu/kernels/kernel_bodies.h"
 #include "gpu/kernels/attention_bodies.h"
+#include "gpu/kernels/spline_bodies.h"
 
 __kernel void fill(__global float* y, ulong n, float value) {
     const size_t i = get_global_id(0);
@@ -123,4 +124,11 @@ __kernel void broadcast_multiply(__global const float* factors, __global float* 
                                  int cols, int per_row) {
     const size_t i = get_global_id(0);
     if (i < n) broadcast_multiply_at(i, cols, factors, per_row, y);
+}
+
+// x and y may alias: each work-item reads its element before writing it.
+__kernel void spline_inverse(__global const float* params, __global const float* x,
+                             __global float* y, ulong n, int bins, float bound, float scale) {
+    const size_t i = get_global_id(0);
+    if (i < n) spline_inverse_at(i, bins, bound, scale, params, x, y);
 }
