@@ -267,8 +267,7 @@ engine::StreamOptions spectral_options(const std::string& backend) {
 }
 
 // Long enough (about 20 s of speech) for a failed device to be rebuilt
-// while the stream is still speaking. The tests without a fault speak kText
-// (about 4 s): on lavapipe each second of it costs seconds of CPU.
+// while the stream is still speaking.
 const std::string kLongText =
     std::string(kText) + " " + kText + " " + kText + " " + kText + " " + kText;
 
@@ -286,15 +285,14 @@ void wait_while_the_gpu_rebuilds(const engine::Stream& s) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
-// Renders `text`; `fault` is injected into the device once the stream is
+// Renders kLongText; `fault` is injected into the device once the stream is
 // ready (after its warm-up), so it hits blocks in the middle of speech.
 std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
-                           engine::StreamStats* st = nullptr, gpu::GpuFault fault = {},
-                           const std::string& text = kLongText) {
+                           engine::StreamStats* st = nullptr, gpu::GpuFault fault = {}) {
     auto s = e.create_stream(o);
     if (fault.kind != gpu::GpuFault::None)
         gpu::DeviceRegistry::instance().open({o.backend, o.device})->inject_fault(fault);
-    s->push_text(text);
+    s->push_text(kLongText);
     s->end_input();
     std::vector<float> out, b(1024);
     std::size_t n;
@@ -314,8 +312,8 @@ std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
 TEST_P(SpectralDevice, engine_runs_on_the_gpu_processor_and_matches_the_cpu) {
     engine::Engine e;
     engine::StreamStats cl_stats, cpu_stats;
-    const auto on_cl = offline(e, spectral_options(GetParam()), &cl_stats, {}, kText);
-    const auto on_cpu = offline(e, spectral_options("cpu"), &cpu_stats, {}, kText);
+    const auto on_cl = offline(e, spectral_options(GetParam()), &cl_stats);
+    const auto on_cpu = offline(e, spectral_options("cpu"), &cpu_stats);
     EXPECT_GT(cl_stats.blocks_gpu, 0u) << cl_stats.gpu_note;
     EXPECT_TRUE(cl_stats.gpu_ready);
     EXPECT_EQ(cpu_stats.blocks_gpu, 0u);
@@ -363,14 +361,14 @@ TEST_P(SpectralDevice, engine_repeated_failures_turn_the_gpu_off_and_speech_cont
 
 TEST_P(SpectralDevice, engine_streams_on_one_device_share_its_batches) {
     engine::Engine e;
-    const auto reference = offline(e, spectral_options("cpu"), nullptr, {}, kText);
+    const auto reference = offline(e, spectral_options("cpu"));
     constexpr int kStreams = 4;
     std::vector<std::vector<float>> outs(kStreams);
     std::vector<engine::StreamStats> stats(kStreams);
     std::vector<std::thread> threads;
     for (int i = 0; i < kStreams; ++i)
         threads.emplace_back(
-            [&, i] { outs[i] = offline(e, spectral_options(GetParam()), &stats[i], {}, kText); });
+            [&, i] { outs[i] = offline(e, spectral_options(GetParam()), &stats[i]); });
     for (auto& t : threads) t.join();
     for (int i = 0; i < kStreams; ++i) {
         ASSERT_EQ(outs[i].size(), reference.size()) << i;
