@@ -323,9 +323,11 @@ case "$mode" in
     python_env
     python_package
     stage "the native suite"
-    # One test at a time: several tests run audio in real time and judge
-    # deadlines; running two at once on two cores would test the machine.
-    ctest --test-dir "$build_dir" --output-on-failure
+    # One test per core, except the tests that judge time (real-time pulls,
+    # live JACK clients, servers, speed figures): those run alone
+    # (RUN_SERIAL, tests/CMakeLists.txt says which and why), since beside
+    # another test they would judge the machine.
+    ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
     # The lock-free structures again, under ThreadSanitizer (a small build:
     # the rt/ tests need nothing but rt/ itself, the worker pool's only the
     # pool).
