@@ -44,6 +44,7 @@
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/text_to_latent_network.h"
 #include "support/model_parity.h"
+#include "support/piper_test_ids.h"
 #include "support/test_data.h"
 
 namespace etude::engine {
@@ -53,28 +54,13 @@ using test::backend_of;
 using vits_host::Signal;
 
 const std::string kData = test::test_data_dir() + "/piper/";
-const char* const kVoices[] = {"test_x_low", "test_low", "test_medium", "test_high",
-                               "test_medium_multi"};
-
-std::vector<std::int64_t> reference_ids() {
-    std::ifstream in(kData + "reference.json");
-    return nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
-}
-
 // 1, 2 and 5 phonemes; the reference sentence (35); 120, and 200 (past the
 // staged prior's window of 48 + 65).
 std::vector<std::vector<std::int64_t>> sentences() {
-    const auto ref = reference_ids();
     std::vector<std::vector<std::int64_t>> out;
-    for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(5)})
-        out.emplace_back(ref.begin() + 3, ref.begin() + 3 + std::ptrdiff_t(n));
-    out.push_back(ref);
-    for (std::size_t n : {std::size_t(120), std::size_t(200)}) {
-        std::vector<std::int64_t> longer;
-        while (longer.size() < n) longer.insert(longer.end(), ref.begin(), ref.end());
-        longer.resize(n);
-        out.push_back(longer);
-    }
+    for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(5), std::size_t(35),
+                          std::size_t(120), std::size_t(200)})
+        out.push_back(test::piper_ids_of_length(n));
     return out;
 }
 
@@ -134,7 +120,7 @@ class VitsDurationNetworkTest : public ::testing::TestWithParam<gpu::BackendKind
 TEST_P(VitsDurationNetworkTest, equals_the_host_predictor_for_every_voice_length_and_noise) {
     const auto all = sentences();
     int sentences = 0, to_host = 0;
-    for (const char* name : kVoices) {
+    for (const char* name : test::kPiperTestVoices) {
         SCOPED_TRACE(name);
         const auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + name + ".onnx"));
         const VitsTextToLatent host(w);
@@ -271,7 +257,7 @@ TEST_P(VitsDurationNetworkTest, bad_input_is_refused_before_the_device) {
         std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
     const VitsTextToLatent host(w);
     const VitsDurationNetwork device(*w, backend_);
-    const VitsEncoding e = host.encode(reference_ids());
+    const VitsEncoding e = host.encode(test::piper_reference_ids());
     const std::vector<double> noise(2 * std::size_t(e.phonemes), 0.0);
     EXPECT_THROW(device.log_durations(e, std::span(noise).first(noise.size() - 1), 0),
                  etude::Error);

@@ -30,6 +30,7 @@
 #include "engine/models/vits/text_to_latent.h"
 #include "engine/models/vits/vits_voice.h"
 #include "support/model_parity.h"
+#include "support/piper_test_ids.h"
 #include "support/test_data.h"
 
 namespace etude::engine {
@@ -39,26 +40,13 @@ using test::backend_of;
 using test::max_abs_diff;
 
 const std::string kData = test::test_data_dir() + "/piper/";
-const char* const kVoices[] = {"test_x_low", "test_low", "test_medium", "test_high",
-                               "test_medium_multi"};
-
-std::vector<std::int64_t> reference_ids() {
-    std::ifstream in(kData + "reference.json");
-    return nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
-}
-
 // 1 phoneme; 4 (inside the window of 4 either side); 5 and 9 (just past
 // it, and past its whole width); the reference sentence (35); and 120.
 std::vector<std::vector<std::int64_t>> sentences() {
-    const auto ref = reference_ids();
     std::vector<std::vector<std::int64_t>> out;
-    for (std::size_t n : {std::size_t(1), std::size_t(4), std::size_t(5), std::size_t(9)})
-        out.emplace_back(ref.begin() + 3, ref.begin() + 3 + std::ptrdiff_t(n));
-    out.push_back(ref);
-    std::vector<std::int64_t> longer;
-    while (longer.size() < 120) longer.insert(longer.end(), ref.begin(), ref.end());
-    longer.resize(120);
-    out.push_back(longer);
+    for (std::size_t n : {std::size_t(1), std::size_t(4), std::size_t(5), std::size_t(9),
+                          std::size_t(35), std::size_t(120)})
+        out.push_back(test::piper_ids_of_length(n));
     return out;
 }
 
@@ -98,7 +86,7 @@ class VitsTextEncoder : public ::testing::TestWithParam<gpu::BackendKind> {
 
 TEST_P(VitsTextEncoder, equals_the_host_encoder_for_every_voice_and_sentence_length) {
     const auto all = sentences();
-    for (const char* name : kVoices) {
+    for (const char* name : test::kPiperTestVoices) {
         SCOPED_TRACE(name);
         const auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + name + ".onnx"));
         const VitsTextToLatent host(w);
@@ -174,8 +162,8 @@ TEST_P(VitsTextEncoder, no_ids_or_an_id_outside_the_table_is_refused_before_the_
 // The encoder's output feeds the host's durations and prior as the host's
 // own does: the same durations, and a prior within the encoder's bound.
 TEST_P(VitsTextEncoder, the_prior_from_the_device_encoding_has_the_host_durations) {
-    const auto ids = reference_ids();
-    for (const char* name : kVoices) {
+    const auto ids = test::piper_reference_ids();
+    for (const char* name : test::kPiperTestVoices) {
         SCOPED_TRACE(name);
         const auto w = std::make_shared<VitsWeights>(read_vits_weights(kData + name + ".onnx"));
         const VitsTextToLatent host(w);
@@ -195,7 +183,7 @@ TEST_P(VitsTextEncoder, the_prior_from_the_device_encoding_has_the_host_duration
 }
 
 TEST_P(VitsTextEncoder, a_voice_on_a_device_encodes_there_and_speaks_as_on_the_cpu) {
-    const auto ids = reference_ids();
+    const auto ids = test::piper_reference_ids();
     const auto on_cpu =
         VitsVoice::open(kData + "test_medium_multi.onnx", 22050, gpu::shared_cpu_backend());
     const auto here = VitsVoice::open(kData + "test_medium_multi.onnx", 22050, backend_);
