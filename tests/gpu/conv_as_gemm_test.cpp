@@ -33,6 +33,14 @@ std::vector<float> small_integers(std::size_t n, unsigned seed) {
     return v;
 }
 
+Conv1dShape shape(int batch, int in, int out, int len, int taps, int stride, int dilation,
+                  int padding) {
+    Conv1dShape s;
+    s.batch = batch, s.in_channels = in, s.out_channels = out, s.in_length = len;
+    s.kernel = taps, s.stride = stride, s.dilation = dilation, s.padding = padding;
+    return s;
+}
+
 // The direct convolution, output by output.
 std::vector<float> direct(const Conv1dShape& s, const std::vector<float>& x,
                           const std::vector<float>& w, const std::vector<float>* bias) {
@@ -84,13 +92,6 @@ struct Case {
 };
 
 TEST(ConvAsGemm, equals_the_direct_convolution_exactly_for_every_shape) {
-    auto shape = [](int batch, int in, int out, int len, int taps, int stride, int dilation,
-                    int padding) {
-        Conv1dShape s;
-        s.batch = batch, s.in_channels = in, s.out_channels = out, s.in_length = len;
-        s.kernel = taps, s.stride = stride, s.dilation = dilation, s.padding = padding;
-        return s;
-    };
     const Case cases[] = {
         {shape(1, 6, 4, 37, 5, 1, 1, 2), true},    // "same", odd kernel
         {shape(3, 5, 7, 50, 3, 1, 5, 5), true},    // dilated, a batch (a flow layer's shape)
@@ -196,13 +197,6 @@ std::vector<float> transpose_as_gemm(const Conv1dShape& s, const ConvTransposeAs
 }
 
 TEST(ConvAsGemm, transposed_equals_the_direct_transposed_convolution_exactly) {
-    auto shape = [](int batch, int in, int out, int len, int taps, int stride, int dilation,
-                    int padding) {
-        Conv1dShape s;
-        s.batch = batch, s.in_channels = in, s.out_channels = out, s.in_length = len;
-        s.kernel = taps, s.stride = stride, s.dilation = dilation, s.padding = padding;
-        return s;
-    };
     for (const Conv1dShape& s : {
              shape(1, 8, 4, 12, 16, 8, 1, 4),  // HiFi-GAN's upsampler: kernel 2 x stride
              shape(3, 6, 5, 9, 4, 2, 1, 1),    // a batch, kernel 4 stride 2
