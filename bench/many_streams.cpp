@@ -6,6 +6,7 @@
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
 //                      [--scheduling live|network] [--offline-only] [--count-ops]
+//                      [--precision fp32|tf32]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
@@ -17,6 +18,8 @@
 // figures to quote), printed per second of audio and per batch. Each
 // operation is a launch the host pays for (a few microseconds on CUDA),
 // so this says how much host time the device's work costs.
+// --precision: Engine::Options::device_precision (tf32: CUDA's tensor
+// cores for the GEMMs and convolutions).
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -312,7 +315,7 @@ int usage() {
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
                  "[--beside-readers N] [--turns N] [--scheduling live|network] "
-                 "[--offline-only] [--count-ops]\n");
+                 "[--offline-only] [--count-ops] [--precision fp32|tf32]\n");
     return 2;
 }
 
@@ -321,7 +324,7 @@ int usage() {
 int main(int argc, char** argv) {
     std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
     int rounds = 3, readers = 0, turns = 0;
-    std::string scheduling = "live";
+    std::string scheduling = "live", precision = "fp32";
     double period_ms = 10.0;
     bool offline_only = false, count_ops = false;
     for (int i = 1; i < argc; ++i) {
@@ -349,6 +352,8 @@ int main(int argc, char** argv) {
             turns = std::atoi(argv[++i]);
         else if (a == "--scheduling")
             scheduling = argv[++i];
+        else if (a == "--precision")
+            precision = argv[++i];
         else
             return usage();
     }
@@ -358,6 +363,7 @@ int main(int argc, char** argv) {
     try {
         etude::engine::Engine::Options engine_options;
         engine_options.work_turns = turns;
+        engine_options.device_precision = etude::engine::parse_device_precision(precision);
         etude::engine::Engine engine(engine_options);
         etude::engine::StreamOptions opts;
         opts.voice = etude::engine::PiperVoiceOptions{.piper_voice = voice};

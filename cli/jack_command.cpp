@@ -217,6 +217,7 @@ int run_jack(const CommandLine& args) {
     const audio_io::JackOptions opts = read_jack_options(args);
     engine::Engine::Options engine_options{{}};
     engine_options.profile_kernels = args.value("--trace").has_value();  // the trace's kernel rows
+    engine_options.device_precision = parse_precision_option(args);
     engine::Engine engine(engine_options);
     audio_io::JackOutput jack(engine, opts);
     jack.activate();
@@ -265,7 +266,8 @@ int jack_command(int argc, char** argv) {
                     "one), cpu, cuda, vulkan, opencl")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
-                    "devices')");
+                    "devices')")
+            .option("--precision", "MODE", kPrecisionOptionHelp);
         declare_voice_options(args, std::string("initial voice: ") + kVoiceOptionHelp +
                                         " (a Piper voice speaks every line; /voice then keeps it)");
         args.footer(

@@ -119,6 +119,7 @@ class SaySession {
         engine_options.preload_device = opts_.device;
         // The trace's kernel rows and --stats' kernel table need the times.
         engine_options.profile_kernels = args_.value("--trace") || args_.flag("--stats");
+        engine_options.device_precision = parse_precision_option(args_);
         engine_.emplace(engine_options);
         set_speaker(runs_.front().speaker);
         stream_ = engine_->create_stream(opts_);  // checks voice and rate
@@ -346,6 +347,7 @@ int say_command(int argc, char** argv) {
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
                     "devices')")
+            .option("--precision", "MODE", kPrecisionOptionHelp)
             .flag(
                 "--ssml",
                 "the text is an SSML document: <speak>, <mark name=\"...\"/>, "

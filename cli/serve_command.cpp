@@ -308,7 +308,9 @@ int run_serve(const CommandLine& args) {
     // Skipped voices are said after the listening lines, which scripts read first.
     std::vector<std::string> skipped;
     const server::VoiceCatalog voices = gather_voices(args, backend, skipped);
-    engine::Engine engine(engine_options_for(voices, backend));
+    engine::Engine::Options engine_options = engine_options_for(voices, backend);
+    engine_options.device_precision = parse_precision_option(args);
+    engine::Engine engine(engine_options);
     const AdmissionLines admission = measure_admission(args, engine, voices, limits);
 
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
@@ -384,7 +386,8 @@ int serve_command(int argc, char** argv) {
                     "one), cpu, cuda, vulkan, opencl; the device is opened at start")
             .option("--gpu-device", "N",
                     "index of the device within that backend (default: the best; see 'etude "
-                    "devices')");
+                    "devices')")
+            .option("--precision", "MODE", kPrecisionOptionHelp);
         args.group("discovery")
             .flag("--zeroconf",
                   "advertise the first --wyoming tcp:// address as _wyoming._tcp through "

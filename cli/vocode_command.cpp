@@ -14,6 +14,7 @@
 #include "audio-io/wav_writer.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/voice_options.h"
 #include "dsp/resampler.h"
 #include "engine/error.h"
 #include "engine/file_vocoder.h"
@@ -137,6 +138,7 @@ int vocode_command(int argc, char** argv) {
                 "if there is one, else the CPU)")
             .option("--device", "N",
                     "device index within the backend (default: the best; see 'etude devices')")
+            .option("--precision", "MODE", kPrecisionOptionHelp)
             .option("--chunk", "FRAMES",
                     "mel frames per step, as a stream takes them (default 256; any size gives the "
                     "same audio to float rounding). The audio goes to the file step by step, with "
@@ -155,6 +157,7 @@ int vocode_command(int argc, char** argv) {
         c.quiet = args.flag("-q") || args.flag("--quiet");
         c.backend = args.value_or("--backend", "auto");
         c.device = device_option(args);
+        engine::set_device_precision(parse_precision_option(args));
         double rate = 0;
         if (args.value("--rate")) {
             rate = parse_number("--rate", *args.value("--rate"));
@@ -227,6 +230,7 @@ int resynth_command(int argc, char** argv) {
                     "the CPU)")
             .option("--device", "N",
                     "device index within the backend (default: the best; see 'etude devices')")
+            .option("--precision", "MODE", kPrecisionOptionHelp)
             .flag("-q,--quiet", "no progress line or summary");
         args.footer(
             "exit status: 0 written, 1 runtime error (bad model or input), 2 usage error.\n");
@@ -241,6 +245,7 @@ int resynth_command(int argc, char** argv) {
         c.quiet = args.flag("-q") || args.flag("--quiet");
         c.backend = args.value_or("--backend", "auto");
         c.device = device_option(args);
+        engine::set_device_precision(parse_precision_option(args));
 
         auto input = audio_io::read_audio_file(args.positional()[0]);
         auto vocoder = load_model("resynth", c);

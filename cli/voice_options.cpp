@@ -96,6 +96,19 @@ BackendChoice parse_backend_options(const CommandLine& args) {
     return choice;
 }
 
+const char* const kPrecisionOptionHelp =
+    "the GPU's matrix products: fp32 (default: the same audio as the CPU, within the parity "
+    "bounds) or tf32 (CUDA's tensor cores: faster, each product's inputs rounded to 10 mantissa "
+    "bits; other devices stay fp32)";
+
+engine::DevicePrecision parse_precision_option(const CommandLine& args) {
+    try {
+        return engine::parse_device_precision(args.value_or("--precision", "fp32"));
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--precision: ") + e.what());
+    }
+}
+
 void apply_synthesis_options(const CommandLine& args, engine::StreamOptions& opts) {
     if (auto l = args.value("--latency-ms")) opts.latency_ms = parse_number("--latency-ms", *l);
     const std::string vocoder = args.value_or("--vocoder", "mlsa");

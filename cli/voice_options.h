@@ -31,6 +31,11 @@ struct BackendChoice {
 };
 BackendChoice parse_backend_options(const CommandLine& args);
 
+// --precision fp32|tf32 (default fp32): the arithmetic of the devices'
+// matrix products (engine::DevicePrecision). Anything else is a UsageError.
+engine::DevicePrecision parse_precision_option(const CommandLine& args);
+extern const char* const kPrecisionOptionHelp;
+
 // The options of a speaking command beyond the voice (say, jack):
 // --latency-ms, --vocoder (mlsa or spectral; built-in voices only) and the
 // backend. Call after apply_voice_options(), which says whether the voice

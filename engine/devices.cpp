@@ -3,6 +3,7 @@
 #include "engine/devices.h"
 
 #include <memory>
+#include <stdexcept>
 
 #include "engine/scheduling/device_choice.h"
 #include "engine/scheduling/kernel_registry.h"
@@ -62,6 +63,21 @@ GpuTierPlan plan_gpu_tier(const DeviceRequest& request) {
     const auto choice =
         choose_gpu_tier(gpu_request, gpu::DeviceRegistry::instance().resolve(gpu_request));
     return {choice.use, from_gpu(choice.device), choice.note};
+}
+
+DevicePrecision parse_device_precision(const std::string& name) {
+    if (name == "fp32") return DevicePrecision::Fp32;
+    if (name == "tf32") return DevicePrecision::Tf32;
+    throw std::invalid_argument("unknown precision '" + name + "' (choose fp32 or tf32)");
+}
+
+const char* device_precision_name(DevicePrecision precision) {
+    return precision == DevicePrecision::Tf32 ? "tf32" : "fp32";
+}
+
+void set_device_precision(DevicePrecision precision) {
+    gpu::DeviceRegistry::instance().set_math_precision(
+        precision == DevicePrecision::Tf32 ? gpu::MathPrecision::Tf32 : gpu::MathPrecision::Fp32);
 }
 
 std::vector<KernelTime> device_kernel_times(const DeviceRequest& request) {

@@ -38,6 +38,32 @@ DeviceRequest parse_device_request(const std::string& backend, int device = -1);
 /// environment variables ETUDE_BACKEND and ETUDE_DEVICE, as streams do.
 DeviceRequest with_device_environment(DeviceRequest request);
 
+/// The arithmetic of the devices' matrix products and convolutions.
+enum class DevicePrecision {
+    /// IEEE single precision, as the CPU computes: the default, and the
+    /// precision every parity bound between backends is stated for.
+    Fp32,
+    /// TF32 tensor cores where a device has them (CUDA): each product's
+    /// inputs rounded to 10 bits of mantissa, the sums kept in single
+    /// precision. Faster on a data-centre GPU; opt-in, since the audio then
+    /// differs from the CPU's by more than the parity bounds (its distance
+    /// in dB: docs/backends.md, "TF32, opt-in"). Devices without such a mode
+    /// stay in Fp32.
+    Tf32,
+};
+
+/// "fp32" or "tf32" as a DevicePrecision; throws std::invalid_argument
+/// naming the choices for anything else.
+DevicePrecision parse_device_precision(const std::string& name);
+/// "fp32" or "tf32".
+const char* device_precision_name(DevicePrecision precision);
+
+/// Sets the precision of every device this process has opened or opens
+/// later (the devices are shared, so it is process-wide, as
+/// Engine::Options::device_precision sets it). Devices without that mode
+/// keep Fp32.
+void set_device_precision(DevicePrecision precision);
+
 /// A compute device found on this machine.
 struct ComputeDevice {
     std::string backend;   ///< "cuda", "vulkan", "opencl" or "cpu"

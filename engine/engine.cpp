@@ -136,6 +136,8 @@ Engine::Engine(Options options)
       preload_backend_(std::move(options.preload_backend)),
       preload_device_(options.preload_device) {
     if (options.profile_kernels) gpu::DeviceRegistry::instance().set_profiling(true);
+    if (options.device_precision != DevicePrecision::Fp32)
+        set_device_precision(options.device_precision);
     for (const auto& v : options.preload_voices) preload_voice(v);
 }
 

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/devices.h"
 #include "engine/error.h"
 #include "engine/ssml_prosody.h"
 #include "engine/stream_options.h"
@@ -489,6 +490,12 @@ class Engine {
         /// (events, timestamp queries, a lock), which costs most where the
         /// operations are many and small. Process-wide, like the devices.
         bool profile_kernels = false;
+        /// The arithmetic of the devices' matrix products and convolutions
+        /// (set_device_precision(), engine/devices.h): Fp32, the default,
+        /// keeps every device within the parity bounds of the CPU; Tf32
+        /// asks a CUDA device for its tensor cores. Process-wide, like the
+        /// devices; left as it is when Fp32.
+        DevicePrecision device_precision = DevicePrecision::Fp32;
     };
     /// Starts the workers and loads the default voice, "slt".
     Engine();

@@ -232,7 +232,8 @@ class Backend : public MemoryOwner {
     // The precision of the GEMMs and convolutions issued from now on, on
     // every queue (work already queued keeps its own). Returns false,
     // changing nothing, where the backend has no such mode: only CUDA has
-    // Tf32 (ETUDE_CUDA_MATH=tf32 sets it when the device opens). Opt-in:
+    // Tf32 (DeviceRegistry::set_math_precision sets it for every device,
+    // as `--precision tf32` asks). Opt-in:
     // the parity bounds are Fp32's; Tf32's distance from it is measured in
     // dB (tests/engine/models/vits_precision_test.cpp).
     virtual bool set_math_precision(MathPrecision p) { return p == MathPrecision::Fp32; }

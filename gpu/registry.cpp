@@ -234,7 +234,8 @@ BackendRequest with_environment(BackendRequest r) {
 struct DeviceRegistry::Impl {
     std::mutex mu;
     std::map<std::pair<int, int>, std::shared_ptr<Backend>> opened;
-    bool profiling = false;  // for the backends opened from now on
+    bool profiling = false;                         // for the backends opened from now on
+    MathPrecision precision = MathPrecision::Fp32;  // likewise
 };
 
 DeviceRegistry& DeviceRegistry::instance() {
@@ -336,6 +337,7 @@ std::shared_ptr<Backend> DeviceRegistry::open(const BackendRequest& request) {
     if (b) return b;
     b = module_of(d.kind).open(d.index);
     b->set_profiling(impl_->profiling);
+    b->set_math_precision(impl_->precision);
     return b;
 }
 
@@ -345,6 +347,14 @@ void DeviceRegistry::set_profiling(bool on) {
     for (auto& [key, backend] : impl_->opened)
         if (backend) backend->set_profiling(on);
     shared_cpu_backend()->set_profiling(on);
+}
+
+void DeviceRegistry::set_math_precision(MathPrecision precision) {
+    std::lock_guard lock(impl_->mu);
+    impl_->precision = precision;
+    // A backend without the mode refuses it and stays in Fp32.
+    for (auto& [key, backend] : impl_->opened)
+        if (backend) backend->set_math_precision(precision);
 }
 
 }  // namespace etude::gpu

@@ -84,6 +84,11 @@ class DeviceRegistry {
     // trace's kernel rows. Off unless called.
     void set_profiling(bool on);
 
+    // The precision of the matrix products and convolutions of every device
+    // opened now or later (Backend::set_math_precision); a device without
+    // that mode (all but CUDA for Tf32) stays in Fp32. Fp32 unless called.
+    void set_math_precision(MathPrecision precision);
+
     // Internal: the devices opened so far (registry.cpp, which also holds
     // the table of backend modules).
     struct Impl;

@@ -327,9 +327,9 @@ if [ "$pack_kind" = streams ]; then
     say "many streams on cuda, direct convolution kernel: exit $? (many-streams-cuda-direct.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-direct.log" | tee -a "$summary"
     # TF32 tensor cores for the GEMMs and convolutions (opt-in,
-    # gpu::MathPrecision), as PyTorch's default "fp32" lets cuDNN use.
-    ETUDE_CUDA_MATH=tf32 timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
+    # --precision tf32), as PyTorch's default "fp32" lets cuDNN use.
+    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only --precision tf32 \
       --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-tf32.log" 2>&1
     say "many streams on cuda in TF32: exit $? (many-streams-cuda-tf32.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-tf32.log" | tee -a "$summary"

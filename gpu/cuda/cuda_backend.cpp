@@ -60,8 +60,6 @@ CudaBackend::CudaBackend(int index) : impl_(std::make_unique<Impl>(*this)) {
     impl_->conv_as_gemm = cuda::keep_pool_scratch(impl_->device);
     if (const char* c = std::getenv("ETUDE_CUDA_CONV"); c && std::string(c) == "direct")
         impl_->conv_as_gemm = false;
-    if (const char* m = std::getenv("ETUDE_CUDA_MATH"); m && std::string(m) == "tf32")
-        impl_->precision = MathPrecision::Tf32;
 }
 
 bool CudaBackend::set_math_precision(MathPrecision p) {

@@ -83,7 +83,8 @@ def say(args: argparse.Namespace) -> int:
         speaker=args.speaker, noise_scale=args.noise_scale, length_scale=args.length_scale,
         noise_w=args.noise_w, seed=args.seed, latency_ms=args.latency_ms, backend=args.backend,
     )
-    with Engine(preload=[]) as engine, engine.stream(args.voice, args.rate, **options) as s:
+    with Engine(preload=[], precision=args.precision) as engine, \
+            engine.stream(args.voice, args.rate, **options) as s:
         s.push_text(text)
         s.end_input()
         parts = list(s.blocks(1 << 16))
@@ -166,6 +167,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="the fixed latency budget the engine adds, 5-10000 (default 100)")
     s.add_argument("--backend", metavar="NAME",
                    help="where a Piper voice's decoder runs: auto (default), cpu, vulkan, opencl")
+    s.add_argument("--precision", choices=("fp32", "tf32"), default="fp32",
+                   help="the GPU's matrix products: fp32 (default) or tf32 (CUDA's tensor cores)")
     s.add_argument("--stats", action="store_true", help="print stream statistics to stderr")
     s.set_defaults(run=say)
 

@@ -49,8 +49,11 @@ class Engine:
     ``preload``: voices to load now (built-in names, Piper voice names or
     paths; default ``["slt"]``); ``backend``/``device``: where preloaded
     Piper voices' decoders will run ("auto", "cpu", "cuda", "vulkan",
-    "opencl"; device -1 is the best). Close it (or use ``with``) to stop the
-    workers; closing it closes its streams first.
+    "opencl"; device -1 is the best); ``precision``: the arithmetic of the
+    devices' matrix products, "fp32" (default: the CPU's audio within the
+    parity bounds) or "tf32" (CUDA's tensor cores; process-wide, as the
+    devices are shared; other devices stay fp32). Close it (or use ``with``)
+    to stop the workers; closing it closes its streams first.
     """
 
     def __init__(
@@ -58,10 +61,12 @@ class Engine:
         preload: Optional[Iterable[str]] = None,
         backend: str = "auto",
         device: int = -1,
+        precision: str = "fp32",
     ):
         names = ["slt"] if preload is None else [str(v) for v in preload]
         resolved = [_voices.resolve(v).value for v in names]
-        self._native: Optional[_native.Engine] = _native.Engine(resolved, backend, device)
+        self._native: Optional[_native.Engine] = _native.Engine(resolved, backend, device,
+                                                                     str(precision))
         self._streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
         self._lock = threading.Lock()
         self._builtin_rates: dict[str, int] = {}

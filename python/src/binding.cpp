@@ -447,17 +447,19 @@ void bind_engine(nb::module_& m) {
         .def(
             "__init__",
             [](Engine* self, std::vector<std::string> preload_voices, std::string preload_backend,
-               int preload_device) {
+               int preload_device, const std::string& precision) {
                 Engine::Options options;
                 options.preload_voices = std::move(preload_voices);
                 options.preload_backend = std::move(preload_backend);
                 options.preload_device = preload_device;
                 nb::gil_scoped_release nogil;
-                guarded(ETUDE_ERROR_INVALID_ARGUMENT,
-                        [&] { new (self) Engine(std::move(options)); });
+                guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] {
+                    options.device_precision = etude::engine::parse_device_precision(precision);
+                    new (self) Engine(std::move(options));
+                });
             },
             "preload_voices"_a = std::vector<std::string>{"slt"}, "preload_backend"_a = "auto",
-            "preload_device"_a = -1)
+            "preload_device"_a = -1, "precision"_a = "fp32")
         .def(
             "preload_voice",
             [](Engine& e, const std::string& voice) {

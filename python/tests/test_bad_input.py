@@ -109,6 +109,12 @@ def test_bad_rates_are_invalid_arguments(engine, rate):
         engine.stream(voice="slt", sample_rate=rate)
 
 
+def test_an_unknown_precision_is_refused_as_the_cli_refuses_it():
+    with pytest.raises(libetude.InvalidArgument,
+                       match=r"unknown precision 'fp16' \(choose fp32 or tf32\)"):
+        libetude.Engine(preload=[], precision="fp16")
+
+
 def test_piper_options_on_a_builtin_voice_are_refused(engine):
     with pytest.raises(libetude.InvalidArgument, match="seed applies to Piper voices"):
         engine.stream(voice="slt", seed=3)

@@ -135,3 +135,27 @@ TEST(CliSayPiper, without_espeak_data_ids_speak_and_text_names_espeak_data_path)
     EXPECT_NE(text.err.find("etude say: espeak-ng could not start"), std::string::npos) << text.err;
     EXPECT_NE(text.err.find("ESPEAK_DATA_PATH"), std::string::npos) << text.err;
 }
+
+// --precision is the arithmetic of a GPU's matrix products: TF32 exists on
+// CUDA only, so on the CPU it must leave the audio exactly as FP32 makes it
+// (a CPU that took it would differ in the last bits at least), and a mode
+// that does not exist is a usage error naming the choices, with no output.
+TEST(CliSayPiper, precision_tf32_leaves_the_cpus_audio_as_it_is_and_others_are_refused) {
+    const fs::path fp32 = tmpdir() / "piper_fp32.wav", tf32 = tmpdir() / "piper_tf32.wav",
+                   bad = tmpdir() / "piper_fp16.wav";
+    const std::string line = "{\"phoneme_ids\": " + kIds + "}\n";
+    auto say = [&](const fs::path& out, const std::string& precision) {
+        return run_etude("say --voice " + quote(kMulti) + " --json-input --float --seed 3 " +
+                             "--backend cpu --precision " + precision + " -o " + out.string(),
+                         line);
+    };
+    ASSERT_EQ(say(fp32, "fp32").status, 0);
+    const auto r = say(tf32, "tf32");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const Wav a = read_wav(fp32), b = read_wav(tf32);
+    ASSERT_GT(a.samples.size(), 0u);
+    EXPECT_EQ(a.samples, b.samples);
+    expect_clean_error(say(bad, "fp16"),
+                       "--precision: unknown precision 'fp16' (choose fp32 or tf32)", 2);
+    EXPECT_FALSE(fs::exists(bad));
+}

@@ -69,6 +69,30 @@ TEST(MathPrecision, a_backend_without_tf32_refuses_it_and_stays_in_fp32) {
     }
 }
 
+// The registry's setting (what --precision and Engine::Options set) reaches
+// the devices opened before it and after it; those without TF32 stay FP32.
+TEST(MathPrecision, the_registry_sets_every_device_opened_before_or_after) {
+    auto& registry = gpu::DeviceRegistry::instance();
+    struct RegistryFp32Again {
+        gpu::DeviceRegistry& r;
+        ~RegistryFp32Again() { r.set_math_precision(gpu::MathPrecision::Fp32); }
+    } restore{registry};
+    std::string why;
+    auto before = test::backend_of(gpu::BackendKind::Vulkan, why);
+    registry.set_math_precision(gpu::MathPrecision::Tf32);
+    EXPECT_EQ(gpu::shared_cpu_backend()->math_precision(), gpu::MathPrecision::Fp32);
+    if (before) {
+        EXPECT_EQ(before->math_precision(), gpu::MathPrecision::Fp32);
+    }
+    auto cuda = test::backend_of(gpu::BackendKind::Cuda, why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device to take TF32: " << why;
+    EXPECT_EQ(cuda->math_precision(), gpu::MathPrecision::Tf32);
+    registry.set_math_precision(gpu::MathPrecision::Fp32);
+    EXPECT_EQ(cuda->math_precision(), gpu::MathPrecision::Fp32);
+    registry.set_math_precision(gpu::MathPrecision::Tf32);
+    EXPECT_EQ(cuda->math_precision(), gpu::MathPrecision::Tf32);
+}
+
 TEST(MathPrecision, the_decoder_in_tf32_stays_within_30_db_of_fp32_on_cuda) {
     std::string why;
     auto backend = test::backend_of(gpu::BackendKind::Cuda, why);
