@@ -151,6 +151,7 @@ EngineStats Engine::stats() const {
     s.network_turns = core_->network_gate().turns();
     s.front_end_threads = core_->front_end_threads();
     s.most_analyses_at_once = core_->most_analyses_at_once();
+    s.front_end_looks = core_->front_end_looks();
     return s;
 }
 

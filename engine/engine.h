@@ -374,6 +374,12 @@ struct EngineStats {
     /// The most sentences analysed at once so far (a live stream's each in
     /// its turn; an offline reader's and a server stream's take none).
     int most_analyses_at_once = 0;
+    /// How many times the front-end threads have looked at a stream for a
+    /// sentence to analyse, in all. They look only at the streams that
+    /// have had new text or room for more since they last looked, so this
+    /// grows with the sentences spoken, not with the streams that are open
+    /// and idle.
+    std::uint64_t front_end_looks = 0;
 };
 
 /// How many real-time streams this machine holds with a voice

@@ -66,7 +66,7 @@ void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
         renderers_.emplace_back([this] { run_renderer(); });
 }
 
-void EngineWorkers::wake() {
+void EngineWorkers::wake(StreamCore& stream) {
     // A worker looks for work and then waits, both under mu_; the stream's
     // new work was published under the stream's own lock. Taking mu_ here
     // means the worker is either before its look (it will see the work) or
@@ -76,6 +76,13 @@ void EngineWorkers::wake() {
     {
         std::lock_guard lock(mu_);
         ++wakes_;
+        // (No lock() of the stream here: the last reference dropped under
+        // mu_ would join a producer that may be the thread calling this.)
+        auto [at, added] = pending_at_.try_emplace(&stream);
+        if (added)
+            at->second = pending_.insert(pending_.end(), {&stream, stream.weak_from_this()});
+        else
+            at->second->stream = stream.weak_from_this();
     }
     cv_.notify_all();
 }
@@ -133,23 +140,31 @@ EngineWorkers::Analysis EngineWorkers::next_sentence() {
     for (;;) {
         if (stopping_) return {};
         std::uint64_t wakes = wakes_;
-        streams_.remove_if([](const auto& w) { return w.expired(); });
         std::shared_ptr<StreamCore> first;
         DeadlineGate::Due first_due;
         const std::int64_t now = DeadlineGate::now_ns();
-        for (const auto& w : streams_) {
-            auto s = w.lock();
-            if (!s) continue;
+        for (auto p = pending_.begin(); p != pending_.end();) {
+            auto s = p->stream.lock();
+            const auto due = s ? s->sentence_deadline() : std::nullopt;
+            if (s) ++front_end_looks_;
+            if (!due) {
+                // Gone, or nothing to analyse until it wakes the workers again.
+                pending_at_.erase(p->at);
+                p = pending_.erase(p);
+                if (s) seen.push_back(std::move(s));
+                continue;
+            }
             // A one-at-a-time voice's sentence waits while another is
             // analysed rather than holding a turn while it waits for the
-            // voice's lock. Ties go to the stream added first: the list's order.
-            if (const auto due = s->sentence_deadline();
-                due && !(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
+            // voice's lock. Ties go to the stream that woke the workers
+            // first: the list's order.
+            if (!(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
                 (!first || due->before(first_due, now))) {
                 first = s;
                 first_due = *due;
             }
             seen.push_back(std::move(s));
+            ++p;
         }
         const bool found = first != nullptr;
         // Still there unless a cancel came between the look and now.
@@ -183,6 +198,11 @@ void EngineWorkers::end_analysis(bool one_at_a_time) {
 int EngineWorkers::most_analyses_at_once() {
     std::lock_guard lock(mu_);
     return most_analysing_;
+}
+
+std::uint64_t EngineWorkers::front_end_looks() {
+    std::lock_guard lock(mu_);
+    return front_end_looks_;
 }
 
 void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -49,8 +50,12 @@ class EngineWorkers {
     EngineWorkers& operator=(const EngineWorkers&) = delete;
 
     void add(const std::shared_ptr<StreamCore>& s);
-    // A stream has work for the workers. Call it without the stream's lock.
-    void wake();
+    // `stream` may have work for the workers: a sentence to analyse now, or
+    // one to render ahead. Call it without the stream's lock, after every
+    // change that can make StreamCore::sentence_deadline() say a sentence
+    // is ready: the front ends look only at the streams that called it
+    // since they last found nothing there.
+    void wake(StreamCore& stream);
     void stop();
     bool stopping();
     // The turns of the producers' neural work, earliest deadline first
@@ -75,6 +80,9 @@ class EngineWorkers {
     // each in its turn; an offline reader's and a server's take none).
     int front_end_threads() const { return static_cast<int>(front_ends_.size()); }
     int most_analyses_at_once();
+    // How often the front ends have looked at a stream for a sentence:
+    // EngineStats::front_end_looks.
+    std::uint64_t front_end_looks();
 
     // The GPU processor of a device, created by `make` on first use and
     // shared by the streams using that device while any of them lives.
@@ -122,6 +130,20 @@ class EngineWorkers {
     std::atomic<bool> stopped_{false};  // stopping_, for the gate's give_up (no mu_ there)
     std::uint64_t wakes_ = 0;           // wake() calls: a look that began before one looks again
     std::list<std::weak_ptr<StreamCore>> streams_;
+    // The streams that woke the workers since a front end last found no
+    // sentence there, in the order they first did (mu_): what
+    // next_sentence() looks through, so that its cost grows with the
+    // streams that have text to analyse, not with every stream of the
+    // engine (a server's thousand mostly idle ones). Keyed by address to
+    // hold each once; a stream freed while pending leaves an expired entry,
+    // which a new stream at the same address takes over when it wakes.
+    struct Pending {
+        const StreamCore* at = nullptr;
+        std::weak_ptr<StreamCore> stream;
+    };
+    std::list<Pending> pending_;
+    std::unordered_map<const StreamCore*, std::list<Pending>::iterator> pending_at_;
+    std::uint64_t front_end_looks_ = 0;
     std::size_t round_robin_ = 0;
     std::vector<std::thread> front_ends_;
     int analysing_ = 0, most_analysing_ = 0;  // analyses holding their turns (mu_)

@@ -254,7 +254,7 @@ std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_sampl
         ++markers_waiting_;
     }
     holding_ = false;  // only now: see end_input()
-    engine_->wake();
+    engine_->wake(*this);
     return queued;
 }
 
@@ -341,7 +341,7 @@ void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_po
         outstanding_ += sentences.size();
         sentences_queued_ += sentences.size();
     }
-    engine_->wake();
+    engine_->wake(*this);
 }
 
 void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
@@ -588,7 +588,7 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
     }
     work_cv_.notify_all();
     data_cv_.notify_all();
-    engine_->wake();  // a render worker or the next analysis may start
+    engine_->wake(*this);  // a render worker or the next analysis may start
 }
 
 // Claims an analysed sentence that is not about to be scheduled by this

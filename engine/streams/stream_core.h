@@ -42,7 +42,7 @@ namespace etude::engine {
 
 class EngineWorkers;
 
-class StreamCore final : public VoiceSink {
+class StreamCore final : public VoiceSink, public std::enable_shared_from_this<StreamCore> {
   public:
     // `piper`: the Piper voice of a Piper stream (PiperVoiceOptions::piper_voice), else null.
     StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& voice,

@@ -83,7 +83,7 @@ void StreamCore::produce() {
         if (auto* marker = std::get_if<std::shared_ptr<SpeechMarker>>(&item)) {
             --markers_waiting_;
             lock.unlock();
-            engine_->wake();  // room in the look-ahead for the next analysis
+            engine_->wake(*this);  // room in the look-ahead for the next analysis
             finish_item(speak_marker(**marker), 0.0, false);
             continue;
         }
@@ -94,7 +94,7 @@ void StreamCore::produce() {
             std::visit([](const auto& i) -> const ItemOrigin& { return i->origin; }, item);
         first_audio_due_ = voice_->holds_analysis_until_first_audio() && origin.first_of_push;
         lock.unlock();
-        engine_->wake();  // room for more look-ahead
+        engine_->wake(*this);  // room for more look-ahead
         first_audio_pending_ = true;
         const Spoken spoken = voice_->speak(item);
         finish_item(spoken.complete, spoken.compute_seconds);
@@ -206,7 +206,7 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentenc
     }
     data_cv_.notify_all();
     lock.unlock();
-    if (analysis_held) engine_->wake();
+    if (analysis_held) engine_->wake(*this);
 }
 
 // The unit is due when the listener reaches the end of what is written
@@ -306,7 +306,7 @@ void StreamCore::note_first_audio(const ItemOrigin& origin) {
             listener_start_ = Clock::now();
             listener_start_pos_ = ring_.write_position();
         }
-        if (analysis_held) engine_->wake();  // the next sentence's analysis may start
+        if (analysis_held) engine_->wake(*this);  // the next sentence's analysis may start
     }
 }
 

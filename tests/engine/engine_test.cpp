@@ -289,6 +289,32 @@ TEST(Engine, built_in_voices_sentences_are_analysed_one_at_a_time_across_streams
     for (const auto& g : got) EXPECT_TRUE(g == want);
 }
 
+// A server holds many streams that are open and idle between requests. The
+// front ends look for a sentence to analyse only in the streams that asked
+// for it (new text, room for more): speaking a few sentences beside a
+// hundred idle streams looks at fewer streams than one pass over the idle
+// ones, where looking at every stream at each wake-up would look at each
+// idle stream several times per sentence.
+TEST(Engine, front_ends_look_only_at_streams_with_text_however_many_are_idle) {
+    Engine engine;
+    constexpr int kIdle = 100;
+    std::vector<std::unique_ptr<Stream>> idle;
+    for (int i = 0; i < kIdle; ++i) idle.push_back(engine.create_stream());
+    std::string text;
+    for (int i = 0; i < 6; ++i) text += "Sentence " + std::to_string(i) + " beside idle streams. ";
+    const std::uint64_t before = engine.stats().front_end_looks;
+    const auto stream = engine.create_stream();
+    stream->push_text(text);
+    stream->end_input();
+    std::vector<float> got, block(4000);
+    for (std::size_t n; (n = stream->read(block)) > 0;)
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+    const std::uint64_t looks = engine.stats().front_end_looks - before;
+    EXPECT_GE(looks, 6u);  // each sentence was found by a look
+    EXPECT_LT(looks, static_cast<std::uint64_t>(kIdle));
+    EXPECT_TRUE(got == render_offline(engine, text));
+}
+
 // The capacity an embedder or a server admits: several streams speak a
 // reply at once, and their aggregate speed less a fifth (rounded down, at
 // least 1: engine.h) is the answer. The expected counts are worked out by
