@@ -40,9 +40,12 @@
 # (aiohttp, livekit's native library, ...) would add minutes of download and
 # emulated import for two modules of plain Python over the same binding,
 # tested natively; their tests skip here, saying that the adapter is not
-# installed.
+# installed. With them pytest-xdist, which runs the tests one per core
+# (arm64_wheel): emulated, they time nothing (those that would skip there,
+# saying so), and one emulated pytest leaves a core idle for minutes.
 arm64_test_requirements() {
   grep -vE '^(pipecat-ai|livekit-agents)' "$here/python/test-requirements.txt"
+  echo "pytest-xdist==3.8.0"
 }
 
 # arm64_python PY: unpacks Debian's PY-minimal:arm64 (the interpreter only;
@@ -149,7 +152,7 @@ arm64_wheel() {
     exit 1
   fi
   echo "bootstrap: built $(basename "$dist"/libetude-*.whl) into $dist"
-  echo "bootstrap: the aarch64 wheel's tests, under qemu"
+  echo "bootstrap: the aarch64 wheel's tests, under qemu, one per core"
   ETUDE_BIN=$arm64_dir/python-env/bin/etude ETUDE_C_LIBRARY=$(readlink -f "$arm64_dir/libetude.so") \
-    sh "$here/python/tests/run_tests.sh" "$arm64_dir"
+    sh "$here/python/tests/run_tests.sh" "$arm64_dir" -n "$jobs"
 }

@@ -278,11 +278,15 @@ arm64_build() {
   rm -f "$log"
 }
 
+arm64_suite() {
+  echo "bootstrap: the aarch64 cross-build's portable suite, under qemu"
+  ctest --test-dir "$arm64_dir" --output-on-failure -j"$jobs"
+}
+
 arm64_test() {
   arm64_prepare
   arm64_build
-  echo "bootstrap: the aarch64 cross-build's portable suite, under qemu"
-  ctest --test-dir "$arm64_dir" --output-on-failure -j"$jobs"
+  arm64_suite
 }
 
 # shellcheck source=scripts/arm64-wheel.sh
@@ -317,11 +321,32 @@ case "$mode" in
     ;;
   test)
     install_missing "${test_packages[@]}"
-    stage "build"
+    # The test peers' environment (pip: downloads, one core) beside the
+    # build; the wheel waits for the build (with ccache, its objects are
+    # the build's).
+    stage "build, and the test peers' Python environment beside it"
+    python_env &
+    python_env_pid=$!
     build
-    stage "the Python environment and the wheel"
-    python_env
+    wait "$python_env_pid" # python_env says why where PyPI failed, and returns 0
+    # The aarch64 cross-build (from an amd64 machine; on arm64 itself the
+    # suite below runs natively) goes beside the wheel's, whose pip steps
+    # leave a core idle much of the time; it is done before the native
+    # suite starts, whose timed tests must run alone.
+    cross=""
+    if [ "$(dpkg --print-architecture)" = amd64 ]; then
+      cross=yes
+      arm64_prepare "${arm64_wheel_packages[@]}"
+      stage "the Python wheel, and the aarch64 cross-build beside it"
+      arm64_build &
+      arm64_build_pid=$!
+    else
+      stage "the Python wheel"
+    fi
     python_package
+    if [ -n "$cross" ] && ! wait "$arm64_build_pid"; then
+      exit 1 # arm64_build said why
+    fi
     stage "the native suite"
     # One test per core, except the tests that judge time (real-time pulls,
     # live JACK clients, servers, speed figures): those run alone
@@ -344,13 +369,13 @@ case "$mode" in
     rm -f "$log"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_rt"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
-    # Last, with its own closing line: the aarch64 cross-build under qemu,
-    # from an amd64 machine; on arm64 itself the suite above ran natively.
-    # Then the aarch64 wheel, which reuses that build's etude (about 4
-    # minutes more on two cores: docs/benchmarks.md, "64-bit ARM").
-    if [ "$(dpkg --print-architecture)" = amd64 ]; then
-      stage "the aarch64 cross-build and its portable suite"
-      arm64_test
+    # Last, with its own closing line: the aarch64 cross-build's suite
+    # under qemu. Then the aarch64 wheel, which reuses that build's etude
+    # (about 2.5 minutes more on two cores: docs/benchmarks.md, "The test
+    # command's time").
+    if [ -n "$cross" ]; then
+      stage "the aarch64 cross-build's portable suite"
+      arm64_suite
       stage "the aarch64 wheel"
       arm64_wheel
       stage "done"

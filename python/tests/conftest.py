@@ -30,6 +30,15 @@ EMULATOR = os.environ.get("ETUDE_UNDER_EMULATION", "")
 HANG_SECONDS = 600 if EMULATOR else 60
 
 
+def hang_bound(seconds: float) -> float:
+    """The bound past which a program a test starts has hung: `seconds`
+    natively, five times that emulated, where programs run many times
+    slower and the tests run one per core beside each other
+    (scripts/arm64-wheel.sh): the joe voice's `etude say` passed 120 s under
+    qemu on the loaded development VM."""
+    return seconds * 5 if EMULATOR else seconds
+
+
 def skip_under_emulation(why: str):
     """Marks a test whose measure emulation falsifies (a clock, the resident
     size); it skips there, saying why."""
@@ -102,7 +111,7 @@ def etude_say(etude: str, tmp_path: Path, text: str, *args: str) -> tuple[np.nda
     out = tmp_path / f"etude-{abs(hash((text,) + args))}.wav"
     subprocess.run(
         [etude, "say", text, *args, "--float", "-o", str(out)],
-        check=True, capture_output=True, timeout=120,
+        check=True, capture_output=True, timeout=hang_bound(120),
     )
     return read_wav(out)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import libetude
-from conftest import CHECKOUT, TEST_DATA, assert_same_audio, run_bounded
+from conftest import CHECKOUT, TEST_DATA, assert_same_audio, hang_bound, run_bounded
 
 
 def test_the_error_classes_are_the_engines_table():
@@ -41,7 +41,7 @@ def test_the_same_failures_give_the_same_codes_and_messages_in_c_and_python(engi
         pytest.skip("ETUDE_C_LIBRARY does not name libetude.so (ctest sets it)")
     script = Path(__file__).with_name("c_failures.py")
     done = subprocess.run([sys.executable, str(script), library], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=hang_bound(60))
     assert done.returncode == 0, done.stderr
     in_c = json.loads(done.stdout)
 
@@ -66,7 +66,7 @@ def test_unknown_voice_says_what_etude_says(engine, etude_bin, tmp_path):
         engine.stream(voice="no-such-voice")
     cli = subprocess.run(
         [etude_bin, "say", "--voice", "no-such-voice", "Hi.", "-o", str(tmp_path / "x.wav")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=hang_bound(60),
     )
     assert cli.returncode == 1
     assert cli.stderr.strip() == f"etude say: {e.value}"
@@ -219,7 +219,7 @@ def test_without_espeak_data_text_is_refused_and_espeak_complains_once(tmp_path)
         "            print(err)\n"
     )
     run = subprocess.run(
-        [sys.executable, "-c", script, voice], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", script, voice], capture_output=True, text=True, timeout=hang_bound(60),
         env={**os.environ, "ESPEAK_DATA_PATH": str(empty)},
     )
     assert run.returncode == 0, run.stderr

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import libetude
-from conftest import skip_under_emulation
+from conftest import hang_bound, skip_under_emulation
 
 # qemu 7.2's user mode keeps about 280 KB of every guest thread that ended
 # (measured on the development VM: an aarch64 program that starts and joins
@@ -68,7 +68,7 @@ with libetude.Engine() as engine:
 
 def _churn(mode: str) -> int:
     r = subprocess.run(
-        [sys.executable, "-c", CHURN, mode], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", CHURN, mode], capture_output=True, text=True, timeout=hang_bound(120),
         env={**os.environ, "MALLOC_ARENA_MAX": "1"},
     )
     assert r.returncode == 0, r.stderr

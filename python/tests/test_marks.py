@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import libetude
+from conftest import hang_bound
 
 DOC = (
     '<speak>The lights are off.<mark name="a"/><break time="300ms"/>'
@@ -33,7 +34,7 @@ def test_marks_and_words_equal_etude_say_timings(engine, etude_bin, tmp_path):
     wav = tmp_path / "t.wav"
     subprocess.run(
         [etude_bin, "say", "--ssml", DOC, "-o", str(wav), "--float", "--timings", str(timings)],
-        check=True, capture_output=True, timeout=120,
+        check=True, capture_output=True, timeout=hang_bound(120),
     )
     want = [json.loads(line) for line in timings.read_text().splitlines()]
     got = [{"type": m.kind, "name": m.name, "sample": m.sample} for m in marks]

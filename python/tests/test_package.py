@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import libetude
-from conftest import CHECKOUT, JOE, TEST_DATA, read_wav
+from conftest import CHECKOUT, JOE, TEST_DATA, hang_bound, read_wav
 
 
 def test_the_installed_wheel_is_imported_not_the_checkout():
@@ -35,7 +35,7 @@ def test_type_stubs_are_installed():
 def _cli(*args: str, stdin: str | None = None, cwd: Path | None = None):
     return subprocess.run(
         [sys.executable, "-m", "libetude", *args],
-        capture_output=True, text=True, timeout=120, input=stdin, cwd=cwd,
+        capture_output=True, text=True, timeout=hang_bound(120), input=stdin, cwd=cwd,
     )
 
 
@@ -63,7 +63,7 @@ def test_cli_say_writes_the_wav_etude_writes(etude_bin, tmp_path):
         assert w.getnframes() > 1000
     ours, _ = read_wav(tmp_path / "f.wav")
     subprocess.run([etude_bin, "say", "Hi.", "-o", str(tmp_path / "g.wav")], check=True,
-                   capture_output=True, timeout=60)
+                   capture_output=True, timeout=hang_bound(60))
     theirs, _ = read_wav(tmp_path / "g.wav")
     np.testing.assert_array_equal(ours, theirs)  # the same 16-bit samples
 
@@ -106,7 +106,7 @@ def test_folder_voice_is_found_by_name_and_comes_before_packages(engine, monkeyp
     assert info.source == "folder" and info.model_path == str(folder / "tiny" / "tiny.onnx")
     assert "tiny" in {v.name for v in engine.voices()}
     r = subprocess.run([sys.executable, "-m", "libetude", "voices"], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "ETUDE_VOICE_PATH": str(folder)})
+                       text=True, timeout=hang_bound(120), env={**os.environ, "ETUDE_VOICE_PATH": str(folder)})
     assert "tiny" in r.stdout and str(folder) in r.stdout
 
 
@@ -127,7 +127,7 @@ def test_the_voice_folders_are_searched_as_the_engine_searches_them(engine, tmp_
         "for v in e.voices()] + [libetude.voice_folders()[:2]]))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120, env=env)
+                       timeout=hang_bound(120), env=env)
     assert r.returncode == 0, r.stderr
     *voices, folders = __import__("json").loads(r.stdout)
     assert folders == [str(first), str(second)]
@@ -137,7 +137,7 @@ def test_the_voice_folders_are_searched_as_the_engine_searches_them(engine, tmp_
         ["tiny", "x_low", 16000, str(first / "tiny.onnx")]]
     assert "broken" not in [v[0] for v in voices]
     r = subprocess.run([sys.executable, "-m", "libetude", "voices"], capture_output=True,
-                       text=True, timeout=120, env=env)
+                       text=True, timeout=hang_bound(120), env=env)
     assert "broken  unusable:" in r.stdout and "sample_rate" in r.stdout, r.stdout
 
 
