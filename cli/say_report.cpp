@@ -58,6 +58,9 @@ void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool fi
     sum.flow_pushes_cpu += total.flow_pushes_cpu;
     sum.flow_takeovers += total.flow_takeovers;
     sum.flow_pushes_batched += total.flow_pushes_batched;
+    sum.analyses_gpu += total.analyses_gpu;
+    sum.analyses_cpu += total.analyses_cpu;
+    sum.analyses_near_tie += total.analyses_near_tie;
     total = std::move(sum);
 }
 
@@ -128,6 +131,14 @@ void print_decoder_stats(const engine::StreamStats& s) {
                      static_cast<unsigned long long>(s.flow_pushes_batched),
                      static_cast<unsigned long long>(s.flow_pushes_cpu),
                      static_cast<unsigned long long>(s.flow_takeovers));
+    // So does the text analysis (the encoder and the durations).
+    if (!s.gpu_device.empty())
+        std::fprintf(stderr,
+                     "  text analysis: %llu sentences on the device, %llu on the host (%llu near "
+                     "a duration tie)\n",
+                     static_cast<unsigned long long>(s.analyses_gpu),
+                     static_cast<unsigned long long>(s.analyses_cpu),
+                     static_cast<unsigned long long>(s.analyses_near_tie));
 }
 
 }  // namespace

@@ -206,6 +206,16 @@ struct StreamStats {
     /// error also counts in gpu_failures): it reran the sentence's prior up
     /// to the frames the device had been given, then went on alone.
     std::uint64_t flow_takeovers = 0;
+    // A Piper stream's text analysis (the text encoder and the duration
+    // predictor): on the decoder's device (gpu_device) where the flow goes,
+    // else on the host (no device, one too slow for the decoder, a device
+    // error, which also counts in gpu_failures, or a near tie).
+    std::uint64_t analyses_gpu = 0,  ///< sentences analysed on the device
+        analyses_cpu = 0;            ///< sentences analysed on the host
+    /// Of analyses_cpu, the sentences the device analysed whose durations
+    /// lay within 2.5e-4 (relative) of a whole frame, or were not numbers:
+    /// the host made them again, so their frame counts are the host's.
+    std::uint64_t analyses_near_tie = 0;
     std::uint64_t marks = 0;          ///< SSML marks and words reached (next_mark())
     std::uint64_t marks_dropped = 0;  ///< marks lost because 1,024 were not taken
     /// Sentences spoken without word marks (report_words() on) because the

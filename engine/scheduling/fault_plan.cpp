@@ -51,6 +51,9 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
         } else if (item == "cpu-busy") {
             into.cpu_busy = true;
             ok = true;
+        } else if (item == "host-analysis") {
+            into.host_analysis = true;
+            ok = true;
         } else {
             const auto f = gpu::parse_gpu_fault(item);
             ok = f.has_value();
@@ -60,7 +63,7 @@ void parse_faults(std::string_view text, FaultSpec& into, std::string_view sourc
             throw Error(
                 std::string(source) + ": cannot read fault '" + item +
                 "' (expected slow:P:MS[:SEED], fallback-slow:P:MS[:SEED], slow-analysis:MS, "
-                "slow-split:MS, cpu-busy or kernel|oom|late:COUNT[:MS[:AFTER]])");
+                "slow-split:MS, cpu-busy, host-analysis or kernel|oom|late:COUNT[:MS[:AFTER]])");
     }
 }
 

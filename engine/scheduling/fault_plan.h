@@ -18,6 +18,11 @@
 //                                        the device fails and stands in while
 //                                        it is held off. Pins the tier at any
 //                                        load; text streams ignore it
+//   host-analysis                        a Piper stream's text analysis (its
+//                                        encoder and durations) stays on the
+//                                        host, so a drill's AFTER counts the
+//                                        flow's and the decoder's device
+//                                        operations alone
 //   kernel:COUNT[:MS[:AFTER]]            the GPU fails COUNT operations,
 //   oom:COUNT[:MS[:AFTER]]               runs out of memory on them,
 //   late:COUNT:MS[:AFTER]                or finishes them MS late, after
@@ -51,6 +56,7 @@ struct FaultSpec {
     double slow_analysis_ms = 0.0;
     double slow_split_ms = 0.0;
     bool cpu_busy = false;
+    bool host_analysis = false;
     std::optional<gpu::GpuFault> device;
 };
 

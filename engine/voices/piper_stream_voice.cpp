@@ -56,8 +56,12 @@ PiperStreamVoice::PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int 
       speaker_(speaker),
       scales_(scales),
       noise_(std::get<PiperVoiceOptions>(options.voice).seed),
+      host_analysis_(faults.host_analysis),
       flow_(voice_->network().open_flow(speaker_)) {
     open_device_flow();
+    // Before the first chunk: where the calibration put the decoder.
+    analysis_wanted_on_device_ = wants_device_analysis();
+    if (analysis_wanted_on_device_) open_device_analysis();
     // Half the latency budget per chunk: a chunk is decoded well before
     // the audio ahead of it has played, and first audio waits for one.
     const double frame_ms = 1000.0 * voice_->hop() / voice_->sample_rate();
@@ -79,6 +83,68 @@ void PiperStreamVoice::open_device_flow() {
         mel_.gpu_health().record_failure(rt::now_ns(), e.what());
         device->reset_health();
     }
+}
+
+// The text analysis goes to the same device, shared per voice and device
+// (PiperVoice::load_analysis; the first load reads the voice file again
+// for the encoder's feed-forward weights). Opened at creation where the
+// decoder's calibration wants the device, else at the first sentence that
+// goes there: a device too slow for the decoder gets no copy. A device
+// error counts as the flow's does; a voice file that no longer matches
+// leaves every sentence of the stream to the host.
+void PiperStreamVoice::open_device_analysis() {
+    const auto& device = mel_.gpu_backend();
+    if (!device || device_analysis_refused_) return;
+    try {
+        device_analysis_ = voice_->load_analysis(device);
+    } catch (const gpu::DeviceError& e) {
+        mel_.gpu_health().record_failure(rt::now_ns(),
+                                         std::string("VITS text analysis: ") + e.what());
+        device->reset_health();
+    } catch (const Error&) {
+        device_analysis_refused_ = true;
+    }
+}
+
+// A sentence is analysed on the device where its flow would run (the
+// decoder's last choice, so a device too slow for the decoder, such as
+// lavapipe for a full-size voice, leaves it on the host) while the
+// breaker allows. The device's prior is whole (every duration at once, the
+// device being where the work is cheap); the host's is staged. Where the
+// device fails, or its durations lie near a tie, the host makes the whole
+// sentence from the noise the device did not consume, so its durations and
+// prior are exactly the host's.
+std::optional<VitsPrior> PiperStreamVoice::device_prior(std::span<const std::int64_t> ids,
+                                                        const VitsScales& scales) {
+    const auto& device = mel_.gpu_backend();
+    if (!device || !analysis_wanted_on_device_.load(std::memory_order_relaxed) ||
+        !mel_.gpu_health().may_try(rt::now_ns()))
+        return std::nullopt;
+    if (!device_analysis_) open_device_analysis();  // not wanted before, or it failed
+    if (!device_analysis_) return std::nullopt;
+    auto r =
+        device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales, noise_);
+    switch (r.outcome) {
+        case VitsAnalysisNetwork::Outcome::OnDevice:
+            mel_.gpu_health().record_success();
+            ++analyses_gpu_;
+            return std::move(r.prior);
+        case VitsAnalysisNetwork::Outcome::NearTie:
+            ++analyses_near_tie_;
+            return std::nullopt;
+        case VitsAnalysisNetwork::Outcome::DeviceError:
+            // One line, in the breaker (gpu_last_error); the device is tried
+            // again as it allows, the flow's and the decoder's errors alike.
+            mel_.gpu_health().record_failure(rt::now_ns(), "VITS text analysis: " + r.error);
+            device->reset_health();
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+// A drill's host-analysis (fault_plan.h) keeps every analysis on the host.
+bool PiperStreamVoice::wants_device_analysis() const {
+    return mel_.gpu_backend() && mel_.last_chunk_chose_gpu() && !host_analysis_;
 }
 
 // The sentences and their phonemes are found here, on the caller's thread
@@ -131,8 +197,12 @@ std::optional<WorkItem> PiperStreamVoice::analyse(Sentence& sentence, std::strin
         // SSML's rate divides the pace; a Piper voice has no pitch control.
         auto scales = scales_;
         scales.length_scale /= sentence.prosody.rate;
-        VitsPrior prior = voice_->network().text_to_latent().prior(
-            sentence.phoneme_ids, speaker_, scales, noise_, PriorDurations::Staged);
+        std::optional<VitsPrior> on_device = device_prior(sentence.phoneme_ids, scales);
+        if (!on_device) ++analyses_cpu_;
+        VitsPrior prior =
+            on_device ? std::move(*on_device)
+                      : voice_->network().text_to_latent().prior(
+                            sentence.phoneme_ids, speaker_, scales, noise_, PriorDurations::Staged);
         if (prior.frames() == 0 && prior.complete()) return std::nullopt;
         auto l = std::make_shared<LatentSentence>();
         l->z.assign(std::size_t(prior.channels()) * std::size_t(prior.frames()), 0.0f);
@@ -164,6 +234,9 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
     stats.flow_pushes_cpu = pushes_cpu_.load(std::memory_order_relaxed);
     stats.flow_pushes_batched = pushes_batched_.load(std::memory_order_relaxed);
     stats.flow_takeovers = takeovers_.load(std::memory_order_relaxed);
+    stats.analyses_gpu = analyses_gpu_.load(std::memory_order_relaxed);
+    stats.analyses_cpu = analyses_cpu_.load(std::memory_order_relaxed);
+    stats.analyses_near_tie = analyses_near_tie_.load(std::memory_order_relaxed);
 }
 
 Spoken PiperStreamVoice::speak(WorkItem& item) {
@@ -270,6 +343,8 @@ void PiperStreamVoice::start_flow() {
                       mel_.gpu_health().may_try(rt::now_ns());
     if (want && !device_flow_) open_device_flow();  // it failed before: tried again
     on_device_ = want && device_flow_;
+    // The next sentence's analysis follows the decoder's choice too.
+    analysis_wanted_on_device_ = wants_device_analysis();
     flow().reset();
     given_.clear();
     if (on_device_) given_.assign(std::size_t(voice_->channels()), {});

@@ -1,6 +1,8 @@
 // A Piper voice's stream: espeak-ng finds the sentences and their phonemes
 // on the pushing thread; an engine worker runs the network's text encoder
-// and durations into the sentence's prior; the producer streams the flow
+// and durations into the sentence's prior (on the decoder's device where
+// the flow would go, else on the host; the host also makes a sentence the
+// device failed or whose durations lie near a tie); the producer streams the flow
 // and decodes the latent chunk by chunk through the decoder's tiers. The
 // flow runs on the decoder's device while the decoder's chunks go there (a
 // sentence at a time: a device error hands the rest of the sentence to the
@@ -10,7 +12,9 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <random>
+#include <span>
 #include <string>
 
 #include "engine/models/vits/flow_stream.h"
@@ -67,6 +71,14 @@ class PiperStreamVoice final : public DecoderVoice {
     bool vocode_latent(LatentSentence& sentence);
     // The device's flow stream, if the decoder has a device (see the .cpp).
     void open_device_flow();
+    // The device's text analysis (PiperVoice::load_analysis), if the decoder
+    // has a device; a device error counts in the breaker.
+    void open_device_analysis();
+    // A sentence's prior made on the device, or none where the host is to
+    // make it (see the .cpp). Engine worker.
+    bool wants_device_analysis() const;
+    std::optional<VitsPrior> device_prior(std::span<const std::int64_t> ids,
+                                          const VitsScales& scales);
     // Starts a sentence's flow: on the device while the decoder's chunks go
     // there and its breaker allows.
     void start_flow();
@@ -86,7 +98,8 @@ class PiperStreamVoice final : public DecoderVoice {
     const int speaker_;
     const VitsScales scales_;
     std::mt19937_64 noise_;
-    int chunk_frames_ = 1;  // latent frames in a sentence's first chunk (then growing)
+    const bool host_analysis_;  // a drill's (fault_plan.h)
+    int chunk_frames_ = 1;      // latent frames in a sentence's first chunk (then growing)
     // Producer thread: the sentence's flow on the CPU, and on the decoder's
     // device when it has one; on_device_ says which runs this sentence.
     std::unique_ptr<VitsFlowStream> flow_, device_flow_;
@@ -96,6 +109,16 @@ class PiperStreamVoice final : public DecoderVoice {
     // drawn once, in order).
     std::vector<std::vector<float>> given_;
     std::atomic<std::uint64_t> pushes_gpu_{0}, pushes_cpu_{0}, pushes_batched_{0}, takeovers_{0};
+    // Whether the next sentence's analysis goes to the device: where the
+    // flow's last sentence went by the decoder's choice (start_flow, on the
+    // producer; read by the analysing worker).
+    std::atomic<bool> analysis_wanted_on_device_{false};
+    // The analysing worker's (one sentence at a time): the device's text
+    // analysis, and whether it cannot be had (the voice file no longer
+    // matches: PiperVoice::load_analysis), so it is not tried again.
+    std::shared_ptr<const VitsAnalysisNetwork> device_analysis_;
+    bool device_analysis_refused_ = false;
+    std::atomic<std::uint64_t> analyses_gpu_{0}, analyses_cpu_{0}, analyses_near_tie_{0};
 };
 
 }  // namespace etude::engine

@@ -27,6 +27,26 @@ std::string canonical_or_same(const std::string& path) {
     return ec ? path : c.string();
 }
 
+// The parts of a voice's weights its text analysis reads: the text
+// encoder's, the duration predictor's and the speaker embedding (folded
+// into the predictor's input per speaker).
+bool analysis_weight(const std::string& role) {
+    return role.starts_with("enc_p.") || role.starts_with("dp.") || role.starts_with("emb_g.");
+}
+
+// Whether `reread` holds the same analysis weights as `kept` wherever
+// `kept` still holds them: a voice file replaced since the voice was
+// opened must not give its device another encoder than its host's.
+bool same_analysis_weights(const VitsWeights& kept, const VitsWeights& reread) {
+    if (kept.tensors.size() != reread.tensors.size()) return false;
+    for (std::size_t i = 0; i < kept.tensors.size(); ++i) {
+        const VitsTensor &a = kept.tensors[i], &b = reread.tensors[i];
+        if (a.role != b.role || a.dims != b.dims) return false;
+        if (analysis_weight(a.role) && !a.released && a.values != b.values) return false;
+    }
+    return true;
+}
+
 float checked_scale(const std::string& voice, const char* name, float value, bool zero_ok) {
     if (!std::isfinite(value) || value < 0.0f || (!zero_ok && value == 0.0f))
         throw Error(voice + ": " + name + " must be a finite number " +
@@ -161,6 +181,35 @@ std::shared_ptr<const VitsFlowNetwork> PiperVoice::load_flow(
     // Two streams may have loaded it at once: the first one stored wins.
     std::lock_guard lock(decoders_mu_);
     return flows_.emplace(key, std::move(flow)).first->second;
+}
+
+std::shared_ptr<const VitsAnalysisNetwork> PiperVoice::load_analysis(
+    std::shared_ptr<gpu::Backend> backend) const {
+    if (!backend) throw Error(model_path() + ": no backend for the text analysis");
+    {
+        std::lock_guard lock(decoders_mu_);
+        if (auto it = analyses_.find(backend.get()); it != analyses_.end()) return it->second;
+    }
+    std::shared_ptr<const VitsAnalysisNetwork> analysis;
+    {
+        VitsWeights weights = read_vits_weights(model_path());
+        // The flow's and the decoder's (two thirds of a medium voice's)
+        // let go before the upload, which on a device in host memory (PoCL,
+        // lavapipe) holds another copy of what stays.
+        for (const auto& t : weights.tensors)
+            if (!analysis_weight(t.role) && !t.released) weights.release(t.role);
+        if (!same_analysis_weights(network_->weights(), weights))
+            throw Error(model_path() +
+                        ": the file no longer holds the weights the voice was opened with "
+                        "(changed on disk?): its text analysis stays on the host");
+        analysis = std::make_shared<const VitsAnalysisNetwork>(weights, std::move(backend));
+    }
+    // The file and the weights read again are freed: given back (as after
+    // open()), or the process would keep their pages.
+    give_back_free_memory();
+    // Two streams may have loaded it at once: the first one stored wins.
+    std::lock_guard lock(decoders_mu_);
+    return analyses_.emplace(&analysis->backend(), std::move(analysis)).first->second;
 }
 
 void PiperVoice::prepare(int speaker) const {

@@ -1,9 +1,10 @@
 // A Piper voice as the engine's streams speak it: its files found by path or
 // by name (piper/voice_catalog.h), its config and text front end (piper/),
-// and its network (models/vits/): the text-to-latent part runs on the CPU
-// for every stream, and the streams of one speaker share its flow and its
-// decoder on each backend (load_flow, load_decoder), each running them
-// through state of its own.
+// and its network (models/vits/): the streams of one speaker share its flow
+// and its decoder on each backend (load_flow, load_decoder), each running
+// them through state of its own, and the streams on one device share the
+// text analysis there (load_analysis); on the CPU the text-to-latent part
+// runs on the host (VitsTextToLatent).
 //
 // open() reads a voice once per process: streams of the same file share it
 // for as long as one of them holds it.
@@ -28,6 +29,7 @@
 
 #include "engine/models/lef_file.h"
 #include "engine/models/neural_model.h"
+#include "engine/models/vits/text_analysis_network.h"
 #include "engine/models/vits/vits_voice.h"
 #include "engine/piper/phonemizer.h"
 #include "engine/piper/voice_config.h"
@@ -89,6 +91,19 @@ class PiperVoice {
     // Throws gpu::DeviceError when the device fails the upload.
     std::shared_ptr<const VitsFlowNetwork> load_flow(int speaker,
                                                      std::shared_ptr<gpu::Backend> backend) const;
+    // The text encoder and the duration predictor on `backend` (a device):
+    // one per device, made on first use and shared by every stream there
+    // (each sentence's call runs on queues of its own). The voice keeps the
+    // encoder's feed-forward weights only as the host's Winograd copies
+    // (the originals, 21 MB for a medium voice, are released at open), so
+    // the first load reads the voice's .onnx again for them (once per
+    // device, a transient copy of the weights, let go after the upload)
+    // rather than every process holding them for a device it may never
+    // use. Throws etude::Error when the file cannot be read again or no
+    // longer holds the weights the voice was opened with (changed on
+    // disk), gpu::DeviceError when the device fails the upload.
+    std::shared_ptr<const VitsAnalysisNetwork> load_analysis(
+        std::shared_ptr<gpu::Backend> backend) const;
     // Makes now what the first stream of `speaker` would make when it is
     // created: the flow's network and the decoder on the CPU backend.
     // About 200 ms for a medium voice, which a server's first request would
@@ -110,6 +125,8 @@ class PiperVoice {
     // Device flows, by speaker and backend (guarded by decoders_mu_).
     mutable std::map<std::pair<int, const gpu::Backend*>, std::shared_ptr<const VitsFlowNetwork>>
         flows_;
+    // Device text analyses, by backend (guarded by decoders_mu_).
+    mutable std::map<const gpu::Backend*, std::shared_ptr<const VitsAnalysisNetwork>> analyses_;
 };
 
 }  // namespace etude::engine

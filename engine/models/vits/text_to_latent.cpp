@@ -324,22 +324,17 @@ VitsPrior VitsTextToLatent::prior(const VitsEncoding& encoding, int speaker,
                     &encoding, log_durations ? &log_durations : nullptr);
 }
 
-namespace {
-
 // Whether a phoneme's frames, exp(logw) * length_scale, lie within
 // kDurationTieMargin of a whole number (0 aside: the ceiling of anything
 // positive there is 1), or are no number at all (a device gone wrong).
-bool near_a_tie(const std::vector<double>& logw, double length_scale) {
+bool VitsTextToLatent::near_a_duration_tie(std::span<const double> logw, double length_scale) {
     for (double l : logw) {
         if (std::isnan(l)) return true;
         const double d = std::exp(l) * length_scale, whole = std::round(d);
-        if (whole > 0 && std::fabs(d - whole) <= VitsTextToLatent::kDurationTieMargin * whole)
-            return true;
+        if (whole > 0 && std::fabs(d - whole) <= kDurationTieMargin * whole) return true;
     }
     return false;
 }
-
-}  // namespace
 
 VitsPrior VitsTextToLatent::prior_of(EncodedSentence&& e, int speaker, const VitsScales& scales,
                                      std::mt19937_64& noise, PriorDurations staging,
@@ -373,7 +368,7 @@ VitsPrior VitsTextToLatent::prior_of(EncodedSentence&& e, int speaker, const Vit
                 throw std::logic_error("VITS: " + std::to_string(logw.size()) +
                                        " log durations made elsewhere for " +
                                        std::to_string(phonemes) + " phonemes");
-            if (near_a_tie(logw, length_scale)) logw.clear();  // the host decides
+            if (near_a_duration_tie(logw, length_scale)) logw.clear();  // the host decides
         }
         if (logw.empty()) logw = net.log_durations(enc, gp, dp_noise);
         total = append_durations(logw, 0, phonemes, length_scale, durations);

@@ -190,6 +190,10 @@ class VitsTextToLatent {
     // about 2 * margin * frames of a phoneme's chance to fall this near a
     // tie (a sentence of 35 phonemes of 5 frames: 1 in 10 goes to the host).
     static constexpr double kDurationTieMargin = 2.5e-4;
+    // Whether a phoneme's scaled duration, exp(logw) * length_scale frames,
+    // lies within kDurationTieMargin (relative) of a whole frame, or is NaN:
+    // where log durations made elsewhere go to the host's predictor.
+    static bool near_a_duration_tie(std::span<const double> logw, double length_scale);
 
     // Phonemes either side that one phoneme's duration depends on: the
     // duration predictor's convolutions' reach (each DDSConv's dilated

@@ -5,18 +5,8 @@
 // window, just past it, and long, on the CPU backend, OpenCL (PoCL),
 // Vulkan (lavapipe) and CUDA where there is one.
 //
-// The tolerance comes from float rounding, not from what a device gave:
-// the host encoder is run again with every embedding value moved by one
-// float rounding (times 1 +- 2^-24, signs at random), and the largest
-// change of its output, E1, is how far one rounding of the signal moves
-// the result. The device rounds its signal once per operation: S of them
-// in sequence (per layer the three projections, the scores, the softmax,
-// the values, the output projection, the residual sum and the norm, then
-// the two convolutions, the sum and the norm: 12; plus the final
-// projection), each a sum of at most K products whose rounding is about
-// sqrt(K) times one (K = filter_channels * kernel, the widest). So the
-// bound is 2 * S * sqrt(K) * E1 (2: the host rounds too), and a wrong
-// index, a missed term or a misplaced band moves the output by O(1).
+// The tolerance comes from float rounding, not from what a device gave
+// (support/text_encoder_bound.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,6 +22,7 @@
 #include "support/model_parity.h"
 #include "support/piper_test_ids.h"
 #include "support/test_data.h"
+#include "support/text_encoder_bound.h"
 
 namespace etude::engine {
 namespace {
@@ -51,27 +42,14 @@ std::vector<std::vector<std::int64_t>> sentences() {
 }
 
 double max_diff(const VitsEncoding& a, const VitsEncoding& b) {
-    return std::max(max_abs_diff(a.stats, b.stats), max_abs_diff(a.hidden, b.hidden));
-}
-
-// E1 of the top of this file: the host encoder's change when its
-// embedding moves by one float rounding.
-double one_rounding_change(const VitsWeights& w, std::span<const std::int64_t> ids,
-                           const VitsEncoding& host) {
-    auto moved = std::make_shared<VitsWeights>(w);
-    for (auto& t : moved->tensors)
-        if (t.role == "enc_p.emb.weight") {
-            std::mt19937 rng(7);
-            for (float& v : t.values) v *= (rng() & 1) ? 1.0f + 0x1p-24f : 1.0f - 0x1p-24f;
-        }
-    return max_diff(VitsTextToLatent(moved).encode(ids), host);
+    return test::encoding_diff(a, b);
 }
 
 double bound_for(const VitsHyperparameters& hp, double one_rounding) {
-    const int stages = 12 * hp.n_layers + 1;
-    const double widest = std::sqrt(double(hp.filter_channels) * hp.ffn_kernel);
-    return 2.0 * stages * widest * one_rounding;
+    return test::encoder_bound(hp, one_rounding);
 }
+
+using test::one_rounding_change;
 
 class VitsTextEncoder : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
