@@ -26,6 +26,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -66,11 +67,17 @@ struct StreamScratch {
 // Several streams' windows and outputs in a joint push (below): one per
 // network, since one joint push runs at a time (its owner says how), rather
 // than one per stream, each sized for all the streams. `batched_calls`
-// counts the backend calls that took two or more streams.
+// counts the backend calls that took two or more streams. A batch-major
+// walk (batch_major.h) lines its windows up in `window` and keeps its
+// signals in `signals`, the network saying which is which.
 struct JointScratch {
     ScratchBuffer in, out;
+    ScratchBuffer window;
+    std::array<ScratchBuffer, 6> signals;
     std::uint64_t batched_calls = 0;
 };
+
+struct BatchMajor;
 
 // The last `hold` input samples of every channel, lined up in front of new
 // input: the part the layers below share.
@@ -93,6 +100,7 @@ class InputWindow {
     bool settled() const { return held_ == hold_; }
 
   private:
+    friend struct BatchMajor;
     gpu::Backend& backend_;
     int channels_, hold_, prefill_, held_ = 0;
     gpu::DeviceBuffer tail_, zeros_;
@@ -114,6 +122,10 @@ class WeightedStreamLayer {
     // operations on the same buffers as the last one of that length did
     // (recorded_step.h): true once the first chunks have filled the window.
     virtual bool settled() const { return window_.settled(); }
+    // What a settled push of `in_length` samples, not flushing, does to the
+    // layer's counts, for a push that does not run push() (a replayed
+    // recording, a batch-major push).
+    virtual void advance(int /*in_length*/) {}
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
@@ -156,6 +168,7 @@ class WeightedStreamLayer {
 
   private:
     friend struct JointPush;
+    friend struct BatchMajor;
 };
 
 // conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
@@ -195,10 +208,7 @@ class StreamUpsample final : public WeightedStreamLayer {
     bool settled() const override {
         return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
     }
-    // What a settled push of `in_length` samples, not flushing, does to the
-    // counts below: for a push replayed from a recording, which does not
-    // run push().
-    void advance(int in_length) {
+    void advance(int in_length) override {
         const long made = static_cast<long>(in_length) * shape_.stride;
         in_total_ += in_length;
         full_total_ += made;
@@ -237,6 +247,7 @@ class StreamDelay {
     bool settled() const { return held_ == delay_; }
 
   private:
+    friend struct BatchMajor;
     gpu::Backend& backend_;
     int channels_, delay_, held_ = 0;
     // The held samples: always in tail_[0], so that a recorded push finds

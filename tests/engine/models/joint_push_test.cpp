@@ -142,6 +142,95 @@ TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
     for (const char* name : kModels) check_together_equals_alone(backend_, name, exact);
 }
 
+// Every operation the backend has been given while profiling.
+std::uint64_t operations(const gpu::Backend& backend) {
+    std::uint64_t n = 0;
+    for (const auto& t : backend.kernel_timings()) n += t.calls;
+    return n;
+}
+
+// A steady batch (every stream settled, pushing 4-frame chunks, none
+// flushing) runs side by side (engine/models/batch_major.h): each stream's
+// audio is still its solo audio, through streams leaving the batch (one
+// dropped, as a cancelled stream is, one sitting a push out), a lone push
+// between batches (replayed from its recording where the backend records)
+// and the final flush; and a stream's share of the batch's operations is its
+// held samples' copies, not the walk of its own push. The bound: a lone push
+// issues, per layer, its window's three copies, the activation and the
+// convolution (a delay two to five copies and the sum); a stream's share of
+// a batch is two copies per layer and delay, plus its mel's upload and its
+// audio's download. So a stream's share is under half its lone push's
+// operations; before the batches ran side by side it was more than a lone
+// push (each layer's window copied into the joint buffer and its outputs
+// out again).
+TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
+    const bool exact = GetParam() == gpu::BackendKind::Cpu && cpu_runs_direct();
+    for (const char* name : {"hifigan_v1", "hifigan_v2", "hifigan_v3"}) {
+        SCOPED_TRACE(name);
+        auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
+        const int n_mels = static_cast<int>(mel_file.shape[0]);
+        const int total = static_cast<int>(mel_file.shape[1]);
+        auto model = NeuralModel::load(kData + name + ".lef", backend_);
+        constexpr std::size_t kStreams = 8;
+        constexpr int kChunk = 4, kRounds = 10;
+        ASSERT_GE(total, static_cast<int>(kStreams) + kChunk * kRounds);
+        std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
+        for (std::size_t i = 0; i < kStreams; ++i) {
+            joint[i] = model->open_stream();
+            solo[i] = model->open_stream();
+            ASSERT_TRUE(joint[i] && solo[i]);
+        }
+        std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
+        std::vector<int> fed(kStreams, 0);
+        // One push of the streams `who` (stream i from mel frame i on); the
+        // operations it issued.
+        const auto push = [&](const std::vector<std::size_t>& who, bool flush) {
+            std::vector<StreamPush> pushes;
+            for (std::size_t i : who) {
+                copy_mel_frames(mel_file.data, n_mels, total, static_cast<int>(i) + fed[i], kChunk,
+                                mels[i]);
+                solo[i]->push(mels[i].data(), kChunk, flush, solo_out[i], Batching::Alone);
+                pushes.push_back({joint[i].get(), mels[i].data(), kChunk, flush, &joint_out[i]});
+                fed[i] += kChunk;
+            }
+            const std::uint64_t before = operations(*backend_);
+            pushes[0].stream->push_together(pushes);
+            return operations(*backend_) - before;
+        };
+        const std::vector<std::size_t> all{0, 1, 2, 3, 4, 5, 6, 7}, half{0, 1, 2, 3};
+        for (int round = 0; round < 5; ++round) push(all, false);  // the windows fill
+        backend_->set_profiling(true);
+        const std::uint64_t four = push(half, false);  // 4..7 sit this one out
+        const std::uint64_t eight = push(all, false);
+        joint[0]->set_replay(false);
+        const std::uint64_t alone = push({0}, false);
+        joint[0]->set_replay(true);
+        backend_->set_profiling(false);
+        const double share = static_cast<double>(eight - four) / 4.0;
+        EXPECT_LT(2.0 * share, static_cast<double>(alone))
+            << "operations: 4 streams " << four << ", 8 streams " << eight << ", one alone "
+            << alone;
+        push({0}, false);  // alone, replayed where the backend records
+        joint[7].reset();  // a stream dropped between batches
+        solo[7].reset();
+        const std::vector<std::size_t> seven{0, 1, 2, 3, 4, 5, 6};
+        push(seven, false);
+        push(seven, true);
+        for (std::size_t i = 0; i + 1 < kStreams; ++i) {
+            SCOPED_TRACE("stream " + std::to_string(i));
+            ASSERT_EQ(joint_out[i].size(), solo_out[i].size());
+            ASSERT_FALSE(solo_out[i].empty());
+            const double diff = test::max_abs_diff(joint_out[i], solo_out[i]);
+            if (exact)
+                EXPECT_EQ(0, std::memcmp(joint_out[i].data(), solo_out[i].data(),
+                                         sizeof(float) * solo_out[i].size()))
+                    << "max |difference| " << diff;
+            else
+                EXPECT_LE(diff, 1e-5);
+        }
+    }
+}
+
 // The CPU's other path, im2col or col2im around SGEMM, taken where the
 // direct loops do not apply (x86-64 without AVX2, or a large upsampler such
 // as a real Piper voice's first two): OpenBLAS blocks a longer product
