@@ -121,15 +121,19 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
         if (s != this) backend_.synchronize(*s->queue_);
     // The steady part of the batch side by side, the others layer by layer
     // as below.
-    const std::vector<std::size_t> steady = steady_batch(pushes, streams);
     std::vector<StreamPush> side_by_side, rest;
     std::vector<HifiGanStream*> side_streams, rest_streams;
-    for (std::size_t i = 0, k = 0; i < pushes.size(); ++i) {
-        const bool in_steady = k < steady.size() && steady[k] == i;
-        (in_steady ? side_by_side : rest).push_back(pushes[i]);
-        (in_steady ? side_streams : rest_streams).push_back(streams[i]);
-        k += in_steady;
+    std::vector<bool> steady(pushes.size(), false);
+    for (std::size_t i : steady_batch(pushes, streams)) {
+        steady[i] = true;
+        side_by_side.push_back(pushes[i]);
+        side_streams.push_back(streams[i]);
     }
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (!steady[i]) {
+            rest.push_back(pushes[i]);
+            rest_streams.push_back(streams[i]);
+        }
     if (!side_by_side.empty()) walk_batch_major(q, side_by_side, side_streams, joint);
     const std::size_t count = rest.size();
     const auto each = [&](auto&& body) {

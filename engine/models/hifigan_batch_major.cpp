@@ -3,6 +3,8 @@
 // the mel to the audio, so that each layer, each residual sum and the tanh
 // is one backend call for the batch, and a stream's own calls are its held
 // samples' copies, its mel's upload and its audio's download.
+#include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "engine/models/batch_major.h"
@@ -29,6 +31,14 @@ std::vector<std::size_t> HifiGanStream::steady_batch(std::span<const StreamPush>
     if (most < 2) return batch;
     for (std::size_t i = 0; i < pushes.size(); ++i)
         if (steady(i) && pushes[i].frames == frames) batch.push_back(i);
+    // In the order of their slots, so that neighbours' held samples go as
+    // one copy (HeldSlots).
+    const auto order = [&](std::size_t i) {
+        const auto& slot = streams[i]->slot_;
+        return slot ? slot->order() : std::pair<std::size_t, int>(SIZE_MAX, 0);
+    };
+    std::sort(batch.begin(), batch.end(),
+              [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
     return batch;
 }
 

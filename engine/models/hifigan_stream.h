@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/models/batch_major.h"
 #include "engine/models/device_weights.h"
 #include "engine/models/hifigan.h"
 #include "engine/models/receptive_field.h"
@@ -194,6 +195,8 @@ class HifiGanNetwork final : public VocoderNetwork {
     mutable JoinLanes<StreamPush> lanes_;
     // Every stream's chunk-sized buffers, lent for its pushes.
     mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
+    // Every stream's held samples, side by side (batch_major.h).
+    mutable HeldSlots held_slots_{backend_};
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
@@ -209,6 +212,7 @@ class HifiGanStream final : public NetworkStream {
   public:
     explicit HifiGanStream(const HifiGanNetwork& net)
         : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
+        if (net.join_) slot_.emplace(net.held_slots_);
         // Outputs that are never needed at the same time share a buffer
         // (see push()): every conv writes `conv_out_` and is read at once by
         // the next layer or the residual sum; the residual path of a
@@ -219,7 +223,7 @@ class HifiGanStream final : public NetworkStream {
             Stage st;
             st.up = std::make_unique<StreamUpsample>(
                 backend_, *queue_, net.ups_[i].shape, net.ups_[i].weight.buffer,
-                net.ups_[i].bias.buffer, net.slope_, scratch_, up_out_);
+                net.ups_[i].bias.buffer, net.slope_, scratch_, up_out_, held());
             st.channels = net.ups_[i].shape.out_channels;
             std::vector<int> lags;
             for (int j = 0; j < net.num_kernels_; ++j) {
@@ -235,7 +239,7 @@ class HifiGanStream final : public NetworkStream {
                         sub_lag += rb.second[m].shape.padding;
                     }
                     sub.skip = std::make_unique<StreamDelay>(backend_, *queue_, st.channels,
-                                                             sub_lag, residual_[m % 2]);
+                                                             sub_lag, residual_[m % 2], held());
                     lag += sub_lag;
                     br.subs.push_back(std::move(sub));
                 }
@@ -248,7 +252,7 @@ class HifiGanStream final : public NetworkStream {
                 // aligned copy goes to the other one.
                 const std::size_t subs = st.branches[j].subs.size();
                 st.branches[j].align = std::make_unique<StreamDelay>(
-                    backend_, *queue_, st.channels, slowest - lags[j], residual_[subs % 2]);
+                    backend_, *queue_, st.channels, slowest - lags[j], residual_[subs % 2], held());
             }
             st.lag = slowest;
             stages_.push_back(std::move(st));
@@ -355,8 +359,8 @@ class HifiGanStream final : public NetworkStream {
     void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
                        const std::vector<HifiGanStream*>& streams, JointScratch& joint);
     // The pushes that can go side by side (batch_major.h): of settled
-    // streams, not flushing, and of the frame count most of them push; none
-    // unless two or more.
+    // streams, not flushing, and of the frame count most of them push, in
+    // the order of their slots; none unless two or more.
     static std::vector<std::size_t> steady_batch(std::span<const StreamPush> pushes,
                                                  const std::vector<HifiGanStream*>& streams);
     // walk_together()'s work for such pushes, side by side: the inputs
@@ -387,7 +391,7 @@ class HifiGanStream final : public NetworkStream {
     std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope,
                                      ScratchBuffer& out) {
         return std::make_unique<StreamConv>(backend_, *queue_, c.shape, c.weight.buffer,
-                                            c.bias.buffer, slope, scratch_, out);
+                                            c.bias.buffer, slope, scratch_, out, held());
     }
 
     // The chunk-sized buffers below, which the network's lender fills for
@@ -405,6 +409,11 @@ class HifiGanStream final : public NetworkStream {
     // between pushes (lent()).
     StreamScratch scratch_;
     ScratchBuffer mel_, conv_out_, up_out_, residual_[2], sum_;
+    // Where the layers below hold their samples: a slot of the network's
+    // (batch_major.h) where its streams may meet in batches, else buffers
+    // of their own (a slot's page holds 16 streams' worth).
+    std::optional<HeldSlots::Slot> slot_;
+    HeldSpace* held() { return slot_ ? &*slot_ : nullptr; }
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;

@@ -12,7 +12,8 @@
 // [channels][length] in device buffers. reset() starts a new signal without
 // reallocating.
 //
-// Memory: a layer owns only the few samples it holds between chunks. The
+// Memory: a layer keeps only the few samples it holds between chunks (in
+// buffers of its own, or where its owner's HeldSpace places them). The
 // chunk-sized buffers are its owner's: a StreamScratch that all the layers
 // of one stream share (used only inside a push()), and an output buffer
 // chosen per layer, which the owner shares between layers whose outputs are
@@ -79,6 +80,24 @@ struct JointScratch {
 
 struct BatchMajor;
 
+// Where a layer keeps the samples it holds between pushes: from `at` in
+// `buffer`, [channels][max(hold, 1)].
+struct HeldPlace {
+    gpu::DeviceBuffer* buffer = nullptr;
+    std::size_t at = 0;
+};
+
+// Gives the layers of one stream the places of their held samples, in the
+// order they are made. Without one, each layer allocates its own; with a
+// slot of network-owned buffers (HeldSlots, batch_major.h) the held samples
+// of a batch's streams lie side by side, and a batch copies them with one
+// call for each run of neighbouring slots.
+class HeldSpace {
+  public:
+    virtual ~HeldSpace() = default;
+    virtual HeldPlace place(std::size_t floats) = 0;
+};
+
 // The last `hold` input samples of every channel, lined up in front of new
 // input: the part the layers below share.
 class InputWindow {
@@ -87,7 +106,7 @@ class InputWindow {
     // queue they will run on for this). `work` is the stream's shared
     // StreamScratch::window.
     InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill,
-                ScratchBuffer& work);
+                ScratchBuffer& work, HeldSpace* held = nullptr);
     void reset();  // `prefill` zeros are held (the signal's left padding)
     // work = [held samples | in | `zeros` zeros] per channel; the last `hold`
     // columns of it are held for next time. Returns work's length.
@@ -101,9 +120,14 @@ class InputWindow {
 
   private:
     friend struct BatchMajor;
+    // The held samples: in own_tail_ unless a HeldSpace placed them (the
+    // window may move, so the own buffer is not named by a pointer).
+    gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_tail_; }
+    std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
     gpu::Backend& backend_;
     int channels_, hold_, prefill_, held_ = 0;
-    gpu::DeviceBuffer tail_, zeros_;
+    gpu::DeviceBuffer own_tail_, zeros_;
+    HeldPlace place_;
     ScratchBuffer& work_;
 };
 
@@ -134,7 +158,7 @@ class WeightedStreamLayer {
     WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                         const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                         std::optional<float> input_slope, int hold, int prefill,
-                        StreamScratch& scratch, ScratchBuffer& out);
+                        StreamScratch& scratch, ScratchBuffer& out, HeldSpace* held);
     // The leaky ReLU over the window's first `length` columns (the window
     // holds raw input; the activation is applied to the copy).
     void activate(gpu::Queue& q, int length);
@@ -179,7 +203,8 @@ class StreamConv final : public WeightedStreamLayer {
   public:
     StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-               std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
+               std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out,
+               HeldSpace* held = nullptr);
     // Whether `shape` can run this way.
     static bool supports(const gpu::Conv1dShape& shape);
     void reset() { window_.reset(); }
@@ -201,7 +226,8 @@ class StreamUpsample final : public WeightedStreamLayer {
   public:
     StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                   std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
+                   std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out,
+                   HeldSpace* held = nullptr);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
     // Also past the outputs before the signal's start, which a push drops.
@@ -239,7 +265,8 @@ class StreamUpsample final : public WeightedStreamLayer {
 // straight into `out`, which must not be the input's buffer.
 class StreamDelay {
   public:
-    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out);
+    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out,
+                HeldSpace* held = nullptr);
     void reset() { held_ = 0; }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
     // Holding `delay` samples (every push after the first ones): see
@@ -250,11 +277,14 @@ class StreamDelay {
     friend struct BatchMajor;
     gpu::Backend& backend_;
     int channels_, delay_, held_ = 0;
-    // The held samples: always in tail_[0], so that a recorded push finds
-    // them where the last one left them. When part of them stays held, the
-    // next ones are gathered in tail_[1] and copied back, so no copy
-    // overlaps its source.
-    gpu::DeviceBuffer tail_[2];
+    // The held samples: always in tail() (own_[0] unless a HeldSpace
+    // placed them), so that a recorded push finds them where the last one
+    // left them. When part of them stays held, the next ones are gathered
+    // in own_[1] and copied back, so no copy overlaps its source.
+    gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_[0]; }
+    std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
+    gpu::DeviceBuffer own_[2];
+    HeldPlace place_;
     ScratchBuffer& out_;
 };
 

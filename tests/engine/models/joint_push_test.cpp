@@ -149,37 +149,43 @@ std::uint64_t operations(const gpu::Backend& backend) {
     return n;
 }
 
-// A steady batch (every stream settled, pushing 4-frame chunks, none
-// flushing) runs side by side (engine/models/batch_major.h): each stream's
-// audio is still its solo audio, through streams leaving the batch (one
-// dropped, as a cancelled stream is, one sitting a push out), a lone push
-// between batches (replayed from its recording where the backend records)
-// and the final flush; and a stream's share of the batch's operations is its
-// held samples' copies, not the walk of its own push. The bound: a lone push
-// issues, per layer, its window's three copies, the activation and the
-// convolution (a delay two to five copies and the sum); a stream's share of
-// a batch is two copies per layer and delay, plus its mel's upload and its
-// audio's download. So a stream's share is under half its lone push's
-// operations; before the batches ran side by side it was more than a lone
-// push (each layer's window copied into the joint buffer and its outputs
-// out again).
+// A steady batch (every stream settled, pushing 4-frame chunks, none flushing)
+// runs side by side (engine/models/batch_major.h): each stream's audio is
+// still its solo audio, through streams leaving the batch (one dropped, as a
+// cancelled stream is, one sitting a push out), a lone push between batches
+// (replayed from its recording where the backend records), a batch of streams
+// in scattered slots and the final flush. And a stream's share of the batch's
+// operations is its own only: its mel's upload and its audio's download, 2
+// (the held samples of streams in neighbouring slots, HeldSlots, go as one
+// copy per layer for all of them: the twins are opened first for that, the
+// solo streams after). Looser, and true even for streams in scattered slots
+// (two copies per layer and delay): under half a lone push's operations (its
+// window's three copies, the activation and the convolution per layer, two to
+// five copies and the sum per delay). Before the batches ran side by side a
+// stream's share was more than a lone push (each layer's window copied into
+// the joint buffer and its outputs out again).
 TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
-    const bool exact = GetParam() == gpu::BackendKind::Cpu && cpu_runs_direct();
-    for (const char* name : {"hifigan_v1", "hifigan_v2", "hifigan_v3"}) {
+    const bool cpu = GetParam() == gpu::BackendKind::Cpu, exact = cpu && cpu_runs_direct();
+    // On a device, V1 (V2's layers at twice the channels) is left out:
+    // lavapipe takes most of a minute over it.
+    const std::vector<std::string> names = {"hifigan_v1", "hifigan_v2", "hifigan_v3"};
+    for (std::size_t n = cpu ? 0 : 1; n < names.size(); ++n) {
+        const char* name = names[n].c_str();
         SCOPED_TRACE(name);
         auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
         const int n_mels = static_cast<int>(mel_file.shape[0]);
         const int total = static_cast<int>(mel_file.shape[1]);
         auto model = NeuralModel::load(kData + name + ".lef", backend_);
+        model->set_join_streams(true);  // (its streams then take slots, as on a GPU)
         constexpr std::size_t kStreams = 8;
-        constexpr int kChunk = 4, kRounds = 10;
-        ASSERT_GE(total, static_cast<int>(kStreams) + kChunk * kRounds);
+        // Stream 0 pushes the most, 12 chunks from frame 0 (stream i starts
+        // at frame i and pushes fewer).
+        constexpr int kChunk = 4;
+        ASSERT_GE(total, 12 * kChunk);
         std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
-        for (std::size_t i = 0; i < kStreams; ++i) {
-            joint[i] = model->open_stream();
-            solo[i] = model->open_stream();
-            ASSERT_TRUE(joint[i] && solo[i]);
-        }
+        // The joint streams first: their held samples in neighbouring slots.
+        for (auto& s : joint) ASSERT_TRUE(s = model->open_stream());
+        for (auto& s : solo) ASSERT_TRUE(s = model->open_stream());
         std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
         std::vector<int> fed(kStreams, 0);
         // One push of the streams `who` (stream i from mel frame i on); the
@@ -210,8 +216,11 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
         EXPECT_LT(2.0 * share, static_cast<double>(alone))
             << "operations: 4 streams " << four << ", 8 streams " << eight << ", one alone "
             << alone;
-        push({0}, false);  // alone, replayed where the backend records
-        joint[7].reset();  // a stream dropped between batches
+        EXPECT_EQ(share, 2.0) << "a stream in a neighbouring slot: its mel's upload and its "
+                                 "audio's download";
+        push({0}, false);           // alone, replayed where the backend records
+        push({6, 2, 4, 0}, false);  // scattered slots: a copy for each
+        joint[7].reset();           // a stream dropped between batches
         solo[7].reset();
         const std::vector<std::size_t> seven{0, 1, 2, 3, 4, 5, 6};
         push(seven, false);
