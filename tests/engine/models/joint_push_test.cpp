@@ -154,16 +154,18 @@ std::uint64_t operations(const gpu::Backend& backend) {
 // still its solo audio, through streams leaving the batch (one dropped, as a
 // cancelled stream is, one sitting a push out), a lone push between batches
 // (replayed from its recording where the backend records), a batch of streams
-// in scattered slots and the final flush. And a stream's share of the batch's
-// operations is its own only: its mel's upload and its audio's download, 2
-// (the held samples of streams in neighbouring slots, HeldSlots, go as one
-// copy per layer for all of them: the twins are opened first for that, the
-// solo streams after). Looser, and true even for streams in scattered slots
-// (two copies per layer and delay): under half a lone push's operations (its
-// window's three copies, the activation and the convolution per layer, two to
-// five copies and the sum per delay). Before the batches ran side by side a
-// stream's share was more than a lone push (each layer's window copied into
-// the joint buffer and its outputs out again).
+// in scattered slots and the final flush. The twins' layers hold their samples
+// in slots of their network's buffers (HeldSlots), the solo streams' (of a
+// second model, which does not batch) in buffers of their own. And a stream's
+// share of the batch's operations is its own only: its mel's upload and its
+// audio's download, 2 (the held samples of streams in neighbouring slots, as
+// the twins are, opened one after another, go as one copy per layer for all of
+// them). Looser, and true even for streams in scattered slots (two copies per
+// layer and delay): under half a lone push's operations (its window's three
+// copies, the activation and the convolution per layer, two to five copies and
+// the sum per delay). Before the batches ran side by side a stream's share was
+// more than a lone push (each layer's window copied into the joint buffer and
+// its outputs out again).
 TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
     const bool cpu = GetParam() == gpu::BackendKind::Cpu, exact = cpu && cpu_runs_direct();
     // On a device, V1 (V2's layers at twice the channels) is left out:
@@ -177,15 +179,18 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
         const int total = static_cast<int>(mel_file.shape[1]);
         auto model = NeuralModel::load(kData + name + ".lef", backend_);
         model->set_join_streams(true);  // (its streams then take slots, as on a GPU)
+        // The solo streams' layers hold their samples in buffers of their
+        // own: a network that does not batch.
+        auto solo_model = NeuralModel::load(kData + name + ".lef", backend_);
+        solo_model->set_join_streams(false);
         constexpr std::size_t kStreams = 8;
         // Stream 0 pushes the most, 12 chunks from frame 0 (stream i starts
         // at frame i and pushes fewer).
         constexpr int kChunk = 4;
         ASSERT_GE(total, 12 * kChunk);
         std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
-        // The joint streams first: their held samples in neighbouring slots.
         for (auto& s : joint) ASSERT_TRUE(s = model->open_stream());
-        for (auto& s : solo) ASSERT_TRUE(s = model->open_stream());
+        for (auto& s : solo) ASSERT_TRUE(s = solo_model->open_stream());
         std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
         std::vector<int> fed(kStreams, 0);
         // One push of the streams `who` (stream i from mel frame i on); the
