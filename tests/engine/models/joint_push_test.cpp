@@ -257,6 +257,71 @@ TEST(JointPushCpu, each_stream_pushed_together_gives_its_solo_audio_through_sgem
     for (const char* name : kModels) check_together_equals_alone(backend, name, false);
 }
 
+// More streams than a page of slots (HeldSlots::kPage), so a batch spans
+// two pages, and a stream closed and a fresh one opened in its place (it
+// takes the slot given back) while the others go on side by side: each
+// stream's audio is still its solo audio, bit for bit on the direct loops.
+TEST(JointPushCpu, a_batch_across_pages_of_slots_and_a_slot_taken_again_keep_the_solo_audio) {
+    std::string why;
+    auto backend = test::backend_of(gpu::BackendKind::Cpu, why);
+    ASSERT_TRUE(backend) << why;
+    const char* name = "hifigan_v3";
+    auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
+    const int n_mels = static_cast<int>(mel_file.shape[0]);
+    const int total = static_cast<int>(mel_file.shape[1]);
+    auto model = NeuralModel::load(kData + name + ".lef", backend);
+    model->set_join_streams(true);
+    auto solo_model = NeuralModel::load(kData + name + ".lef", backend);
+    solo_model->set_join_streams(false);
+    constexpr std::size_t kStreams = 18;  // past the first page of 16
+    constexpr int kChunk = 4, kPushes = 9;
+    // Stream i reads from frame i % 12 on: 11 + 9 chunks of 4 fit in the mel.
+    ASSERT_GE(total, 11 + kPushes * kChunk);
+    std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
+    std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
+    std::vector<int> fed(kStreams, 0);
+    for (auto& s : joint) ASSERT_TRUE(s = model->open_stream());
+    for (auto& s : solo) ASSERT_TRUE(s = solo_model->open_stream());
+    std::vector<float> replaced_joint, replaced_solo;  // the closed stream's audio
+    for (int push = 0; push < kPushes; ++push) {
+        if (push == 6) {
+            // Stream 3 goes (its slot back) and a fresh one takes its place.
+            replaced_joint = std::move(joint_out[3]);
+            replaced_solo = std::move(solo_out[3]);
+            joint_out[3].clear();
+            solo_out[3].clear();
+            joint[3].reset();
+            joint[3] = model->open_stream();
+            solo[3] = solo_model->open_stream();
+        }
+        const bool flush = push + 1 == kPushes;
+        std::vector<StreamPush> pushes;
+        for (std::size_t i = 0; i < kStreams; ++i) {
+            copy_mel_frames(mel_file.data, n_mels, total, static_cast<int>(i % 12) + fed[i], kChunk,
+                            mels[i]);
+            solo[i]->push(mels[i].data(), kChunk, flush, solo_out[i], Batching::Alone);
+            pushes.push_back({joint[i].get(), mels[i].data(), kChunk, flush, &joint_out[i]});
+            fed[i] += kChunk;
+        }
+        pushes[0].stream->push_together(pushes);
+    }
+    const bool exact = cpu_runs_direct();
+    const auto same = [&](const std::vector<float>& got, const std::vector<float>& want) {
+        ASSERT_EQ(got.size(), want.size());
+        ASSERT_FALSE(want.empty());
+        if (exact)
+            EXPECT_EQ(got, want);
+        else
+            EXPECT_LE(test::max_abs_diff(got, want), 1e-5);
+    };
+    for (std::size_t i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        same(joint_out[i], solo_out[i]);
+    }
+    SCOPED_TRACE("the stream closed");
+    same(replaced_joint, replaced_solo);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, JointPush,
                          ::testing::Values(gpu::BackendKind::Cpu, gpu::BackendKind::OpenCl,
                                            gpu::BackendKind::Cuda, gpu::BackendKind::Vulkan),
