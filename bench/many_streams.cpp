@@ -6,7 +6,7 @@
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
 //                      [--scheduling live|network] [--offline-only] [--count-ops]
-//                      [--precision fp32|tf32]
+//                      [--precision fp32|tf32] [--join]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
@@ -20,6 +20,10 @@
 // so this says how much host time the device's work costs.
 // --precision: Engine::Options::device_precision (tf32: CUDA's tensor
 // cores for the GEMMs and convolutions).
+// --join: the device's streams meet in batches even where it is not a GPU
+// (lavapipe, PoCL: set_join_streams), so that a machine without one counts
+// a batch's operations (with ETUDE_FAULT=cpu-busy, which keeps the chunks on
+// the device).
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -250,6 +254,12 @@ class DeviceBatches {
         counting_ = true;
         etude::gpu::DeviceRegistry::instance().set_profiling(true);
     }
+    // --join: the device's flow and decoder batch their streams' pushes.
+    void join() {
+        if (!decoder_) return;
+        decoder_->set_join_streams(true);
+        if (flow_) flow_->set_join_streams(true);
+    }
     // The operations per second of `audio_s` and per batch since start().
     void print_ops(double audio_s) const {
         if (!decoder_ || !counting_) return;
@@ -315,7 +325,7 @@ int usage() {
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
                  "[--beside-readers N] [--turns N] [--scheduling live|network] "
-                 "[--offline-only] [--count-ops] [--precision fp32|tf32]\n");
+                 "[--offline-only] [--count-ops] [--precision fp32|tf32] [--join]\n");
     return 2;
 }
 
@@ -326,11 +336,11 @@ int main(int argc, char** argv) {
     int rounds = 3, readers = 0, turns = 0;
     std::string scheduling = "live", precision = "fp32";
     double period_ms = 10.0;
-    bool offline_only = false, count_ops = false;
+    bool offline_only = false, count_ops = false, join = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--offline-only" || a == "--count-ops") {
-            (a == "--count-ops" ? count_ops : offline_only) = true;
+        if (a == "--offline-only" || a == "--count-ops" || a == "--join") {
+            (a == "--count-ops" ? count_ops : a == "--join" ? join : offline_only) = true;
             continue;
         }
         if (i + 1 >= argc) return usage();
@@ -381,6 +391,7 @@ int main(int argc, char** argv) {
         // device the streams' decoders run on.
         DeviceBatches device_batches(voice, offline_speed(engine, opts, reply, 1).gpu_device);
         if (count_ops) device_batches.count_ops();
+        if (join) device_batches.join();
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",

@@ -27,12 +27,15 @@ gpu::DeviceBuffer& ScratchBuffer::need(gpu::Backend& backend, std::size_t floats
 // ---- InputWindow --------------------------------------------------------------
 
 InputWindow::InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill,
-                         ScratchBuffer& work)
+                         ScratchBuffer& work, HeldSpace* held)
     : backend_(backend), channels_(channels), hold_(hold), prefill_(prefill), work_(work) {
     if (channels <= 0 || hold < 0 || prefill < 0 || prefill > hold)
         throw std::invalid_argument("InputWindow: bad channels, hold or prefill");
     const std::size_t n = static_cast<std::size_t>(channels) * std::max(hold, 1);
-    tail_ = backend_.allocate(n, kTag);
+    if (held)
+        place_ = held->place(n);
+    else
+        own_tail_ = backend_.allocate(n, kTag);
     zeros_ = backend_.allocate(n, kTag);
     backend_.fill(q, zeros_, 0.0f, n);
     reset();
@@ -55,8 +58,9 @@ int InputWindow::append(gpu::Queue& q, const SignalRef& in, int zeros) {
     auto& work = work_.need(backend_, static_cast<std::size_t>(channels_) * length);
     const std::size_t L = static_cast<std::size_t>(length);
     if (held > 0)
-        backend_.copy_rows(q, channels_, held, held_ < 0 ? zeros_ : tail_, 0,
-                           static_cast<std::size_t>(std::max(hold_, 1)), work, 0, L);
+        backend_.copy_rows(q, channels_, held, held_ < 0 ? zeros_ : tail(),
+                           held_ < 0 ? 0 : tail_at(), static_cast<std::size_t>(std::max(hold_, 1)),
+                           work, 0, L);
     if (m > 0)
         backend_.copy_rows(q, channels_, m, *in.buffer, 0, static_cast<std::size_t>(in.length),
                            work, static_cast<std::size_t>(held), L);
@@ -66,7 +70,7 @@ int InputWindow::append(gpu::Queue& q, const SignalRef& in, int zeros) {
     const int keep = std::min(length, hold_);
     if (keep > 0)
         backend_.copy_rows(q, channels_, keep, work, static_cast<std::size_t>(length - keep), L,
-                           tail_, 0, static_cast<std::size_t>(hold_));
+                           tail(), tail_at(), static_cast<std::size_t>(hold_));
     held_ = keep;
     return length;
 }
@@ -78,14 +82,15 @@ WeightedStreamLayer::WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q,
                                          const gpu::DeviceBuffer& weight,
                                          const gpu::DeviceBuffer& bias,
                                          std::optional<float> input_slope, int hold, int prefill,
-                                         StreamScratch& scratch, ScratchBuffer& out)
+                                         StreamScratch& scratch, ScratchBuffer& out,
+                                         HeldSpace* held)
     : backend_(backend),
       shape_(shape),
       weight_(weight),
       bias_(bias),
       slope_(input_slope),
       scratch_(scratch),
-      window_(backend, q, shape.in_channels, hold, prefill, scratch.window),
+      window_(backend, q, shape.in_channels, hold, prefill, scratch.window, held),
       out_(out) {}
 
 void WeightedStreamLayer::activate(gpu::Queue& q, int length) {
@@ -102,10 +107,11 @@ bool StreamConv::supports(const gpu::Conv1dShape& s) {
 
 StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                        const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                       std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out)
+                       std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out,
+                       HeldSpace* held)
     : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope,
                           supports(shape) ? 2 * shape.padding : 0,
-                          supports(shape) ? shape.padding : 0, scratch, out) {
+                          supports(shape) ? shape.padding : 0, scratch, out, held) {
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
@@ -140,9 +146,9 @@ int StreamUpsample::tail(const gpu::Conv1dShape& s) {
 StreamUpsample::StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                                std::optional<float> input_slope, StreamScratch& scratch,
-                               ScratchBuffer& out)
+                               ScratchBuffer& out, HeldSpace* held)
     : WeightedStreamLayer(backend, q, shape, weight, bias, input_slope, tail(shape), tail(shape),
-                          scratch, out) {
+                          scratch, out, held) {
     if (!supports(shape))
         throw std::invalid_argument(
             "StreamUpsample: kernel - stride must be 2 x padding, a "
@@ -267,12 +273,16 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep> steps, JointSc
 // ---- StreamDelay ------------------------------------------------------------------
 
 StreamDelay::StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay,
-                         ScratchBuffer& out)
+                         ScratchBuffer& out, HeldSpace* held)
     : backend_(backend), channels_(channels), delay_(delay), out_(out) {
     if (channels <= 0 || delay < 0)
         throw std::invalid_argument("StreamDelay: bad channels or delay");
     const std::size_t n = static_cast<std::size_t>(channels) * std::max(delay, 1);
-    for (auto& t : tail_) {
+    // (Zeroed where they are the delay's own; a place is written before it
+    // is read: a push reads only the samples an earlier one held.)
+    if (held) place_ = held->place(n);
+    for (auto& t : own_) {
+        if (held && &t == &own_[0]) continue;
         t = backend_.allocate(n, kTag);
         backend_.fill(q, t, 0.0f, n);
     }
@@ -295,7 +305,7 @@ SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
         const std::size_t N = static_cast<std::size_t>(n);
         const int from_held = std::min(held_, n);
         if (from_held > 0)
-            backend_.copy_rows(q, channels_, from_held, tail_[0], 0, hold, out, 0, N);
+            backend_.copy_rows(q, channels_, from_held, tail(), tail_at(), hold, out, 0, N);
         if (n > from_held)
             backend_.copy_rows(q, channels_, n - from_held, *in.buffer, 0, rows(in.length), out,
                                static_cast<std::size_t>(from_held), N);
@@ -304,18 +314,19 @@ SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     const int keep = total - n;
     if (keep > 0) {
         const int old_part = std::max(held_ - n, 0);  // still from the old held samples
-        // All from the input: straight into tail_[0] (its old samples went
-        // out above); else gathered in tail_[1] and copied back.
-        gpu::DeviceBuffer& gather = old_part > 0 ? tail_[1] : tail_[0];
+        // All from the input: straight into tail() (its old samples went
+        // out above); else gathered in own_[1] and copied back.
+        gpu::DeviceBuffer& gather = old_part > 0 ? own_[1] : tail();
+        const std::size_t gather_at = old_part > 0 ? 0 : tail_at();
         if (old_part > 0)
-            backend_.copy_rows(q, channels_, old_part, tail_[0], static_cast<std::size_t>(n), hold,
-                               gather, 0, hold);
+            backend_.copy_rows(q, channels_, old_part, tail(), tail_at() + n, hold, gather, 0,
+                               hold);
         if (keep > old_part)
             backend_.copy_rows(q, channels_, keep - old_part, *in.buffer,
                                static_cast<std::size_t>(m - (keep - old_part)), rows(in.length),
-                               gather, static_cast<std::size_t>(old_part), hold);
+                               gather, gather_at + static_cast<std::size_t>(old_part), hold);
         if (old_part > 0)
-            backend_.copy_rows(q, channels_, keep, tail_[1], 0, hold, tail_[0], 0, hold);
+            backend_.copy_rows(q, channels_, keep, own_[1], 0, hold, tail(), tail_at(), hold);
     }
     held_ = keep;
     return ref(out_.get(), channels_, n);

@@ -12,7 +12,8 @@
 // [channels][length] in device buffers. reset() starts a new signal without
 // reallocating.
 //
-// Memory: a layer owns only the few samples it holds between chunks. The
+// Memory: a layer keeps only the few samples it holds between chunks (in
+// buffers of its own, or where its owner's HeldSpace places them). The
 // chunk-sized buffers are its owner's: a StreamScratch that all the layers
 // of one stream share (used only inside a push()), and an output buffer
 // chosen per layer, which the owner shares between layers whose outputs are
@@ -26,6 +27,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -66,10 +68,34 @@ struct StreamScratch {
 // Several streams' windows and outputs in a joint push (below): one per
 // network, since one joint push runs at a time (its owner says how), rather
 // than one per stream, each sized for all the streams. `batched_calls`
-// counts the backend calls that took two or more streams.
+// counts the backend calls that took two or more streams. A batch-major
+// walk (batch_major.h) lines its windows up in `window` and keeps its
+// signals in `signals`, the network saying which is which.
 struct JointScratch {
     ScratchBuffer in, out;
+    ScratchBuffer window;
+    std::array<ScratchBuffer, 6> signals;
     std::uint64_t batched_calls = 0;
+};
+
+struct BatchMajor;
+
+// Where a layer keeps the samples it holds between pushes: from `at` in
+// `buffer`, [channels][max(hold, 1)].
+struct HeldPlace {
+    gpu::DeviceBuffer* buffer = nullptr;
+    std::size_t at = 0;
+};
+
+// Gives the layers of one stream the places of their held samples, in the
+// order they are made. Without one, each layer allocates its own; with a
+// slot of network-owned buffers (HeldSlots, batch_major.h) the held samples
+// of a batch's streams lie side by side, and a batch copies them with one
+// call for each run of neighbouring slots.
+class HeldSpace {
+  public:
+    virtual ~HeldSpace() = default;
+    virtual HeldPlace place(std::size_t floats) = 0;
 };
 
 // The last `hold` input samples of every channel, lined up in front of new
@@ -80,7 +106,7 @@ class InputWindow {
     // queue they will run on for this). `work` is the stream's shared
     // StreamScratch::window.
     InputWindow(gpu::Backend& backend, gpu::Queue& q, int channels, int hold, int prefill,
-                ScratchBuffer& work);
+                ScratchBuffer& work, HeldSpace* held = nullptr);
     void reset();  // `prefill` zeros are held (the signal's left padding)
     // work = [held samples | in | `zeros` zeros] per channel; the last `hold`
     // columns of it are held for next time. Returns work's length.
@@ -93,9 +119,15 @@ class InputWindow {
     bool settled() const { return held_ == hold_; }
 
   private:
+    friend struct BatchMajor;
+    // The held samples: in own_tail_ unless a HeldSpace placed them (the
+    // window may move, so the own buffer is not named by a pointer).
+    gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_tail_; }
+    std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
     gpu::Backend& backend_;
     int channels_, hold_, prefill_, held_ = 0;
-    gpu::DeviceBuffer tail_, zeros_;
+    gpu::DeviceBuffer own_tail_, zeros_;
+    HeldPlace place_;
     ScratchBuffer& work_;
 };
 
@@ -114,6 +146,10 @@ class WeightedStreamLayer {
     // operations on the same buffers as the last one of that length did
     // (recorded_step.h): true once the first chunks have filled the window.
     virtual bool settled() const { return window_.settled(); }
+    // What a settled push of `in_length` samples, not flushing, does to the
+    // layer's counts, for a push that does not run push() (a replayed
+    // recording, a batch-major push).
+    virtual void advance(int /*in_length*/) {}
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
@@ -122,7 +158,7 @@ class WeightedStreamLayer {
     WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                         const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
                         std::optional<float> input_slope, int hold, int prefill,
-                        StreamScratch& scratch, ScratchBuffer& out);
+                        StreamScratch& scratch, ScratchBuffer& out, HeldSpace* held);
     // The leaky ReLU over the window's first `length` columns (the window
     // holds raw input; the activation is applied to the copy).
     void activate(gpu::Queue& q, int length);
@@ -156,6 +192,7 @@ class WeightedStreamLayer {
 
   private:
     friend struct JointPush;
+    friend struct BatchMajor;
 };
 
 // conv1d with "same" zero padding ((kernel-1)*dilation == 2*padding), any
@@ -166,7 +203,8 @@ class StreamConv final : public WeightedStreamLayer {
   public:
     StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-               std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
+               std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out,
+               HeldSpace* held = nullptr);
     // Whether `shape` can run this way.
     static bool supports(const gpu::Conv1dShape& shape);
     void reset() { window_.reset(); }
@@ -188,17 +226,15 @@ class StreamUpsample final : public WeightedStreamLayer {
   public:
     StreamUpsample(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
                    const gpu::DeviceBuffer& weight, const gpu::DeviceBuffer& bias,
-                   std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out);
+                   std::optional<float> input_slope, StreamScratch& scratch, ScratchBuffer& out,
+                   HeldSpace* held = nullptr);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
     // Also past the outputs before the signal's start, which a push drops.
     bool settled() const override {
         return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
     }
-    // What a settled push of `in_length` samples, not flushing, does to the
-    // counts below: for a push replayed from a recording, which does not
-    // run push().
-    void advance(int in_length) {
+    void advance(int in_length) override {
         const long made = static_cast<long>(in_length) * shape_.stride;
         in_total_ += in_length;
         full_total_ += made;
@@ -229,7 +265,8 @@ class StreamUpsample final : public WeightedStreamLayer {
 // straight into `out`, which must not be the input's buffer.
 class StreamDelay {
   public:
-    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out);
+    StreamDelay(gpu::Backend& backend, gpu::Queue& q, int channels, int delay, ScratchBuffer& out,
+                HeldSpace* held = nullptr);
     void reset() { held_ = 0; }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
     // Holding `delay` samples (every push after the first ones): see
@@ -237,13 +274,17 @@ class StreamDelay {
     bool settled() const { return held_ == delay_; }
 
   private:
+    friend struct BatchMajor;
     gpu::Backend& backend_;
     int channels_, delay_, held_ = 0;
-    // The held samples: always in tail_[0], so that a recorded push finds
-    // them where the last one left them. When part of them stays held, the
-    // next ones are gathered in tail_[1] and copied back, so no copy
-    // overlaps its source.
-    gpu::DeviceBuffer tail_[2];
+    // The held samples: always in tail() (own_[0] unless a HeldSpace
+    // placed them), so that a recorded push finds them where the last one
+    // left them. When part of them stays held, the next ones are gathered
+    // in own_[1] and copied back, so no copy overlaps its source.
+    gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_[0]; }
+    std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
+    gpu::DeviceBuffer own_[2];
+    HeldPlace place_;
     ScratchBuffer& out_;
 };
 

@@ -142,6 +142,109 @@ TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
     for (const char* name : kModels) check_together_equals_alone(backend_, name, exact);
 }
 
+// Every operation the backend has been given while profiling.
+std::uint64_t operations(const gpu::Backend& backend) {
+    std::uint64_t n = 0;
+    for (const auto& t : backend.kernel_timings()) n += t.calls;
+    return n;
+}
+
+// A steady batch (every stream settled, pushing 4-frame chunks, none flushing)
+// runs side by side (engine/models/batch_major.h): each stream's audio is
+// still its solo audio, through streams leaving the batch (one dropped, as a
+// cancelled stream is, one sitting a push out), a lone push between batches
+// (replayed from its recording where the backend records), a batch of streams
+// in scattered slots and the final flush. The twins' layers hold their samples
+// in slots of their network's buffers (HeldSlots), the solo streams' (of a
+// second model, which does not batch) in buffers of their own. And a stream's
+// share of the batch's operations is its own only: its mel's upload and its
+// audio's download, 2 (the held samples of streams in neighbouring slots, as
+// the twins are, opened one after another, go as one copy per layer for all of
+// them). Looser, and true even for streams in scattered slots (two copies per
+// layer and delay): under half a lone push's operations (its window's three
+// copies, the activation and the convolution per layer, two to five copies and
+// the sum per delay). Before the batches ran side by side a stream's share was
+// more than a lone push (each layer's window copied into the joint buffer and
+// its outputs out again).
+TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
+    const bool cpu = GetParam() == gpu::BackendKind::Cpu, exact = cpu && cpu_runs_direct();
+    // On a device, V1 (V2's layers at twice the channels) is left out:
+    // lavapipe takes most of a minute over it.
+    const std::vector<std::string> names = {"hifigan_v1", "hifigan_v2", "hifigan_v3"};
+    for (std::size_t n = cpu ? 0 : 1; n < names.size(); ++n) {
+        const char* name = names[n].c_str();
+        SCOPED_TRACE(name);
+        auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
+        const int n_mels = static_cast<int>(mel_file.shape[0]);
+        const int total = static_cast<int>(mel_file.shape[1]);
+        auto model = NeuralModel::load(kData + name + ".lef", backend_);
+        model->set_join_streams(true);  // (its streams then take slots, as on a GPU)
+        // The solo streams' layers hold their samples in buffers of their
+        // own: a network that does not batch.
+        auto solo_model = NeuralModel::load(kData + name + ".lef", backend_);
+        solo_model->set_join_streams(false);
+        constexpr std::size_t kStreams = 8;
+        // Stream 0 pushes the most, 12 chunks from frame 0 (stream i starts
+        // at frame i and pushes fewer).
+        constexpr int kChunk = 4;
+        ASSERT_GE(total, 12 * kChunk);
+        std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
+        for (auto& s : joint) ASSERT_TRUE(s = model->open_stream());
+        for (auto& s : solo) ASSERT_TRUE(s = solo_model->open_stream());
+        std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
+        std::vector<int> fed(kStreams, 0);
+        // One push of the streams `who` (stream i from mel frame i on); the
+        // operations it issued.
+        const auto push = [&](const std::vector<std::size_t>& who, bool flush) {
+            std::vector<StreamPush> pushes;
+            for (std::size_t i : who) {
+                copy_mel_frames(mel_file.data, n_mels, total, static_cast<int>(i) + fed[i], kChunk,
+                                mels[i]);
+                solo[i]->push(mels[i].data(), kChunk, flush, solo_out[i], Batching::Alone);
+                pushes.push_back({joint[i].get(), mels[i].data(), kChunk, flush, &joint_out[i]});
+                fed[i] += kChunk;
+            }
+            const std::uint64_t before = operations(*backend_);
+            pushes[0].stream->push_together(pushes);
+            return operations(*backend_) - before;
+        };
+        const std::vector<std::size_t> all{0, 1, 2, 3, 4, 5, 6, 7}, half{0, 1, 2, 3};
+        for (int round = 0; round < 5; ++round) push(all, false);  // the windows fill
+        backend_->set_profiling(true);
+        const std::uint64_t four = push(half, false);  // 4..7 sit this one out
+        const std::uint64_t eight = push(all, false);
+        joint[0]->set_replay(false);
+        const std::uint64_t alone = push({0}, false);
+        joint[0]->set_replay(true);
+        backend_->set_profiling(false);
+        const double share = static_cast<double>(eight - four) / 4.0;
+        EXPECT_LT(2.0 * share, static_cast<double>(alone))
+            << "operations: 4 streams " << four << ", 8 streams " << eight << ", one alone "
+            << alone;
+        EXPECT_EQ(share, 2.0) << "a stream in a neighbouring slot: its mel's upload and its "
+                                 "audio's download";
+        push({0}, false);           // alone, replayed where the backend records
+        push({6, 2, 4, 0}, false);  // scattered slots: a copy for each
+        joint[7].reset();           // a stream dropped between batches
+        solo[7].reset();
+        const std::vector<std::size_t> seven{0, 1, 2, 3, 4, 5, 6};
+        push(seven, false);
+        push(seven, true);
+        for (std::size_t i = 0; i + 1 < kStreams; ++i) {
+            SCOPED_TRACE("stream " + std::to_string(i));
+            ASSERT_EQ(joint_out[i].size(), solo_out[i].size());
+            ASSERT_FALSE(solo_out[i].empty());
+            const double diff = test::max_abs_diff(joint_out[i], solo_out[i]);
+            if (exact)
+                EXPECT_EQ(0, std::memcmp(joint_out[i].data(), solo_out[i].data(),
+                                         sizeof(float) * solo_out[i].size()))
+                    << "max |difference| " << diff;
+            else
+                EXPECT_LE(diff, 1e-5);
+        }
+    }
+}
+
 // The CPU's other path, im2col or col2im around SGEMM, taken where the
 // direct loops do not apply (x86-64 without AVX2, or a large upsampler such
 // as a real Piper voice's first two): OpenBLAS blocks a longer product
@@ -152,6 +255,71 @@ TEST(JointPushCpu, each_stream_pushed_together_gives_its_solo_audio_through_sgem
     ASSERT_TRUE(backend) << why;
     gpu::cpu::DirectConvOff sgemm_only;
     for (const char* name : kModels) check_together_equals_alone(backend, name, false);
+}
+
+// More streams than a page of slots (HeldSlots::kPage), so a batch spans
+// two pages, and a stream closed and a fresh one opened in its place (it
+// takes the slot given back) while the others go on side by side: each
+// stream's audio is still its solo audio, bit for bit on the direct loops.
+TEST(JointPushCpu, a_batch_across_pages_of_slots_and_a_slot_taken_again_keep_the_solo_audio) {
+    std::string why;
+    auto backend = test::backend_of(gpu::BackendKind::Cpu, why);
+    ASSERT_TRUE(backend) << why;
+    const char* name = "hifigan_v3";
+    auto mel_file = audio_io::read_npy(kData + std::string(name) + "_mel.npy");
+    const int n_mels = static_cast<int>(mel_file.shape[0]);
+    const int total = static_cast<int>(mel_file.shape[1]);
+    auto model = NeuralModel::load(kData + name + ".lef", backend);
+    model->set_join_streams(true);
+    auto solo_model = NeuralModel::load(kData + name + ".lef", backend);
+    solo_model->set_join_streams(false);
+    constexpr std::size_t kStreams = 18;  // past the first page of 16
+    constexpr int kChunk = 4, kPushes = 9;
+    // Stream i reads from frame i % 12 on: 11 + 9 chunks of 4 fit in the mel.
+    ASSERT_GE(total, 11 + kPushes * kChunk);
+    std::vector<std::unique_ptr<NetworkStream>> joint(kStreams), solo(kStreams);
+    std::vector<std::vector<float>> joint_out(kStreams), solo_out(kStreams), mels(kStreams);
+    std::vector<int> fed(kStreams, 0);
+    for (auto& s : joint) ASSERT_TRUE(s = model->open_stream());
+    for (auto& s : solo) ASSERT_TRUE(s = solo_model->open_stream());
+    std::vector<float> replaced_joint, replaced_solo;  // the closed stream's audio
+    for (int push = 0; push < kPushes; ++push) {
+        if (push == 6) {
+            // Stream 3 goes (its slot back) and a fresh one takes its place.
+            replaced_joint = std::move(joint_out[3]);
+            replaced_solo = std::move(solo_out[3]);
+            joint_out[3].clear();
+            solo_out[3].clear();
+            joint[3].reset();
+            joint[3] = model->open_stream();
+            solo[3] = solo_model->open_stream();
+        }
+        const bool flush = push + 1 == kPushes;
+        std::vector<StreamPush> pushes;
+        for (std::size_t i = 0; i < kStreams; ++i) {
+            copy_mel_frames(mel_file.data, n_mels, total, static_cast<int>(i % 12) + fed[i], kChunk,
+                            mels[i]);
+            solo[i]->push(mels[i].data(), kChunk, flush, solo_out[i], Batching::Alone);
+            pushes.push_back({joint[i].get(), mels[i].data(), kChunk, flush, &joint_out[i]});
+            fed[i] += kChunk;
+        }
+        pushes[0].stream->push_together(pushes);
+    }
+    const bool exact = cpu_runs_direct();
+    const auto same = [&](const std::vector<float>& got, const std::vector<float>& want) {
+        ASSERT_EQ(got.size(), want.size());
+        ASSERT_FALSE(want.empty());
+        if (exact)
+            EXPECT_EQ(got, want);
+        else
+            EXPECT_LE(test::max_abs_diff(got, want), 1e-5);
+    };
+    for (std::size_t i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        same(joint_out[i], solo_out[i]);
+    }
+    SCOPED_TRACE("the stream closed");
+    same(replaced_joint, replaced_solo);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JointPush,

@@ -202,6 +202,66 @@ TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
     }
 }
 
+// The same for a steady batch, which runs side by side
+// (engine/models/batch_major.h): streams that have settled, pushing chunks of
+// one size. Every push of it hears of the error, and each stream, reset,
+// then speaks as a fresh one does.
+TEST(StreamJoiner, a_device_error_in_a_steady_batch_reaches_every_push_of_it) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto backend = gpu::shared_cpu_backend();
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", backend);
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner();
+    constexpr int kStreams = 3;
+    std::vector<float> part;
+    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 4, part);
+    std::vector<std::unique_ptr<NetworkStream>> streams;
+    std::vector<std::vector<float>> settling(kStreams);
+    for (int i = 0; i < kStreams; ++i) streams.push_back(model->open_stream());
+    for (int round = 0; round < 6; ++round) {  // every layer's window fills
+        std::vector<StreamPush> pushes;
+        for (int i = 0; i < kStreams; ++i)
+            pushes.push_back({streams[i].get(), part.data(), 4, false, &settling[i]});
+        streams[0]->push_together(pushes);
+    }
+    std::atomic<int> failed{0}, other{0};
+    joiner.pause();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i)
+        threads.emplace_back([&, i] {
+            std::vector<float> values;
+            try {
+                streams[i]->push(part.data(), 4, false, values, Batching::Join);
+            } catch (const gpu::DeviceError&) {
+                ++failed;
+            } catch (...) {
+                ++other;
+            }
+        });
+    wait_for([&] { return joiner.waiting() == kStreams; });
+    gpu::GpuFault fault;
+    fault.kind = gpu::GpuFault::KernelFailure;
+    fault.count = 1;
+    fault.after = 30;  // partway: past the mel's uploads and the first layers
+    backend->inject_fault(fault);
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    backend->inject_fault({});
+    backend->reset_health();
+    EXPECT_EQ(joiner.stats().batches, 1u);
+    EXPECT_EQ(failed.load(), kStreams);
+    EXPECT_EQ(other.load(), 0);
+    auto fresh = model->open_stream();
+    std::vector<float> want;
+    fresh->push(part.data(), 4, true, want, Batching::Alone);
+    for (auto& s : streams) {
+        s->reset();
+        std::vector<float> got;
+        s->push(part.data(), 4, true, got, Batching::Alone);
+        EXPECT_EQ(got, want);
+    }
+}
+
 // A batch that runs out of device memory fails over like any device error
 // (every push of it gets the error, to be remade on the CPU), and the
 // batches after it take half as many pushes: with more streams than the

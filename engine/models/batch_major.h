@@ -1,0 +1,99 @@
+// A steady batch of streams side by side through one network's stream layers
+// (stream_layers.h): the batch's signal is one buffer, [batch][channels]
+// [length], from layer to layer, so every operation that is the same for
+// each stream (the new input's copy into the windows, the leaky ReLU, the
+// convolution, a residual sum) is one backend call for the batch, not one
+// per stream. The samples each layer holds between chunks are copied into
+// the batch's windows and back: two copies per layer for each run of
+// streams in neighbouring slots of the network's HeldSlots (below), where a
+// push of its own issues four or five operations per layer and a JointPush
+// seven per stream. What stays per stream is its mel's upload and its
+// audio's download.
+//
+// Steady: every layer of every stream settled (stream_layers.h's settled():
+// its window full), every stream pushing the same number of samples, none
+// flushing. A batch item is then the same computation, on the same values,
+// as the stream's own push: on the CPU's direct convolutions its outputs are
+// the same bit for bit. The streams' layers are updated (held samples,
+// counts) as their own pushes would update them, so any later push, alone,
+// joint or replayed from a recording, goes on from where this one left.
+//
+// Threads: as JointPush: the calls run on `q`, the streams' queues idle.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "engine/models/stream_layers.h"
+
+namespace etude::engine {
+
+// A batch's signal: `batch` items of [channels][length], one after another
+// in `buffer` from offset 0.
+struct BatchSignal {
+    gpu::DeviceBuffer* buffer = nullptr;
+    int batch = 0, channels = 0, length = 0;
+    std::size_t floats() const {
+        return static_cast<std::size_t>(batch) * static_cast<std::size_t>(channels) *
+               static_cast<std::size_t>(length);
+    }
+};
+
+// Network-owned buffers that hold its streams' held samples side by side: a
+// stream takes a slot, and the k-th place its layers ask for lies in the
+// k-th buffer of the slot's page, at slot x its size. Every stream of one
+// network makes the same layers in the same order, so a batch whose streams
+// sit in neighbouring slots (sorted by order()) copies each layer's held
+// samples with one call per run of neighbours, not one per stream. Pages
+// of kPage slots are allocated as streams come and never move (a layer
+// keeps its place's buffer); a slot goes back when its stream goes.
+// Threads: any; a slot's places are its stream's.
+class HeldSlots {
+  public:
+    static constexpr int kPage = 16;
+    explicit HeldSlots(gpu::Backend& backend) : backend_(backend) {}
+    class Slot final : public HeldSpace {
+      public:
+        explicit Slot(HeldSlots& slots);
+        ~Slot() override;
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
+        HeldPlace place(std::size_t floats) override;
+        // Neighbouring slots are neighbours in this order.
+        std::pair<std::size_t, int> order() const { return {page_, index_}; }
+
+      private:
+        HeldSlots& slots_;
+        std::size_t page_ = 0, next_ = 0;
+        int index_ = 0;
+    };
+
+  private:
+    struct Page {
+        std::vector<std::unique_ptr<gpu::DeviceBuffer>> buffers;
+        std::vector<std::size_t> floats;  // each buffer's per slot
+        std::vector<bool> used = std::vector<bool>(kPage, false);
+    };
+    gpu::Backend& backend_;
+    std::mutex mu_;
+    std::vector<std::unique_ptr<Page>> pages_;
+};
+
+struct BatchMajor {
+    // The same layer of each stream of the batch (layers[b] takes item b of
+    // `in`), all settled: their pushes of in.length samples, not flushing,
+    // as one call. The outputs go to `out` (which may be in's buffer), item
+    // b stream b's.
+    static BatchSignal push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
+                            const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
+    // The same for each stream's StreamDelay (all settled); `out` must not
+    // be in's buffer.
+    static BatchSignal delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
+                             const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
+};
+
+}  // namespace etude::engine

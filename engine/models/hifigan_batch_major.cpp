@@ -1,0 +1,125 @@
+// A steady batch of HiFi-GAN streams side by side (batch_major.h): the walk
+// of walk_layers() (hifigan.cpp) with the batch's signal in one buffer from
+// the mel to the audio, so that each layer, each residual sum and the tanh
+// is one backend call for the batch, and a stream's own calls are its held
+// samples' copies, its mel's upload and its audio's download.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+#include "engine/models/batch_major.h"
+#include "engine/models/hifigan_stream.h"
+
+namespace etude::engine {
+
+std::vector<std::size_t> HifiGanStream::steady_batch(std::span<const StreamPush> pushes,
+                                                     const std::vector<HifiGanStream*>& streams) {
+    std::map<int, std::size_t> of_frames;
+    const auto steady = [&](std::size_t i) {
+        return !pushes[i].flush && pushes[i].frames > 0 && streams[i]->settled();
+    };
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (steady(i)) ++of_frames[pushes[i].frames];
+    int frames = 0;
+    std::size_t most = 0;
+    for (const auto& [f, n] : of_frames)
+        if (n > most) {
+            frames = f;
+            most = n;
+        }
+    std::vector<std::size_t> batch;
+    if (most < 2) return batch;
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (steady(i) && pushes[i].frames == frames) batch.push_back(i);
+    // In the order of their slots, so that neighbours' held samples go as
+    // one copy (HeldSlots).
+    const auto order = [&](std::size_t i) {
+        const auto& slot = streams[i]->slot_;
+        return slot ? slot->order() : std::pair<std::size_t, int>(SIZE_MAX, 0);
+    };
+    std::sort(batch.begin(), batch.end(),
+              [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
+    return batch;
+}
+
+void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                     const std::vector<HifiGanStream*>& streams,
+                                     JointScratch& joint) {
+    const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
+    // The batch's signals, as a stream's own in push(): the mel, the convs'
+    // outputs, the upsampler's, the residual paths' two, the resblocks' sum.
+    auto& [mel, conv_out, up_out, residual0, residual1, sum] = joint.signals;
+    ScratchBuffer* residual[2] = {&residual0, &residual1};
+    const std::size_t n_mel = static_cast<std::size_t>(net_.n_mels_) * frames;
+    auto& mel_buf = mel.need(backend_, n_mel * pushes.size());
+    for (std::size_t b = 0; b < pushes.size(); ++b)
+        backend_.copy_to_device(q, mel_buf, b * n_mel, pushes[b].mel, n_mel);
+    // The same layer (or delay) of every stream of the batch.
+    const auto layers = [&](auto pick) {
+        std::vector<decltype(pick(*streams[0]))> of(streams.size());
+        for (std::size_t b = 0; b < streams.size(); ++b) of[b] = pick(*streams[b]);
+        return of;
+    };
+    const auto sum_into = [&](const BatchSignal& from, float keep, const BatchSignal& to) {
+        if (from.floats() != to.floats()) throw Error("HiFi-GAN stream: paths out of step");
+        backend_.axpby(q, from.floats(), 1.0f, *from.buffer, keep, *to.buffer);
+    };
+    BatchSignal x{&mel_buf, batch, net_.n_mels_, frames};
+    x = BatchMajor::push(
+        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.pre_.get(); }), x, joint,
+        conv_out);
+    for (std::size_t k = 0; k < stages_.size(); ++k) {
+        const BatchSignal y = BatchMajor::push(
+            q,
+            layers([k](HifiGanStream& s) -> WeightedStreamLayer* { return s.stages_[k].up.get(); }),
+            x, joint, up_out);
+        BatchSignal total;
+        const std::size_t branches = stages_[k].branches.size();
+        for (std::size_t j = 0; j < branches; ++j) {
+            BatchSignal r = y;
+            const std::size_t subs = stages_[k].branches[j].subs.size();
+            for (std::size_t m = 0; m < subs; ++m) {
+                // ResBlock1: r + c2(lrelu(c1(lrelu(r)))); ResBlock2: r + c1(lrelu(r)).
+                const auto sub = [k, j, m](HifiGanStream& s) -> Sub& {
+                    return s.stages_[k].branches[j].subs[m];
+                };
+                BatchSignal b =
+                    BatchMajor::push(q, layers([&](HifiGanStream& s) -> WeightedStreamLayer* {
+                                         return sub(s).c1.get();
+                                     }),
+                                     r, joint, conv_out);
+                if (sub(*this).c2)
+                    b = BatchMajor::push(q, layers([&](HifiGanStream& s) -> WeightedStreamLayer* {
+                                             return sub(s).c2.get();
+                                         }),
+                                         b, joint, conv_out);
+                const BatchSignal d = BatchMajor::delay(
+                    q, layers([&](HifiGanStream& s) { return sub(s).skip.get(); }), r, joint,
+                    *residual[m % 2]);
+                sum_into(b, 1.0f, d);
+                r = d;
+            }
+            const BatchSignal a = BatchMajor::delay(q, layers([k, j](HifiGanStream& s) {
+                                                        return s.stages_[k].branches[j].align.get();
+                                                    }),
+                                                    r, joint, *residual[subs % 2]);
+            if (j == 0) total = {&sum.need(backend_, a.floats()), batch, a.channels, a.length};
+            sum_into(a, j == 0 ? 0.0f : 1.0f, total);
+        }
+        backend_.axpby(q, total.floats(), 1.0f / static_cast<float>(branches), *total.buffer, 0.0f,
+                       *total.buffer);
+        x = total;
+    }
+    x = BatchMajor::push(
+        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, joint,
+        conv_out);
+    backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
+    const std::size_t n = static_cast<std::size_t>(x.length);
+    for (std::size_t b = 0; b < pushes.size(); ++b) {
+        const std::size_t at = pushes[b].values->size();
+        pushes[b].values->resize(at + n);
+        backend_.copy_to_host(q, pushes[b].values->data() + at, *x.buffer, b * n, n);
+    }
+}
+
+}  // namespace etude::engine

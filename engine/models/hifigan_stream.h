@@ -1,0 +1,428 @@
+// The HiFi-GAN network and its incremental stream (hifigan.h makes them):
+// the classes, shared by hifigan.cpp (the whole-window run, the walk of a
+// push through the layers) and hifigan_batch_major.cpp (the walk of a steady
+// batch side by side). Internal to those files.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/models/batch_major.h"
+#include "engine/models/device_weights.h"
+#include "engine/models/hifigan.h"
+#include "engine/models/receptive_field.h"
+#include "engine/models/recorded_step.h"
+#include "engine/models/scratch_lender.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/models/stream_layers.h"
+
+namespace etude::engine {
+
+// The generator: hyperparameters checked, weights on the device, and the
+// receptive field walked from one output frame back to the mel.
+class HifiGanNetwork final : public VocoderNetwork {
+  public:
+    using Json = MetadataReader::Json;
+    HifiGanNetwork(const MetadataReader& meta, const ModelAudioParams& audio, WeightLoader& loader,
+                   gpu::Backend& backend, int& left, int& right)
+        : backend_(backend), work_(backend), n_mels_(audio.n_mels) {
+        const Json& h = meta.at(meta.root(), "hyperparameters", "");
+        const std::string p = "hyperparameters.";
+        const int kind = meta.integer(h, "resblock", 1, 2, p);
+        rates_ = meta.integers(h, "upsample_rates", 1, 64, p);
+        const auto up_kernels = meta.integers(h, "upsample_kernel_sizes", 1, 256, p);
+        const int ch0 = meta.integer(h, "upsample_initial_channel", 1, 4096, p);
+        const auto rb_kernels = meta.integers(h, "resblock_kernel_sizes", 1, 63, p);
+        const Json& dil = meta.at(h, "resblock_dilation_sizes", p);
+        slope_ = static_cast<float>(meta.number(h, "leaky_relu_slope", p));
+        final_slope_ = static_cast<float>(meta.number(h, "final_leaky_relu_slope", p));
+        const int pre_k = meta.integer(h, "conv_pre_kernel", 1, 63, p);
+        const int post_k = meta.integer(h, "conv_post_kernel", 1, 63, p);
+        if (up_kernels.size() != rates_.size())
+            meta.fail(p + "upsample_kernel_sizes", "must have one entry per upsample rate");
+        if (!dil.is_array() || dil.size() != rb_kernels.size())
+            meta.fail(p + "resblock_dilation_sizes", "must have one list per resblock kernel");
+        if (pre_k % 2 == 0 || post_k % 2 == 0) meta.fail(p + "conv_pre_kernel", "must be odd");
+        long total = 1;
+        for (std::size_t i = 0; i < rates_.size(); ++i) {
+            if ((up_kernels[i] - rates_[i]) % 2 != 0 || up_kernels[i] < rates_[i])
+                meta.fail(p + "upsample_kernel_sizes",
+                          "must exceed each rate by an even amount (output length = input x rate)");
+            total *= rates_[i];
+        }
+        if (total != audio.hop)
+            meta.fail(p + "upsample_rates", "multiply to " + std::to_string(total) +
+                                                ", but hop is " + std::to_string(audio.hop));
+        if ((ch0 >> rates_.size()) < 1)
+            meta.fail(p + "upsample_initial_channel", "is too small for the number of upsamples");
+        std::vector<std::vector<int>> dilations;
+        for (std::size_t j = 0; j < dil.size(); ++j) {
+            const auto key = "resblock_dilation_sizes[" + std::to_string(j) + "]";
+            Json wrap = {{"d", dil[j]}};
+            auto d = meta.integers(wrap, "d", 1, 64, p + key);
+            if (kind == 1 && d.size() != 3)
+                meta.fail(p + key, "must hold 3 dilations for resblock 1");
+            if (kind == 2 && d.size() != 2)
+                meta.fail(p + key, "must hold 2 dilations for resblock 2");
+            if (rb_kernels[j] % 2 == 0) meta.fail(p + "resblock_kernel_sizes", "must be odd");
+            dilations.push_back(std::move(d));
+        }
+        num_kernels_ = static_cast<int>(rb_kernels.size());
+
+        // Weights as PyTorch holds them: Conv1d [out][in][k], ConvTranspose1d [in][out][k].
+        auto layer = [&](const std::string& name, int in, int out, int k, int stride, int d,
+                         int pad, bool transposed) {
+            const auto o = Shape::value_type(out), i = Shape::value_type(in);
+            ConvLayer c;
+            c.weight = loader.load(name + ".weight",
+                                   {transposed ? i : o, transposed ? o : i, Shape::value_type(k)});
+            c.bias = loader.load(name + ".bias", {o});
+            c.shape.in_channels = in;
+            c.shape.out_channels = out;
+            c.shape.kernel = k;
+            c.shape.stride = stride;
+            c.shape.dilation = d;
+            c.shape.padding = pad;
+            return c;
+        };
+        auto conv = [&](const std::string& name, int in, int out, int k, int d, int pad) {
+            return layer(name, in, out, k, 1, d, pad, false);
+        };
+        conv_pre_ = conv("conv_pre", audio.n_mels, ch0, pre_k, 1, (pre_k - 1) / 2);
+        int ch = ch0;
+        for (std::size_t i = 0; i < rates_.size(); ++i) {
+            const int out = ch / 2, k = up_kernels[i], u = rates_[i];
+            ups_.push_back(layer(tensor_name("ups.", i), ch, out, k, u, 1, (k - u) / 2, true));
+            ch = out;
+            for (int j = 0; j < num_kernels_; ++j) {
+                ResBlock rb;
+                const auto base = tensor_name("resblocks.", i * num_kernels_ + j, ".");
+                const int k2 = rb_kernels[j];
+                for (std::size_t m = 0; m < dilations[j].size(); ++m) {
+                    const int d = dilations[j][m];
+                    if (kind == 1) {
+                        rb.first.push_back(conv(base + tensor_name("convs1.", m), ch, ch, k2, d,
+                                                (k2 * d - d) / 2));
+                        rb.second.push_back(
+                            conv(base + tensor_name("convs2.", m), ch, ch, k2, 1, (k2 - 1) / 2));
+                    } else {
+                        rb.first.push_back(
+                            conv(base + tensor_name("convs.", m), ch, ch, k2, d, (k2 * d - d) / 2));
+                    }
+                }
+                resblocks_.push_back(std::move(rb));
+            }
+        }
+        conv_post_ = conv("conv_post", ch, 1, post_k, 1, (post_k - 1) / 2);
+        final_channels_ = ch;
+
+        // Receptive field, walked from one output frame back to the mel.
+        ReceptiveField rf;
+        long rate = total;
+        ReceptiveField::Interval iv{0, rate};
+        iv = ReceptiveField::through_conv(iv, post_k, 1, (post_k - 1) / 2);
+        rf.require(iv, rate);
+        for (std::size_t i = rates_.size(); i-- > 0;) {
+            ReceptiveField::Interval widest = iv;
+            for (int j = 0; j < num_kernels_; ++j) {
+                const auto& rb = resblocks_[i * num_kernels_ + j];
+                ReceptiveField::Interval r = iv;
+                for (std::size_t m = rb.first.size(); m-- > 0;) {
+                    if (!rb.second.empty()) {
+                        const auto& s2 = rb.second[m].shape;
+                        r = ReceptiveField::through_conv(r, s2.kernel, s2.dilation, s2.padding);
+                        rf.require(r, rate);
+                    }
+                    const auto& s1 = rb.first[m].shape;
+                    r = ReceptiveField::through_conv(r, s1.kernel, s1.dilation, s1.padding);
+                    rf.require(r, rate);
+                }
+                widest = {std::min(widest.lo, r.lo), std::max(widest.hi, r.hi)};
+            }
+            const auto& us = ups_[i].shape;
+            iv = ReceptiveField::through_transpose(widest, us.kernel, us.stride, us.padding);
+            rate /= us.stride;
+            rf.require(iv, rate);
+        }
+        iv = ReceptiveField::through_conv(iv, pre_k, 1, (pre_k - 1) / 2);
+        rf.require(iv, 1);
+        left = rf.left();
+        right = rf.right();
+        hop_ = audio.hop;
+        queue_ = backend_.create_queue();
+    }
+
+    int values_per_frame() const override { return hop_; }
+    std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
+    void set_join_streams(bool on) override { join_ = on; }
+    StreamJoiner* joiner(Batching kind) const override {
+        return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
+    }
+    std::uint64_t batched_layer_calls() const override { return lanes_.batched_calls(); }
+
+    void run(const float* mel, int frames, int first, int count, float* out) override;
+
+  private:
+    friend class HifiGanStream;
+    struct ResBlock {
+        std::vector<ConvLayer> first, second;  // ResBlock2 has no second convs
+    };
+    void apply(gpu::Queue& q, const ConvLayer& c, const gpu::DeviceBuffer& in,
+               gpu::DeviceBuffer& out, int len, bool transpose) {
+        gpu::Conv1dShape s = c.shape;
+        s.batch = 1;
+        s.in_length = len;
+        if (transpose)
+            backend_.conv_transpose1d(q, s, in, c.weight.buffer, c.bias.buffer, out);
+        else
+            backend_.conv1d(q, s, in, c.weight.buffer, c.bias.buffer, out);
+    }
+
+    gpu::Backend& backend_;
+    std::unique_ptr<gpu::Queue> queue_;
+    Workspace work_;
+    // The streams' pushes meet in batches on a GPU (stream_joiner.h says
+    // why not on the CPU).
+    std::atomic<bool> join_{backend_.info().is_gpu};
+    // The batches of live streams and of offline readers (stream_joiner.h).
+    mutable JoinLanes<StreamPush> lanes_;
+    // Every stream's chunk-sized buffers, lent for its pushes.
+    mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
+    // Every stream's held samples, side by side (batch_major.h).
+    mutable HeldSlots held_slots_{backend_};
+    int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
+    float slope_ = 0.1f, final_slope_ = 0.01f;
+    std::vector<int> rates_;
+    ConvLayer conv_pre_, conv_post_;
+    std::vector<ConvLayer> ups_;
+    std::vector<ResBlock> resblocks_;
+};
+
+// HiFi-GAN, layer by layer as HifiGanNetwork::run, each layer a stream layer:
+// the residual paths are delayed by their branch's lag, and the resblocks of
+// a stage by the difference to the slowest one, so every sum lines up.
+class HifiGanStream final : public NetworkStream {
+  public:
+    explicit HifiGanStream(const HifiGanNetwork& net)
+        : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
+        if (net.join_) slot_.emplace(net.held_slots_);
+        // Outputs that are never needed at the same time share a buffer
+        // (see push()): every conv writes `conv_out_` and is read at once by
+        // the next layer or the residual sum; the residual path of a
+        // resblock alternates between two buffers, a delay reading one and
+        // writing the other.
+        pre_ = conv(net.conv_pre_, std::nullopt, conv_out_);
+        for (std::size_t i = 0; i < net.ups_.size(); ++i) {
+            Stage st;
+            st.up = std::make_unique<StreamUpsample>(
+                backend_, *queue_, net.ups_[i].shape, net.ups_[i].weight.buffer,
+                net.ups_[i].bias.buffer, net.slope_, scratch_, up_out_, held());
+            st.channels = net.ups_[i].shape.out_channels;
+            std::vector<int> lags;
+            for (int j = 0; j < net.num_kernels_; ++j) {
+                const auto& rb = net.resblocks_[i * net.num_kernels_ + j];
+                Branch br;
+                int lag = 0;
+                for (std::size_t m = 0; m < rb.first.size(); ++m) {
+                    Sub sub;
+                    sub.c1 = conv(rb.first[m], net.slope_, conv_out_);
+                    int sub_lag = rb.first[m].shape.padding;
+                    if (!rb.second.empty()) {
+                        sub.c2 = conv(rb.second[m], net.slope_, conv_out_);
+                        sub_lag += rb.second[m].shape.padding;
+                    }
+                    sub.skip = std::make_unique<StreamDelay>(backend_, *queue_, st.channels,
+                                                             sub_lag, residual_[m % 2], held());
+                    lag += sub_lag;
+                    br.subs.push_back(std::move(sub));
+                }
+                lags.push_back(lag);
+                st.branches.push_back(std::move(br));
+            }
+            const int slowest = lags.empty() ? 0 : *std::max_element(lags.begin(), lags.end());
+            for (std::size_t j = 0; j < st.branches.size(); ++j) {
+                // The last residual sits in residual_[(subs - 1) % 2]; the
+                // aligned copy goes to the other one.
+                const std::size_t subs = st.branches[j].subs.size();
+                st.branches[j].align = std::make_unique<StreamDelay>(
+                    backend_, *queue_, st.channels, slowest - lags[j], residual_[subs % 2], held());
+            }
+            st.lag = slowest;
+            stages_.push_back(std::move(st));
+        }
+        post_ = conv(net.conv_post_, net.final_slope_, conv_out_);
+    }
+
+    // The lag of the whole network in output samples: what must be within the
+    // right context the stream waits for.
+    long lag_samples() const {
+        long total = 1;
+        for (int u : net_.rates_) total *= u;
+        long lag = static_cast<long>(net_.conv_pre_.shape.padding) * total;
+        long rate = 1;
+        for (std::size_t i = 0; i < stages_.size(); ++i) {
+            rate *= net_.rates_[i];
+            lag += static_cast<long>(net_.ups_[i].shape.padding + stages_[i].lag) * (total / rate);
+        }
+        return lag + net_.conv_post_.shape.padding;
+    }
+
+    static bool supports(const HifiGanNetwork& net) {
+        if (!StreamConv::supports(net.conv_pre_.shape) ||
+            !StreamConv::supports(net.conv_post_.shape))
+            return false;
+        for (const auto& u : net.ups_)
+            if (!StreamUpsample::supports(u.shape)) return false;
+        for (const auto& rb : net.resblocks_) {
+            for (const auto& c : rb.first)
+                if (!StreamConv::supports(c.shape)) return false;
+            for (const auto& c : rb.second)
+                if (!StreamConv::supports(c.shape)) return false;
+        }
+        return true;
+    }
+
+    // Whether every layer is settled (stream_layers.h): a chunk's work can
+    // then be replayed.
+    bool settled() const {
+        if (!pre_->settled() || !post_->settled()) return false;
+        for (const auto& st : stages_) {
+            if (!st.up->settled()) return false;
+            for (const auto& br : st.branches) {
+                for (const auto& sub : br.subs)
+                    if (!sub.c1->settled() || (sub.c2 && !sub.c2->settled()) ||
+                        !sub.skip->settled())
+                        return false;
+                if (!br.align->settled()) return false;
+            }
+        }
+        return true;
+    }
+    void set_replay(bool on) override { replay_ = on; }
+    ReplayStats replay_stats() const override { return steps_.stats(); }
+
+    void reset() override {
+        pre_->reset();
+        post_->reset();
+        for (auto& st : stages_) {
+            st.up->reset();
+            for (auto& br : st.branches) {
+                for (auto& sub : br.subs) {
+                    sub.c1->reset();
+                    if (sub.c2) sub.c2->reset();
+                    sub.skip->reset();
+                }
+                br.align->reset();
+            }
+        }
+    }
+
+    void push(const float* mel, int frames, bool flush, std::vector<float>& values,
+              Batching batching) override {
+        const StreamPush alone{this, mel, frames, flush, &values};
+        StreamJoiner* joiner = net_.joiner(batching);
+        if (!joiner) {
+            push_together({&alone, 1});
+            return;
+        }
+        // (Run by whichever push leads the batch: this stream's, when it is.)
+        joiner->push(alone, [this, batching](std::span<const StreamPush> batch) {
+            try {
+                push_in_lane(batch, net_.lanes_.of(batching));
+            } catch (const gpu::DeviceError&) {
+                throw;
+            } catch (const std::exception& e) {
+                if (batch.size() == 1) throw;
+                // Whichever stream it was, it reaches every stream of the
+                // batch: as a device error, each one's scheduler remakes the
+                // chunk on the CPU, as for a failed kernel.
+                throw gpu::DeviceError("HiFi-GAN: a batch of " + std::to_string(batch.size()) +
+                                       " streams failed: " + e.what());
+            }
+        });
+    }
+    void push_together(std::span<const StreamPush> pushes) override {
+        push_in_lane(pushes, net_.lanes_.of(Batching::Join));
+    }
+    // push_together() with the joint buffers of `lane`.
+    void push_in_lane(std::span<const StreamPush> pushes, JoinLane<StreamPush>& lane);
+    // push_together()'s work on `q`: the inputs copied in, the walk through
+    // the layers (walk_layers: from the inputs in `x` to the audio), the
+    // audio copied out.
+    void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
+                       const std::vector<HifiGanStream*>& streams, JointScratch& joint);
+    // The pushes that can go side by side (batch_major.h): of settled
+    // streams, not flushing, and of the frame count most of them push, in
+    // the order of their slots; none unless two or more.
+    static std::vector<std::size_t> steady_batch(std::span<const StreamPush> pushes,
+                                                 const std::vector<HifiGanStream*>& streams);
+    // walk_together()'s work for such pushes, side by side: the inputs
+    // copied in, the layers, the audio copied out (hifigan_batch_major.cpp).
+    void walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
+                          const std::vector<HifiGanStream*>& streams, JointScratch& joint);
+    void walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
+                     const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x,
+                     JointScratch& joint);
+    // A lone push through its chunk length's recording (recorded_step.h);
+    // false, having done nothing, where it cannot replay.
+    bool push_recorded(const StreamPush& p);
+
+  private:
+    struct Sub {
+        std::unique_ptr<StreamConv> c1, c2;  // c2: ResBlock1 only
+        std::unique_ptr<StreamDelay> skip;   // the residual, delayed by c1 (+ c2)
+    };
+    struct Branch {
+        std::vector<Sub> subs;
+        std::unique_ptr<StreamDelay> align;  // up to the slowest resblock of the stage
+    };
+    struct Stage {
+        std::unique_ptr<StreamUpsample> up;
+        std::vector<Branch> branches;
+        int channels = 0, lag = 0;
+    };
+    std::unique_ptr<StreamConv> conv(const ConvLayer& c, std::optional<float> slope,
+                                     ScratchBuffer& out) {
+        return std::make_unique<StreamConv>(backend_, *queue_, c.shape, c.weight.buffer,
+                                            c.bias.buffer, slope, scratch_, out, held());
+    }
+
+    // The chunk-sized buffers below, which the network's lender fills for
+    // a push and empties after it.
+    std::array<ScratchBuffer*, 8> lent() {
+        return {&scratch_.window, &scratch_.staging, &mel_,         &conv_out_,
+                &up_out_,         &residual_[0],     &residual_[1], &sum_};
+    }
+
+    const HifiGanNetwork& net_;
+    gpu::Backend& backend_;
+    std::unique_ptr<gpu::Queue> queue_;
+    ScratchLender::User lender_user_{net_.lender_};
+    // Declared before the layers, which keep references to them. Empty
+    // between pushes (lent()).
+    StreamScratch scratch_;
+    ScratchBuffer mel_, conv_out_, up_out_, residual_[2], sum_;
+    // Where the layers below hold their samples: a slot of the network's
+    // (batch_major.h) where its streams may meet in batches, else buffers
+    // of their own (a slot's page holds 16 streams' worth).
+    std::optional<HeldSlots::Slot> slot_;
+    HeldSpace* held() { return slot_ ? &*slot_ : nullptr; }
+    std::unique_ptr<StreamConv> pre_, post_;
+    std::vector<Stage> stages_;
+    bool replay_ = true;
+    // Declared last: its recordings name the queue, the layers' state and
+    // the buffers above, so they must die first.
+    RecordedSteps steps_{backend_, [this] {
+                             const auto buffers = lent();
+                             return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
+                         }()};
+};
+
+}  // namespace etude::engine
