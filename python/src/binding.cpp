@@ -307,6 +307,9 @@ void bind_types(nb::module_& m) {
         .def_ro("flow_pushes_cpu", &StreamStats::flow_pushes_cpu)
         .def_ro("flow_takeovers", &StreamStats::flow_takeovers)
         .def_ro("flow_pushes_batched", &StreamStats::flow_pushes_batched)
+        .def_ro("analyses_gpu", &StreamStats::analyses_gpu)
+        .def_ro("analyses_cpu", &StreamStats::analyses_cpu)
+        .def_ro("analyses_near_tie", &StreamStats::analyses_near_tie)
         .def_ro("marks", &StreamStats::marks)
         .def_ro("marks_dropped", &StreamStats::marks_dropped)
         .def_ro("words_unpaired", &StreamStats::words_unpaired);

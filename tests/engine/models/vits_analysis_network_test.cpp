@@ -75,7 +75,7 @@ TEST_P(VitsAnalysis, gives_the_hosts_durations_noise_and_prior_within_the_encode
         const VitsAnalysisNetwork device(*v.w, backend_);
         const int speaker = v.w->hp.num_speakers > 1 ? 2 : 0;
         for (const auto& ids : {test::piper_reference_ids(), test::piper_ids_of_length(120)})
-            for (const auto [length_scale, seed] :
+            for (const auto& [length_scale, seed] :
                  {std::pair{1.0f, 5}, std::pair{1.2f, 5}, std::pair{1.0f, 6}, std::pair{1.2f, 6}}) {
                 const VitsScales scales{0.667f, length_scale, 0.8f};
                 std::mt19937_64 a(seed), b(seed);
