@@ -18,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -457,7 +458,12 @@ void bind_engine(nb::module_& m) {
                 options.preload_device = preload_device;
                 nb::gil_scoped_release nogil;
                 guarded(ETUDE_ERROR_INVALID_ARGUMENT, [&] {
-                    options.device_precision = etude::engine::parse_device_precision(precision);
+                    // The caller's value: an etude::Error, as a bad voice name is.
+                    try {
+                        options.device_precision = etude::engine::parse_device_precision(precision);
+                    } catch (const std::invalid_argument& e) {
+                        throw etude::Error(e.what());
+                    }
                     new (self) Engine(std::move(options));
                 });
             },
