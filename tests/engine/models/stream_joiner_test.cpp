@@ -150,68 +150,77 @@ TEST(StreamJoiner, a_push_kept_alone_runs_at_once_outside_the_batches) {
     EXPECT_EQ(got, want);
 }
 
-// A device error partway through a batch (after some of its layers ran)
-// reaches every push of it; each stream, reset as MelVocoderStream resets its
-// runner after a failed run, then speaks as a fresh one does.
-TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
-    const Mel mel = read_mel("hifigan_v1");
+// Pushes `frames` frames of `part` from every stream on a thread of its own,
+// all in one batch, with a kernel failure after `after` operations of it;
+// then checks that the batch's every push heard of the error and that each
+// stream, reset as MelVocoderStream resets its runner after a failed run,
+// speaks as a fresh one does.
+void expect_an_error_in_a_batch_to_reach_every_push(
+    NeuralModel& model, std::vector<std::unique_ptr<NetworkStream>>& streams,
+    const std::vector<float>& part, int frames, int after) {
     auto backend = gpu::shared_cpu_backend();
-    auto model = NeuralModel::load(kData + "hifigan_v1.lef", backend);
-    model->set_join_streams(true);
-    StreamJoiner& joiner = *model->joiner();
-    constexpr int kStreams = 3;
+    StreamJoiner& joiner = *model.joiner();
+    const std::uint64_t batches = joiner.stats().batches;
     std::atomic<int> failed{0}, other{0};
-    std::vector<float> part;
-    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
-    std::vector<std::unique_ptr<NetworkStream>> streams;
-    for (int i = 0; i < kStreams; ++i) streams.push_back(model->open_stream());
     joiner.pause();
     std::vector<std::thread> threads;
-    for (int i = 0; i < kStreams; ++i)
-        threads.emplace_back([&, i] {
+    for (auto& stream : streams)
+        threads.emplace_back([&, s = stream.get()] {
             std::vector<float> values;
             try {
-                streams[i]->push(part.data(), 8, false, values, Batching::Join);
+                s->push(part.data(), frames, false, values, Batching::Join);
             } catch (const gpu::DeviceError&) {
                 ++failed;
             } catch (...) {
                 ++other;
             }
         });
-    wait_for([&] { return joiner.waiting() == kStreams; });
+    wait_for([&] { return joiner.waiting() == streams.size(); });
     gpu::GpuFault fault;
     fault.kind = gpu::GpuFault::KernelFailure;
     fault.count = 1;
-    fault.after = 40;  // partway: some layers of the batch have run
+    fault.after = after;
     backend->inject_fault(fault);
     joiner.resume();
     for (auto& t : threads) t.join();
     backend->inject_fault({});  // nothing left over for later tests
     backend->reset_health();
-    EXPECT_EQ(joiner.stats().batches, 1u);
-    EXPECT_EQ(failed.load(), kStreams);
+    EXPECT_EQ(joiner.stats().batches, batches + 1);
+    EXPECT_EQ(failed.load(), static_cast<int>(streams.size()));
     EXPECT_EQ(other.load(), 0);
-    auto fresh = model->open_stream();
+    auto fresh = model.open_stream();
     std::vector<float> want;
-    fresh->push(part.data(), 8, true, want, Batching::Alone);
+    fresh->push(part.data(), frames, true, want, Batching::Alone);
     for (auto& s : streams) {
         s->reset();
         std::vector<float> got;
-        s->push(part.data(), 8, true, got, Batching::Alone);
+        s->push(part.data(), frames, true, got, Batching::Alone);
         EXPECT_EQ(got, want);
     }
 }
 
+// A device error partway through a batch (after some of its layers ran)
+// reaches every push of it; each stream, reset, then speaks as a fresh one
+// does.
+TEST(StreamJoiner, a_device_error_reaches_every_push_of_its_batch) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    model->set_join_streams(true);
+    std::vector<float> part;
+    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
+    std::vector<std::unique_ptr<NetworkStream>> streams;
+    for (int i = 0; i < 3; ++i) streams.push_back(model->open_stream());
+    // Partway: some layers of the batch have run.
+    expect_an_error_in_a_batch_to_reach_every_push(*model, streams, part, 8, 40);
+}
+
 // The same for a steady batch, which runs side by side
 // (engine/models/batch_major.h): streams that have settled, pushing chunks of
-// one size. Every push of it hears of the error, and each stream, reset,
-// then speaks as a fresh one does.
+// one size.
 TEST(StreamJoiner, a_device_error_in_a_steady_batch_reaches_every_push_of_it) {
     const Mel mel = read_mel("hifigan_v1");
-    auto backend = gpu::shared_cpu_backend();
-    auto model = NeuralModel::load(kData + "hifigan_v1.lef", backend);
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
     model->set_join_streams(true);
-    StreamJoiner& joiner = *model->joiner();
     constexpr int kStreams = 3;
     std::vector<float> part;
     copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 4, part);
@@ -224,42 +233,8 @@ TEST(StreamJoiner, a_device_error_in_a_steady_batch_reaches_every_push_of_it) {
             pushes.push_back({streams[i].get(), part.data(), 4, false, &settling[i]});
         streams[0]->push_together(pushes);
     }
-    std::atomic<int> failed{0}, other{0};
-    joiner.pause();
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kStreams; ++i)
-        threads.emplace_back([&, i] {
-            std::vector<float> values;
-            try {
-                streams[i]->push(part.data(), 4, false, values, Batching::Join);
-            } catch (const gpu::DeviceError&) {
-                ++failed;
-            } catch (...) {
-                ++other;
-            }
-        });
-    wait_for([&] { return joiner.waiting() == kStreams; });
-    gpu::GpuFault fault;
-    fault.kind = gpu::GpuFault::KernelFailure;
-    fault.count = 1;
-    fault.after = 30;  // partway: past the mel's uploads and the first layers
-    backend->inject_fault(fault);
-    joiner.resume();
-    for (auto& t : threads) t.join();
-    backend->inject_fault({});
-    backend->reset_health();
-    EXPECT_EQ(joiner.stats().batches, 1u);
-    EXPECT_EQ(failed.load(), kStreams);
-    EXPECT_EQ(other.load(), 0);
-    auto fresh = model->open_stream();
-    std::vector<float> want;
-    fresh->push(part.data(), 4, true, want, Batching::Alone);
-    for (auto& s : streams) {
-        s->reset();
-        std::vector<float> got;
-        s->push(part.data(), 4, true, got, Batching::Alone);
-        EXPECT_EQ(got, want);
-    }
+    // Partway: past the mel's uploads and the first layers.
+    expect_an_error_in_a_batch_to_reach_every_push(*model, streams, part, 4, 30);
 }
 
 // A batch that runs out of device memory fails over like any device error
