@@ -48,21 +48,8 @@ StreamOptions options(const std::string& backend, std::uint64_t seed, const std:
     return o;
 }
 
-struct Spoken {
-    std::vector<float> audio;
-    StreamStats stats;
-};
-
-Spoken speak(Engine& engine, const StreamOptions& o,
-             const std::vector<std::vector<std::int64_t>>& text) {
-    auto stream = engine.create_stream(o);
-    for (const auto& ids : text) stream->push_phoneme_ids(ids);
-    stream->end_input();
-    Spoken s;
-    s.audio = read_all(*stream);
-    s.stats = stream->stats();
-    return s;
-}
+using Spoken = etude::test::SpokenIds;
+using etude::test::speak;
 
 void expect_same_audio(const Spoken& got, const Spoken& want, const std::string& what) {
     // Equal lengths: the same frame counts (each sentence's durations sum).

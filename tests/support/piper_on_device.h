@@ -1,7 +1,8 @@
 // What the tests of Piper streams on a device share: a fixture per device
 // kind (lavapipe for Vulkan, PoCL for OpenCL; skipped where absent), the
-// options of a stream whose every decoder chunk goes to the device, and a
-// bounded wait for pushes to meet in a paused joiner.
+// options of a stream whose every decoder chunk goes to the device, a
+// bounded wait for pushes to meet in a paused joiner, and a stream of
+// phoneme ids spoken to its end.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,11 +13,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 #include "gpu/registry.h"
 #include "support/emulation.h"
 #include "support/model_parity.h"
+#include "support/stream_output.h"
 
 namespace etude::test {
 
@@ -50,6 +53,25 @@ inline engine::StreamOptions piper_on_device(const std::string& voice, const std
     o.backend = backend;
     o.faults = faults.empty() ? "cpu-busy" : "cpu-busy," + faults;
     return o;
+}
+
+// A stream's whole audio and its statistics once it ended.
+struct SpokenIds {
+    std::vector<float> audio;
+    engine::StreamStats stats;
+};
+
+// Speaks each of `sentences` (Piper phoneme ids) on a new stream of
+// `options`, reads it to its end and returns what it said.
+inline SpokenIds speak(engine::Engine& engine, const engine::StreamOptions& options,
+                       const std::vector<std::vector<std::int64_t>>& sentences) {
+    auto stream = engine.create_stream(options);
+    for (const auto& ids : sentences) stream->push_phoneme_ids(ids);
+    stream->end_input();
+    SpokenIds s;
+    s.audio = read_all(*stream);
+    s.stats = stream->stats();
+    return s;
 }
 
 // Waits until ready() holds, or a bound passes: how long threads take to
