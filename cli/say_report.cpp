@@ -122,8 +122,9 @@ void print_decoder_stats(const engine::StreamStats& s) {
             static_cast<unsigned long long>(s.mel_chunks_cpu),
             static_cast<unsigned long long>(s.gpu_failures), s.gpu_disabled ? " (GPU now off)" : "",
             s.gpu_last_error.empty() ? "" : ("; last error: " + s.gpu_last_error).c_str());
-    // The flow goes where the decoder's chunks go (engine/voices/piper_stream_voice.h).
-    if (!s.gpu_device.empty())
+    // The flow and the text analysis (the encoder and the durations) go
+    // where the decoder's chunks go (engine/voices/piper_stream_voice.h).
+    if (!s.gpu_device.empty()) {
         std::fprintf(stderr,
                      "  flow: %llu pushes on the device (%llu in batches of streams), %llu on the "
                      "CPU, %llu sentences taken over by the CPU\n",
@@ -131,14 +132,13 @@ void print_decoder_stats(const engine::StreamStats& s) {
                      static_cast<unsigned long long>(s.flow_pushes_batched),
                      static_cast<unsigned long long>(s.flow_pushes_cpu),
                      static_cast<unsigned long long>(s.flow_takeovers));
-    // So does the text analysis (the encoder and the durations).
-    if (!s.gpu_device.empty())
         std::fprintf(stderr,
                      "  text analysis: %llu sentences on the device, %llu on the host (%llu near "
                      "a duration tie)\n",
                      static_cast<unsigned long long>(s.analyses_gpu),
                      static_cast<unsigned long long>(s.analyses_cpu),
                      static_cast<unsigned long long>(s.analyses_near_tie));
+    }
 }
 
 }  // namespace
