@@ -152,6 +152,7 @@ EngineStats Engine::stats() const {
     s.front_end_threads = core_->front_end_threads();
     s.most_analyses_at_once = core_->most_analyses_at_once();
     s.front_end_looks = core_->front_end_looks();
+    s.render_looks = core_->render_looks();
     return s;
 }
 

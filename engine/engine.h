@@ -390,6 +390,11 @@ struct EngineStats {
     /// grows with the sentences spoken, not with the streams that are open
     /// and idle.
     std::uint64_t front_end_looks = 0;
+    /// How many times the render workers (made for the voices that render
+    /// sentences ahead: the built-in ones) have looked at a stream for a
+    /// sentence to render. Like front_end_looks, it grows with the
+    /// sentences spoken, not with the streams open and idle.
+    std::uint64_t render_looks = 0;
 };
 
 /// How many real-time streams this machine holds with a voice

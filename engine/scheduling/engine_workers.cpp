@@ -50,16 +50,9 @@ int EngineWorkers::front_ends_for(int turns, unsigned cores) {
 
 void EngineWorkers::add(const std::shared_ptr<StreamCore>& s) {
     std::lock_guard lock(mu_);
-    // Forget streams already gone: an engine that makes streams and drops
-    // them before they speak would otherwise keep a node (and the stream's
-    // control block) for each until a worker next looks for work.
-    streams_.remove_if([](const auto& w) { return w.expired(); });
-    streams_.push_back(s);
     // Render workers pre-vocode upcoming sentences on the other cores, for
     // the voices that render ahead (Flite's); made with the first such
-    // stream. An engine of Piper voices has none: they would wake at every
-    // stream's wake() and look through every stream for work, under mu_,
-    // for nothing (with a thousand streams, a thousand stream locks each).
+    // stream. An engine of Piper voices has none.
     if (!s->renders_ahead() || !renderers_.empty() || stopping_) return;
     const unsigned cores = static_cast<unsigned>(std::max(2, gpu::host::usable_cpus()));
     for (unsigned i = 0; i + 1 < std::min(cores, 9u); ++i)
@@ -78,11 +71,8 @@ void EngineWorkers::wake(StreamCore& stream) {
         ++wakes_;
         // (No lock() of the stream here: the last reference dropped under
         // mu_ would join a producer that may be the thread calling this.)
-        auto [at, added] = pending_at_.try_emplace(&stream);
-        if (added)
-            at->second = pending_.insert(pending_.end(), {&stream, stream.weak_from_this()});
-        else
-            at->second->stream = stream.weak_from_this();
+        analysis_pending_.add(stream);
+        if (stream.renders_ahead()) render_pending_.add(stream);
     }
     cv_.notify_all();
 }
@@ -107,26 +97,28 @@ bool EngineWorkers::stopping() {
     return stopping_;
 }
 
-template <typename Job, typename Take>
-std::pair<std::shared_ptr<StreamCore>, Job> EngineWorkers::next_job(Take take) {
+std::pair<std::shared_ptr<StreamCore>, std::shared_ptr<AnalysedSentence>>
+EngineWorkers::next_render() {
     std::vector<std::shared_ptr<StreamCore>> seen;  // released after mu_: see next_sentence()
     std::unique_lock lock(mu_);
     for (;;) {
         if (stopping_) return {};
         const std::uint64_t wakes = wakes_;
-        streams_.remove_if([](const auto& w) { return w.expired(); });
-        const std::size_t count = streams_.size();
-        auto it = streams_.begin();
-        if (count) std::advance(it, round_robin_ % count);
-        for (std::size_t i = 0; i < count; ++i) {
-            if (auto s = it->lock()) {
-                if (auto job = take(*s)) {
-                    ++round_robin_;
-                    return {std::move(s), std::move(job)};
-                }
-                seen.push_back(std::move(s));
-            }
-            if (++it == streams_.end()) it = streams_.begin();
+        std::shared_ptr<StreamCore> stream;
+        std::shared_ptr<AnalysedSentence> job;
+        using Found = PendingStreams<StreamCore>::Found;
+        render_looks_ += render_pending_.look(
+            [&](const std::shared_ptr<StreamCore>& s) {
+                job = s->take_render_job();
+                if (!job) return Found::Nothing;
+                stream = s;
+                return Found::Stop;
+            },
+            seen);
+        if (job) {
+            // It may have more; the other streams' come first.
+            render_pending_.to_back(*stream);
+            return {std::move(stream), std::move(job)};
         }
         release_and_wait(lock, seen, wakes);
     }
@@ -143,29 +135,24 @@ EngineWorkers::Analysis EngineWorkers::next_sentence() {
         std::shared_ptr<StreamCore> first;
         DeadlineGate::Due first_due;
         const std::int64_t now = DeadlineGate::now_ns();
-        for (auto p = pending_.begin(); p != pending_.end();) {
-            auto s = p->stream.lock();
-            const auto due = s ? s->sentence_deadline() : std::nullopt;
-            if (s) ++front_end_looks_;
-            if (!due) {
-                // Gone, or nothing to analyse until it wakes the workers again.
-                pending_at_.erase(p->at);
-                p = pending_.erase(p);
-                if (s) seen.push_back(std::move(s));
-                continue;
-            }
-            // A one-at-a-time voice's sentence waits while another is
-            // analysed rather than holding a turn while it waits for the
-            // voice's lock. Ties go to the stream that woke the workers
-            // first: the list's order.
-            if (!(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
-                (!first || due->before(first_due, now))) {
-                first = s;
-                first_due = *due;
-            }
-            seen.push_back(std::move(s));
-            ++p;
-        }
+        using Found = PendingStreams<StreamCore>::Found;
+        front_end_looks_ += analysis_pending_.look(
+            [&](const std::shared_ptr<StreamCore>& s) {
+                const auto due = s->sentence_deadline();
+                // Nothing to analyse until it wakes the workers again.
+                if (!due) return Found::Nothing;
+                // A one-at-a-time voice's sentence waits while another is
+                // analysed rather than holding a turn while it waits for
+                // the voice's lock. Ties go to the stream that woke the
+                // workers first: the list's order.
+                if (!(one_at_a_time_busy_ && s->analyses_one_at_a_time()) &&
+                    (!first || due->before(first_due, now))) {
+                    first = s;
+                    first_due = *due;
+                }
+                return Found::Keep;
+            },
+            seen);
         const bool found = first != nullptr;
         // Still there unless a cancel came between the look and now.
         if (found)
@@ -203,6 +190,11 @@ int EngineWorkers::most_analyses_at_once() {
 std::uint64_t EngineWorkers::front_end_looks() {
     std::lock_guard lock(mu_);
     return front_end_looks_;
+}
+
+std::uint64_t EngineWorkers::render_looks() {
+    std::lock_guard lock(mu_);
+    return render_looks_;
 }
 
 void EngineWorkers::release_and_wait(std::unique_lock<std::mutex>& lock,
@@ -246,8 +238,7 @@ void EngineWorkers::run_renderer() {
     // the streams' block schedulers produce: yield the CPU to them.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
     for (;;) {
-        auto [stream, sentence] = next_job<std::shared_ptr<AnalysedSentence>>(
-            [](StreamCore& s) { return s.take_render_job(); });
+        auto [stream, sentence] = next_render();
         if (!stream) return;
         stream->render_ahead(sentence);
     }

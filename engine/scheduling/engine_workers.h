@@ -8,8 +8,10 @@
 // process-wide state (Flite's) one at a time across all streams. Render
 // workers, made with the first stream whose voice renders ahead, vocode
 // built-in voices' sentences ahead of the one being spoken, taking work
-// from the streams round-robin. Also keeps one GPU block processor per device, shared
-// by the streams on it, so the device gets one batch of launches for all of them.
+// from the streams round-robin. Both kinds look only at the streams that
+// woke them (pending_streams.h). Also keeps one GPU block processor per
+// device, shared by the streams on it, so the device gets one batch of
+// launches for all of them.
 //
 // Threads: add(), wake(), stop(), stopping() and shared_gpu_processor() from
 // any thread; the workers take their stream's lock only through the
@@ -20,19 +22,18 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "engine/scheduling/block_processor.h"
 #include "engine/scheduling/deadline_gate.h"
+#include "engine/scheduling/pending_streams.h"
 #include "engine/streams/work_items.h"
 
 namespace etude::engine {
@@ -80,9 +81,11 @@ class EngineWorkers {
     // each in its turn; an offline reader's and a server's take none).
     int front_end_threads() const { return static_cast<int>(front_ends_.size()); }
     int most_analyses_at_once();
-    // How often the front ends have looked at a stream for a sentence:
-    // EngineStats::front_end_looks.
+    // How often the front ends have looked at a stream for a sentence
+    // (EngineStats::front_end_looks), and the render workers for a
+    // sentence to render ahead (EngineStats::render_looks).
     std::uint64_t front_end_looks();
+    std::uint64_t render_looks();
 
     // The GPU processor of a device, created by `make` on first use and
     // shared by the streams using that device while any of them lives.
@@ -100,9 +103,9 @@ class EngineWorkers {
     static int front_ends_for(int turns, unsigned cores);
 
   private:
-    // Finds work with `take` over the streams, round-robin; waits if none.
-    template <typename Job, typename Take>
-    std::pair<std::shared_ptr<StreamCore>, Job> next_job(Take take);
+    // A sentence to render ahead, from the streams that woke the render
+    // workers, round-robin; waits if none.
+    std::pair<std::shared_ptr<StreamCore>, std::shared_ptr<AnalysedSentence>> next_render();
     // A sentence taken for analysis.
     struct Analysis {
         std::shared_ptr<StreamCore> stream;  // null: the workers are stopping
@@ -129,22 +132,13 @@ class EngineWorkers {
     bool stopping_ = false;
     std::atomic<bool> stopped_{false};  // stopping_, for the gate's give_up (no mu_ there)
     std::uint64_t wakes_ = 0;           // wake() calls: a look that began before one looks again
-    std::list<std::weak_ptr<StreamCore>> streams_;
-    // The streams that woke the workers since a front end last found no
-    // sentence there, in the order they first did (mu_): what
-    // next_sentence() looks through, so that its cost grows with the
-    // streams that have text to analyse, not with every stream of the
-    // engine (a server's thousand mostly idle ones). Keyed by address to
-    // hold each once; a stream freed while pending leaves an expired entry,
-    // which a new stream at the same address takes over when it wakes.
-    struct Pending {
-        const StreamCore* at = nullptr;
-        std::weak_ptr<StreamCore> stream;
-    };
-    std::list<Pending> pending_;
-    std::unordered_map<const StreamCore*, std::list<Pending>::iterator> pending_at_;
-    std::uint64_t front_end_looks_ = 0;
-    std::size_t round_robin_ = 0;
+    // The streams that woke the workers since the front ends (or the render
+    // workers) last found nothing there (mu_): what they look through, so
+    // that a look costs the streams with work, not every stream of the
+    // engine. Only streams whose voice renders ahead wake the render workers.
+    PendingStreams<StreamCore> analysis_pending_;
+    PendingStreams<StreamCore> render_pending_;
+    std::uint64_t front_end_looks_ = 0, render_looks_ = 0;
     std::vector<std::thread> front_ends_;
     int analysing_ = 0, most_analysing_ = 0;  // analyses holding their turns (mu_)
     bool one_at_a_time_busy_ = false;         // such a voice's sentence is taken (mu_)

@@ -290,11 +290,13 @@ TEST(Engine, built_in_voices_sentences_are_analysed_one_at_a_time_across_streams
 }
 
 // A server holds many streams that are open and idle between requests. The
-// front ends look for a sentence to analyse only in the streams that asked
-// for it (new text, room for more): speaking a few sentences beside a
-// hundred idle streams looks at fewer streams than one pass over the idle
-// ones, where looking at every stream at each wake-up would look at each
-// idle stream several times per sentence.
+// front ends look for a sentence to analyse, and the render workers for one
+// to render ahead, only in the streams that asked for it (new text, room
+// for more, an analysis done): speaking a few sentences beside a hundred
+// idle streams looks at fewer streams than one pass over the idle ones,
+// where looking at every stream at each wake-up would look at each idle
+// stream several times per sentence. (The built-in voice renders ahead, so
+// there are render workers.)
 TEST(Engine, front_ends_look_only_at_streams_with_text_however_many_are_idle) {
     Engine engine;
     constexpr int kIdle = 100;
@@ -303,6 +305,7 @@ TEST(Engine, front_ends_look_only_at_streams_with_text_however_many_are_idle) {
     std::string text;
     for (int i = 0; i < 6; ++i) text += "Sentence " + std::to_string(i) + " beside idle streams. ";
     const std::uint64_t before = engine.stats().front_end_looks;
+    const std::uint64_t renders_before = engine.stats().render_looks;
     const auto stream = engine.create_stream();
     stream->push_text(text);
     stream->end_input();
@@ -312,6 +315,9 @@ TEST(Engine, front_ends_look_only_at_streams_with_text_however_many_are_idle) {
     const std::uint64_t looks = engine.stats().front_end_looks - before;
     EXPECT_GE(looks, 6u);  // each sentence was found by a look
     EXPECT_LT(looks, static_cast<std::uint64_t>(kIdle));
+    const std::uint64_t render_looks = engine.stats().render_looks - renders_before;
+    EXPECT_GE(render_looks, 1u);  // each analysis done wakes them to look
+    EXPECT_LT(render_looks, static_cast<std::uint64_t>(kIdle));
     EXPECT_TRUE(got == render_offline(engine, text));
 }
 
