@@ -17,7 +17,9 @@
 // (its profiling, which also times each one: the speeds are then not the
 // figures to quote), printed per second of audio and per batch. Each
 // operation is a launch the host pays for (a few microseconds on CUDA),
-// so this says how much host time the device's work costs.
+// so this says how much host time the device's work costs; and the six
+// operations that took the most device time ("replay": a recorded decoder
+// step replayed whole, its kernels not timed apart).
 // --precision: Engine::Options::device_precision (tf32: CUDA's tensor
 // cores for the GEMMs and convolutions).
 // --join: the device's streams meet in batches even where it is not a GPU
@@ -52,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -247,6 +250,9 @@ class DeviceBatches {
         if (!decoder_) return;
         before_ = now();
         ops_before_ = ops();
+        timings_before_.clear();
+        if (backend_)
+            for (auto& t : backend_->kernel_timings()) timings_before_[t.name] = t;
     }
     // --count-ops: the device counts its operations from now on.
     void count_ops() {
@@ -273,6 +279,7 @@ class DeviceBatches {
             "(%llu batches)\n",
             audio_s > 0 ? n / audio_s : 0.0, batches ? n / static_cast<double>(batches) : 0.0,
             static_cast<unsigned long long>(batches));
+        print_device_time();
     }
     void print() const {
         if (!decoder_) return;
@@ -291,6 +298,31 @@ class DeviceBatches {
     }
 
   private:
+    // Where the device's time went since start(): the operations that took
+    // the most of it (each timed on the device, as profiling does), so that
+    // a run shows which kernel to work on.
+    void print_device_time() const {
+        std::vector<etude::gpu::KernelTiming> spent;
+        double total_ms = 0;
+        for (auto t : backend_->kernel_timings()) {
+            if (const auto b = timings_before_.find(t.name); b != timings_before_.end()) {
+                t.calls -= b->second.calls;
+                t.total_ms -= b->second.total_ms;
+            }
+            if (t.calls == 0) continue;
+            total_ms += t.total_ms;
+            spent.push_back(t);
+        }
+        if (total_ms <= 0) return;  // a backend that does not time its operations
+        std::sort(spent.begin(), spent.end(),
+                  [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+        std::printf("               device time %.0f ms, most in:", total_ms);
+        for (std::size_t i = 0; i < std::min<std::size_t>(spent.size(), 6); ++i)
+            std::printf("%s %s %.0f%% (%llu calls)", i ? ";" : "", spent[i].name.c_str(),
+                        100.0 * spent[i].total_ms / total_ms,
+                        static_cast<unsigned long long>(spent[i].calls));
+        std::printf("\n");
+    }
     // Every operation the device was given while profiling: its kernels,
     // copies and replays (kernel_timings()'s calls).
     std::uint64_t ops() const {
@@ -317,6 +349,7 @@ class DeviceBatches {
     std::string name_;
     std::array<etude::engine::JoinStats, 4> before_{};
     std::uint64_t ops_before_ = 0;
+    std::map<std::string, etude::gpu::KernelTiming> timings_before_;
     bool counting_ = false;
 };
 
