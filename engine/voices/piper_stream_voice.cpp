@@ -122,12 +122,18 @@ std::optional<VitsPrior> PiperStreamVoice::device_prior(std::span<const std::int
         return std::nullopt;
     if (!device_analysis_) open_device_analysis();  // not wanted before, or it failed
     if (!device_analysis_) return std::nullopt;
+    // The sentence joins other streams' analysed at the same time on the
+    // same device (on a GPU, models/vits/text_analysis_network.h); a stream
+    // read offline joins only offline readers' (as its flow pushes do:
+    // run_flow).
     auto r =
-        device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales, noise_);
+        device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales, noise_,
+                                sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
     switch (r.outcome) {
         case VitsAnalysisNetwork::Outcome::OnDevice:
             mel_.gpu_health().record_success();
             ++analyses_gpu_;
+            if (r.batch > 1) ++analyses_batched_;
             return std::move(r.prior);
         case VitsAnalysisNetwork::Outcome::NearTie:
             ++analyses_near_tie_;
@@ -237,6 +243,7 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
     stats.analyses_gpu = analyses_gpu_.load(std::memory_order_relaxed);
     stats.analyses_cpu = analyses_cpu_.load(std::memory_order_relaxed);
     stats.analyses_near_tie = analyses_near_tie_.load(std::memory_order_relaxed);
+    stats.analyses_batched = analyses_batched_.load(std::memory_order_relaxed);
 }
 
 Spoken PiperStreamVoice::speak(WorkItem& item) {

@@ -118,7 +118,8 @@ class PiperStreamVoice final : public DecoderVoice {
     // matches: PiperVoice::load_analysis), so it is not tried again.
     std::shared_ptr<const VitsAnalysisNetwork> device_analysis_;
     bool device_analysis_refused_ = false;
-    std::atomic<std::uint64_t> analyses_gpu_{0}, analyses_cpu_{0}, analyses_near_tie_{0};
+    std::atomic<std::uint64_t> analyses_gpu_{0}, analyses_cpu_{0}, analyses_near_tie_{0},
+        analyses_batched_{0};
 };
 
 }  // namespace etude::engine
