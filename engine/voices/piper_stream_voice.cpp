@@ -125,10 +125,12 @@ std::optional<VitsPrior> PiperStreamVoice::device_prior(std::span<const std::int
     // The sentence joins other streams' analysed at the same time on the
     // same device (on a GPU, models/vits/text_analysis_network.h); a stream
     // read offline joins only offline readers' (as its flow pushes do:
-    // run_flow).
-    auto r =
-        device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales, noise_,
-                                sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
+    // run_flow), as the producer last saw it (start_flow).
+    const Batching lane = analysis_read_offline_.load(std::memory_order_relaxed)
+                              ? Batching::JoinOffline
+                              : Batching::Join;
+    auto r = device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales,
+                                     noise_, lane);
     switch (r.outcome) {
         case VitsAnalysisNetwork::Outcome::OnDevice:
             mel_.gpu_health().record_success();
@@ -350,8 +352,10 @@ void PiperStreamVoice::start_flow() {
                       mel_.gpu_health().may_try(rt::now_ns());
     if (want && !device_flow_) open_device_flow();  // it failed before: tried again
     on_device_ = want && device_flow_;
-    // The next sentence's analysis follows the decoder's choice too.
+    // The next sentence's analysis follows the decoder's choice too, and
+    // joins the batches of the readers this stream's is among.
     analysis_wanted_on_device_ = wants_device_analysis();
+    analysis_read_offline_ = sink_.read_offline();
     flow().reset();
     given_.clear();
     if (on_device_) given_.assign(std::size_t(voice_->channels()), {});

@@ -113,6 +113,9 @@ class PiperStreamVoice final : public DecoderVoice {
     // flow's last sentence went by the decoder's choice (start_flow, on the
     // producer; read by the analysing worker).
     std::atomic<bool> analysis_wanted_on_device_{false};
+    // Whether the stream is read offline, as the producer last saw it (the
+    // sink's flag is the producer's): whose batches its analysis joins.
+    std::atomic<bool> analysis_read_offline_{false};
     // The analysing worker's (one sentence at a time): the device's text
     // analysis, and whether it cannot be had (the voice file no longer
     // matches: PiperVoice::load_analysis), so it is not tried again.
