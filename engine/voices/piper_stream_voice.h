@@ -1,10 +1,11 @@
 // A Piper voice's stream: espeak-ng finds the sentences and their phonemes
 // on the pushing thread; an engine worker runs the network's text encoder
 // and durations into the sentence's prior (on the decoder's device where
-// the flow would go, else on the host; the host also makes a sentence the
-// device failed or whose durations lie near a tie); the producer streams the flow
-// and decodes the latent chunk by chunk through the decoder's tiers. The
-// flow runs on the decoder's device while the decoder's chunks go there (a
+// the flow would go, on a GPU in one batch with other streams' sentences
+// analysed there at the same time, else on the host; the host also makes a
+// sentence the device failed or whose durations lie near a tie); the
+// producer streams the flow and decodes the latent chunk by chunk through
+// the decoder's tiers. The flow runs on the decoder's device while the decoder's chunks go there (a
 // sentence at a time: a device error hands the rest of the sentence to the
 // CPU's flow, which first reruns the prior given to the device so far; the
 // next sentence tries the device again as the decoder's breaker allows).
