@@ -61,6 +61,7 @@ void add_run(engine::StreamStats& total, const engine::StreamStats& run, bool fi
     sum.analyses_gpu += total.analyses_gpu;
     sum.analyses_cpu += total.analyses_cpu;
     sum.analyses_near_tie += total.analyses_near_tie;
+    sum.analyses_batched += total.analyses_batched;
     total = std::move(sum);
 }
 
@@ -133,9 +134,10 @@ void print_decoder_stats(const engine::StreamStats& s) {
                      static_cast<unsigned long long>(s.flow_pushes_cpu),
                      static_cast<unsigned long long>(s.flow_takeovers));
         std::fprintf(stderr,
-                     "  text analysis: %llu sentences on the device, %llu on the host (%llu near "
-                     "a duration tie)\n",
+                     "  text analysis: %llu sentences on the device (%llu in batches of streams), "
+                     "%llu on the host (%llu near a duration tie)\n",
                      static_cast<unsigned long long>(s.analyses_gpu),
+                     static_cast<unsigned long long>(s.analyses_batched),
                      static_cast<unsigned long long>(s.analyses_cpu),
                      static_cast<unsigned long long>(s.analyses_near_tie));
     }

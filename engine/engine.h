@@ -216,6 +216,10 @@ struct StreamStats {
     /// lay within 2.5e-4 (relative) of a whole frame, or were not numbers:
     /// the host made them again, so their frame counts are the host's.
     std::uint64_t analyses_near_tie = 0;
+    /// Of analyses_gpu, the sentences analysed in one batch with other
+    /// streams' (one encoder call and one duration call for all of them:
+    /// the streams of one voice and device, on a GPU, docs/backends.md).
+    std::uint64_t analyses_batched = 0;
     std::uint64_t marks = 0;          ///< SSML marks and words reached (next_mark())
     std::uint64_t marks_dropped = 0;  ///< marks lost because 1,024 were not taken
     /// Sentences spoken without word marks (report_words() on) because the

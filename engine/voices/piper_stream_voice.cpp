@@ -122,12 +122,20 @@ std::optional<VitsPrior> PiperStreamVoice::device_prior(std::span<const std::int
         return std::nullopt;
     if (!device_analysis_) open_device_analysis();  // not wanted before, or it failed
     if (!device_analysis_) return std::nullopt;
-    auto r =
-        device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales, noise_);
+    // The sentence joins other streams' analysed at the same time on the
+    // same device (on a GPU, models/vits/text_analysis_network.h); a stream
+    // read offline joins only offline readers' (as its flow pushes do:
+    // run_flow), as the producer last saw it (start_flow).
+    const Batching lane = analysis_read_offline_.load(std::memory_order_relaxed)
+                              ? Batching::JoinOffline
+                              : Batching::Join;
+    auto r = device_analysis_->prior(voice_->network().text_to_latent(), ids, speaker_, scales,
+                                     noise_, lane);
     switch (r.outcome) {
         case VitsAnalysisNetwork::Outcome::OnDevice:
             mel_.gpu_health().record_success();
             ++analyses_gpu_;
+            if (r.batch > 1) ++analyses_batched_;
             return std::move(r.prior);
         case VitsAnalysisNetwork::Outcome::NearTie:
             ++analyses_near_tie_;
@@ -237,6 +245,7 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
     stats.analyses_gpu = analyses_gpu_.load(std::memory_order_relaxed);
     stats.analyses_cpu = analyses_cpu_.load(std::memory_order_relaxed);
     stats.analyses_near_tie = analyses_near_tie_.load(std::memory_order_relaxed);
+    stats.analyses_batched = analyses_batched_.load(std::memory_order_relaxed);
 }
 
 Spoken PiperStreamVoice::speak(WorkItem& item) {
@@ -343,8 +352,10 @@ void PiperStreamVoice::start_flow() {
                       mel_.gpu_health().may_try(rt::now_ns());
     if (want && !device_flow_) open_device_flow();  // it failed before: tried again
     on_device_ = want && device_flow_;
-    // The next sentence's analysis follows the decoder's choice too.
+    // The next sentence's analysis follows the decoder's choice too, and
+    // joins the batches of the readers this stream's is among.
     analysis_wanted_on_device_ = wants_device_analysis();
+    analysis_read_offline_ = sink_.read_offline();
     flow().reset();
     given_.clear();
     if (on_device_) given_.assign(std::size_t(voice_->channels()), {});

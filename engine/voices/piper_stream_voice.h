@@ -1,10 +1,11 @@
 // A Piper voice's stream: espeak-ng finds the sentences and their phonemes
 // on the pushing thread; an engine worker runs the network's text encoder
 // and durations into the sentence's prior (on the decoder's device where
-// the flow would go, else on the host; the host also makes a sentence the
-// device failed or whose durations lie near a tie); the producer streams the flow
-// and decodes the latent chunk by chunk through the decoder's tiers. The
-// flow runs on the decoder's device while the decoder's chunks go there (a
+// the flow would go, on a GPU in one batch with other streams' sentences
+// analysed there at the same time, else on the host; the host also makes a
+// sentence the device failed or whose durations lie near a tie); the
+// producer streams the flow and decodes the latent chunk by chunk through
+// the decoder's tiers. The flow runs on the decoder's device while the decoder's chunks go there (a
 // sentence at a time: a device error hands the rest of the sentence to the
 // CPU's flow, which first reruns the prior given to the device so far; the
 // next sentence tries the device again as the decoder's breaker allows).
@@ -113,12 +114,16 @@ class PiperStreamVoice final : public DecoderVoice {
     // flow's last sentence went by the decoder's choice (start_flow, on the
     // producer; read by the analysing worker).
     std::atomic<bool> analysis_wanted_on_device_{false};
+    // Whether the stream is read offline, as the producer last saw it (the
+    // sink's flag is the producer's): whose batches its analysis joins.
+    std::atomic<bool> analysis_read_offline_{false};
     // The analysing worker's (one sentence at a time): the device's text
     // analysis, and whether it cannot be had (the voice file no longer
     // matches: PiperVoice::load_analysis), so it is not tried again.
     std::shared_ptr<const VitsAnalysisNetwork> device_analysis_;
     bool device_analysis_refused_ = false;
-    std::atomic<std::uint64_t> analyses_gpu_{0}, analyses_cpu_{0}, analyses_near_tie_{0};
+    std::atomic<std::uint64_t> analyses_gpu_{0}, analyses_cpu_{0}, analyses_near_tie_{0},
+        analyses_batched_{0};
 };
 
 }  // namespace etude::engine

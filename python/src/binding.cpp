@@ -311,6 +311,7 @@ void bind_types(nb::module_& m) {
         .def_ro("analyses_gpu", &StreamStats::analyses_gpu)
         .def_ro("analyses_cpu", &StreamStats::analyses_cpu)
         .def_ro("analyses_near_tie", &StreamStats::analyses_near_tie)
+        .def_ro("analyses_batched", &StreamStats::analyses_batched)
         .def_ro("marks", &StreamStats::marks)
         .def_ro("marks_dropped", &StreamStats::marks_dropped)
         .def_ro("words_unpaired", &StreamStats::words_unpaired);

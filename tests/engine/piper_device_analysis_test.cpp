@@ -5,15 +5,24 @@
 // stream on the CPU within the Piper device bound; a device error in a
 // sentence's analysis leaves that sentence to the host with the same audio
 // and, pulled live, no underrun; a duration on a tie goes to the host.
+// Streams analysed at the same time meet in one batch on the device: each
+// stream's audio is still its CPU render, a cancel inside the batch leaves
+// the others whole, and a device error in it gives each stream the host's
+// analysis, pulled live with no underrun.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/models/vits/duration_predictor_network.h"
+#include "engine/models/vits/text_analysis_network.h"
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/emulation.h"
@@ -212,6 +221,145 @@ TEST_P(PiperDeviceAnalysis, a_duration_on_a_tie_goes_to_the_host) {
     EXPECT_EQ(dev.stats.analyses_gpu, 0u);
     EXPECT_EQ(dev.stats.gpu_failures, 0u) << dev.stats.gpu_last_error;
     expect_same_audio(dev, cpu, name_ + " on a tie");
+}
+
+// Streams whose sentences are analysed at the same time on the same device
+// go there in one batch (VitsAnalysisNetwork::joiner(); on by default on a
+// GPU only, so switched on here): kStreams streams (as many as the engine's
+// two front-end workers analyse at once), stream i speaking sentence i with
+// seed 41 + i, their analyses held in the paused joiner until all of them
+// wait there; then `inside` runs, and the batch. Read live (read_some(): an
+// offline reader's analysis joins the offline readers' batches), or pulled
+// at the audio clock.
+class PiperDeviceAnalysisBatch {
+  public:
+    static constexpr int kStreams = 2;
+    explicit PiperDeviceAnalysisBatch(const std::shared_ptr<const PiperVoice>& voice,
+                                      const std::shared_ptr<etude::gpu::Backend>& device)
+        : analysis_(voice->load_analysis(device)), device_(device) {
+        analysis_->set_join_streams(true);
+        Engine::Options o;
+        o.preload_voices = {};
+        o.work_turns = kStreams + 1;  // a front-end worker per stream (one turn less)
+        engine_ = std::make_unique<Engine>(o);
+    }
+    ~PiperDeviceAnalysisBatch() {
+        streams_.clear();
+        analysis_->set_join_streams(device_->info().is_gpu);
+    }
+    std::vector<std::vector<float>> speak_together(const std::string& backend,
+                                                   const std::function<void()>& inside,
+                                                   bool pulled_live = false) {
+        const auto text = etude::test::piper_test_sentences();
+        auto& joiner = *analysis_->joiner();
+        joiner.pause();
+        for (int i = 0; i < kStreams; ++i) {
+            streams_.push_back(engine_->create_stream(options(backend, 41 + i, "")));
+            streams_.back()->push_phoneme_ids(text[std::size_t(i)]);
+            streams_.back()->end_input();
+        }
+        std::vector<std::vector<float>> got(kStreams);
+        std::vector<std::thread> readers;
+        for (int i = 0; i < kStreams; ++i)
+            readers.emplace_back([&, i] {
+                Stream& s = *streams_[std::size_t(i)];
+                if (pulled_live) {
+                    got[std::size_t(i)] = etude::test::pull_at_audio_clock(s, 22050);
+                    return;
+                }
+                std::vector<float> block(1024);
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+                while (std::chrono::steady_clock::now() < give_up) {
+                    const std::size_t n = s.read_some(block, 100);
+                    got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
+                                               block.begin() + static_cast<long>(n));
+                    if (n == 0 && !s.busy()) break;
+                }
+            });
+        etude::test::wait_until([&] { return joiner.waiting() == kStreams; });
+        EXPECT_EQ(joiner.waiting(), std::size_t(kStreams)) << "the analyses did not meet";
+        inside();
+        joiner.resume();
+        for (auto& t : readers) t.join();
+        EXPECT_GE(joiner.stats().largest, std::uint64_t(kStreams)) << "the analyses met";
+        return got;
+    }
+    // Stream i's CPU render.
+    Spoken cpu_render(int i) {
+        return speak(*engine_, options("cpu", 41 + std::uint64_t(i), ""),
+                     {etude::test::piper_test_sentences()[std::size_t(i)]});
+    }
+    Stream& stream(int i) { return *streams_[std::size_t(i)]; }
+
+  private:
+    std::shared_ptr<const VitsAnalysisNetwork> analysis_;
+    std::shared_ptr<etude::gpu::Backend> device_;
+    std::unique_ptr<Engine> engine_;
+    std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+void expect_its_cpu_audio(PiperDeviceAnalysisBatch& batch, int i, const std::vector<float>& got,
+                          const std::string& what) {
+    const Spoken cpu = batch.cpu_render(i);
+    Spoken dev{got, batch.stream(i).stats()};
+    expect_same_audio(dev, cpu, what + " stream " + std::to_string(i));
+}
+
+TEST_P(PiperDeviceAnalysis, streams_analyses_meet_in_one_batch_with_the_cpus_audio) {
+    PiperDeviceAnalysisBatch batch(voice_, device_);
+    const auto got = batch.speak_together(name_, [] {});
+    for (int i = 0; i < batch.kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = batch.stream(i).stats();
+        EXPECT_EQ(st.analyses_gpu, 1u);
+        EXPECT_EQ(st.analyses_batched, 1u) << "the stream's sentence was analysed in the batch";
+        EXPECT_EQ(st.analyses_cpu, 0u);
+        EXPECT_EQ(st.gpu_failures, 0u) << st.gpu_last_error;
+        expect_its_cpu_audio(batch, i, got[std::size_t(i)], name_);
+    }
+}
+
+// Stream 0 is cancelled while its analysis waits in the batch: the other's
+// sentence is analysed in the batch and its audio is its CPU render.
+TEST_P(PiperDeviceAnalysis, a_stream_cancelled_inside_a_batch_leaves_the_others_whole) {
+    PiperDeviceAnalysisBatch batch(voice_, device_);
+    const auto got = batch.speak_together(name_, [&] { batch.stream(0).cancel(); });
+    EXPECT_FALSE(batch.stream(0).busy());
+    for (int i = 1; i < batch.kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = batch.stream(i).stats();
+        EXPECT_EQ(st.analyses_batched, 1u);
+        EXPECT_EQ(st.gpu_failures, 0u) << st.gpu_last_error;
+        expect_its_cpu_audio(batch, i, got[std::size_t(i)], name_ + " beside a cancel,");
+    }
+}
+
+// A failed launch inside the batch (the device's next operations after the
+// analyses met): every stream of it has its sentence made on the host, the
+// batch named in its last error, and, pulled at the audio clock, no
+// underrun; each one's audio is its CPU render. PoCL only, as the drill of
+// one stream above.
+TEST_P(PiperDeviceAnalysis,
+       pulled_live_a_device_error_in_a_batch_gives_each_stream_the_hosts_audio) {
+    ETUDE_SKIP_WHEN_EMULATED("the streams are pulled at the audio clock");
+    if (GetParam() == etude::gpu::BackendKind::Vulkan)
+        GTEST_SKIP() << "lavapipe makes this voice at about real time here: no margin for a drill";
+    PiperDeviceAnalysisBatch batch(voice_, device_);
+    const auto got = batch.speak_together(
+        name_, [&] { arm(*device_, "kernel", 30); }, /*pulled_live=*/true);
+    device_->inject_fault({});
+    for (int i = 0; i < batch.kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        const StreamStats st = batch.stream(i).stats();
+        EXPECT_EQ(st.gpu_failures, 1u);
+        EXPECT_NE(st.gpu_last_error.find("VITS text analysis: a batch of 2 sentences failed"),
+                  std::string::npos)
+            << st.gpu_last_error;
+        EXPECT_EQ(st.analyses_cpu, 1u);
+        EXPECT_EQ(st.analyses_gpu, 0u);
+        EXPECT_EQ(st.underruns, 0u) << "the producer fell behind a real-time consumer";
+        expect_its_cpu_audio(batch, i, got[std::size_t(i)], name_ + " after a fault in its batch,");
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, PiperDeviceAnalysis,

@@ -20,18 +20,36 @@
 //   hidden signal, as VitsVoice::prior does): so the frame counts are the
 //   host's own, not the host predictor's on an input a few ulps away.
 //
+// Batches: where the network's streams join (joiner(), on a GPU), the
+// sentences of streams analysed at the same time on their own threads go
+// to the device together (models/stream_joiner.h: a sentence that comes
+// while a batch runs waits for it and goes in the next one): one encoder
+// call and one duration call for all of them, each sentence equal to its
+// solo analysis (both networks take several sentences per call). Each
+// stream draws its predictor's noise on its own thread before it joins, on
+// a copy of its generator, exactly as the host's prior() would draw it
+// (VitsTextToLatent::duration_noise); the prior is then made on its own
+// thread from the batch's output, and the copy kept only for a prior made
+// here. So the rule above holds per sentence: a near tie in one sentence
+// sends that one alone to the host; a device error reaches every sentence
+// of the batch (named as the batch's), and each is made on the host.
+//
 // The networks' weights are uploaded once at construction; read-only after
 // it, so any number of threads may call at once (each call on queues of its
 // own). Not real-time safe.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "engine/models/stream_joiner.h"
 #include "engine/models/vits/duration_predictor_network.h"
 #include "engine/models/vits/text_encoder_network.h"
 #include "engine/models/vits/text_to_latent.h"
@@ -39,6 +57,17 @@
 #include "gpu/backend.h"
 
 namespace etude::engine {
+
+// One sentence's part in a batch of analyses: what the device calls read,
+// and where the batch leaves its results (the caller's, which waits).
+struct VitsAnalysisPush {
+    std::span<const std::int64_t> ids;
+    int speaker = 0;
+    std::span<const double> noise;  // the predictor's, [2][phonemes], times noise_w
+    VitsEncoding* encoding = nullptr;
+    std::vector<double>* log_durations = nullptr;
+    std::size_t* batch = nullptr;  // the sentences in the batch
+};
 
 class VitsAnalysisNetwork {
   public:
@@ -58,31 +87,44 @@ class VitsAnalysisNetwork {
         Outcome outcome = Outcome::OnDevice;
         std::optional<VitsPrior> prior;  // set for OnDevice: complete (no staged durations)
         std::string error;               // the device's message, for DeviceError
+        std::size_t batch = 0;           // sentences in its device calls (1: alone; 0: failed)
     };
 
     // One sentence's prior, as host.prior(ids, speaker, scales, noise) would
     // make it (`host`: the same voice's VitsTextToLatent, which samples the
     // noise and rounds the durations). `noise` advances as the host's prior
     // would advance it when the prior is made here, and is left untouched
-    // otherwise. Throws etude::Error as the host's prior() does (ids,
-    // speaker, scales, more than kMaxFrames frames); bad ids before
-    // anything reaches the device.
+    // otherwise. `batching`: which of the network's joiners the sentence
+    // joins, where it joins (live streams' or offline readers'; Alone: none).
+    // Throws etude::Error as the host's prior() does (ids, speaker, scales,
+    // more than kMaxFrames frames); bad arguments before anything reaches
+    // the device or a batch.
     Result prior(const VitsTextToLatent& host, std::span<const std::int64_t> ids, int speaker,
-                 const VitsScales& scales, std::mt19937_64& noise) const;
+                 const VitsScales& scales, std::mt19937_64& noise,
+                 Batching batching = Batching::Join) const;
 
-    // Several streams' sentences could share one call here: both networks
-    // take several sentences per call, each equal to its solo result. Not
-    // done yet: the duration noise is drawn inside the host's prior(), one
-    // sentence at a time, and the streams' analyses run on their own
-    // workers; the device executor (issue 41, engine/executor/) is where
-    // units of one network due within a window would be gathered into one
-    // call.
+    // Whether the streams' sentences, analysed on their own threads, meet
+    // in batches: on by default on a GPU, off on the CPU (as the flow's:
+    // stream_joiner.h says why). A setting of how the streams run, so the
+    // shared (const) network takes it. joiner() is null while off; live
+    // streams and offline readers have one each (Alone: none).
+    void set_join_streams(bool on) const { join_ = on; }
+    PushJoiner<VitsAnalysisPush>* joiner(Batching kind = Batching::Join) const {
+        if (!join_ || kind == Batching::Alone) return nullptr;
+        return kind == Batching::JoinOffline ? &offline_ : &live_;
+    }
 
     gpu::Backend& backend() const { return encoder_.backend(); }
 
   private:
+    // The device calls of a batch: one encoder call and one duration call
+    // for every sentence in it (each sentence's own where it is alone).
+    void run(std::span<const VitsAnalysisPush> batch) const;
+
     VitsTextEncoderNetwork encoder_;
     VitsDurationNetwork durations_;
+    mutable std::atomic<bool> join_{false};
+    mutable PushJoiner<VitsAnalysisPush> live_, offline_;
 };
 
 }  // namespace etude::engine

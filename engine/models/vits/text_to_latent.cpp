@@ -272,6 +272,18 @@ void check_scales(const VitsScales& scales) {
 
 }  // namespace
 
+void VitsTextToLatent::check_arguments(std::span<const std::int64_t> ids, int speaker,
+                                       const VitsScales& scales) const {
+    check_phoneme_ids(w_->hp, ids);
+    check_scales(scales);
+    speaker_vector(speaker);  // refuses a speaker out of range before the encoder runs
+}
+
+std::vector<double> VitsTextToLatent::duration_noise(int phonemes, const VitsScales& scales,
+                                                     std::mt19937_64& noise) {
+    return Network::duration_noise(phonemes, scales.noise_w, noise).v;
+}
+
 // The text encoder's output, in the host's double precision.
 struct VitsTextToLatent::EncodedSentence {
     Signal enc, stats;
@@ -280,9 +292,7 @@ struct VitsTextToLatent::EncodedSentence {
 VitsPrior VitsTextToLatent::prior(std::span<const std::int64_t> ids, int speaker,
                                   const VitsScales& scales, std::mt19937_64& noise,
                                   PriorDurations staging) const {
-    check_phoneme_ids(w_->hp, ids);
-    check_scales(scales);
-    speaker_vector(speaker);  // refuses a speaker out of range before the encoder runs
+    check_arguments(ids, speaker, scales);
     const Network net(*w_, ffn_);
     EncodedSentence e;
     e.enc = net.text_encoder(ids);

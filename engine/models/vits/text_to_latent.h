@@ -160,6 +160,20 @@ class VitsTextToLatent {
     VitsPrior prior(std::span<const std::int64_t> ids, int speaker, const VitsScales& scales,
                     std::mt19937_64& noise, PriorDurations durations = PriorDurations::Whole) const;
 
+    // Throws etude::Error as prior() does for its arguments (no ids, an id
+    // outside the embedding table, a speaker out of range, bad scales),
+    // before any work: what a caller that batches several streams'
+    // sentences checks first, so that one sentence's bad argument fails
+    // only its own.
+    void check_arguments(std::span<const std::int64_t> ids, int speaker,
+                         const VitsScales& scales) const;
+    // The duration predictor's noise for a sentence of `phonemes`,
+    // [2][phonemes] times noise_w: the first draws prior() takes from
+    // `noise`, the same numbers in the same order (a device's predictor is
+    // handed them before the prior is made: VitsAnalysisNetwork).
+    static std::vector<double> duration_noise(int phonemes, const VitsScales& scales,
+                                              std::mt19937_64& noise);
+
     // The text encoder alone, on the host (float GEMMs, double sums), as
     // prior() runs it: the reference a backend's encoder
     // (VitsTextEncoderNetwork) is tested against. Throws as

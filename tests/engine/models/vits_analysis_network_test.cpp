@@ -14,6 +14,7 @@
 #include "engine/models/vits/duration_predictor_network.h"
 #include "engine/models/vits/text_analysis_network.h"
 #include "engine/models/vits/text_to_latent.h"
+#include "support/duration_tie.h"
 #include "support/model_parity.h"
 #include "support/piper_test_ids.h"
 #include "support/test_data.h"
@@ -37,23 +38,6 @@ struct Voice {
 // The next draws of a generator, to tell whether it moved.
 std::vector<std::uint64_t> next_draws(std::mt19937_64 g) {
     return {g(), g(), g()};
-}
-
-// A length scale that puts phoneme `i`'s frames exactly on a whole number,
-// from the log durations `device` gives for `ids` with the noise a
-// generator seeded with `seed` draws first (as the host's prior draws it).
-float tie_length_scale(const Voice& v, const VitsDurationNetwork& device,
-                       std::span<const std::int64_t> ids, int speaker, std::uint64_t seed,
-                       std::size_t i) {
-    std::vector<double> logw;
-    const VitsLogDurations capture = [&](const VitsEncoding& e, std::span<const double> z) {
-        logw = device.log_durations(e, z, speaker);
-        return std::vector<double>{};  // the host makes this prior; the log durations are kept
-    };
-    std::mt19937_64 g(seed);
-    v.host.prior(v.host.encode(ids), speaker, VitsScales{0.667f, 1.0f, 0.8f}, g, capture);
-    const double frames = std::exp(logw.at(i));
-    return static_cast<float>(std::ceil(frames + 1.0) / frames);
 }
 
 class VitsAnalysis : public ::testing::TestWithParam<gpu::BackendKind> {
@@ -117,7 +101,7 @@ TEST_P(VitsAnalysis, a_duration_on_a_tie_leaves_the_sentence_to_the_host_and_the
     const VitsDurationNetwork durations(*v.w, backend_);
     const auto ids = test::piper_reference_ids();
     for (std::size_t i : {std::size_t(3), std::size_t(17)}) {
-        const float length_scale = tie_length_scale(v, durations, ids, 1, 9, i);
+        const float length_scale = test::tie_length_scale(v.host, durations, ids, 1, 9, i);
         SCOPED_TRACE(length_scale);
         std::mt19937_64 g(9);
         const auto got = device.prior(v.host, ids, 1, VitsScales{0.667f, length_scale, 0.8f}, g);
