@@ -392,8 +392,12 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 1024, "gpufault");
     ASSERT_TRUE(server.ready()) << server.log();
+    // Two lines (about 6 s, played in real time once per fault; a third
+    // added 3 s a fault and nothing else): each fault, after 600 of the
+    // device's operations, still lands mid-speech (the stats lines say
+    // where: a fallback among 674 blocks).
     std::string text, lines;
-    for (const auto& l : kLines) {
+    for (const auto& l : {kLines[0], kLines[1]}) {
         text += (text.empty() ? "" : " ") + l;
         lines += l + "\n";
     }
