@@ -380,11 +380,16 @@ TEST_P(SpectralDevice, engine_streams_on_one_device_share_its_batches) {
         EXPECT_GT(stats[i].blocks_gpu, 0u) << i;
     }
     std::uint64_t largest = 0;
-    for (const auto& st : stats) largest = std::max<std::uint64_t>(largest, st.gpu_largest_batch);
+    std::string per_stream;  // how far each stream is from no block on the device
+    for (const auto& st : stats) {
+        largest = std::max<std::uint64_t>(largest, st.gpu_largest_batch);
+        per_stream += " " + std::to_string(st.blocks_gpu);
+    }
     std::printf(
-        "[batching] %d streams: largest GPU batch %llu blocks, %llu blocks in %llu batches\n",
+        "[batching] %d streams: largest GPU batch %llu blocks, %llu blocks in %llu batches; "
+        "blocks on the device per stream:%s\n",
         kStreams, (unsigned long long)largest, (unsigned long long)stats[0].gpu_batched_jobs,
-        (unsigned long long)stats[0].gpu_batches);
+        (unsigned long long)stats[0].gpu_batches, per_stream.c_str());
     EXPECT_GT(largest, 1u) << "concurrent streams never shared a launch";
 }
 
