@@ -12,13 +12,19 @@ if ! command -v clang-format >/dev/null; then
     exit 77
 fi
 mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.c' '*.cu')
-bad=()
-for f in "${files[@]}"; do
-    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
-if [ ${#bad[@]} -gt 0 ]; then
-    echo "not formatted with clang-format ($(clang-format --version | head -1)):"
-    printf '  %s\n' "${bad[@]}"
+# One clang-format for every file (a process per file was 15 s of CPU, most
+# of it starting clang-format 500 times; one is 2 s); its errors name each
+# file that differs, once per difference.
+if errors=$(clang-format --dry-run -Werror "${files[@]}" 2>&1 >/dev/null); then
+    echo "${#files[@]} files formatted"
+    exit 0
+fi
+mapfile -t bad < <(printf '%s\n' "$errors" | sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: .*/\1/p' | sort -u)
+if [ ${#bad[@]} -eq 0 ]; then
+    # Not a formatting difference (an unreadable file, say): clang-format's own words.
+    printf '%s\n' "$errors"
     exit 1
 fi
-echo "${#files[@]} files formatted"
+echo "not formatted with clang-format ($(clang-format --version | head -1)):"
+printf '  %s\n' "${bad[@]}"
+exit 1

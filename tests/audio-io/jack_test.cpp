@@ -220,10 +220,14 @@ TEST(JackClient, a_piper_voice_speaks_live_equal_to_its_offline_render) {
     ASSERT_TRUE(server.ready()) << server.log();
     CaptureClient capture(server.name(), 40.0);
     ASSERT_TRUE(capture.ok());
-    const auto offline = offline_render(48000, joined(), voice);
-    const auto r =
-        jack_client_run(server, "etude-piper", lines_input("piper-lines.txt"), voice, true);
-    EXPECT_NE(r.run.err.find("sentences 3 spoken, 0 dropped"), std::string::npos) << r.run.err;
+    // Two of the lines (the Piper voice on the CPU is the slowest here; a
+    // third line added 5 s and no other case): the live client still goes
+    // from one line to the next.
+    const auto offline = offline_render(48000, kLines[0] + " " + kLines[1], voice);
+    const auto r = jack_client_run(
+        server, "etude-piper", write_input("piper-lines.txt", kLines[0] + "\n" + kLines[1] + "\n"),
+        voice, true);
+    EXPECT_NE(r.run.err.find("sentences 2 spoken, 0 dropped"), std::string::npos) << r.run.err;
     expect_live_equals_offline(r, capture, offline, server, 256);
 }
 
@@ -392,8 +396,12 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 1024, "gpufault");
     ASSERT_TRUE(server.ready()) << server.log();
+    // Two lines (about 6 s, played in real time once per fault; a third
+    // added 3 s a fault and nothing else): each fault, after 600 of the
+    // device's operations, still lands mid-speech (the stats lines say
+    // where: a fallback among 674 blocks).
     std::string text, lines;
-    for (const auto& l : kLines) {
+    for (const auto& l : {kLines[0], kLines[1]}) {
         text += (text.empty() ? "" : " ") + l;
         lines += l + "\n";
     }

@@ -119,7 +119,9 @@ TEST(Engine, offline_render_is_deterministic) {
 TEST(Engine, pulled_stream_equals_offline_render_for_any_block_size) {
     ETUDE_SKIP_WHEN_EMULATED("the stream is pulled at the pace of a real-time audio callback");
     Engine engine;
-    const std::string text = "First sentence here. And a second one, a little longer!";
+    // Two sentences, so that pulls cross from one to the next; short, as
+    // each block size is pulled at the audio clock (4 times its length).
+    const std::string text = "First sentence here. And a second one!";
     StreamOptions o;
     o.sample_rate = 48000;
     const auto offline = render_offline(engine, text, o);

@@ -96,15 +96,19 @@ TEST_P(PiperDeviceFlow, the_flow_runs_on_the_decoders_device_and_the_audio_is_th
 }
 
 // One failing device operation (a failed launch, or out of memory) at
-// several points of the sentences' work (a flow push's or a decoder
-// chunk's, as they come): each is covered on the CPU and the audio is
-// still the CPU's. Some land inside a sentence's flow after the device has
-// made some of it, which the CPU then takes over.
+// points of the sentences' work (a flow push's or a decoder chunk's, as
+// they come): each is covered on the CPU and the audio is still the CPU's.
+// Some land inside a sentence's flow after the device has made some of it,
+// which the CPU then takes over. Three points, as each costs the whole text
+// again on the device (12 s of lavapipe): one early, which lands in a
+// decoder chunk, and a launch's and an allocation's failure later, which
+// land in the long sentence's flow. (A fourth, at 700 operations, landed in
+// a decoder chunk again and showed nothing the first does not.)
 TEST_P(PiperDeviceFlow, a_device_error_in_a_sentences_flow_is_taken_over_by_the_cpu) {
     const auto text = sentences();
     const Spoken cpu = speak(engine_, options("cpu", 11, ""), text);
     int mid_sentence = 0;
-    for (const char* fault : {"kernel:1:0:40", "kernel:1:0:400", "oom:1:0:400", "kernel:1:0:700"}) {
+    for (const char* fault : {"kernel:1:0:40", "kernel:1:0:400", "oom:1:0:400"}) {
         SCOPED_TRACE(fault);
         const Spoken dev = speak(engine_, options(name_, 11, fault), text);
         EXPECT_EQ(dev.stats.gpu_failures, 1u);
@@ -130,9 +134,9 @@ TEST_P(PiperDeviceFlow, a_device_error_in_a_sentences_flow_is_taken_over_by_the_
         EXPECT_LE(diff, kDeviceBound);
     }
     // (Here both faults after 400 operations land in the long sentence's
-    // flow; the points are operation counts, which a change in how many
-    // operations the decoder's chunks take moves: the lines above say where
-    // each landed.)
+    // flow and the one after 40 in a decoder chunk; the points are
+    // operation counts, which a change in how many operations the decoder's
+    // chunks take moves: the lines above say where each landed.)
     EXPECT_GE(mid_sentence, 1) << "no fault landed in a sentence's flow after its first push";
 }
 

@@ -266,10 +266,14 @@ engine::StreamOptions spectral_options(const std::string& backend) {
     return o;
 }
 
-// Long enough (about 20 s of speech) for a failed device to be rebuilt
-// while the stream is still speaking.
-const std::string kLongText =
-    std::string(kText) + " " + kText + " " + kText + " " + kText + " " + kText;
+// Two sentences, about 8 s of speech (some 800 blocks, each on the device
+// a few milliseconds of lavapipe): long enough for a failed device to be
+// rebuilt while the stream is still speaking (its reader waits for the
+// rebuild, below, so the rest of the text is the rebuilt device's) and for
+// four streams' blocks to meet in batches (thousands of batches formed over
+// five sentences, where one batch of two is asked). More text would only
+// repeat the same blocks.
+const std::string kSpokenText = std::string(kText) + " " + kText;
 
 // While the GPU rebuilds its state after a device error the CPU makes the
 // blocks. An offline reader takes them as fast as the CPU makes them, so
@@ -285,14 +289,14 @@ void wait_while_the_gpu_rebuilds(const engine::Stream& s) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
-// Renders kLongText; `fault` is injected into the device once the stream is
+// Renders kSpokenText; `fault` is injected into the device once the stream is
 // ready (after its warm-up), so it hits blocks in the middle of speech.
 std::vector<float> offline(engine::Engine& e, const engine::StreamOptions& o,
                            engine::StreamStats* st = nullptr, gpu::GpuFault fault = {}) {
     auto s = e.create_stream(o);
     if (fault.kind != gpu::GpuFault::None)
         gpu::DeviceRegistry::instance().open({o.backend, o.device})->inject_fault(fault);
-    s->push_text(kLongText);
+    s->push_text(kSpokenText);
     s->end_input();
     std::vector<float> out, b(1024);
     std::size_t n;
@@ -376,11 +380,16 @@ TEST_P(SpectralDevice, engine_streams_on_one_device_share_its_batches) {
         EXPECT_GT(stats[i].blocks_gpu, 0u) << i;
     }
     std::uint64_t largest = 0;
-    for (const auto& st : stats) largest = std::max<std::uint64_t>(largest, st.gpu_largest_batch);
+    std::string per_stream;  // how far each stream is from no block on the device
+    for (const auto& st : stats) {
+        largest = std::max<std::uint64_t>(largest, st.gpu_largest_batch);
+        per_stream += " " + std::to_string(st.blocks_gpu);
+    }
     std::printf(
-        "[batching] %d streams: largest GPU batch %llu blocks, %llu blocks in %llu batches\n",
+        "[batching] %d streams: largest GPU batch %llu blocks, %llu blocks in %llu batches; "
+        "blocks on the device per stream:%s\n",
         kStreams, (unsigned long long)largest, (unsigned long long)stats[0].gpu_batched_jobs,
-        (unsigned long long)stats[0].gpu_batches);
+        (unsigned long long)stats[0].gpu_batches, per_stream.c_str());
     EXPECT_GT(largest, 1u) << "concurrent streams never shared a launch";
 }
 
