@@ -15,11 +15,15 @@
 //
 // Batches: where the network's streams join (VitsFlowNetwork::joiner(), on
 // a GPU), a push waits for a batch running on another stream's thread and
-// goes, with the pushes that came meanwhile, into the next one: the pushes
-// of the batch walk the couplings layer by layer together, each layer's
-// dilated convolution (most of the flow's arithmetic) one backend call for
-// the streams whose windows line up (JointPush, stream_layers.h), each
-// stream's held frames staying its own on the device. A device error in a
+// goes, with the pushes that came meanwhile, into the next one. The
+// batch's steady pushes (every layer settled, one block length, none the
+// sentence's end) run side by side, every operation one backend call for
+// them (flow_batch_major.cpp, models/batch_major.h); the others walk the
+// couplings layer by layer together, each layer's dilated convolution (most
+// of the flow's arithmetic) one backend call for the streams whose windows
+// line up (JointPush, stream_layers.h). Each stream's held frames stay its
+// own on the device (in a slot of the network's HeldSlots where its
+// streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
 // gpu::OutOfMemory), each stream's state then lost as after its own error.
 //
