@@ -1,5 +1,8 @@
 #include "engine/models/batch_major.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -69,6 +72,33 @@ HeldPlace HeldSlots::Slot::place(std::size_t floats) {
     if (k >= page.buffers.size() || page.floats[k] != floats)
         throw std::logic_error("HeldSlots: a stream's layers differ from its network's others'");
     return {page.buffers[k].get(), floats * static_cast<std::size_t>(index_)};
+}
+
+std::vector<std::size_t> BatchMajor::steady_batch(
+    std::size_t count, const std::function<bool(std::size_t)>& steady,
+    const std::function<int(std::size_t)>& length,
+    const std::function<const HeldSlots::Slot*(std::size_t)>& slot) {
+    std::map<int, std::size_t> of_length;
+    for (std::size_t i = 0; i < count; ++i)
+        if (steady(i)) ++of_length[length(i)];
+    int most_pushed = 0;
+    std::size_t most = 0;
+    for (const auto& [len, n] : of_length)
+        if (n > most) {
+            most_pushed = len;
+            most = n;
+        }
+    std::vector<std::size_t> batch;
+    if (most < 2) return batch;
+    for (std::size_t i = 0; i < count; ++i)
+        if (steady(i) && length(i) == most_pushed) batch.push_back(i);
+    const auto order = [&](std::size_t i) {
+        const HeldSlots::Slot* s = slot(i);
+        return s ? s->order() : std::pair<std::size_t, int>(SIZE_MAX, 0);
+    };
+    std::stable_sort(batch.begin(), batch.end(),
+                     [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
+    return batch;
 }
 
 BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -84,6 +85,15 @@ class HeldSlots {
 };
 
 struct BatchMajor {
+    // Which of `count` pushes run side by side: those `steady(i)` allows
+    // (settled, not flushing), of the length most of them push
+    // (`length(i)`), in the order of their streams' slots (`slot(i)`; null
+    // for a stream without one, which goes last), so that neighbours' held
+    // samples go as one copy. None unless two or more.
+    static std::vector<std::size_t> steady_batch(
+        std::size_t count, const std::function<bool(std::size_t)>& steady,
+        const std::function<int(std::size_t)>& length,
+        const std::function<const HeldSlots::Slot*(std::size_t)>& slot);
     // The same layer of each stream of the batch (layers[b] takes item b of
     // `in`), all settled: their pushes of in.length samples, not flushing,
     // as one call. The outputs go to `out` (which may be in's buffer), item

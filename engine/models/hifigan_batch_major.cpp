@@ -3,10 +3,6 @@
 // the mel to the audio, so that each layer, each residual sum and the tanh
 // is one backend call for the batch, and a stream's own calls are its held
 // samples' copies, its mel's upload and its audio's download.
-#include <algorithm>
-#include <cstdint>
-#include <map>
-
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
 
@@ -14,32 +10,13 @@ namespace etude::engine {
 
 std::vector<std::size_t> HifiGanStream::steady_batch(std::span<const StreamPush> pushes,
                                                      const std::vector<HifiGanStream*>& streams) {
-    std::map<int, std::size_t> of_frames;
-    const auto steady = [&](std::size_t i) {
-        return !pushes[i].flush && pushes[i].frames > 0 && streams[i]->settled();
-    };
-    for (std::size_t i = 0; i < pushes.size(); ++i)
-        if (steady(i)) ++of_frames[pushes[i].frames];
-    int frames = 0;
-    std::size_t most = 0;
-    for (const auto& [f, n] : of_frames)
-        if (n > most) {
-            frames = f;
-            most = n;
-        }
-    std::vector<std::size_t> batch;
-    if (most < 2) return batch;
-    for (std::size_t i = 0; i < pushes.size(); ++i)
-        if (steady(i) && pushes[i].frames == frames) batch.push_back(i);
-    // In the order of their slots, so that neighbours' held samples go as
-    // one copy (HeldSlots).
-    const auto order = [&](std::size_t i) {
-        const auto& slot = streams[i]->slot_;
-        return slot ? slot->order() : std::pair<std::size_t, int>(SIZE_MAX, 0);
-    };
-    std::sort(batch.begin(), batch.end(),
-              [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
-    return batch;
+    return BatchMajor::steady_batch(
+        pushes.size(),
+        [&](std::size_t i) {
+            return !pushes[i].flush && pushes[i].frames > 0 && streams[i]->settled();
+        },
+        [&](std::size_t i) { return pushes[i].frames; },
+        [&](std::size_t i) { return streams[i]->slot_ ? &*streams[i]->slot_ : nullptr; });
 }
 
 void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
@@ -48,7 +25,9 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
     const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
     // The batch's signals, as a stream's own in push(): the mel, the convs'
     // outputs, the upsampler's, the residual paths' two, the resblocks' sum.
-    auto& [mel, conv_out, up_out, residual0, residual1, sum] = joint.signals;
+    auto& signals = joint.signals;
+    ScratchBuffer &mel = signals[0], &conv_out = signals[1], &up_out = signals[2],
+                  &residual0 = signals[3], &residual1 = signals[4], &sum = signals[5];
     ScratchBuffer* residual[2] = {&residual0, &residual1};
     const std::size_t n_mel = static_cast<std::size_t>(net_.n_mels_) * frames;
     auto& mel_buf = mel.need(backend_, n_mel * pushes.size());

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -262,6 +263,181 @@ TEST_P(PiperFlowBatch, a_device_error_in_a_batch_reaches_every_stream_and_each_g
         ASSERT_FALSE(errors[i]);
         ASSERT_EQ(got[i].size(), want[i].size());
         EXPECT_LE(max_abs_diff(got[i], want[i]), kFlowBound);
+    }
+}
+
+// A steady batch (every stream's layers settled, blocks of one length, none
+// flushing) runs side by side (models/batch_major.h, vits/flow_batch_major.cpp),
+// beside the streams that are not steady: each stream's output is its solo
+// output through a stream sitting a push out, a stream going on alone
+// after a batch, a batch in scattered slots, a stream dropped (as a
+// cancelled one is) and a fresh one taking its slot while the others go
+// on, and the final flush; bit for bit on the devices (their kernels sum a
+// batch item as they sum it alone). The twins' layers hold their frames in
+// slots of their network's buffers (HeldSlots), the solo streams' (of a
+// network that does not join) in buffers of their own. And a stream's share
+// of a side-by-side batch's operations is its own only: its prior's two
+// uploads and its output's two downloads (the held frames of streams in
+// neighbouring slots go as one copy per layer and delay for all of them),
+// where its push alone issues some 250 (and a batch of four fewer than two
+// lone pushes: 292 against 248 each, measured). Walked layer by layer, as
+// before the batches ran side by side, a stream's share was 264 and a batch
+// of four 1,072.
+TEST_P(PiperFlowBatch, a_steady_batch_runs_side_by_side_each_stream_its_solo_flow) {
+    constexpr int kStreams = 5, kFrames = 16, kBlocks = 12;
+    const auto solo_flow =
+        std::make_shared<const VitsFlowNetwork>(*voice_->network().flow_network(0), device_);
+    solo_flow->set_join_streams(false);
+    std::vector<std::unique_ptr<VitsFlowStream>> joint(kStreams), solo(kStreams);
+    for (auto& s : joint) s = std::make_unique<VitsFlowStream>(flow_, kFrames);
+    for (auto& s : solo) s = std::make_unique<VitsFlowStream>(solo_flow, kFrames);
+    const int frames = kFrames * kBlocks;
+    std::vector<std::vector<float>> priors, joint_out(kStreams), solo_out(kStreams);
+    for (int i = 0; i < kStreams; ++i)
+        priors.push_back(random_prior(channels_, frames, 400 + std::uint32_t(i)));
+    std::vector<int> fed(kStreams, 0);
+    // The next block of each stream of `who`, pushed alone by its twin and
+    // together here; the operations the batch issued (while profiling).
+    const auto push = [&](const std::vector<int>& who, bool flush) {
+        std::vector<std::vector<float>> blocks;
+        std::vector<VitsFlowStream*> streams;
+        for (int i : who) {
+            std::vector<float> block(std::size_t(channels_) * kFrames);
+            for (int c = 0; c < channels_; ++c)
+                std::copy_n(priors[std::size_t(i)].begin() + std::ptrdiff_t(c) * frames + fed[i],
+                            kFrames, block.begin() + std::ptrdiff_t(c) * kFrames);
+            fed[i] += kFrames;
+            VitsFlowStream* twin = solo[std::size_t(i)].get();
+            const std::span<const float> one[] = {block};
+            const auto alone =
+                VitsFlowStream::push_blocks_together({&twin, 1}, one, kFrames, flush);
+            auto& out = solo_out[std::size_t(i)];
+            out.insert(out.end(), alone[0].begin(), alone[0].end());
+            blocks.push_back(std::move(block));
+            streams.push_back(joint[std::size_t(i)].get());
+        }
+        const std::vector<std::span<const float>> spans(blocks.begin(), blocks.end());
+        const std::uint64_t before = etude::test::operations(*device_);
+        const auto got = VitsFlowStream::push_blocks_together(streams, spans, kFrames, flush);
+        const std::uint64_t issued = etude::test::operations(*device_) - before;
+        for (std::size_t k = 0; k < who.size(); ++k) {
+            auto& out = joint_out[std::size_t(who[k])];
+            out.insert(out.end(), got[k].begin(), got[k].end());
+        }
+        return issued;
+    };
+    const std::vector<int> all{0, 1, 2, 3, 4}, four{0, 1, 2, 3};
+    for (int round = 0; round < 4; ++round) push(all, false);  // the windows fill
+    device_->set_profiling(true);
+    const std::uint64_t of_four = push(four, false);  // stream 4 sits this one out
+    const std::uint64_t of_five = push(all, false);
+    const std::uint64_t alone = push({0}, false);  // and goes on alone
+    device_->set_profiling(false);
+    std::printf("[ %-8s ] operations: 4 streams %llu, 5 streams %llu, one alone %llu\n",
+                name_.c_str(), (unsigned long long)of_four, (unsigned long long)of_five,
+                (unsigned long long)alone);
+    EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
+                                        "uploads and its output's two downloads";
+    EXPECT_LT(of_four, 2 * alone) << "a batch of four issues more operations than two streams "
+                                     "alone";
+    push({3, 1, 4}, false);  // scattered slots (stream 0 pushed ahead)
+    push({2, 0}, false);
+    // Stream 2 goes (its slot back) and a fresh one takes its place; it
+    // pushes beside the others, side by side, until its layers settle.
+    std::vector<float> dropped_joint = std::move(joint_out[2]),
+                       dropped_solo = std::move(solo_out[2]);
+    joint_out[2].clear();
+    solo_out[2].clear();
+    joint[2].reset();
+    joint[2] = std::make_unique<VitsFlowStream>(flow_, kFrames);
+    solo[2] = std::make_unique<VitsFlowStream>(solo_flow, kFrames);
+    fed[2] = 0;
+    priors[2] = random_prior(channels_, frames, 499);
+    for (int round = 0; round < 3; ++round) push(all, false);
+    push(all, true);
+    const bool exact = GetParam() != etude::gpu::BackendKind::Cpu;
+    const auto same = [&](const std::vector<float>& got, const std::vector<float>& want) {
+        ASSERT_EQ(got.size(), want.size());
+        ASSERT_FALSE(want.empty());
+        const double diff = max_abs_diff(got, want);
+        std::printf("[ %-8s ] max |side by side - solo| = %.3g\n", name_.c_str(), diff);
+        EXPECT_LE(diff, kFlowBound);
+        if (exact) {
+            EXPECT_EQ(diff, 0.0);
+        }
+    };
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        same(joint_out[std::size_t(i)], solo_out[std::size_t(i)]);
+    }
+    SCOPED_TRACE("the stream dropped");
+    same(dropped_joint, dropped_solo);
+}
+
+// A failing operation partway through a steady batch side by side (each
+// stream's first push made alone, so that the batch's pushes are settled
+// and of one length) reaches every stream of it, naming the batch; each
+// stream, reset, then makes its solo flow.
+TEST_P(PiperFlowBatch, a_device_error_in_a_steady_batch_reaches_every_stream) {
+    constexpr int kStreams = 4;
+    std::vector<std::vector<float>> priors, want, z(kStreams);
+    std::vector<std::unique_ptr<VitsFlowStream>> streams;
+    for (int i = 0; i < kStreams; ++i) {
+        priors.push_back(random_prior(channels_, frames_of(i), 500 + std::uint32_t(i)));
+        want.push_back(solo(priors.back(), frames_of(i)));
+        streams.push_back(std::make_unique<VitsFlowStream>(flow_));
+        VitsFlowStream& s = *streams.back();
+        z[std::size_t(i)].resize(priors.back().size());
+        s.set_batching(Batching::Alone);
+        s.run_until(priors.back(), frames_of(i), 16, z[std::size_t(i)]);
+        s.set_batching(Batching::Join);
+    }
+    etude::gpu::GpuFault fault;
+    fault.kind = etude::gpu::GpuFault::KernelFailure;
+    fault.count = 1;
+    fault.after = 100;  // past the uploads, inside the couplings
+    auto& joiner = *flow_->joiner();
+    const JoinStats before = joiner.stats();
+    std::vector<std::exception_ptr> errors(kStreams);
+    joiner.pause();
+    device_->inject_fault(fault);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i)
+        threads.emplace_back([&, i] {
+            try {
+                // The second push: 48 frames for every stream, none the last.
+                streams[std::size_t(i)]->run_until(priors[std::size_t(i)], frames_of(i), 64,
+                                                   z[std::size_t(i)]);
+            } catch (...) {
+                errors[std::size_t(i)] = std::current_exception();
+            }
+        });
+    etude::test::wait_until([&] { return joiner.waiting() == std::size_t(kStreams); });
+    EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    device_->inject_fault({});
+    device_->reset_health();
+    EXPECT_EQ(joiner.stats().batches, before.batches + 1);
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_TRUE(errors[std::size_t(i)]) << "a stream of the batch did not hear of the error";
+        try {
+            std::rethrow_exception(errors[std::size_t(i)]);
+        } catch (const etude::gpu::DeviceError& e) {
+            EXPECT_NE(std::string(e.what()).find("a batch of 4 streams"), std::string::npos)
+                << e.what();
+        } catch (...) {
+            ADD_FAILURE() << "not a device error";
+        }
+    }
+    for (auto& s : streams) s->reset();
+    const auto got = together(streams, priors, errors);
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_FALSE(errors[std::size_t(i)]);
+        ASSERT_EQ(got[std::size_t(i)].size(), want[std::size_t(i)].size());
+        EXPECT_LE(max_abs_diff(got[std::size_t(i)], want[std::size_t(i)]), kFlowBound);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <span>
@@ -12,6 +13,14 @@
 #include "gpu/registry.h"
 
 namespace etude::test {
+
+// Every operation `backend` has been given while profiling (its
+// profile's call counts): how many operations a push issued.
+inline std::uint64_t operations(const gpu::Backend& backend) {
+    std::uint64_t n = 0;
+    for (const auto& t : backend.kernel_timings()) n += t.calls;
+    return n;
+}
 
 // The CPU backend, or the first device of `kind` the registry opens (PoCL
 // for OpenCL in CI); nullptr with the reason in `why_not` when there is none.

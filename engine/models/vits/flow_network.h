@@ -25,6 +25,7 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/models/batch_major.h"
 #include "engine/models/scratch_lender.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
@@ -36,6 +37,17 @@ namespace etude::engine {
 struct VitsFlowConv {
     gpu::DeviceBuffer w, b;
     int in = 0, out = 0, k = 1;
+    // Its shape over `batch` signals of `length` frames, "same" padded.
+    gpu::Conv1dShape shape(int length, int batch = 1) const {
+        gpu::Conv1dShape s;
+        s.batch = batch;
+        s.in_channels = in;
+        s.out_channels = out;
+        s.in_length = length;
+        s.kernel = k;
+        s.padding = (k - 1) / 2;
+        return s;
+    }
 };
 
 struct VitsFlowCoupling {
@@ -105,6 +117,8 @@ class VitsFlowNetwork {
     mutable std::atomic<bool> join_{false};
     // The batches of live streams and of offline readers (stream_joiner.h).
     mutable JoinLanes<VitsFlowPush> lanes_;
+    // Every joining stream's held frames, side by side (batch_major.h).
+    mutable HeldSlots held_slots_{*backend_};
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;

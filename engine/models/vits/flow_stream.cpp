@@ -12,16 +12,6 @@ namespace etude::engine {
 
 namespace {
 
-gpu::Conv1dShape conv_shape(const VitsFlowConv& c, int length) {
-    gpu::Conv1dShape s;
-    s.in_channels = c.in;
-    s.out_channels = c.out;
-    s.in_length = length;
-    s.kernel = c.k;
-    s.padding = (c.k - 1) / 2;
-    return s;
-}
-
 // Waits for the queue when a push is cut short by an exception, so that
 // nothing still queued writes the lent buffers once they are given back.
 class FinishOnUnwind {
@@ -45,23 +35,6 @@ class FinishOnUnwind {
 
 }  // namespace
 
-// One WaveNet layer: its dilated convolution (which lags its input by half
-// its kernel), the delay that lines the residual signal up with it, and the
-// delay that lines its skip output up with the last layer's.
-struct VitsFlowStream::Layer {
-    StreamConv conv;
-    std::optional<StreamDelay> residual_delay;  // not for the last layer
-    std::optional<StreamDelay> skip_delay;      // not for the last layer
-};
-
-// A coupling: its layers, and the delays that line the half it reads (passed
-// through) and the half it shifts up with the WaveNet's output.
-struct VitsFlowStream::Coupling {
-    const VitsFlowCoupling* weights = nullptr;
-    std::vector<std::unique_ptr<Layer>> layers;
-    std::optional<StreamDelay> from_delay, to_delay;
-};
-
 VitsFlowStream::~VitsFlowStream() = default;
 
 VitsFlowStream::VitsFlowStream(std::shared_ptr<const VitsFlowNetwork> network, int min_push)
@@ -71,6 +44,7 @@ VitsFlowStream::VitsFlowStream(std::shared_ptr<const VitsFlowNetwork> network, i
 
 VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
     : net_(network), queue_(network.backend().create_queue()), min_push_(std::max(min_push, 1)) {
+    if (net_.join_) slot_.emplace(net_.held_slots_);
     auto& b = net_.backend();
     auto& q = *queue_;
     const int hid = net_.hidden(), half = net_.channels() / 2, pad = (net_.kernel() - 1) / 2;
@@ -85,20 +59,20 @@ VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
         const int layers = static_cast<int>(w.in_layers.size());
         for (int l = 0; l < layers; ++l) {
             auto layer = std::make_unique<Layer>(
-                Layer{StreamConv(b, q, conv_shape(w.in_layers[std::size_t(l)], 0),
+                Layer{StreamConv(b, q, w.in_layers[std::size_t(l)].shape(0),
                                  w.in_layers[std::size_t(l)].w, w.in_layers[std::size_t(l)].b,
-                                 std::nullopt, scratch_, conv_),
+                                 std::nullopt, scratch_, conv_, held()),
                       std::nullopt, std::nullopt});
             if (l < layers - 1) {
-                layer->residual_delay.emplace(b, q, hid, pad, x_[(l + 1) % 2]);
-                layer->skip_delay.emplace(b, q, hid, (layers - 1 - l) * pad, skip_delayed_);
+                layer->residual_delay.emplace(b, q, hid, pad, x_[(l + 1) % 2], held());
+                layer->skip_delay.emplace(b, q, hid, (layers - 1 - l) * pad, skip_delayed_, held());
             }
             c.layers.push_back(std::move(layer));
         }
         // The half the WaveNet reads keeps its place; the other is shifted.
         const int from = w.mirrored ? 1 : 0;
-        c.from_delay.emplace(b, q, half, layers * pad, halves_[2 * out_pair + from]);
-        c.to_delay.emplace(b, q, half, layers * pad, halves_[2 * out_pair + 1 - from]);
+        c.from_delay.emplace(b, q, half, layers * pad, halves_[2 * out_pair + from], held());
+        c.to_delay.emplace(b, q, half, layers * pad, halves_[2 * out_pair + 1 - from], held());
         couplings_.push_back(std::move(c));
     }
     b.synchronize(q);
@@ -148,8 +122,7 @@ void VitsFlowStream::walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* con
             // sigmoid; x = delayed x + res(acts); sum += delayed skip(acts).
             const int n = from[i].length;
             x[i] = {&s.x_[0].need(b, std::size_t(hid) * std::max(n, 1)), hid, n};
-            if (n > 0)
-                b.conv1d(q, conv_shape(w.pre, n), *from[i].buffer, w.pre.w, w.pre.b, *x[i].buffer);
+            if (n > 0) b.conv1d(q, w.pre.shape(n), *from[i].buffer, w.pre.w, w.pre.b, *x[i].buffer);
             sum[i] = {nullptr, hid, 0};
         }
         for (std::size_t l = 0; l < w.in_layers.size(); ++l) {
@@ -173,7 +146,7 @@ void VitsFlowStream::walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* con
             if (m > 0) {
                 const std::size_t hT = std::size_t(w.post.out) * std::size_t(m);
                 auto& shift = s.shift_.need(b, hT);
-                b.conv1d(q, conv_shape(w.post, m), *sum[i].buffer, w.post.w, w.post.b, shift);
+                b.conv1d(q, w.post.shape(m), *sum[i].buffer, w.post.w, w.post.b, shift);
                 b.axpby(q, hT, -1.0f, shift, 1.0f, *shifted.buffer);
             }
             a[i] = w.mirrored ? shifted : kept;
@@ -195,13 +168,13 @@ void VitsFlowStream::layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::s
         const SignalRef delayed = layer.residual_delay->push(q, x, flush);
         if (n > 0) {
             auto& r = res_.need(b, T);
-            b.conv1d(q, conv_shape(w.res[l], n), acts, w.res[l].w, w.res[l].b, r);
+            b.conv1d(q, w.res[l].shape(n), acts, w.res[l].w, w.res[l].b, r);
             b.axpby(q, T, 1.0f, r, 1.0f, *delayed.buffer);
         }
         x = delayed;
     }
     auto& s = skip_.need(b, std::max<std::size_t>(T, 1));
-    if (n > 0) b.conv1d(q, conv_shape(w.skip[l], n), acts, w.skip[l].w, w.skip[l].b, s);
+    if (n > 0) b.conv1d(q, w.skip[l].shape(n), acts, w.skip[l].w, w.skip[l].b, s);
     const SignalRef skip =
         layer.skip_delay ? layer.skip_delay->push(q, {&s, hid, n}, flush) : SignalRef{&s, hid, n};
     if (l == 0) {
@@ -280,11 +253,26 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     // must have finished (their layers' zero fills).
     for (VitsFlowStream* s : streams)
         if (s != this) b.synchronize(*s->queue_);
-    std::vector<SignalRef> a(streams.size()), second(streams.size());
-    for (std::size_t i = 0; i < streams.size(); ++i) {
+    // The steady part of the batch side by side, the others coupling by
+    // coupling, layer by layer together (walk_couplings).
+    std::vector<bool> steady(pushes.size(), false);
+    std::vector<VitsFlowPush> side_by_side, rest;
+    for (std::size_t i : steady_batch(pushes)) {
+        steady[i] = true;
+        side_by_side.push_back(pushes[i]);
+    }
+    if (!side_by_side.empty()) walk_batch_major(q, side_by_side, lane.joint);
+    std::vector<VitsFlowStream*> rest_streams;
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (!steady[i]) {
+            rest.push_back(pushes[i]);
+            rest_streams.push_back(streams[i]);
+        }
+    std::vector<SignalRef> a(rest.size()), second(rest.size());
+    for (std::size_t i = 0; i < rest.size(); ++i) {
         // The block of the prior, [channels][n], onto the device by halves.
-        VitsFlowStream& s = *streams[i];
-        const int n = pushes[i].frames;
+        VitsFlowStream& s = *rest_streams[i];
+        const int n = rest[i].frames;
         const std::size_t hn = std::size_t(half) * std::size_t(n);
         auto& a_in = s.halves_[0].need(b, std::max<std::size_t>(hn, 1));
         auto& b_in = s.halves_[1].need(b, std::max<std::size_t>(hn, 1));
@@ -295,11 +283,11 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         a[i] = {&a_in, half, n};
         second[i] = {&b_in, half, n};
     }
-    walk_couplings(q, streams, pushes, a, second, lane.joint);
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-        VitsFlowStream& s = *streams[i];
+    if (!rest.empty()) walk_couplings(q, rest_streams, rest, a, second, lane.joint);
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+        VitsFlowStream& s = *rest_streams[i];
         const int m = std::max(a[i].length, 0);
-        *pushes[i].made = m;
+        *rest[i].made = m;
         if (m == 0) continue;
         const std::size_t hm = std::size_t(half) * std::size_t(m);
         s.host_out_.resize(2 * hm);
@@ -311,29 +299,40 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         for (VitsFlowStream* s : streams) ++s->batched_pushes_;
 }
 
-void VitsFlowStream::push_block_together(std::span<VitsFlowStream* const> streams,
-                                         std::span<const float> block, int frames) {
-    if (streams.empty()) return;
+std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
+    std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
+    int frames, bool flush) {
+    if (streams.empty()) return {};
     const VitsFlowNetwork& net = streams[0]->net_;
-    if (frames < 1 || block.size() != std::size_t(net.channels()) * std::size_t(frames))
-        throw std::invalid_argument("VITS flow stream: a block of " + std::to_string(frames) +
-                                    " frames of " + std::to_string(net.channels()) +
-                                    " channels, not " + std::to_string(block.size()) + " values");
+    const std::size_t size = std::size_t(net.channels()) * std::size_t(std::max(frames, 0));
+    if (blocks.size() != streams.size())
+        throw std::invalid_argument("VITS flow stream: " + std::to_string(blocks.size()) +
+                                    " blocks for " + std::to_string(streams.size()) + " streams");
+    for (const auto& block : blocks)
+        if (frames < 1 || block.size() != size)
+            throw std::invalid_argument("VITS flow stream: a block of " + std::to_string(frames) +
+                                        " frames of " + std::to_string(net.channels()) +
+                                        " channels, not " + std::to_string(block.size()) +
+                                        " values");
     for (const VitsFlowStream* s : streams)
         if (&s->net_ != &net)
             throw std::invalid_argument("VITS flow stream: a batch of two networks' streams");
     std::vector<int> made(streams.size(), 0);
     std::vector<VitsFlowPush> pushes;
     for (std::size_t i = 0; i < streams.size(); ++i) {
-        streams[i]->host_in_.assign(block.begin(), block.end());
-        pushes.push_back({streams[i], frames, false, &made[i]});
+        streams[i]->host_in_.assign(blocks[i].begin(), blocks[i].end());
+        pushes.push_back({streams[i], frames, flush, &made[i]});
     }
     streams[0]->push_together(pushes);
+    std::vector<std::vector<float>> out(streams.size());
     for (std::size_t i = 0; i < streams.size(); ++i) {
         streams[i]->pushed_ += frames;
         streams[i]->made_ += made[i];
         ++streams[i]->pushes_;
+        const auto& host = streams[i]->host_out_;
+        out[i].assign(host.begin(), host.begin() + std::ptrdiff_t(net.channels()) * made[i]);
     }
+    return out;
 }
 
 std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {

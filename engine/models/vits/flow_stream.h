@@ -15,11 +15,15 @@
 //
 // Batches: where the network's streams join (VitsFlowNetwork::joiner(), on
 // a GPU), a push waits for a batch running on another stream's thread and
-// goes, with the pushes that came meanwhile, into the next one: the pushes
-// of the batch walk the couplings layer by layer together, each layer's
-// dilated convolution (most of the flow's arithmetic) one backend call for
-// the streams whose windows line up (JointPush, stream_layers.h), each
-// stream's held frames staying its own on the device. A device error in a
+// goes, with the pushes that came meanwhile, into the next one. The
+// batch's steady pushes (every layer settled, one block length, none the
+// sentence's end) run side by side, every operation one backend call for
+// them (flow_batch_major.cpp, models/batch_major.h); the others walk the
+// couplings layer by layer together, each layer's dilated convolution (most
+// of the flow's arithmetic) one backend call for the streams whose windows
+// line up (JointPush, stream_layers.h). Each stream's held frames stay its
+// own on the device (in a slot of the network's HeldSlots where its
+// streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
 // gpu::OutOfMemory), each stream's state then lost as after its own error.
 //
@@ -31,9 +35,11 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "engine/models/batch_major.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/text_to_latent.h"
@@ -111,19 +117,43 @@ class VitsFlowStream {
     void push_together(std::span<const VitsFlowPush> pushes) {
         push_in_lane(pushes, net_.lanes_.of(Batching::Join));
     }
-    // `streams` (of one network, each once) push `block`, `frames` frames of
-    // prior ([channels][frames]), as their next block, all in one batch on
-    // this thread (push_together, as the joiner runs their pushes), with no
-    // sentence end; the output is dropped. How the batched path is timed
-    // (models/batch_timing.h): a stream pushed so is fit for reset() only.
-    // Throws std::invalid_argument for a block of another size or streams
-    // of different networks, and as push_together() does.
+    // `streams` (of one network, each once) push one block each as their
+    // next, all in one batch on this thread (push_together, as the joiner
+    // runs their pushes): stream i blocks[i], `frames` frames of prior
+    // ([channels][frames]), the sentence ending there where `flush`.
+    // Returns each stream's output frames, [channels][made], its halves as
+    // the couplings leave them (in reverse channel order where the flow
+    // ends flipped). How the batched path is timed (models/batch_timing.h)
+    // and tested: a stream pushed so is fit for more such pushes or reset()
+    // only (run_until() would not find its output). Throws
+    // std::invalid_argument for a block of another size or streams of
+    // different networks, and as push_together() does.
+    static std::vector<std::vector<float>> push_blocks_together(
+        std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
+        int frames, bool flush = false);
+    // The same `block` for every stream, not flushing; the output dropped.
     static void push_block_together(std::span<VitsFlowStream* const> streams,
-                                    std::span<const float> block, int frames);
+                                    std::span<const float> block, int frames) {
+        const std::vector<std::span<const float>> blocks(streams.size(), block);
+        push_blocks_together(streams, blocks, frames);
+    }
 
   private:
-    struct Layer;
-    struct Coupling;
+    // One WaveNet layer: its dilated convolution (which lags its input by
+    // half its kernel), the delay that lines the residual signal up with
+    // it, and the delay that lines its skip output up with the last layer's.
+    struct Layer {
+        StreamConv conv;
+        std::optional<StreamDelay> residual_delay;  // not for the last layer
+        std::optional<StreamDelay> skip_delay;      // not for the last layer
+    };
+    // A coupling: its layers, and the delays that line the half it reads
+    // (passed through) and the half it shifts up with the WaveNet's output.
+    struct Coupling {
+        const VitsFlowCoupling* weights = nullptr;
+        std::vector<std::unique_ptr<Layer>> layers;
+        std::optional<StreamDelay> from_delay, to_delay;
+    };
     // One push of the block in host_in_ (`frames` frames), alone or in a
     // batch; the output is left in host_out_, and its frames returned.
     int push_block(int frames, bool flush);
@@ -134,6 +164,17 @@ class VitsFlowStream {
     void walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
                         std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
                         std::vector<SignalRef>& second, JointScratch& joint);
+    // Every layer's window full and every delay holding its frames
+    // (stream_layers.h's settled()): from then on a push not flushing is
+    // the same operations for any stream of the network.
+    bool settled() const;
+    // The pushes that can go side by side (batch_major.h): of settled
+    // streams, not flushing, and of the frame count most of them push, in
+    // the order of their slots; none unless two or more.
+    static std::vector<std::size_t> steady_batch(std::span<const VitsFlowPush> pushes);
+    // push_in_lane()'s work for such pushes, side by side: the uploads, the
+    // couplings, the downloads (flow_batch_major.cpp).
+    void walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPush> pushes, JointScratch& joint);
     // One WaveNet layer's work after its dilated convolution, whose output
     // is `in`: the gate, the residual and the skip paths.
     void layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l, Layer& layer,
@@ -156,6 +197,11 @@ class VitsFlowStream {
     // them for one (lent()).
     ScratchBuffer halves_[4], x_[2], conv_, acts_, res_, skip_, skip_delayed_, skip_sum_, shift_;
     std::array<ScratchBuffer*, 15> lent();
+    // Where the layers hold their frames: a slot of the network's
+    // (batch_major.h) where its streams join, else buffers of their own.
+    // Declared before the layers, which keep places in it.
+    std::optional<HeldSlots::Slot> slot_;
+    HeldSpace* held() { return slot_ ? &*slot_ : nullptr; }
     std::vector<Coupling> couplings_;
     // One push's input and its output on the host. Separate: the upload
     // reads the input asynchronously until the push's synchronize().

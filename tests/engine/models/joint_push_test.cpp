@@ -151,13 +151,6 @@ TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
     for (const char* name : kModels) check_together_equals_alone(backend_, name, exact);
 }
 
-// Every operation the backend has been given while profiling.
-std::uint64_t operations(const gpu::Backend& backend) {
-    std::uint64_t n = 0;
-    for (const auto& t : backend.kernel_timings()) n += t.calls;
-    return n;
-}
-
 // A steady batch (every stream settled, pushing 4-frame chunks, none flushing)
 // runs side by side (engine/models/batch_major.h): each stream's audio is
 // still its solo audio, through streams leaving the batch (one dropped, as a
@@ -213,9 +206,9 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
                 pushes.push_back({joint[i].get(), mels[i].data(), kChunk, flush, &joint_out[i]});
                 fed[i] += kChunk;
             }
-            const std::uint64_t before = operations(*backend_);
+            const std::uint64_t before = test::operations(*backend_);
             pushes[0].stream->push_together(pushes);
-            return operations(*backend_) - before;
+            return test::operations(*backend_) - before;
         };
         const std::vector<std::size_t> all{0, 1, 2, 3, 4, 5, 6, 7}, half{0, 1, 2, 3};
         for (int round = 0; round < 5; ++round) push(all, false);  // the windows fill
