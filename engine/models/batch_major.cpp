@@ -40,17 +40,24 @@ void copy_held(gpu::Backend& backend, gpu::Queue& q, const std::vector<HeldPlace
 
 }  // namespace
 
+int HeldSlots::slots_per_page(const gpu::Backend& backend) {
+    return backend.info().kind == gpu::BackendKind::OpenCl ? 1 : kPage;
+}
+
+HeldSlots::HeldSlots(gpu::Backend& backend)
+    : backend_(backend), page_slots_(slots_per_page(backend)) {}
+
 HeldSlots::Slot::Slot(HeldSlots& slots) : slots_(slots) {
     std::lock_guard lock(slots_.mu_);
     for (page_ = 0; page_ < slots_.pages_.size(); ++page_) {
         auto& used = slots_.pages_[page_]->used;
-        for (index_ = 0; index_ < kPage; ++index_)
+        for (index_ = 0; index_ < slots_.page_slots_; ++index_)
             if (!used[static_cast<std::size_t>(index_)]) {
                 used[static_cast<std::size_t>(index_)] = true;
                 return;
             }
     }
-    slots_.pages_.push_back(std::make_unique<Page>());
+    slots_.pages_.push_back(std::make_unique<Page>(slots_.page_slots_));
     index_ = 0;
     slots_.pages_.back()->used[0] = true;
 }
@@ -65,8 +72,8 @@ HeldPlace HeldSlots::Slot::place(std::size_t floats) {
     Page& page = *slots_.pages_[page_];
     const std::size_t k = next_++;
     if (k == page.buffers.size()) {
-        page.buffers.push_back(std::make_unique<gpu::DeviceBuffer>(
-            slots_.backend_.allocate(floats * kPage, "vocoder stream state")));
+        page.buffers.push_back(std::make_unique<gpu::DeviceBuffer>(slots_.backend_.allocate(
+            floats * static_cast<std::size_t>(slots_.page_slots_), "vocoder stream state")));
         page.floats.push_back(floats);
     }
     if (k >= page.buffers.size() || page.floats[k] != floats)

@@ -52,11 +52,22 @@ struct BatchSignal {
 // samples with one call per run of neighbours, not one per stream. Pages
 // of kPage slots are allocated as streams come and never move (a layer
 // keeps its place's buffer); a slot goes back when its stream goes.
+//
+// On OpenCL a page holds one slot, each stream's held samples in buffers
+// of their own: a slot's stream pushes alone on its own queue while a
+// batch on another queue writes its neighbours' slots, and OpenCL's memory
+// model orders commands on one memory object, not on parts of it, across
+// queues (PoCL 3.1 aborted in its own bookkeeping, 3 of 15 runs of
+// etude_many_streams --join, with pages of 16 there; docs/backends.md).
+// CUDA's and Vulkan's buffers are plain device memory, and the CPU
+// backend's host memory: disjoint parts from several queues are fine.
 // Threads: any; a slot's places are its stream's.
 class HeldSlots {
   public:
     static constexpr int kPage = 16;
-    explicit HeldSlots(gpu::Backend& backend) : backend_(backend) {}
+    explicit HeldSlots(gpu::Backend& backend);
+    // The slots of a page on `backend`: kPage, or 1 on OpenCL (above).
+    static int slots_per_page(const gpu::Backend& backend);
     class Slot final : public HeldSpace {
       public:
         explicit Slot(HeldSlots& slots);
@@ -75,11 +86,13 @@ class HeldSlots {
 
   private:
     struct Page {
+        explicit Page(int slots) : used(static_cast<std::size_t>(slots), false) {}
         std::vector<std::unique_ptr<gpu::DeviceBuffer>> buffers;
         std::vector<std::size_t> floats;  // each buffer's per slot
-        std::vector<bool> used = std::vector<bool>(kPage, false);
+        std::vector<bool> used;
     };
     gpu::Backend& backend_;
+    const int page_slots_;  // slots_per_page(backend_)
     std::mutex mu_;
     std::vector<std::unique_ptr<Page>> pages_;
 };

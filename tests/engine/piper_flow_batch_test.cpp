@@ -336,10 +336,18 @@ TEST_P(PiperFlowBatch, a_steady_batch_runs_side_by_side_each_stream_its_solo_flo
     std::printf("[ %-8s ] operations: 4 streams %llu, 5 streams %llu, one alone %llu\n",
                 name_.c_str(), (unsigned long long)of_four, (unsigned long long)of_five,
                 (unsigned long long)alone);
-    EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
-                                        "uploads and its output's two downloads";
-    EXPECT_LT(of_four, 2 * alone) << "a batch of four issues more operations than two streams "
-                                     "alone";
+    // (On OpenCL each slot is a page of its own, batch_major.h says why:
+    // each stream's held frames then go in copies of their own, still far
+    // fewer operations than its push alone.)
+    const bool shared_pages = HeldSlots::slots_per_page(*device_) > 1;
+    if (shared_pages)
+        EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
+                                            "uploads and its output's two downloads";
+    EXPECT_LT(of_five - of_four, alone)
+        << "a stream's share of a batch is not below its push alone";
+    const std::uint64_t streams_alone = shared_pages ? 2 : 4;
+    EXPECT_LT(of_four, streams_alone * alone)
+        << "a batch of four issues more operations than " << streams_alone << " streams alone";
     push({3, 1, 4}, false);  // scattered slots (stream 0 pushed ahead)
     push({2, 0}, false);
     // Stream 2 goes (its slot back) and a fresh one takes its place; it
