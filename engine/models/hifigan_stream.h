@@ -333,19 +333,16 @@ class HifiGanStream final : public NetworkStream {
             return;
         }
         // (Run by whichever push leads the batch: this stream's, when it is.)
+        // Whichever stream failed, it reaches every stream of the batch as a
+        // device error: each one's scheduler remakes the chunk on the CPU, as
+        // for a failed kernel.
         joiner->push(alone, [this, batching](std::span<const StreamPush> batch) {
-            try {
-                push_in_lane(batch, net_.lanes_.of(batching));
-            } catch (const gpu::DeviceError&) {
-                throw;
-            } catch (const std::exception& e) {
-                if (batch.size() == 1) throw;
-                // Whichever stream it was, it reaches every stream of the
-                // batch: as a device error, each one's scheduler remakes the
-                // chunk on the CPU, as for a failed kernel.
-                throw gpu::DeviceError("HiFi-GAN: a batch of " + std::to_string(batch.size()) +
-                                       " streams failed: " + e.what());
-            }
+            run_naming_the_batch(
+                batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
+                [&](const char* what) {
+                    return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
+                           " streams failed: " + what;
+                });
         });
     }
     void push_together(std::span<const StreamPush> pushes) override {

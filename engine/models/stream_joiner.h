@@ -9,7 +9,9 @@
 // One joiner for every network that batches its streams, over the push it
 // takes (`Push`: a decoder's chunk, StreamPush, vocoder_network.h, run by
 // NetworkStream::push_together; a Piper flow's block, VitsFlowPush,
-// vits/flow_stream.h). The joiner knows nothing of what a push holds.
+// vits/flow_stream.h; a Piper sentence's analysis, VitsAnalysisPush,
+// vits/text_analysis_network.h). The joiner knows nothing of what a push
+// holds.
 //
 // Worth it where one call for many streams is cheaper than one call each: a
 // GPU (an H200 made 16 HiFi-GAN streams' 4-frame chunks twice as fast
@@ -33,6 +35,8 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "engine/models/stream_layers.h"
@@ -147,6 +151,28 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
         cv_.notify_all();
     }
     if (me.error) std::rethrow_exception(me.error);
+}
+
+// Runs `run` for a batch of `size` pushes of several streams: any exception
+// from it reaches each of them (through the joiner) as a device error of
+// the same kind, gpu::OutOfMemory staying one so that the joiner halves its
+// batches, with the message `named(what)` gives (one that names the
+// batch, so each stream's log says whose error it was); a batch of one
+// rethrows as it is. Each stream then handles it as its own device error.
+template <class Run, class Name>
+void run_naming_the_batch(std::size_t size, Run&& run, Name&& named) {
+    try {
+        run();
+    } catch (const gpu::OutOfMemory& e) {
+        if (size == 1) throw;
+        throw gpu::OutOfMemory(named(e.what()));
+    } catch (const gpu::DeviceError& e) {
+        if (size == 1) throw;
+        throw gpu::DeviceError(named(e.what()));
+    } catch (const std::exception& e) {
+        if (size == 1) throw;
+        throw gpu::DeviceError(named(e.what()));
+    }
 }
 
 // A network's batches in two lanes: live streams' pushes (Batching::Join)

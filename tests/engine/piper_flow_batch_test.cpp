@@ -340,9 +340,10 @@ TEST_P(PiperFlowBatch, a_steady_batch_runs_side_by_side_each_stream_its_solo_flo
     // each stream's held frames then go in copies of their own, still far
     // fewer operations than its push alone.)
     const bool shared_pages = HeldSlots::slots_per_page(*device_) > 1;
-    if (shared_pages)
+    if (shared_pages) {
         EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
                                             "uploads and its output's two downloads";
+    }
     EXPECT_LT(of_five - of_four, alone)
         << "a stream's share of a batch is not below its push alone";
     const std::uint64_t streams_alone = shared_pages ? 2 : 4;

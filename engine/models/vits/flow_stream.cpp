@@ -203,22 +203,12 @@ int VitsFlowStream::push_block(int frames, bool flush) {
         // batches after an out-of-memory), naming the batch: each stream's
         // CPU flow takes its sentence over, and the stream's
         // gpu_last_error says what happened.
-        const auto named = [&](const char* what) {
-            return "VITS flow: a batch of " + std::to_string(batch.size()) +
-                   " streams failed: " + what;
-        };
-        try {
-            push_in_lane(batch, net_.lanes_.of(kind));
-        } catch (const gpu::OutOfMemory& e) {
-            if (batch.size() == 1) throw;
-            throw gpu::OutOfMemory(named(e.what()));
-        } catch (const gpu::DeviceError& e) {
-            if (batch.size() == 1) throw;
-            throw gpu::DeviceError(named(e.what()));
-        } catch (const std::exception& e) {
-            if (batch.size() == 1) throw;
-            throw gpu::DeviceError(named(e.what()));
-        }
+        run_naming_the_batch(
+            batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
+            [&](const char* what) {
+                return "VITS flow: a batch of " + std::to_string(batch.size()) +
+                       " streams failed: " + what;
+            });
     });
     return made;
 }

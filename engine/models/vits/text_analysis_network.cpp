@@ -59,22 +59,12 @@ VitsAnalysisNetwork::Result VitsAnalysisNetwork::prior(const VitsTextToLatent& h
             // batches after an out-of-memory), naming the batch: each
             // stream's host then makes its sentence.
             joiner->push(me, [this](std::span<const VitsAnalysisPush> batch) {
-                const auto named = [&](const char* what) {
-                    return "a batch of " + std::to_string(batch.size()) +
-                           " sentences failed: " + what;
-                };
-                try {
-                    run(batch);
-                } catch (const gpu::OutOfMemory& e) {
-                    if (batch.size() == 1) throw;
-                    throw gpu::OutOfMemory(named(e.what()));
-                } catch (const gpu::DeviceError& e) {
-                    if (batch.size() == 1) throw;
-                    throw gpu::DeviceError(named(e.what()));
-                } catch (const std::exception& e) {
-                    if (batch.size() == 1) throw;
-                    throw gpu::DeviceError(named(e.what()));
-                }
+                run_naming_the_batch(
+                    batch.size(), [&] { run(batch); },
+                    [&](const char* what) {
+                        return "a batch of " + std::to_string(batch.size()) +
+                               " sentences failed: " + what;
+                    });
             });
         } else {
             run({&me, 1});

@@ -226,9 +226,10 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
             << alone;
         // (On OpenCL each slot is a page of its own, batch_major.h says why:
         // each stream's held samples then go in copies of their own.)
-        if (HeldSlots::slots_per_page(*backend_) > 1)
+        if (HeldSlots::slots_per_page(*backend_) > 1) {
             EXPECT_EQ(share, 2.0) << "a stream in a neighbouring slot: its mel's upload and its "
                                      "audio's download";
+        }
         push({0}, false);           // alone, replayed where the backend records
         push({6, 2, 4, 0}, false);  // scattered slots: a copy for each
         joint[7].reset();           // a stream dropped between batches
