@@ -267,14 +267,7 @@ class PiperDeviceAnalysisBatch {
                     got[std::size_t(i)] = etude::test::pull_at_audio_clock(s, 22050);
                     return;
                 }
-                std::vector<float> block(1024);
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-                while (std::chrono::steady_clock::now() < give_up) {
-                    const std::size_t n = s.read_some(block, 100);
-                    got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
-                                               block.begin() + static_cast<long>(n));
-                    if (n == 0 && !s.busy()) break;
-                }
+                got[std::size_t(i)] = etude::test::read_some_to_the_end(s);
             });
         etude::test::wait_until([&] { return joiner.waiting() == kStreams; });
         EXPECT_EQ(joiner.waiting(), std::size_t(kStreams)) << "the analyses did not meet";

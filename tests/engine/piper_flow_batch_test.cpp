@@ -497,14 +497,7 @@ class PiperStreamsFlowBatch : public etude::test::PiperOnDevice {
         for (int i = 0; i < kStreams; ++i)
             readers.emplace_back([&, i] {
                 Stream& s = *streams_[std::size_t(i)];
-                std::vector<float> block(1024);
-                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-                while (std::chrono::steady_clock::now() < give_up) {
-                    const std::size_t n = s.read_some(block, 100);
-                    got[std::size_t(i)].insert(got[std::size_t(i)].end(), block.begin(),
-                                               block.begin() + static_cast<long>(n));
-                    if (n == 0 && !s.busy()) break;
-                }
+                got[std::size_t(i)] = etude::test::read_some_to_the_end(s);
             });
         etude::test::wait_until([&] { return joiner.waiting() == kStreams; });
         EXPECT_EQ(joiner.waiting(), std::size_t(kStreams));

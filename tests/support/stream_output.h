@@ -33,6 +33,21 @@ inline std::vector<float> pull_at_audio_clock(engine::Stream& stream, double rat
     return got;
 }
 
+// A consumer as a server is (read_some(), which keeps the stream in the
+// deadline order where read() steps it down), until the stream has spoken
+// everything or five minutes have passed (a bound for a hang, not a timing
+// check: lavapipe makes a test voice at about real time on loaded cores).
+inline std::vector<float> read_some_to_the_end(engine::Stream& stream) {
+    std::vector<float> got, block(1024);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+    while (std::chrono::steady_clock::now() < give_up) {
+        const std::size_t n = stream.read_some(block, 100);
+        got.insert(got.end(), block.begin(), block.begin() + static_cast<long>(n));
+        if (n == 0 && !stream.busy()) break;
+    }
+    return got;
+}
+
 inline std::vector<engine::SpeechMark> take_marks(engine::Stream& stream) {
     std::vector<engine::SpeechMark> out;
     for (engine::SpeechMark m; stream.next_mark(m);) out.push_back(m);
