@@ -10,8 +10,8 @@
 
 namespace etude::engine {
 
-std::vector<std::size_t> HifiGanStream::steady_batch(std::span<const StreamPush> pushes,
-                                                     const std::vector<HifiGanStream*>& streams) {
+std::vector<std::size_t> HifiGanStream::same_state_batch(
+    std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams) {
     auto groups = BatchMajor::same_state_groups(
         pushes.size(), [&](std::size_t i) { return !pushes[i].flush && pushes[i].frames > 0; },
         [&](std::size_t i) { return streams[i]->push_state(pushes[i].frames); },

@@ -380,8 +380,8 @@ class HifiGanStream final : public NetworkStream {
     // group of two or more in one state (push_state(): settled streams,
     // or streams that started together), not flushing, in the order of
     // their slots; none unless two or more.
-    static std::vector<std::size_t> steady_batch(std::span<const StreamPush> pushes,
-                                                 const std::vector<HifiGanStream*>& streams);
+    static std::vector<std::size_t> same_state_batch(std::span<const StreamPush> pushes,
+                                                     const std::vector<HifiGanStream*>& streams);
     // walk_together()'s work for such pushes, side by side: the inputs
     // copied in, the layers, the audio copied out (hifigan_batch_major.cpp).
     void walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
