@@ -161,24 +161,24 @@ TEST_P(PiperFlowFirstPush, streams_started_together_push_side_by_side_each_its_s
     }
 }
 
-// Stream 0 starts a block earlier: in the joins after, the three others are
-// in one state and go side by side, stream 0 (a state of its own) beside
-// them, until all four settle and go as one; then a fresh stream joins
-// them, in a state of its own again. Each stream's flow is its solo flow.
-// (BatchMajor refuses layers in different states, so a group mixing them
-// would throw.)
+// Streams 0 and 1 start a block earlier than 2 and 3: in the joins after,
+// each pair is in one state and goes side by side, two groups beside each
+// other, until all four settle and go as one; then a fresh stream joins
+// them, in a state of its own, walked beside them. Each stream's flow is
+// its solo flow. (BatchMajor refuses layers in different states, so a
+// group mixing them would throw.)
 TEST_P(PiperFlowFirstPush, streams_in_different_states_go_apart_and_each_is_its_solo_flow) {
     constexpr int kBlock = 12;
     FlowTwins twins(joint_, solo_, 4, 8 * kBlock);
-    twins.push(*device_, {0}, kBlock, false);
+    twins.push(*device_, {0, 1}, kBlock, false);
     const std::vector<int> all{0, 1, 2, 3};
     for (int round = 0; round < 4; ++round) twins.push(*device_, all, kBlock, false);
     const int fresh = twins.add(499);
     const std::vector<int> five{0, 1, 2, 3, 4};
     for (int round = 0; round < 2; ++round) twins.push(*device_, five, kBlock, false);
-    twins.push(*device_, {1, 2, 3, 4}, kBlock, false);
-    twins.push(*device_, {0}, kBlock, true);  // the end of stream 0's sentence
-    twins.push(*device_, {1, 2, 3}, kBlock, true);
+    twins.push(*device_, {2, 3, 4}, kBlock, false);
+    twins.push(*device_, {0, 1}, kBlock, true);  // the end of their sentences
+    twins.push(*device_, {2, 3}, kBlock, true);
     twins.push(*device_, {4}, twins.frames() - twins.fed(fresh), true);
     for (int i = 0; i < 5; ++i) {
         SCOPED_TRACE("stream " + std::to_string(i));
