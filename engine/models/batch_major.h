@@ -1,18 +1,20 @@
 // A batch of streams in one state side by side through one network's
-// stream layers (stream_layers.h): the batch's signal is one buffer, [batch][channels]
-// [length], from layer to layer, so every operation that is the same for
-// each stream (the new input's copy into the windows, the leaky ReLU, the
-// convolution, a residual sum) is one backend call for the batch, not one
-// per stream. The samples each layer holds between chunks are copied into
-// the batch's windows and back: two copies per layer for each run of
-// streams in neighbouring slots of the network's HeldSlots (below), where a
-// push of its own issues four or five operations per layer and a JointPush
-// seven per stream. What stays per stream is its mel's upload and its
-// audio's download.
+// stream layers (stream_layers.h): the batch's signal is one buffer,
+// [batch][channels][length], from layer to layer, so every operation that
+// is the same for each stream (the new input's copy into the windows, the
+// leaky ReLU, the convolution, a residual sum) is one backend call for the
+// batch, not one per stream. The samples each layer holds between chunks
+// are copied into the batch's windows and back: two copies per layer for
+// each run of streams in neighbouring slots of the network's HeldSlots
+// (below), where a push of its own issues four or five operations per
+// layer and a JointPush seven per stream (a fresh batch's windows, which
+// hold the prefill's zeros, take one fill instead of the copy in). What
+// stays per stream is its mel's upload and its audio's download.
 //
 // Which pushes: those whose streams are in one state (every layer of every
 // stream holding as many samples, and so on: BatchMajor::PushState), every
-// stream pushing the same number of samples, none flushing. Settled
+// stream pushing the same number of samples, none flushing (a flush's
+// zeros and emptied delays each stream still walks alone). Settled
 // streams (stream_layers.h's settled(): every window full) are all in one
 // state; so are streams that started together, pushing their first chunks
 // while their windows fill from the prefill's zeros, which is when a

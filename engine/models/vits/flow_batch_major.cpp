@@ -17,9 +17,16 @@
 namespace etude::engine {
 
 BatchMajor::PushState VitsFlowStream::push_state(int frames) const {
-    // Every layer and delay the walk pushes, in its order: equal states
-    // make the same operations on the same shapes (batch_major.h), and a
-    // flow stream holds no other count that changes what a push does.
+    // Every layer and delay the walk pushes, in its order. Why equal keys
+    // suffice: a convolution's push is decided by its window's held count
+    // (the window's length, whether its front is the prefill's zeros, the
+    // outputs made) and a delay's by its held count (what goes out, what
+    // stays), given the input's length; each layer's input length is the
+    // block's, or what the layers before it handed out, itself decided by
+    // their keys. Nothing else of a flow stream changes what a push does
+    // (pushed_ and made_ only count; the weights are the network's). Equal
+    // pushes leave equal keys, so streams started together stay in one
+    // state push after push.
     BatchMajor::PushState key{frames};
     for (const Coupling& c : couplings_) {
         for (const auto& l : c.layers) {
