@@ -38,6 +38,19 @@ void copy_held(gpu::Backend& backend, gpu::Queue& q, const std::vector<HeldPlace
     }
 }
 
+// Throws `what` unless every layer (or delay) is in the first one's state:
+// a batch item is then the computation its own push would make.
+template <class Layer>
+void same_state(std::span<Layer* const> layers, const char* what) {
+    std::vector<long> want, got;
+    layers[0]->push_state(want);
+    for (const Layer* layer : layers.subspan(1)) {
+        got.clear();
+        layer->push_state(got);
+        if (got != want) throw std::logic_error(what);
+    }
+}
+
 }  // namespace
 
 int HeldSlots::slots_per_page(const gpu::Backend& backend) {
@@ -81,74 +94,99 @@ HeldPlace HeldSlots::Slot::place(std::size_t floats) {
     return {page.buffers[k].get(), floats * static_cast<std::size_t>(index_)};
 }
 
-std::vector<std::size_t> BatchMajor::steady_batch(
-    std::size_t count, const std::function<bool(std::size_t)>& steady,
-    const std::function<int(std::size_t)>& length,
+std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
+    std::size_t count, const std::function<bool(std::size_t)>& may,
+    const std::function<PushState(std::size_t)>& state,
     const std::function<const HeldSlots::Slot*(std::size_t)>& slot) {
-    std::map<int, std::size_t> of_length;
+    // (A map of whole states: a flow's is some 50 numbers, a decoder's some
+    // 100, next to thousands of operations a push.)
+    std::map<PushState, std::vector<std::size_t>> of_state;
     for (std::size_t i = 0; i < count; ++i)
-        if (steady(i)) ++of_length[length(i)];
-    int most_pushed = 0;
-    std::size_t most = 0;
-    for (const auto& [len, n] : of_length)
-        if (n > most) {
-            most_pushed = len;
-            most = n;
-        }
-    std::vector<std::size_t> batch;
-    if (most < 2) return batch;
-    for (std::size_t i = 0; i < count; ++i)
-        if (steady(i) && length(i) == most_pushed) batch.push_back(i);
+        if (may(i)) of_state[state(i)].push_back(i);
+    std::vector<std::vector<std::size_t>> groups;
+    for (auto& [key, group] : of_state)
+        if (group.size() >= 2) groups.push_back(std::move(group));
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const auto& a, const auto& b) { return a.size() > b.size(); });
     const auto order = [&](std::size_t i) {
         const HeldSlots::Slot* s = slot(i);
         return s ? s->order() : std::pair<std::size_t, int>(SIZE_MAX, 0);
     };
-    std::stable_sort(batch.begin(), batch.end(),
-                     [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
-    return batch;
+    for (auto& group : groups)
+        std::stable_sort(group.begin(), group.end(),
+                         [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
+    return groups;
 }
 
 BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
                              const BatchSignal& in, JointScratch& joint, ScratchBuffer& out) {
-    if (layers.empty() || in.batch != static_cast<int>(layers.size()) || in.length <= 0)
-        throw std::invalid_argument("BatchMajor::push: one layer per item, and some input");
+    if (layers.empty() || in.batch != static_cast<int>(layers.size()) || in.length < 0)
+        throw std::invalid_argument("BatchMajor::push: one layer per item");
     WeightedStreamLayer& first = *layers[0];
     gpu::Backend& backend = first.backend_;
     const int channels = first.shape_.in_channels, hold = first.window_.hold_;
     if (in.channels != channels)
         throw std::invalid_argument("BatchMajor::push: input has the wrong channel count");
-    for (WeightedStreamLayer* layer : layers)
-        if (!layer->settled()) throw std::logic_error("BatchMajor::push: a layer is not settled");
-    const int rows = in.batch * channels;
-    const std::size_t m = static_cast<std::size_t>(in.length), H = static_cast<std::size_t>(hold);
-    const std::size_t L = H + m;
-    auto& window = joint.window.need(backend, at(layers.size(), channels, L));
-    // [held | new input] per item, and the last `hold` columns held again
-    // (before the activation, which works on the window in place: a layer
-    // holds its raw input).
-    std::vector<HeldPlace> held;
-    for (WeightedStreamLayer* layer : layers)
-        held.push_back({&layer->window_.tail(), layer->window_.tail_at()});
-    if (hold > 0) copy_held(backend, q, held, channels, hold, H, window, 0, L, true);
-    backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, window, H, L);
-    if (hold > 0) copy_held(backend, q, held, channels, hold, H, window, m, L, false);
+    same_state(layers, "BatchMajor::push: the layers are in different states");
+    const int rows = in.batch * channels, out_channels = first.shape_.out_channels;
+    // The push every layer would make alone (the same for each: one state),
+    // its window [held | new input] per item.
+    const WeightedStreamLayer::Staged st = first.plan(in.length, false);
+    const int held = first.window_.held_;
+    const int h = std::abs(held), L = st.length;
+    const std::size_t m = static_cast<std::size_t>(in.length), H = static_cast<std::size_t>(h);
+    const std::size_t stride = static_cast<std::size_t>(std::max(hold, 1));  // held rows'
+    const std::size_t cols = static_cast<std::size_t>(L);
+    if (L > 0) {
+        auto& window = joint.window.need(backend, at(layers.size(), channels, cols));
+        std::vector<HeldPlace> places;
+        for (WeightedStreamLayer* layer : layers)
+            places.push_back({&layer->window_.tail(), layer->window_.tail_at()});
+        // A fresh signal holds the prefill's zeros (InputWindow::reset):
+        // one fill for the batch, the input then copied over its part.
+        if (held < 0)
+            backend.fill(q, window, 0.0f, at(layers.size(), channels, cols));
+        else if (h > 0)
+            copy_held(backend, q, places, channels, h, stride, window, 0, cols, true);
+        if (m > 0) backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, window, H, cols);
+        // The last `hold` columns (or all, while the window fills) held
+        // again, before the activation, which works on the window in place:
+        // a layer holds its raw input.
+        const int keep = std::min(L, hold);
+        if (keep > 0)
+            copy_held(backend, q, places, channels, keep, stride, window,
+                      static_cast<std::size_t>(L - keep), cols, false);
+    }
+    for (WeightedStreamLayer* layer : layers) layer->advance(in.length);
+    if (st.count <= 0) return {&out.need(backend, 1), in.batch, out_channels, 0};
+    auto& window = joint.window.get();
     if (first.slope_)
         backend.activation(q, gpu::Activation::LeakyRelu, window, window,
-                           at(layers.size(), channels, L), *first.slope_);
-    const int made = first.run_outputs(static_cast<int>(L));
-    const int out_channels = first.shape_.out_channels;
-    auto& made_buf =
-        out.need(backend, at(layers.size(), out_channels, static_cast<std::size_t>(made)));
+                           at(layers.size(), channels, cols), *first.slope_);
+    const int made = first.run_outputs(L);
+    const std::size_t n = static_cast<std::size_t>(st.count);
+    const gpu::Conv1dShape shape = first.run_shape(in.batch, L);
     if (layers.size() > 1) ++joint.batched_calls;
-    first.launch(q, first.run_shape(in.batch, static_cast<int>(L)), window, made_buf);
-    for (WeightedStreamLayer* layer : layers) layer->advance(in.length);
-    return {&made_buf, in.batch, out_channels, made};
+    if (st.first == 0 && st.count == made) {
+        auto& made_buf = out.need(backend, at(layers.size(), out_channels, n));
+        first.launch(q, shape, window, made_buf);
+        return {&made_buf, in.batch, out_channels, made};
+    }
+    // An upsampler's first outputs, which lie before the signal's start,
+    // dropped: made in joint.out, the rest handed out.
+    const std::size_t M = static_cast<std::size_t>(made);
+    auto& made_buf = joint.out.need(backend, at(layers.size(), out_channels, M));
+    first.launch(q, shape, window, made_buf);
+    auto& handed = out.need(backend, at(layers.size(), out_channels, n));
+    backend.copy_rows(q, in.batch * out_channels, static_cast<int>(st.count), made_buf,
+                      static_cast<std::size_t>(st.first), M, handed, 0, n);
+    return {&handed, in.batch, out_channels, static_cast<int>(st.count)};
 }
 
 BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
                               const BatchSignal& in, JointScratch& joint, ScratchBuffer& out) {
-    if (delays.empty() || in.batch != static_cast<int>(delays.size()) || in.length <= 0)
-        throw std::invalid_argument("BatchMajor::delay: one delay per item, and some input");
+    if (delays.empty() || in.batch != static_cast<int>(delays.size()) || in.length < 0)
+        throw std::invalid_argument("BatchMajor::delay: one delay per item");
     StreamDelay& first = *delays[0];
     gpu::Backend& backend = first.backend_;
     const int channels = first.channels_, d = first.delay_;
@@ -156,35 +194,43 @@ BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delay
         throw std::invalid_argument("BatchMajor::delay: input has the wrong channel count");
     if (in.buffer == &out.get())
         throw std::invalid_argument("BatchMajor::delay: output buffer is the input's");
-    for (StreamDelay* delay : delays)
-        if (!delay->settled()) throw std::logic_error("BatchMajor::delay: a delay is not settled");
+    same_state(delays, "BatchMajor::delay: the delays are in different states");
     const int rows = in.batch * channels;
-    const std::size_t m = static_cast<std::size_t>(in.length), D = static_cast<std::size_t>(d);
-    const std::size_t hold = std::max<std::size_t>(D, 1);  // the held samples' row stride
-    const std::size_t n = in.floats();
-    auto& o = out.need(backend, n);
-    const BatchSignal result{&o, in.batch, channels, in.length};
-    if (d == 0) {
-        backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, o, 0, m);
-        return result;
+    // StreamDelay::push()'s arithmetic, the same for every item: of
+    // [held | in], the first n go out, the rest is held.
+    const int h = first.held_, m = in.length, total = h + m;
+    const int n = std::max(total - d, 0), keep = total - n;
+    const int from_held = std::min(h, n), old_part = std::max(h - n, 0);
+    const std::size_t M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n);
+    const std::size_t stride = static_cast<std::size_t>(std::max(d, 1));  // held rows'
+    auto& o = out.need(backend, std::max<std::size_t>(at(delays.size(), channels, N), 1));
+    const BatchSignal result{&o, in.batch, channels, n};
+    std::vector<HeldPlace> places;
+    for (StreamDelay* delay : delays) places.push_back({&delay->tail(), delay->tail_at()});
+    // Out: [held's first from_held | in's first n - from_held].
+    if (from_held > 0) copy_held(backend, q, places, channels, from_held, stride, o, 0, N, true);
+    if (n > from_held)
+        backend.copy_rows(q, rows, n - from_held, *in.buffer, 0, M, o,
+                          static_cast<std::size_t>(from_held), N);
+    if (keep > 0 && old_part == 0) {
+        // Held: in's last `keep`, straight from the input.
+        copy_held(backend, q, places, channels, keep, stride, *in.buffer,
+                  static_cast<std::size_t>(m - keep), M, false);
+    } else if (keep > 0) {
+        // Held: [held from n on | in's last keep - old_part], gathered in
+        // the window and copied back (no copy overlaps its source).
+        const std::size_t K = static_cast<std::size_t>(keep);
+        auto& window = joint.window.need(backend, at(delays.size(), channels, K));
+        std::vector<HeldPlace> rest = places;
+        for (HeldPlace& p : rest) p.at += N;
+        copy_held(backend, q, rest, channels, old_part, stride, window, 0, K, true);
+        if (keep > old_part)
+            backend.copy_rows(q, rows, keep - old_part, *in.buffer,
+                              static_cast<std::size_t>(m - (keep - old_part)), M, window,
+                              static_cast<std::size_t>(old_part), K);
+        copy_held(backend, q, places, channels, keep, stride, window, 0, K, false);
     }
-    std::vector<HeldPlace> held;
-    for (StreamDelay* delay : delays) held.push_back({&delay->tail(), delay->tail_at()});
-    if (m >= D) {
-        // Out: [held | in's first m - d]; held: in's last d.
-        copy_held(backend, q, held, channels, d, hold, o, 0, m, true);
-        if (m > D) backend.copy_rows(q, rows, in.length - d, *in.buffer, 0, m, o, D, m);
-        copy_held(backend, q, held, channels, d, hold, *in.buffer, m - D, m, false);
-        return result;
-    }
-    // A chunk shorter than the delay: [held | in] lined up in the window,
-    // its first m columns out, its last d held.
-    const std::size_t L = D + m;
-    auto& window = joint.window.need(backend, at(delays.size(), channels, L));
-    copy_held(backend, q, held, channels, d, hold, window, 0, L, true);
-    backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, window, D, L);
-    backend.copy_rows(q, rows, in.length, window, 0, L, o, 0, m);
-    copy_held(backend, q, held, channels, d, hold, window, m, L, false);
+    for (StreamDelay* delay : delays) delay->held_ = keep;
     return result;
 }
 

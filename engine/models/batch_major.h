@@ -1,22 +1,29 @@
-// A steady batch of streams side by side through one network's stream layers
-// (stream_layers.h): the batch's signal is one buffer, [batch][channels]
-// [length], from layer to layer, so every operation that is the same for
-// each stream (the new input's copy into the windows, the leaky ReLU, the
-// convolution, a residual sum) is one backend call for the batch, not one
-// per stream. The samples each layer holds between chunks are copied into
-// the batch's windows and back: two copies per layer for each run of
-// streams in neighbouring slots of the network's HeldSlots (below), where a
-// push of its own issues four or five operations per layer and a JointPush
-// seven per stream. What stays per stream is its mel's upload and its
-// audio's download.
+// A batch of streams in one state side by side through one network's
+// stream layers (stream_layers.h): the batch's signal is one buffer,
+// [batch][channels][length], from layer to layer, so every operation that
+// is the same for each stream (the new input's copy into the windows, the
+// leaky ReLU, the convolution, a residual sum) is one backend call for the
+// batch, not one per stream. The samples each layer holds between chunks
+// are copied into the batch's windows and back: two copies per layer for
+// each run of streams in neighbouring slots of the network's HeldSlots
+// (below), where a push of its own issues four or five operations per
+// layer and a JointPush seven per stream (a fresh batch's windows, which
+// hold the prefill's zeros, take one fill instead of the copy in). What
+// stays per stream is its mel's upload and its audio's download.
 //
-// Steady: every layer of every stream settled (stream_layers.h's settled():
-// its window full), every stream pushing the same number of samples, none
-// flushing. A batch item is then the same computation, on the same values,
-// as the stream's own push: on the CPU's direct convolutions its outputs are
-// the same bit for bit. The streams' layers are updated (held samples,
-// counts) as their own pushes would update them, so any later push, alone,
-// joint or replayed from a recording, goes on from where this one left.
+// Which pushes: those whose streams are in one state (every layer of every
+// stream holding as many samples, and so on: BatchMajor::PushState), every
+// stream pushing the same number of samples, none flushing (a flush's
+// zeros and emptied delays each stream still walks alone). Settled
+// streams (stream_layers.h's settled(): every window full) are all in one
+// state; so are streams that started together, pushing their first chunks
+// while their windows fill from the prefill's zeros, which is when a
+// stream's first audio waits. A batch item is then the same computation, on
+// the same values, as the stream's own push: on the CPU's direct
+// convolutions its outputs are the same bit for bit. The streams' layers
+// are updated (held samples, counts) as their own pushes would update them,
+// so any later push, alone, joint, replayed from a recording or side by
+// side, goes on from where this one left.
 //
 // Threads: as JointPush: the calls run on `q`, the streams' queues idle.
 #pragma once
@@ -98,23 +105,31 @@ class HeldSlots {
 };
 
 struct BatchMajor {
-    // Which of `count` pushes run side by side: those `steady(i)` allows
-    // (settled, not flushing), of the length most of them push
-    // (`length(i)`), in the order of their streams' slots (`slot(i)`; null
-    // for a stream without one, which goes last), so that neighbours' held
-    // samples go as one copy. None unless two or more.
-    static std::vector<std::size_t> steady_batch(
-        std::size_t count, const std::function<bool(std::size_t)>& steady,
-        const std::function<int(std::size_t)>& length,
+    // What decides the operations of a stream's push, not flushing: its
+    // length, then each layer's and delay's push_state() (stream_layers.h)
+    // in the network's order. Pushes of one network with equal states are
+    // the same operations on the same shapes, item for item, so they run
+    // side by side.
+    using PushState = std::vector<long>;
+    // Which of `count` pushes run side by side: those `may(i)` allows (some
+    // frames, not flushing), grouped by `state(i)`, the groups of two or
+    // more, largest first, each in the order of its streams' slots
+    // (`slot(i)`; null for a stream without one, which goes last), so that
+    // neighbours' held samples go as one copy.
+    static std::vector<std::vector<std::size_t>> same_state_groups(
+        std::size_t count, const std::function<bool(std::size_t)>& may,
+        const std::function<PushState(std::size_t)>& state,
         const std::function<const HeldSlots::Slot*(std::size_t)>& slot);
     // The same layer of each stream of the batch (layers[b] takes item b of
-    // `in`), all settled: their pushes of in.length samples, not flushing,
-    // as one call. The outputs go to `out` (which may be in's buffer), item
-    // b stream b's.
+    // `in`), all in one state (push_state()): their pushes of in.length
+    // samples, not flushing, as one call, each layer's counts updated as
+    // its own push would. The outputs go to `out` (which may be in's
+    // buffer), item b stream b's; of length 0 where the windows are still
+    // filling. Throws std::logic_error for layers in different states.
     static BatchSignal push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
                             const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
-    // The same for each stream's StreamDelay (all settled); `out` must not
-    // be in's buffer.
+    // The same for each stream's StreamDelay (all in one state); `out` must
+    // not be in's buffer.
     static BatchSignal delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
                              const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
 };

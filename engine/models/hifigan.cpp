@@ -119,12 +119,12 @@ void HifiGanStream::walk_together(gpu::Queue& q, std::span<const StreamPush> pus
     // must have finished (their layers' zero fills, on a GPU).
     for (HifiGanStream* s : streams)
         if (s != this) backend_.synchronize(*s->queue_);
-    // The steady part of the batch side by side, the others layer by layer
+    // The pushes in one state side by side, the others layer by layer
     // as below.
     std::vector<StreamPush> side_by_side, rest;
     std::vector<HifiGanStream*> side_streams, rest_streams;
     std::vector<bool> steady(pushes.size(), false);
-    for (std::size_t i : steady_batch(pushes, streams)) {
+    for (std::size_t i : same_state_batch(pushes, streams)) {
         steady[i] = true;
         side_by_side.push_back(pushes[i]);
         side_streams.push_back(streams[i]);

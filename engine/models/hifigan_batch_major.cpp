@@ -1,22 +1,22 @@
-// A steady batch of HiFi-GAN streams side by side (batch_major.h): the walk
-// of walk_layers() (hifigan.cpp) with the batch's signal in one buffer from
-// the mel to the audio, so that each layer, each residual sum and the tanh
-// is one backend call for the batch, and a stream's own calls are its held
-// samples' copies, its mel's upload and its audio's download.
+// A batch of HiFi-GAN streams in one state side by side (batch_major.h):
+// the walk of walk_layers() (hifigan.cpp) with the batch's signal in one
+// buffer from the mel to the audio, so that each layer, each residual sum
+// and the tanh is one backend call for the batch, and a stream's own calls
+// are its held samples' copies, its mel's upload and its audio's download.
+// While the streams' windows fill (their first chunks), the signal's
+// length changes from layer to layer as in each stream's own walk.
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
 
 namespace etude::engine {
 
-std::vector<std::size_t> HifiGanStream::steady_batch(std::span<const StreamPush> pushes,
-                                                     const std::vector<HifiGanStream*>& streams) {
-    return BatchMajor::steady_batch(
-        pushes.size(),
-        [&](std::size_t i) {
-            return !pushes[i].flush && pushes[i].frames > 0 && streams[i]->settled();
-        },
-        [&](std::size_t i) { return pushes[i].frames; },
+std::vector<std::size_t> HifiGanStream::same_state_batch(
+    std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams) {
+    auto groups = BatchMajor::same_state_groups(
+        pushes.size(), [&](std::size_t i) { return !pushes[i].flush && pushes[i].frames > 0; },
+        [&](std::size_t i) { return streams[i]->push_state(pushes[i].frames); },
         [&](std::size_t i) { return streams[i]->slot_ ? &*streams[i]->slot_ : nullptr; });
+    return groups.empty() ? std::vector<std::size_t>{} : std::move(groups.front());
 }
 
 void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
@@ -92,12 +92,28 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
     x = BatchMajor::push(
         q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, joint,
         conv_out);
-    backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
     const std::size_t n = static_cast<std::size_t>(x.length);
-    for (std::size_t b = 0; b < pushes.size(); ++b) {
+    // One tanh for the batch, unless the batch would shift an item's
+    // samples across the CPU backend's vector lanes (a length that is not a
+    // multiple of 16: a first chunk, whose length the layers' lags cut):
+    // its tanh rounds its vector body (libmvec) and its scalar tail (tanhf)
+    // apart, so such an item would differ from its push alone in the last
+    // bit. Then each item goes through a buffer of its stream's, as alone.
+    const bool per_item = n % 16 != 0 && backend_.info().kind == gpu::BackendKind::Cpu;
+    if (!per_item) backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
+    for (std::size_t b = 0; b < pushes.size() && n > 0; ++b) {
+        const gpu::DeviceBuffer* from = x.buffer;
+        std::size_t from_at = b * n;
+        if (per_item) {
+            auto& own = streams[b]->sum_.need(backend_, n);
+            backend_.copy_rows(q, 1, static_cast<int>(n), *x.buffer, b * n, n, own, 0, n);
+            backend_.activation(q, gpu::Activation::Tanh, own, own, n);
+            from = &own;
+            from_at = 0;
+        }
         const std::size_t at = pushes[b].values->size();
         pushes[b].values->resize(at + n);
-        backend_.copy_to_host(q, pushes[b].values->data() + at, *x.buffer, b * n, n);
+        backend_.copy_to_host(q, pushes[b].values->data() + at, *from, from_at, n);
     }
 }
 

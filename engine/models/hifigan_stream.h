@@ -1,7 +1,7 @@
 // The HiFi-GAN network and its incremental stream (hifigan.h makes them):
 // the classes, shared by hifigan.cpp (the whole-window run, the walk of a
-// push through the layers) and hifigan_batch_major.cpp (the walk of a steady
-// batch side by side). Internal to those files.
+// push through the layers) and hifigan_batch_major.cpp (the walk of a batch
+// in one state side by side). Internal to those files.
 #pragma once
 
 #include <algorithm>
@@ -305,6 +305,27 @@ class HifiGanStream final : public NetworkStream {
         }
         return true;
     }
+    // What decides the operations of a push of `frames` frames, not
+    // flushing (BatchMajor::PushState): every layer and delay in the walk's
+    // order; pushes of equal states are the same operations for any of the
+    // network's streams.
+    BatchMajor::PushState push_state(int frames) const {
+        BatchMajor::PushState key{frames};
+        pre_->push_state(key);
+        for (const auto& st : stages_) {
+            st.up->push_state(key);
+            for (const auto& br : st.branches) {
+                for (const auto& sub : br.subs) {
+                    sub.c1->push_state(key);
+                    if (sub.c2) sub.c2->push_state(key);
+                    sub.skip->push_state(key);
+                }
+                br.align->push_state(key);
+            }
+        }
+        post_->push_state(key);
+        return key;
+    }
     void set_replay(bool on) override { replay_ = on; }
     ReplayStats replay_stats() const override { return steps_.stats(); }
 
@@ -355,11 +376,12 @@ class HifiGanStream final : public NetworkStream {
     // audio copied out.
     void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
                        const std::vector<HifiGanStream*>& streams, JointScratch& joint);
-    // The pushes that can go side by side (batch_major.h): of settled
-    // streams, not flushing, and of the frame count most of them push, in
-    // the order of their slots; none unless two or more.
-    static std::vector<std::size_t> steady_batch(std::span<const StreamPush> pushes,
-                                                 const std::vector<HifiGanStream*>& streams);
+    // The pushes that can go side by side (batch_major.h): the largest
+    // group of two or more in one state (push_state(): settled streams,
+    // or streams that started together), not flushing, in the order of
+    // their slots; none unless two or more.
+    static std::vector<std::size_t> same_state_batch(std::span<const StreamPush> pushes,
+                                                     const std::vector<HifiGanStream*>& streams);
     // walk_together()'s work for such pushes, side by side: the inputs
     // copied in, the layers, the audio copied out (hifigan_batch_major.cpp).
     void walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,

@@ -115,10 +115,17 @@ StreamConv::StreamConv(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dSh
     if (!supports(shape)) throw std::invalid_argument("StreamConv: not a same-padded conv1d");
 }
 
-StreamConv::Staged StreamConv::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
+StreamConv::Staged StreamConv::plan(int in_length, bool flush) const {
     Staged st;
-    st.length = window_.append(q, in, flush ? shape_.padding : 0);
+    st.length =
+        std::abs(window_.held_state()) + std::max(in_length, 0) + (flush ? shape_.padding : 0);
     st.count = std::max(run_outputs(st.length), 0);
+    return st;
+}
+
+StreamConv::Staged StreamConv::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
+    const Staged st = plan(in.length, flush);
+    window_.append(q, in, flush ? shape_.padding : 0);
     if (st.count > 0) activate(q, st.length);
     return st;
 }
@@ -160,21 +167,31 @@ void StreamUpsample::reset() {
     in_total_ = out_total_ = full_total_ = 0;
 }
 
-StreamUpsample::Staged StreamUpsample::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
-    const int u = shape_.stride, held = tail(shape_);
+StreamUpsample::Staged StreamUpsample::plan(int in_length, bool flush) const {
+    const int u = shape_.stride, m = std::max(in_length, 0);
     Staged st;
-    st.length = window_.append(q, in, flush ? held : 0);
-    in_total_ += std::max(in.length, 0);
+    st.length = std::abs(window_.held_state()) + m + (flush ? tail(shape_) : 0);
     const int full = run_outputs(st.length);
     // Outputs before the signal's start still to drop (the first `padding`
     // of a signal lie before its start, the layer's own padding; a first
     // chunk may make fewer than that when the kernel spans 3+ strides).
     st.first = std::clamp<long>(shape_.padding - full_total_, 0, full);
-    full_total_ += full;
     st.count = full - st.first;
-    if (flush) st.count = std::min<long>(st.count, in_total_ * u - out_total_);
+    if (flush) st.count = std::min<long>(st.count, (in_total_ + m) * u - out_total_);
     st.count = std::max<long>(st.count, 0);
+    return st;
+}
+
+void StreamUpsample::count(const Staged& st, int in_length) {
+    in_total_ += std::max(in_length, 0);
+    full_total_ += run_outputs(st.length);
     out_total_ += st.count;
+}
+
+StreamUpsample::Staged StreamUpsample::stage(gpu::Queue& q, const SignalRef& in, bool flush) {
+    const Staged st = plan(in.length, flush);
+    window_.append(q, in, flush ? tail(shape_) : 0);
+    count(st, in.length);
     if (st.count > 0) activate(q, st.length);
     return st;
 }

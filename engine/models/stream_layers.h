@@ -29,9 +29,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "gpu/backend.h"
 
@@ -117,6 +119,16 @@ class InputWindow {
     // signal is longer than the window: from then on a chunk of a given
     // length issues the same copies on the same buffers (recorded_step.h).
     bool settled() const { return held_ == hold_; }
+    // What append() does to the held count for `in_length` new samples and
+    // no zeros, for a push that does not run append() (BatchMajor, a
+    // replayed recording).
+    void advance(int in_length) {
+        const int length = std::abs(held_) + std::max(in_length, 0);
+        if (length > 0) held_ = std::min(length, hold_);
+    }
+    // The held count, and whether the held samples are the prefill's zeros
+    // (held_ < 0, read from zeros_): all that decides append()'s copies.
+    int held_state() const { return held_; }
 
   private:
     friend struct BatchMajor;
@@ -146,10 +158,20 @@ class WeightedStreamLayer {
     // operations on the same buffers as the last one of that length did
     // (recorded_step.h): true once the first chunks have filled the window.
     virtual bool settled() const { return window_.settled(); }
-    // What a settled push of `in_length` samples, not flushing, does to the
-    // layer's counts, for a push that does not run push() (a replayed
-    // recording, a batch-major push).
-    virtual void advance(int /*in_length*/) {}
+    // What a push of `in_length` samples, not flushing, does to the
+    // layer's counts (its window's held count, an upsampler's totals), for
+    // a push that does not run push() (a replayed recording, a batch-major
+    // push).
+    virtual void advance(int in_length) { window_.advance(in_length); }
+    // Appends to `key` what decides the operations of the layer's next
+    // push, not flushing, for a given input length: the window's held count
+    // (and whether it is the prefill's zeros), and for an upsampler how many
+    // of its first outputs it still drops. Two layers of one network with
+    // equal keys, pushed the same length, issue the same operations with
+    // the same shapes and hand out the same outputs, and their keys are
+    // equal again after (BatchMajor runs such pushes as one). Settled
+    // layers' keys are all equal.
+    virtual void push_state(std::vector<long>& key) const { key.push_back(window_.held_state()); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
@@ -169,6 +191,10 @@ class WeightedStreamLayer {
         long count = 0;  // outputs handed out, from `first` on
     };
     virtual Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) = 0;
+    // stage()'s arithmetic without its work or its effect on the counts:
+    // the window's length and the outputs handed out for a push of
+    // `in_length` samples.
+    virtual Staged plan(int in_length, bool flush) const = 0;
     // The backend call over `batch` windows of `length` columns each, and
     // the outputs it makes per window.
     virtual gpu::Conv1dShape run_shape(int batch, int length) const = 0;
@@ -211,6 +237,7 @@ class StreamConv final : public WeightedStreamLayer {
 
   private:
     Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) override;
+    Staged plan(int in_length, bool flush) const override;
     gpu::Conv1dShape run_shape(int batch, int length) const override;
     int run_outputs(int length) const override { return length - 2 * shape_.padding; }
     void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
@@ -235,14 +262,21 @@ class StreamUpsample final : public WeightedStreamLayer {
         return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
     }
     void advance(int in_length) override {
-        const long made = static_cast<long>(in_length) * shape_.stride;
-        in_total_ += in_length;
-        full_total_ += made;
-        out_total_ += made;
+        count(plan(in_length, false), in_length);
+        WeightedStreamLayer::advance(in_length);
+    }
+    // Past `padding` outputs made, the first ones dropped no longer depend
+    // on how many: the key of every settled upsampler is the same.
+    void push_state(std::vector<long>& key) const override {
+        WeightedStreamLayer::push_state(key);
+        key.push_back(std::min<long>(full_total_, shape_.padding));
     }
 
   private:
     Staged stage(gpu::Queue& q, const SignalRef& in, bool flush) override;
+    Staged plan(int in_length, bool flush) const override;
+    // A staged push's counts: `in_length` taken, st's outputs made and handed out.
+    void count(const Staged& st, int in_length);
     gpu::Conv1dShape run_shape(int batch, int length) const override;
     // With the window's tail samples in front, cropping held * u outputs on
     // each side leaves exactly the outputs the new input completes.
@@ -272,6 +306,8 @@ class StreamDelay {
     // Holding `delay` samples (every push after the first ones): see
     // WeightedStreamLayer::settled().
     bool settled() const { return held_ == delay_; }
+    // As WeightedStreamLayer::push_state(): the held count decides a push.
+    void push_state(std::vector<long>& key) const { key.push_back(held_); }
 
   private:
     friend struct BatchMajor;

@@ -1,6 +1,6 @@
-// A steady batch of flow streams side by side (batch_major.h): the walk of
-// walk_couplings() (flow_stream.cpp) with the batch's halves of the latent,
-// its WaveNet signal and every product in one buffer each,
+// A batch of flow streams in one state side by side (batch_major.h): the
+// walk of walk_couplings() (flow_stream.cpp) with the batch's halves of the
+// latent, its WaveNet signal and every product in one buffer each,
 // [stream][channels][frames], so that each operation of a coupling (the
 // pre and post 1x1 convolutions, each layer's dilated convolution, gate,
 // residual and skip convolutions and sums, the delays that line the paths
@@ -16,27 +16,35 @@
 
 namespace etude::engine {
 
-bool VitsFlowStream::settled() const {
-    const auto delay_settled = [](const std::optional<StreamDelay>& d) {
-        return !d || d->settled();
-    };
+BatchMajor::PushState VitsFlowStream::push_state(int frames) const {
+    // Every layer and delay the walk pushes, in its order. Why equal keys
+    // suffice: a convolution's push is decided by its window's held count
+    // (the window's length, whether its front is the prefill's zeros, the
+    // outputs made) and a delay's by its held count (what goes out, what
+    // stays), given the input's length; each layer's input length is the
+    // block's, or what the layers before it handed out, itself decided by
+    // their keys. Nothing else of a flow stream changes what a push does
+    // (pushed_ and made_ only count; the weights are the network's). Equal
+    // pushes leave equal keys, so streams started together stay in one
+    // state push after push.
+    BatchMajor::PushState key{frames};
     for (const Coupling& c : couplings_) {
-        for (const auto& l : c.layers)
-            if (!l->conv.settled() || !delay_settled(l->residual_delay) ||
-                !delay_settled(l->skip_delay))
-                return false;
-        if (!delay_settled(c.from_delay) || !delay_settled(c.to_delay)) return false;
+        for (const auto& l : c.layers) {
+            l->conv.push_state(key);
+            if (l->residual_delay) l->residual_delay->push_state(key);
+            if (l->skip_delay) l->skip_delay->push_state(key);
+        }
+        c.from_delay->push_state(key);
+        c.to_delay->push_state(key);
     }
-    return true;
+    return key;
 }
 
-std::vector<std::size_t> VitsFlowStream::steady_batch(std::span<const VitsFlowPush> pushes) {
-    return BatchMajor::steady_batch(
-        pushes.size(),
-        [&](std::size_t i) {
-            return !pushes[i].flush && pushes[i].frames > 0 && pushes[i].stream->settled();
-        },
-        [&](std::size_t i) { return pushes[i].frames; },
+std::vector<std::vector<std::size_t>> VitsFlowStream::same_state_groups(
+    std::span<const VitsFlowPush> pushes) {
+    return BatchMajor::same_state_groups(
+        pushes.size(), [&](std::size_t i) { return !pushes[i].flush && pushes[i].frames > 0; },
+        [&](std::size_t i) { return pushes[i].stream->push_state(pushes[i].frames); },
         [&](std::size_t i) -> const HeldSlots::Slot* {
             const auto& slot = pushes[i].stream->slot_;
             return slot ? &*slot : nullptr;
@@ -46,7 +54,7 @@ std::vector<std::size_t> VitsFlowStream::steady_batch(std::span<const VitsFlowPu
 void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
                                       JointScratch& joint) {
     auto& b = net_.backend();
-    const int batch = static_cast<int>(pushes.size()), n = pushes[0].frames;
+    const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
     const int half = net_.channels() / 2, hid = net_.hidden();
     // The batch's signals, by role as a stream's own buffers: the halves
     // (two pairs, in and out of a coupling), the WaveNet's residual signal
@@ -59,34 +67,41 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
     ScratchBuffer* residual[2] = {&signals[4], &signals[5]};
     ScratchBuffer &conv = signals[6], &gate = signals[7], &product = signals[8],
                   &skip_delayed = signals[9], &skip_sum = signals[10];
-    const std::size_t hn = std::size_t(half) * std::size_t(n), H = std::size_t(hid) * n;
     const std::size_t B = pushes.size();
-    auto& a_in = halves[0]->need(b, hn * B);
-    auto& b_in = halves[1]->need(b, hn * B);
+    // [channels][length] floats of every item: a signal's lengths shrink
+    // from layer to layer while the streams' windows fill (a first push),
+    // as in each stream's own walk (walk_couplings); settled, they stay.
+    const auto floats = [](int channels, int length) {
+        return std::size_t(channels) * std::size_t(std::max(length, 0));
+    };
+    const std::size_t hf = floats(half, frames);
+    auto& a_in = halves[0]->need(b, hf * B);
+    auto& b_in = halves[1]->need(b, hf * B);
     for (std::size_t i = 0; i < B; ++i) {
         const float* prior = pushes[i].stream->host_in_.data();
-        b.copy_to_device(q, a_in, i * hn, prior, hn);
-        b.copy_to_device(q, b_in, i * hn, prior + hn, hn);
+        b.copy_to_device(q, a_in, i * hf, prior, hf);
+        b.copy_to_device(q, b_in, i * hf, prior + hf, hf);
     }
-    BatchSignal a{&a_in, batch, half, n}, second{&b_in, batch, half, n};
+    BatchSignal a{&a_in, batch, half, frames}, second{&b_in, batch, half, frames};
     // The same layer (or delay) of every stream of the batch.
     const auto of_each = [&](auto pick) {
         std::vector<decltype(pick(*pushes[0].stream))> of(B);
         for (std::size_t i = 0; i < B; ++i) of[i] = pick(*pushes[i].stream);
         return of;
     };
-    const auto check = [&](const BatchSignal& s) {
-        if (s.length != n)
+    // Paths that meet carry as many frames (as in walk_couplings).
+    const auto check = [&](const BatchSignal& s, int want) {
+        if (s.length != want)
             throw Error("VITS flow stream: paths out of step in a batch (" +
-                        std::to_string(s.length) + " frames, not " + std::to_string(n) + ")");
+                        std::to_string(s.length) + " frames, not " + std::to_string(want) + ")");
     };
     for (std::size_t k = 0; k < couplings_.size(); ++k) {
         const VitsFlowCoupling& w = *couplings_[k].weights;  // the network's: every stream's
         const BatchSignal from = w.mirrored ? second : a, to = w.mirrored ? a : second;
         // x = pre(from), then each layer: in = conv(x); acts = tanh *
         // sigmoid; x = delayed x + res(acts); sum += delayed skip(acts).
-        BatchSignal x{&residual[0]->need(b, H * B), batch, hid, n};
-        b.conv1d(q, w.pre.shape(n, batch), *from.buffer, w.pre.w, w.pre.b, *x.buffer);
+        BatchSignal x{&residual[0]->need(b, floats(hid, from.length) * B), batch, hid, from.length};
+        b.conv1d(q, w.pre.shape(x.length, batch), *from.buffer, w.pre.w, w.pre.b, *x.buffer);
         int at = 0;  // x's buffer in residual[]
         BatchSignal sum;
         const std::size_t layers = w.in_layers.size();
@@ -98,7 +113,9 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
                 q,
                 of_each([&](VitsFlowStream& s) -> WeightedStreamLayer* { return &layer(s).conv; }),
                 x, joint, conv);
-            check(in);
+            // This layer's frames: its convolution's outputs.
+            const int n = in.length;
+            const std::size_t H = floats(hid, n);
             // The gate pairs each item's first half of rows with its second:
             // the tanh halves gathered in front of the sigmoid halves make
             // that one call for the batch. Its output goes where the
@@ -112,7 +129,7 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
                 const BatchSignal delayed = BatchMajor::delay(
                     q, of_each([&](VitsFlowStream& s) { return &*layer(s).residual_delay; }), x,
                     joint, *residual[1 - at]);
-                check(delayed);
+                check(delayed, n);
                 auto& r = product.need(b, H * B);
                 b.conv1d(q, w.res[l].shape(n, batch), *acts.buffer, w.res[l].w, w.res[l].b, r);
                 b.axpby(q, H * B, 1.0f, r, 1.0f, *delayed.buffer);
@@ -126,13 +143,14 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
                 skip = BatchMajor::delay(
                     q, of_each([&](VitsFlowStream& s) { return &*layer(s).skip_delay; }), skip,
                     joint, skip_delayed);
-            check(skip);
+            const std::size_t S = floats(hid, skip.length);
             if (l == 0) {
-                sum = {&skip_sum.need(b, H * B), batch, hid, n};
-                b.copy_rows(q, batch * hid, n, *skip.buffer, 0, std::size_t(n), *sum.buffer, 0,
-                            std::size_t(n));
+                sum = {&skip_sum.need(b, S * B), batch, hid, skip.length};
+                b.copy_rows(q, batch * hid, skip.length, *skip.buffer, 0, std::size_t(skip.length),
+                            *sum.buffer, 0, std::size_t(skip.length));
             } else {
-                b.axpby(q, H * B, 1.0f, *skip.buffer, 1.0f, *sum.buffer);
+                check(skip, sum.length);
+                b.axpby(q, S * B, 1.0f, *skip.buffer, 1.0f, *sum.buffer);
             }
         }
         // The mean-only affine: the other half, lined up, less post(sum).
@@ -143,20 +161,23 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
         const BatchSignal shifted = BatchMajor::delay(
             q, of_each([k](VitsFlowStream& s) { return &*s.couplings_[k].to_delay; }), to, joint,
             *halves[2 * out_pair + 1 - from_at]);
-        check(kept);
-        check(shifted);
-        auto& shift = product.need(b, hn * B);
-        b.conv1d(q, w.post.shape(n, batch), *sum.buffer, w.post.w, w.post.b, shift);
-        b.axpby(q, hn * B, -1.0f, shift, 1.0f, *shifted.buffer);
+        check(kept, sum.length);
+        check(shifted, sum.length);
+        const std::size_t hm = floats(half, sum.length);
+        auto& shift = product.need(b, hm * B);
+        b.conv1d(q, w.post.shape(sum.length, batch), *sum.buffer, w.post.w, w.post.b, shift);
+        b.axpby(q, hm * B, -1.0f, shift, 1.0f, *shifted.buffer);
         a = w.mirrored ? shifted : kept;
         second = w.mirrored ? kept : shifted;
     }
+    const std::size_t hm = floats(half, a.length);
     for (std::size_t i = 0; i < B; ++i) {
         VitsFlowStream& s = *pushes[i].stream;
-        *pushes[i].made = n;
-        s.host_out_.resize(2 * hn);
-        b.copy_to_host(q, s.host_out_.data(), *a.buffer, i * hn, hn);
-        b.copy_to_host(q, s.host_out_.data() + hn, *second.buffer, i * hn, hn);
+        *pushes[i].made = a.length;
+        if (hm == 0) continue;
+        s.host_out_.resize(2 * hm);
+        b.copy_to_host(q, s.host_out_.data(), *a.buffer, i * hm, hm);
+        b.copy_to_host(q, s.host_out_.data() + hm, *second.buffer, i * hm, hm);
     }
 }
 

@@ -243,18 +243,21 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     // must have finished (their layers' zero fills).
     for (VitsFlowStream* s : streams)
         if (s != this) b.synchronize(*s->queue_);
-    // The steady part of the batch side by side, the others coupling by
-    // coupling, layer by layer together (walk_couplings).
-    std::vector<bool> steady(pushes.size(), false);
-    std::vector<VitsFlowPush> side_by_side, rest;
-    for (std::size_t i : steady_batch(pushes)) {
-        steady[i] = true;
-        side_by_side.push_back(pushes[i]);
+    // Each group of pushes in one state side by side, the others coupling
+    // by coupling, layer by layer together (walk_couplings).
+    std::vector<bool> side_by_side(pushes.size(), false);
+    for (const auto& group : same_state_groups(pushes)) {
+        std::vector<VitsFlowPush> of_group;
+        for (std::size_t i : group) {
+            side_by_side[i] = true;
+            of_group.push_back(pushes[i]);
+        }
+        walk_batch_major(q, of_group, lane.joint);
     }
-    if (!side_by_side.empty()) walk_batch_major(q, side_by_side, lane.joint);
+    std::vector<VitsFlowPush> rest;
     std::vector<VitsFlowStream*> rest_streams;
     for (std::size_t i = 0; i < pushes.size(); ++i)
-        if (!steady[i]) {
+        if (!side_by_side[i]) {
             rest.push_back(pushes[i]);
             rest_streams.push_back(streams[i]);
         }

@@ -16,9 +16,11 @@
 // Batches: where the network's streams join (VitsFlowNetwork::joiner(), on
 // a GPU), a push waits for a batch running on another stream's thread and
 // goes, with the pushes that came meanwhile, into the next one. The
-// batch's steady pushes (every layer settled, one block length, none the
-// sentence's end) run side by side, every operation one backend call for
-// them (flow_batch_major.cpp, models/batch_major.h); the others walk the
+// batch's pushes whose streams are in one state (every layer holding as
+// many frames: settled streams, or streams that started together, pushing
+// their first blocks), of one block length and none the sentence's end,
+// run side by side, every operation one backend call for them
+// (flow_batch_major.cpp, models/batch_major.h); the others walk the
 // couplings layer by layer together, each layer's dilated convolution (most
 // of the flow's arithmetic) one backend call for the streams whose windows
 // line up (JointPush, stream_layers.h). Each stream's held frames stay its
@@ -164,16 +166,17 @@ class VitsFlowStream {
     void walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
                         std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
                         std::vector<SignalRef>& second, JointScratch& joint);
-    // Every layer's window full and every delay holding its frames
-    // (stream_layers.h's settled()): from then on a push not flushing is
-    // the same operations for any stream of the network.
-    bool settled() const;
-    // The pushes that can go side by side (batch_major.h): of settled
-    // streams, not flushing, and of the frame count most of them push, in
-    // the order of their slots; none unless two or more.
-    static std::vector<std::size_t> steady_batch(std::span<const VitsFlowPush> pushes);
-    // push_in_lane()'s work for such pushes, side by side: the uploads, the
-    // couplings, the downloads (flow_batch_major.cpp).
+    // What decides the operations of a push of `frames` frames, not
+    // flushing (BatchMajor::PushState): pushes of equal states are the same
+    // operations for any streams of the network.
+    BatchMajor::PushState push_state(int frames) const;
+    // The pushes that can go side by side (batch_major.h): not flushing,
+    // grouped by push_state(), the groups of two or more, largest first,
+    // each in the order of its slots.
+    static std::vector<std::vector<std::size_t>> same_state_groups(
+        std::span<const VitsFlowPush> pushes);
+    // push_in_lane()'s work for one such group, side by side: the uploads,
+    // the couplings, the downloads (flow_batch_major.cpp).
     void walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPush> pushes, JointScratch& joint);
     // One WaveNet layer's work after its dilated convolution, whose output
     // is `in`: the gate, the residual and the skip paths.

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -212,7 +213,25 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
             return test::operations(*backend_) - before;
         };
         const std::vector<std::size_t> all{0, 1, 2, 3, 4, 5, 6, 7}, half{0, 1, 2, 3};
-        for (int round = 0; round < 5; ++round) push(all, false);  // the windows fill
+        // The first chunks of streams started together go side by side too
+        // (their layers in one state): a stream's share of a first push is
+        // its mel's upload alone (a first 4-frame chunk makes no audio yet:
+        // the layers' lags), where walked layer by layer, as first chunks
+        // went before, it was about a third of three streams' push.
+        backend_->set_profiling(true);
+        const std::uint64_t first_five = push({0, 1, 2, 3, 4}, false);
+        const std::uint64_t first_three = push({5, 6, 7}, false);
+        backend_->set_profiling(false);
+        const std::uint64_t first_share = (first_five - first_three) / 2;
+        std::printf("[ %-8s ] %s, a first push: 3 streams %llu operations, 5 streams %llu\n",
+                    gpu::to_string(GetParam()), name, (unsigned long long)first_three,
+                    (unsigned long long)first_five);
+        if (HeldSlots::slots_per_page(*backend_) > 1) {
+            EXPECT_EQ(first_share, 1u)
+                << "a first push: 3 streams " << first_three << ", 5 streams " << first_five;
+        }
+        EXPECT_LT(first_share, first_three / 4);
+        for (int round = 0; round < 4; ++round) push(all, false);  // the windows fill
         backend_->set_profiling(true);
         const std::uint64_t four = push(half, false);  // 4..7 sit this one out
         const std::uint64_t eight = push(all, false);

@@ -1,0 +1,260 @@
+// A Piper flow's streams that started together push their first blocks
+// side by side (models/batch_major.h), not only once their layers settle:
+// their pushes are in one state (every layer holding as many frames, from
+// the prefill's zeros on), so each operation is one backend call for them,
+// when first audio waits for it. Each stream's flow is still its solo flow
+// (bit for bit on the devices, within the flow's bound on the CPU), whether
+// the batch's streams are in one state or not (a stream started earlier
+// goes its own way beside a group of others), and the first push of four
+// streams costs a stream's uploads and downloads more than that of three.
+// CPU backend, lavapipe (Vulkan) and PoCL (OpenCL), each skipped where
+// absent; pushed together on one thread (push_blocks_together), as the
+// joiner would run them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/models/vits/flow_stream.h"
+#include "engine/voices/piper_voice.h"
+#include "support/model_parity.h"
+#include "support/piper_on_device.h"
+
+using namespace etude::engine;
+using etude::test::max_abs_diff;
+
+namespace {
+
+const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+
+// piper_flow_batch_test.cpp's bound: a batch item is the computation of
+// the stream's own push, so its flow equals the solo flow to float rounding
+// at most (bit for bit where the kernels sum a batch item as they sum it
+// alone: OpenCL's and Vulkan's).
+constexpr double kFlowBound = 1e-5;
+
+std::vector<float> random_prior(int channels, int frames, std::uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> p(std::size_t(channels) * std::size_t(frames));
+    for (float& v : p) v = normal(gen);
+    return p;
+}
+
+// Streams of a joining flow, each with a twin of a flow that does not join
+// (whose pushes all go alone): push() gives each stream of `who` its next
+// block and pushes it together, each twin alone, and keeps both outputs.
+class FlowTwins {
+  public:
+    FlowTwins(std::shared_ptr<const VitsFlowNetwork> joint,
+              std::shared_ptr<const VitsFlowNetwork> solo, int streams, int frames)
+        : joint_(std::move(joint)), solo_(std::move(solo)), frames_(frames) {
+        for (int i = 0; i < streams; ++i) add(400 + std::uint32_t(i));
+    }
+    int add(std::uint32_t seed) {
+        joint_streams_.push_back(std::make_unique<VitsFlowStream>(joint_, 1));
+        solo_streams_.push_back(std::make_unique<VitsFlowStream>(solo_, 1));
+        priors_.push_back(random_prior(joint_->channels(), frames_, seed));
+        fed_.push_back(0);
+        joint_out_.emplace_back();
+        solo_out_.emplace_back();
+        return int(fed_.size()) - 1;
+    }
+    // The operations the joint push issued (while `device` profiles).
+    std::uint64_t push(etude::gpu::Backend& device, const std::vector<int>& who, int block,
+                       bool flush) {
+        const int channels = joint_->channels();
+        std::vector<std::vector<float>> blocks;
+        std::vector<VitsFlowStream*> streams;
+        for (int i : who) {
+            std::vector<float> b(std::size_t(channels) * std::size_t(block));
+            for (int c = 0; c < channels; ++c)
+                std::copy_n(priors_[std::size_t(i)].begin() + std::ptrdiff_t(c) * frames_ + fed_[i],
+                            block, b.begin() + std::ptrdiff_t(c) * block);
+            fed_[std::size_t(i)] += block;
+            VitsFlowStream* twin = solo_streams_[std::size_t(i)].get();
+            const std::span<const float> one[] = {b};
+            const auto alone = VitsFlowStream::push_blocks_together({&twin, 1}, one, block, flush);
+            append(solo_out_[std::size_t(i)], alone[0]);
+            blocks.push_back(std::move(b));
+            streams.push_back(joint_streams_[std::size_t(i)].get());
+        }
+        const std::vector<std::span<const float>> spans(blocks.begin(), blocks.end());
+        const std::uint64_t before = etude::test::operations(device);
+        const auto got = VitsFlowStream::push_blocks_together(streams, spans, block, flush);
+        const std::uint64_t issued = etude::test::operations(device) - before;
+        for (std::size_t k = 0; k < who.size(); ++k)
+            append(joint_out_[std::size_t(who[k])], got[k]);
+        return issued;
+    }
+    int fed(int i) const { return fed_[std::size_t(i)]; }
+    int frames() const { return frames_; }
+    // Stream i's flow together against its twin's alone.
+    double diff(int i) const {
+        const auto& got = joint_out_[std::size_t(i)];
+        const auto& want = solo_out_[std::size_t(i)];
+        EXPECT_EQ(got.size(), want.size());
+        EXPECT_EQ(want.size(), std::size_t(joint_->channels()) * std::size_t(frames_))
+            << "the flow did not reach the sentence's end";
+        return max_abs_diff(got, want);
+    }
+
+  private:
+    static void append(std::vector<float>& to, const std::vector<float>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+    }
+    std::shared_ptr<const VitsFlowNetwork> joint_, solo_;
+    int frames_;
+    std::vector<std::unique_ptr<VitsFlowStream>> joint_streams_, solo_streams_;
+    std::vector<std::vector<float>> priors_, joint_out_, solo_out_;
+    std::vector<int> fed_;
+};
+
+class PiperFlowFirstPush : public etude::test::PiperOnDevice {
+  protected:
+    void SetUp() override {
+        PiperOnDevice::SetUp();
+        if (!device_) return;
+        voice_ = PiperVoice::open(kVoice);
+        const VitsFlowNetwork& source = *voice_->network().flow_network(0);
+        joint_ = std::make_shared<const VitsFlowNetwork>(source, device_);
+        joint_->set_join_streams(true);
+        solo_ = std::make_shared<const VitsFlowNetwork>(source, device_);
+        solo_->set_join_streams(false);
+    }
+    // Within the bound; bit for bit on the devices.
+    void same(double diff) const {
+        EXPECT_LE(diff, kFlowBound);
+        if (GetParam() != etude::gpu::BackendKind::Cpu) {
+            EXPECT_EQ(diff, 0.0);
+        }
+    }
+
+    std::shared_ptr<const PiperVoice> voice_;
+    std::shared_ptr<const VitsFlowNetwork> joint_, solo_;
+};
+
+// Four streams started together push every block together, from the first
+// (the windows filling from the prefill's zeros) through the steady ones
+// to the flush, in blocks shorter than a layer's delay (5 frames), shorter
+// than the flow's 32 frames of context (16: the first pushes' outputs run
+// dry inside the couplings) and of a Piper stream's first push (48).
+TEST_P(PiperFlowFirstPush, streams_started_together_push_side_by_side_each_its_solo_flow) {
+    for (const int block : {5, 16, 48}) {
+        SCOPED_TRACE("blocks of " + std::to_string(block));
+        FlowTwins twins(joint_, solo_, 4, 6 * block + 3);
+        const std::vector<int> all{0, 1, 2, 3};
+        while (twins.fed(0) + block < twins.frames()) twins.push(*device_, all, block, false);
+        twins.push(*device_, all, twins.frames() - twins.fed(0), true);
+        for (int i = 0; i < 4; ++i) {
+            SCOPED_TRACE("stream " + std::to_string(i));
+            const double diff = twins.diff(i);
+            std::printf("[ %-8s ] blocks of %d, stream %d: max |side by side - solo| = %.3g\n",
+                        name_.c_str(), block, i, diff);
+            same(diff);
+        }
+    }
+}
+
+// Streams 0 and 1 start a block earlier than 2 and 3: in the joins after,
+// each pair is in one state and goes side by side, two groups beside each
+// other, until all four settle and go as one; then a fresh stream joins
+// them, in a state of its own, walked beside them. Each stream's flow is
+// its solo flow. (BatchMajor refuses layers in different states, so a
+// group mixing them would throw.)
+TEST_P(PiperFlowFirstPush, streams_in_different_states_go_apart_and_each_is_its_solo_flow) {
+    constexpr int kBlock = 12;
+    FlowTwins twins(joint_, solo_, 4, 8 * kBlock);
+    twins.push(*device_, {0, 1}, kBlock, false);
+    const std::vector<int> all{0, 1, 2, 3};
+    for (int round = 0; round < 4; ++round) twins.push(*device_, all, kBlock, false);
+    const int fresh = twins.add(499);
+    const std::vector<int> five{0, 1, 2, 3, 4};
+    for (int round = 0; round < 2; ++round) twins.push(*device_, five, kBlock, false);
+    twins.push(*device_, {2, 3, 4}, kBlock, false);
+    twins.push(*device_, {0, 1}, kBlock, true);  // the end of their sentences
+    twins.push(*device_, {2, 3}, kBlock, true);
+    twins.push(*device_, {4}, twins.frames() - twins.fed(fresh), true);
+    for (int i = 0; i < 5; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        same(twins.diff(i));
+    }
+}
+
+// The first push of fresh streams is one side-by-side batch: a fifth stream
+// in the next slot adds its prior's two uploads and its output's two
+// downloads, and nothing else, where its first push alone issues some 250
+// operations (and four streams walked layer by layer together, as first
+// pushes went before, over a thousand). On OpenCL each slot is a page of its
+// own (batch_major.h): each stream's held frames then go in copies of their
+// own, still far fewer operations than its push alone.
+TEST_P(PiperFlowFirstPush, a_first_push_of_streams_started_together_is_one_batch) {
+    constexpr int kBlock = VitsFlowStream::kMinPush;
+    const auto first_push = [&](int streams) {
+        FlowTwins twins(joint_, solo_, streams, 2 * kBlock);
+        std::vector<int> all(std::size_t(streams), 0);
+        for (int i = 0; i < streams; ++i) all[std::size_t(i)] = i;
+        device_->set_profiling(true);
+        const std::uint64_t ops = twins.push(*device_, all, kBlock, false);
+        device_->set_profiling(false);
+        return ops;
+    };
+    const std::uint64_t alone = first_push(1), of_four = first_push(4), of_five = first_push(5);
+    std::printf("[ %-8s ] first push: one stream %llu operations, 4 streams %llu, 5 streams %llu\n",
+                name_.c_str(), (unsigned long long)alone, (unsigned long long)of_four,
+                (unsigned long long)of_five);
+    if (etude::engine::HeldSlots::slots_per_page(*device_) > 1) {
+        EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
+                                            "uploads and its output's two downloads";
+        EXPECT_LT(of_four, 2 * alone) << "four streams' first pushes went their own ways";
+    }
+    EXPECT_LT(of_five - of_four, alone / 2) << "a stream's share of a first push is no batch's";
+}
+
+// The operations of 4 and 16 streams started together (docs/benchmarks.md
+// quotes them): their first push (48 frames, a Piper stream's first) and
+// their whole sentence of 150 frames (three pushes of 48, then the flush
+// of 6, which each stream walks on its own, as every flush). Side by side
+// from the first push on, 16 streams' pushes before the flush cost less
+// than twice 4 streams' where the held frames share pages.
+TEST_P(PiperFlowFirstPush, operations_of_streams_started_together) {
+    constexpr int kBlock = VitsFlowStream::kMinPush, kFrames = 3 * kBlock + 6;
+    std::uint64_t unflushed_of[17] = {};
+    for (const int streams : {1, 4, 16}) {
+        FlowTwins twins(joint_, solo_, streams, kFrames);
+        std::vector<int> all(std::size_t(streams), 0);
+        for (int i = 0; i < streams; ++i) all[std::size_t(i)] = i;
+        device_->set_profiling(true);
+        const std::uint64_t first = twins.push(*device_, all, kBlock, false);
+        std::uint64_t sentence = first;
+        while (twins.fed(0) + kBlock < kFrames)
+            sentence += twins.push(*device_, all, kBlock, false);
+        unflushed_of[streams] = sentence;
+        sentence += twins.push(*device_, all, kFrames - twins.fed(0), true);
+        device_->set_profiling(false);
+        std::printf(
+            "[ %-8s ] %2d streams started together: first push %llu operations, "
+            "before the flush %llu, sentence of %d frames %llu\n",
+            name_.c_str(), streams, (unsigned long long)first,
+            (unsigned long long)unflushed_of[streams], kFrames, (unsigned long long)sentence);
+        for (int i = 0; i < streams; ++i) same(twins.diff(i));
+    }
+    if (etude::engine::HeldSlots::slots_per_page(*device_) > 1) {
+        EXPECT_LT(unflushed_of[16], 2 * unflushed_of[4]);
+    }
+    EXPECT_LT(unflushed_of[16], 8 * unflushed_of[1]);
+}
+
+const auto kName = [](const auto& info) { return etude::gpu::to_string(info.param); };
+INSTANTIATE_TEST_SUITE_P(Backends, PiperFlowFirstPush,
+                         ::testing::Values(etude::gpu::BackendKind::Cpu,
+                                           etude::gpu::BackendKind::Vulkan,
+                                           etude::gpu::BackendKind::OpenCl),
+                         kName);
+
+}  // namespace
