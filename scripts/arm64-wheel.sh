@@ -138,11 +138,25 @@ arm64_wheel() {
     echo "bootstrap: SKIP: could not install the tests' aarch64 packages from PyPI into $site; no aarch64 wheel was built" >&2
     return 0
   fi
-  if ! _PYTHON_HOST_PLATFORM=linux-aarch64 SETUPTOOLS_EXT_SUFFIX="$suffix" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
+  # The extension from the cross-build's own layers (python/CMakeLists.txt,
+  # as python_package does natively): the host's Python for the headers
+  # (Debian's pyconfig.h dispatches to the aarch64 one by the compiler's
+  # multiarch include path), the target's suffix for the module's name
+  # (SKBUILD_SOABI, which nanobind takes as scikit-build-core would pass
+  # it), the target's interpreter for the stubs; then a wheel that packs it.
+  local soabi=${suffix#.} include
+  soabi=${soabi%.so}
+  include=$("$build_env/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  if ! { cmake -S "$here" -B "$arm64_dir" -DETUDE_BUILD_PYTHON_MODULE=ON \
+             -DPython_EXECUTABLE="$build_env/bin/python" -DPython_INCLUDE_DIR="$include" \
+             -DSKBUILD_SOABI="$soabi" \
+             -DETUDE_TARGET_PYTHON="$arm64_dir/python-env/bin/python" &&
+           cmake --build "$arm64_dir" -j"$jobs" --target _native_stub; } >>"$log" 2>&1 ||
+     ! _PYTHON_HOST_PLATFORM=linux-aarch64 SETUPTOOLS_EXT_SUFFIX="$suffix" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
        "$build_env/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
          --config-settings=build-dir="$arm64_dir/python-wheel" \
          --config-settings=cmake.define.CMAKE_TOOLCHAIN_FILE="$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
-         --config-settings=cmake.define.ETUDE_TARGET_PYTHON="$arm64_dir/python-env/bin/python" \
+         --config-settings=cmake.define.ETUDE_PREBUILT_MODULE_DIR="$arm64_dir/python-module" \
          -w "$raw" "$here/python" >>"$log" 2>&1 ||
      ! repair_wheel aarch64 "$raw" "$dist" >>"$log" 2>&1 ||
      ! "$build_env/bin/pip" install -q --disable-pip-version-check --target "$site" "${target[@]}" \

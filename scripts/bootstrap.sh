@@ -153,12 +153,16 @@ repair_wheel() {
   fi
 }
 
-# Only for `test`: the Python package (python/, docs/python.md). Its wheel is
-# built by BUILD/python-build-env (scikit-build-core, nanobind and auditwheel
-# from PyPI, python/build-requirements.txt) without build isolation, in the
-# CMake folder BUILD/python-wheel, kept between runs so that a second build
-# is incremental, into BUILD/python-wheel-raw, then repaired into
-# BUILD/python-dist (repair_wheel). A fresh venv, BUILD/python-env, gets the
+# Only for `test`: the Python package (python/, docs/python.md). The build
+# folder, given ETUDE_BUILD_PYTHON_MODULE=ON and BUILD/python-build-env's
+# Python (scikit-build-core, nanobind and auditwheel from PyPI,
+# python/build-requirements.txt), builds the extension from the layers it
+# has compiled already (BUILD/python-module); the wheel, built by that venv
+# without build isolation in the CMake folder BUILD/python-wheel into
+# BUILD/python-wheel-raw, packs it (ETUDE_PREBUILT_MODULE_DIR) rather than
+# compiling the engine a second time (about 8 CPU minutes on a fresh
+# clone: docs/benchmarks.md), then is repaired into BUILD/python-dist
+# (repair_wheel). A fresh venv, BUILD/python-env, gets the
 # repaired wheel and python/test-requirements.txt. Where PyPI cannot be
 # reached the reason is left in BUILD/python-env/SKIPPED and the package's
 # tests skip, saying it; a wheel that does not build or repair leaves
@@ -172,10 +176,21 @@ python_package() {
      ! "$build_env/bin/pip" install -q --disable-pip-version-check \
          -r "$here/python/build-requirements.txt" >>"$log" 2>&1; then
     skip="could not install python/build-requirements.txt from PyPI into $build_env"
+  elif ! { cmake -S "$here" -B "$build_dir" -DETUDE_BUILD_PYTHON_MODULE=ON \
+               -DPython_EXECUTABLE="$build_env/bin/python" &&
+             cmake --build "$build_dir" -j"$jobs" --target _native_stub; } >>"$log" 2>&1; then
+    fail="the extension did not build in $build_dir (ETUDE_BUILD_PYTHON_MODULE=ON; log: $log)"
   elif ! "$build_env/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
-           --config-settings=build-dir="$build_dir/python-wheel" -w "$raw" "$here/python" \
-           >>"$log" 2>&1; then
+           --config-settings=build-dir="$build_dir/python-wheel" \
+           --config-settings=cmake.define.ETUDE_PREBUILT_MODULE_DIR="$build_dir/python-module" \
+           -w "$raw" "$here/python" >>"$log" 2>&1; then
     fail="the wheel did not build (pip wheel ./python; log: $log)"
+  elif ! cmake -S "$here/python" -B "$build_dir/python-standalone" \
+           -DPython_EXECUTABLE="$build_env/bin/python" >>"$log" 2>&1; then
+    # Neither wheel here compiles the engine itself (the aarch64 one packs
+    # its cross-build's module too), so the way `pip install ./python`
+    # takes is at least configured, which is where it differs.
+    fail="python/CMakeLists.txt does not configure on its own, as pip install ./python needs (log: $log)"
   elif ! repair_wheel "$(uname -m)" "$raw" "$dist" >>"$log" 2>&1; then
     fail="auditwheel did not make the wheel ${wheel_policy}_$(uname -m) (log: $log)"
   elif ! /usr/bin/python3 -m venv "$env" >>"$log" 2>&1 ||
@@ -233,7 +248,9 @@ link_voice() {
 
 build() {
   local log; log=$(mktemp)
-  if ! { cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+  # The Python extension only where python_package asks for it (it needs
+  # BUILD/python-build-env's nanobind, which `demo` does not make).
+  if ! { cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DETUDE_BUILD_PYTHON_MODULE=OFF &&
          cmake --build "$build_dir" -j"$jobs"; } >"$log" 2>&1; then
     grep -E "error|Error" "$log" | head -50 >&2 || cat "$log" >&2
     echo "bootstrap: build failed (full log: $log)" >&2
@@ -269,7 +286,7 @@ arm64_build() {
   log=$(mktemp)
   if ! { cmake -S "$here" -B "$arm64_dir" --toolchain "$here/cmake/toolchains/aarch64-linux-gnu.cmake" \
            -DCMAKE_BUILD_TYPE=Release -DETUDE_WITH_CUDA=OFF -DETUDE_BUILD_BENCHMARKS=OFF \
-           -DETUDE_BUILD_EXAMPLES=OFF &&
+           -DETUDE_BUILD_EXAMPLES=OFF -DETUDE_BUILD_PYTHON_MODULE=OFF &&
          cmake --build "$arm64_dir" -j"$jobs" "${targets[@]}"; } >"$log" 2>&1; then
     grep -E "error|Error" "$log" | head -50 >&2 || cat "$log" >&2
     echo "bootstrap: aarch64 cross-build failed (full log: $log)" >&2
