@@ -339,8 +339,8 @@ case "$mode" in
   test)
     install_missing "${test_packages[@]}"
     # The test peers' environment (pip: downloads, one core) beside the
-    # build; the wheel waits for the build (with ccache, its objects are
-    # the build's).
+    # build; the wheel waits for the build, whose layers its extension is
+    # linked from (python_package).
     stage "build, and the test peers' Python environment beside it"
     python_env &
     python_env_pid=$!
