@@ -20,12 +20,12 @@
 // stream's first audio waits, and pushing their sentences' ends together
 // (a flush: each window's zeros appended, one fill for the batch, and
 // every delay emptied, as each stream's own flush). A batch item is then
-// the same computation, on
-// the same values, as the stream's own push: on the CPU's direct
-// convolutions its outputs are the same bit for bit. The streams' layers
-// are updated (held samples, counts) as their own pushes would update them,
-// so any later push, alone, joint, replayed from a recording or side by
-// side, goes on from where this one left.
+// the same computation, on the same values, as the stream's own push: on
+// the CPU's direct convolutions its outputs are the same bit for bit. The
+// streams' layers are updated (held samples, counts) as their own pushes
+// would update them (a flush's too, so reset() and the next sentence go
+// on as after a flush alone), so any later push, alone, joint, replayed
+// from a recording or side by side, goes on from where this one left.
 //
 // Threads: as JointPush: the calls run on `q`, the streams' queues idle.
 #pragma once
