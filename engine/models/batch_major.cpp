@@ -119,7 +119,8 @@ std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
 }
 
 BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
-                             const BatchSignal& in, JointScratch& joint, ScratchBuffer& out) {
+                             const BatchSignal& in, bool flush, JointScratch& joint,
+                             ScratchBuffer& out) {
     if (layers.empty() || in.batch != static_cast<int>(layers.size()) || in.length < 0)
         throw std::invalid_argument("BatchMajor::push: one layer per item");
     WeightedStreamLayer& first = *layers[0];
@@ -130,8 +131,8 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
     same_state(layers, "BatchMajor::push: the layers are in different states");
     const int rows = in.batch * channels, out_channels = first.shape_.out_channels;
     // The push every layer would make alone (the same for each: one state),
-    // its window [held | new input] per item.
-    const WeightedStreamLayer::Staged st = first.plan(in.length, false);
+    // its window [held | new input | a flush's zeros] per item.
+    const WeightedStreamLayer::Staged st = first.plan(in.length, flush);
     const int held = first.window_.held_;
     const int h = std::abs(held), L = st.length;
     const std::size_t m = static_cast<std::size_t>(in.length), H = static_cast<std::size_t>(h);
@@ -142,12 +143,12 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
         std::vector<HeldPlace> places;
         for (WeightedStreamLayer* layer : layers)
             places.push_back({&layer->window_.tail(), layer->window_.tail_at()});
-        // A fresh signal holds the prefill's zeros (InputWindow::reset):
-        // one fill for the batch, the input then copied over its part.
-        if (held < 0)
-            backend.fill(q, window, 0.0f, at(layers.size(), channels, cols));
-        else if (h > 0)
-            copy_held(backend, q, places, channels, h, stride, window, 0, cols, true);
+        // A fresh signal holds the prefill's zeros (InputWindow::reset),
+        // and a flush appends zeros after the input (the signal's right
+        // padding): one fill for the batch, the held samples and the input
+        // then copied over their parts.
+        if (held < 0 || flush) backend.fill(q, window, 0.0f, at(layers.size(), channels, cols));
+        if (held > 0) copy_held(backend, q, places, channels, h, stride, window, 0, cols, true);
         if (m > 0) backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, window, H, cols);
         // The last `hold` columns (or all, while the window fills) held
         // again, before the activation, which works on the window in place:
@@ -157,7 +158,7 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
             copy_held(backend, q, places, channels, keep, stride, window,
                       static_cast<std::size_t>(L - keep), cols, false);
     }
-    for (WeightedStreamLayer* layer : layers) layer->advance(in.length);
+    for (WeightedStreamLayer* layer : layers) layer->advance(in.length, flush);
     if (st.count <= 0) return {&out.need(backend, 1), in.batch, out_channels, 0};
     auto& window = joint.window.get();
     if (first.slope_)
@@ -184,7 +185,8 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
 }
 
 BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
-                              const BatchSignal& in, JointScratch& joint, ScratchBuffer& out) {
+                              const BatchSignal& in, bool flush, JointScratch& joint,
+                              ScratchBuffer& out) {
     if (delays.empty() || in.batch != static_cast<int>(delays.size()) || in.length < 0)
         throw std::invalid_argument("BatchMajor::delay: one delay per item");
     StreamDelay& first = *delays[0];
@@ -197,9 +199,9 @@ BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delay
     same_state(delays, "BatchMajor::delay: the delays are in different states");
     const int rows = in.batch * channels;
     // StreamDelay::push()'s arithmetic, the same for every item: of
-    // [held | in], the first n go out, the rest is held.
+    // [held | in], the first n go out (all at a flush), the rest is held.
     const int h = first.held_, m = in.length, total = h + m;
-    const int n = std::max(total - d, 0), keep = total - n;
+    const int n = first.handed_out(total, flush), keep = total - n;
     const int from_held = std::min(h, n), old_part = std::max(h - n, 0);
     const std::size_t M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n);
     const std::size_t stride = static_cast<std::size_t>(std::max(d, 1));  // held rows'

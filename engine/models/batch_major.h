@@ -13,17 +13,19 @@
 //
 // Which pushes: those whose streams are in one state (every layer of every
 // stream holding as many samples, and so on: BatchMajor::PushState), every
-// stream pushing the same number of samples, none flushing (a flush's
-// zeros and emptied delays each stream still walks alone). Settled
+// stream pushing the same number of samples, all flushing or none. Settled
 // streams (stream_layers.h's settled(): every window full) are all in one
 // state; so are streams that started together, pushing their first chunks
 // while their windows fill from the prefill's zeros, which is when a
-// stream's first audio waits. A batch item is then the same computation, on
-// the same values, as the stream's own push: on the CPU's direct
-// convolutions its outputs are the same bit for bit. The streams' layers
-// are updated (held samples, counts) as their own pushes would update them,
-// so any later push, alone, joint, replayed from a recording or side by
-// side, goes on from where this one left.
+// stream's first audio waits, and pushing their sentences' ends together
+// (a flush: each window's zeros appended, one fill for the batch, and
+// every delay emptied, as each stream's own flush). A batch item is then
+// the same computation, on the same values, as the stream's own push: on
+// the CPU's direct convolutions its outputs are the same bit for bit. The
+// streams' layers are updated (held samples, counts) as their own pushes
+// would update them (a flush's too, so reset() and the next sentence go
+// on as after a flush alone), so any later push, alone, joint, replayed
+// from a recording or side by side, goes on from where this one left.
 //
 // Threads: as JointPush: the calls run on `q`, the streams' queues idle.
 #pragma once
@@ -105,14 +107,14 @@ class HeldSlots {
 };
 
 struct BatchMajor {
-    // What decides the operations of a stream's push, not flushing: its
-    // length, then each layer's and delay's push_state() (stream_layers.h)
-    // in the network's order. Pushes of one network with equal states are
-    // the same operations on the same shapes, item for item, so they run
-    // side by side.
+    // What decides the operations of a stream's push: its length, whether
+    // it flushes, then each layer's and delay's push_state()
+    // (stream_layers.h) in the network's order. Pushes of one network with
+    // equal states are the same operations on the same shapes, item for
+    // item, so they run side by side.
     using PushState = std::vector<long>;
     // Which of `count` pushes run side by side: those `may(i)` allows (some
-    // frames, not flushing), grouped by `state(i)`, the groups of two or
+    // frames), grouped by `state(i)`, the groups of two or
     // more, largest first, each in the order of its streams' slots
     // (`slot(i)`; null for a stream without one, which goes last), so that
     // neighbours' held samples go as one copy.
@@ -122,16 +124,19 @@ struct BatchMajor {
         const std::function<const HeldSlots::Slot*(std::size_t)>& slot);
     // The same layer of each stream of the batch (layers[b] takes item b of
     // `in`), all in one state (push_state()): their pushes of in.length
-    // samples, not flushing, as one call, each layer's counts updated as
-    // its own push would. The outputs go to `out` (which may be in's
+    // samples, the signals' ends where `flush`, as one call, each layer's
+    // counts updated as its own push would (plan(), the arithmetic its own
+    // stage() follows). The outputs go to `out` (which may be in's
     // buffer), item b stream b's; of length 0 where the windows are still
     // filling. Throws std::logic_error for layers in different states.
     static BatchSignal push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
-                            const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
-    // The same for each stream's StreamDelay (all in one state); `out` must
-    // not be in's buffer.
+                            const BatchSignal& in, bool flush, JointScratch& joint,
+                            ScratchBuffer& out);
+    // The same for each stream's StreamDelay (all in one state; at a flush
+    // every held sample goes out); `out` must not be in's buffer.
     static BatchSignal delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
-                             const BatchSignal& in, JointScratch& joint, ScratchBuffer& out);
+                             const BatchSignal& in, bool flush, JointScratch& joint,
+                             ScratchBuffer& out);
 };
 
 }  // namespace etude::engine

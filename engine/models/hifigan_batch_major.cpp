@@ -13,8 +13,8 @@ namespace etude::engine {
 std::vector<std::size_t> HifiGanStream::same_state_batch(
     std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams) {
     auto groups = BatchMajor::same_state_groups(
-        pushes.size(), [&](std::size_t i) { return !pushes[i].flush && pushes[i].frames > 0; },
-        [&](std::size_t i) { return streams[i]->push_state(pushes[i].frames); },
+        pushes.size(), [&](std::size_t i) { return pushes[i].frames > 0; },
+        [&](std::size_t i) { return streams[i]->push_state(pushes[i].frames, pushes[i].flush); },
         [&](std::size_t i) { return streams[i]->slot_ ? &*streams[i]->slot_ : nullptr; });
     return groups.empty() ? std::vector<std::size_t>{} : std::move(groups.front());
 }
@@ -23,6 +23,7 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
                                      const std::vector<HifiGanStream*>& streams,
                                      JointScratch& joint) {
     const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
+    const bool flush = pushes[0].flush;  // every push's (one state)
     // The batch's signals, as a stream's own in push(): the mel, the convs'
     // outputs, the upsampler's, the residual paths' two, the resblocks' sum.
     auto& signals = joint.signals;
@@ -45,13 +46,13 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
     };
     BatchSignal x{&mel_buf, batch, net_.n_mels_, frames};
     x = BatchMajor::push(
-        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.pre_.get(); }), x, joint,
-        conv_out);
+        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.pre_.get(); }), x, flush,
+        joint, conv_out);
     for (std::size_t k = 0; k < stages_.size(); ++k) {
         const BatchSignal y = BatchMajor::push(
             q,
             layers([k](HifiGanStream& s) -> WeightedStreamLayer* { return s.stages_[k].up.get(); }),
-            x, joint, up_out);
+            x, flush, joint, up_out);
         BatchSignal total;
         const std::size_t branches = stages_[k].branches.size();
         for (std::size_t j = 0; j < branches; ++j) {
@@ -66,14 +67,14 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
                     BatchMajor::push(q, layers([&](HifiGanStream& s) -> WeightedStreamLayer* {
                                          return sub(s).c1.get();
                                      }),
-                                     r, joint, conv_out);
+                                     r, flush, joint, conv_out);
                 if (sub(*this).c2)
                     b = BatchMajor::push(q, layers([&](HifiGanStream& s) -> WeightedStreamLayer* {
                                              return sub(s).c2.get();
                                          }),
-                                         b, joint, conv_out);
+                                         b, flush, joint, conv_out);
                 const BatchSignal d = BatchMajor::delay(
-                    q, layers([&](HifiGanStream& s) { return sub(s).skip.get(); }), r, joint,
+                    q, layers([&](HifiGanStream& s) { return sub(s).skip.get(); }), r, flush, joint,
                     *residual[m % 2]);
                 sum_into(b, 1.0f, d);
                 r = d;
@@ -81,7 +82,7 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
             const BatchSignal a = BatchMajor::delay(q, layers([k, j](HifiGanStream& s) {
                                                         return s.stages_[k].branches[j].align.get();
                                                     }),
-                                                    r, joint, *residual[subs % 2]);
+                                                    r, flush, joint, *residual[subs % 2]);
             if (j == 0) total = {&sum.need(backend_, a.floats()), batch, a.channels, a.length};
             sum_into(a, j == 0 ? 0.0f : 1.0f, total);
         }
@@ -90,8 +91,8 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
         x = total;
     }
     x = BatchMajor::push(
-        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, joint,
-        conv_out);
+        q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, flush,
+        joint, conv_out);
     const std::size_t n = static_cast<std::size_t>(x.length);
     // One tanh for the batch, unless the batch would shift an item's
     // samples across the CPU backend's vector lanes (a length that is not a

@@ -305,12 +305,12 @@ class HifiGanStream final : public NetworkStream {
         }
         return true;
     }
-    // What decides the operations of a push of `frames` frames, not
-    // flushing (BatchMajor::PushState): every layer and delay in the walk's
-    // order; pushes of equal states are the same operations for any of the
-    // network's streams.
-    BatchMajor::PushState push_state(int frames) const {
-        BatchMajor::PushState key{frames};
+    // What decides the operations of a push of `frames` frames, the
+    // signal's end where `flush` (BatchMajor::PushState): every layer and
+    // delay in the walk's order; pushes of equal states are the same
+    // operations for any of the network's streams.
+    BatchMajor::PushState push_state(int frames, bool flush) const {
+        BatchMajor::PushState key{frames, flush ? 1 : 0};
         pre_->push_state(key);
         for (const auto& st : stages_) {
             st.up->push_state(key);
@@ -378,8 +378,8 @@ class HifiGanStream final : public NetworkStream {
                        const std::vector<HifiGanStream*>& streams, JointScratch& joint);
     // The pushes that can go side by side (batch_major.h): the largest
     // group of two or more in one state (push_state(): settled streams,
-    // or streams that started together), not flushing, in the order of
-    // their slots; none unless two or more.
+    // or streams that started together; a flush only with flushes), in the
+    // order of their slots; none unless two or more.
     static std::vector<std::size_t> same_state_batch(std::span<const StreamPush> pushes,
                                                      const std::vector<HifiGanStream*>& streams);
     // walk_together()'s work for such pushes, side by side: the inputs

@@ -314,7 +314,7 @@ SignalRef StreamDelay::push(gpu::Queue& q, const SignalRef& in, bool flush) {
     // The signal so far, not yet handed out: [held | in], `total` long. The
     // first n of it go out; the rest is held.
     const int total = held_ + m;
-    const int n = flush ? total : std::max(total - delay_, 0);
+    const int n = handed_out(total, flush);
     const auto rows = [](int len) { return static_cast<std::size_t>(std::max(len, 1)); };
     const std::size_t hold = rows(delay_);
     if (n > 0) {

@@ -122,8 +122,10 @@ class InputWindow {
     // What append() does to the held count for `in_length` new samples and
     // no zeros, for a push that does not run append() (BatchMajor, a
     // replayed recording).
-    void advance(int in_length) {
-        const int length = std::abs(held_) + std::max(in_length, 0);
+    void advance(int in_length) { take(std::abs(held_) + std::max(in_length, 0)); }
+    // The same for an append() whose work is `length` columns long (held,
+    // new input and zeros: a flush's, BatchMajor).
+    void take(int length) {
         if (length > 0) held_ = std::min(length, hold_);
     }
     // The held count, and whether the held samples are the prefill's zeros
@@ -158,19 +160,21 @@ class WeightedStreamLayer {
     // operations on the same buffers as the last one of that length did
     // (recorded_step.h): true once the first chunks have filled the window.
     virtual bool settled() const { return window_.settled(); }
-    // What a push of `in_length` samples, not flushing, does to the
-    // layer's counts (its window's held count, an upsampler's totals), for
-    // a push that does not run push() (a replayed recording, a batch-major
-    // push).
-    virtual void advance(int in_length) { window_.advance(in_length); }
+    // What a push of `in_length` samples (the signal's end where `flush`:
+    // its zeros appended) does to the layer's counts (its window's held
+    // count, an upsampler's totals), for a push that does not run push() (a
+    // replayed recording, a batch-major push): plan()'s window, as stage().
+    virtual void advance(int in_length, bool flush = false) {
+        window_.take(plan(in_length, flush).length);
+    }
     // Appends to `key` what decides the operations of the layer's next
-    // push, not flushing, for a given input length: the window's held count
-    // (and whether it is the prefill's zeros), and for an upsampler how many
-    // of its first outputs it still drops. Two layers of one network with
-    // equal keys, pushed the same length, issue the same operations with
-    // the same shapes and hand out the same outputs, and their keys are
-    // equal again after (BatchMajor runs such pushes as one). Settled
-    // layers' keys are all equal.
+    // push, for a given input length, flushing or not: the window's held
+    // count (and whether it is the prefill's zeros), and for an upsampler
+    // how many of its first outputs it still drops. Two layers of one
+    // network with equal keys, pushed the same length (both flushing or
+    // neither), issue the same operations with the same shapes and hand out
+    // the same outputs, and their keys are equal again after (BatchMajor
+    // runs such pushes as one). Settled layers' keys are all equal.
     virtual void push_state(std::vector<long>& key) const { key.push_back(window_.held_state()); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
@@ -261,12 +265,15 @@ class StreamUpsample final : public WeightedStreamLayer {
     bool settled() const override {
         return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
     }
-    void advance(int in_length) override {
-        count(plan(in_length, false), in_length);
-        WeightedStreamLayer::advance(in_length);
+    void advance(int in_length, bool flush = false) override {
+        count(plan(in_length, flush), in_length);
+        WeightedStreamLayer::advance(in_length, flush);
     }
     // Past `padding` outputs made, the first ones dropped no longer depend
-    // on how many: the key of every settled upsampler is the same.
+    // on how many: the key of every settled upsampler is the same. A
+    // flush's last outputs follow too: every push makes stride outputs per
+    // input sample (the prefill holds the window's tail), so the outputs
+    // still owed, in_total_ x stride - out_total_, are this minimum.
     void push_state(std::vector<long>& key) const override {
         WeightedStreamLayer::push_state(key);
         key.push_back(std::min<long>(full_total_, shape_.padding));
@@ -311,6 +318,11 @@ class StreamDelay {
 
   private:
     friend struct BatchMajor;
+    // Of the `total` samples not yet handed out ([held | in]), those a push
+    // hands out: all at a flush, else all but `delay`.
+    int handed_out(int total, bool flush) const {
+        return flush ? total : std::max(total - delay_, 0);
+    }
     gpu::Backend& backend_;
     int channels_, delay_, held_ = 0;
     // The held samples: always in tail() (own_[0] unless a HeldSpace

@@ -7,6 +7,8 @@
 // the batch's streams are in one state or not (a stream started earlier
 // goes its own way beside a group of others), and the first push of four
 // streams costs a stream's uploads and downloads more than that of three.
+// Their sentences' ends (flushes) go side by side too, and leave each
+// stream as its own flush would.
 // CPU backend, lavapipe (Vulkan) and PoCL (OpenCL), each skipped where
 // absent; pushed together on one thread (push_blocks_together), as the
 // joiner would run them.
@@ -53,13 +55,15 @@ class FlowTwins {
   public:
     FlowTwins(std::shared_ptr<const VitsFlowNetwork> joint,
               std::shared_ptr<const VitsFlowNetwork> solo, int streams, int frames)
-        : joint_(std::move(joint)), solo_(std::move(solo)), frames_(frames) {
+        : joint_(std::move(joint)), solo_(std::move(solo)), frames_of_(frames) {
         for (int i = 0; i < streams; ++i) add(400 + std::uint32_t(i));
     }
-    int add(std::uint32_t seed) {
+    // A stream whose sentence has `frames` frames (the twins' own, by default).
+    int add(std::uint32_t seed, int frames = 0) {
         joint_streams_.push_back(std::make_unique<VitsFlowStream>(joint_, 1));
         solo_streams_.push_back(std::make_unique<VitsFlowStream>(solo_, 1));
-        priors_.push_back(random_prior(joint_->channels(), frames_, seed));
+        frames_.push_back(frames > 0 ? frames : frames_of_);
+        priors_.push_back(random_prior(joint_->channels(), frames_.back(), seed));
         fed_.push_back(0);
         joint_out_.emplace_back();
         solo_out_.emplace_back();
@@ -68,38 +72,64 @@ class FlowTwins {
     // The operations the joint push issued (while `device` profiles).
     std::uint64_t push(etude::gpu::Backend& device, const std::vector<int>& who, int block,
                        bool flush) {
+        return push_each(device, who, std::vector<int>(who.size(), block),
+                         std::vector<bool>(who.size(), flush));
+    }
+    // The same with a block length and a flush of its own for each stream.
+    std::uint64_t push_each(etude::gpu::Backend& device, const std::vector<int>& who,
+                            const std::vector<int>& lengths, const std::vector<bool>& flushes) {
         const int channels = joint_->channels();
         std::vector<std::vector<float>> blocks;
         std::vector<VitsFlowStream*> streams;
-        for (int i : who) {
+        for (std::size_t k = 0; k < who.size(); ++k) {
+            const std::size_t i = std::size_t(who[k]);
+            const int block = lengths[k];
             std::vector<float> b(std::size_t(channels) * std::size_t(block));
             for (int c = 0; c < channels; ++c)
-                std::copy_n(priors_[std::size_t(i)].begin() + std::ptrdiff_t(c) * frames_ + fed_[i],
-                            block, b.begin() + std::ptrdiff_t(c) * block);
-            fed_[std::size_t(i)] += block;
-            VitsFlowStream* twin = solo_streams_[std::size_t(i)].get();
+                std::copy_n(priors_[i].begin() + std::ptrdiff_t(c) * frames_[i] + fed_[i], block,
+                            b.begin() + std::ptrdiff_t(c) * block);
+            fed_[i] += block;
+            VitsFlowStream* twin = solo_streams_[i].get();
             const std::span<const float> one[] = {b};
-            const auto alone = VitsFlowStream::push_blocks_together({&twin, 1}, one, block, flush);
-            append(solo_out_[std::size_t(i)], alone[0]);
+            const auto alone =
+                VitsFlowStream::push_blocks_together({&twin, 1}, one, block, flushes[k]);
+            append(solo_out_[i], alone[0]);
             blocks.push_back(std::move(b));
-            streams.push_back(joint_streams_[std::size_t(i)].get());
+            streams.push_back(joint_streams_[i].get());
         }
-        const std::vector<std::span<const float>> spans(blocks.begin(), blocks.end());
+        std::vector<VitsFlowStream::Block> each;
+        for (std::size_t k = 0; k < who.size(); ++k)
+            each.push_back({blocks[k], lengths[k], flushes[k]});
         const std::uint64_t before = etude::test::operations(device);
-        const auto got = VitsFlowStream::push_blocks_together(streams, spans, block, flush);
+        const auto got = VitsFlowStream::push_blocks_together(streams, each);
         const std::uint64_t issued = etude::test::operations(device) - before;
         for (std::size_t k = 0; k < who.size(); ++k)
             append(joint_out_[std::size_t(who[k])], got[k]);
         return issued;
     }
+    // Every stream (and twin) reset() for a next sentence of `frames`
+    // frames, of new priors; the outputs so far dropped.
+    void next_sentence(int frames) {
+        frames_of_ = frames;
+        for (std::size_t i = 0; i < fed_.size(); ++i) {
+            frames_[i] = frames;
+            joint_streams_[i]->reset();
+            solo_streams_[i]->reset();
+            priors_[i] = random_prior(joint_->channels(), frames, 700 + std::uint32_t(i));
+            fed_[i] = 0;
+            joint_out_[i].clear();
+            solo_out_[i].clear();
+        }
+    }
     int fed(int i) const { return fed_[std::size_t(i)]; }
-    int frames() const { return frames_; }
+    int frames() const { return frames_of_; }
     // Stream i's flow together against its twin's alone.
     double diff(int i) const {
         const auto& got = joint_out_[std::size_t(i)];
         const auto& want = solo_out_[std::size_t(i)];
         EXPECT_EQ(got.size(), want.size());
-        EXPECT_EQ(want.size(), std::size_t(joint_->channels()) * std::size_t(frames_))
+        EXPECT_EQ(want.size(),
+                  std::size_t(joint_->channels()) * std::size_t(frames_[std::size_t(i)]))
             << "the flow did not reach the sentence's end";
         return max_abs_diff(got, want);
     }
@@ -109,7 +139,8 @@ class FlowTwins {
         to.insert(to.end(), from.begin(), from.end());
     }
     std::shared_ptr<const VitsFlowNetwork> joint_, solo_;
-    int frames_;
+    int frames_of_;
+    std::vector<int> frames_;
     std::vector<std::unique_ptr<VitsFlowStream>> joint_streams_, solo_streams_;
     std::vector<std::vector<float>> priors_, joint_out_, solo_out_;
     std::vector<int> fed_;
@@ -186,6 +217,49 @@ TEST_P(PiperFlowFirstPush, streams_in_different_states_go_apart_and_each_is_its_
     }
 }
 
+// Four streams started together push every block together through their
+// sentences' ends: the flushes (each window's zeros, every delay emptied)
+// go side by side too, and leave each stream as its own flush would: after
+// reset() the same streams' next sentences, again together, are each its
+// solo flow, and so is a sentence that is one flush from the start (every
+// window then holding the prefill's zeros and the flush's).
+TEST_P(PiperFlowFirstPush, flushes_side_by_side_leave_each_stream_as_its_own_flush) {
+    constexpr int kBlock = 16;
+    FlowTwins twins(joint_, solo_, 4, 2 * kBlock + 7);
+    const std::vector<int> all{0, 1, 2, 3};
+    for (const int frames : {2 * kBlock + 7, 3 * kBlock + 5, 10}) {
+        SCOPED_TRACE("a sentence of " + std::to_string(frames) + " frames");
+        if (frames != twins.frames()) twins.next_sentence(frames);
+        while (twins.fed(0) + kBlock < twins.frames()) twins.push(*device_, all, kBlock, false);
+        twins.push(*device_, all, twins.frames() - twins.fed(0), true);
+        for (int i = 0; i < 4; ++i) {
+            SCOPED_TRACE("stream " + std::to_string(i));
+            same(twins.diff(i));
+        }
+    }
+}
+
+// In one join, streams 0 and 1 flush 7 frames, 2 and 3 flush 11, and 4,
+// in 0 and 1's state, pushes 7 frames that do not end its sentence: three
+// groups (a flush groups only with flushes of its length), each stream its
+// solo flow. (Had 4 gone with 0 and 1, it would have been flushed.)
+TEST_P(PiperFlowFirstPush, flushes_of_other_lengths_or_beside_pushes_go_apart) {
+    constexpr int kBlock = 12;
+    FlowTwins twins(joint_, solo_, 4, 2 * kBlock + 7);
+    const std::vector<int> all{0, 1, 2, 3};
+    const int beside = twins.add(499, 2 * kBlock + 7 + 1);
+    const std::vector<int> five{0, 1, 2, 3, beside};
+    twins.push(*device_, five, kBlock, false);
+    twins.push_each(*device_, five, {kBlock, kBlock, 8, 8, kBlock},
+                    {false, false, false, false, false});
+    twins.push_each(*device_, five, {7, 7, 11, 11, 7}, {true, true, true, true, false});
+    twins.push(*device_, {beside}, 1, true);
+    for (int i = 0; i < 5; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        same(twins.diff(i));
+    }
+}
+
 // The first push of fresh streams is one side-by-side batch: a fifth stream
 // in the next slot adds its prior's two uploads and its output's two
 // downloads, and nothing else, where its first push alone issues some 250
@@ -219,12 +293,13 @@ TEST_P(PiperFlowFirstPush, a_first_push_of_streams_started_together_is_one_batch
 // The operations of 4 and 16 streams started together (docs/benchmarks.md
 // quotes them): their first push (48 frames, a Piper stream's first) and
 // their whole sentence of 150 frames (three pushes of 48, then the flush
-// of 6, which each stream walks on its own, as every flush). Side by side
-// from the first push on, 16 streams' pushes before the flush cost less
-// than twice 4 streams' where the held frames share pages.
+// of 6, side by side as the pushes before it). Side by side, 16 streams'
+// pushes cost less than twice 4 streams' where the held frames share
+// pages, and 16 streams' flush less than half of 16 flushes alone
+// anywhere (a stream's flush alone issues some 250 operations).
 TEST_P(PiperFlowFirstPush, operations_of_streams_started_together) {
     constexpr int kBlock = VitsFlowStream::kMinPush, kFrames = 3 * kBlock + 6;
-    std::uint64_t unflushed_of[17] = {};
+    std::uint64_t unflushed_of[17] = {}, flush_of[17] = {};
     for (const int streams : {1, 4, 16}) {
         FlowTwins twins(joint_, solo_, streams, kFrames);
         std::vector<int> all(std::size_t(streams), 0);
@@ -235,19 +310,23 @@ TEST_P(PiperFlowFirstPush, operations_of_streams_started_together) {
         while (twins.fed(0) + kBlock < kFrames)
             sentence += twins.push(*device_, all, kBlock, false);
         unflushed_of[streams] = sentence;
-        sentence += twins.push(*device_, all, kFrames - twins.fed(0), true);
+        flush_of[streams] = twins.push(*device_, all, kFrames - twins.fed(0), true);
+        sentence += flush_of[streams];
         device_->set_profiling(false);
         std::printf(
             "[ %-8s ] %2d streams started together: first push %llu operations, "
-            "before the flush %llu, sentence of %d frames %llu\n",
+            "before the flush %llu, flush %llu, sentence of %d frames %llu\n",
             name_.c_str(), streams, (unsigned long long)first,
-            (unsigned long long)unflushed_of[streams], kFrames, (unsigned long long)sentence);
+            (unsigned long long)unflushed_of[streams], (unsigned long long)flush_of[streams],
+            kFrames, (unsigned long long)sentence);
         for (int i = 0; i < streams; ++i) same(twins.diff(i));
     }
     if (etude::engine::HeldSlots::slots_per_page(*device_) > 1) {
         EXPECT_LT(unflushed_of[16], 2 * unflushed_of[4]);
+        EXPECT_LT(flush_of[16], 2 * flush_of[4]) << "the flushes went their own ways";
     }
     EXPECT_LT(unflushed_of[16], 8 * unflushed_of[1]);
+    EXPECT_LT(2 * flush_of[16], 16 * flush_of[1]) << "the flushes went their own ways";
 }
 
 const auto kName = [](const auto& info) { return etude::gpu::to_string(info.param); };

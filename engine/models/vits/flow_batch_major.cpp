@@ -16,7 +16,7 @@
 
 namespace etude::engine {
 
-BatchMajor::PushState VitsFlowStream::push_state(int frames) const {
+BatchMajor::PushState VitsFlowStream::push_state(int frames, bool flush) const {
     // Every layer and delay the walk pushes, in its order. Why equal keys
     // suffice: a convolution's push is decided by its window's held count
     // (the window's length, whether its front is the prefill's zeros, the
@@ -26,8 +26,10 @@ BatchMajor::PushState VitsFlowStream::push_state(int frames) const {
     // their keys. Nothing else of a flow stream changes what a push does
     // (pushed_ and made_ only count; the weights are the network's). Equal
     // pushes leave equal keys, so streams started together stay in one
-    // state push after push.
-    BatchMajor::PushState key{frames};
+    // state push after push, to their sentences' ends. A flush (each
+    // window's zeros, every delay emptied) is other operations than a push
+    // of as many frames that does not end the sentence: it is in the key.
+    BatchMajor::PushState key{frames, flush ? 1 : 0};
     for (const Coupling& c : couplings_) {
         for (const auto& l : c.layers) {
             l->conv.push_state(key);
@@ -43,8 +45,10 @@ BatchMajor::PushState VitsFlowStream::push_state(int frames) const {
 std::vector<std::vector<std::size_t>> VitsFlowStream::same_state_groups(
     std::span<const VitsFlowPush> pushes) {
     return BatchMajor::same_state_groups(
-        pushes.size(), [&](std::size_t i) { return !pushes[i].flush && pushes[i].frames > 0; },
-        [&](std::size_t i) { return pushes[i].stream->push_state(pushes[i].frames); },
+        pushes.size(), [&](std::size_t i) { return pushes[i].frames > 0; },
+        [&](std::size_t i) {
+            return pushes[i].stream->push_state(pushes[i].frames, pushes[i].flush);
+        },
         [&](std::size_t i) -> const HeldSlots::Slot* {
             const auto& slot = pushes[i].stream->slot_;
             return slot ? &*slot : nullptr;
@@ -55,6 +59,7 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
                                       JointScratch& joint) {
     auto& b = net_.backend();
     const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
+    const bool flush = pushes[0].flush;  // every push's (one state)
     const int half = net_.channels() / 2, hid = net_.hidden();
     // The batch's signals, by role as a stream's own buffers: the halves
     // (two pairs, in and out of a coupling), the WaveNet's residual signal
@@ -112,7 +117,7 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
             const BatchSignal in = BatchMajor::push(
                 q,
                 of_each([&](VitsFlowStream& s) -> WeightedStreamLayer* { return &layer(s).conv; }),
-                x, joint, conv);
+                x, flush, joint, conv);
             // This layer's frames: its convolution's outputs.
             const int n = in.length;
             const std::size_t H = floats(hid, n);
@@ -128,7 +133,7 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
             if (layer(*this).residual_delay) {
                 const BatchSignal delayed = BatchMajor::delay(
                     q, of_each([&](VitsFlowStream& s) { return &*layer(s).residual_delay; }), x,
-                    joint, *residual[1 - at]);
+                    flush, joint, *residual[1 - at]);
                 check(delayed, n);
                 auto& r = product.need(b, H * B);
                 b.conv1d(q, w.res[l].shape(n, batch), *acts.buffer, w.res[l].w, w.res[l].b, r);
@@ -142,7 +147,7 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
             if (layer(*this).skip_delay)
                 skip = BatchMajor::delay(
                     q, of_each([&](VitsFlowStream& s) { return &*layer(s).skip_delay; }), skip,
-                    joint, skip_delayed);
+                    flush, joint, skip_delayed);
             const std::size_t S = floats(hid, skip.length);
             if (l == 0) {
                 sum = {&skip_sum.need(b, S * B), batch, hid, skip.length};
@@ -157,10 +162,10 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
         const int out_pair = 1 - static_cast<int>(k % 2), from_at = w.mirrored ? 1 : 0;
         const BatchSignal kept = BatchMajor::delay(
             q, of_each([k](VitsFlowStream& s) { return &*s.couplings_[k].from_delay; }), from,
-            joint, *halves[2 * out_pair + from_at]);
+            flush, joint, *halves[2 * out_pair + from_at]);
         const BatchSignal shifted = BatchMajor::delay(
-            q, of_each([k](VitsFlowStream& s) { return &*s.couplings_[k].to_delay; }), to, joint,
-            *halves[2 * out_pair + 1 - from_at]);
+            q, of_each([k](VitsFlowStream& s) { return &*s.couplings_[k].to_delay; }), to, flush,
+            joint, *halves[2 * out_pair + 1 - from_at]);
         check(kept, sum.length);
         check(shifted, sum.length);
         const std::size_t hm = floats(half, sum.length);

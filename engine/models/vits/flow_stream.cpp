@@ -295,31 +295,43 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
 std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
     std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
     int frames, bool flush) {
-    if (streams.empty()) return {};
-    const VitsFlowNetwork& net = streams[0]->net_;
-    const std::size_t size = std::size_t(net.channels()) * std::size_t(std::max(frames, 0));
     if (blocks.size() != streams.size())
         throw std::invalid_argument("VITS flow stream: " + std::to_string(blocks.size()) +
                                     " blocks for " + std::to_string(streams.size()) + " streams");
-    for (const auto& block : blocks)
-        if (frames < 1 || block.size() != size)
-            throw std::invalid_argument("VITS flow stream: a block of " + std::to_string(frames) +
-                                        " frames of " + std::to_string(net.channels()) +
-                                        " channels, not " + std::to_string(block.size()) +
-                                        " values");
+    std::vector<Block> each;
+    for (const auto& block : blocks) each.push_back({block, frames, flush});
+    return push_blocks_together(streams, each);
+}
+
+std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
+    std::span<VitsFlowStream* const> streams, std::span<const Block> blocks) {
+    if (streams.empty()) return {};
+    const VitsFlowNetwork& net = streams[0]->net_;
+    if (blocks.size() != streams.size())
+        throw std::invalid_argument("VITS flow stream: " + std::to_string(blocks.size()) +
+                                    " blocks for " + std::to_string(streams.size()) + " streams");
+    for (const Block& block : blocks) {
+        const std::size_t size =
+            std::size_t(net.channels()) * std::size_t(std::max(block.frames, 0));
+        if (block.frames < 1 || block.prior.size() != size)
+            throw std::invalid_argument("VITS flow stream: a block of " +
+                                        std::to_string(block.frames) + " frames of " +
+                                        std::to_string(net.channels()) + " channels, not " +
+                                        std::to_string(block.prior.size()) + " values");
+    }
     for (const VitsFlowStream* s : streams)
         if (&s->net_ != &net)
             throw std::invalid_argument("VITS flow stream: a batch of two networks' streams");
     std::vector<int> made(streams.size(), 0);
     std::vector<VitsFlowPush> pushes;
     for (std::size_t i = 0; i < streams.size(); ++i) {
-        streams[i]->host_in_.assign(blocks[i].begin(), blocks[i].end());
-        pushes.push_back({streams[i], frames, flush, &made[i]});
+        streams[i]->host_in_.assign(blocks[i].prior.begin(), blocks[i].prior.end());
+        pushes.push_back({streams[i], blocks[i].frames, blocks[i].flush, &made[i]});
     }
     streams[0]->push_together(pushes);
     std::vector<std::vector<float>> out(streams.size());
     for (std::size_t i = 0; i < streams.size(); ++i) {
-        streams[i]->pushed_ += frames;
+        streams[i]->pushed_ += blocks[i].frames;
         streams[i]->made_ += made[i];
         ++streams[i]->pushes_;
         const auto& host = streams[i]->host_out_;

@@ -18,8 +18,8 @@
 // goes, with the pushes that came meanwhile, into the next one. The
 // batch's pushes whose streams are in one state (every layer holding as
 // many frames: settled streams, or streams that started together, pushing
-// their first blocks), of one block length and none the sentence's end,
-// run side by side, every operation one backend call for them
+// their first blocks), of one block length, all the sentence's end (a
+// flush) or none, run side by side, every operation one backend call for them
 // (flow_batch_major.cpp, models/batch_major.h); the others walk the
 // couplings layer by layer together, each layer's dilated convolution (most
 // of the flow's arithmetic) one backend call for the streams whose windows
@@ -133,6 +133,15 @@ class VitsFlowStream {
     static std::vector<std::vector<float>> push_blocks_together(
         std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
         int frames, bool flush = false);
+    // The same with a block of its own length for each stream, each ending
+    // its sentence or not (a join of pushes in different states).
+    struct Block {
+        std::span<const float> prior;  // [channels][frames]
+        int frames = 0;
+        bool flush = false;
+    };
+    static std::vector<std::vector<float>> push_blocks_together(
+        std::span<VitsFlowStream* const> streams, std::span<const Block> blocks);
     // The same `block` for every stream, not flushing; the output dropped.
     static void push_block_together(std::span<VitsFlowStream* const> streams,
                                     std::span<const float> block, int frames) {
@@ -166,13 +175,13 @@ class VitsFlowStream {
     void walk_couplings(gpu::Queue& q, std::span<VitsFlowStream* const> streams,
                         std::span<const VitsFlowPush> pushes, std::vector<SignalRef>& a,
                         std::vector<SignalRef>& second, JointScratch& joint);
-    // What decides the operations of a push of `frames` frames, not
-    // flushing (BatchMajor::PushState): pushes of equal states are the same
-    // operations for any streams of the network.
-    BatchMajor::PushState push_state(int frames) const;
-    // The pushes that can go side by side (batch_major.h): not flushing,
-    // grouped by push_state(), the groups of two or more, largest first,
-    // each in the order of its slots.
+    // What decides the operations of a push of `frames` frames, the
+    // sentence's end where `flush` (BatchMajor::PushState): pushes of equal
+    // states are the same operations for any streams of the network.
+    BatchMajor::PushState push_state(int frames, bool flush) const;
+    // The pushes that can go side by side (batch_major.h): grouped by
+    // push_state() (a flush only with flushes), the groups of two or more,
+    // largest first, each in the order of its slots.
     static std::vector<std::vector<std::size_t>> same_state_groups(
         std::span<const VitsFlowPush> pushes);
     // push_in_lane()'s work for one such group, side by side: the uploads,

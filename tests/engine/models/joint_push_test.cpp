@@ -158,7 +158,7 @@ TEST_P(JointPush, each_stream_pushed_together_gives_its_solo_audio) {
 // still its solo audio, through streams leaving the batch (one dropped, as a
 // cancelled stream is, one sitting a push out), a lone push between batches
 // (replayed from its recording where the backend records), a batch of streams
-// in scattered slots and the final flush. The twins' layers hold their samples
+// in scattered slots and the final flush (side by side too). The twins' layers hold their samples
 // in slots of their network's buffers (HeldSlots), the solo streams' (of a
 // second model, which does not batch) in buffers of their own. And a stream's
 // share of the batch's operations is its own only: its mel's upload and its
@@ -255,7 +255,16 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
         solo[7].reset();
         const std::vector<std::size_t> seven{0, 1, 2, 3, 4, 5, 6};
         push(seven, false);
-        push(seven, true);
+        // Their sentences' ends together (all settled, in one state) go
+        // side by side too: under half of seven flushes alone, each more
+        // than a lone push (its zeros' copies besides).
+        backend_->set_profiling(true);
+        const std::uint64_t flush_seven = push(seven, true);
+        backend_->set_profiling(false);
+        std::printf("[ %-8s ] %s, a steady push alone %llu operations, 7 streams' flush %llu\n",
+                    gpu::to_string(GetParam()), name, (unsigned long long)alone,
+                    (unsigned long long)flush_seven);
+        EXPECT_LT(2 * flush_seven, 7 * alone) << "the flushes went their own ways";
         for (std::size_t i = 0; i + 1 < kStreams; ++i) {
             SCOPED_TRACE("stream " + std::to_string(i));
             expect_its_solo_audio(joint_out[i], solo_out[i], exact);
