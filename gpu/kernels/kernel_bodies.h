@@ -171,11 +171,16 @@ ETUDE_BODY void complex_exp_at(etude_index i, ETUDE_CPTR x, ETUDE_PTR y) {
     ETUDE_AT(y, 2 * i + 1) = m * ETUDE_SIN(ph);
 }
 
-// WaveNet's gate, element gid of the first half: tanh of it times the
-// logistic sigmoid of its partner `gate_offset` elements on.
-ETUDE_BODY void gated_tanh_at(etude_index gid, etude_index gate_offset, ETUDE_CPTR x, ETUDE_PTR y) {
-    const float a = ETUDE_AT(x, gid);
-    const float b = ETUDE_AT(x, gid + gate_offset);
+// WaveNet's gate, output element gid of y[batch][channels][length]
+// (item_size = channels * length values an item): tanh of the element at
+// the same place in its item's first half of x ([batch][2 * channels]
+// [length]) times the logistic sigmoid of its partner item_size elements
+// on, in the item's second half. Item i's first half starts at
+// 2 * i * item_size, so its element gid sits i * item_size past gid.
+ETUDE_BODY void gated_tanh_at(etude_index gid, etude_index item_size, ETUDE_CPTR x, ETUDE_PTR y) {
+    const etude_index at = gid + (gid / item_size) * item_size;
+    const float a = ETUDE_AT(x, at);
+    const float b = ETUDE_AT(x, at + item_size);
     ETUDE_AT(y, gid) = ETUDE_TANH(a) / (1.0f + ETUDE_EXP(-b));
 }
 

@@ -310,14 +310,15 @@ void VulkanBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const De
            {{args.x}, {args.y}});
 }
 
-void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
-                                    DeviceBuffer& y) {
+void VulkanBackend::gated_tanh_impl(Queue& q, int batch, int channels, int length,
+                                    const DeviceBuffer& x, DeviceBuffer& y) {
     auto& s = begin(q, "gated_tanh");
-    const std::uint64_t total = std::uint64_t(channels) * length;
+    const std::uint64_t item_size = std::uint64_t(channels) * length;
+    const std::uint64_t total = item_size * batch;
     struct {
         Address x, y;
-        std::uint64_t total;
-    } args{address(x), address(y), total};
+        std::uint64_t total, item_size;
+    } args{address(x), address(y), total, item_size};
     launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh", {{args.x}, {args.y}});
 }
 

@@ -92,9 +92,10 @@ __kernel void conv_transpose1d(__global const float* x, __global const float* w,
                             dilation, padding, groups, out_len);
 }
 
-__kernel void gated_tanh(__global const float* x, __global float* y, ulong n) {
+__kernel void gated_tanh(__global const float* x, __global float* y, ulong total,
+                         ulong item_size) {
     const size_t i = get_global_id(0);
-    if (i < n) gated_tanh_at(i, n, x, y);
+    if (i < total) gated_tanh_at(i, item_size, x, y);
 }
 
 // One work-item per row; x and y may alias (the body reads before it writes).

@@ -6,9 +6,10 @@
 layout(push_constant) uniform Args {
     uint64_t x;
     uint64_t y;
-    uint64_t total;        // channels * length
+    uint64_t total;        // batch * channels * length: the outputs
+    uint64_t item_size;    // channels * length: one item's outputs
 } a;
 
 void main() {
-    for (uint64_t i = first_index(); i < a.total; i += grid_stride()) gated_tanh_at(i, a.total, a.x, a.y);
+    for (uint64_t i = first_index(); i < a.total; i += grid_stride()) gated_tanh_at(i, a.item_size, a.x, a.y);
 }
