@@ -263,10 +263,13 @@ void OpenClBackend::gated_tanh_impl(Queue& q, int batch, int channels, int lengt
     begin(op);
     const cl_ulong item_size =
         static_cast<cl_ulong>(std::max(channels, 0)) * static_cast<cl_ulong>(std::max(length, 0));
-    const cl_ulong total = item_size * static_cast<cl_ulong>(std::max(batch, 0));
-    if (total == 0) return;
+    if (item_size == 0 || batch <= 0) return;
     auto& cq = queue_of(q, op);
-    launch(cq, op, kGatedTanh, range1d(std::size_t(total)), mem(x), mem(y), total, item_size);
+    Range r = range1d(std::size_t(item_size));  // an item's outputs, then the items
+    r.dims = 2;
+    r.global[1] = static_cast<std::size_t>(batch);
+    r.local[1] = 1;
+    launch(cq, op, kGatedTanh, r, mem(x), mem(y), item_size);
 }
 
 void OpenClBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,

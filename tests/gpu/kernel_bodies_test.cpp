@@ -139,7 +139,8 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
     // output j pairs x[4i + j] with x[4i + 2 + j].
     const std::vector<float> g = small_integers(12, 41);
     std::vector<float> gy(6, 99.0f);
-    for (std::size_t i = 0; i < 6; ++i) bodies::gated_tanh_at(i, 2, g.data(), gy.data());
+    for (std::size_t item = 0; item < 3; ++item)
+        for (std::size_t i = 0; i < 2; ++i) bodies::gated_tanh_at(item, i, 2, g.data(), gy.data());
     for (std::size_t item = 0; item < 3; ++item)
         for (std::size_t j = 0; j < 2; ++j)
             EXPECT_FLOAT_EQ(gy[2 * item + j],
