@@ -23,9 +23,9 @@
 // --precision: Engine::Options::device_precision (tf32: CUDA's tensor
 // cores for the GEMMs and convolutions).
 // --join: the device's streams meet in batches even where it is not a GPU
-// (lavapipe, PoCL: set_join_streams), so that a machine without one counts
-// a batch's operations (with ETUDE_FAULT=cpu-busy, which keeps the chunks on
-// the device).
+// (lavapipe, PoCL: set_join_streams on its decoder, flow and text
+// analysis), so that a machine without one counts a batch's operations
+// (with ETUDE_FAULT=cpu-busy, which keeps the chunks on the device).
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -64,6 +64,7 @@
 #include "engine/models/neural_model.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/vits/flow_network.h"
+#include "engine/models/vits/text_analysis_network.h"
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 
@@ -217,15 +218,17 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
 }
 
 // The batches on the streams' device (engine/models/stream_joiner.h): how
-// many pushes each batch took, the flow's and the decoder's, the live
-// streams' and the offline readers' (Batching), over one count's rounds.
+// many pushes each batch took, the flow's, the decoder's and the text
+// analysis's (its pushes are sentences), the live streams' and the offline
+// readers' (Batching), over one count's rounds.
 // What a GPU run needs to tell a device kept busy from one fed a stream at
 // a time.
 class DeviceBatches {
   public:
-    // The flow and decoder of speaker 0 of `voice` on the device `device`
-    // names (a stream's StreamStats::gpu_device); nothing printed without
-    // one.
+    // The flow, decoder and text analysis of speaker 0 of `voice` on the
+    // device `device` names (a stream's StreamStats::gpu_device): the
+    // voice's shared ones, which the streams there run. Nothing printed
+    // without one.
     DeviceBatches(const std::string& voice, const std::string& device) {
         if (device.empty()) return;
         auto& reg = etude::gpu::DeviceRegistry::instance();
@@ -241,6 +244,11 @@ class DeviceBatches {
                 flow_ = voice_->load_flow(0, backend);
             } catch (const std::exception&) {
                 // (the streams' flows then ran on the CPU)
+            }
+            try {
+                analysis_ = voice_->load_analysis(backend);
+            } catch (const std::exception&) {
+                // (the streams' sentences then were analysed on the host)
             }
             name_ = device;
             break;
@@ -260,11 +268,13 @@ class DeviceBatches {
         counting_ = true;
         etude::gpu::DeviceRegistry::instance().set_profiling(true);
     }
-    // --join: the device's flow and decoder batch their streams' pushes.
+    // --join: the device's flow, decoder and text analysis batch their
+    // streams' pushes.
     void join() {
         if (!decoder_) return;
         decoder_->set_join_streams(true);
         if (flow_) flow_->set_join_streams(true);
+        if (analysis_) analysis_->set_join_streams(true);
     }
     // The operations per second of `audio_s` and per batch since start().
     void print_ops(double audio_s) const {
@@ -285,7 +295,9 @@ class DeviceBatches {
         if (!decoder_) return;
         const auto after = now();
         std::printf("               batches on %s:", name_.c_str());
-        const char* what[] = {"flow live", "flow offline", "decoder live", "decoder offline"};
+        const char* what[] = {"flow live",       "flow offline",  "decoder live",
+                              "decoder offline", "analysis live", "analysis offline"};
+        static_assert(std::size(what) == kJoiners);
         for (std::size_t k = 0; k < after.size(); ++k) {
             const auto batches = after[k].batches - before_[k].batches;
             const auto pushes = after[k].pushes - before_[k].pushes;
@@ -331,23 +343,29 @@ class DeviceBatches {
             for (const auto& t : backend_->kernel_timings()) n += t.calls;
         return n;
     }
-    std::array<etude::engine::JoinStats, 4> now() const {
-        std::array<etude::engine::JoinStats, 4> s{};
+    // The flow's, the decoder's and the analysis's joiners, live and
+    // offline each (print()'s order).
+    static constexpr std::size_t kJoiners = 6;
+    std::array<etude::engine::JoinStats, kJoiners> now() const {
+        std::array<etude::engine::JoinStats, kJoiners> s{};
         const etude::engine::Batching kinds[] = {etude::engine::Batching::Join,
                                                  etude::engine::Batching::JoinOffline};
         for (std::size_t k = 0; k < 2; ++k) {
             if (flow_)
                 if (auto* j = flow_->joiner(kinds[k])) s[k] = j->stats();
             if (auto* j = decoder_->joiner(kinds[k])) s[2 + k] = j->stats();
+            if (analysis_)
+                if (auto* j = analysis_->joiner(kinds[k])) s[4 + k] = j->stats();
         }
         return s;
     }
     std::shared_ptr<const etude::engine::PiperVoice> voice_;
     std::shared_ptr<etude::engine::NeuralModel> decoder_;
     std::shared_ptr<const etude::engine::VitsFlowNetwork> flow_;
+    std::shared_ptr<const etude::engine::VitsAnalysisNetwork> analysis_;
     std::shared_ptr<etude::gpu::Backend> backend_;
     std::string name_;
-    std::array<etude::engine::JoinStats, 4> before_{};
+    std::array<etude::engine::JoinStats, kJoiners> before_{};
     std::uint64_t ops_before_ = 0;
     std::map<std::string, etude::gpu::KernelTiming> timings_before_;
     bool counting_ = false;

@@ -331,10 +331,16 @@ class Backend : public MemoryOwner {
                           std::size_t n);
     // Complex exponential, element-wise over n complex values: y = exp(x).
     void complex_exp(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n);
-    // WaveNet's gated activation: x holds [2*channels][length] values; y
-    // [channels][length] gets y[c][t] = tanh(x[c][t]) * sigmoid(x[channels+c][t])
-    // (VITS' flow). x and y are distinct buffers.
-    void gated_tanh(Queue& q, int channels, int length, const DeviceBuffer& x, DeviceBuffer& y);
+    // WaveNet's gated activation over `batch` items: x holds
+    // [batch][2*channels][length] values; y [batch][channels][length] gets
+    // y[i][c][t] = tanh(x[i][c][t]) * sigmoid(x[i][channels+c][t]) (VITS'
+    // flow; a batch of its streams side by side is one call). x and y are
+    // distinct buffers. The five-argument form is one item.
+    void gated_tanh(Queue& q, int batch, int channels, int length, const DeviceBuffer& x,
+                    DeviceBuffer& y);
+    void gated_tanh(Queue& q, int channels, int length, const DeviceBuffer& x, DeviceBuffer& y) {
+        gated_tanh(q, 1, channels, length, x, y);
+    }
     // Real cepstrum -> minimum-phase cepstrum, per row of length n (batch rows):
     // y[0] = x[0], y[i] = 2 x[i] for 0 < i < n/2, y[n/2] = x[n/2], y[i] = 0 above.
     void minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer& x, DeviceBuffer& y);
@@ -488,8 +494,8 @@ class Backend : public MemoryOwner {
                                   std::size_t n) = 0;
     virtual void minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
                                          DeviceBuffer& y) = 0;
-    virtual void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
-                                 DeviceBuffer& y) = 0;
+    virtual void gated_tanh_impl(Queue& q, int batch, int channels, int length,
+                                 const DeviceBuffer& x, DeviceBuffer& y) = 0;
     virtual void softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
                                    DeviceBuffer& y) = 0;
     virtual void relative_attention_scores_impl(Queue& q, int batch, int heads, int length,

@@ -330,15 +330,15 @@ void Backend::minimum_phase_fold(Queue& q, int n, int batch, const DeviceBuffer&
     });
 }
 
-void Backend::gated_tanh(Queue& q, int channels, int length, const DeviceBuffer& x,
+void Backend::gated_tanh(Queue& q, int batch, int channels, int length, const DeviceBuffer& x,
                          DeviceBuffer& y) {
-    const std::size_t half = count(channels) * count(length);
-    need(x, 2 * half, "x", "gated_tanh");
-    need(y, half, "y", "gated_tanh");
-    if (half == 0) return;
+    const std::size_t outputs = count(batch) * count(channels) * count(length);
+    need(x, 2 * outputs, "x", "gated_tanh");
+    need(y, outputs, "y", "gated_tanh");
+    if (outputs == 0) return;
     distinct(x, y, "x and y", "gated_tanh");
     issue(q, [=, this, x = view(x), y = view(y)](Queue& on) mutable {
-        gated_tanh_impl(on, channels, length, x, y);
+        gated_tanh_impl(on, batch, channels, length, x, y);
     });
 }
 

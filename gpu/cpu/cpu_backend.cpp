@@ -405,16 +405,23 @@ void CpuBackend::complex_exp_impl(Queue&, const DeviceBuffer& x, DeviceBuffer& y
     }
 }
 
-void CpuBackend::gated_tanh_impl(Queue&, int channels, int length, const DeviceBuffer& x,
+void CpuBackend::gated_tanh_impl(Queue&, int batch, int channels, int length, const DeviceBuffer& x,
                                  DeviceBuffer& y) {
     Timer t(*this, "gated_tanh");
     const std::size_t n = static_cast<std::size_t>(channels) * static_cast<std::size_t>(length);
     const float* in = f(x);
     float* out = f(y);
     // The vector loop of cpu_vector_math.h, not the scalar kernel body: the
-    // same formula through libmvec's SIMD tanh and exp.
-    for_elements(n, [&](std::size_t begin, std::size_t end) {
-        cpu::gated_tanh(in + begin, in + n + begin, out + begin, end - begin);
+    // same formula through libmvec's SIMD tanh and exp, over the outputs
+    // [batch][n], each range cut where an item ends (item i's tanh half
+    // starts at 2 i n, its sigmoid half n on).
+    for_elements(n * static_cast<std::size_t>(batch), [&](std::size_t begin, std::size_t end) {
+        while (begin < end) {
+            const std::size_t item = begin / n, stop = std::min(end, (item + 1) * n);
+            const float* tanh_half = in + item * 2 * n + (begin - item * n);
+            cpu::gated_tanh(tanh_half, tanh_half + n, out + begin, stop - begin);
+            begin = stop;
+        }
     });
 }
 

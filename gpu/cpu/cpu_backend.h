@@ -72,7 +72,7 @@ class CpuBackend final : public Backend {
     void complex_exp_impl(Queue& q, const DeviceBuffer& x, DeviceBuffer& y, std::size_t n) override;
     void minimum_phase_fold_impl(Queue& q, int n, int batch, const DeviceBuffer& x,
                                  DeviceBuffer& y) override;
-    void gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
+    void gated_tanh_impl(Queue& q, int batch, int channels, int length, const DeviceBuffer& x,
                          DeviceBuffer& y) override;
     void softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
                            DeviceBuffer& y) override;

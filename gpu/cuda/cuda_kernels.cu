@@ -228,9 +228,11 @@ __global__ void minimum_phase_fold_kernel(int n, const float* x, float* y, std::
         bodies::minimum_phase_fold_at(idx, n, x, y);
 }
 
-__global__ void gated_tanh_kernel(const float* x, float* y, std::size_t n) {
-    for (std::size_t i = first_index(); i < n; i += grid_stride())
-        bodies::gated_tanh_at(i, n, x, y);
+// x blocks over an item's outputs, y blocks over the items.
+__global__ void gated_tanh_kernel(const float* x, float* y, std::size_t item_size, int batch) {
+    for (std::size_t item = blockIdx.y; item < static_cast<std::size_t>(batch); item += gridDim.y)
+        for (std::size_t i = first_index(); i < item_size; i += grid_stride())
+            bodies::gated_tanh_at(item, i, item_size, x, y);
 }
 
 // No __restrict__: x and y may be the same buffer. One thread per row.
@@ -456,10 +458,12 @@ cudaError_t minimum_phase_fold(cudaStream_t stream, int n, int batch, const floa
     return cudaGetLastError();
 }
 
-cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const float* x, float* y) {
-    if (channels <= 0 || length <= 0) return cudaSuccess;
-    const std::size_t n = static_cast<std::size_t>(channels) * length;
-    gated_tanh_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n);
+cudaError_t gated_tanh(cudaStream_t stream, int batch, int channels, int length, const float* x,
+                       float* y) {
+    if (batch <= 0 || channels <= 0 || length <= 0) return cudaSuccess;
+    const std::size_t item_size = static_cast<std::size_t>(channels) * length;
+    const dim3 grid(grid_for(item_size), static_cast<unsigned>(std::min(batch, 65535)));
+    gated_tanh_kernel<<<grid, kBlock, 0, stream>>>(x, y, item_size, batch);
     return cudaGetLastError();
 }
 

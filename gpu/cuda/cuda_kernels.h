@@ -59,8 +59,10 @@ cudaError_t complex_multiply(cudaStream_t stream, const float* a, const float* b
                              std::size_t n_complex);
 cudaError_t complex_exp(cudaStream_t stream, const float* x, float* y, std::size_t n_complex);
 cudaError_t minimum_phase_fold(cudaStream_t stream, int n, int batch, const float* x, float* y);
-// y[c][t] = tanh(x[c][t]) * sigmoid(x[channels + c][t]); x and y distinct.
-cudaError_t gated_tanh(cudaStream_t stream, int channels, int length, const float* x, float* y);
+// y[i][c][t] = tanh(x[i][c][t]) * sigmoid(x[i][channels + c][t]) for each
+// of `batch` items; x and y distinct.
+cudaError_t gated_tanh(cudaStream_t stream, int batch, int channels, int length, const float* x,
+                       float* y);
 // gpu::Backend's softmax_rows and relative_attention_* (gpu/kernels/attention_bodies.h).
 cudaError_t softmax_rows(cudaStream_t stream, int rows, int cols, const float* x, float* y);
 cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads, int length,

@@ -228,10 +228,11 @@ void CudaBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const Devi
     op.done();
 }
 
-void CudaBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
-                                  DeviceBuffer& y) {
+void CudaBackend::gated_tanh_impl(Queue& q, int batch, int channels, int length,
+                                  const DeviceBuffer& x, DeviceBuffer& y) {
     Op op(*this, q, "gated_tanh");
-    op.check(kernels::gated_tanh(op.stream(), channels, length, fp(x), fp(y)), "kernel launch");
+    op.check(kernels::gated_tanh(op.stream(), batch, channels, length, fp(x), fp(y)),
+             "kernel launch");
     op.done();
 }
 

@@ -171,12 +171,18 @@ ETUDE_BODY void complex_exp_at(etude_index i, ETUDE_CPTR x, ETUDE_PTR y) {
     ETUDE_AT(y, 2 * i + 1) = m * ETUDE_SIN(ph);
 }
 
-// WaveNet's gate, element gid of the first half: tanh of it times the
-// logistic sigmoid of its partner `gate_offset` elements on.
-ETUDE_BODY void gated_tanh_at(etude_index gid, etude_index gate_offset, ETUDE_CPTR x, ETUDE_PTR y) {
-    const float a = ETUDE_AT(x, gid);
-    const float b = ETUDE_AT(x, gid + gate_offset);
-    ETUDE_AT(y, gid) = ETUDE_TANH(a) / (1.0f + ETUDE_EXP(-b));
+// WaveNet's gate, output i of item `item` of y[batch][channels][length]
+// (item_size = channels * length outputs an item): tanh of element i of
+// the item's first half of x ([batch][2 * channels][length]) times the
+// logistic sigmoid of element i of its second half. Launched over
+// (i, item), so that no index is divided (a 64-bit division per element
+// doubled the kernel's time on PoCL, which cannot vectorise it).
+ETUDE_BODY void gated_tanh_at(etude_index item, etude_index i, etude_index item_size, ETUDE_CPTR x,
+                              ETUDE_PTR y) {
+    const etude_index at = 2 * item * item_size + i;
+    const float a = ETUDE_AT(x, at);
+    const float b = ETUDE_AT(x, at + item_size);
+    ETUDE_AT(y, item * item_size + i) = ETUDE_TANH(a) / (1.0f + ETUDE_EXP(-b));
 }
 
 // Real cepstrum -> minimum-phase cepstrum, element gid of rows of length n.

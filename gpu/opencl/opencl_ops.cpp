@@ -257,16 +257,19 @@ void OpenClBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const De
     launch(cq, op, kMinimumPhaseFold, range1d(total), cl_int{n}, cl_int{batch}, mem(x), mem(y));
 }
 
-void OpenClBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
-                                    DeviceBuffer& y) {
+void OpenClBackend::gated_tanh_impl(Queue& q, int batch, int channels, int length,
+                                    const DeviceBuffer& x, DeviceBuffer& y) {
     const char* op = "gated_tanh";
     begin(op);
-    const std::size_t n = static_cast<std::size_t>(std::max(channels, 0)) *
-                          static_cast<std::size_t>(std::max(length, 0));
-    if (n == 0) return;
+    const cl_ulong item_size =
+        static_cast<cl_ulong>(std::max(channels, 0)) * static_cast<cl_ulong>(std::max(length, 0));
+    if (item_size == 0 || batch <= 0) return;
     auto& cq = queue_of(q, op);
-    const cl_ulong count = n;
-    launch(cq, op, kGatedTanh, range1d(n), mem(x), mem(y), count);
+    Range r = range1d(std::size_t(item_size));  // an item's outputs, then the items
+    r.dims = 2;
+    r.global[1] = static_cast<std::size_t>(batch);
+    r.local[1] = 1;
+    launch(cq, op, kGatedTanh, r, mem(x), mem(y), item_size);
 }
 
 void OpenClBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,

@@ -310,15 +310,22 @@ void VulkanBackend::minimum_phase_fold_impl(Queue& q, int n, int batch, const De
            {{args.x}, {args.y}});
 }
 
-void VulkanBackend::gated_tanh_impl(Queue& q, int channels, int length, const DeviceBuffer& x,
-                                    DeviceBuffer& y) {
+void VulkanBackend::gated_tanh_impl(Queue& q, int batch, int channels, int length,
+                                    const DeviceBuffer& x, DeviceBuffer& y) {
     auto& s = begin(q, "gated_tanh");
-    const std::uint64_t total = std::uint64_t(channels) * length;
+    const std::uint64_t item_size = std::uint64_t(channels) * length;
     struct {
         Address x, y;
-        std::uint64_t total;
-    } args{address(x), address(y), total};
-    launch(s, vk::Kernel::GatedTanh, args, total, "gated_tanh", {{args.x}, {args.y}});
+        std::uint64_t item_size, batch;
+    } args{address(x), address(y), item_size, std::uint64_t(batch)};
+    // x groups over an item's outputs, y groups over the items (each
+    // capped at 65535 as launch() caps x; the shader's loops cover the rest).
+    const std::uint64_t groups = std::min<std::uint64_t>((item_size + 255) / 256, 65535);
+    const std::uint64_t item_groups = std::min<std::uint64_t>(std::uint64_t(batch), 65535);
+    guarded([&] {
+        s.dispatch(vk::Kernel::GatedTanh, &args, sizeof args, std::uint32_t(groups),
+                   std::uint32_t(item_groups), "gated_tanh", {{args.x}, {args.y}});
+    });
 }
 
 void VulkanBackend::softmax_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,

@@ -279,10 +279,13 @@ TEST_P(PiperFlowBatch, a_device_error_in_a_batch_reaches_every_stream_and_each_g
 // of a side-by-side batch's operations is its own only: its prior's two
 // uploads and its output's two downloads (the held frames of streams in
 // neighbouring slots go as one copy per layer and delay for all of them),
-// where its push alone issues some 250 (and a batch of four fewer than two
-// lone pushes: 292 against 248 each, measured). Walked layer by layer, as
-// before the batches ran side by side, a stream's share was 264 and a batch
-// of four 1,072.
+// where its push alone issues some 250. Every other operation is one call
+// for the batch, as the push alone makes it once (the gate included: one
+// gated_tanh over the batch's items), so a batch of four issues a push
+// alone's operations and three streams' four more: 260 against 248,
+// measured (292 while the gate gathered the batch's halves with two copies
+// a layer). Walked layer by layer, as before the batches ran side by side,
+// a stream's share was 264 and a batch of four 1,072.
 TEST_P(PiperFlowBatch, a_steady_batch_runs_side_by_side_each_stream_its_solo_flow) {
     constexpr int kStreams = 5, kFrames = 16, kBlocks = 12;
     const auto solo_flow =
@@ -343,6 +346,8 @@ TEST_P(PiperFlowBatch, a_steady_batch_runs_side_by_side_each_stream_its_solo_flo
     if (shared_pages) {
         EXPECT_EQ(of_five - of_four, 4u) << "a stream in a neighbouring slot: its prior's two "
                                             "uploads and its output's two downloads";
+        EXPECT_EQ(of_four, alone + 3 * 4) << "an operation of the walk is not one call for the "
+                                             "batch (a gather, a copy per stream)";
     }
     EXPECT_LT(of_five - of_four, alone)
         << "a stream's share of a batch is not below its push alone";

@@ -28,6 +28,8 @@ TEST_P(BackendFaults, bad_arguments_are_rejected_before_anything_runs) {
     EXPECT_THROW(dev_->axpby(*dq_, 13, 1.0f, x.dev, 0.0f, x.dev), std::invalid_argument);
     EXPECT_THROW(dev_->gated_tanh(*dq_, 2, 3, x.dev, x.dev), std::invalid_argument);
     EXPECT_THROW(dev_->gated_tanh(*dq_, 2, 4, x.dev, y.dev), std::invalid_argument);
+    EXPECT_THROW(dev_->gated_tanh(*dq_, 3, 1, 3, x.dev, y.dev), std::invalid_argument);  // x: 18
+    EXPECT_THROW(dev_->gated_tanh(*dq_, 3, 1, 2, x.dev, x.dev), std::invalid_argument);
     EXPECT_THROW(dev_->complex_multiply(*dq_, x.dev, x.dev, y.dev, 6), std::invalid_argument);
     EXPECT_THROW(dev_->gemm(*dq_, false, false, 3, 4, 3, 1.0f, x.dev, 2, x.dev, 4, 0.0f, x.dev, 4),
                  std::invalid_argument);  // lda below the row length
@@ -155,6 +157,7 @@ TEST_P(BackendFaults, zero_sizes_and_empty_outputs_are_no_ops) {
     dev_->complex_exp(*dq_, none, none, 0);
     dev_->minimum_phase_fold(*dq_, 8, 0, none, none);
     dev_->gated_tanh(*dq_, 0, 8, none, none);
+    dev_->gated_tanh(*dq_, 0, 3, 5, none, none);
     dev_->softmax_rows(*dq_, 0, 8, none, none);
     dev_->relative_attention_scores(*dq_, 0, 2, 4, 4, 1, 1.0f, none, none, none, none, none);
     dev_->relative_attention_values(*dq_, 1, 2, 0, 4, 1, none, none, none, none);

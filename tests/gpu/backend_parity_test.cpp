@@ -484,29 +484,45 @@ TEST_P(BackendParity, minimum_phase_fold_matches_the_cpu) {
     }
 }
 
-// WaveNet's gate (VITS' flow): tanh of the first half times the sigmoid of
-// the second, against the definition in double. The CPU's is a SIMD loop
-// with a scalar tail (libmvec), so the lengths leave every tail; the wide
-// inputs saturate both functions (exp(-b) overflows to inf for b < -88).
+// WaveNet's gate (VITS' flow): tanh of each item's first half times the
+// sigmoid of its second, against the definition in double. The CPU's is a
+// SIMD loop with a scalar tail (libmvec), so the lengths leave every tail
+// (and a batch's items end mid-vector); the wide inputs saturate both
+// functions (exp(-b) overflows to inf for b < -88). One item through the
+// five-argument form, batches of 3 (odd sizes) through the batch form.
 TEST_P(BackendParity, gated_tanh_is_tanh_times_sigmoid) {
-    for (auto [channels, length, range] :
-         std::initializer_list<std::tuple<int, int, float>>{{1, 1, 6.0f},
-                                                            {4, 37, 6.0f},
-                                                            {192, 140, 6.0f},
-                                                            {7, 1001, 6.0f},
-                                                            {3, 45, 200.0f},
-                                                            {5, 203, 200.0f}}) {
-        const std::size_t n = std::size_t(channels) * length;
-        const auto v = random_vector(2 * n, 1700 + channels, -range, range);
-        std::vector<float> want(n);
-        for (std::size_t i = 0; i < n; ++i)
-            want[i] = float(std::tanh(double(v[i])) / (1.0 + std::exp(-double(v[n + i]))));
+    for (auto [batch, channels, length, range] :
+         std::initializer_list<std::tuple<int, int, int, float>>{{1, 1, 1, 6.0f},
+                                                                 {1, 4, 37, 6.0f},
+                                                                 {1, 192, 140, 6.0f},
+                                                                 {1, 7, 1001, 6.0f},
+                                                                 {1, 3, 45, 200.0f},
+                                                                 {1, 5, 203, 200.0f},
+                                                                 {3, 1, 1, 6.0f},
+                                                                 {3, 5, 37, 6.0f},
+                                                                 {3, 96, 17, 6.0f},
+                                                                 {3, 7, 203, 200.0f}}) {
+        const std::size_t n = std::size_t(channels) * length;  // an item's outputs
+        const auto v =
+            random_vector(2 * n * batch, 1700 + channels + 31 * (batch - 1), -range, range);
+        std::vector<float> want(n * batch);
+        for (std::size_t item = 0; item < std::size_t(batch); ++item)
+            for (std::size_t i = 0; i < n; ++i) {
+                const double a = v[2 * n * item + i], b = v[2 * n * item + n + i];
+                want[n * item + i] = float(std::tanh(a) / (1.0 + std::exp(-b)));
+            }
         const auto x = upload(v);
-        auto y = output(n);
-        ref_.gated_tanh(*rq_, channels, length, x.ref, y.ref);
-        dev_->gated_tanh(*dq_, channels, length, x.dev, y.dev);
-        expect_equal_to("gated_tanh " + std::to_string(channels) + "x" + std::to_string(length), y,
-                        want, tol_.elementwise);
+        auto y = output(n * batch);
+        if (batch == 1) {
+            ref_.gated_tanh(*rq_, channels, length, x.ref, y.ref);
+            dev_->gated_tanh(*dq_, channels, length, x.dev, y.dev);
+        } else {
+            ref_.gated_tanh(*rq_, batch, channels, length, x.ref, y.ref);
+            dev_->gated_tanh(*dq_, batch, channels, length, x.dev, y.dev);
+        }
+        expect_equal_to("gated_tanh " + std::to_string(batch) + "x" + std::to_string(channels) +
+                            "x" + std::to_string(length),
+                        y, want, tol_.elementwise);
     }
 }
 

@@ -12,9 +12,9 @@
 namespace etude::gpu {
 namespace {
 
-constexpr int kChannels = 4, kHidden = 8, kLength = 32;
-constexpr int kUp = 2 * kLength;  // conv_transpose1d's output length (stride 2)
-constexpr int kGate = kChannels / 2;
+constexpr int kChannels = 6, kHidden = 8, kLength = 32;
+constexpr int kUp = 2 * kLength;      // conv_transpose1d's output length (stride 2)
+constexpr int kGate = kChannels / 2;  // the gate's items, of one channel each
 
 // One copy of the network's buffers. Weights are the same in every copy.
 struct Net {
@@ -34,7 +34,7 @@ void run_step(Backend& b, Queue& q, Net& n) {
     b.conv1d(q, first_conv(), n.x, n.w1, n.b1, n.h1);
     b.activation(q, Activation::LeakyRelu, n.h1, n.h1, n.h1.floats(), 0.1f);
     b.conv_transpose1d(q, second_conv(), n.h1, n.w2, n.b2, n.h2);
-    b.gated_tanh(q, kGate, kUp, n.h2, n.g);
+    b.gated_tanh(q, kGate, 1, kUp, n.h2, n.g);  // a batch of 3
     b.gemm(q, false, false, kGate, kUp, kGate, 1.0f, n.mix, kGate, n.g, kUp, 0.0f, n.m, kUp);
     b.axpby(q, n.m.floats(), 1.0f, n.m, 0.5f, n.acc);
     b.rfft(q, kUp, kGate, n.acc, n.spectrum);

@@ -135,6 +135,18 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
     for (std::size_t i = 0; i < 6; ++i) bodies::minimum_phase_fold_at(i, 6, x.data(), y.data());
     EXPECT_EQ(y, (std::vector<float>{1, 4, 6, 4, 0, 0}));
 
+    // WaveNet's gate over 3 items of 2 outputs (x [3][2 * 2]): item i's
+    // output j pairs x[4i + j] with x[4i + 2 + j].
+    const std::vector<float> g = small_integers(12, 41);
+    std::vector<float> gy(6, 99.0f);
+    for (std::size_t item = 0; item < 3; ++item)
+        for (std::size_t i = 0; i < 2; ++i) bodies::gated_tanh_at(item, i, 2, g.data(), gy.data());
+    for (std::size_t item = 0; item < 3; ++item)
+        for (std::size_t j = 0; j < 2; ++j)
+            EXPECT_FLOAT_EQ(gy[2 * item + j],
+                            std::tanh(g[4 * item + j]) / (1.0f + std::exp(-g[4 * item + 2 + j])))
+                << "item " << item << ", output " << j;
+
     // axpby with beta == 0 never reads y.
     const float xs[] = {2.0f};
     float ys[] = {NAN};

@@ -64,9 +64,8 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
     // The batch's signals, by role as a stream's own buffers: the halves
     // (two pairs, in and out of a coupling), the WaveNet's residual signal
     // (two, a delay reading one and writing the other), a dilated
-    // convolution's output (then the gated activations), its two halves
-    // gathered for the gate, a 1x1 convolution's product, a delayed skip
-    // and the skip sum.
+    // convolution's output, the gated activations, a 1x1 convolution's
+    // product, a delayed skip and the skip sum.
     auto& signals = joint.signals;
     ScratchBuffer* halves[4] = {&signals[0], &signals[1], &signals[2], &signals[3]};
     ScratchBuffer* residual[2] = {&signals[4], &signals[5]};
@@ -121,15 +120,10 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
             // This layer's frames: its convolution's outputs.
             const int n = in.length;
             const std::size_t H = floats(hid, n);
-            // The gate pairs each item's first half of rows with its second:
-            // the tanh halves gathered in front of the sigmoid halves make
-            // that one call for the batch. Its output goes where the
-            // convolution's was.
-            auto& g = gate.need(b, 2 * H * B);
-            b.copy_rows(q, batch, static_cast<int>(H), *in.buffer, 0, 2 * H, g, 0, H);
-            b.copy_rows(q, batch, static_cast<int>(H), *in.buffer, H, 2 * H, g, H * B, H);
-            b.gated_tanh(q, batch * hid, n, g, *in.buffer);
-            const BatchSignal acts{in.buffer, batch, hid, n};
+            // The gate pairs each item's first half of rows with its second,
+            // one call for the batch.
+            const BatchSignal acts{&gate.need(b, H * B), batch, hid, n};
+            b.gated_tanh(q, batch, hid, n, *in.buffer, *acts.buffer);
             if (layer(*this).residual_delay) {
                 const BatchSignal delayed = BatchMajor::delay(
                     q, of_each([&](VitsFlowStream& s) { return &*layer(s).residual_delay; }), x,

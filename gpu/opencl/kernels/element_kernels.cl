@@ -92,9 +92,10 @@ __kernel void conv_transpose1d(__global const float* x, __global const float* w,
                             dilation, padding, groups, out_len);
 }
 
-__kernel void gated_tanh(__global const float* x, __global float* y, ulong n) {
+// Work-item (i, item): the second dimension of the range is the batch.
+__kernel void gated_tanh(__global const float* x, __global float* y, ulong item_size) {
     const size_t i = get_global_id(0);
-    if (i < n) gated_tanh_at(i, n, x, y);
+    if (i < item_size) gated_tanh_at(get_global_id(1), i, item_size, x, y);
 }
 
 // One work-item per row; x and y may alias (the body reads before it writes).
