@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -31,10 +30,12 @@
 #include "support/model_parity.h"
 #include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
+#include "support/random_prior.h"
 #include "support/stream_output.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
+using etude::test::random_prior;
 
 namespace {
 
@@ -57,14 +58,6 @@ constexpr double kDeviceBound = 1e-4;
 // a batch may hold windows that line up and others that do not.
 int frames_of(int i) {
     return 150 - 7 * i;
-}
-
-std::vector<float> random_prior(int channels, int frames, std::uint32_t seed) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> p(std::size_t(channels) * std::size_t(frames));
-    for (float& v : p) v = normal(gen);
-    return p;
 }
 
 // The flow of `prior` as a Piper stream asks for it: 16 more frames of

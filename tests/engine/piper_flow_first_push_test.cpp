@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,9 +25,11 @@
 #include "engine/voices/piper_voice.h"
 #include "support/model_parity.h"
 #include "support/piper_on_device.h"
+#include "support/random_prior.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
+using etude::test::random_prior;
 
 namespace {
 
@@ -39,14 +40,6 @@ const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.on
 // at most (bit for bit where the kernels sum a batch item as they sum it
 // alone: OpenCL's and Vulkan's).
 constexpr double kFlowBound = 1e-5;
-
-std::vector<float> random_prior(int channels, int frames, std::uint32_t seed) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> p(std::size_t(channels) * std::size_t(frames));
-    for (float& v : p) v = normal(gen);
-    return p;
-}
 
 // Streams of a joining flow, each with a twin of a flow that does not join
 // (whose pushes all go alone): push() gives each stream of `who` its next
