@@ -359,9 +359,17 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
 }
 
 bool WyomingSession::take_input(std::string_view bytes) {
-    last_input_ = Clock::now();
-    reader_.feed(bytes);
+    if (!bytes.empty()) {
+        last_input_ = Clock::now();
+        reader_.feed(bytes);
+    }
     for (;;) {
+        // Replies owed past kPauseReading: the events already read wait
+        // (resume_reading() takes them up). One read of 64 KiB can hold
+        // thousands of describes, over a megabyte of replies: handled at
+        // once, they passed the outbox's kMostQueued, and a client that
+        // reads nothing was cut off as gone, not at --write-timeout.
+        if (outbox_.pending() > kPauseReading) break;
         auto r = reader_.next();
         if (r.error) {
             send_error("malformed frame: " + r.error->what, "bad-frame");
@@ -422,7 +430,11 @@ void WyomingSession::on_readable(char* buffer, std::size_t size) {
         on_input_closed();
         return;
     }
-    if (!take_input(std::string_view(buffer, static_cast<std::size_t>(got)))) {
+    take_and_settle(std::string_view(buffer, static_cast<std::size_t>(got)));
+}
+
+void WyomingSession::take_and_settle(std::string_view bytes) {
+    if (!take_input(bytes)) {
         if (stage_ != Stage::Open) return;
         if (outbox_.dead())
             ctx_.log.write("wyoming " + peer_ + " is gone or takes nothing it is sent: closed");
@@ -439,6 +451,9 @@ void WyomingSession::resume_reading() {
     if (paused_ && stage_ == Stage::Open && outbox_.empty()) {
         paused_ = false;
         outbox_.set_reading(true);
+        // A frame's clock starts again: while paused, its rest was not read.
+        part_ = Part::None;
+        take_and_settle({});  // the events read before the pause
     }
 }
 
@@ -505,7 +520,7 @@ void WyomingSession::on_tick(Clock::time_point now) {
     // A synthesis thread's send may have drained the outbox, which no
     // writable report then says.
     resume_reading();
-    if (part_ != Part::None && now > part_deadline_) {
+    if (!paused_ && part_ != Part::None && now > part_deadline_) {
         send_error(std::string("a frame's ") + (part_ == Part::Header
                                                     ? "header line did not arrive within "
                                                       "--header-timeout"

@@ -70,8 +70,13 @@ class WyomingSession {
     void send_error(const std::string& text, const std::string& code) {
         send("error", {{"text", text}, {"code", code}});
     }
-    // Feeds what was read; false: close the connection.
+    // Feeds what was read (nothing: takes up the events already read) and
+    // handles its events until kPauseReading bytes wait to be sent; false:
+    // close the connection.
     bool take_input(std::string_view bytes);
+    // take_input(), then closes the connection where it says so, or pauses
+    // reading where the replies owed pass kPauseReading.
+    void take_and_settle(std::string_view bytes);
     // false: close the connection.
     bool handle(const WyomingEvent& ev);
     // The voice (and the speaker, "" for the default) a request asks for.
@@ -108,7 +113,9 @@ class WyomingSession {
     bool shut_write_ = false;
     // Not read while more than kPauseReading bytes wait to be sent: a client
     // that sends requests and reads no replies fills its own socket, not
-    // our memory, until --write-timeout drops it.
+    // our memory, until --write-timeout drops it. The events of one read
+    // past that point wait in reader_ too (take_input), since one read can
+    // hold thousands of small requests.
     bool paused_ = false;
     static constexpr std::size_t kPauseReading = 256 * 1024;
     // A frame begun must arrive whole in time, however it trickles in: its
