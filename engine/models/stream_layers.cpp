@@ -1,6 +1,7 @@
 #include "engine/models/stream_layers.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -71,7 +72,7 @@ int InputWindow::append(gpu::Queue& q, const SignalRef& in, int zeros) {
     if (keep > 0)
         backend_.copy_rows(q, channels_, keep, work, static_cast<std::size_t>(length - keep), L,
                            tail(), tail_at(), static_cast<std::size_t>(hold_));
-    held_ = keep;
+    take(length);
     return length;
 }
 

@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <span>
 #include <utility>
@@ -119,12 +118,9 @@ class InputWindow {
     // signal is longer than the window: from then on a chunk of a given
     // length issues the same copies on the same buffers (recorded_step.h).
     bool settled() const { return held_ == hold_; }
-    // What append() does to the held count for `in_length` new samples and
-    // no zeros, for a push that does not run append() (BatchMajor, a
-    // replayed recording).
-    void advance(int in_length) { take(std::abs(held_) + std::max(in_length, 0)); }
-    // The same for an append() whose work is `length` columns long (held,
-    // new input and zeros: a flush's, BatchMajor).
+    // What append() does to the held count when its work is `length`
+    // columns long (held, new input and a flush's zeros), also for a push
+    // that does not run append() (BatchMajor, a replayed recording).
     void take(int length) {
         if (length > 0) held_ = std::min(length, hold_);
     }

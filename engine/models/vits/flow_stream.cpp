@@ -295,10 +295,7 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
 std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
     std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
     int frames, bool flush) {
-    if (blocks.size() != streams.size())
-        throw std::invalid_argument("VITS flow stream: " + std::to_string(blocks.size()) +
-                                    " blocks for " + std::to_string(streams.size()) + " streams");
-    std::vector<Block> each;
+    std::vector<Block> each;  // (the form below checks them)
     for (const auto& block : blocks) each.push_back({block, frames, flush});
     return push_blocks_together(streams, each);
 }
