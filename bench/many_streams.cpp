@@ -301,11 +301,20 @@ class DeviceBatches {
         for (std::size_t k = 0; k < after.size(); ++k) {
             const auto batches = after[k].batches - before_[k].batches;
             const auto pushes = after[k].pushes - before_[k].pushes;
-            std::printf(" %s %llu of %.1f (largest so far %llu)%s", what[k],
-                        static_cast<unsigned long long>(batches),
+            // Batches whose leader waited for the lane's members, and how
+            // long on average; those that held every member.
+            const auto waited = after[k].waited - before_[k].waited;
+            const auto all = after[k].all_members - before_[k].all_members;
+            const double wait_ms =
+                waited ? static_cast<double>(after[k].waited_ns - before_[k].waited_ns) / 1e6 /
+                             static_cast<double>(waited)
+                       : 0.0;
+            std::printf(" %s %llu of %.1f (largest so far %llu, %llu waited %.1f ms, %llu whole)%s",
+                        what[k], static_cast<unsigned long long>(batches),
                         batches ? static_cast<double>(pushes) / static_cast<double>(batches) : 0.0,
                         static_cast<unsigned long long>(after[k].largest),
-                        k + 1 < after.size() ? ";" : "\n");
+                        static_cast<unsigned long long>(waited), wait_ms,
+                        static_cast<unsigned long long>(all), k + 1 < after.size() ? ";" : "\n");
         }
     }
 

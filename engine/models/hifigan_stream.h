@@ -330,6 +330,7 @@ class HifiGanStream final : public NetworkStream {
     ReplayStats replay_stats() const override { return steps_.stats(); }
 
     void reset() override {
+        membership_.leave();  // an utterance cut short pushes no more
         pre_->reset();
         post_->reset();
         for (auto& st : stages_) {
@@ -350,22 +351,36 @@ class HifiGanStream final : public NetworkStream {
         const StreamPush alone{this, mel, frames, flush, &values};
         StreamJoiner* joiner = net_.joiner(batching);
         if (!joiner) {
+            membership_.leave();
             push_together({&alone, 1});
             return;
         }
+        // A member of the lane from the utterance's first push to its flush
+        // (the lane's batches wait for its next push, within their slack).
+        membership_.enter(*joiner);
         // (Run by whichever push leads the batch: this stream's, when it is.)
         // Whichever stream failed, it reaches every stream of the batch as a
         // device error: each one's scheduler remakes the chunk on the CPU, as
         // for a failed kernel.
-        joiner->push(alone, [this, batching](std::span<const StreamPush> batch) {
-            run_naming_the_batch(
-                batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
-                [&](const char* what) {
-                    return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
-                           " streams failed: " + what;
-                });
-        });
+        try {
+            joiner->push(
+                alone,
+                [this, batching](std::span<const StreamPush> batch) {
+                    run_naming_the_batch(
+                        batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
+                        [&](const char* what) {
+                            return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
+                                   " streams failed: " + what;
+                        });
+                },
+                join_wait_until_ns_);
+        } catch (...) {
+            if (flush) membership_.leave();
+            throw;
+        }
+        if (flush) membership_.leave();
     }
+    void set_join_wait_until(std::int64_t ns) override { join_wait_until_ns_ = ns; }
     void push_together(std::span<const StreamPush> pushes) override {
         push_in_lane(pushes, net_.lanes_.of(Batching::Join));
     }
@@ -436,6 +451,8 @@ class HifiGanStream final : public NetworkStream {
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;
+    std::int64_t join_wait_until_ns_ = 0;
+    JoinMembership<StreamPush> membership_;  // of its lane (stream_joiner.h)
     // Declared last: its recordings name the queue, the layers' state and
     // the buffers above, so they must die first.
     RecordedSteps steps_{backend_, [this] {

@@ -265,6 +265,7 @@ void MelVocoderStream::produce_incremental(long end_frame, bool final, std::vect
         if (b == a && !flush) break;
         const int w = static_cast<int>(b - a);
         gather_mel(a, b);
+        runner()->set_join_wait_until(join_wait_until_ns_);
         runner()->push(window_mel_.data(), w, flush, pending_, batching_);
         frames_run_ += static_cast<std::uint64_t>(w);
         inc_fed_ = b;

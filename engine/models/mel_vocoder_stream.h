@@ -76,6 +76,9 @@ class MelVocoderStream {
     // one batched backend call (Batching, models/vocoder_network.h): Join
     // until the owner says otherwise.
     void set_batching(Batching batching) { batching_ = batching; }
+    // How long the next chunk's joined pushes may wait for the other streams
+    // of their lane (NetworkStream::set_join_wait_until).
+    void set_join_wait_until(std::int64_t ns) { join_wait_until_ns_ = ns; }
     // Its device runners' replays (NetworkStream::replay_stats), summed.
     ReplayStats replay_stats() const;
     // Off: every window recomputes its context (what models whose layers
@@ -129,6 +132,7 @@ class MelVocoderStream {
         runners_;
     bool incremental_ = true, inc_active_ = false;
     Batching batching_ = Batching::Join;
+    std::int64_t join_wait_until_ns_ = 0;
     long inc_fed_ = 0, pending_first_ = 0;
     std::vector<float> pending_;
     std::uint64_t frames_run_ = 0;

@@ -1,10 +1,24 @@
 // Pushes of several streams of one network, made on their own threads (each
 // stream's producer), run as one batch: a push that arrives while a batch
 // runs waits for it and goes in the next one, with every other push that
-// arrived meanwhile. Nothing waits for pushes to come: a push that finds no
-// batch running runs at once, alone or with those already waiting. This is
-// flat combining: the thread whose push starts a batch runs it for all of
-// them.
+// arrived meanwhile. This is flat combining: the thread whose push starts a
+// batch runs it for all of them.
+//
+// Batches formed on purpose, within each push's slack: a stream is a member
+// of its lane while its utterance is open (JoinMembership: from its first
+// push to its flush), and a push that would start a batch while some members
+// have not pushed waits for them, until every member is in, until a member
+// leaves, or until the earliest `wait_until_ns` of the pushes in the batch
+// (each caller's share of its chunk's slack, deadline.h's
+// join_wait_until_ns(); 0: no wait, and a push with none that comes during
+// a wait ends it). Without it the streams' pushes seldom meet: producers
+// paced by their rings keep the phases their listeners started at, up to a
+// chunk's period apart, and a push's batch is short beside that
+// (docs/benchmarks.md, "Why the device's pushes seldom meet"). Once a push
+// has waited (for members, or behind a running batch) it does not lead a
+// wait again: what arrives behind a batch already meets the next one. The
+// members that come early wait for the latest each time, and so keep that
+// much less audio ahead, within their slack.
 //
 // One joiner for every network that batches its streams, over the push it
 // takes (`Push`: a decoder's chunk, StreamPush, vocoder_network.h, run by
@@ -29,6 +43,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -42,6 +57,7 @@
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
+#include "rt/monotonic_clock.h"
 
 namespace etude::engine {
 
@@ -51,7 +67,20 @@ struct JoinStats {
     std::uint64_t largest = 0;        // pushes in the largest
     std::uint64_t cap = 0;            // the most a batch takes now; 0: no bound
     std::uint64_t out_of_memory = 0;  // batches that ran out of device memory
+    std::uint64_t waited = 0;         // batches whose leader waited for members
+    std::uint64_t all_members = 0;    // batches that held every member of the lane
+    std::int64_t waited_ns = 0;       // the leaders' time waiting for members
 };
+
+// Time this thread's pushes spent waiting for a batch to gather its lane's
+// members (not behind a running batch: that is the device's latency). A
+// caller that times its push subtracts it, so that a device's measured
+// speed, which decides whether the next chunk goes there, is not the
+// waiting it chose to do.
+inline std::int64_t& join_gather_wait_ns_on_this_thread() {
+    thread_local std::int64_t ns = 0;
+    return ns;
+}
 
 template <class Push>
 class PushJoiner {
@@ -60,7 +89,27 @@ class PushJoiner {
 
     // Runs `push` in a batch (through `run`, with the pushes waiting beside
     // it) and returns once it has run; rethrows the batch's exception.
-    void push(const Push& push, const RunBatch& run);
+    // `wait_until_ns` (rt::now_ns()'s clock): how long this push may wait
+    // for the lane's other members before its batch starts; 0, not at all.
+    void push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns = 0);
+
+    // The lane's members (JoinMembership calls these): streams whose next
+    // push a batch may wait for. leave() ends a wait that was only for it.
+    void enter() {
+        std::lock_guard lock(mu_);
+        ++members_;
+    }
+    void leave() {
+        {
+            std::lock_guard lock(mu_);
+            if (members_ > 0) --members_;
+        }
+        cv_.notify_all();
+    }
+    std::size_t members() const {
+        std::lock_guard lock(mu_);
+        return members_;
+    }
     JoinStats stats() const {
         std::lock_guard lock(mu_);
         return stats_;
@@ -87,25 +136,80 @@ class PushJoiner {
   private:
     struct Waiter {
         Push push;
+        std::int64_t wait_until_ns = 0;
+        std::int64_t arrived_ns = 0, gathered_ns = 0;  // came; waited for members
+        bool may_wait = true;  // has not waited yet (for members or a batch)
         bool done = false;
         std::exception_ptr error;
     };
+    // Under mu_: the time a leader waits for members until (0: none), when
+    // members are missing and every push waiting may still wait.
+    std::int64_t wait_for_members_until() const;
+    // Under mu_: the earliest time the pushes waiting may wait until (0:
+    // one may not wait).
+    std::int64_t earliest_wait_until() const;
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::vector<Waiter*> waiting_;  // in the order they came
-    bool running_ = false, paused_ = false;
+    bool running_ = false, paused_ = false, gathering_ = false;
+    std::size_t members_ = 0;
     JoinStats stats_;
 };
 
 template <class Push>
-void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
-    Waiter me{push};
+std::int64_t PushJoiner<Push>::earliest_wait_until() const {
+    std::int64_t until = 0;
+    for (const Waiter* w : waiting_) {
+        if (w->wait_until_ns <= 0) return 0;
+        until = until == 0 ? w->wait_until_ns : std::min(until, w->wait_until_ns);
+    }
+    return until;
+}
+
+template <class Push>
+std::int64_t PushJoiner<Push>::wait_for_members_until() const {
+    if (waiting_.size() >= members_) return 0;
+    for (const Waiter* w : waiting_)
+        if (!w->may_wait) return 0;
+    const std::int64_t until = earliest_wait_until();
+    return until > rt::now_ns() ? until : 0;
+}
+
+template <class Push>
+void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
+    Waiter me{push, wait_until_ns, rt::now_ns()};
     std::unique_lock lock(mu_);
     waiting_.push_back(&me);
+    if (gathering_) cv_.notify_all();  // a leader waits for this push, maybe
     while (!me.done) {
-        if (running_ || paused_) {
+        if (running_ || paused_ || gathering_) {
+            me.may_wait = false;  // it has waited: it never leads a wait of its own
             cv_.wait(lock);
             continue;
+        }
+        // No batch runs: this thread leads the next one. While members are
+        // missing, it waits for them within the pushes' slack.
+        if (wait_for_members_until() > 0) {
+            gathering_ = true;
+            const std::int64_t from = rt::now_ns();
+            // Pushes that come meanwhile join this batch, and the batch
+            // waits no longer than the earliest of theirs allows: a push
+            // with no time to spare (a stream's first audio) ends the wait.
+            while (waiting_.size() < members_ && !paused_) {
+                const std::int64_t until = earliest_wait_until();
+                if (until <= rt::now_ns()) break;
+                cv_.wait_until(
+                    lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until)));
+            }
+            gathering_ = false;
+            const std::int64_t to = rt::now_ns();
+            for (Waiter* w : waiting_) {
+                w->may_wait = false;
+                w->gathered_ns += to - std::max(from, w->arrived_ns);
+            }
+            ++stats_.waited;
+            stats_.waited_ns += to - from;
+            continue;  // (paused meanwhile, in a test: wait for resume())
         }
         // No batch runs: this thread runs one for the pushes waiting, the
         // first that came up to the cap (its own may be left for the next).
@@ -143,6 +247,7 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
             w->error = error;
         }
         ++stats_.batches;
+        if (members_ >= 2 && batch.size() >= members_) ++stats_.all_members;
         stats_.pushes += batch.size();
         stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
         running_ = false;
@@ -150,8 +255,37 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run) {
         // first to wake runs the next batch.
         cv_.notify_all();
     }
+    join_gather_wait_ns_on_this_thread() += me.gathered_ns;
     if (me.error) std::rethrow_exception(me.error);
 }
+
+// A stream's membership of one joiner's lane while its utterance is open:
+// a stream enters at its first joined push (and again when its pushes move
+// to another lane) and leaves at its flush, its reset and its end, so that
+// the lane's batches wait only for streams that will push again soon.
+template <class Push>
+class JoinMembership {
+  public:
+    JoinMembership() = default;
+    ~JoinMembership() { leave(); }
+    JoinMembership(const JoinMembership&) = delete;
+    JoinMembership& operator=(const JoinMembership&) = delete;
+
+    // A push of an open utterance goes to `joiner`.
+    void enter(PushJoiner<Push>& joiner) {
+        if (joiner_ == &joiner) return;
+        leave();
+        joiner.enter();
+        joiner_ = &joiner;
+    }
+    void leave() {
+        if (joiner_) joiner_->leave();
+        joiner_ = nullptr;
+    }
+
+  private:
+    PushJoiner<Push>* joiner_ = nullptr;
+};
 
 // Runs `run` for a batch of `size` pushes of several streams: any exception
 // from it reaches each of them (through the joiner) as a device error of

@@ -74,6 +74,10 @@ class NetworkStream {
         for (const auto& p : pushes)
             p.stream->push(p.mel, p.frames, p.flush, *p.values, Batching::Alone);
     }
+    // How long the next joined pushes may wait for the other streams of
+    // their lane (models/stream_joiner.h; rt::now_ns()'s clock, 0: not at
+    // all), where the network's streams join.
+    virtual void set_join_wait_until(std::int64_t) {}
     // Whether a lone push may replay a recording of its chunk's device
     // work where the backend replays natively (on until switched off: for
     // tests and benchmarks that compare with the operations one by one).

@@ -51,6 +51,33 @@ inline bool may_reduce_quality(const PlaybackState& s) {
     return s.live_consumer;
 }
 
+// How long a chunk's push to a device may wait for other streams' pushes to
+// join its batch (models/stream_joiner.h): half of what its deadline leaves
+// beyond the device's expected time for it, and no more than
+// kJoinWaitCapNs; 0 (no wait) when nothing is left. Half, because the wait
+// shares the slack with what the batch then adds (the joined streams' work
+// beside its own). The cap is about a Piper chunk's period (32 frames,
+// 371 ms of audio): live producers are paced by their rings, so a stream's
+// phase is where its listener started, and an early stream must wait up to
+// a period for the latest one; a shorter cap leaves streams further apart
+// than it never meeting (50 ms: 4 live streams' decoder pushes 1.1 a batch
+// on PoCL, against 3.2 with this cap; docs/benchmarks.md). A stream that
+// waits keeps that much less audio ahead, within its slack.
+constexpr std::int64_t kJoinWaitCapNs = 400'000'000;
+// Whether a chunk may wait at all: not before a live listener's first audio
+// (the latency users measure; a new stream's chunk would wait for streams
+// mid-sentence, whose next pushes may be a chunk's period away), but once
+// it plays, and for an offline reader, whose playback never starts.
+inline bool may_wait_to_join(const PlaybackState& s) {
+    return !s.live_consumer || s.playing;
+}
+inline std::int64_t join_wait_until_ns(std::int64_t now_ns, std::int64_t deadline_ns,
+                                       std::int64_t expected_ns) {
+    const std::int64_t spare = deadline_ns - now_ns - std::max<std::int64_t>(expected_ns, 0);
+    if (spare <= 0) return 0;
+    return now_ns + std::min(spare / 2, kJoinWaitCapNs);
+}
+
 // ---- The order across streams ----------------------------------------------
 // The engine's front ends take the sentence to analyse next from all its
 // streams earliest deadline first (EngineWorkers). A sentence's deadline is

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "engine/error.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/scheduling/deadline.h"
 #include "engine/scheduling/device_choice.h"
 #include "gpu/registry.h"
 #include "rt/monotonic_clock.h"
@@ -243,7 +245,8 @@ std::vector<float> MelScheduler::run_model(int tier, bool last) {
     return audio;
 }
 
-void MelScheduler::set_batching(Batching batching) {
+void MelScheduler::set_batching(Batching batching, bool may_wait) {
+    join_may_wait_ = may_wait;
     stream_->set_batching(batching);
     if (gpu_stream_) gpu_stream_->set_batching(batching);
 }
@@ -282,10 +285,21 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
 
     int tier = choose(budget_ns, may_reduce_quality);
     last_chose_gpu_ = tier == 0;
+    if (tier == 0) {
+        // Its push may wait for other streams' to share the device's batch,
+        // within the chunk's slack (deadline.h).
+        const std::int64_t now = rt::now_ns();
+        const std::int64_t wait_until =
+            join_may_wait_ ? join_wait_until_ns(now, report.started_ns + budget_ns,
+                                                per_frame_[0].estimate_ns() * frames_to_run(0))
+                           : 0;
+        (separate_ ? *gpu_stream_ : *stream_).set_join_wait_until(wait_until);
+    }
     if (tier == 0 && to_device) to_device();
     const std::uint64_t ran_before = frames_run();
     std::vector<float> audio;
     const auto t0 = rt::now_ns();
+    const auto gathered_before = join_gather_wait_ns_on_this_thread();
     if (tier < 2) {
         try {
             audio = run_model(tier, last);
@@ -322,7 +336,9 @@ std::span<const float> MelScheduler::process(std::span<const float> mel, int fra
             if (at >= 0 && at < static_cast<long>(phase_audio_.size())) audio[i] = phase_audio_[at];
         }
     }
-    const auto spent = rt::now_ns() - t0;
+    // (Less any wait for other streams' pushes to join its batch: a choice
+    // the deadline allowed, not the device's speed.)
+    const auto spent = rt::now_ns() - t0 - (join_gather_wait_ns_on_this_thread() - gathered_before);
     if (frames > 0) {
         // Per frame the network ran (context included), as the stream counted.
         const std::uint64_t ran = tier < 2 ? frames_run() - ran_before : 0;

@@ -112,7 +112,10 @@ class MelScheduler {
     int right_context_frames() const { return right_context_; }
     // Whether later chunks' network runs may join other streams' in one
     // batched backend call (Batching, models/vocoder_network.h).
-    void set_batching(Batching batching);
+    // `may_wait`: whether a chunk on the device may wait for other streams'
+    // pushes to join its batch (deadline.h's may_wait_to_join()), within its
+    // slack.
+    void set_batching(Batching batching, bool may_wait = false);
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
     // The device the GPU tier runs on (null without one, or once its
@@ -128,6 +131,11 @@ class MelScheduler {
     // chunk: whether the calibration found the device faster than real
     // time (or ETUDE_FAULT's cpu-busy pins it).
     bool last_chunk_chose_gpu() const { return last_chose_gpu_; }
+    // What the GPU tier is expected to take per frame the network runs (its
+    // chunks so far, with a margin; 0 before any): what a Piper stream's
+    // flow leaves the chunk's decoder when it waits for other streams'
+    // pushes (deadline.h's join_wait_until_ns()). The producer thread only.
+    std::int64_t gpu_frame_estimate_ns() const { return per_frame_[0].estimate_ns(); }
 
   private:
     std::vector<float> run_model(int tier, bool last);
@@ -145,6 +153,7 @@ class MelScheduler {
     int right_context_ = 0;  // the larger of the two models' (they move in step)
     std::unique_ptr<dsp::MelPhaseVocoder> phase_;
     LatencyEstimator per_frame_[3];
+    bool join_may_wait_ = false;
     std::uint64_t stamp_ = 0;
     double out_rate_ = 0;
     std::optional<dsp::StreamingResampler> resampler_;

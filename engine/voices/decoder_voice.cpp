@@ -26,7 +26,8 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
     const PlaybackState playback = ring_.playback_state();
     const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
     std::span<const float> audio;
-    mel_.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
+    mel_.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join,
+                      may_wait_to_join(playback));
     try {
         // A chunk given to the device gives its turn back (mel_scheduler.h).
         audio = mel_.process(frames, count, last, budget_ns, report, may_reduce_quality(playback),

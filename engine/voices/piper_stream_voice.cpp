@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/piper/sentence_words.h"
+#include "engine/scheduling/deadline.h"
 #include "engine/scheduling/fault_plan.h"
 #include "engine/streams/playback_ring.h"
 #include "rt/monotonic_clock.h"
@@ -326,7 +327,20 @@ bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
             // decoder then runs where it ran the last chunk: on the device,
             // bar a fault or a late device, when the CPU makes the chunk
             // outside the turns.)
-            if (on_device_) turn.release();
+            if (on_device_) {
+                turn.release();
+                // Its pushes may wait for other streams' to share the
+                // device's batch, leaving the chunk's decoder its expected
+                // time within the chunk's deadline (deadline.h).
+                const std::int64_t now = rt::now_ns();
+                const PlaybackState playback = ring_.playback_state();
+                flow().set_join_wait_until(
+                    may_wait_to_join(playback)
+                        ? join_wait_until_ns(
+                              now, deadline_ns(now, playback),
+                              mel_.gpu_frame_estimate_ns() * (count + mel_.right_context_frames()))
+                        : 0);
+            }
             try {
                 s.flowed = run_flow(s, flow_until(first, count));
             } catch (const std::exception&) {

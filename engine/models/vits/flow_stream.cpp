@@ -79,6 +79,7 @@ VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
 }
 
 void VitsFlowStream::reset() {
+    membership_.leave();  // a sentence cut short pushes no more
     // A push cut short by an error may have left an upload from host_in_
     // pending; it must land before host_in_ is written again. A device
     // error here shows again on the next push, which reports it.
@@ -193,23 +194,36 @@ int VitsFlowStream::push_block(int frames, bool flush) {
     const VitsFlowPush me{this, frames, flush, &made};
     PushJoiner<VitsFlowPush>* joiner = net_.joiner(batching_);
     if (!joiner) {
+        membership_.leave();
         push_together({&me, 1});
         return made;
     }
+    // A member of the lane from the sentence's first push to its flush: the
+    // lane's batches wait for its next push, within their slack.
+    membership_.enter(*joiner);
     // (Run by whichever push leads the batch: this stream's, when it is.)
-    joiner->push(me, [this, kind = batching_](std::span<const VitsFlowPush> batch) {
-        // Whichever stream it was, it reaches every stream of the batch as
-        // a device error (of the same kind, so that the joiner halves its
-        // batches after an out-of-memory), naming the batch: each stream's
-        // CPU flow takes its sentence over, and the stream's
-        // gpu_last_error says what happened.
-        run_naming_the_batch(
-            batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
-            [&](const char* what) {
-                return "VITS flow: a batch of " + std::to_string(batch.size()) +
-                       " streams failed: " + what;
-            });
-    });
+    try {
+        joiner->push(
+            me,
+            [this, kind = batching_](std::span<const VitsFlowPush> batch) {
+                // Whichever stream it was, it reaches every stream of the batch as
+                // a device error (of the same kind, so that the joiner halves its
+                // batches after an out-of-memory), naming the batch: each stream's
+                // CPU flow takes its sentence over, and the stream's
+                // gpu_last_error says what happened.
+                run_naming_the_batch(
+                    batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
+                    [&](const char* what) {
+                        return "VITS flow: a batch of " + std::to_string(batch.size()) +
+                               " streams failed: " + what;
+                    });
+            },
+            join_wait_until_ns_);
+    } catch (...) {
+        if (flush) membership_.leave();
+        throw;
+    }
+    if (flush) membership_.leave();  // the sentence's last push
     return made;
 }
 

@@ -105,6 +105,10 @@ class VitsFlowStream {
     // network's streams join (Batching, models/vocoder_network.h: the
     // caller knows how urgent its work is). Join until set.
     void set_batching(Batching batching) { batching_ = batching; }
+    // How long the next joined pushes may wait for the lane's other members
+    // (rt::now_ns()'s clock; 0, not at all): the caller's share of the
+    // chunk's slack (deadline.h's join_wait_until_ns()).
+    void set_join_wait_until(std::int64_t ns) { join_wait_until_ns_ = ns; }
     // True when `prior` is staged and run_until(prior, until, ...) would
     // push up to or past its known frames, so must complete it first. (The
     // pushes reach at least `until`, so a caller that reads frames up to
@@ -225,6 +229,10 @@ class VitsFlowStream {
     // waits for it in the joiner.
     std::uint64_t batched_pushes_ = 0;
     Batching batching_ = Batching::Join;
+    std::int64_t join_wait_until_ns_ = 0;
+    // In the lane of the sentence's pushes (stream_joiner.h): declared last,
+    // so that it leaves before anything a batch would use goes.
+    JoinMembership<VitsFlowPush> membership_;
 };
 
 }  // namespace etude::engine
