@@ -49,8 +49,9 @@ constexpr std::size_t kBlock = 64 / sizeof(T);
 // Where a block's loop reads its kBlock values and writes its results: in
 // the run itself when the block is whole; for a run's last, partial block,
 // in local arrays (the run's `count` values, then zeros). Either way one
-// loop: two copies of it (one for the whole blocks, one for the last) are
-// free to be optimised apart under -ffast-math, and GELU's were.
+// loop in the source: two (one for the whole blocks, one for the last) are
+// free to be optimised apart under -ffast-math, and GELU's were (its last
+// block rounded apart from the same values in a whole one).
 template <class T>
 ETUDE_IN_CLONE const T* source(const T* from, std::size_t count, T* pad) {
     if (count == kBlock<T>) return from;
