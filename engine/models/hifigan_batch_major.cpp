@@ -94,27 +94,14 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
         q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, flush,
         joint, conv_out);
     const std::size_t n = static_cast<std::size_t>(x.length);
-    // One tanh for the batch, unless the batch would shift an item's
-    // samples across the CPU backend's vector lanes (a length that is not a
-    // multiple of 16: a first chunk, whose length the layers' lags cut):
-    // its tanh rounds its vector body (libmvec) and its scalar tail (tanhf)
-    // apart, so such an item would differ from its push alone in the last
-    // bit. Then each item goes through a buffer of its stream's, as alone.
-    const bool per_item = n % 16 != 0 && backend_.info().kind == gpu::BackendKind::Cpu;
-    if (!per_item) backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
+    // One tanh for the batch: each item's samples get the bits they get in
+    // its push alone, wherever the batch puts them (on the CPU backend too,
+    // gpu/cpu/cpu_vector_math.h, whatever the length).
+    backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
     for (std::size_t b = 0; b < pushes.size() && n > 0; ++b) {
-        const gpu::DeviceBuffer* from = x.buffer;
-        std::size_t from_at = b * n;
-        if (per_item) {
-            auto& own = streams[b]->sum_.need(backend_, n);
-            backend_.copy_rows(q, 1, static_cast<int>(n), *x.buffer, b * n, n, own, 0, n);
-            backend_.activation(q, gpu::Activation::Tanh, own, own, n);
-            from = &own;
-            from_at = 0;
-        }
         const std::size_t at = pushes[b].values->size();
         pushes[b].values->resize(at + n);
-        backend_.copy_to_host(q, pushes[b].values->data() + at, *from, from_at, n);
+        backend_.copy_to_host(q, pushes[b].values->data() + at, *x.buffer, b * n, n);
     }
 }
 

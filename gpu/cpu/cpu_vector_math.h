@@ -17,6 +17,15 @@
 // scalar exp and erf (the erf alone about 20 ns a value); libmvec's double
 // functions are also within 4 ulp.
 //
+// Each value's result is the same bits wherever it lies in the run and
+// wherever the run starts: the loops go a block of 64 bytes at a time (one
+// AVX-512 vector, two AVX2 or four SSE ones), the last, partial block
+// padded with zeros, so every value goes through the same vector call
+// (cpu_vector_math.cpp says why a plain loop does not). A batch's items, or
+// the workers' ranges of one run, round exactly as the same values alone;
+// the HiFi-GAN and Piper flow batches compare so. (The clone, and with it
+// the bits, differs from one CPU to another, not within a process.)
+//
 // Threads: any; no allocation. `in` and `out` may be the same array.
 #pragma once
 

@@ -225,6 +225,40 @@ TEST_F(CpuBackendOps, elementwise_ops_split_among_workers_match_their_definition
     for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], std::tanh(double(x[i])), 1e-6) << i;
 }
 
+// A batch of items whose length is not a multiple of 16 (a HiFi-GAN or
+// Piper flow batch's first chunk): the tanh and the WaveNet gate give each
+// item the bits it gets alone, though the batch puts its values in other
+// vector lanes (gpu/cpu/cpu_vector_math.h), as the batched streams' tests
+// compare them. Long enough that the batch is split among the workers.
+TEST_F(CpuBackendOps, a_batch_gives_each_item_the_bits_it_gets_alone) {
+    const int batch = 3, channels = 5, length = 2221;  // 5 x 2221 = 11105 = 694 x 16 + 1
+    const std::size_t n = std::size_t(channels) * length;
+    const auto x = random(2 * n * batch, -4.0f, 4.0f);
+    auto dx = upload(x), dy = upload(std::vector<float>(n * batch));
+    cpu_.activation(*q_, Activation::Tanh, dx, dy, n * batch, 0.0f);
+    const auto tanh_batch = download(dy, n * batch);
+    cpu_.gated_tanh(*q_, batch, channels, length, dx, dy);
+    const auto gate_batch = download(dy, n * batch);
+    for (int item = 0; item < batch; ++item) {
+        const auto tanh_input =
+            std::vector<float>(x.begin() + item * n, x.begin() + (item + 1) * n);
+        auto one = upload(tanh_input), out = upload(std::vector<float>(n));
+        cpu_.activation(*q_, Activation::Tanh, one, out, n, 0.0f);
+        const auto tanh_alone = download(out, n);
+        // Item i's gate input: its tanh half at 2 i n, its sigmoid half after.
+        auto gate_input =
+            upload(std::vector<float>(x.begin() + 2 * item * n, x.begin() + 2 * (item + 1) * n));
+        cpu_.gated_tanh(*q_, 1, channels, length, gate_input, out);
+        const auto gate_alone = download(out, n);
+        for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(tanh_batch[item * n + i], tanh_alone[i])
+                << "tanh, item " << item << " at " << i;
+            ASSERT_EQ(gate_batch[item * n + i], gate_alone[i])
+                << "gate, item " << item << " at " << i;
+        }
+    }
+}
+
 TEST_F(CpuBackendOps, gemm_matches_the_definition_for_every_transpose_and_split) {
     struct Size {
         int m, n, k;
