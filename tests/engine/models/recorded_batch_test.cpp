@@ -19,12 +19,14 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/models/mel_vocoder_stream.h"
 #include "engine/models/neural_model.h"
+#include "engine/models/recorded_step.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/vits/vits_decoder.h"
 #include "engine/models/vits/vits_weights.h"
@@ -229,6 +231,29 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
     }
 }
 
+// The recordings a lane holds are bounded (RecordedBatches::kMaxBatches
+// keys, each with its own joint buffers): a key past them takes the place
+// of the one used longest ago, which, seen again, is sized and recorded
+// anew; a key used since stays.
+TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
+    static_assert(RecordedBatches::kMaxBatches == 4);
+    std::vector<Member> members = open(*model_, 2, true);
+    for (int i = 0; i < 3; ++i) push(members, {0, 1}, 4);  // the layers settle
+    // Four keys (lengths 5, 6, 7, 8), each sized and recorded.
+    for (int frames : {5, 6, 7, 8})
+        for (int i = 0; i < 2; ++i) push(members, {0, 1}, frames);
+    ReplayStats st = model_->batch_replay_stats();
+    ASSERT_EQ(st.op_by_op, 4u);
+    ASSERT_EQ(st.recordings, 4u);
+    push(members, {0, 1}, 5);  // 5 used again: 6 is now the oldest
+    push(members, {0, 1}, 2);  // a fifth key: 6's place
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "the fifth key got no buffers";
+    push(members, {0, 1}, 5);
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "5, used since, was dropped";
+    push(members, {0, 1}, 6);
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 6u) << "6 was not dropped";
+}
+
 // A device fault at a replayed batch (after its mels' uploads: the replay):
 // every push of the batch fails as any device error does, each stream remakes
 // its chunk on the CPU copy of the model (as the engine's scheduler does),
@@ -288,6 +313,8 @@ TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_s
                     EXPECT_NE(std::string(e.what()).find("replay"), std::string::npos) << e.what();
                     streams[i]->set_model(cpu_model);
                     out = streams[i]->drain(false);
+                } catch (const std::exception& e) {
+                    ADD_FAILURE() << "stream " << i << ": " << e.what();
                 }
                 got[i].insert(got[i].end(), out.begin(), out.end());
                 ++done;
