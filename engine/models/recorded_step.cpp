@@ -120,7 +120,7 @@ bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
 }
 
 RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)
-    : queue_(backend.create_queue()),
+    : backend_(backend),
       steps_(
           backend,
           [&joint] {

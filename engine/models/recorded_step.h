@@ -118,10 +118,15 @@ class RecordedBatches {
   public:
     static constexpr std::size_t kMaxBatches = 4;
     RecordedBatches(gpu::Backend& backend, JointScratch& joint);
-    gpu::Queue& queue() { return *queue_; }
+    // Made at the first batch that may replay (none on the CPU, OpenCL).
+    gpu::Queue& queue() {
+        if (!queue_) queue_ = backend_.create_queue();
+        return *queue_;
+    }
     RecordedSteps& steps() { return steps_; }
 
   private:
+    gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
     RecordedSteps steps_;  // declared after the queue its recordings name
 };
