@@ -162,12 +162,15 @@ Input input_or_skip(benchmark::State& state, const std::string& name, const std:
 // `streams` streams of one model on one thread, each through the utterance
 // in `chunk`-frame chunks, a chunk of each stream per step: alone, each
 // stream's push in turn; together, one push_together() of all of them.
-// replay: lone pushes may replay recordings of their chunks' device work
-// (NetworkStream::set_replay; only where the backend replays natively).
+// replay: pushes may replay recordings of their chunks' device work, a
+// lone stream's or a settled batch's (NetworkStream::set_replay; only where
+// the backend replays natively, a batch only of streams in slots).
+// join: the streams take slots as on a GPU (set_join_streams).
 void run_streams(benchmark::State& state, const std::string& name, const std::string& backend,
-                 int streams, int chunk, bool together, bool replay = true) {
+                 int streams, int chunk, bool together, bool replay = true, bool join = false) {
     const Input in = input_or_skip(state, name, backend);
     if (!in.model) return;
+    if (join) in.model->set_join_streams(true);
     std::vector<std::unique_ptr<etude::engine::NetworkStream>> all;
     for (int i = 0; i < streams; ++i) all.push_back(in.model->open_stream());
     if (!all[0]) {
@@ -245,6 +248,26 @@ void register_replay() {
                     ->MinTime(2.0);
 }
 
+// Four streams pushed together, in slots, each settled batch replayed from
+// its recording or issued op by op: the host's time per batch, as above.
+void register_batch_replay() {
+    std::vector<std::string> backends = {"cuda"};
+    if (std::getenv("ETUDE_BENCH_VULKAN")) backends.push_back("vulkan");
+    for (const std::string& backend : backends)
+        for (int chunk : {4, 32})
+            for (bool replay : {false, true})
+                benchmark::RegisterBenchmark(
+                    ("Neural/piper_decoder/" + backend + "/streams4_chunk" + std::to_string(chunk) +
+                     "/together_" + (replay ? "replayed" : "op_by_op"))
+                        .c_str(),
+                    [=](benchmark::State& s) {
+                        run_streams(s, "piper_decoder", backend, 4, chunk, true, replay, true);
+                    })
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime()
+                    ->MinTime(2.0);
+}
+
 void register_all() {
     for (const char* name : {"hifigan_v1", "hifigan_v3", "vocos"})
         // OpenCL and Vulkan at full size only on request (ETUDE_BENCH_OPENCL=1,
@@ -294,7 +317,7 @@ void register_concurrent() {
             }
 }
 
-const bool registered =
-    (register_all(), register_concurrent(), register_streams(), register_replay(), true);
+const bool registered = (register_all(), register_concurrent(), register_streams(),
+                         register_replay(), register_batch_replay(), true);
 
 }  // namespace

@@ -92,6 +92,7 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
     if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
+    if (pushes.size() > 1 && push_batch_recorded(pushes, streams, lane)) return;
     std::vector<std::array<ScratchBuffer*, 8>> buffers;
     for (HifiGanStream* s : streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
@@ -255,15 +256,9 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
         p.values->resize(at + n);
         backend_.copy_to_host(oq, p.values->data() + at, *out.buffer, 0, n);
     };
-    step.advance = [&] {
-        int length = p.frames;
-        for (std::size_t k = 0; k < stages_.size(); ++k) {
-            stages_[k].up->advance(length);
-            length *= net_.rates_[k];
-        }
-    };
+    step.advance = [&] { advance_settled(p.frames); };
     try {
-        if (!steps_.run(q, p.frames, step)) return false;
+        if (!steps_.run(q, {p.frames}, step)) return false;
         backend_.synchronize(q);
     } catch (...) {
         // As push_together: nothing queued may still write to the buffers
@@ -275,6 +270,19 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
         throw;
     }
     return true;
+}
+
+ReplayStats HifiGanNetwork::batch_replay_stats() const {
+    ReplayStats total;
+    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
+        JoinLane<StreamPush>& lane = lanes_.of(kind);
+        std::lock_guard lock(lane.mu);
+        const ReplayStats s = batches_of(lane).steps().stats();
+        total.recordings += s.recordings;
+        total.replayed += s.replayed;
+        total.op_by_op += s.op_by_op;
+    }
+    return total;
 }
 
 std::unique_ptr<NetworkStream> HifiGanNetwork::open_stream(int right_context) const {

@@ -5,6 +5,9 @@
 // are its held samples' copies, its mel's upload and its audio's download.
 // While the streams' windows fill (their first chunks), the signal's
 // length changes from layer to layer as in each stream's own walk.
+// A settled batch of the same members and length replays from a recording
+// of its layers (push_batch_recorded; recorded_step.h says what makes it
+// replayable and what its key holds).
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
 
@@ -22,18 +25,32 @@ std::vector<std::size_t> HifiGanStream::same_state_batch(
 void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
                                      const std::vector<HifiGanStream*>& streams,
                                      JointScratch& joint) {
-    const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
-    const bool flush = pushes[0].flush;  // every push's (one state)
-    // The batch's signals, as a stream's own in push(): the mel, the convs'
-    // outputs, the upsampler's, the residual paths' two, the resblocks' sum.
-    auto& signals = joint.signals;
-    ScratchBuffer &mel = signals[0], &conv_out = signals[1], &up_out = signals[2],
-                  &residual0 = signals[3], &residual1 = signals[4], &sum = signals[5];
-    ScratchBuffer* residual[2] = {&residual0, &residual1};
+    upload_batch_mels(q, pushes, joint);
+    const BatchSignal audio =
+        walk_batch_layers(q, streams, pushes[0].frames, pushes[0].flush, joint);
+    take_batch_audio(q, pushes, audio);
+}
+
+// The batch's signals, as a stream's own in push(): the mel, the convs'
+// outputs, the upsampler's, the residual paths' two, the resblocks' sum.
+BatchSignal HifiGanStream::upload_batch_mels(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                             JointScratch& joint) {
+    const int frames = pushes[0].frames;
     const std::size_t n_mel = static_cast<std::size_t>(net_.n_mels_) * frames;
-    auto& mel_buf = mel.need(backend_, n_mel * pushes.size());
+    auto& mel_buf = joint.signals[0].need(backend_, n_mel * pushes.size());
     for (std::size_t b = 0; b < pushes.size(); ++b)
         backend_.copy_to_device(q, mel_buf, b * n_mel, pushes[b].mel, n_mel);
+    return {&mel_buf, static_cast<int>(pushes.size()), net_.n_mels_, frames};
+}
+
+BatchSignal HifiGanStream::walk_batch_layers(gpu::Queue& q,
+                                             const std::vector<HifiGanStream*>& streams, int frames,
+                                             bool flush, JointScratch& joint) {
+    const int batch = static_cast<int>(streams.size());
+    auto& signals = joint.signals;
+    ScratchBuffer &conv_out = signals[1], &up_out = signals[2], &residual0 = signals[3],
+                  &residual1 = signals[4], &sum = signals[5];
+    ScratchBuffer* residual[2] = {&residual0, &residual1};
     // The same layer (or delay) of every stream of the batch.
     const auto layers = [&](auto pick) {
         std::vector<decltype(pick(*streams[0]))> of(streams.size());
@@ -44,7 +61,7 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
         if (from.floats() != to.floats()) throw Error("HiFi-GAN stream: paths out of step");
         backend_.axpby(q, from.floats(), 1.0f, *from.buffer, keep, *to.buffer);
     };
-    BatchSignal x{&mel_buf, batch, net_.n_mels_, frames};
+    BatchSignal x{&signals[0].get(), batch, net_.n_mels_, frames};
     x = BatchMajor::push(
         q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.pre_.get(); }), x, flush,
         joint, conv_out);
@@ -93,16 +110,83 @@ void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> 
     x = BatchMajor::push(
         q, layers([](HifiGanStream& s) -> WeightedStreamLayer* { return s.post_.get(); }), x, flush,
         joint, conv_out);
-    const std::size_t n = static_cast<std::size_t>(x.length);
     // One tanh for the batch: each item's samples get the bits they get in
     // its push alone, wherever the batch puts them (on the CPU backend too,
     // gpu/cpu/cpu_vector_math.h, whatever the length).
     backend_.activation(q, gpu::Activation::Tanh, *x.buffer, *x.buffer, x.floats());
+    return x;
+}
+
+void HifiGanStream::take_batch_audio(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                     const BatchSignal& x) {
+    const std::size_t n = static_cast<std::size_t>(x.length);
     for (std::size_t b = 0; b < pushes.size() && n > 0; ++b) {
         const std::size_t at = pushes[b].values->size();
         pushes[b].values->resize(at + n);
         backend_.copy_to_host(q, pushes[b].values->data() + at, *x.buffer, b * n, n);
     }
+}
+
+bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
+                                        const std::vector<HifiGanStream*>& streams,
+                                        JoinLane<StreamPush>& lane) {
+    RecordedBatches& batches = net_.batches_of(lane);
+    if (pushes.size() < 2 || !batches.steps().enabled()) return false;
+    const int frames = pushes[0].frames;
+    for (std::size_t i = 0; i < pushes.size(); ++i) {
+        const HifiGanStream& s = *streams[i];
+        if (!s.replay_ || !s.slot_ || pushes[i].flush || pushes[i].frames != frames ||
+            frames <= 0 || !s.settled())
+            return false;
+    }
+    // All of them side by side (else the rest would go op by op anyway),
+    // in the order of their slots.
+    const std::vector<std::size_t> order = same_state_batch(pushes, streams);
+    if (order.size() != pushes.size()) return false;
+    std::vector<StreamPush> batch;
+    std::vector<HifiGanStream*> members;
+    // The key: the members' state (one: all settled, the length and no
+    // flush in front), then their slots, which decide every buffer and
+    // offset the batch's operations name besides the joint buffers.
+    RecordedSteps::Key key = streams[order[0]]->push_state(frames, false);
+    for (std::size_t i : order) {
+        batch.push_back(pushes[i]);
+        members.push_back(streams[i]);
+        const auto [page, index] = streams[i]->slot_->order();
+        key.push_back(static_cast<long>(page));
+        key.push_back(index);
+    }
+    // The members' own queues must have finished (their layers' zero
+    // fills, their last pushes alone) before the lane's queue writes
+    // their held samples.
+    for (HifiGanStream* s : members) backend_.synchronize(*s->queue_);
+    gpu::Queue& q = batches.queue();
+    RecordedSteps::Step step;
+    step.stage_input = [&](gpu::Queue& sq) { upload_batch_mels(sq, batch, lane.joint); };
+    step.body = [&](gpu::Queue& bq) {
+        const BatchSignal x = walk_batch_layers(bq, members, frames, false, lane.joint);
+        return SignalRef{x.buffer, x.channels, x.length};
+    };
+    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+        take_batch_audio(oq, batch,
+                         {out.buffer, static_cast<int>(batch.size()), out.channels, out.length});
+    };
+    step.advance = [&] {
+        for (HifiGanStream* s : members) s->advance_settled(frames);
+    };
+    try {
+        if (!batches.steps().run(q, key, step)) return false;
+        backend_.synchronize(q);
+    } catch (...) {
+        // As push_recorded: nothing queued may still write to the joint
+        // buffers or the values once they are given back.
+        try {
+            backend_.synchronize(q);
+        } catch (...) {
+        }
+        throw;
+    }
+    return true;
 }
 
 }  // namespace etude::engine

@@ -166,6 +166,7 @@ class HifiGanNetwork final : public VocoderNetwork {
         return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
     }
     std::uint64_t batched_layer_calls() const override { return lanes_.batched_calls(); }
+    ReplayStats batch_replay_stats() const override;
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -203,6 +204,14 @@ class HifiGanNetwork final : public VocoderNetwork {
     ConvLayer conv_pre_, conv_post_;
     std::vector<ConvLayer> ups_;
     std::vector<ResBlock> resblocks_;
+    // Each lane's recordings of settled batches side by side
+    // (recorded_step.h). Declared last: they name the weights, the held
+    // slots and the lanes' buffers above.
+    mutable RecordedBatches live_batches_{backend_, lanes_.of(Batching::Join).joint};
+    mutable RecordedBatches offline_batches_{backend_, lanes_.of(Batching::JoinOffline).joint};
+    RecordedBatches& batches_of(JoinLane<StreamPush>& lane) const {
+        return &lane == &lanes_.of(Batching::JoinOffline) ? offline_batches_ : live_batches_;
+    }
 };
 
 // HiFi-GAN, layer by layer as HifiGanNetwork::run, each layer a stream layer:
@@ -398,15 +407,38 @@ class HifiGanStream final : public NetworkStream {
     static std::vector<std::size_t> same_state_batch(std::span<const StreamPush> pushes,
                                                      const std::vector<HifiGanStream*>& streams);
     // walk_together()'s work for such pushes, side by side: the inputs
-    // copied in, the layers, the audio copied out (hifigan_batch_major.cpp).
+    // copied in (upload_batch_mels), the layers (walk_batch_layers: no host
+    // memory, so a recording's body), the audio copied out
+    // (take_batch_audio) (hifigan_batch_major.cpp).
     void walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
                           const std::vector<HifiGanStream*>& streams, JointScratch& joint);
+    BatchSignal upload_batch_mels(gpu::Queue& q, std::span<const StreamPush> pushes,
+                                  JointScratch& joint);
+    BatchSignal walk_batch_layers(gpu::Queue& q, const std::vector<HifiGanStream*>& streams,
+                                  int frames, bool flush, JointScratch& joint);
+    void take_batch_audio(gpu::Queue& q, std::span<const StreamPush> pushes,
+                          const BatchSignal& audio);
+    // A settled batch, every push of `pushes` side by side, through its
+    // key's recording on the lane's queue (recorded_step.h: the length,
+    // the members' state and slots); false, having done nothing, where it
+    // cannot replay. The caller holds the lane's lock.
+    bool push_batch_recorded(std::span<const StreamPush> pushes,
+                             const std::vector<HifiGanStream*>& streams,
+                             JoinLane<StreamPush>& lane);
     void walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
                      const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x,
                      JointScratch& joint);
     // A lone push through its chunk length's recording (recorded_step.h);
     // false, having done nothing, where it cannot replay.
     bool push_recorded(const StreamPush& p);
+    // What a replayed settled push of `frames` frames moves on that its
+    // recording does not: the upsamplers' totals.
+    void advance_settled(int frames) {
+        for (std::size_t k = 0; k < stages_.size(); ++k) {
+            stages_[k].up->advance(frames);
+            frames *= net_.rates_[k];
+        }
+    }
 
   private:
     struct Sub {

@@ -67,6 +67,8 @@ class NeuralModel {
     StreamJoiner* joiner(Batching kind = Batching::Join) const { return network_->joiner(kind); }
     // Backend calls that ran two or more streams' layers at once.
     std::uint64_t batched_layer_calls() const { return network_->batched_layer_calls(); }
+    // Batches of streams replayed from recordings (VocoderNetwork).
+    ReplayStats batch_replay_stats() const { return network_->batch_replay_stats(); }
 
   private:
     NeuralModel() = default;

@@ -1,5 +1,6 @@
 #include "engine/models/recorded_step.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -8,7 +9,8 @@ namespace etude::engine {
 // One chunk length's buffers and its recording (declared after the buffers,
 // so it dies first: a recording must not outlive what it refers to).
 struct RecordedSteps::Slot {
-    int length = 0;
+    Key key;
+    std::uint64_t last_used = 0;
     bool sized = false;  // a chunk has run op by op on `set`
     std::vector<gpu::DeviceBuffer> set;
     gpu::Recording recording;
@@ -38,8 +40,9 @@ class SetInPlace {
 
 }  // namespace
 
-RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers)
-    : backend_(backend), buffers_(std::move(buffers)) {
+RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
+                             std::size_t max_keys, WhenFull when_full)
+    : backend_(backend), buffers_(std::move(buffers)), max_keys_(max_keys), when_full_(when_full) {
     // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
     // buffers natively too.) Known without a trial recording, which would
     // allocate, and so take an injected fault meant for the model's load.
@@ -49,12 +52,25 @@ RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> 
 
 RecordedSteps::~RecordedSteps() = default;
 
-RecordedSteps::Slot* RecordedSteps::slot_for(int length) {
+RecordedSteps::Slot* RecordedSteps::slot_for(const Key& key) {
+    ++steps_run_;
     for (auto& s : slots_)
-        if (s->length == length) return s.get();
-    if (slots_.size() >= kMaxLengths) return nullptr;
+        if (s->key == key) {
+            s->last_used = steps_run_;
+            return s.get();
+        }
+    if (slots_.size() >= max_keys_) {
+        if (when_full_ == WhenFull::RunOpByOp || slots_.empty()) return nullptr;
+        // (Nothing of the dropped slot's is still queued: every step is
+        // synchronized by its caller before the next.)
+        const auto oldest = std::min_element(
+            slots_.begin(), slots_.end(),
+            [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+        slots_.erase(oldest);
+    }
     auto slot = std::make_unique<Slot>();
-    slot->length = length;
+    slot->key = key;
+    slot->last_used = steps_run_;
     slot->set.resize(buffers_.size());
     slots_.push_back(std::move(slot));
     return slots_.back().get();
@@ -66,8 +82,8 @@ std::vector<void*> RecordedSteps::handles() const {
     return h;
 }
 
-bool RecordedSteps::run(gpu::Queue& q, int length, const Step& step) {
-    Slot* slot = slot_for(length);
+bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
+    Slot* slot = slot_for(key);
     if (!slot) return false;
     const SetInPlace in_place(buffers_, slot->set);
     if (!slot->sized) {
@@ -102,5 +118,16 @@ bool RecordedSteps::run(gpu::Queue& q, int length, const Step& step) {
     step.take_output(q, slot->out);
     return true;
 }
+
+RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)
+    : backend_(backend),
+      steps_(
+          backend,
+          [&joint] {
+              std::vector<ScratchBuffer*> buffers{&joint.in, &joint.out, &joint.window};
+              for (ScratchBuffer& s : joint.signals) buffers.push_back(&s);
+              return buffers;
+          }(),
+          kMaxBatches, RecordedSteps::WhenFull::DropOldest) {}
 
 }  // namespace etude::engine

@@ -25,9 +25,19 @@
 // Memory: a set per chunk length (up to kMaxLengths; other lengths run op by
 // op), held for the stream's life: for a Piper medium voice about 10 MB at
 // 32 frames. Threads: the stream's producer only.
+//
+// A batch of streams side by side (batch_major.h) replays the same way
+// (RecordedBatches, below): a settled batch of one chunk length, its
+// members in the same slots, issues the same operations on the same
+// buffers every time (the slots' held samples, the network's weights, and
+// the joint buffers, which a set per key stands in for as above). Its key
+// is the chunk length, the members' state and their slots, so a batch of
+// other members (one left, one joined, the same streams in other slots)
+// is another key: recorded anew, never replayed from a stale recording.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -42,9 +52,18 @@ namespace etude::engine {
 class RecordedSteps {
   public:
     static constexpr std::size_t kMaxLengths = 8;
-    // `buffers`: the stream's chunk-sized buffers, empty between pushes
-    // (a set is swapped into them for each push).
-    RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers);
+    // What decides a step's operations: for a lone stream its chunk length.
+    using Key = std::vector<long>;
+    // With `max_keys` sets held, a new key runs op by op (a lone stream's
+    // lengths: a few, each for the stream's life), or takes the place of
+    // the key used longest ago (a lane's batches, whose members come and
+    // go: a batch of streams that left is not seen again).
+    enum class WhenFull { RunOpByOp, DropOldest };
+    // `buffers`: the chunk-sized buffers (a stream's, empty between pushes;
+    // or a lane's joint ones): a key's set is swapped into them for each
+    // step, and swapped back after.
+    RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
+                  std::size_t max_keys = kMaxLengths, WhenFull when_full = WhenFull::RunOpByOp);
     ~RecordedSteps();
     RecordedSteps(const RecordedSteps&) = delete;
     RecordedSteps& operator=(const RecordedSteps&) = delete;
@@ -53,33 +72,63 @@ class RecordedSteps {
     // natively (Vulkan, CUDA), until a recording says it does not.
     bool enabled() const { return native_; }
 
-    // One settled chunk of `length` frames on `q`: `stage_input` copies the
+    // One settled chunk of the operations `key` decides (a lone stream's:
+    // its `length` frames) on `q`: `stage_input` copies the
     // chunk into the stream's buffers, `body` issues the device work and
     // says where its output lies, `take_output` copies it out; `advance`
     // moves host-side counts on as `body` would have. Runs op by op (the
     // first time, or when a `body` moved a buffer), records, or replays.
-    // False, having done nothing, when no set is free for `length`.
+    // False, having done nothing, when no set is free for `key`.
     // The caller synchronizes `q` afterwards, also after an exception.
+    // Every step of one RecordedSteps runs on the same `q` (a recording
+    // replays only on the queue it was recorded on).
     struct Step {
         std::function<void(gpu::Queue&)> stage_input;
         std::function<SignalRef(gpu::Queue&)> body;
         std::function<void(gpu::Queue&, const SignalRef&)> take_output;
         std::function<void()> advance;
     };
-    bool run(gpu::Queue& q, int length, const Step& step);
+    bool run(gpu::Queue& q, const Key& key, const Step& step);
 
     ReplayStats stats() const { return stats_; }
 
   private:
     struct Slot;
-    Slot* slot_for(int length);
+    Slot* slot_for(const Key& key);
     std::vector<void*> handles() const;
 
     gpu::Backend& backend_;
     std::vector<ScratchBuffer*> buffers_;
+    const std::size_t max_keys_;
+    const WhenFull when_full_;
     std::vector<std::unique_ptr<Slot>> slots_;
+    std::uint64_t steps_run_ = 0;  // the clock of Slot::last_used
     ReplayStats stats_;
     bool native_ = false;
+};
+
+// The recordings of one join lane's side-by-side batches (a network's
+// JointScratch, batch_major.h), on a queue of their own: a batch runs on
+// the queue of whichever member leads it, and a recording replays only on
+// the queue it was recorded on. Keys as above; kMaxBatches sets, each
+// the joint buffers of one batch (for a Piper medium voice about 10 MB per
+// stream at 32 frames), the one used longest ago dropped for a new key.
+// Threads: whoever holds the lane's lock.
+class RecordedBatches {
+  public:
+    static constexpr std::size_t kMaxBatches = 4;
+    RecordedBatches(gpu::Backend& backend, JointScratch& joint);
+    // Made at the first batch that may replay (none on the CPU, OpenCL).
+    gpu::Queue& queue() {
+        if (!queue_) queue_ = backend_.create_queue();
+        return *queue_;
+    }
+    RecordedSteps& steps() { return steps_; }
+
+  private:
+    gpu::Backend& backend_;
+    std::unique_ptr<gpu::Queue> queue_;
+    RecordedSteps steps_;  // declared after the queue its recordings name
 };
 
 }  // namespace etude::engine

@@ -41,7 +41,8 @@ using StreamJoiner = PushJoiner<StreamPush>;
 // (models/recorded_step.h): `recordings` made, chunks `replayed` from one,
 // and chunks run `op_by_op` while settled (the first one of each size,
 // which sizes its buffers). Chunks that cannot replay (the first of an
-// utterance, a flush, a batch of streams) are not counted.
+// utterance, a flush) are not counted, nor a batch of streams: the
+// network counts those (VocoderNetwork::batch_replay_stats()), per batch.
 struct ReplayStats {
     std::uint64_t recordings = 0, replayed = 0, op_by_op = 0;
 };
@@ -107,8 +108,13 @@ class VocoderNetwork {
     // Networks that cannot batch streams never do.
     virtual void set_join_streams(bool) {}
     virtual StreamJoiner* joiner(Batching) const { return nullptr; }
-    // Backend calls that ran two or more streams' layers (push_together).
+    // Backend calls that ran two or more streams' layers (push_together),
+    // as issued op by op or recorded (a replay issues none of its own).
     virtual std::uint64_t batched_layer_calls() const { return 0; }
+    // The settled batches of streams side by side replayed from recordings
+    // (recorded_step.h: RecordedBatches), counted per batch as
+    // NetworkStream::replay_stats() counts a lone stream's chunks.
+    virtual ReplayStats batch_replay_stats() const { return {}; }
 };
 
 }  // namespace etude::engine

@@ -1,0 +1,380 @@
+// A settled batch of decoder streams side by side replayed from its
+// recording (models/recorded_step.h: RecordedBatches) against the same
+// batch run operation by operation, on a backend that replays natively:
+// Vulkan (lavapipe in CI) and CUDA (on a GPU machine), each skipped without
+// its device; on the CPU every batch runs op by op.
+//
+// The network: the Piper medium-shaped decoder of recorded_step_test.cpp
+// (tests/data/piper/test_medium) on a random latent, its streams taking
+// slots of their network (set_join_streams, as on a GPU) and pushed
+// together (NetworkStream::push_together). A replayed batch issues the
+// kernels its op-by-op run issues, on the same values, so the two agree
+// bit for bit; against each stream pushed alone the bound is the one a
+// batch holds against its streams alone on a device, 1e-5
+// (joint_push_test.cpp); against the CPU, the backends' parity bound, 1e-4.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/models/mel_vocoder_stream.h"
+#include "engine/models/neural_model.h"
+#include "engine/models/recorded_step.h"
+#include "engine/models/stream_joiner.h"
+#include "engine/models/vits/vits_decoder.h"
+#include "engine/models/vits/vits_weights.h"
+#include "gpu/registry.h"
+#include "support/model_parity.h"
+#include "support/piper_on_device.h"
+#include "support/test_data.h"
+
+namespace etude::engine {
+namespace {
+
+const std::string kVoice = test::test_data_dir() + "/piper/test_medium.onnx";
+constexpr int kSampleRate = 22050;  // test_medium's (only metadata to the decoder)
+constexpr int kLatentFrames = 256;
+
+std::vector<float> random_latent(int channels) {
+    std::vector<float> l(static_cast<std::size_t>(channels) * kLatentFrames);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : l) v = normal(rng);
+    return l;
+}
+
+bool identical(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+double rms(const std::vector<float>& a) {
+    double sum = 0;
+    for (float v : a) sum += static_cast<double>(v) * v;
+    return a.empty() ? 0 : std::sqrt(sum / static_cast<double>(a.size()));
+}
+
+std::uint64_t replays_seen(const gpu::Backend& backend) {
+    std::uint64_t n = 0;
+    for (const auto& t : backend.kernel_timings())
+        if (t.name == "replay") n += t.calls;
+    return n;
+}
+
+// A stream of a batch: where it reads the latent from, what it has taken,
+// and its audio.
+struct Member {
+    std::unique_ptr<NetworkStream> stream;
+    int start = 0, fed = 0;
+    std::vector<float> audio, mel;
+};
+
+class RecordedBatch : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = test::backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << " — the replayed batch tests are skipped";
+        backend_->reset_health();
+        weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
+        model_ = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+        model_->set_join_streams(true);  // (its streams take slots, as on a GPU)
+        latent_ = random_latent(model_->audio().n_mels);
+    }
+    void TearDown() override {
+        if (!backend_) return;
+        backend_->inject_fault({});
+        backend_->set_profiling(false);
+        backend_->reset_health();
+    }
+    // `count` streams of `model`, the i-th reading the latent from frame
+    // 60 i; replaying where `replay`.
+    std::vector<Member> open(const NeuralModel& model, std::size_t count, bool replay) {
+        std::vector<Member> m(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            m[i].stream = model.open_stream();
+            m[i].stream->set_replay(replay);
+            m[i].start = 60 * static_cast<int>(i);
+        }
+        return m;
+    }
+    // One push of `frames` frames by the members `who`, together (alone
+    // where one); the operations it issued while profiling.
+    std::uint64_t push(std::vector<Member>& members, const std::vector<std::size_t>& who,
+                       int frames, bool flush = false) {
+        std::vector<StreamPush> pushes;
+        for (std::size_t i : who) {
+            Member& m = members[i];
+            copy_mel_frames(latent_, model_->audio().n_mels, kLatentFrames, m.start + m.fed, frames,
+                            m.mel);
+            pushes.push_back({m.stream.get(), m.mel.data(), frames, flush, &m.audio});
+            m.fed += frames;
+        }
+        const std::uint64_t before = test::operations(*backend_);
+        pushes[0].stream->push_together(pushes);
+        return test::operations(*backend_) - before;
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+    std::shared_ptr<const VitsWeights> weights_;
+    std::shared_ptr<NeuralModel> model_;
+    std::vector<float> latent_;
+};
+
+// Three streams, three batches of 4 frames (the layers settle), seven of 8
+// and a last flushing one of 5: the first settled batch of 8 runs op by op
+// (it sizes its key's buffers), the second is recorded and replayed, the
+// other five replayed; the backend sees six native replays, each a batch's
+// only operation besides its mels' uploads and its audio's downloads. Each
+// stream's audio equals the same batches op by op (a second model's
+// streams, replay off) bit for bit, and its audio pushed alone within 1e-5.
+TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and_the_solo_audio) {
+    constexpr std::size_t kStreams = 3;
+    auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+    twin_model->set_join_streams(true);
+    auto solo_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+    std::vector<Member> replayed = open(*model_, kStreams, true);
+    std::vector<Member> op_by_op = open(*twin_model, kStreams, false);
+    std::vector<Member> solo = open(*solo_model, kStreams, true);
+    const std::vector<std::size_t> all{0, 1, 2};
+    for (int i = 0; i < 3; ++i) {
+        push(replayed, all, 4);
+        push(op_by_op, all, 4);
+        for (std::size_t s : all) push(solo, {s}, 4);
+    }
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 0u) << "not settled yet: not counted";
+    std::uint64_t ops_replayed = 0, ops_op_by_op = 0;
+    backend_->reset_timings();
+    for (int i = 0; i < 7; ++i) {
+        backend_->set_profiling(true);
+        ops_replayed = push(replayed, all, 8);
+        ops_op_by_op = push(op_by_op, all, 8);
+        backend_->set_profiling(false);
+        for (std::size_t s : all) push(solo, {s}, 8);
+    }
+    const ReplayStats st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 1u);
+    EXPECT_EQ(st.recordings, 1u);
+    EXPECT_EQ(st.replayed, 6u);
+    EXPECT_EQ(replays_seen(*backend_), 6u) << "the backend's own count of native replays";
+    EXPECT_EQ(twin_model->batch_replay_stats().replayed, 0u);
+    std::printf(
+        "[ %-8s ] a settled batch of %zu streams x 8 frames: %llu operations op by op, "
+        "%llu replayed\n",
+        gpu::to_string(GetParam()), kStreams, (unsigned long long)ops_op_by_op,
+        (unsigned long long)ops_replayed);
+    EXPECT_EQ(ops_replayed, 2 * kStreams + 1) << "the mels' uploads, the replay, the downloads";
+    push(replayed, all, 5, true);
+    push(op_by_op, all, 5, true);
+    for (std::size_t s : all) push(solo, {s}, 5, true);
+    for (std::size_t s : all) {
+        SCOPED_TRACE("stream " + std::to_string(s));
+        ASSERT_FALSE(replayed[s].audio.empty());
+        EXPECT_TRUE(identical(replayed[s].audio, op_by_op[s].audio))
+            << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+        ASSERT_EQ(replayed[s].audio.size(), solo[s].audio.size());
+        EXPECT_LE(test::max_abs_diff(replayed[s].audio, solo[s].audio), 1e-5);
+        EXPECT_GT(rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
+    }
+}
+
+// A key is the length, the members' state and their slots: the same
+// members again (pushed in another order) replay their recording; once
+// the first one has left, the other two are another batch, recorded anew
+// and never replayed from the three's recording (which would run the
+// leaver's slot and hand its items to the wrong streams); a new length is
+// another key too. Each key: sized, recorded once, then replayed.
+TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_replay_a_stale_one) {
+    auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+    twin_model->set_join_streams(true);
+    std::vector<Member> replayed = open(*model_, 3, true);
+    std::vector<Member> op_by_op = open(*twin_model, 3, false);
+    const auto both = [&](const std::vector<std::size_t>& who, int frames) {
+        push(replayed, who, frames);
+        push(op_by_op, who, frames);
+    };
+    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 4);
+    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 8);
+    both({2, 0, 1}, 8);  // the same slots: the same key
+    ReplayStats st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 1u);
+    EXPECT_EQ(st.recordings, 1u);
+    EXPECT_EQ(st.replayed, 3u);
+    // Stream 0 leaves between batches.
+    const std::vector<float> left = replayed[0].audio;
+    replayed[0].stream.reset();
+    op_by_op[0].stream.reset();
+    both({1, 2}, 8);
+    const ReplayStats after_leaving = model_->batch_replay_stats();
+    EXPECT_EQ(after_leaving.replayed, st.replayed) << "the three's recording was replayed";
+    EXPECT_EQ(after_leaving.op_by_op, st.op_by_op + 1) << "a new key sizes its buffers";
+    for (int i = 0; i < 3; ++i) both({2, 1}, 8);
+    st = model_->batch_replay_stats();
+    EXPECT_EQ(st.recordings, 2u);
+    EXPECT_EQ(st.replayed, 3u + 3u);
+    both({1, 2}, 16);  // another length: another key
+    both({1, 2}, 16);
+    st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 3u);
+    EXPECT_EQ(st.recordings, 3u);
+    EXPECT_TRUE(identical(left, op_by_op[0].audio));
+    for (std::size_t s : {1, 2}) {
+        SCOPED_TRACE("stream " + std::to_string(s));
+        ASSERT_FALSE(replayed[s].audio.empty());
+        EXPECT_TRUE(identical(replayed[s].audio, op_by_op[s].audio))
+            << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+    }
+}
+
+// The recordings a lane holds are bounded (RecordedBatches::kMaxBatches
+// keys, each with its own joint buffers): a key past them takes the place
+// of the one used longest ago, which, seen again, is sized and recorded
+// anew; a key used since stays.
+TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
+    static_assert(RecordedBatches::kMaxBatches == 4);
+    std::vector<Member> members = open(*model_, 2, true);
+    for (int i = 0; i < 3; ++i) push(members, {0, 1}, 4);  // the layers settle
+    // Four keys (lengths 5, 6, 7, 8), each sized and recorded.
+    for (int frames : {5, 6, 7, 8})
+        for (int i = 0; i < 2; ++i) push(members, {0, 1}, frames);
+    ReplayStats st = model_->batch_replay_stats();
+    ASSERT_EQ(st.op_by_op, 4u);
+    ASSERT_EQ(st.recordings, 4u);
+    push(members, {0, 1}, 5);  // 5 used again: 6 is now the oldest
+    push(members, {0, 1}, 2);  // a fifth key: 6's place
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "the fifth key got no buffers";
+    push(members, {0, 1}, 5);
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "5, used since, was dropped";
+    push(members, {0, 1}, 6);
+    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 6u) << "6 was not dropped";
+}
+
+// A device fault at a replayed batch (after its mels' uploads: the replay):
+// every push of the batch fails as any device error does, each stream remakes
+// its chunk on the CPU copy of the model (as the engine's scheduler does),
+// goes back to the device, where the batches replay again from the
+// recording they had, and each stream's audio equals the CPU's. The streams
+// (MelVocoderStreams, each on a thread of its own as in the engine) meet
+// in batches through the model's joiner, paused until every push waits.
+TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_streams_go_on) {
+    constexpr std::size_t kStreams = 3;
+    auto cpu_model = std::shared_ptr<const NeuralModel>(
+        load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend()));
+    const std::shared_ptr<const NeuralModel> device_model = model_;
+    StreamJoiner& joiner = *model_->joiner();
+    std::vector<std::unique_ptr<MelVocoderStream>> streams, reference;
+    for (std::size_t i = 0; i < kStreams; ++i) {
+        streams.push_back(std::make_unique<MelVocoderStream>(device_model));
+        reference.push_back(std::make_unique<MelVocoderStream>(cpu_model));
+    }
+    const int n_mels = model_->audio().n_mels;
+    const std::vector<int> chunks = {16, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+    const std::size_t fault_at = 6;  // settled from the second; recorded, replayed before it
+    std::vector<std::vector<float>> got(kStreams), want(kStreams);
+    std::atomic<int> faults{0};
+    ReplayStats at_fault;
+    int f = 0;
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+        std::vector<std::vector<float>> parts(kStreams);
+        for (std::size_t i = 0; i < kStreams; ++i) {
+            copy_mel_frames(latent_, n_mels, kLatentFrames, 60 * static_cast<int>(i) + f, chunks[c],
+                            parts[i]);
+            const auto w = reference[i]->push(parts[i], chunks[c]);
+            want[i].insert(want[i].end(), w.begin(), w.end());
+            streams[i]->append(parts[i], chunks[c]);
+        }
+        f += chunks[c];
+        if (c == fault_at) {
+            at_fault = model_->batch_replay_stats();
+            ASSERT_GE(at_fault.replayed, 1u) << "batches of 8 replay before the fault";
+            gpu::GpuFault fault;
+            fault.kind = gpu::GpuFault::KernelFailure;
+            fault.count = 1;
+            fault.after = kStreams;  // the mels' uploads, then the replay
+            backend_->inject_fault(fault);
+        }
+        // Every stream's drain on a thread of its own; one that has no
+        // frames ready pushes nothing, and is done.
+        std::atomic<std::size_t> done{0};
+        joiner.pause();
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < kStreams; ++i)
+            threads.emplace_back([&, i] {
+                std::vector<float> out;
+                try {
+                    out = streams[i]->drain(false);
+                } catch (const gpu::DeviceError& e) {
+                    ++faults;
+                    EXPECT_NE(std::string(e.what()).find("replay"), std::string::npos) << e.what();
+                    streams[i]->set_model(cpu_model);
+                    out = streams[i]->drain(false);
+                } catch (const std::exception& e) {
+                    ADD_FAILURE() << "stream " << i << ": " << e.what();
+                }
+                got[i].insert(got[i].end(), out.begin(), out.end());
+                ++done;
+            });
+        test::wait_until([&] { return joiner.waiting() + done.load() == kStreams; });
+        joiner.resume();
+        for (auto& t : threads) t.join();
+        if (c == fault_at) {
+            backend_->inject_fault({});
+            backend_->reset_health();
+            for (auto& s : streams) s->set_model(device_model);  // back from the next chunk
+        }
+    }
+    for (std::size_t i = 0; i < kStreams; ++i) {
+        const auto w = reference[i]->finish();
+        want[i].insert(want[i].end(), w.begin(), w.end());
+        const auto rest = streams[i]->finish();
+        got[i].insert(got[i].end(), rest.begin(), rest.end());
+    }
+    EXPECT_EQ(faults.load(), static_cast<int>(kStreams)) << "every push of the batch hears of it";
+    const ReplayStats after = model_->batch_replay_stats();
+    EXPECT_GT(after.replayed, at_fault.replayed + 2)
+        << "back on the device, the batches replay their recording again";
+    EXPECT_EQ(after.recordings, at_fault.recordings) << "the recording stayed valid";
+    for (std::size_t i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_EQ(got[i].size(), want[i].size());
+        EXPECT_LE(test::max_abs_diff(got[i], want[i]), 1e-4);
+        EXPECT_GT(rms(want[i]), 0.01);
+    }
+}
+
+// On the CPU (and OpenCL) a replay would call the same operations one by
+// one: every batch runs op by op, and nothing is recorded.
+TEST(RecordedBatchCpu, the_cpu_runs_every_batch_op_by_op) {
+    const auto weights = read_vits_weights(kVoice);
+    auto model =
+        load_vits_decoder(weights, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend());
+    model->set_join_streams(true);
+    const std::vector<float> latent = random_latent(model->audio().n_mels);
+    std::vector<std::unique_ptr<NetworkStream>> streams;
+    std::vector<std::vector<float>> audio(2), mels(2);
+    for (int i = 0; i < 2; ++i) streams.push_back(model->open_stream());
+    for (int round = 0; round < 8; ++round) {
+        std::vector<StreamPush> pushes;
+        for (std::size_t i = 0; i < 2; ++i) {
+            copy_mel_frames(latent, model->audio().n_mels, kLatentFrames,
+                            60 * static_cast<int>(i) + 8 * round, 8, mels[i]);
+            pushes.push_back({streams[i].get(), mels[i].data(), 8, false, &audio[i]});
+        }
+        pushes[0].stream->push_together(pushes);
+    }
+    EXPECT_GT(audio[0].size(), 0u);
+    const ReplayStats st = model->batch_replay_stats();
+    EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecordedBatch,
+                         ::testing::Values(gpu::BackendKind::Vulkan, gpu::BackendKind::Cuda),
+                         [](const auto& info) { return std::string(gpu::to_string(info.param)); });
+
+}  // namespace
+}  // namespace etude::engine
