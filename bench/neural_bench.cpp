@@ -227,45 +227,33 @@ void register_streams() {
                         ->MinTime(2.0);
 }
 
-// One stream, its chunks replayed from recordings or issued op by op: the
-// host's time per chunk is the CPU column (the device's work runs on the
-// driver's threads; on lavapipe, the CPU's, so the real time means little).
+// A Piper decoder's chunks replayed from recordings or issued op by op: one
+// stream alone, and four pushed together in slots (each settled batch
+// replayed from its recording). The host's time per chunk or batch is the
+// CPU column (the device's work runs on the driver's threads; on lavapipe,
+// the CPU's, so the real time means little).
 void register_replay() {
     std::vector<std::string> backends = {"cuda"};
     if (std::getenv("ETUDE_BENCH_VULKAN")) backends.push_back("vulkan");
     for (const std::string& backend : backends)
-        for (int chunk : {4, 32})
-            for (bool replay : {false, true})
-                benchmark::RegisterBenchmark(
-                    ("Neural/piper_decoder/" + backend + "/stream1_chunk" + std::to_string(chunk) +
-                     "/" + (replay ? "replayed" : "op_by_op"))
-                        .c_str(),
-                    [=](benchmark::State& s) {
-                        run_streams(s, "piper_decoder", backend, 1, chunk, false, replay);
-                    })
-                    ->Unit(benchmark::kMillisecond)
-                    ->UseRealTime()
-                    ->MinTime(2.0);
-}
-
-// Four streams pushed together, in slots, each settled batch replayed from
-// its recording or issued op by op: the host's time per batch, as above.
-void register_batch_replay() {
-    std::vector<std::string> backends = {"cuda"};
-    if (std::getenv("ETUDE_BENCH_VULKAN")) backends.push_back("vulkan");
-    for (const std::string& backend : backends)
-        for (int chunk : {4, 32})
-            for (bool replay : {false, true})
-                benchmark::RegisterBenchmark(
-                    ("Neural/piper_decoder/" + backend + "/streams4_chunk" + std::to_string(chunk) +
-                     "/together_" + (replay ? "replayed" : "op_by_op"))
-                        .c_str(),
-                    [=](benchmark::State& s) {
-                        run_streams(s, "piper_decoder", backend, 4, chunk, true, replay, true);
-                    })
-                    ->Unit(benchmark::kMillisecond)
-                    ->UseRealTime()
-                    ->MinTime(2.0);
+        for (int streams : {1, 4})
+            for (int chunk : {4, 32})
+                for (bool replay : {false, true}) {
+                    const bool together = streams > 1;
+                    const std::string name =
+                        "Neural/piper_decoder/" + backend + "/stream" + (together ? "s" : "") +
+                        std::to_string(streams) + "_chunk" + std::to_string(chunk) + "/" +
+                        (together ? "together_" : "") + (replay ? "replayed" : "op_by_op");
+                    benchmark::RegisterBenchmark(name.c_str(),
+                                                 [=](benchmark::State& s) {
+                                                     run_streams(s, "piper_decoder", backend,
+                                                                 streams, chunk, together, replay,
+                                                                 together);
+                                                 })
+                        ->Unit(benchmark::kMillisecond)
+                        ->UseRealTime()
+                        ->MinTime(2.0);
+                }
 }
 
 void register_all() {
@@ -317,7 +305,7 @@ void register_concurrent() {
             }
 }
 
-const bool registered = (register_all(), register_concurrent(), register_streams(),
-                         register_replay(), register_batch_replay(), true);
+const bool registered =
+    (register_all(), register_concurrent(), register_streams(), register_replay(), true);
 
 }  // namespace

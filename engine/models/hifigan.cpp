@@ -257,19 +257,7 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
         backend_.copy_to_host(oq, p.values->data() + at, *out.buffer, 0, n);
     };
     step.advance = [&] { advance_settled(p.frames); };
-    try {
-        if (!steps_.run(q, {p.frames}, step)) return false;
-        backend_.synchronize(q);
-    } catch (...) {
-        // As push_together: nothing queued may still write to the buffers
-        // or the values once they are given back.
-        try {
-            backend_.synchronize(q);
-        } catch (...) {
-        }
-        throw;
-    }
-    return true;
+    return steps_.run(q, {p.frames}, step);
 }
 
 ReplayStats HifiGanNetwork::batch_replay_stats() const {

@@ -174,19 +174,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     step.advance = [&] {
         for (HifiGanStream* s : members) s->advance_settled(frames);
     };
-    try {
-        if (!batches.steps().run(q, key, step)) return false;
-        backend_.synchronize(q);
-    } catch (...) {
-        // As push_recorded: nothing queued may still write to the joint
-        // buffers or the values once they are given back.
-        try {
-            backend_.synchronize(q);
-        } catch (...) {
-        }
-        throw;
-    }
-    return true;
+    return batches.steps().run(q, key, step);
 }
 
 }  // namespace etude::engine

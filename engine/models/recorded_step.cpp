@@ -83,6 +83,20 @@ std::vector<void*> RecordedSteps::handles() const {
 }
 
 bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
+    try {
+        if (!run_queued(q, key, step)) return false;
+        backend_.synchronize(q);
+    } catch (...) {
+        try {
+            backend_.synchronize(q);
+        } catch (...) {
+        }
+        throw;
+    }
+    return true;
+}
+
+bool RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step) {
     Slot* slot = slot_for(key);
     if (!slot) return false;
     const SetInPlace in_place(buffers_, slot->set);

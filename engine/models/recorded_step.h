@@ -78,8 +78,9 @@ class RecordedSteps {
     // says where its output lies, `take_output` copies it out; `advance`
     // moves host-side counts on as `body` would have. Runs op by op (the
     // first time, or when a `body` moved a buffer), records, or replays.
-    // False, having done nothing, when no set is free for `key`.
-    // The caller synchronizes `q` afterwards, also after an exception.
+    // False, having done nothing, when no set is free for `key`. Returns
+    // (or throws) with `q` synchronized: nothing queued may still write to
+    // the buffers or the outputs once the caller gives them back.
     // Every step of one RecordedSteps runs on the same `q` (a recording
     // replays only on the queue it was recorded on).
     struct Step {
@@ -95,6 +96,7 @@ class RecordedSteps {
   private:
     struct Slot;
     Slot* slot_for(const Key& key);
+    bool run_queued(gpu::Queue& q, const Key& key, const Step& step);
     std::vector<void*> handles() const;
 
     gpu::Backend& backend_;
