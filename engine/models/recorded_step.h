@@ -18,7 +18,8 @@
 // - host memory stays out: the input is copied into the set's input buffer
 //   before the replay, the output copied out after it.
 // - host-side counts a push would move on (an upsampler's totals) are
-//   moved on by the caller's `advance` after each replay.
+//   moved on by the caller's `advance` for each replay (before it is
+//   queued: they are the host's, which the replay itself does not touch).
 // Only where the backend replays natively: elsewhere (CPU, OpenCL) a
 // replay would call the same operations one by one, for nothing.
 //
