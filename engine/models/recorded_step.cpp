@@ -41,8 +41,12 @@ class SetInPlace {
 }  // namespace
 
 RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
-                             std::size_t max_keys, WhenFull when_full)
-    : backend_(backend), buffers_(std::move(buffers)), max_keys_(max_keys), when_full_(when_full) {
+                             std::size_t max_keys, WhenFull when_full, std::size_t max_bytes)
+    : backend_(backend),
+      buffers_(std::move(buffers)),
+      max_keys_(max_keys),
+      when_full_(when_full),
+      max_bytes_(max_bytes) {
     // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
     // buffers natively too.) Known without a trial recording, which would
     // allocate, and so take an injected fault meant for the model's load.
@@ -63,10 +67,7 @@ RecordedSteps::Slot* RecordedSteps::slot_for(const Key& key) {
         if (when_full_ == WhenFull::RunOpByOp || slots_.empty()) return nullptr;
         // (Nothing of the dropped slot's is still queued: every step is
         // synchronized by its caller before the next.)
-        const auto oldest = std::min_element(
-            slots_.begin(), slots_.end(),
-            [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
-        slots_.erase(oldest);
+        drop_oldest();
     }
     auto slot = std::make_unique<Slot>();
     slot->key = key;
@@ -74,6 +75,29 @@ RecordedSteps::Slot* RecordedSteps::slot_for(const Key& key) {
     slot->set.resize(buffers_.size());
     slots_.push_back(std::move(slot));
     return slots_.back().get();
+}
+
+void RecordedSteps::keep_within_max_bytes() {
+    if (max_bytes_ == 0) return;
+    const auto bytes_of = [](const Slot& slot) {
+        std::size_t n = 0;
+        for (const gpu::DeviceBuffer& b : slot.set) n += b.bytes();
+        return n;
+    };
+    for (;;) {
+        std::size_t total = 0;
+        for (const auto& s : slots_) total += bytes_of(*s);
+        // (With two or more, the one used longest ago is not the one just
+        // used, which alone may exceed the bound: it stays.)
+        if (total <= max_bytes_ || slots_.size() < 2) return;
+        drop_oldest();
+    }
+}
+
+void RecordedSteps::drop_oldest() {
+    slots_.erase(std::min_element(slots_.begin(), slots_.end(), [](const auto& a, const auto& b) {
+        return a->last_used < b->last_used;
+    }));
 }
 
 std::vector<void*> RecordedSteps::handles() const {
@@ -86,6 +110,9 @@ bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
     try {
         if (!run_queued(q, key, step)) return false;
         backend_.synchronize(q);
+        // (Here, not in run_queued: there the set just used lies in the
+        // stream's buffers, swapped, and nothing of the others is queued.)
+        keep_within_max_bytes();
     } catch (...) {
         try {
             backend_.synchronize(q);
@@ -142,6 +169,6 @@ RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)
               for (ScratchBuffer& s : joint.signals) buffers.push_back(&s);
               return buffers;
           }(),
-          kMaxBatches, RecordedSteps::WhenFull::DropOldest) {}
+          kMaxBatches, RecordedSteps::WhenFull::DropOldest, backend.info().global_memory / 8) {}
 
 }  // namespace etude::engine

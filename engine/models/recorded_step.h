@@ -63,8 +63,11 @@ class RecordedSteps {
     // `buffers`: the chunk-sized buffers (a stream's, empty between pushes;
     // or a lane's joint ones): a key's set is swapped into them for each
     // step, and swapped back after.
+    // `max_bytes` (0: no bound): what the keys' sets may hold together;
+    // past it, the sets used longest ago go (the one just used stays).
     RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
-                  std::size_t max_keys = kMaxLengths, WhenFull when_full = WhenFull::RunOpByOp);
+                  std::size_t max_keys = kMaxLengths, WhenFull when_full = WhenFull::RunOpByOp,
+                  std::size_t max_bytes = 0);
     ~RecordedSteps();
     RecordedSteps(const RecordedSteps&) = delete;
     RecordedSteps& operator=(const RecordedSteps&) = delete;
@@ -98,12 +101,17 @@ class RecordedSteps {
     struct Slot;
     Slot* slot_for(const Key& key);
     bool run_queued(gpu::Queue& q, const Key& key, const Step& step);
+    // Drops the sets used longest ago while the sets hold more than
+    // max_bytes_, keeping the one used last.
+    void keep_within_max_bytes();
+    void drop_oldest();  // the set used longest ago
     std::vector<void*> handles() const;
 
     gpu::Backend& backend_;
     std::vector<ScratchBuffer*> buffers_;
     const std::size_t max_keys_;
     const WhenFull when_full_;
+    const std::size_t max_bytes_;
     std::vector<std::unique_ptr<Slot>> slots_;
     std::uint64_t steps_run_ = 0;  // the clock of Slot::last_used
     ReplayStats stats_;
@@ -115,7 +123,11 @@ class RecordedSteps {
 // the queue of whichever member leads it, and a recording replays only on
 // the queue it was recorded on. Keys as above; kMaxBatches sets, each
 // the joint buffers of one batch (for a Piper medium voice about 10 MB per
-// stream at 32 frames), the one used longest ago dropped for a new key.
+// stream at 32 frames), the one used longest ago dropped for a new key, and
+// dropped too while the sets hold more than an eighth of the device's
+// memory (a thousand streams' batch is gigabytes): a network's two lanes
+// keep at most a quarter of it in recordings, the rest left to the
+// weights, the streams' held samples and the batches that run op by op.
 // Threads: whoever holds the lane's lock.
 class RecordedBatches {
   public:

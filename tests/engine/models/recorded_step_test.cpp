@@ -13,6 +13,8 @@
 // That replays are really taken is checked twice: by the stream's own counts
 // (ReplayStats) and by the backend's profile, where a native replay is one
 // "replay" entry (gpu/backend.h).
+#include "engine/models/recorded_step.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -273,6 +275,45 @@ TEST(RecordedStepCpu, the_cpu_runs_every_chunk_op_by_op) {
     EXPECT_GT(speak(*s, latent, kPiperChunks).size(), 0u);
     const ReplayStats st = s->replay_stats();
     EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+}
+
+// The sets a RecordedSteps holds are bounded in bytes too (a lane's
+// recordings: an eighth of the device's memory): past the bound the set
+// used longest ago goes, never the one just used, and a key whose set went
+// is sized anew when seen again. On the CPU backend (a recording there calls
+// the operations again: the bookkeeping is the same).
+TEST(RecordedStepCpu, sets_past_the_byte_bound_go_the_one_used_longest_ago_first) {
+    auto backend = gpu::shared_cpu_backend();
+    auto q = backend->create_queue();
+    ScratchBuffer a, b;
+    constexpr std::size_t kSetFloats = 2 * 1000;  // a key's two buffers at 1,000 floats
+    RecordedSteps steps(*backend, {&a, &b}, 8, RecordedSteps::WhenFull::DropOldest,
+                        kSetFloats * sizeof(float) * 3 / 2);
+    const auto run = [&](long floats) {
+        RecordedSteps::Step step;
+        step.stage_input = [](gpu::Queue&) {};
+        step.body = [&](gpu::Queue& bq) {
+            const auto n = static_cast<std::size_t>(floats);
+            backend->fill(bq, a.need(*backend, n), 1.0f, n);
+            backend->fill(bq, b.need(*backend, n), 2.0f, n);
+            return SignalRef{&b.get(), 1, static_cast<int>(floats)};
+        };
+        step.take_output = [](gpu::Queue&, const SignalRef&) {};
+        step.advance = [] {};
+        ASSERT_TRUE(steps.run(*q, {floats}, step));
+    };
+    run(1000);
+    run(1000);  // recorded
+    EXPECT_EQ(steps.stats().op_by_op, 1u);
+    run(1000);
+    EXPECT_EQ(steps.stats().op_by_op, 1u) << "a set within the bound was dropped";
+    run(1001);  // a second set: past the bound, 1,000's goes
+    EXPECT_EQ(steps.stats().op_by_op, 2u);
+    run(1001);
+    run(1000);
+    EXPECT_EQ(steps.stats().op_by_op, 3u) << "1,000's set was kept past the bound";
+    run(1000);
+    EXPECT_EQ(steps.stats().op_by_op, 3u) << "the set just used was dropped";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RecordedStep,
