@@ -372,13 +372,15 @@ case "$mode" in
     ctest --test-dir "$build_dir" --output-on-failure -j"$jobs"
     # The lock-free structures again, under ThreadSanitizer (a small build:
     # the rt/ tests need nothing but rt/ itself, the worker pool's only the
-    # pool).
+    # pool), and the joiner's rule (a header: its program compiles nothing
+    # else).
     stage "the ThreadSanitizer programs"
     tsan_dir="$build_dir-tsan"
     log=$(mktemp)
     if ! { cmake -S "$here" -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETUDE_SANITIZE=thread \
              -DETUDE_BUILD_BENCHMARKS=OFF &&
-           cmake --build "$tsan_dir" -j"$jobs" --target etude_tests_rt etude_tests_worker_pool; } >"$log" 2>&1; then
+           cmake --build "$tsan_dir" -j"$jobs" --target etude_tests_rt etude_tests_worker_pool \
+             etude_tests_push_joiner; } >"$log" 2>&1; then
       cat "$log" >&2
       echo "bootstrap: ThreadSanitizer build failed" >&2
       exit 1
@@ -386,6 +388,7 @@ case "$mode" in
     rm -f "$log"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_rt"
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_worker_pool"
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" "$tsan_dir/tests/etude_tests_push_joiner"
     # Last, with its own closing line: the aarch64 cross-build's suite
     # under qemu. Then the aarch64 wheel, which reuses that build's etude
     # (about 2.5 minutes more on two cores: docs/benchmarks.md, "The test
