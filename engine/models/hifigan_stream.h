@@ -390,6 +390,7 @@ class HifiGanStream final : public NetworkStream {
         if (flush) membership_.leave();
     }
     void set_join_wait_until(std::int64_t ns) override { join_wait_until_ns_ = ns; }
+    void leave_join_lane() override { membership_.leave(); }
     void push_together(std::span<const StreamPush> pushes) override {
         push_in_lane(pushes, net_.lanes_.of(Batching::Join));
     }

@@ -96,6 +96,10 @@ void MelVocoderStream::reset() {
 void MelVocoderStream::drop_incremental() {
     inc_active_ = false;
     pending_.clear();
+    // Its runners push no more of this utterance (a new one resets them):
+    // their lanes' batches stop waiting for them.
+    for (auto& [m, r] : runners_)
+        if (r) r->leave_join_lane();
 }
 
 std::vector<float> MelVocoderStream::push(std::span<const float> mel, int frames) {

@@ -79,6 +79,10 @@ class NetworkStream {
     // their lane (models/stream_joiner.h; rt::now_ns()'s clock, 0: not at
     // all), where the network's streams join.
     virtual void set_join_wait_until(std::int64_t) {}
+    // The utterance ends without its flush (cancelled, or its state
+    // dropped): the lane's batches stop waiting for this stream's next push
+    // (reset() does too; the next push joins again).
+    virtual void leave_join_lane() {}
     // Whether a lone push may replay a recording of its chunk's device
     // work where the backend replays natively (on until switched off: for
     // tests and benchmarks that compare with the operations one by one).

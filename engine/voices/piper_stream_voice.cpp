@@ -251,6 +251,10 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
 
 Spoken PiperStreamVoice::speak(WorkItem& item) {
     const bool complete = vocode_latent(*std::get<std::shared_ptr<LatentSentence>>(item));
+    // A sentence cancelled or dropped before its flush: the device flow's
+    // lane stops waiting for its next push (the decoder's stream left with
+    // mel_.reset()).
+    if (!complete && device_flow_) device_flow_->leave_join_lane();
     return {complete, take_compute_seconds()};
 }
 

@@ -109,6 +109,9 @@ class VitsFlowStream {
     // (rt::now_ns()'s clock; 0, not at all): the caller's share of the
     // chunk's slack (deadline.h's join_wait_until_ns()).
     void set_join_wait_until(std::int64_t ns) { join_wait_until_ns_ = ns; }
+    // The sentence ends here without its flush (cancelled, dropped): the
+    // lane's batches stop waiting for this stream's next push.
+    void leave_join_lane() { membership_.leave(); }
     // True when `prior` is staged and run_until(prior, until, ...) would
     // push up to or past its known frames, so must complete it first. (The
     // pushes reach at least `until`, so a caller that reads frames up to

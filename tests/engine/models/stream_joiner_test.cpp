@@ -118,6 +118,42 @@ TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_s
     }
 }
 
+// A stream is a member of its lane (the streams a batch may wait for,
+// stream_joiner.h) from its utterance's first push to its flush, and no
+// longer once the utterance is cancelled (reset) or its state dropped, so
+// that no batch waits for a stream that will not push.
+TEST(StreamJoiner, a_stream_is_a_member_of_its_lane_while_its_utterance_is_open) {
+    const Mel mel = read_mel("hifigan_v1");
+    auto model = NeuralModel::load(kData + "hifigan_v1.lef", gpu::shared_cpu_backend());
+    model->set_join_streams(true);
+    StreamJoiner& joiner = *model->joiner(Batching::Join);
+    StreamJoiner& offline = *model->joiner(Batching::JoinOffline);
+    MelVocoderStream s(model);
+    std::vector<float> part;
+    copy_mel_frames(mel.data, mel.channels, mel.frames, 0, 8, part);
+    s.push(part, 8);
+    EXPECT_EQ(joiner.members(), 1u) << "the utterance's first push";
+    s.reset();  // a cancel
+    EXPECT_EQ(joiner.members(), 0u) << "a cancelled utterance";
+    s.push(part, 8);
+    EXPECT_EQ(joiner.members(), 1u);
+    s.set_batching(Batching::JoinOffline);
+    s.push(part, 8);
+    EXPECT_EQ(joiner.members(), 0u) << "it moved to the offline lane";
+    EXPECT_EQ(offline.members(), 1u);
+    s.finish();
+    EXPECT_EQ(offline.members(), 0u) << "the flush";
+    s.push(part, 8);
+    EXPECT_EQ(offline.members(), 1u);
+    {
+        MelVocoderStream gone(model);
+        gone.set_batching(Batching::JoinOffline);
+        gone.push(part, 8);
+        EXPECT_EQ(offline.members(), 2u);
+    }
+    EXPECT_EQ(offline.members(), 1u) << "a stream that ended";
+}
+
 // A push its caller keeps out of batches (Batching::Alone: an offline
 // reader's producer) runs at once on its own thread, even while the joiner
 // holds every push that may join: it neither waits for the joiner nor goes
