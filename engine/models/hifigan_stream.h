@@ -364,30 +364,23 @@ class HifiGanStream final : public NetworkStream {
             push_together({&alone, 1});
             return;
         }
-        // A member of the lane from the utterance's first push to its flush
-        // (the lane's batches wait for its next push, within their slack).
-        membership_.enter(*joiner);
         // (Run by whichever push leads the batch: this stream's, when it is.)
         // Whichever stream failed, it reaches every stream of the batch as a
         // device error: each one's scheduler remakes the chunk on the CPU, as
-        // for a failed kernel.
-        try {
-            joiner->push(
-                alone,
-                [this, batching](std::span<const StreamPush> batch) {
-                    run_naming_the_batch(
-                        batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
-                        [&](const char* what) {
-                            return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
-                                   " streams failed: " + what;
-                        });
-                },
-                join_wait_until_ns_);
-        } catch (...) {
-            if (flush) membership_.leave();
-            throw;
-        }
-        if (flush) membership_.leave();
+        // for a failed kernel. A member of the lane from the utterance's
+        // first push to its flush (the lane's batches wait for its next push,
+        // within their slack).
+        membership_.push(
+            *joiner, alone,
+            [this, batching](std::span<const StreamPush> batch) {
+                run_naming_the_batch(
+                    batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
+                    [&](const char* what) {
+                        return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
+                               " streams failed: " + what;
+                    });
+            },
+            join_wait_until_ns_, flush);
     }
     void set_join_wait_until(std::int64_t ns) override { join_wait_until_ns_ = ns; }
     void leave_join_lane() override { membership_.leave(); }

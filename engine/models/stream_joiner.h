@@ -142,9 +142,9 @@ class PushJoiner {
         bool done = false;
         std::exception_ptr error;
     };
-    // Under mu_: the time a leader waits for members until (0: none), when
-    // members are missing and every push waiting may still wait.
-    std::int64_t wait_for_members_until() const;
+    // Under mu_: whether a leader waits for members: some are missing,
+    // every push waiting may still wait, and their time has not passed.
+    bool should_wait_for_members() const;
     // Under mu_: the earliest time the pushes waiting may wait until (0:
     // one may not wait).
     std::int64_t earliest_wait_until() const;
@@ -167,12 +167,11 @@ std::int64_t PushJoiner<Push>::earliest_wait_until() const {
 }
 
 template <class Push>
-std::int64_t PushJoiner<Push>::wait_for_members_until() const {
-    if (waiting_.size() >= members_) return 0;
+bool PushJoiner<Push>::should_wait_for_members() const {
+    if (waiting_.size() >= members_) return false;
     for (const Waiter* w : waiting_)
-        if (!w->may_wait) return 0;
-    const std::int64_t until = earliest_wait_until();
-    return until > rt::now_ns() ? until : 0;
+        if (!w->may_wait) return false;
+    return earliest_wait_until() > rt::now_ns();
 }
 
 template <class Push>
@@ -189,7 +188,7 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
         }
         // No batch runs: this thread leads the next one. While members are
         // missing, it waits for them within the pushes' slack.
-        if (wait_for_members_until() > 0) {
+        if (should_wait_for_members()) {
             gathering_ = true;
             const std::int64_t from = rt::now_ns();
             // Pushes that come meanwhile join this batch, and the batch
@@ -271,6 +270,21 @@ class JoinMembership {
     JoinMembership(const JoinMembership&) = delete;
     JoinMembership& operator=(const JoinMembership&) = delete;
 
+    // `push` of an open utterance through `joiner` (PushJoiner::push), as a
+    // member of its lane from then on; `last` (the utterance's flush) leaves
+    // it after, also when the batch failed.
+    void push(PushJoiner<Push>& joiner, const Push& push,
+              const typename PushJoiner<Push>::RunBatch& run, std::int64_t wait_until_ns,
+              bool last) {
+        enter(joiner);
+        try {
+            joiner.push(push, run, wait_until_ns);
+        } catch (...) {
+            if (last) leave();
+            throw;
+        }
+        if (last) leave();
+    }
     // A push of an open utterance goes to `joiner`.
     void enter(PushJoiner<Push>& joiner) {
         if (joiner_ == &joiner) return;

@@ -198,32 +198,25 @@ int VitsFlowStream::push_block(int frames, bool flush) {
         push_together({&me, 1});
         return made;
     }
-    // A member of the lane from the sentence's first push to its flush: the
+    // (Run by whichever push leads the batch: this stream's, when it is.) A
+    // member of the lane from the sentence's first push to its flush: the
     // lane's batches wait for its next push, within their slack.
-    membership_.enter(*joiner);
-    // (Run by whichever push leads the batch: this stream's, when it is.)
-    try {
-        joiner->push(
-            me,
-            [this, kind = batching_](std::span<const VitsFlowPush> batch) {
-                // Whichever stream it was, it reaches every stream of the batch as
-                // a device error (of the same kind, so that the joiner halves its
-                // batches after an out-of-memory), naming the batch: each stream's
-                // CPU flow takes its sentence over, and the stream's
-                // gpu_last_error says what happened.
-                run_naming_the_batch(
-                    batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
-                    [&](const char* what) {
-                        return "VITS flow: a batch of " + std::to_string(batch.size()) +
-                               " streams failed: " + what;
-                    });
-            },
-            join_wait_until_ns_);
-    } catch (...) {
-        if (flush) membership_.leave();
-        throw;
-    }
-    if (flush) membership_.leave();  // the sentence's last push
+    membership_.push(
+        *joiner, me,
+        [this, kind = batching_](std::span<const VitsFlowPush> batch) {
+            // Whichever stream it was, it reaches every stream of the batch as
+            // a device error (of the same kind, so that the joiner halves its
+            // batches after an out-of-memory), naming the batch: each stream's
+            // CPU flow takes its sentence over, and the stream's
+            // gpu_last_error says what happened.
+            run_naming_the_batch(
+                batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
+                [&](const char* what) {
+                    return "VITS flow: a batch of " + std::to_string(batch.size()) +
+                           " streams failed: " + what;
+                });
+        },
+        join_wait_until_ns_, flush);
     return made;
 }
 
