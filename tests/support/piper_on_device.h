@@ -7,12 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -20,6 +17,7 @@
 #include "support/emulation.h"
 #include "support/model_parity.h"
 #include "support/stream_output.h"
+#include "support/wait_until.h"
 
 namespace etude::test {
 
@@ -72,16 +70,6 @@ inline SpokenIds speak(engine::Engine& engine, const engine::StreamOptions& opti
     s.audio = read_all(*stream);
     s.stats = stream->stats();
     return s;
-}
-
-// Waits until ready() holds, or a bound passes: how long threads take to
-// meet, not a timing check (under an emulator, 10-50 times slower, the bound
-// is ten times longer). The caller checks what it waited for afterwards.
-inline void wait_until(const std::function<bool()>& ready) {
-    const auto bound = std::chrono::seconds(emulator() ? 600 : 60);
-    const auto until = std::chrono::steady_clock::now() + bound;
-    while (!ready() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace etude::test

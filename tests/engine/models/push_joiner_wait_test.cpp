@@ -8,13 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/models/stream_joiner.h"
 #include "rt/monotonic_clock.h"
+#include "support/wait_until.h"
 
 namespace etude::engine {
 namespace {
@@ -34,32 +35,32 @@ struct Recorder {
     }
 };
 
-// Waits until `ready()`; a bound for a broken joiner, not a timing check.
-void wait_until_ready(const std::function<bool()>& ready) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!ready() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+// A lane with `n` members, none of them pushing yet, and the batches it
+// runs.
+struct Lane {
+    explicit Lane(std::size_t n) : members(n) {
+        for (auto& m : members) m.enter(joiner);
+    }
+    PushJoiner<int> joiner;  // (declared first: the members leave it)
+    std::deque<JoinMembership<int>> members;
+    Recorder rec;
+};
 
 // Three members push one after another, each with time to spare: the first
 // waits for the other two, and all three run as one batch.
 TEST(PushJoinerWait, a_push_waits_for_its_lanes_members_and_they_run_as_one_batch) {
-    PushJoiner<int> joiner;
-    JoinMembership<int> a, b, c;
-    a.enter(joiner);
-    b.enter(joiner);
-    c.enter(joiner);
-    Recorder rec;
+    Lane lane(3);
     std::vector<std::thread> threads;
     for (int i = 0; i < 3; ++i) {
         // One at a time: each pushes once the one before it is waiting.
-        wait_until_ready([&] { return joiner.waiting() == static_cast<std::size_t>(i); });
-        threads.emplace_back([&, i] { joiner.push(i, rec.run(), rt::now_ns() + kFarNs); });
+        test::wait_until([&] { return lane.joiner.waiting() == static_cast<std::size_t>(i); });
+        threads.emplace_back(
+            [&, i] { lane.joiner.push(i, lane.rec.run(), rt::now_ns() + kFarNs); });
     }
     for (auto& t : threads) t.join();
-    ASSERT_EQ(rec.batches.size(), 1u);
-    EXPECT_EQ(rec.batches[0], (std::vector<int>{0, 1, 2}));
-    const JoinStats s = joiner.stats();
+    ASSERT_EQ(lane.rec.batches.size(), 1u);
+    EXPECT_EQ(lane.rec.batches[0], (std::vector<int>{0, 1, 2}));
+    const JoinStats s = lane.joiner.stats();
     EXPECT_EQ(s.waited, 1u);
     EXPECT_EQ(s.all_members, 1u);
 }
@@ -82,81 +83,62 @@ TEST(PushJoinerWait, a_push_with_no_slack_or_no_one_to_wait_for_runs_at_once) {
 // A member that leaves (its utterance ended or was cut short) ends a wait
 // that was for it alone.
 TEST(PushJoinerWait, a_member_leaving_ends_the_wait_for_it) {
-    PushJoiner<int> joiner;
-    JoinMembership<int> a, b;
-    a.enter(joiner);
-    b.enter(joiner);
-    Recorder rec;
-    std::thread t([&] { joiner.push(7, rec.run(), rt::now_ns() + kFarNs); });
-    wait_until_ready([&] { return joiner.waiting() == 1; });
-    b.leave();
+    Lane lane(2);
+    std::thread t([&] { lane.joiner.push(7, lane.rec.run(), rt::now_ns() + kFarNs); });
+    test::wait_until([&] { return lane.joiner.waiting() == 1; });
+    lane.members[1].leave();
     t.join();
-    ASSERT_EQ(rec.batches.size(), 1u);
-    EXPECT_EQ(rec.batches[0], std::vector<int>{7});
-    EXPECT_EQ(joiner.members(), 1u);
+    ASSERT_EQ(lane.rec.batches.size(), 1u);
+    EXPECT_EQ(lane.rec.batches[0], std::vector<int>{7});
+    EXPECT_EQ(lane.joiner.members(), 1u);
 }
 
 // The wait ends at the earliest time the pushes waiting allow, with the
 // members that did not come left out.
 TEST(PushJoinerWait, a_push_waits_no_longer_than_its_slack) {
-    PushJoiner<int> joiner;
-    JoinMembership<int> a, b;
-    a.enter(joiner);
-    b.enter(joiner);  // never pushes
-    Recorder rec;
+    Lane lane(2);  // the last never pushes
     const std::int64_t until = rt::now_ns() + 20'000'000;
     const std::int64_t gathered = join_gather_wait_ns_on_this_thread();
-    joiner.push(1, rec.run(), until);
+    lane.joiner.push(1, lane.rec.run(), until);
     EXPECT_GE(rt::now_ns(), until);
     // The wait is this thread's to subtract from the device's timing.
     EXPECT_GT(join_gather_wait_ns_on_this_thread(), gathered);
-    ASSERT_EQ(rec.batches.size(), 1u);
-    EXPECT_EQ(joiner.stats().waited, 1u);
-    EXPECT_EQ(joiner.stats().all_members, 0u);
+    ASSERT_EQ(lane.rec.batches.size(), 1u);
+    EXPECT_EQ(lane.joiner.stats().waited, 1u);
+    EXPECT_EQ(lane.joiner.stats().all_members, 0u);
 }
 
 // A push with no time to spare that comes while a batch waits for members
 // (a stream's first audio, say) ends the wait: the batch runs at once with
 // the pushes it has.
 TEST(PushJoinerWait, a_push_with_no_slack_ends_the_wait_of_the_batch_it_joins) {
-    PushJoiner<int> joiner;
-    JoinMembership<int> a, b, c;
-    a.enter(joiner);
-    b.enter(joiner);
-    c.enter(joiner);  // never pushes
-    Recorder rec;
-    std::thread t([&] { joiner.push(1, rec.run(), rt::now_ns() + kFarNs); });
-    wait_until_ready([&] { return joiner.waiting() == 1; });
-    joiner.push(2, rec.run(), 0);
+    Lane lane(3);  // the last never pushes
+    std::thread t([&] { lane.joiner.push(1, lane.rec.run(), rt::now_ns() + kFarNs); });
+    test::wait_until([&] { return lane.joiner.waiting() == 1; });
+    lane.joiner.push(2, lane.rec.run(), 0);
     t.join();
-    ASSERT_EQ(rec.batches.size(), 1u);
-    EXPECT_EQ(rec.batches[0], (std::vector<int>{1, 2}));
+    ASSERT_EQ(lane.rec.batches.size(), 1u);
+    EXPECT_EQ(lane.rec.batches[0], (std::vector<int>{1, 2}));
 }
 
 // Pushes that waited behind a batch (here: while the joiner was paused)
 // meet the next batch and do not wait again for a member that is away.
 TEST(PushJoinerWait, pushes_that_waited_behind_a_batch_do_not_wait_again) {
-    PushJoiner<int> joiner;
-    JoinMembership<int> a, b, c;
-    a.enter(joiner);
-    b.enter(joiner);
-    c.enter(joiner);  // never pushes
-    Recorder rec;
-    joiner.pause();
-    std::thread ta([&] { joiner.push(1, rec.run(), rt::now_ns() + kFarNs); });
-    std::thread tb([&] { joiner.push(2, rec.run(), rt::now_ns() + kFarNs); });
-    wait_until_ready([&] { return joiner.waiting() == 2; });
-    joiner.resume();
+    Lane lane(3);  // the last never pushes
+    lane.joiner.pause();
+    std::thread ta([&] { lane.joiner.push(1, lane.rec.run(), rt::now_ns() + kFarNs); });
+    std::thread tb([&] { lane.joiner.push(2, lane.rec.run(), rt::now_ns() + kFarNs); });
+    test::wait_until([&] { return lane.joiner.waiting() == 2; });
+    lane.joiner.resume();
     ta.join();
     tb.join();
-    ASSERT_EQ(rec.batches.size(), 1u);
-    EXPECT_EQ(rec.batches[0].size(), 2u);
-    EXPECT_EQ(joiner.stats().waited, 0u);
+    ASSERT_EQ(lane.rec.batches.size(), 1u);
+    EXPECT_EQ(lane.rec.batches[0].size(), 2u);
+    EXPECT_EQ(lane.joiner.stats().waited, 0u);
 }
 
-// A push that arrives while a leader waits for members joins its batch; a
-// membership counts once however often its stream enters the same lane, and
-// moves with it to another lane.
+// A membership counts once however often its stream enters the same lane,
+// moves with it to another lane, and leaves with the stream.
 TEST(PushJoinerWait, membership_counts_each_stream_once_and_follows_its_lane) {
     PushJoiner<int> live, offline;
     JoinMembership<int> a;

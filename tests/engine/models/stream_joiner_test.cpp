@@ -20,9 +20,9 @@
 #include "engine/models/neural_model.h"
 #include "gpu/cpu/cpu_direct_conv.h"
 #include "gpu/registry.h"
-#include "support/emulation.h"
 #include "support/model_parity.h"
 #include "support/test_data.h"
+#include "support/wait_until.h"
 
 namespace etude::engine {
 namespace {
@@ -51,15 +51,6 @@ std::vector<float> speak(MelVocoderStream& stream, const Mel& mel, int start) {
     const auto rest = stream.finish();
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
-}
-
-// A bound on how long the streams' threads take to meet, not a timing
-// check: under an emulator, 10-50 times slower, it is ten times longer.
-void wait_for(const std::function<bool()>& ready) {
-    const auto bound = std::chrono::seconds(etude::test::emulator() ? 300 : 30);
-    const auto until = std::chrono::steady_clock::now() + bound;
-    while (!ready() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 TEST(StreamJoiner, is_off_on_the_cpu_and_for_networks_that_cannot_batch) {
@@ -93,7 +84,7 @@ TEST(StreamJoiner, streams_on_their_own_threads_meet_in_batches_and_keep_their_s
             MelVocoderStream s(model);
             joint[i] = speak(s, mel, 2 * (i % 2));
         });
-    wait_for([&] { return joiner.waiting() == kStreams; });
+    test::wait_until([&] { return joiner.waiting() == kStreams; });
     EXPECT_EQ(joiner.waiting(), static_cast<std::size_t>(kStreams));
     joiner.resume();
     for (auto& t : threads) t.join();
@@ -175,7 +166,7 @@ TEST(StreamJoiner, a_push_kept_alone_runs_at_once_outside_the_batches) {
         got = speak(s, mel, 0);
         done = true;
     });
-    wait_for([&] { return done.load() || joiner.waiting() > 0; });
+    test::wait_until([&] { return done.load() || joiner.waiting() > 0; });
     const bool finished_while_paused = done.load();
     const std::size_t waited = joiner.waiting();
     joiner.resume();  // a push that did go to the joiner gets out, and the test ends
@@ -211,7 +202,7 @@ void expect_an_error_in_a_batch_to_reach_every_push(
                 ++other;
             }
         });
-    wait_for([&] { return joiner.waiting() == streams.size(); });
+    test::wait_until([&] { return joiner.waiting() == streams.size(); });
     gpu::GpuFault fault;
     fault.kind = gpu::GpuFault::KernelFailure;
     fault.count = 1;
@@ -300,7 +291,7 @@ TEST(StreamJoiner, a_batch_out_of_device_memory_halves_the_batches_after_it) {
                     ++failed;
                 }
             });
-        wait_for([&] { return joiner.waiting() == kStreams; });
+        test::wait_until([&] { return joiner.waiting() == kStreams; });
         EXPECT_EQ(joiner.waiting(), static_cast<std::size_t>(kStreams));
         joiner.resume();
         for (auto& t : threads) t.join();
