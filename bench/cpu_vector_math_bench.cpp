@@ -7,32 +7,25 @@
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
-#include <random>
 #include <vector>
 
 #include "gpu/cpu/cpu_vector_math.h"
 #include "gpu/host_compute.h"
+#include "tests/support/random_values.h"
 
 namespace {
 
 namespace cpu = etude::gpu::cpu;
 namespace host = etude::gpu::host;
 
-template <class T>
-std::vector<T> uniform(std::size_t n, T lo, T hi, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<T> d(lo, hi);
-    std::vector<T> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-}
+using etude::test::uniform_values;
 
 // fn(in, out, n) over n values in [lo, hi). Not in place, as the vocoders
 // call them: the same inputs every pass, without a timed copy.
 template <class T, class Fn>
 void run(benchmark::State& state, T lo, T hi, Fn fn) {
     const auto n = static_cast<std::size_t>(state.range(0));
-    const auto x = uniform<T>(n, lo, hi, 1);
+    const auto x = uniform_values<T>(n, lo, hi, 1);
     std::vector<T> y(n);
     for (auto _ : state) {
         fn(x.data(), y.data(), n);
@@ -62,7 +55,7 @@ void BM_CpuCos(benchmark::State& s) {
 }
 void BM_CpuGatedTanh(benchmark::State& s) {
     const auto n = static_cast<std::size_t>(s.range(0));
-    const auto b = uniform<float>(n, -4.0f, 4.0f, 2);
+    const auto b = uniform_values<float>(n, -4.0f, 4.0f, 2);
     run<float>(s, -4.0f, 4.0f, [&](const float* a, float* y, std::size_t m) {
         cpu::gated_tanh(a, b.data(), y, m);
     });
@@ -70,7 +63,7 @@ void BM_CpuGatedTanh(benchmark::State& s) {
 // Per bin: one exp, one cos and one sin.
 void BM_CpuPolar(benchmark::State& s) {
     const auto n = static_cast<std::size_t>(s.range(0));
-    const auto phase = uniform<float>(n, -300.0f, 300.0f, 2);
+    const auto phase = uniform_values<float>(n, -300.0f, 300.0f, 2);
     std::vector<float> out(2 * n);
     run<float>(s, -10.0f, 3.0f, [&](const float* x, float*, std::size_t m) {
         cpu::polar(x, phase.data(), 100.0f, out.data(), m);

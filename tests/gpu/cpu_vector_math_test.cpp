@@ -15,23 +15,16 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gpu/host_compute.h"
+#include "support/random_values.h"
 
 namespace etude::gpu {
 namespace {
 
-template <class T>
-std::vector<T> uniform(std::size_t n, T lo, T hi, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<T> d(lo, hi);
-    std::vector<T> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-}
+using test::uniform_values;
 
 template <class T>
 auto bits(T v) {
@@ -88,7 +81,7 @@ void expect_same_bits_wherever_a_value_lies(const std::string& name, std::size_t
 template <class T>
 void expect_position_free(const std::string& name, void (*f)(const T*, T*, std::size_t), T lo,
                           T hi) {
-    const auto x = uniform<T>(kValues, lo, hi, 7);
+    const auto x = uniform_values<T>(kValues, lo, hi, 7);
     expect_same_bits_wherever_a_value_lies<T>(
         name, 1,
         [&](std::size_t first, std::size_t count, T* out) { f(x.data() + first, out, count); });
@@ -118,15 +111,15 @@ TEST(CpuVectorMath, small_tanh_arguments_get_the_same_bits_wherever_they_lie) {
 
 TEST(CpuVectorMath, gate_and_polar_give_each_value_the_same_bits_wherever_it_lies) {
     // Gates past -80 too, where exp's argument is held.
-    const auto a = uniform<float>(kValues, -6.0f, 6.0f, 8),
-               b = uniform<float>(kValues, -90.0f, 90.0f, 9);
+    const auto a = uniform_values<float>(kValues, -6.0f, 6.0f, 8),
+               b = uniform_values<float>(kValues, -90.0f, 90.0f, 9);
     expect_same_bits_wherever_a_value_lies<float>(
         "gated_tanh", 1, [&](std::size_t first, std::size_t count, float* out) {
             cpu::gated_tanh(a.data() + first, b.data() + first, out, count);
         });
     // Log magnitudes past log(100), where the magnitude is held.
-    const auto lm = uniform<float>(kValues, -10.0f, 6.0f, 10),
-               phase = uniform<float>(kValues, -300.0f, 300.0f, 11);
+    const auto lm = uniform_values<float>(kValues, -10.0f, 6.0f, 10),
+               phase = uniform_values<float>(kValues, -300.0f, 300.0f, 11);
     expect_same_bits_wherever_a_value_lies<float>(
         "polar", 2, [&](std::size_t first, std::size_t count, float* out) {
             cpu::polar(lm.data() + first, phase.data() + first, 100.0f, out, count);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <span>
@@ -19,6 +20,15 @@ namespace etude::test {
 inline std::uint64_t operations(const gpu::Backend& backend) {
     std::uint64_t n = 0;
     for (const auto& t : backend.kernel_timings()) n += t.calls;
+    return n;
+}
+
+// Native replays of a recording `backend` has run while profiling (one
+// "replay" entry each, gpu/backend.h).
+inline std::uint64_t replays(const gpu::Backend& backend) {
+    std::uint64_t n = 0;
+    for (const auto& t : backend.kernel_timings())
+        if (t.name == "replay") n += t.calls;
     return n;
 }
 
@@ -43,6 +53,19 @@ inline double max_abs_diff(std::span<const float> a, std::span<const float> b) {
         d = std::max(d, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
     }
     return d;
+}
+
+// Bit for bit the same, and as long.
+inline bool identical(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+// The root mean square (0 for nothing): a check that audio compared is not
+// silence.
+inline double rms(std::span<const float> a) {
+    double sum = 0;
+    for (float v : a) sum += static_cast<double>(v) * v;
+    return a.empty() ? 0 : std::sqrt(sum / static_cast<double>(a.size()));
 }
 
 }  // namespace etude::test

@@ -47,12 +47,6 @@ Reference reference(const std::string& name) {
     return r;
 }
 
-double rms(const std::vector<float>& a) {
-    double s = 0;
-    for (float v : a) s += static_cast<double>(v) * v;
-    return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
-}
-
 class NeuralVocoder : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
     void SetUp() override {
@@ -73,11 +67,11 @@ TEST_P(NeuralVocoder, matches_pytorch_within_1e4) {
         ASSERT_EQ(audio.size(), ref.audio.size());
         const double diff = max_abs_diff(audio, ref.audio);
         std::printf("[ %-8s ] %-11s max |ours - PyTorch| = %.3g over %zu samples (rms %.3f)\n",
-                    gpu::to_string(GetParam()), name, diff, audio.size(), rms(ref.audio));
+                    gpu::to_string(GetParam()), name, diff, audio.size(), test::rms(ref.audio));
         EXPECT_LE(diff, 1e-4);
         // The reference is not trivial: a silent or saturated model would make
         // the comparison meaningless.
-        EXPECT_GT(rms(ref.audio), 0.01);
+        EXPECT_GT(test::rms(ref.audio), 0.01);
     }
 }
 

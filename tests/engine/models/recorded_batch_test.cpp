@@ -50,23 +50,6 @@ std::vector<float> random_latent(int channels) {
     return l;
 }
 
-bool identical(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
-}
-
-double rms(const std::vector<float>& a) {
-    double sum = 0;
-    for (float v : a) sum += static_cast<double>(v) * v;
-    return a.empty() ? 0 : std::sqrt(sum / static_cast<double>(a.size()));
-}
-
-std::uint64_t replays_seen(const gpu::Backend& backend) {
-    std::uint64_t n = 0;
-    for (const auto& t : backend.kernel_timings())
-        if (t.name == "replay") n += t.calls;
-    return n;
-}
-
 // A stream of a batch: where it reads the latent from, what it has taken,
 // and its audio.
 struct Member {
@@ -161,7 +144,7 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
     EXPECT_EQ(st.op_by_op, 1u);
     EXPECT_EQ(st.recordings, 1u);
     EXPECT_EQ(st.replayed, 6u);
-    EXPECT_EQ(replays_seen(*backend_), 6u) << "the backend's own count of native replays";
+    EXPECT_EQ(test::replays(*backend_), 6u) << "the backend's own count of native replays";
     EXPECT_EQ(twin_model->batch_replay_stats().replayed, 0u);
     std::printf(
         "[ %-8s ] a settled batch of %zu streams x 8 frames: %llu operations op by op, "
@@ -175,11 +158,11 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
     for (std::size_t s : all) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
-        EXPECT_TRUE(identical(replayed[s].audio, op_by_op[s].audio))
+        EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
             << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
         ASSERT_EQ(replayed[s].audio.size(), solo[s].audio.size());
         EXPECT_LE(test::max_abs_diff(replayed[s].audio, solo[s].audio), 1e-5);
-        EXPECT_GT(rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
+        EXPECT_GT(test::rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
     }
 }
 
@@ -222,11 +205,11 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
     st = model_->batch_replay_stats();
     EXPECT_EQ(st.op_by_op, 3u);
     EXPECT_EQ(st.recordings, 3u);
-    EXPECT_TRUE(identical(left, op_by_op[0].audio));
+    EXPECT_TRUE(test::identical(left, op_by_op[0].audio));
     for (std::size_t s : {1, 2}) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
-        EXPECT_TRUE(identical(replayed[s].audio, op_by_op[s].audio))
+        EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
             << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
     }
 }
@@ -343,7 +326,7 @@ TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_s
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_EQ(got[i].size(), want[i].size());
         EXPECT_LE(test::max_abs_diff(got[i], want[i]), 1e-4);
-        EXPECT_GT(rms(want[i]), 0.01);
+        EXPECT_GT(test::rms(want[i]), 0.01);
     }
 }
 

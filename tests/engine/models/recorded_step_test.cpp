@@ -68,16 +68,6 @@ std::vector<float> speak(NetworkStream& stream, const Latent& latent,
     return out;
 }
 
-double rms(const std::vector<float>& a) {
-    double sum = 0;
-    for (float v : a) sum += static_cast<double>(v) * v;
-    return a.empty() ? 0 : std::sqrt(sum / static_cast<double>(a.size()));
-}
-
-bool identical(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
-}
-
 class RecordedStep : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
     void SetUp() override {
@@ -118,7 +108,7 @@ TEST_P(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the
     EXPECT_GE(st.replayed, 3u);
     const auto want = op_by_op(kPiperChunks);
     ASSERT_EQ(got.size(), want.size());
-    EXPECT_TRUE(identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
+    EXPECT_TRUE(test::identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
 
     auto cpu_model =
         load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend());
@@ -129,7 +119,7 @@ TEST_P(RecordedStep, piper_schedule_replayed_equals_op_by_op_bit_for_bit_and_the
     std::printf("[ %-8s ] replayed Piper schedule: max |replayed - CPU| = %.3g over %zu\n",
                 gpu::to_string(GetParam()), diff, got.size());
     EXPECT_LE(diff, 1e-4);
-    EXPECT_GT(rms(on_cpu), 0.01) << "a silent decoder would compare nothing";
+    EXPECT_GT(test::rms(on_cpu), 0.01) << "a silent decoder would compare nothing";
 }
 
 // After its first settled chunk of a size (which sizes that size's buffers)
@@ -155,16 +145,13 @@ TEST_P(RecordedStep, each_chunk_size_is_recorded_once_and_replayed_after) {
     EXPECT_EQ(after8.recordings - after4.recordings, 1u);
     EXPECT_EQ(after8.op_by_op - after4.op_by_op, 1u);
     EXPECT_EQ(after8.replayed - after4.replayed, 5u);
-    std::uint64_t replays = 0;
-    for (const auto& t : backend_->kernel_timings())
-        if (t.name == "replay") replays += t.calls;
-    EXPECT_EQ(replays, 5u) << "the backend's own count of native replays";
+    EXPECT_EQ(test::replays(*backend_), 5u) << "the backend's own count of native replays";
 
     std::vector<int> all = fours;
     all.insert(all.end(), eights.begin(), eights.end());
     auto ref = model_->open_stream();
     ref->set_replay(false);
-    EXPECT_TRUE(identical(got, speak(*ref, latent_, all, false)));
+    EXPECT_TRUE(test::identical(got, speak(*ref, latent_, all, false)));
 }
 
 // Two streams of one model, pushes interleaved, each with its own sizes and
@@ -189,8 +176,8 @@ TEST_P(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
     EXPECT_EQ(b->replay_stats().recordings, 1u);
     EXPECT_GE(a->replay_stats().replayed, 4u);
     EXPECT_GE(b->replay_stats().replayed, 3u);
-    EXPECT_TRUE(identical(a_out, op_by_op(a_chunks)));
-    EXPECT_TRUE(identical(b_out, op_by_op(b_chunks, 40)));
+    EXPECT_TRUE(test::identical(a_out, op_by_op(a_chunks)));
+    EXPECT_TRUE(test::identical(b_out, op_by_op(b_chunks, 40)));
 }
 
 // Recordings stay valid across reset(): a stream cancelled mid-utterance and
@@ -207,7 +194,7 @@ TEST_P(RecordedStep, reset_mid_utterance_keeps_the_recordings_and_the_audio_righ
     const ReplayStats after = s->replay_stats();
     EXPECT_EQ(after.recordings, before.recordings) << "the recording of 8 stayed valid";
     EXPECT_GE(after.replayed - before.replayed, 4u);
-    EXPECT_TRUE(identical(got, op_by_op(chunks, 100)));
+    EXPECT_TRUE(test::identical(got, op_by_op(chunks, 100)));
 }
 
 // A device fault inside a replayed chunk: the push fails as any device
@@ -261,7 +248,7 @@ TEST_P(RecordedStep, a_fault_in_a_replayed_chunk_is_remade_on_the_cpu_and_the_st
     EXPECT_EQ(stream.replay_stats().recordings, 1u) << "the recording of 8 stayed valid";
     ASSERT_EQ(got.size(), want.size());
     EXPECT_LE(test::max_abs_diff(got, want), 1e-4);
-    EXPECT_GT(rms(want), 0.01);
+    EXPECT_GT(test::rms(want), 0.01);
 }
 
 // On the CPU (and OpenCL) a replay would call the same operations one by
