@@ -1,5 +1,7 @@
 #include "engine/scheduling/deadline_gate.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -19,8 +21,9 @@ void DeadlineGate::Turn::release() {
     outside_ = false;
     // Given back first: restored to a normal thread while still counted as
     // running, the holder could be kept off the CPU with the turn.
-    if (gate_) std::exchange(gate_, nullptr)->give_back();
+    if (gate_) std::exchange(gate_, nullptr)->give_back(std::exchange(cpu_, -1));
     if (std::exchange(solo_, false)) gpu::host::leave_solo();
+    pin_ = rt::ScopedCpuPin();
     priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
@@ -39,6 +42,7 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     // Others hold turns now (running_ counts this one): their loops have
     // the cores the CPU workers would take.
     const bool solo = solo_when_shared_ && running_ > 1;
+    const int cpu = solo ? claim_cpu() : -1;
     lock.unlock();
     Turn turn(this, priority_);
     turn.asked_ns_ = me.asked_ns;
@@ -46,6 +50,8 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     if (solo) {
         gpu::host::enter_solo();
         turn.solo_ = true;
+        turn.cpu_ = cpu;
+        if (cpu >= 0) turn.pin_ = rt::ScopedCpuPin(cpu);
     }
     return turn;
 }
@@ -73,9 +79,27 @@ bool DeadlineGate::grant_free_turns() {
     return granted;
 }
 
-void DeadlineGate::give_back() {
+int DeadlineGate::claim_cpu() {
+    const cpu_set_t allowed = rt::current_thread_cpus();
+    const auto free = [&](int c) {
+        return c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed) &&
+               std::find(claimed_cpus_.begin(), claimed_cpus_.end(), c) == claimed_cpus_.end();
+    };
+    int cpu = sched_getcpu();
+    if (!free(cpu)) {
+        cpu = -1;
+        for (int c = 0; c < CPU_SETSIZE && cpu < 0; ++c)
+            if (free(c)) cpu = c;
+    }
+    if (cpu < 0) return -1;
+    claimed_cpus_.push_back(cpu);
+    return cpu;
+}
+
+void DeadlineGate::give_back(int cpu) {
     std::lock_guard lock(mu_);
     --running_;
+    if (cpu >= 0) claimed_cpus_.erase(std::find(claimed_cpus_.begin(), claimed_cpus_.end(), cpu));
     grant_free_turns();
 }
 

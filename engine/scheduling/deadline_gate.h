@@ -26,13 +26,15 @@
 // order (its producer at nice +10), taking what the cores leave. In a turn
 // of this gate, held at that priority, it would keep the turn from live
 // work for as long as the cores are busy. It takes turns at a gate of its
-// own (EngineWorkers::offline_gate()), one more than the cores, whose
-// holders compute alone while others hold turns: sixteen offline readers
-// each spreading its loops over the CPU workers ran seventeen threads on two
-// cores. The extra turn takes up a core its holder leaves between chunks
-// (writing into its ring, waiting for its next sentence): with a turn per
-// core the two cores were 83-86% busy, with one more 88-90%, and 16
-// streams read offline made 28.4-29.2x against 26.7x (docs/benchmarks.md).
+// own (EngineWorkers::offline_gate()), a turn per core, whose holders
+// compute alone, each on a core of its own, while others hold turns:
+// sixteen offline readers each spreading its loops over the CPU workers ran
+// seventeen threads on two cores. Left where Linux put them, two holders
+// shared a core for up to 15 ms at a time while the other core stood idle
+// (rt/cpu_pin.h): the two cores were 83-86% busy, and an extra turn took
+// them only to 88-94%. Each held to a core of its own, the cores are 99%
+// busy and 16 streams read offline make 24.8-25.4x against 22.8-23.0x
+// (docs/benchmarks.md, "Turn holders held to a core each").
 //
 // A network stream's (SchedulingClass::Network: a server's, whose reader
 // is a socket) decoder chunks wait at a gate of their own
@@ -65,6 +67,7 @@
 #include <vector>
 
 #include "engine/scheduling/deadline.h"
+#include "rt/cpu_pin.h"
 #include "rt/realtime_thread.h"
 
 namespace etude::engine {
@@ -76,9 +79,11 @@ class DeadlineGate {
     // (the network class's gate, EngineWorkers::network_gate()).
     // `solo_when_shared`: a holder granted its turn while others hold one
     // computes on its own thread alone (gpu::host::SoloScope) until it gives
-    // the turn back. For a gate of as many turns as cores: two holders
+    // the turn back, held to a CPU no other solo holder has
+    // (rt::ScopedCpuPin). For a gate of as many turns as cores: two holders
     // whose loops each spread over the CPU workers would run three threads
-    // on two cores.
+    // on two cores; and holders left where Linux wakes them shared one core
+    // for up to 15 ms while the other stood idle (rt/cpu_pin.h).
     DeadlineGate(int turns, int priority, bool solo_when_shared = false);
     DeadlineGate(const DeadlineGate&) = delete;
     DeadlineGate& operator=(const DeadlineGate&) = delete;
@@ -93,6 +98,8 @@ class DeadlineGate {
               asked_ns_(o.asked_ns_),
               granted_ns_(o.granted_ns_),
               solo_(std::exchange(o.solo_, false)),
+              cpu_(std::exchange(o.cpu_, -1)),
+              pin_(std::move(o.pin_)),
               priority_(std::move(o.priority_)) {}
         Turn& operator=(Turn&& o) noexcept {
             if (this != &o) {
@@ -102,6 +109,8 @@ class DeadlineGate {
                 asked_ns_ = o.asked_ns_;
                 granted_ns_ = o.granted_ns_;
                 solo_ = std::exchange(o.solo_, false);
+                cpu_ = std::exchange(o.cpu_, -1);
+                pin_ = std::move(o.pin_);
                 priority_ = std::move(o.priority_);
             }
             return *this;
@@ -125,6 +134,8 @@ class DeadlineGate {
         // Whether its holder computes alone (the gate's solo_when_shared):
         // then it must be released on the thread that waited for it.
         bool solo() const { return solo_; }
+        // The CPU a solo holder is held to (-1: none; see the gate).
+        int cpu() const { return cpu_; }
 
       private:
         friend class DeadlineGate;
@@ -136,6 +147,8 @@ class DeadlineGate {
         bool outside_ = false;
         std::int64_t asked_ns_ = 0, granted_ns_ = 0;
         bool solo_ = false;
+        int cpu_ = -1;  // claimed at the gate
+        rt::ScopedCpuPin pin_;
         rt::ScopedRealtime priority_;
     };
 
@@ -173,12 +186,17 @@ class DeadlineGate {
     // one moment, by the thread that frees them (mu_ held), and each is
     // woken. Returns whether any was granted.
     bool grant_free_turns();
-    void give_back();
+    // A CPU of the calling thread's for a solo holder: the one it runs on
+    // if no other holder has it, else the first free one; -1 if all are
+    // taken. mu_ held.
+    int claim_cpu();
+    void give_back(int cpu);
 
     const int turns_, priority_;
     const bool solo_when_shared_;
     mutable std::mutex mu_;
-    int running_ = 0;  // turns held or granted
+    int running_ = 0;                // turns held or granted
+    std::vector<int> claimed_cpus_;  // solo holders' CPUs
     std::uint64_t next_ticket_ = 0;
     std::vector<Waiter*> waiting_;  // not yet gone with a turn or given up
 };

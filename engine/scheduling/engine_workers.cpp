@@ -17,8 +17,8 @@ EngineWorkers::EngineWorkers(int turns, int network_turns)
             kProcessorPriority),
       network_gate_(network_turns > 0 ? network_turns : std::max(2, gpu::host::usable_cpus()), 0,
                     /*solo_when_shared=*/true),
-      // One more turn than CPUs: deadline_gate.h says why.
-      offline_gate_(gpu::host::usable_cpus() + 1, 0, /*solo_when_shared=*/true) {
+      // A turn per CPU, each holder on a CPU of its own: deadline_gate.h says why.
+      offline_gate_(gpu::host::usable_cpus(), 0, /*solo_when_shared=*/true) {
     // The CPU backend's helpers are made now, by the thread that makes the
     // engine: made later by a producer that has stepped down (an offline
     // reader's), they would keep its nice value for good.

@@ -64,11 +64,11 @@ class EngineWorkers {
     DeadlineGate& gate() { return gate_; }
     // The turns of network streams' decoder chunks (deadline_gate.h): the
     // same order, a turn per usable CPU, holders at their own priority,
-    // each computing alone while others hold turns.
+    // each computing alone on a CPU of its own while others hold turns.
     DeadlineGate& network_gate() { return network_gate_; }
     // The turns of offline work (an offline stream's, an offline reader's):
-    // one more than the usable CPUs, holders at their own priority, each
-    // computing alone while others hold turns (deadline_gate.h).
+    // a turn per usable CPU, holders at their own priority, each computing
+    // alone on a CPU of its own while others hold turns (deadline_gate.h).
     DeadlineGate& offline_gate() { return offline_gate_; }
     // Wakes the waiters of every gate (a stream was cancelled or closed).
     void wake_gates() {

@@ -226,6 +226,59 @@ TEST(DeadlineGate, a_holder_granted_beside_another_computes_alone_until_it_gives
     EXPECT_FALSE(second_after) << "solo outlived the turn";
 }
 
+// Solo holders are each held to a CPU no other holder has (rt/cpu_pin.h
+// says why): left where Linux woke them, two shared a core for up to 15 ms
+// while the other stood idle. A holder past the CPUs stays free, and each
+// may run where it could before once its turn is given back.
+TEST(DeadlineGate,
+     solo_holders_are_each_held_to_a_cpu_of_their_own_until_they_give_their_turn_back) {
+    const cpu_set_t allowed = etude::rt::current_thread_cpus();
+    const int cpus = CPU_COUNT(&allowed);
+    ASSERT_GE(cpus, 1);
+    DeadlineGate gate(3, 0, /*solo_when_shared=*/true);
+    auto first = gate.wait({DeadlineGate::now_ns()}, never);  // alone: not solo, not held
+    EXPECT_EQ(first.cpu(), -1);
+    struct Seen {
+        int cpu = -2, ran_on = -2;
+        cpu_set_t during{}, after{};
+    };
+    Seen seen[2];
+    std::atomic<int> holding{0};
+    std::atomic<bool> release{false};
+    std::vector<std::thread> holders;
+    for (Seen& s : seen) {
+        holders.emplace_back([&, sp = &s] {
+            {
+                auto turn = gate.wait({DeadlineGate::now_ns()}, never);
+                sp->cpu = turn.cpu();
+                sp->ran_on = sched_getcpu();
+                sp->during = etude::rt::current_thread_cpus();
+                holding.fetch_add(1);
+                while (!release) std::this_thread::yield();
+            }
+            sp->after = etude::rt::current_thread_cpus();
+        });
+        while (holding.load() < static_cast<int>(holders.size())) std::this_thread::yield();
+    }
+    release = true;
+    for (auto& t : holders) t.join();
+    const auto held_to = [](const Seen& s) {
+        return CPU_COUNT(&s.during) == 1 && CPU_ISSET(s.cpu, &s.during) && s.ran_on == s.cpu;
+    };
+    ASSERT_GE(seen[0].cpu, 0) << "a solo holder was not given a CPU";
+    EXPECT_TRUE(held_to(seen[0]));
+    if (cpus >= 2) {
+        ASSERT_GE(seen[1].cpu, 0);
+        EXPECT_TRUE(held_to(seen[1]));
+        EXPECT_NE(seen[0].cpu, seen[1].cpu) << "two solo holders were given one CPU";
+    } else {
+        EXPECT_EQ(seen[1].cpu, -1) << "a holder past the CPUs";
+        EXPECT_TRUE(CPU_EQUAL(&seen[1].during, &allowed));
+    }
+    for (const Seen& s : seen)
+        EXPECT_TRUE(CPU_EQUAL(&s.after, &allowed)) << "held to a CPU past its turn";
+}
+
 TEST(DeadlineGate, a_gate_that_is_not_solo_when_shared_leaves_its_holders_sharing) {
     DeadlineGate gate(2, 0);
     auto first = gate.wait({DeadlineGate::now_ns()}, never);
