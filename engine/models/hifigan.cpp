@@ -265,10 +265,7 @@ ReplayStats HifiGanNetwork::batch_replay_stats() const {
     for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
         JoinLane<StreamPush>& lane = lanes_.of(kind);
         std::lock_guard lock(lane.mu);
-        const ReplayStats s = batches_of(lane).steps().stats();
-        total.recordings += s.recordings;
-        total.replayed += s.replayed;
-        total.op_by_op += s.op_by_op;
+        total += batches_of(lane).steps().stats();
     }
     return total;
 }

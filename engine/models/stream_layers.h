@@ -75,7 +75,7 @@ struct StreamScratch {
 struct JointScratch {
     ScratchBuffer in, out;
     ScratchBuffer window;
-    std::array<ScratchBuffer, 11> signals;
+    std::array<ScratchBuffer, 12> signals;
     std::uint64_t batched_calls = 0;
 };
 

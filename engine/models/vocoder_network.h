@@ -45,6 +45,12 @@ using StreamJoiner = PushJoiner<StreamPush>;
 // network counts those (VocoderNetwork::batch_replay_stats()), per batch.
 struct ReplayStats {
     std::uint64_t recordings = 0, replayed = 0, op_by_op = 0;
+    ReplayStats& operator+=(const ReplayStats& o) {
+        recordings += o.recordings;
+        replayed += o.replayed;
+        op_by_op += o.op_by_op;
+        return *this;
+    }
 };
 
 // A network run incrementally (models/stream_layers.h): every layer keeps

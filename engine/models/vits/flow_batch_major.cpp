@@ -6,7 +6,10 @@
 // residual and skip convolutions and sums, the delays that line the paths
 // up, the mean-only affine) is one backend call for the batch; the flips
 // move nothing (the halves swap roles). A stream's own calls are its
-// prior's upload and its output's download, two each.
+// prior's upload, by halves, and its output's download, in one piece.
+// A settled batch of the same members and length replays from a recording
+// of its couplings (push_batch_recorded; recorded_step.h says what makes it
+// replayable and what its key holds), as a decoder's does.
 #include <algorithm>
 #include <string>
 
@@ -55,38 +58,66 @@ std::vector<std::vector<std::size_t>> VitsFlowStream::same_state_groups(
         });
 }
 
+bool VitsFlowStream::settled() const {
+    for (const Coupling& c : couplings_) {
+        for (const auto& l : c.layers)
+            if (!l->conv.settled() || (l->residual_delay && !l->residual_delay->settled()) ||
+                (l->skip_delay && !l->skip_delay->settled()))
+                return false;
+        if (!c.from_delay->settled() || !c.to_delay->settled()) return false;
+    }
+    return true;
+}
+
+namespace {
+
+// [channels][length] floats of every item: a signal's lengths shrink from
+// layer to layer while the streams' windows fill (a first push), as in each
+// stream's own walk (walk_couplings); settled, they stay.
+std::size_t floats(int channels, int length) {
+    return std::size_t(channels) * std::size_t(std::max(length, 0));
+}
+
+}  // namespace
+
+// The batch's signals, by role as a stream's own buffers: the halves (two
+// pairs, in and out of a coupling), the WaveNet's residual signal (two, a
+// delay reading one and writing the other), a dilated convolution's output,
+// the gated activations, a 1x1 convolution's product, a delayed skip, the
+// skip sum, and the output (both halves of each item together).
 void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
                                       JointScratch& joint) {
+    upload_batch_priors(q, pushes, joint);
+    take_batch_output(q, pushes, walk_batch_couplings(q, pushes, joint));
+}
+
+void VitsFlowStream::upload_batch_priors(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                                         JointScratch& joint) {
     auto& b = net_.backend();
-    const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
-    const bool flush = pushes[0].flush;  // every push's (one state)
-    const int half = net_.channels() / 2, hid = net_.hidden();
-    // The batch's signals, by role as a stream's own buffers: the halves
-    // (two pairs, in and out of a coupling), the WaveNet's residual signal
-    // (two, a delay reading one and writing the other), a dilated
-    // convolution's output, the gated activations, a 1x1 convolution's
-    // product, a delayed skip and the skip sum.
-    auto& signals = joint.signals;
-    ScratchBuffer* halves[4] = {&signals[0], &signals[1], &signals[2], &signals[3]};
-    ScratchBuffer* residual[2] = {&signals[4], &signals[5]};
-    ScratchBuffer &conv = signals[6], &gate = signals[7], &product = signals[8],
-                  &skip_delayed = signals[9], &skip_sum = signals[10];
-    const std::size_t B = pushes.size();
-    // [channels][length] floats of every item: a signal's lengths shrink
-    // from layer to layer while the streams' windows fill (a first push),
-    // as in each stream's own walk (walk_couplings); settled, they stay.
-    const auto floats = [](int channels, int length) {
-        return std::size_t(channels) * std::size_t(std::max(length, 0));
-    };
-    const std::size_t hf = floats(half, frames);
-    auto& a_in = halves[0]->need(b, hf * B);
-    auto& b_in = halves[1]->need(b, hf * B);
+    const std::size_t hf = floats(net_.channels() / 2, pushes[0].frames), B = pushes.size();
+    auto& a_in = joint.signals[0].need(b, hf * B);
+    auto& b_in = joint.signals[1].need(b, hf * B);
     for (std::size_t i = 0; i < B; ++i) {
         const float* prior = pushes[i].stream->host_in_.data();
         b.copy_to_device(q, a_in, i * hf, prior, hf);
         b.copy_to_device(q, b_in, i * hf, prior + hf, hf);
     }
-    BatchSignal a{&a_in, batch, half, frames}, second{&b_in, batch, half, frames};
+}
+
+SignalRef VitsFlowStream::walk_batch_couplings(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                                               JointScratch& joint) {
+    auto& b = net_.backend();
+    const int batch = static_cast<int>(pushes.size()), frames = pushes[0].frames;
+    const bool flush = pushes[0].flush;  // every push's (one state)
+    const int half = net_.channels() / 2, hid = net_.hidden();
+    auto& signals = joint.signals;
+    ScratchBuffer* halves[4] = {&signals[0], &signals[1], &signals[2], &signals[3]};
+    ScratchBuffer* residual[2] = {&signals[4], &signals[5]};
+    ScratchBuffer &conv = signals[6], &gate = signals[7], &product = signals[8],
+                  &skip_delayed = signals[9], &skip_sum = signals[10], &output = signals[11];
+    const std::size_t B = pushes.size();
+    BatchSignal a{&halves[0]->get(), batch, half, frames},
+        second{&halves[1]->get(), batch, half, frames};
     // The same layer (or delay) of every stream of the batch.
     const auto of_each = [&](auto pick) {
         std::vector<decltype(pick(*pushes[0].stream))> of(B);
@@ -169,15 +200,70 @@ void VitsFlowStream::walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPus
         a = w.mirrored ? shifted : kept;
         second = w.mirrored ? kept : shifted;
     }
+    // Both halves of each item side by side, [stream][a; second][frames]:
+    // one download per stream, and one place a recording leaves the output.
     const std::size_t hm = floats(half, a.length);
-    for (std::size_t i = 0; i < B; ++i) {
-        VitsFlowStream& s = *pushes[i].stream;
-        *pushes[i].made = a.length;
-        if (hm == 0) continue;
-        s.host_out_.resize(2 * hm);
-        b.copy_to_host(q, s.host_out_.data(), *a.buffer, i * hm, hm);
-        b.copy_to_host(q, s.host_out_.data() + hm, *second.buffer, i * hm, hm);
+    auto& out = output.need(b, std::max<std::size_t>(2 * hm * B, 1));
+    if (hm > 0) {
+        const int cols = static_cast<int>(hm);
+        b.copy_rows(q, batch, cols, *a.buffer, 0, hm, out, 0, 2 * hm);
+        b.copy_rows(q, batch, cols, *second.buffer, 0, hm, out, hm, 2 * hm);
     }
+    return {&out, 2 * half, std::max(a.length, 0)};
+}
+
+void VitsFlowStream::take_batch_output(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                                       const SignalRef& out) {
+    const std::size_t n = floats(out.channels, out.length);
+    for (std::size_t i = 0; i < pushes.size(); ++i) {
+        VitsFlowStream& s = *pushes[i].stream;
+        *pushes[i].made = out.length;
+        if (n == 0) continue;
+        s.host_out_.resize(n);
+        net_.backend().copy_to_host(q, s.host_out_.data(), *out.buffer, i * n, n);
+    }
+}
+
+bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
+                                         JoinLane<VitsFlowPush>& lane) {
+    RecordedBatches& batches = net_.batches_of(lane);
+    if (pushes.size() < 2 || !batches.steps().enabled()) return false;
+    const int frames = pushes[0].frames;
+    for (const VitsFlowPush& p : pushes) {
+        const VitsFlowStream& s = *p.stream;
+        if (&s.net_ != &net_ || !s.replay_ || !s.slot_ || p.flush || p.frames != frames ||
+            frames <= 0 || !s.settled())
+            return false;
+    }
+    // All of them side by side (else the rest would go op by op anyway),
+    // in the order of their slots.
+    const auto groups = same_state_groups(pushes);
+    if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
+    std::vector<VitsFlowPush> batch;
+    // The key: the members' state (one: all settled, the length and no
+    // flush in front), then their slots, which decide every buffer and
+    // offset the batch's operations name besides the joint buffers.
+    RecordedSteps::Key key = pushes[groups[0][0]].stream->push_state(frames, false);
+    for (std::size_t i : groups[0]) {
+        batch.push_back(pushes[i]);
+        const auto [page, index] = pushes[i].stream->slot_->order();
+        key.push_back(static_cast<long>(page));
+        key.push_back(index);
+    }
+    // The members' own queues must have finished (their layers' zero
+    // fills, their last pushes alone) before the lane's queue writes their
+    // held frames.
+    auto& b = net_.backend();
+    for (const VitsFlowPush& p : batch) b.synchronize(*p.stream->queue_);
+    RecordedSteps::Step step;
+    step.stage_input = [&](gpu::Queue& sq) { upload_batch_priors(sq, batch, lane.joint); };
+    step.body = [&](gpu::Queue& bq) { return walk_batch_couplings(bq, batch, lane.joint); };
+    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+        take_batch_output(oq, batch, out);
+    };
+    // (Settled layers move nothing on the host that a replay skips.)
+    step.advance = [] {};
+    return batches.steps().run(batches.queue(), key, step);
 }
 
 }  // namespace etude::engine

@@ -25,6 +25,16 @@ using Conv = VitsFlowConv;
 
 VitsFlowNetwork::~VitsFlowNetwork() = default;
 
+ReplayStats VitsFlowNetwork::batch_replay_stats() const {
+    ReplayStats total;
+    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
+        JoinLane<VitsFlowPush>& lane = lanes_.of(kind);
+        std::lock_guard lock(lane.mu);
+        total += batches_of(lane).steps().stats();
+    }
+    return total;
+}
+
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
     : backend_(std::move(backend)),

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/models/batch_major.h"
+#include "engine/models/recorded_step.h"
 #include "engine/models/scratch_lender.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
@@ -109,6 +110,9 @@ class VitsFlowNetwork {
     }
     // Backend calls that ran two or more streams' layers.
     std::uint64_t batched_layer_calls() const { return lanes_.batched_calls(); }
+    // Settled batches side by side recorded, replayed, and run op by op
+    // (recorded_step.h), over both lanes.
+    ReplayStats batch_replay_stats() const;
 
   private:
     friend class VitsFlowStream;
@@ -122,6 +126,14 @@ class VitsFlowNetwork {
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;
+    // Each lane's recordings of settled batches side by side
+    // (recorded_step.h). Declared last: they name the weights, the held
+    // slots and the lanes' joint buffers.
+    mutable RecordedBatches live_batches_{*backend_, lanes_.of(Batching::Join).joint};
+    mutable RecordedBatches offline_batches_{*backend_, lanes_.of(Batching::JoinOffline).joint};
+    RecordedBatches& batches_of(JoinLane<VitsFlowPush>& lane) const {
+        return &lane == &lanes_.of(Batching::Join) ? live_batches_ : offline_batches_;
+    }
 };
 
 }  // namespace etude::engine

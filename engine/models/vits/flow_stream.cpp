@@ -240,6 +240,10 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
     if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
+    if (push_batch_recorded(pushes, lane)) {
+        for (VitsFlowStream* s : streams) ++s->batched_pushes_;
+        return;
+    }
     // Lent until this push's outputs are on the host (its synchronize).
     std::vector<std::array<ScratchBuffer*, 15>> buffers;
     for (VitsFlowStream* s : streams) buffers.push_back(s->lent());

@@ -23,7 +23,9 @@
 // (flow_batch_major.cpp, models/batch_major.h); the others walk the
 // couplings layer by layer together, each layer's dilated convolution (most
 // of the flow's arithmetic) one backend call for the streams whose windows
-// line up (JointPush, stream_layers.h). Each stream's held frames stay its
+// line up (JointPush, stream_layers.h). A settled batch side by side of the
+// same members and block length replays its recording where the backend
+// replays natively (models/recorded_step.h). Each stream's held frames stay its
 // own on the device (in a slot of the network's HeldSlots where its
 // streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
@@ -101,6 +103,10 @@ class VitsFlowStream {
     // them that ran in a batch with other streams' pushes.
     std::uint64_t pushes() const { return pushes_; }
     std::uint64_t batched_pushes() const { return batched_pushes_; }
+    // Whether this stream's settled pushes in a batch may replay a
+    // recording (on by default where the backend replays natively; tests
+    // turn it off to compare).
+    void set_replay(bool on) { replay_ = on; }
     // Whether later pushes may join other streams' in a batch, where the
     // network's streams join (Batching, models/vocoder_network.h: the
     // caller knows how urgent its work is). Join until set.
@@ -191,9 +197,26 @@ class VitsFlowStream {
     // largest first, each in the order of its slots.
     static std::vector<std::vector<std::size_t>> same_state_groups(
         std::span<const VitsFlowPush> pushes);
-    // push_in_lane()'s work for one such group, side by side: the uploads,
-    // the couplings, the downloads (flow_batch_major.cpp).
+    // push_in_lane()'s work for one such group, side by side: the priors
+    // copied in (upload_batch_priors), the couplings (walk_batch_couplings:
+    // no host memory, so a recording's body; the output, both halves of
+    // each item together, in the joint buffers), the output copied out
+    // (take_batch_output) (flow_batch_major.cpp).
     void walk_batch_major(gpu::Queue& q, std::span<const VitsFlowPush> pushes, JointScratch& joint);
+    void upload_batch_priors(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                             JointScratch& joint);
+    SignalRef walk_batch_couplings(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                                   JointScratch& joint);
+    void take_batch_output(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
+                           const SignalRef& out);
+    // A settled batch, every push of `pushes` side by side, through its
+    // key's recording on the lane's queue (recorded_step.h: the length,
+    // the members' state and slots); false, having done nothing, where it
+    // cannot replay. The caller holds the lane's lock.
+    bool push_batch_recorded(std::span<const VitsFlowPush> pushes, JoinLane<VitsFlowPush>& lane);
+    // Whether every layer and delay is settled (stream_layers.h): a push's
+    // operations then depend only on its length.
+    bool settled() const;
     // One WaveNet layer's work after its dilated convolution, whose output
     // is `in`: the gate, the residual and the skip paths.
     void layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l, Layer& layer,
@@ -232,6 +255,7 @@ class VitsFlowStream {
     // waits for it in the joiner.
     std::uint64_t batched_pushes_ = 0;
     Batching batching_ = Batching::Join;
+    bool replay_ = true;
     std::int64_t join_wait_until_ns_ = 0;
     // In the lane of the sentence's pushes (stream_joiner.h): declared last,
     // so that it leaves before anything a batch would use goes.

@@ -1,0 +1,175 @@
+// A settled batch of Piper flow streams side by side replayed from its
+// recording (models/recorded_step.h: RecordedBatches, as a decoder's batch
+// replays: recorded_batch_test.cpp) against the same batches run operation
+// by operation, on a backend that replays natively: Vulkan (lavapipe in
+// CI) and CUDA (on a GPU machine), each skipped without its device; on the
+// CPU every batch runs op by op.
+//
+// A replayed batch issues the kernels its op-by-op run issues, on the same
+// values, so the two agree bit for bit; against each stream's flow alone
+// the bound is piper_flow_batch_test.cpp's (1e-5).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/models/vits/flow_stream.h"
+#include "engine/voices/piper_voice.h"
+#include "gpu/registry.h"
+#include "support/flow_twins.h"
+#include "support/model_parity.h"
+#include "support/piper_on_device.h"
+
+using namespace etude::engine;
+using etude::test::FlowTwins;
+
+namespace {
+
+const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+constexpr double kFlowBound = 1e-5;  // piper_flow_batch_test.cpp's
+constexpr int kStreams = 3;
+
+class PiperFlowReplay : public etude::test::PiperOnDevice {
+  protected:
+    void SetUp() override {
+        PiperOnDevice::SetUp();
+        if (!device_) return;
+        voice_ = PiperVoice::open(kVoice);
+        device_->reset_health();
+    }
+    void TearDown() override {
+        if (!device_) return;
+        device_->set_profiling(false);
+        device_->reset_health();
+    }
+    // A copy of the voice's flow on the device, joining or not.
+    std::shared_ptr<const VitsFlowNetwork> flow(bool join) const {
+        auto f =
+            std::make_shared<const VitsFlowNetwork>(*voice_->network().flow_network(0), device_);
+        f->set_join_streams(join);
+        return f;
+    }
+    // kStreams streams of a flow of their own, beside twins alone; their
+    // settled batches replaying where `replay`.
+    FlowTwins twins(const std::shared_ptr<const VitsFlowNetwork>& joint, bool replay,
+                    int frames) const {
+        FlowTwins t(joint, flow(false), kStreams, frames);
+        for (int i = 0; i < kStreams; ++i) t.joint(i).set_replay(replay);
+        return t;
+    }
+    std::shared_ptr<const PiperVoice> voice_;
+};
+
+// Three streams, four blocks of 16 frames (the windows fill: the flow's
+// context is 32 frames; the last two, settled, are a key of their own),
+// seven of 8 and a flushing one: the first batch of 8 runs op by op (it
+// sizes its key's buffers), the second is recorded and replayed, the
+// other five replayed; the device sees each
+// replayed batch as its priors' uploads, the replay and one download per
+// stream. Each stream's flow equals the same batches op by op (streams of
+// another flow, replay off) bit for bit, and its flow alone within the bound.
+TEST_P(PiperFlowReplay, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and_the_solo_flow) {
+    const int frames = 4 * 16 + 7 * 8 + 5;
+    const auto replaying = flow(true), not_replaying = flow(true);
+    FlowTwins replayed = twins(replaying, true, frames);
+    FlowTwins op_by_op = twins(not_replaying, false, frames);
+    const std::vector<int> all{0, 1, 2};
+    for (int i = 0; i < 4; ++i) {
+        replayed.push(*device_, all, 16, false);
+        op_by_op.push(*device_, all, 16, false);
+    }
+    const ReplayStats settling = replaying->batch_replay_stats();
+    EXPECT_EQ(settling.recordings, 1u) << "the settled blocks of 16";
+    std::uint64_t ops_replayed = 0, ops_op_by_op = 0;
+    for (int i = 0; i < 7; ++i) {
+        device_->set_profiling(true);
+        ops_replayed = replayed.push(*device_, all, 8, false);
+        ops_op_by_op = op_by_op.push(*device_, all, 8, false);
+        device_->set_profiling(false);
+    }
+    const ReplayStats st = replaying->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op - settling.op_by_op, 1u);
+    EXPECT_EQ(st.recordings - settling.recordings, 1u);
+    EXPECT_EQ(st.replayed - settling.replayed, 6u);
+    EXPECT_EQ(not_replaying->batch_replay_stats().replayed, 0u);
+    std::printf(
+        "[ %-8s ] a settled flow batch of %d streams x 8 frames: %llu operations op by op, "
+        "%llu replayed\n",
+        name_.c_str(), kStreams, (unsigned long long)ops_op_by_op,
+        (unsigned long long)ops_replayed);
+    EXPECT_EQ(ops_replayed, 3u * kStreams + 1) << "two uploads a stream, the replay, a download";
+    replayed.push(*device_, all, 5, true);
+    op_by_op.push(*device_, all, 5, true);
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_FALSE(replayed.joint_out(i).empty());
+        EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
+            << "max |difference| "
+            << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+        EXPECT_LE(replayed.diff(i), kFlowBound);
+        EXPECT_GT(etude::test::rms(replayed.joint_out(i)), 0.1) << "a flow of nothing";
+    }
+}
+
+// The key holds the members' slots: once one of three has gone, the other
+// two are another batch, recorded anew and never replayed from the three's
+// recording (which would run the leaver's slot and hand the items to the
+// wrong streams); the same members in another order replay theirs.
+TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_the_same_does_not) {
+    const int frames = 4 * 16 + 10 * 8;
+    const auto replaying = flow(true), not_replaying = flow(true);
+    FlowTwins replayed = twins(replaying, true, frames);
+    FlowTwins op_by_op = twins(not_replaying, false, frames);
+    const auto both = [&](const std::vector<int>& who, int block) {
+        replayed.push(*device_, who, block, false);
+        op_by_op.push(*device_, who, block, false);
+    };
+    for (int i = 0; i < 4; ++i) both({0, 1, 2}, 16);
+    const ReplayStats settling = replaying->batch_replay_stats();
+    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 8);
+    both({2, 0, 1}, 8);  // the same slots: the same key
+    ReplayStats st = replaying->batch_replay_stats();
+    EXPECT_EQ(st.recordings - settling.recordings, 1u);
+    EXPECT_EQ(st.replayed - settling.replayed, 3u);
+    // Stream 0 sits out from here: the other two are another batch.
+    both({1, 2}, 8);
+    EXPECT_EQ(replaying->batch_replay_stats().replayed, st.replayed)
+        << "the three's recording was replayed for two";
+    for (int i = 0; i < 3; ++i) both({2, 1}, 8);
+    st = replaying->batch_replay_stats();
+    EXPECT_EQ(st.recordings - settling.recordings, 2u);
+    EXPECT_EQ(st.replayed - settling.replayed, 3u + 3u);
+    for (int i = 1; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
+            << "max |difference| "
+            << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PiperFlowReplay,
+                         ::testing::Values(etude::gpu::BackendKind::Vulkan,
+                                           etude::gpu::BackendKind::Cuda),
+                         [](const auto& info) { return etude::gpu::to_string(info.param); });
+
+// On the CPU (and OpenCL) a replay would call the same operations one by
+// one: every batch runs op by op, and nothing is recorded.
+TEST(PiperFlowReplayCpu, the_cpu_runs_every_batch_op_by_op) {
+    const auto voice = PiperVoice::open(kVoice);
+    const auto cpu = etude::gpu::shared_cpu_backend();
+    const auto joint =
+        std::make_shared<const VitsFlowNetwork>(*voice->network().flow_network(0), cpu);
+    joint->set_join_streams(true);
+    const auto solo =
+        std::make_shared<const VitsFlowNetwork>(*voice->network().flow_network(0), cpu);
+    FlowTwins twins(joint, solo, 2, 4 * 16 + 4 * 8);
+    for (int i = 0; i < 4; ++i) twins.push(*cpu, {0, 1}, 16, false);
+    for (int i = 0; i < 4; ++i) twins.push(*cpu, {0, 1}, 8, false);
+    EXPECT_FALSE(twins.joint_out(0).empty());
+    const ReplayStats st = joint->batch_replay_stats();
+    EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+}
+
+}  // namespace
