@@ -261,13 +261,8 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
 }
 
 ReplayStats HifiGanNetwork::batch_replay_stats() const {
-    ReplayStats total;
-    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
-        JoinLane<StreamPush>& lane = lanes_.of(kind);
-        std::lock_guard lock(lane.mu);
-        total += batches_of(lane).steps().stats();
-    }
-    return total;
+    return engine::batch_replay_stats(
+        lanes_, [this](JoinLane<StreamPush> & lane) -> auto& { return batches_of(lane); });
 }
 
 std::unique_ptr<NetworkStream> HifiGanNetwork::open_stream(int right_context) const {

@@ -44,6 +44,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
@@ -145,5 +146,18 @@ class RecordedBatches {
     std::unique_ptr<gpu::Queue> queue_;
     RecordedSteps steps_;  // declared after the queue its recordings name
 };
+
+// A network's batch replays over both its lanes (each read under its
+// lock): `batches_of(lane)` is the lane's RecordedBatches.
+template <class Push, class BatchesOf>
+ReplayStats batch_replay_stats(JoinLanes<Push>& lanes, const BatchesOf& batches_of) {
+    ReplayStats total;
+    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
+        JoinLane<Push>& lane = lanes.of(kind);
+        std::lock_guard lock(lane.mu);
+        total += batches_of(lane).steps().stats();
+    }
+    return total;
+}
 
 }  // namespace etude::engine

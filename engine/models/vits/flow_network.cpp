@@ -26,13 +26,8 @@ using Conv = VitsFlowConv;
 VitsFlowNetwork::~VitsFlowNetwork() = default;
 
 ReplayStats VitsFlowNetwork::batch_replay_stats() const {
-    ReplayStats total;
-    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
-        JoinLane<VitsFlowPush>& lane = lanes_.of(kind);
-        std::lock_guard lock(lane.mu);
-        total += batches_of(lane).steps().stats();
-    }
-    return total;
+    return engine::batch_replay_stats(
+        lanes_, [this](JoinLane<VitsFlowPush> & lane) -> auto& { return batches_of(lane); });
 }
 
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
