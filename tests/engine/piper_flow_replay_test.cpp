@@ -29,6 +29,8 @@ namespace {
 
 const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
 constexpr double kFlowBound = 1e-5;  // piper_flow_batch_test.cpp's
+// A device's flow against the CPU's: the backends' parity bound.
+constexpr double kCpuBound = 1e-4;
 constexpr int kStreams = 3;
 
 class PiperFlowReplay : public etude::test::PiperOnDevice {
@@ -146,6 +148,52 @@ TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_th
         EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
             << "max |difference| "
             << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+    }
+}
+
+// A device fault at a replayed batch (after its priors' uploads: the
+// replay) reaches the batch's pushes as a device error, as any fault in a
+// batch does (piper_flow_batch_test.cpp: each stream's CPU flow then takes
+// its sentence over in the engine). The recording stays valid: the streams'
+// next sentences, in the same slots, replay it again, each stream's flow
+// its solo flow.
+TEST_P(PiperFlowReplay, a_fault_in_a_replayed_batch_is_a_device_error_and_the_recording_stays) {
+    const int frames = 4 * 16 + 4 * 8 + 5;
+    const auto replaying = flow(true);
+    // The twins alone on the CPU: on the device their pushes, made before
+    // the batch's, would take the fault.
+    FlowTwins replayed(replaying,
+                       std::make_shared<const VitsFlowNetwork>(*voice_->network().flow_network(0),
+                                                               etude::gpu::shared_cpu_backend()),
+                       kStreams, frames);
+    const std::vector<int> all{0, 1, 2};
+    for (int i = 0; i < 4; ++i) replayed.push(*device_, all, 16, false);
+    for (int i = 0; i < 3; ++i) replayed.push(*device_, all, 8, false);
+    const ReplayStats at_fault = replaying->batch_replay_stats();
+    ASSERT_GE(at_fault.replayed, 2u) << "batches of 8 replay before the fault";
+    etude::gpu::GpuFault fault;
+    fault.kind = etude::gpu::GpuFault::KernelFailure;
+    fault.count = 1;
+    fault.after = 2 * kStreams;  // the priors' uploads, then the replay
+    device_->inject_fault(fault);
+    try {
+        replayed.push(*device_, all, 8, false);
+        ADD_FAILURE() << "the fault was not heard of";
+    } catch (const etude::gpu::DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find("replay"), std::string::npos) << e.what();
+    }
+    device_->inject_fault({});
+    device_->reset_health();
+    replayed.next_sentence(frames);
+    for (int i = 0; i < 4; ++i) replayed.push(*device_, all, 16, false);
+    for (int i = 0; i < 4; ++i) replayed.push(*device_, all, 8, false);
+    replayed.push(*device_, all, 5, true);
+    const ReplayStats after = replaying->batch_replay_stats();
+    EXPECT_EQ(after.recordings, at_fault.recordings) << "the recording stayed valid";
+    EXPECT_GE(after.replayed, at_fault.replayed + 4) << "the next sentence replays it again";
+    for (int i = 0; i < kStreams; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        EXPECT_LE(replayed.diff(i), kCpuBound);
     }
 }
 
