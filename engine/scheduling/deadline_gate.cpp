@@ -19,11 +19,15 @@ DeadlineGate::DeadlineGate(int turns, int priority, bool solo_when_shared)
 
 void DeadlineGate::Turn::release() {
     outside_ = false;
-    // Given back first: restored to a normal thread while still counted as
-    // running, the holder could be kept off the CPU with the turn.
-    if (gate_) std::exchange(gate_, nullptr)->give_back(std::exchange(cpu_, -1));
-    if (std::exchange(solo_, false)) gpu::host::leave_solo();
+    // Its CPU free before the turn goes: the holder granted it next claims
+    // one at once, and would find every CPU taken.
     pin_ = rt::ScopedCpuPin();
+    if (cpu_ >= 0) free_cpu(std::exchange(cpu_, -1));
+    // Given back before the priority: restored to a normal thread while
+    // still counted as running, the holder could be kept off the CPU with
+    // the turn.
+    if (gate_) std::exchange(gate_, nullptr)->give_back();
+    if (std::exchange(solo_, false)) gpu::host::leave_solo();
     priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
@@ -42,7 +46,6 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     // Others hold turns now (running_ counts this one): their loops have
     // the cores the CPU workers would take.
     const bool solo = solo_when_shared_ && running_ > 1;
-    const int cpu = solo ? claim_cpu() : -1;
     lock.unlock();
     Turn turn(this, priority_);
     turn.asked_ns_ = me.asked_ns;
@@ -50,8 +53,7 @@ DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give
     if (solo) {
         gpu::host::enter_solo();
         turn.solo_ = true;
-        turn.cpu_ = cpu;
-        if (cpu >= 0) turn.pin_ = rt::ScopedCpuPin(cpu);
+        hold_to_a_cpu(turn);
     }
     return turn;
 }
@@ -79,27 +81,48 @@ bool DeadlineGate::grant_free_turns() {
     return granted;
 }
 
-int DeadlineGate::claim_cpu() {
+namespace {
+
+// The CPUs solo holders are held to, across every gate of the process
+// (zero-initialised: none). The lock is held only to read and change the set.
+std::mutex g_claims_mu;
+cpu_set_t g_claimed;
+
+}  // namespace
+
+void DeadlineGate::hold_to_a_cpu(Turn& turn) {
     const cpu_set_t allowed = rt::current_thread_cpus();
-    const auto free = [&](int c) {
-        return c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed) &&
-               std::find(claimed_cpus_.begin(), claimed_cpus_.end(), c) == claimed_cpus_.end();
-    };
-    int cpu = sched_getcpu();
-    if (!free(cpu)) {
-        cpu = -1;
-        for (int c = 0; c < CPU_SETSIZE && cpu < 0; ++c)
-            if (free(c)) cpu = c;
+    int cpu = -1;
+    {
+        std::lock_guard lock(g_claims_mu);
+        const auto free = [&](int c) {
+            return c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed) && !CPU_ISSET(c, &g_claimed);
+        };
+        cpu = sched_getcpu();
+        if (!free(cpu)) {
+            cpu = -1;
+            for (int c = 0; c < CPU_SETSIZE && cpu < 0; ++c)
+                if (free(c)) cpu = c;
+        }
+        if (cpu < 0) return;
+        CPU_SET(cpu, &g_claimed);
     }
-    if (cpu < 0) return -1;
-    claimed_cpus_.push_back(cpu);
-    return cpu;
+    turn.pin_ = rt::ScopedCpuPin(cpu);
+    if (!turn.pin_.pinned()) {
+        free_cpu(cpu);  // refused (a cpuset, a sandbox): nobody is held there
+        return;
+    }
+    turn.cpu_ = cpu;
 }
 
-void DeadlineGate::give_back(int cpu) {
+void DeadlineGate::free_cpu(int cpu) {
+    std::lock_guard lock(g_claims_mu);
+    CPU_CLR(cpu, &g_claimed);
+}
+
+void DeadlineGate::give_back() {
     std::lock_guard lock(mu_);
     --running_;
-    if (cpu >= 0) claimed_cpus_.erase(std::find(claimed_cpus_.begin(), claimed_cpus_.end(), cpu));
     grant_free_turns();
 }
 

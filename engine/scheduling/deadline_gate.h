@@ -32,8 +32,8 @@
 // seventeen threads on two cores. Left where Linux put them, two holders
 // shared a core for up to 15 ms at a time while the other core stood idle
 // (rt/cpu_pin.h): the two cores were 83-86% busy, and an extra turn took
-// them only to 88-94%. Each held to a core of its own, the cores are 99%
-// busy and 16 streams read offline make 24.8-25.4x against 22.8-23.0x
+// them only to 88-94%. Each held to a core of its own, the cores are 98-99%
+// busy and 16 streams read offline made 23.0-25.4x against 21.9-23.5x
 // (docs/benchmarks.md, "Turn holders held to a core each").
 //
 // A network stream's (SchedulingClass::Network: a server's, whose reader
@@ -147,7 +147,7 @@ class DeadlineGate {
         bool outside_ = false;
         std::int64_t asked_ns_ = 0, granted_ns_ = 0;
         bool solo_ = false;
-        int cpu_ = -1;  // claimed at the gate
+        int cpu_ = -1;  // claimed for pin_ (hold_to_a_cpu)
         rt::ScopedCpuPin pin_;
         rt::ScopedRealtime priority_;
     };
@@ -186,17 +186,20 @@ class DeadlineGate {
     // one moment, by the thread that frees them (mu_ held), and each is
     // woken. Returns whether any was granted.
     bool grant_free_turns();
-    // A CPU of the calling thread's for a solo holder: the one it runs on
-    // if no other holder has it, else the first free one; -1 if all are
-    // taken. mu_ held.
-    int claim_cpu();
-    void give_back(int cpu);
+    // Holds the calling thread, a solo holder, to a CPU of its own (its
+    // turn's cpu_ and pin_): the one it runs on if no solo holder of any
+    // gate of the process has it, else the first free one; none if all are
+    // taken or the OS refuses. One pinned holder a CPU across gates: an
+    // engine's network and offline gates, or two engines, would otherwise
+    // pin two holders to one CPU, where Linux could not move them apart.
+    static void hold_to_a_cpu(Turn& turn);
+    static void free_cpu(int cpu);  // a claim hold_to_a_cpu() made
+    void give_back();
 
     const int turns_, priority_;
     const bool solo_when_shared_;
     mutable std::mutex mu_;
-    int running_ = 0;                // turns held or granted
-    std::vector<int> claimed_cpus_;  // solo holders' CPUs
+    int running_ = 0;  // turns held or granted
     std::uint64_t next_ticket_ = 0;
     std::vector<Waiter*> waiting_;  // not yet gone with a turn or given up
 };

@@ -220,9 +220,9 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
         const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
         due = chunk_due(horizon(started, origin.pushed, ring_.write_position()));
         // Offline work (an offline stream's, or a reader's whose producer
-        // has stepped down in produce()) takes turns of its own, one more than
-        // the CPUs, outside the live order; a network stream's at its gate
-        // (deadline.h).
+        // has stepped down in produce()) takes turns of its own, a turn per
+        // CPU, outside the live order; a network stream's at its gate
+        // (deadline_gate.h).
         offline = producer_background_ || options_.scheduling == SchedulingClass::Offline;
     }
     DeadlineGate& gate = offline                                           ? engine_->offline_gate()

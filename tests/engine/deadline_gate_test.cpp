@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -226,57 +227,98 @@ TEST(DeadlineGate, a_holder_granted_beside_another_computes_alone_until_it_gives
     EXPECT_FALSE(second_after) << "solo outlived the turn";
 }
 
-// Solo holders are each held to a CPU no other holder has (rt/cpu_pin.h
-// says why): left where Linux woke them, two shared a core for up to 15 ms
-// while the other stood idle. A holder past the CPUs stays free, and each
-// may run where it could before once its turn is given back.
-TEST(DeadlineGate,
-     solo_holders_are_each_held_to_a_cpu_of_their_own_until_they_give_their_turn_back) {
-    const cpu_set_t allowed = etude::rt::current_thread_cpus();
-    const int cpus = CPU_COUNT(&allowed);
-    ASSERT_GE(cpus, 1);
-    DeadlineGate gate(3, 0, /*solo_when_shared=*/true);
-    auto first = gate.wait({DeadlineGate::now_ns()}, never);  // alone: not solo, not held
-    EXPECT_EQ(first.cpu(), -1);
-    struct Seen {
-        int cpu = -2, ran_on = -2;
-        cpu_set_t during{}, after{};
-    };
-    Seen seen[2];
-    std::atomic<int> holding{0};
+namespace {
+
+// What a solo holder saw of its CPUs: the one its turn claimed, where it
+// ran, its CPUs while it held the turn and after.
+struct SeenCpus {
+    int cpu = -2, ran_on = -2;
+    cpu_set_t during{}, after{};
+    bool held_to_its_cpu() const {
+        return CPU_COUNT(&during) == 1 && CPU_ISSET(cpu, &during) && ran_on == cpu;
+    }
+};
+
+// A turn of each of `gates` held at once, each on a thread of its own; each
+// gate already has a holder, so each of these turns is solo.
+std::vector<SeenCpus> solo_turns_at_once(const std::vector<DeadlineGate*>& gates) {
+    std::vector<SeenCpus> seen(gates.size());
+    std::atomic<std::size_t> holding{0};
     std::atomic<bool> release{false};
     std::vector<std::thread> holders;
-    for (Seen& s : seen) {
-        holders.emplace_back([&, sp = &s] {
+    for (std::size_t i = 0; i < gates.size(); ++i) {
+        holders.emplace_back([&, i] {
             {
-                auto turn = gate.wait({DeadlineGate::now_ns()}, never);
-                sp->cpu = turn.cpu();
-                sp->ran_on = sched_getcpu();
-                sp->during = etude::rt::current_thread_cpus();
+                auto turn = gates[i]->wait({DeadlineGate::now_ns()}, never);
+                seen[i].cpu = turn.cpu();
+                seen[i].ran_on = sched_getcpu();
+                seen[i].during = etude::rt::current_thread_cpus();
                 holding.fetch_add(1);
                 while (!release) std::this_thread::yield();
             }
-            sp->after = etude::rt::current_thread_cpus();
+            seen[i].after = etude::rt::current_thread_cpus();
         });
-        while (holding.load() < static_cast<int>(holders.size())) std::this_thread::yield();
+        while (holding.load() < holders.size()) std::this_thread::yield();
     }
     release = true;
     for (auto& t : holders) t.join();
-    const auto held_to = [](const Seen& s) {
-        return CPU_COUNT(&s.during) == 1 && CPU_ISSET(s.cpu, &s.during) && s.ran_on == s.cpu;
-    };
-    ASSERT_GE(seen[0].cpu, 0) << "a solo holder was not given a CPU";
-    EXPECT_TRUE(held_to(seen[0]));
-    if (cpus >= 2) {
-        ASSERT_GE(seen[1].cpu, 0);
-        EXPECT_TRUE(held_to(seen[1]));
-        EXPECT_NE(seen[0].cpu, seen[1].cpu) << "two solo holders were given one CPU";
-    } else {
-        EXPECT_EQ(seen[1].cpu, -1) << "a holder past the CPUs";
-        EXPECT_TRUE(CPU_EQUAL(&seen[1].during, &allowed));
+    return seen;
+}
+
+// Whether this thread may be held to a CPU here (a sandbox may refuse).
+bool pins_allowed() {
+    return etude::rt::ScopedCpuPin(sched_getcpu()).pinned();
+}
+
+}  // namespace
+
+// Solo holders are each held to a CPU no other holder has (rt/cpu_pin.h
+// says why): left where Linux woke them, two shared a core for up to 15 ms
+// while the other stood idle. A holder past the CPUs stays free, and each
+// may run where it could before once its turn is given back, its CPU free
+// for the next.
+TEST(DeadlineGate,
+     solo_holders_are_each_held_to_a_cpu_of_their_own_until_they_give_their_turn_back) {
+    if (!pins_allowed()) GTEST_SKIP() << "the OS refuses to hold a thread to a CPU here";
+    const cpu_set_t allowed = etude::rt::current_thread_cpus();
+    const int cpus = CPU_COUNT(&allowed);
+    DeadlineGate gate(3, 0, /*solo_when_shared=*/true);
+    auto first = gate.wait({DeadlineGate::now_ns()}, never);  // alone: not solo, not held
+    EXPECT_EQ(first.cpu(), -1);
+    for (int round = 0; round < 2; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        const std::vector<SeenCpus> seen = solo_turns_at_once({&gate, &gate});
+        ASSERT_GE(seen[0].cpu, 0) << "a solo holder was not given a CPU";
+        EXPECT_TRUE(seen[0].held_to_its_cpu());
+        if (cpus >= 2) {
+            ASSERT_GE(seen[1].cpu, 0) << "(in the second round: a CPU never freed)";
+            EXPECT_TRUE(seen[1].held_to_its_cpu());
+            EXPECT_NE(seen[0].cpu, seen[1].cpu) << "two solo holders were given one CPU";
+        } else {
+            EXPECT_EQ(seen[1].cpu, -1) << "a holder past the CPUs";
+            EXPECT_TRUE(CPU_EQUAL(&seen[1].during, &allowed));
+        }
+        for (const SeenCpus& s : seen)
+            EXPECT_TRUE(CPU_EQUAL(&s.after, &allowed)) << "held to a CPU past its turn";
     }
-    for (const Seen& s : seen)
-        EXPECT_TRUE(CPU_EQUAL(&s.after, &allowed)) << "held to a CPU past its turn";
+}
+
+// One held holder a CPU across gates too: an engine's network and offline
+// gates (and other engines) hold their solo holders apart, where Linux
+// could not move two pinned to one CPU.
+TEST(DeadlineGate, solo_holders_of_two_gates_are_held_to_different_cpus) {
+    if (!pins_allowed()) GTEST_SKIP() << "the OS refuses to hold a thread to a CPU here";
+    const cpu_set_t allowed = etude::rt::current_thread_cpus();
+    if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU";
+    DeadlineGate network(2, 0, /*solo_when_shared=*/true), offline(2, 0, /*solo_when_shared=*/true);
+    auto first_network = network.wait({DeadlineGate::now_ns()}, never);
+    auto first_offline = offline.wait({DeadlineGate::now_ns()}, never);
+    const std::vector<SeenCpus> seen = solo_turns_at_once({&network, &offline});
+    ASSERT_GE(seen[0].cpu, 0);
+    ASSERT_GE(seen[1].cpu, 0);
+    EXPECT_NE(seen[0].cpu, seen[1].cpu) << "two gates' solo holders were given one CPU";
+    EXPECT_TRUE(seen[0].held_to_its_cpu());
+    EXPECT_TRUE(seen[1].held_to_its_cpu());
 }
 
 TEST(DeadlineGate, a_gate_that_is_not_solo_when_shared_leaves_its_holders_sharing) {

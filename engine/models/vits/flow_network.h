@@ -108,7 +108,8 @@ class VitsFlowNetwork {
     PushJoiner<VitsFlowPush>* joiner(Batching kind = Batching::Join) const {
         return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
     }
-    // Backend calls that ran two or more streams' layers.
+    // Backend calls that ran two or more streams' layers, as issued op by
+    // op or recorded (a replay issues none of its own).
     std::uint64_t batched_layer_calls() const { return lanes_.batched_calls(); }
     // Settled batches side by side recorded, replayed, and run op by op
     // (recorded_step.h), over both lanes.
