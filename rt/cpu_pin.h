@@ -26,7 +26,10 @@ inline cpu_set_t current_thread_cpus() noexcept {
 // While one lives, the thread that made it runs only on `cpu`; then it may
 // run on the CPUs it could before (those it could when the pin was made).
 // A CPU it may not use, or an OS that refuses, pins nothing. Movable; it
-// may be undone from any thread while the pinned thread lives.
+// may be undone from any thread while the pinned thread lives. A thread
+// made by the pinned one meanwhile inherits the one CPU for good: make
+// none while pinned (the engine's turns make none; devices and workers are
+// made when a stream or the engine is).
 class ScopedCpuPin {
   public:
     ScopedCpuPin() = default;
