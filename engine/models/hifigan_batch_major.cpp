@@ -145,17 +145,13 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     if (order.size() != pushes.size()) return false;
     std::vector<StreamPush> batch;
     std::vector<HifiGanStream*> members;
-    // The key: the members' state (one: all settled, the length and no
-    // flush in front), then their slots, which decide every buffer and
-    // offset the batch's operations name besides the joint buffers.
-    RecordedSteps::Key key = streams[order[0]]->push_state(frames, false);
     for (std::size_t i : order) {
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
-        const auto [page, index] = streams[i]->slot_->order();
-        key.push_back(static_cast<long>(page));
-        key.push_back(index);
     }
+    const RecordedSteps::Key key = RecordedBatches::key(
+        members[0]->push_state(frames, false), members,
+        [](const HifiGanStream* s) -> auto& { return *s->slot_; });
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.

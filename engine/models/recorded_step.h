@@ -44,6 +44,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/models/batch_major.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
@@ -140,6 +141,20 @@ class RecordedBatches {
         return *queue_;
     }
     RecordedSteps& steps() { return steps_; }
+    // A settled batch's key: the members' one state (all settled, the
+    // chunk length and no flush in front), then each member's slot
+    // (`slot_of(member)`, in slot order), which decide every buffer and
+    // offset the batch's operations name besides the joint buffers.
+    template <class Members, class SlotOf>
+    static RecordedSteps::Key key(BatchMajor::PushState state, const Members& members,
+                                  SlotOf slot_of) {
+        for (const auto& m : members) {
+            const auto [page, index] = slot_of(m).order();
+            state.push_back(static_cast<long>(page));
+            state.push_back(index);
+        }
+        return state;
+    }
 
   private:
     gpu::Backend& backend_;

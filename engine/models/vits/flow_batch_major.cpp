@@ -240,16 +240,10 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     const auto groups = same_state_groups(pushes);
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
-    // The key: the members' state (one: all settled, the length and no
-    // flush in front), then their slots, which decide every buffer and
-    // offset the batch's operations name besides the joint buffers.
-    RecordedSteps::Key key = pushes[groups[0][0]].stream->push_state(frames, false);
-    for (std::size_t i : groups[0]) {
-        batch.push_back(pushes[i]);
-        const auto [page, index] = pushes[i].stream->slot_->order();
-        key.push_back(static_cast<long>(page));
-        key.push_back(index);
-    }
+    for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
+    const RecordedSteps::Key key = RecordedBatches::key(
+        batch[0].stream->push_state(frames, false), batch,
+        [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.
