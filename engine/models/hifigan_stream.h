@@ -373,12 +373,8 @@ class HifiGanStream final : public NetworkStream {
         membership_.push(
             *joiner, alone,
             [this, batching](std::span<const StreamPush> batch) {
-                run_naming_the_batch(
-                    batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(batching)); },
-                    [&](const char* what) {
-                        return "HiFi-GAN: a batch of " + std::to_string(batch.size()) +
-                               " streams failed: " + what;
-                    });
+                run_naming_the_batch(batch.size(), "HiFi-GAN", "streams",
+                                     [&] { push_in_lane(batch, net_.lanes_.of(batching)); });
             },
             join_wait_until_ns_, flush);
     }

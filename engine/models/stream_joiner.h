@@ -52,6 +52,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/models/stream_layers.h"
@@ -304,11 +305,18 @@ class JoinMembership {
 // Runs `run` for a batch of `size` pushes of several streams: any exception
 // from it reaches each of them (through the joiner) as a device error of
 // the same kind, gpu::OutOfMemory staying one so that the joiner halves its
-// batches, with the message `named(what)` gives (one that names the
-// batch, so each stream's log says whose error it was); a batch of one
-// rethrows as it is. Each stream then handles it as its own device error.
-template <class Run, class Name>
-void run_naming_the_batch(std::size_t size, Run&& run, Name&& named) {
+// batches, its message naming the batch ("`network`: a batch of `size`
+// `items` failed: ...", without the network where it is empty), so each
+// stream's log says whose error it was; a batch of one rethrows as it is.
+// Each stream then handles it as its own device error.
+template <class Run>
+void run_naming_the_batch(std::size_t size, std::string_view network, std::string_view items,
+                          Run&& run) {
+    const auto named = [&](const char* what) {
+        std::string m = network.empty() ? std::string() : std::string(network) + ": ";
+        return m + "a batch of " + std::to_string(size) + " " + std::string(items) +
+               " failed: " + what;
+    };
     try {
         run();
     } catch (const gpu::OutOfMemory& e) {

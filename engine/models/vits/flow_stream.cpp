@@ -209,12 +209,8 @@ int VitsFlowStream::push_block(int frames, bool flush) {
             // batches after an out-of-memory), naming the batch: each stream's
             // CPU flow takes its sentence over, and the stream's
             // gpu_last_error says what happened.
-            run_naming_the_batch(
-                batch.size(), [&] { push_in_lane(batch, net_.lanes_.of(kind)); },
-                [&](const char* what) {
-                    return "VITS flow: a batch of " + std::to_string(batch.size()) +
-                           " streams failed: " + what;
-                });
+            run_naming_the_batch(batch.size(), "VITS flow", "streams",
+                                 [&] { push_in_lane(batch, net_.lanes_.of(kind)); });
         },
         join_wait_until_ns_, flush);
     return made;

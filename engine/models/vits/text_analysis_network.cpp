@@ -59,12 +59,7 @@ VitsAnalysisNetwork::Result VitsAnalysisNetwork::prior(const VitsTextToLatent& h
             // batches after an out-of-memory), naming the batch: each
             // stream's host then makes its sentence.
             joiner->push(me, [this](std::span<const VitsAnalysisPush> batch) {
-                run_naming_the_batch(
-                    batch.size(), [&] { run(batch); },
-                    [&](const char* what) {
-                        return "a batch of " + std::to_string(batch.size()) +
-                               " sentences failed: " + what;
-                    });
+                run_naming_the_batch(batch.size(), "", "sentences", [&] { run(batch); });
             });
         } else {
             run({&me, 1});
