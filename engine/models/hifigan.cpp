@@ -87,7 +87,9 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
         }
         streams.push_back(s);
     }
-    if (pushes.size() == 1 && push_recorded(pushes[0])) return;
+    // (Its own stream's: the thread leading a batch may run a batch of one
+    // that is another stream's push, once out of memory capped the batches.)
+    if (pushes.size() == 1 && streams[0]->push_recorded(pushes[0])) return;
     // Several streams share the network's joint buffers (a lone stream
     // never uses them, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;

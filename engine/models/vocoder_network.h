@@ -67,9 +67,11 @@ class NetworkStream {
     // batch with other streams' pushes, where the network can batch them.
     virtual void push(const float* mel, int frames, bool flush, std::vector<float>& values,
                       Batching batching) = 0;
-    // Several streams' pushes at once, each stream once; this stream is
-    // pushes[0]'s. Each stream's values are those its own push() would
-    // append (HiFi-GAN on the CPU's direct convolutions: bit for bit). For
+    // Several streams' pushes at once, each stream once, run by this
+    // stream, which need not be one of them (a joiner's leader, whose own
+    // push may wait for the next batch once out of memory capped them).
+    // Each stream's values are those its own push() would append (HiFi-GAN
+    // on the CPU's direct convolutions: bit for bit). For
     // HiFi-GAN, streams whose chunks line up run each layer as one batched
     // backend call: on a GPU about twice as fast for 16 streams in 4-frame
     // chunks (an H200, docs/benchmarks.md); on the CPU 5-10% slower, since

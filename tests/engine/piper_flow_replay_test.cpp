@@ -197,13 +197,83 @@ TEST_P(PiperFlowReplay, a_fault_in_a_replayed_batch_is_a_device_error_and_the_re
     }
 }
 
+// A stream's settled pushes alone (most pushes in the engine on lavapipe,
+// 1.2-1.3 to a batch) replay their block length's recording on the stream's
+// own queue, as a decoder's lone chunks do (recorded_step_test.cpp): four
+// blocks of 16 (the last two settled: one sizes, one records), seven of 8
+// (one sizes, one records, five replay more) and a flush, op by op. Each
+// replayed push is its op-by-op push bit for bit, and the device sees it as
+// the prior's two uploads, the replay and one download.
+TEST_P(PiperFlowReplay, a_lone_settled_push_replays_its_recording_bit_for_bit) {
+    const int frames = 4 * 16 + 7 * 8 + 5;
+    FlowTwins replayed(flow(false), flow(false), 1, frames);
+    FlowTwins op_by_op(flow(false), flow(false), 1, frames);
+    op_by_op.joint(0).set_replay(false);
+    for (int i = 0; i < 4; ++i) {
+        replayed.push(*device_, {0}, 16, false);
+        op_by_op.push(*device_, {0}, 16, false);
+    }
+    const ReplayStats settling = replayed.joint(0).replay_stats();
+    EXPECT_EQ(settling.op_by_op, 1u);
+    EXPECT_EQ(settling.recordings, 1u);
+    std::uint64_t ops_replayed = 0, ops_op_by_op = 0;
+    for (int i = 0; i < 7; ++i) {
+        device_->set_profiling(true);
+        ops_replayed = replayed.push(*device_, {0}, 8, false);
+        ops_op_by_op = op_by_op.push(*device_, {0}, 8, false);
+        device_->set_profiling(false);
+    }
+    const ReplayStats st = replayed.joint(0).replay_stats();
+    EXPECT_EQ(st.op_by_op - settling.op_by_op, 1u);
+    EXPECT_EQ(st.recordings - settling.recordings, 1u);
+    EXPECT_EQ(st.replayed - settling.replayed, 6u);
+    EXPECT_EQ(op_by_op.joint(0).replay_stats().replayed, 0u);
+    std::printf("[ %-8s ] a settled flow push of 8 frames alone: %llu operations op by op, "
+                "%llu replayed\n",
+                name_.c_str(), (unsigned long long)ops_op_by_op, (unsigned long long)ops_replayed);
+    EXPECT_EQ(ops_replayed, 4u) << "two uploads, the replay, a download";
+    replayed.push(*device_, {0}, 5, true);
+    op_by_op.push(*device_, {0}, 5, true);
+    ASSERT_FALSE(replayed.joint_out(0).empty());
+    EXPECT_TRUE(etude::test::identical(replayed.joint_out(0), op_by_op.joint_out(0)))
+        << "max |difference| "
+        << etude::test::max_abs_diff(replayed.joint_out(0), op_by_op.joint_out(0));
+    EXPECT_LE(replayed.diff(0), kFlowBound);
+    EXPECT_GT(etude::test::rms(replayed.joint_out(0)), 0.1) << "a flow of nothing";
+}
+
+// A joiner's leader may run a batch of one that is another stream's push
+// (once out of memory capped the batches at one, stream_joiner.h): the push
+// replays its own stream's recording on its own held frames, never the
+// leader's, which is settled on another prior with a recording of the same
+// length. Stream 0 leads every push of stream 1 here.
+TEST_P(PiperFlowReplay, a_lone_push_led_by_another_stream_replays_its_own_recording) {
+    const int frames = 4 * 16 + 6 * 8 + 5;
+    FlowTwins twins(flow(true), flow(false), 2, frames);
+    for (int i = 0; i < 4; ++i) twins.push(*device_, {0}, 16, false);
+    for (int i = 0; i < 4; ++i) twins.push(*device_, {0}, 8, false);
+    const ReplayStats leaders = twins.joint(0).replay_stats();
+    ASSERT_GE(leaders.replayed, 3u) << "the leader replays pushes of 8 of its own";
+    const auto led = [&](int block, bool flush) {
+        twins.push_each(*device_, {1}, {block}, {flush}, 0);
+    };
+    for (int i = 0; i < 4; ++i) led(16, false);
+    for (int i = 0; i < 6; ++i) led(8, false);
+    led(5, true);
+    EXPECT_EQ(twins.joint(0).replay_stats().replayed, leaders.replayed)
+        << "the leader's recording ran for another stream's push";
+    EXPECT_GE(twins.joint(1).replay_stats().replayed, 4u);
+    EXPECT_LE(twins.diff(1), kFlowBound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PiperFlowReplay,
                          ::testing::Values(etude::gpu::BackendKind::Vulkan,
                                            etude::gpu::BackendKind::Cuda),
                          [](const auto& info) { return etude::gpu::to_string(info.param); });
 
 // On the CPU (and OpenCL) a replay would call the same operations one by
-// one: every batch runs op by op, and nothing is recorded.
+// one: every batch and every push alone runs op by op, and nothing is
+// recorded.
 TEST(PiperFlowReplayCpu, the_cpu_runs_every_batch_op_by_op) {
     const auto voice = PiperVoice::open(kVoice);
     const auto cpu = etude::gpu::shared_cpu_backend();
@@ -218,6 +288,12 @@ TEST(PiperFlowReplayCpu, the_cpu_runs_every_batch_op_by_op) {
     EXPECT_FALSE(twins.joint_out(0).empty());
     const ReplayStats st = joint->batch_replay_stats();
     EXPECT_EQ(st.recordings + st.replayed + st.op_by_op, 0u);
+    FlowTwins lone(solo, solo, 1, 4 * 16 + 4 * 8);  // and a stream's pushes alone
+    for (int i = 0; i < 4; ++i) lone.push(*cpu, {0}, 16, false);
+    for (int i = 0; i < 4; ++i) lone.push(*cpu, {0}, 8, false);
+    EXPECT_FALSE(lone.joint_out(0).empty());
+    const ReplayStats alone = lone.joint(0).replay_stats();
+    EXPECT_EQ(alone.recordings + alone.replayed + alone.op_by_op, 0u);
 }
 
 }  // namespace

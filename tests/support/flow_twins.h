@@ -44,9 +44,12 @@ class FlowTwins {
         return push_each(device, who, std::vector<int>(who.size(), block),
                          std::vector<bool>(who.size(), flush));
     }
-    // The same with a block length and a flush of its own for each stream.
+    // The same with a block length and a flush of its own for each stream,
+    // run by stream `leader` (who[0] where -1; a stream that need not be
+    // one of them, as a joiner's leader).
     std::uint64_t push_each(gpu::Backend& device, const std::vector<int>& who,
-                            const std::vector<int>& lengths, const std::vector<bool>& flushes) {
+                            const std::vector<int>& lengths, const std::vector<bool>& flushes,
+                            int leader = -1) {
         const int channels = joint_->channels();
         std::vector<std::vector<float>> blocks;
         std::vector<engine::VitsFlowStream*> streams;
@@ -70,7 +73,8 @@ class FlowTwins {
         for (std::size_t k = 0; k < who.size(); ++k)
             each.push_back({blocks[k], lengths[k], flushes[k]});
         const std::uint64_t before = operations(device);
-        const auto got = engine::VitsFlowStream::push_blocks_together(streams, each);
+        const auto got = engine::VitsFlowStream::push_blocks_together(
+            streams, each, leader < 0 ? nullptr : joint_streams_[std::size_t(leader)].get());
         const std::uint64_t issued = operations(device) - before;
         for (std::size_t k = 0; k < who.size(); ++k)
             append(joint_out_[std::size_t(who[k])], got[k]);

@@ -229,6 +229,9 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         }
         streams.push_back(p.stream);
     }
+    // (Its own stream's: the thread leading a batch may run a batch of one
+    // that is another stream's push, once out of memory capped the batches.)
+    if (pushes.size() == 1 && streams[0]->push_recorded(pushes[0])) return;
     auto& b = net_.backend();
     auto& q = *queue_;
     const int half = net_.channels() / 2;
@@ -241,7 +244,7 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         return;
     }
     // Lent until this push's outputs are on the host (its synchronize).
-    std::vector<std::array<ScratchBuffer*, 15>> buffers;
+    std::vector<std::array<ScratchBuffer*, 16>> buffers;
     for (VitsFlowStream* s : streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
     const ScratchLender::Loan loan(net_.lender(), groups);
@@ -299,6 +302,45 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         for (VitsFlowStream* s : streams) ++s->batched_pushes_;
 }
 
+bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
+    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0 || !settled()) return false;
+    auto& b = net_.backend();
+    const int half = net_.channels() / 2, n = p.frames;
+    const std::size_t hn = std::size_t(half) * std::size_t(n);
+    RecordedSteps::Step step;
+    step.stage_input = [&](gpu::Queue& sq) {
+        b.copy_to_device(sq, halves_[0].need(b, hn), 0, host_in_.data(), hn);
+        b.copy_to_device(sq, halves_[1].need(b, hn), 0, host_in_.data() + hn, hn);
+    };
+    step.body = [&](gpu::Queue& bq) {
+        VitsFlowStream* self = this;
+        std::vector<SignalRef> a{{&halves_[0].get(), half, n}}, second{{&halves_[1].get(), half, n}};
+        // (One stream: the joint buffers are not used.)
+        walk_couplings(bq, {&self, 1}, {&p, 1}, a, second, net_.lanes_.of(Batching::Join).joint);
+        // Both halves in one buffer, [a; second]: where the recording
+        // leaves its output, as the op-by-op push downloads it.
+        const int m = std::max(a[0].length, 0);
+        const std::size_t hm = std::size_t(half) * std::size_t(m);
+        auto& out = gathered_.need(b, std::max<std::size_t>(2 * hm, 1));
+        if (hm > 0) {
+            const int cols = static_cast<int>(hm);
+            b.copy_rows(bq, 1, cols, *a[0].buffer, 0, hm, out, 0, 2 * hm);
+            b.copy_rows(bq, 1, cols, *second[0].buffer, 0, hm, out, hm, 2 * hm);
+        }
+        return SignalRef{&out, 2 * half, m};
+    };
+    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+        *p.made = out.length;
+        const std::size_t size = std::size_t(out.channels) * std::size_t(out.length);
+        if (size == 0) return;
+        host_out_.resize(size);
+        b.copy_to_host(oq, host_out_.data(), *out.buffer, 0, size);
+    };
+    // (Settled layers move nothing on the host that a replay skips.)
+    step.advance = [] {};
+    return steps_.run(*queue_, {n}, step);
+}
+
 std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
     std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
     int frames, bool flush) {
@@ -308,7 +350,8 @@ std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
 }
 
 std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
-    std::span<VitsFlowStream* const> streams, std::span<const Block> blocks) {
+    std::span<VitsFlowStream* const> streams, std::span<const Block> blocks,
+    VitsFlowStream* leader) {
     if (streams.empty()) return {};
     const VitsFlowNetwork& net = streams[0]->net_;
     if (blocks.size() != streams.size())
@@ -323,8 +366,9 @@ std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
                                         std::to_string(net.channels()) + " channels, not " +
                                         std::to_string(block.prior.size()) + " values");
     }
+    if (!leader) leader = streams[0];
     for (const VitsFlowStream* s : streams)
-        if (&s->net_ != &net)
+        if (&s->net_ != &net || &leader->net_ != &net)
             throw std::invalid_argument("VITS flow stream: a batch of two networks' streams");
     std::vector<int> made(streams.size(), 0);
     std::vector<VitsFlowPush> pushes;
@@ -332,7 +376,7 @@ std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
         streams[i]->host_in_.assign(blocks[i].prior.begin(), blocks[i].prior.end());
         pushes.push_back({streams[i], blocks[i].frames, blocks[i].flush, &made[i]});
     }
-    streams[0]->push_together(pushes);
+    leader->push_together(pushes);
     std::vector<std::vector<float>> out(streams.size());
     for (std::size_t i = 0; i < streams.size(); ++i) {
         streams[i]->pushed_ += blocks[i].frames;
@@ -344,7 +388,7 @@ std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
     return out;
 }
 
-std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {
+std::array<ScratchBuffer*, 16> VitsFlowStream::lent() {
     return {&scratch_.window,
             &scratch_.staging,
             &halves_[0],
@@ -359,7 +403,8 @@ std::array<ScratchBuffer*, 15> VitsFlowStream::lent() {
             &skip_,
             &skip_delayed_,
             &skip_sum_,
-            &shift_};
+            &shift_,
+            &gathered_};
 }
 
 int VitsFlowStream::run_until(const std::vector<float>& prior, int frames, int until,

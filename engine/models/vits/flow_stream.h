@@ -25,7 +25,8 @@
 // of the flow's arithmetic) one backend call for the streams whose windows
 // line up (JointPush, stream_layers.h). A settled batch side by side of the
 // same members and block length replays its recording where the backend
-// replays natively (models/recorded_step.h). Each stream's held frames stay its
+// replays natively (models/recorded_step.h), and so does a settled push
+// alone, of a block length seen before. Each stream's held frames stay its
 // own on the device (in a slot of the network's HeldSlots where its
 // streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "engine/models/batch_major.h"
+#include "engine/models/recorded_step.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/text_to_latent.h"
@@ -103,10 +105,13 @@ class VitsFlowStream {
     // them that ran in a batch with other streams' pushes.
     std::uint64_t pushes() const { return pushes_; }
     std::uint64_t batched_pushes() const { return batched_pushes_; }
-    // Whether this stream's settled pushes in a batch may replay a
-    // recording (on by default where the backend replays natively; tests
+    // Whether this stream's settled pushes, alone or in a batch, may replay
+    // a recording (on by default where the backend replays natively; tests
     // turn it off to compare).
     void set_replay(bool on) { replay_ = on; }
+    // How its settled pushes alone ran (models/recorded_step.h); a batch's
+    // are the network's (VitsFlowNetwork::batch_replay_stats()).
+    ReplayStats replay_stats() const { return steps_.stats(); }
     // Whether later pushes may join other streams' in a batch, where the
     // network's streams join (Batching, models/vocoder_network.h: the
     // caller knows how urgent its work is). Join until set.
@@ -147,14 +152,18 @@ class VitsFlowStream {
         std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
         int frames, bool flush = false);
     // The same with a block of its own length for each stream, each ending
-    // its sentence or not (a join of pushes in different states).
+    // its sentence or not (a join of pushes in different states), run by
+    // `leader` (streams[0] where null; else a stream of the network that
+    // need not be one of them, as a joiner's leader may run a batch that
+    // leaves its own push for the next).
     struct Block {
         std::span<const float> prior;  // [channels][frames]
         int frames = 0;
         bool flush = false;
     };
     static std::vector<std::vector<float>> push_blocks_together(
-        std::span<VitsFlowStream* const> streams, std::span<const Block> blocks);
+        std::span<VitsFlowStream* const> streams, std::span<const Block> blocks,
+        VitsFlowStream* leader = nullptr);
     // The same `block` for every stream, not flushing; the output dropped.
     static void push_block_together(std::span<VitsFlowStream* const> streams,
                                     std::span<const float> block, int frames) {
@@ -214,6 +223,10 @@ class VitsFlowStream {
     // the members' state and slots); false, having done nothing, where it
     // cannot replay. The caller holds the lane's lock.
     bool push_batch_recorded(std::span<const VitsFlowPush> pushes, JoinLane<VitsFlowPush>& lane);
+    // This stream's settled push alone through its block length's recording
+    // on its own queue (recorded_step.h); false, having done nothing, where
+    // it cannot replay.
+    bool push_recorded(const VitsFlowPush& p);
     // Whether every layer and delay is settled (stream_layers.h): a push's
     // operations then depend only on its length.
     bool settled() const;
@@ -234,11 +247,13 @@ class VitsFlowStream {
     // runs at a time): the halves of the latent (two pairs, in and out),
     // the WaveNet's residual signal (two, alternating), a convolution's
     // output, the gated activations, the residual and skip products, a
-    // delayed skip, the skip sum and the coupling's shift.
+    // delayed skip, the skip sum and the coupling's shift; and the output's
+    // halves gathered in one place, where a recorded push leaves them.
     // All of them are empty between pushes: the network's lender fills
-    // them for one (lent()).
-    ScratchBuffer halves_[4], x_[2], conv_, acts_, res_, skip_, skip_delayed_, skip_sum_, shift_;
-    std::array<ScratchBuffer*, 15> lent();
+    // them for one (lent()), or a recording's set of its own (steps_).
+    ScratchBuffer halves_[4], x_[2], conv_, acts_, res_, skip_, skip_delayed_, skip_sum_, shift_,
+        gathered_;
+    std::array<ScratchBuffer*, 16> lent();
     // Where the layers hold their frames: a slot of the network's
     // (batch_major.h) where its streams join, else buffers of their own.
     // Declared before the layers, which keep places in it.
@@ -257,9 +272,16 @@ class VitsFlowStream {
     Batching batching_ = Batching::Join;
     bool replay_ = true;
     std::int64_t join_wait_until_ns_ = 0;
-    // In the lane of the sentence's pushes (stream_joiner.h): declared last,
-    // so that it leaves before anything a batch would use goes.
+    // In the lane of the sentence's pushes (stream_joiner.h): declared
+    // after everything a batch would use, so that it leaves before it goes.
     JoinMembership<VitsFlowPush> membership_;
+    // The settled pushes alone, recorded per block length. Declared last:
+    // its recordings name the queue, the layers' held frames and the
+    // buffers above, so they must die first.
+    RecordedSteps steps_{net_.backend(), [this] {
+                             const auto buffers = lent();
+                             return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
+                         }()};
 };
 
 }  // namespace etude::engine

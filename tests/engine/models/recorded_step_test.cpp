@@ -180,6 +180,36 @@ TEST_P(RecordedStep, interleaved_streams_keep_their_own_recordings_and_audio) {
     EXPECT_TRUE(test::identical(b_out, op_by_op(b_chunks, 40)));
 }
 
+// A joiner's leader may run a batch of one that is another stream's push
+// (once out of memory capped the batches at one, stream_joiner.h): the push
+// replays its own stream's recording on its own layers, never the
+// leader's, which here is settled on other frames with a recording of the
+// same length.
+TEST_P(RecordedStep, a_lone_push_run_by_another_stream_replays_its_own_recording) {
+    const std::vector<int> chunks(10, 8);
+    auto leader = model_->open_stream();
+    speak(*leader, latent_, chunks, false, 100);
+    const ReplayStats leaders = leader->replay_stats();
+    ASSERT_EQ(leaders.recordings, 1u);
+    auto a = model_->open_stream();
+    std::vector<float> got, part;
+    int f = 0;
+    for (int c : chunks) {
+        copy_mel_frames(latent_.data, latent_.channels, latent_.frames, f, c, part);
+        f += c;
+        const StreamPush push{a.get(), part.data(), c, false, &got};
+        leader->push_together({&push, 1});
+    }
+    EXPECT_EQ(a->replay_stats().recordings, 1u);
+    EXPECT_GE(a->replay_stats().replayed, 4u);
+    EXPECT_EQ(leader->replay_stats().replayed, leaders.replayed) << "the leader's recording ran";
+    auto ref = model_->open_stream();
+    ref->set_replay(false);
+    const auto want = speak(*ref, latent_, chunks, false);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(test::identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
+}
+
 // Recordings stay valid across reset(): a stream cancelled mid-utterance and
 // reset speaks the next utterance as a fresh stream does, replaying the
 // recordings it made before (no new ones for the same sizes).
