@@ -86,6 +86,12 @@ class DeviceBuffer {
     std::size_t floats() const { return bytes_ / sizeof(float); }
     const char* tag() const { return tag_; }
     explicit operator bool() const { return handle_ != nullptr; }
+    // The same memory, not owned: the view gives nothing back when it goes,
+    // so whoever holds it must keep this buffer's owner alive for as long
+    // (a network that shares another's weights holds that network).
+    DeviceBuffer borrow() const { return DeviceBuffer(nullptr, handle_, bytes_, tag_); }
+    // Whether it frees its memory when it goes (false for a borrowed view).
+    bool owns() const { return owner_ != nullptr; }
 
   private:
     MemoryOwner* owner_ = nullptr;

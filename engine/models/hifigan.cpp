@@ -262,6 +262,52 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
     return steps_.run(q, {p.frames}, step);
 }
 
+namespace {
+
+// A layer whose weights are another network's (borrowed: that network
+// outlives this one's).
+ConvLayer borrowed(const ConvLayer& c) {
+    return {{c.weight.buffer.borrow(), c.weight.shape}, {c.bias.buffer.borrow(), c.bias.shape},
+            c.shape};
+}
+
+}  // namespace
+
+HifiGanNetwork::HifiGanNetwork(const HifiGanNetwork& base, std::span<const float> input_bias)
+    : backend_(base.backend_),
+      work_(backend_),
+      n_mels_(base.n_mels_),
+      hop_(base.hop_),
+      num_kernels_(base.num_kernels_),
+      final_channels_(base.final_channels_),
+      slope_(base.slope_),
+      final_slope_(base.final_slope_),
+      rates_(base.rates_) {
+    const auto channels = static_cast<std::size_t>(base.conv_pre_.shape.out_channels);
+    if (input_bias.size() != channels)
+        throw std::invalid_argument("HiFi-GAN: an input bias of " +
+                                    std::to_string(input_bias.size()) + " values, not " +
+                                    std::to_string(channels));
+    queue_ = backend_.create_queue();
+    conv_pre_ = borrowed(base.conv_pre_);
+    conv_pre_.bias.buffer = backend_.allocate(channels, kWeightsTag);
+    backend_.copy_to_device(*queue_, conv_pre_.bias.buffer, 0, input_bias.data(), channels);
+    conv_post_ = borrowed(base.conv_post_);
+    for (const ConvLayer& up : base.ups_) ups_.push_back(borrowed(up));
+    for (const ResBlock& rb : base.resblocks_) {
+        ResBlock mine;
+        for (const ConvLayer& c : rb.first) mine.first.push_back(borrowed(c));
+        for (const ConvLayer& c : rb.second) mine.second.push_back(borrowed(c));
+        resblocks_.push_back(std::move(mine));
+    }
+    backend_.synchronize(*queue_);  // (input_bias is the caller's)
+}
+
+std::unique_ptr<VocoderNetwork> HifiGanNetwork::sharing_weights(
+    std::span<const float> input_bias) const {
+    return std::unique_ptr<VocoderNetwork>(new HifiGanNetwork(*this, input_bias));
+}
+
 ReplayStats HifiGanNetwork::batch_replay_stats() const {
     return engine::batch_replay_stats(
         lanes_, [this](JoinLane<StreamPush> & lane) -> auto& { return batches_of(lane); });

@@ -167,11 +167,16 @@ class HifiGanNetwork final : public VocoderNetwork {
     }
     std::uint64_t batched_layer_calls() const override { return lanes_.batched_calls(); }
     ReplayStats batch_replay_stats() const override;
+    std::unique_ptr<VocoderNetwork> sharing_weights(
+        std::span<const float> input_bias) const override;
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
   private:
     friend class HifiGanStream;
+    // `base`'s layers, its weights borrowed, conv_pre's bias `input_bias`
+    // (sharing_weights()).
+    HifiGanNetwork(const HifiGanNetwork& base, std::span<const float> input_bias);
     struct ResBlock {
         std::vector<ConvLayer> first, second;  // ResBlock2 has no second convs
     };

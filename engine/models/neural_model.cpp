@@ -40,6 +40,22 @@ std::shared_ptr<NeuralModel> NeuralModel::load(const LefFile& file, const std::s
     return m;
 }
 
+std::shared_ptr<NeuralModel> NeuralModel::sharing_weights(std::shared_ptr<const NeuralModel> base,
+                                                          std::span<const float> input_bias) {
+    auto network = base->network_->sharing_weights(input_bias);
+    if (!network) return nullptr;
+    std::shared_ptr<NeuralModel> m(new NeuralModel());
+    m->audio_ = base->audio_;
+    m->label_ = base->label_;
+    m->backend_ = base->backend_;
+    m->window_ = base->window_;
+    m->left_context_ = base->left_context_;
+    m->right_context_ = base->right_context_;
+    m->weights_owner_ = std::move(base);
+    m->network_ = std::move(network);
+    return m;
+}
+
 int NeuralModel::streaming_latency_samples() const {
     if (audio_.architecture == "vocos") {
         const int half = audio_.n_fft / 2;

@@ -35,6 +35,17 @@ class NeuralModel {
                                              std::shared_ptr<gpu::Backend> backend);
     static std::shared_ptr<NeuralModel> load(const LefFile& file, const std::string& label,
                                              std::shared_ptr<gpu::Backend> backend);
+    // `base` on its backend with its first convolution's bias replaced by
+    // `input_bias`, every other weight shared with `base` (held, not
+    // copied): another speaker of a Piper voice, whose decoders differ only
+    // there. Its streams batch among themselves. Null where `base`'s
+    // network cannot share its weights (Vocos); throws
+    // std::invalid_argument for a bias of another size, gpu::DeviceError as
+    // uploads do.
+    static std::shared_ptr<NeuralModel> sharing_weights(std::shared_ptr<const NeuralModel> base,
+                                                        std::span<const float> input_bias);
+    // Whether its weights are another model's (sharing_weights).
+    bool shares_weights() const { return weights_owner_ != nullptr; }
 
     const ModelAudioParams& audio() const { return audio_; }
     const std::string& label() const { return label_; }
@@ -75,6 +86,8 @@ class NeuralModel {
     ModelAudioParams audio_;
     std::string label_;
     std::shared_ptr<gpu::Backend> backend_;
+    // The model whose weights network_ borrows (sharing_weights; else null).
+    std::shared_ptr<const NeuralModel> weights_owner_;
     std::unique_ptr<VocoderNetwork> network_;
     std::vector<float> window_;
     int left_context_ = 0, right_context_ = 0;

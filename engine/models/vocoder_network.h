@@ -127,6 +127,14 @@ class VocoderNetwork {
     // (recorded_step.h: RecordedBatches), counted per batch as
     // NetworkStream::replay_stats() counts a lone stream's chunks.
     virtual ReplayStats batch_replay_stats() const { return {}; }
+    // The same network with its first convolution's bias replaced by
+    // `input_bias` and every other weight shared, not copied (a Piper
+    // voice's speakers differ only there): this network must outlive it.
+    // Null where the network cannot (then the caller loads it whole);
+    // throws std::invalid_argument for a bias of another size.
+    virtual std::unique_ptr<VocoderNetwork> sharing_weights(std::span<const float>) const {
+        return nullptr;
+    }
 };
 
 }  // namespace etude::engine

@@ -150,9 +150,20 @@ std::shared_ptr<NeuralModel> PiperVoice::load_decoder(int speaker,
         throw Error(model_path() + ": speaker " + std::to_string(speaker) +
                     " is outside the voice's " + std::to_string(num_speakers()) + " speakers");
     const std::pair<int, const gpu::Backend*> key{speaker, backend.get()};
+    std::shared_ptr<const NeuralModel> other;  // another speaker's there
     {
         std::lock_guard lock(decoders_mu_);
         if (auto it = decoders_.find(key); it != decoders_.end()) return it->second;
+        for (const auto& [k, decoder] : decoders_)
+            if (k.second == backend.get()) other = decoder;
+    }
+    // Another speaker's decoder is on that backend already: this one shares
+    // its weights, with this speaker's input bias.
+    if (other) {
+        if (auto shared = share_vits_decoder(other, network_->weights(), speaker)) {
+            std::lock_guard lock(decoders_mu_);
+            return decoders_.emplace(key, std::move(shared)).first->second;
+        }
     }
     // The decoder as a LEF image, made for this load and let go after it:
     // kept, it held another copy of the decoder's weights (7 MB of resident
@@ -173,11 +184,17 @@ std::shared_ptr<const VitsFlowNetwork> PiperVoice::load_flow(
     const auto cpu = network_->flow_network(speaker);  // checks the speaker
     if (!backend || backend.get() == &cpu->backend()) return cpu;
     const std::pair<int, const gpu::Backend*> key{speaker, backend.get()};
+    std::shared_ptr<const VitsFlowNetwork> other;  // another speaker's there
     {
         std::lock_guard lock(decoders_mu_);
         if (auto it = flows_.find(key); it != flows_.end()) return it->second;
+        for (const auto& [k, flow] : flows_)
+            if (k.second == backend.get()) other = flow;
     }
-    auto flow = std::make_shared<const VitsFlowNetwork>(*cpu, std::move(backend));
+    // Another speaker's flow is on the device already: this one shares its
+    // weights, with this speaker's biases (read from the CPU's flow).
+    auto flow = other ? std::make_shared<const VitsFlowNetwork>(other, cpu->speaker_biases())
+                      : std::make_shared<const VitsFlowNetwork>(*cpu, std::move(backend));
     // Two streams may have loaded it at once: the first one stored wins.
     std::lock_guard lock(decoders_mu_);
     return flows_.emplace(key, std::move(flow)).first->second;

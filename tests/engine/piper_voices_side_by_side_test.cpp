@@ -52,7 +52,8 @@ struct Voice {
 // ones made to meet in a batch (below). The others each have a network of
 // their own on the device: x_low, high, and speakers 0 and 2 of the
 // four-speaker voice (one decoder per speaker, its conditioning folded into
-// the input convolution's bias).
+// the input convolution's bias, the rest of its weights speaker 0's,
+// shared: piper_speaker_weights_test.cpp).
 const std::vector<Voice> kVoices{
     {kData + "test_medium.onnx", "", 31},        {kData + "test_medium.onnx", "", 32},
     {kData + "test_x_low.onnx", "", 33},         {kData + "test_high.onnx", "", 34},

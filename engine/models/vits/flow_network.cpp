@@ -1,6 +1,7 @@
 #include "engine/models/vits/flow_network.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "engine/error.h"
@@ -30,49 +31,31 @@ ReplayStats VitsFlowNetwork::batch_replay_stats() const {
         lanes_, [this](JoinLane<VitsFlowPush> & lane) -> auto& { return batches_of(lane); });
 }
 
-VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
-                                 std::shared_ptr<gpu::Backend> backend)
-    : backend_(std::move(backend)),
-      lender_(ScratchLender::bound_for(*backend_)),
-      join_(backend_->info().is_gpu) {
+namespace {
+
+// Piper runs flows.(2(n-1)), ..., flows.0 after a flip each: the k-th run
+// sees the latent flipped k+1 times. The weights' prefix of the k-th run.
+std::string run_prefix(const VitsHyperparameters& hp, int k) {
+    return "flow.flows." + std::to_string(2 * (hp.flow_couplings - 1 - k));
+}
+
+}  // namespace
+
+VitsFlowNetwork::SpeakerBiases VitsFlowNetwork::speaker_biases(const VitsWeights& w, int speaker) {
     const auto& hp = w.hp;
-    channels_ = hp.inter_channels;
-    hidden_ = hp.hidden_channels;
-    kernel_ = hp.wn_kernel;
-    const int half = channels_ / 2, hid = hidden_;
+    const int hid = hp.hidden_channels;
     if (hp.num_speakers > 1 && (speaker < 0 || speaker >= hp.num_speakers))
         throw Error("VITS flow: speaker " + std::to_string(speaker) + " is outside the voice's " +
                     std::to_string(hp.num_speakers) + " speakers");
-    auto queue = backend_->create_queue();
-    auto& b = *backend_;
-    std::vector<std::vector<float>> staged;
-    const auto conv = [&](std::vector<float> weight, std::vector<float> bias, int out, int in,
-                          int k) {
-        Conv c;
-        c.in = in;
-        c.out = out;
-        c.k = k;
-        c.w = upload(b, *queue, weight, staged);
-        c.b = upload(b, *queue, bias, staged);
-        return c;
-    };
     std::vector<double> g;
     if (hp.num_speakers > 1) {
         const auto& emb = w.get("emb_g.weight").values;
         g.assign(emb.begin() + std::ptrdiff_t(speaker) * hp.gin_channels,
                  emb.begin() + std::ptrdiff_t(speaker + 1) * hp.gin_channels);
     }
-    // Piper runs flows.(2(n-1)), ..., flows.0 after a flip each: the k-th run
-    // sees the latent flipped k+1 times.
+    SpeakerBiases biases(std::size_t(hp.flow_couplings));
     for (int k = 0; k < hp.flow_couplings; ++k) {
-        const std::string r = "flow.flows." + std::to_string(2 * (hp.flow_couplings - 1 - k));
-        VitsFlowCoupling c;
-        c.mirrored = k % 2 == 0;
-        auto pre_w = w.get(r + ".pre.weight").values;  // [hid][half][1]
-        if (c.mirrored)
-            for (int o = 0; o < hid; ++o)
-                std::reverse(pre_w.begin() + o * half, pre_w.begin() + (o + 1) * half);
-        c.pre = conv(pre_w, w.get(r + ".pre.bias").values, hid, half, 1);
+        const std::string r = run_prefix(hp, k);
         std::vector<float> cond;  // cond_layer(g): per WaveNet layer, 2*hid values
         if (!g.empty()) {
             const auto& cw = w.get(r + ".enc.cond_layer.weight").values;
@@ -86,13 +69,54 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
             }
         }
         for (int l = 0; l < hp.wn_layers; ++l) {
-            const std::string n = std::to_string(l);
-            auto in_b = w.get(r + ".enc.in_layers." + n + ".bias").values;
+            auto in_b = w.get(r + ".enc.in_layers." + std::to_string(l) + ".bias").values;
             if (!cond.empty())
                 for (int o = 0; o < 2 * hid; ++o)
                     in_b[std::size_t(o)] += cond[std::size_t(l * 2 * hid + o)];
-            c.in_layers.push_back(conv(w.get(r + ".enc.in_layers." + n + ".weight").values, in_b,
-                                       2 * hid, hid, kernel_));
+            biases[std::size_t(k)].push_back(std::move(in_b));
+        }
+    }
+    return biases;
+}
+
+VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
+                                 std::shared_ptr<gpu::Backend> backend)
+    : backend_(std::move(backend)),
+      lender_(ScratchLender::bound_for(*backend_)),
+      join_(backend_->info().is_gpu) {
+    const auto& hp = w.hp;
+    channels_ = hp.inter_channels;
+    hidden_ = hp.hidden_channels;
+    kernel_ = hp.wn_kernel;
+    const int half = channels_ / 2, hid = hidden_;
+    const SpeakerBiases biases = speaker_biases(w, speaker);  // (checks the speaker)
+    auto queue = backend_->create_queue();
+    auto& b = *backend_;
+    std::vector<std::vector<float>> staged;
+    const auto conv = [&](std::vector<float> weight, std::vector<float> bias, int out, int in,
+                          int k) {
+        Conv c;
+        c.in = in;
+        c.out = out;
+        c.k = k;
+        c.w = upload(b, *queue, weight, staged);
+        c.b = upload(b, *queue, bias, staged);
+        return c;
+    };
+    for (int k = 0; k < hp.flow_couplings; ++k) {
+        const std::string r = run_prefix(hp, k);
+        VitsFlowCoupling c;
+        c.mirrored = k % 2 == 0;
+        auto pre_w = w.get(r + ".pre.weight").values;  // [hid][half][1]
+        if (c.mirrored)
+            for (int o = 0; o < hid; ++o)
+                std::reverse(pre_w.begin() + o * half, pre_w.begin() + (o + 1) * half);
+        c.pre = conv(pre_w, w.get(r + ".pre.bias").values, hid, half, 1);
+        for (int l = 0; l < hp.wn_layers; ++l) {
+            const std::string n = std::to_string(l);
+            c.in_layers.push_back(conv(w.get(r + ".enc.in_layers." + n + ".weight").values,
+                                       biases[std::size_t(k)][std::size_t(l)], 2 * hid, hid,
+                                       kernel_));
             const auto& rs_w = w.get(r + ".enc.res_skip_layers." + n + ".weight").values;
             const auto& rs_b = w.get(r + ".enc.res_skip_layers." + n + ".bias").values;
             const std::size_t rows = std::size_t(hid) * hid;
@@ -160,6 +184,73 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
         couplings_.push_back(std::move(d));
     }
     backend_->synchronize(*queue);
+}
+
+VitsFlowNetwork::VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base,
+                                 const SpeakerBiases& biases)
+    : weights_owner_(std::move(base)),
+      backend_(weights_owner_->backend_),
+      lender_(ScratchLender::bound_for(*backend_)),
+      join_(backend_->info().is_gpu),
+      channels_(weights_owner_->channels_),
+      hidden_(weights_owner_->hidden_),
+      kernel_(weights_owner_->kernel_),
+      ends_flipped_(weights_owner_->ends_flipped_) {
+    const auto& from = weights_owner_->couplings_;
+    if (biases.size() != from.size())
+        throw std::invalid_argument("VITS flow: biases for " + std::to_string(biases.size()) +
+                                    " couplings, not " + std::to_string(from.size()));
+    const auto queue = backend_->create_queue();
+    std::vector<std::vector<float>> staged;
+    const auto borrowed = [](const VitsFlowConv& c) {
+        VitsFlowConv out;
+        out.in = c.in;
+        out.out = c.out;
+        out.k = c.k;
+        out.w = c.w.borrow();
+        out.b = c.b.borrow();
+        return out;
+    };
+    for (std::size_t k = 0; k < from.size(); ++k) {
+        const VitsFlowCoupling& c = from[k];
+        if (biases[k].size() != c.in_layers.size())
+            throw std::invalid_argument("VITS flow: biases for " +
+                                        std::to_string(biases[k].size()) + " layers, not " +
+                                        std::to_string(c.in_layers.size()));
+        VitsFlowCoupling d;
+        d.mirrored = c.mirrored;
+        d.pre = borrowed(c.pre);
+        d.post = borrowed(c.post);
+        for (std::size_t l = 0; l < c.in_layers.size(); ++l) {
+            const std::vector<float>& bias = biases[k][l];
+            if (bias.size() != std::size_t(c.in_layers[l].out))
+                throw std::invalid_argument("VITS flow: a layer bias of " +
+                                            std::to_string(bias.size()) + " values, not " +
+                                            std::to_string(c.in_layers[l].out));
+            VitsFlowConv layer = borrowed(c.in_layers[l]);
+            layer.b = upload(*backend_, *queue, bias, staged);
+            d.in_layers.push_back(std::move(layer));
+        }
+        for (const auto& l : c.res) d.res.push_back(borrowed(l));
+        for (const auto& l : c.skip) d.skip.push_back(borrowed(l));
+        couplings_.push_back(std::move(d));
+    }
+    backend_->synchronize(*queue);
+}
+
+VitsFlowNetwork::SpeakerBiases VitsFlowNetwork::speaker_biases() const {
+    const auto queue = backend_->create_queue();
+    SpeakerBiases biases;
+    for (const VitsFlowCoupling& c : couplings_) {
+        biases.emplace_back();
+        for (const VitsFlowConv& l : c.in_layers) {
+            std::vector<float> bias(std::size_t(l.out));
+            backend_->copy_to_host(*queue, bias.data(), l.b, 0, bias.size());
+            biases.back().push_back(std::move(bias));
+        }
+    }
+    backend_->synchronize(*queue);
+    return biases;
 }
 
 int VitsFlowNetwork::context() const {

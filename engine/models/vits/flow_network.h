@@ -9,7 +9,8 @@
 // first conv and output channels of its last reversed) and applied with the
 // halves' roles swapped. Speaker conditioning (a 1x1 conv of the speaker
 // embedding, the same for every frame) folds into the WaveNet biases, so a
-// flow is made for one speaker.
+// flow is made for one speaker; the flows of a voice's other speakers share
+// its weights and hold only their biases.
 //
 // The network holds the weights only (read-only once built, so any number
 // of VitsFlowStreams on its backend may run it at once, each on its own
@@ -72,6 +73,24 @@ struct VitsFlowPush {
 class VitsFlowNetwork {
   public:
     VitsFlowNetwork(const VitsWeights& weights, int speaker, std::shared_ptr<gpu::Backend> backend);
+    // Each WaveNet layer's input bias with a speaker's conditioning folded
+    // in, [coupling, in the order they run][layer]: all that differs
+    // between two speakers' flows of one voice (24 KB for a medium voice,
+    // against 28 MB of weights).
+    using SpeakerBiases = std::vector<std::vector<std::vector<float>>>;
+    // `speaker`'s, from the voice's weights (the originals, kept for a voice
+    // of several speakers). Throws etude::Error for a speaker outside the
+    // voice's.
+    static SpeakerBiases speaker_biases(const VitsWeights& weights, int speaker);
+    // This flow's, read back from its backend.
+    SpeakerBiases speaker_biases() const;
+    // The flow of another speaker of `base`'s voice, on `base`'s backend:
+    // `base`'s weights, shared (not copied: the flow holds `base`), and
+    // `biases` (speaker_biases()) as its WaveNet layers' input biases, its
+    // own. Its streams batch among themselves, not with `base`'s. Throws
+    // std::invalid_argument for biases of another shape, gpu::DeviceError
+    // as uploads do.
+    VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base, const SpeakerBiases& biases);
     // The same flow (same speaker, same folded and mirrored weights) on
     // another backend, copied from `source`'s: a single-speaker voice keeps
     // its flow's weights on the CPU backend alone (VitsVoice), so a device's
@@ -117,6 +136,8 @@ class VitsFlowNetwork {
 
   private:
     friend class VitsFlowStream;
+    // The flow whose weights this one's borrow (null where they are its own).
+    std::shared_ptr<const VitsFlowNetwork> weights_owner_;
     std::shared_ptr<gpu::Backend> backend_;
     mutable ScratchLender lender_;
     mutable std::atomic<bool> join_{false};

@@ -7,6 +7,28 @@
 
 namespace etude::engine {
 
+std::vector<float> vits_decoder_input_bias(const VitsWeights& w, int speaker) {
+    const auto& hp = w.hp;
+    const auto& pre = w.get("dec.conv_pre.bias").values;
+    if (hp.num_speakers <= 1) return pre;
+    if (speaker < 0 || speaker >= hp.num_speakers)
+        throw Error("VITS decoder: speaker " + std::to_string(speaker) + " is outside the voice's " +
+                    std::to_string(hp.num_speakers) + " speakers");
+    // bias + cond.weight . g + cond.bias, in double.
+    const auto& cw = w.get("dec.cond.weight").values;
+    const auto& cb = w.get("dec.cond.bias").values;
+    const auto& emb = w.get("emb_g.weight").values;
+    const std::size_t gin = std::size_t(hp.gin_channels);
+    std::vector<float> bias(pre.size());
+    for (std::size_t o = 0; o < bias.size(); ++o) {
+        double acc = double(pre[o]) + cb[o];
+        for (std::size_t i = 0; i < gin; ++i)
+            acc += double(cw[o * gin + i]) * emb[std::size_t(speaker) * gin + i];
+        bias[o] = float(acc);
+    }
+    return bias;
+}
+
 std::vector<std::uint8_t> vits_decoder_lef(const VitsWeights& w, int sample_rate, int speaker) {
     const auto& hp = w.hp;
     if (sample_rate < 8000 || sample_rate > 192000)
@@ -49,24 +71,8 @@ std::vector<std::uint8_t> vits_decoder_lef(const VitsWeights& w, int sample_rate
     for (const auto& t : w.tensors) {
         if (t.role.rfind("dec.", 0) != 0 || t.role.rfind("dec.cond.", 0) == 0) continue;
         const std::string name = t.role.substr(4);
-        if (name == "conv_pre.bias" && hp.num_speakers > 1) {
-            if (speaker < 0 || speaker >= hp.num_speakers)
-                throw Error("VITS decoder: speaker " + std::to_string(speaker) +
-                            " is outside the voice's " + std::to_string(hp.num_speakers) +
-                            " speakers");
-            // bias + cond.weight . g + cond.bias, in double.
-            const auto& cw = w.get("dec.cond.weight");
-            const auto& cb = w.get("dec.cond.bias").values;
-            const auto& emb = w.get("emb_g.weight").values;
-            const std::size_t gin = std::size_t(hp.gin_channels);
-            std::vector<float> bias(t.values.size());
-            for (std::size_t o = 0; o < bias.size(); ++o) {
-                double acc = double(t.values[o]) + cb[o];
-                for (std::size_t i = 0; i < gin; ++i)
-                    acc += double(cw.values[o * gin + i]) * emb[std::size_t(speaker) * gin + i];
-                bias[o] = float(acc);
-            }
-            add(name, t.dims, bias);
+        if (name == "conv_pre.bias") {
+            add(name, t.dims, vits_decoder_input_bias(w, speaker));
             continue;
         }
         add(name, t.dims, t.values);
@@ -82,6 +88,11 @@ std::shared_ptr<NeuralModel> load_vits_decoder(const VitsWeights& weights, int s
     const auto bytes = vits_decoder_lef(weights, sample_rate, speaker);
     const LefFile file = LefFile::from_bytes(bytes, label);
     return NeuralModel::load(file, label, std::move(backend));
+}
+
+std::shared_ptr<NeuralModel> share_vits_decoder(std::shared_ptr<const NeuralModel> base,
+                                                const VitsWeights& weights, int speaker) {
+    return NeuralModel::sharing_weights(std::move(base), vits_decoder_input_bias(weights, speaker));
 }
 
 }  // namespace etude::engine

@@ -55,7 +55,14 @@ std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
                     std::to_string(num_speakers()) + " speakers");
     std::lock_guard lock(decoders_mu_);
     auto& d = decoders_[speaker];
-    if (!d) d = load_vits_decoder(*weights_, sample_rate_, speaker, path_, backend_);
+    if (d) return d;
+    // Another speaker's decoder made already: this one shares its weights.
+    for (const auto& [other, decoder] : decoders_)
+        if (decoder) {
+            d = share_vits_decoder(decoder, *weights_, speaker);
+            if (d) return d;
+        }
+    d = load_vits_decoder(*weights_, sample_rate_, speaker, path_, backend_);
     return d;
 }
 
@@ -63,7 +70,16 @@ std::shared_ptr<const VitsFlowNetwork> VitsVoice::flow_network(int speaker) cons
     const int key = num_speakers() == 1 ? 0 : speaker;
     std::lock_guard lock(flows_mu_);
     auto& f = flows_[key];
-    if (!f) f = std::make_shared<const VitsFlowNetwork>(*weights_, key, backend_);
+    if (f) return f;
+    // Another speaker's flow made already: this one shares its weights and
+    // has biases of its own (28 MB a speaker otherwise, for a medium voice).
+    for (const auto& [other, flow] : flows_)
+        if (flow) {
+            f = std::make_shared<const VitsFlowNetwork>(
+                flow, VitsFlowNetwork::speaker_biases(*weights_, key));
+            return f;
+        }
+    f = std::make_shared<const VitsFlowNetwork>(*weights_, key, backend_);
     return f;
 }
 
