@@ -67,7 +67,8 @@ class MemoryOwner {
     ~MemoryOwner() = default;
 };
 
-// Device memory, owned: given back to its owner on destruction.
+// Device memory, owned: given back to its owner on destruction (a view made
+// by borrow() owns nothing and gives nothing back).
 class DeviceBuffer {
   public:
     DeviceBuffer() = default;

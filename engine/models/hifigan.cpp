@@ -267,7 +267,8 @@ namespace {
 // A layer whose weights are another network's (borrowed: that network
 // outlives this one's).
 ConvLayer borrowed(const ConvLayer& c) {
-    return {{c.weight.buffer.borrow(), c.weight.shape}, {c.bias.buffer.borrow(), c.bias.shape},
+    return {{c.weight.buffer.borrow(), c.weight.shape},
+            {c.bias.buffer.borrow(), c.bias.shape},
             c.shape};
 }
 
@@ -288,6 +289,7 @@ HifiGanNetwork::HifiGanNetwork(const HifiGanNetwork& base, std::span<const float
         throw std::invalid_argument("HiFi-GAN: an input bias of " +
                                     std::to_string(input_bias.size()) + " values, not " +
                                     std::to_string(channels));
+    join_.store(base.join_.load());
     queue_ = backend_.create_queue();
     conv_pre_ = borrowed(base.conv_pre_);
     conv_pre_.bias.buffer = backend_.allocate(channels, kWeightsTag);

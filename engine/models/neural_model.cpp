@@ -1,6 +1,7 @@
 #include "engine/models/neural_model.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "engine/error.h"
 #include "engine/models/device_weights.h"
@@ -42,6 +43,7 @@ std::shared_ptr<NeuralModel> NeuralModel::load(const LefFile& file, const std::s
 
 std::shared_ptr<NeuralModel> NeuralModel::sharing_weights(std::shared_ptr<const NeuralModel> base,
                                                           std::span<const float> input_bias) {
+    if (!base) throw std::invalid_argument("NeuralModel::sharing_weights: no model to share");
     auto network = base->network_->sharing_weights(input_bias);
     if (!network) return nullptr;
     std::shared_ptr<NeuralModel> m(new NeuralModel());
@@ -51,7 +53,9 @@ std::shared_ptr<NeuralModel> NeuralModel::sharing_weights(std::shared_ptr<const 
     m->window_ = base->window_;
     m->left_context_ = base->left_context_;
     m->right_context_ = base->right_context_;
-    m->weights_owner_ = std::move(base);
+    // The model that owns the weights, not `base` where it borrows them too:
+    // no chain of models a speaker each, and `base` may go.
+    m->weights_owner_ = base->weights_owner_ ? base->weights_owner_ : std::move(base);
     m->network_ = std::move(network);
     return m;
 }

@@ -25,7 +25,10 @@
 //
 // Memory: a set per chunk length (up to kMaxLengths; other lengths run op by
 // op), held for the stream's life: for a Piper medium voice about 10 MB at
-// 32 frames. Threads: the stream's producer only.
+// 32 frames (a Piper flow's about half a megabyte at 48, by its buffers'
+// sizes). Threads: one at a time:
+// the stream's producer, or a joiner's leader running the stream's push
+// while its producer waits in the joiner.
 //
 // A batch of streams side by side (batch_major.h) replays the same way
 // (RecordedBatches, below): a settled batch of one chunk length, its

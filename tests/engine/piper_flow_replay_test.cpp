@@ -61,6 +61,9 @@ class PiperFlowReplay : public etude::test::PiperOnDevice {
         for (int i = 0; i < kStreams; ++i) t.joint(i).set_replay(replay);
         return t;
     }
+    // A stream's settled pushes alone, of a flow that joins or not, replayed
+    // and op by op (the test below).
+    void lone_settled_pushes_replay_bit_for_bit(bool join);
     std::shared_ptr<const PiperVoice> voice_;
 };
 
@@ -205,9 +208,18 @@ TEST_P(PiperFlowReplay, a_fault_in_a_replayed_batch_is_a_device_error_and_the_re
 // replayed push is its op-by-op push bit for bit, and the device sees it as
 // the prior's two uploads, the replay and one download.
 TEST_P(PiperFlowReplay, a_lone_settled_push_replays_its_recording_bit_for_bit) {
+    // Where a flow joins (on a GPU, by default) the stream's held frames lie
+    // in the network's slots; else in buffers of its own.
+    for (const bool join : {false, true}) {
+        SCOPED_TRACE(join ? "a flow that joins" : "a flow that does not join");
+        lone_settled_pushes_replay_bit_for_bit(join);
+    }
+}
+
+void PiperFlowReplay::lone_settled_pushes_replay_bit_for_bit(bool join) {
     const int frames = 4 * 16 + 7 * 8 + 5;
-    FlowTwins replayed(flow(false), flow(false), 1, frames);
-    FlowTwins op_by_op(flow(false), flow(false), 1, frames);
+    FlowTwins replayed(flow(join), flow(false), 1, frames);
+    FlowTwins op_by_op(flow(join), flow(false), 1, frames);
     op_by_op.joint(0).set_replay(false);
     for (int i = 0; i < 4; ++i) {
         replayed.push(*device_, {0}, 16, false);
@@ -228,9 +240,10 @@ TEST_P(PiperFlowReplay, a_lone_settled_push_replays_its_recording_bit_for_bit) {
     EXPECT_EQ(st.recordings - settling.recordings, 1u);
     EXPECT_EQ(st.replayed - settling.replayed, 6u);
     EXPECT_EQ(op_by_op.joint(0).replay_stats().replayed, 0u);
-    std::printf("[ %-8s ] a settled flow push of 8 frames alone: %llu operations op by op, "
-                "%llu replayed\n",
-                name_.c_str(), (unsigned long long)ops_op_by_op, (unsigned long long)ops_replayed);
+    std::printf(
+        "[ %-8s ] a settled flow push of 8 frames alone: %llu operations op by op, "
+        "%llu replayed\n",
+        name_.c_str(), (unsigned long long)ops_op_by_op, (unsigned long long)ops_replayed);
     EXPECT_EQ(ops_replayed, 4u) << "two uploads, the replay, a download";
     replayed.push(*device_, {0}, 5, true);
     op_by_op.push(*device_, {0}, 5, true);

@@ -186,20 +186,46 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
     backend_->synchronize(*queue);
 }
 
+namespace {
+
+// The flow that owns `base`'s weights: `base`, or the one it borrows them
+// from (so that sharing never makes a chain of flows a speaker each).
+std::shared_ptr<const VitsFlowNetwork> owner_of_weights(
+    std::shared_ptr<const VitsFlowNetwork> base,
+    const std::shared_ptr<const VitsFlowNetwork>& its) {
+    if (!base) throw std::invalid_argument("VITS flow: no flow to share the weights of");
+    return its ? its : base;
+}
+
+}  // namespace
+
 VitsFlowNetwork::VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base,
                                  const SpeakerBiases& biases)
-    : weights_owner_(std::move(base)),
+    : weights_owner_(owner_of_weights(base, base ? base->weights_owner_ : nullptr)),
       backend_(weights_owner_->backend_),
       lender_(ScratchLender::bound_for(*backend_)),
-      join_(backend_->info().is_gpu),
+      join_(base->join_.load()),
       channels_(weights_owner_->channels_),
       hidden_(weights_owner_->hidden_),
       kernel_(weights_owner_->kernel_),
       ends_flipped_(weights_owner_->ends_flipped_) {
     const auto& from = weights_owner_->couplings_;
+    // Every shape checked before anything is uploaded.
     if (biases.size() != from.size())
         throw std::invalid_argument("VITS flow: biases for " + std::to_string(biases.size()) +
                                     " couplings, not " + std::to_string(from.size()));
+    for (std::size_t k = 0; k < from.size(); ++k) {
+        const VitsFlowCoupling& c = from[k];
+        if (biases[k].size() != c.in_layers.size())
+            throw std::invalid_argument("VITS flow: biases for " +
+                                        std::to_string(biases[k].size()) + " layers, not " +
+                                        std::to_string(c.in_layers.size()));
+        for (std::size_t l = 0; l < c.in_layers.size(); ++l)
+            if (biases[k][l].size() != std::size_t(c.in_layers[l].out))
+                throw std::invalid_argument("VITS flow: a layer bias of " +
+                                            std::to_string(biases[k][l].size()) + " values, not " +
+                                            std::to_string(c.in_layers[l].out));
+    }
     const auto queue = backend_->create_queue();
     std::vector<std::vector<float>> staged;
     const auto borrowed = [](const VitsFlowConv& c) {
@@ -213,22 +239,13 @@ VitsFlowNetwork::VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base,
     };
     for (std::size_t k = 0; k < from.size(); ++k) {
         const VitsFlowCoupling& c = from[k];
-        if (biases[k].size() != c.in_layers.size())
-            throw std::invalid_argument("VITS flow: biases for " +
-                                        std::to_string(biases[k].size()) + " layers, not " +
-                                        std::to_string(c.in_layers.size()));
         VitsFlowCoupling d;
         d.mirrored = c.mirrored;
         d.pre = borrowed(c.pre);
         d.post = borrowed(c.post);
         for (std::size_t l = 0; l < c.in_layers.size(); ++l) {
-            const std::vector<float>& bias = biases[k][l];
-            if (bias.size() != std::size_t(c.in_layers[l].out))
-                throw std::invalid_argument("VITS flow: a layer bias of " +
-                                            std::to_string(bias.size()) + " values, not " +
-                                            std::to_string(c.in_layers[l].out));
             VitsFlowConv layer = borrowed(c.in_layers[l]);
-            layer.b = upload(*backend_, *queue, bias, staged);
+            layer.b = upload(*backend_, *queue, biases[k][l], staged);
             d.in_layers.push_back(std::move(layer));
         }
         for (const auto& l : c.res) d.res.push_back(borrowed(l));

@@ -314,7 +314,8 @@ bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
     };
     step.body = [&](gpu::Queue& bq) {
         VitsFlowStream* self = this;
-        std::vector<SignalRef> a{{&halves_[0].get(), half, n}}, second{{&halves_[1].get(), half, n}};
+        std::vector<SignalRef> a{{&halves_[0].get(), half, n}},
+            second{{&halves_[1].get(), half, n}};
         // (One stream: the joint buffers are not used.)
         walk_couplings(bq, {&self, 1}, {&p, 1}, a, second, net_.lanes_.of(Batching::Join).joint);
         // Both halves in one buffer, [a; second]: where the recording

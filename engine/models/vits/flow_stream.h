@@ -273,7 +273,8 @@ class VitsFlowStream {
     bool replay_ = true;
     std::int64_t join_wait_until_ns_ = 0;
     // In the lane of the sentence's pushes (stream_joiner.h): declared
-    // after everything a batch would use, so that it leaves before it goes.
+    // after the buffers and layers a batch uses, so that it leaves before
+    // they go. (steps_, below, goes before it; no push is pending then.)
     JoinMembership<VitsFlowPush> membership_;
     // The settled pushes alone, recorded per block length. Declared last:
     // its recordings name the queue, the layers' held frames and the

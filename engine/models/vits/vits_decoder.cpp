@@ -12,8 +12,8 @@ std::vector<float> vits_decoder_input_bias(const VitsWeights& w, int speaker) {
     const auto& pre = w.get("dec.conv_pre.bias").values;
     if (hp.num_speakers <= 1) return pre;
     if (speaker < 0 || speaker >= hp.num_speakers)
-        throw Error("VITS decoder: speaker " + std::to_string(speaker) + " is outside the voice's " +
-                    std::to_string(hp.num_speakers) + " speakers");
+        throw Error("VITS decoder: speaker " + std::to_string(speaker) +
+                    " is outside the voice's " + std::to_string(hp.num_speakers) + " speakers");
     // bias + cond.weight . g + cond.bias, in double.
     const auto& cw = w.get("dec.cond.weight").values;
     const auto& cb = w.get("dec.cond.bias").values;

@@ -39,12 +39,23 @@ VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeig
     // backend (28 MB) would hold a second copy each beside them.
     if (const std::string copied = prior_.copied_weights(); !copied.empty())
         weights->release(copied);
-    // One speaker: the one flow there will ever be is made now, and its
-    // weights live on the backend alone. More speakers: each speaker's flow
-    // folds its embedding into the biases, so the originals are kept.
+    // The first flow is made now, and its weights live on the backend
+    // alone. One speaker: it is the one flow there will ever be. More
+    // speakers: the others share its weights and fold their embeddings into
+    // biases of their own (flow_network()), so of the originals only what
+    // that folding reads stays: each WaveNet layer's input bias and the
+    // conditioning layers.
+    flow_network(0);
     if (weights->hp.num_speakers == 1) {
-        flow_network(0);
         weights->release("flow.");
+    } else {
+        const auto folds_a_speaker = [](const std::string& role) {
+            const auto has = [&](const char* part) { return role.find(part) != std::string::npos; };
+            return has(".enc.cond_layer.") || (has(".enc.in_layers.") && has(".bias"));
+        };
+        for (const auto& t : weights->tensors)
+            if (t.role.rfind("flow.", 0) == 0 && !t.released && !folds_a_speaker(t.role))
+                weights->release(t.role);
     }
 }
 
