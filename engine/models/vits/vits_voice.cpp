@@ -80,17 +80,16 @@ std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
 std::shared_ptr<const VitsFlowNetwork> VitsVoice::flow_network(int speaker) const {
     const int key = num_speakers() == 1 ? 0 : speaker;
     std::lock_guard lock(flows_mu_);
-    auto& f = flows_[key];
-    if (f) return f;
+    if (auto it = flows_.find(key); it != flows_.end()) return it->second;
     // Another speaker's flow made already: this one shares its weights and
     // has biases of its own (28 MB a speaker otherwise, for a medium voice).
-    for (const auto& [other, flow] : flows_)
-        if (flow) {
-            f = std::make_shared<const VitsFlowNetwork>(
-                flow, VitsFlowNetwork::speaker_biases(*weights_, key));
-            return f;
-        }
-    f = std::make_shared<const VitsFlowNetwork>(*weights_, key, backend_);
+    // (Stored once made: a speaker outside the voice throws, leaving none.)
+    std::shared_ptr<const VitsFlowNetwork> f =
+        flows_.empty()
+            ? std::make_shared<const VitsFlowNetwork>(*weights_, key, backend_)
+            : std::make_shared<const VitsFlowNetwork>(
+                  flows_.begin()->second, VitsFlowNetwork::speaker_biases(*weights_, key));
+    flows_.emplace(key, f);
     return f;
 }
 
