@@ -290,6 +290,7 @@ HifiGanNetwork::HifiGanNetwork(const HifiGanNetwork& base, std::span<const float
                                     std::to_string(input_bias.size()) + " values, not " +
                                     std::to_string(channels));
     join_.store(base.join_.load());
+    lone_recordings_ = base.lone_recordings_;
     queue_ = backend_.create_queue();
     conv_pre_ = borrowed(base.conv_pre_);
     conv_pre_.bias.buffer = backend_.allocate(channels, kWeightsTag);

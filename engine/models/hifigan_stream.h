@@ -169,6 +169,7 @@ class HifiGanNetwork final : public VocoderNetwork {
     ReplayStats batch_replay_stats() const override;
     std::unique_ptr<VocoderNetwork> sharing_weights(
         std::span<const float> input_bias) const override;
+    RecordingBudget* lone_recordings() const override { return lone_recordings_.get(); }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -203,6 +204,10 @@ class HifiGanNetwork final : public VocoderNetwork {
     mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
     // Every stream's held samples, side by side (batch_major.h).
     mutable HeldSlots held_slots_{backend_};
+    // What the streams' lone recordings hold together: an eighth of the
+    // device's memory, for every network sharing these weights.
+    std::shared_ptr<RecordingBudget> lone_recordings_ =
+        std::make_shared<RecordingBudget>(backend_.info().global_memory / 8);
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
@@ -482,10 +487,15 @@ class HifiGanStream final : public NetworkStream {
     JoinMembership<StreamPush> membership_;  // of its lane (stream_joiner.h)
     // Declared last: its recordings name the queue, the layers' state and
     // the buffers above, so they must die first.
-    RecordedSteps steps_{backend_, [this] {
+    RecordedSteps steps_{backend_,
+                         [this] {
                              const auto buffers = lent();
                              return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
-                         }()};
+                         }(),
+                         RecordedSteps::kMaxLengths,
+                         RecordedSteps::WhenFull::RunOpByOp,
+                         0,
+                         net_.lone_recordings_.get()};
 };
 
 }  // namespace etude::engine

@@ -46,6 +46,10 @@ class NeuralModel {
                                                         std::span<const float> input_bias);
     // Whether its weights are another model's (sharing_weights).
     bool shares_weights() const { return weights_owner_ != nullptr; }
+    // What its streams' lone recordings may hold together on its device
+    // (models/recorded_step.h: RecordingBudget, shared with the models that
+    // share its weights); null where none are made.
+    RecordingBudget* lone_recordings() const { return network_->lone_recordings(); }
 
     const ModelAudioParams& audio() const { return audio_; }
     const std::string& label() const { return label_; }

@@ -15,7 +15,34 @@ struct RecordedSteps::Slot {
     std::vector<gpu::DeviceBuffer> set;
     gpu::Recording recording;
     SignalRef out;  // where the recorded body leaves its output
+    // What the set's bytes took of the budget, given back with the set.
+    RecordingBudget* budget = nullptr;
+    std::size_t charged = 0;
+    Slot() = default;
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() {
+        if (budget && charged) budget->give_back(charged);
+    }
+    std::size_t bytes() const {
+        std::size_t n = 0;
+        for (const gpu::DeviceBuffer& b : set) n += b.bytes();
+        return n;
+    }
 };
+
+bool RecordingBudget::take(std::size_t bytes) {
+    std::size_t held = held_.load();
+    do {
+        if (held + bytes > max_bytes_.load()) return false;
+    } while (!held_.compare_exchange_weak(held, held + bytes));
+    return true;
+}
+
+void RecordingBudget::give_back(std::size_t bytes) {
+    held_.fetch_sub(bytes);
+    given_back_.fetch_add(1);
+}
 
 namespace {
 
@@ -41,12 +68,14 @@ class SetInPlace {
 }  // namespace
 
 RecordedSteps::RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
-                             std::size_t max_keys, WhenFull when_full, std::size_t max_bytes)
+                             std::size_t max_keys, WhenFull when_full, std::size_t max_bytes,
+                             RecordingBudget* budget)
     : backend_(backend),
       buffers_(std::move(buffers)),
       max_keys_(max_keys),
       when_full_(when_full),
-      max_bytes_(max_bytes) {
+      max_bytes_(max_bytes),
+      budget_(budget) {
     // (Not info().is_gpu: lavapipe, a CPU device, replays Vulkan command
     // buffers natively too.) Known without a trial recording, which would
     // allocate, and so take an injected fault meant for the model's load.
@@ -63,6 +92,14 @@ RecordedSteps::Slot* RecordedSteps::slot_for(const Key& key) {
             s->last_used = steps_run_;
             return s.get();
         }
+    for (auto it = refused_.begin(); it != refused_.end(); ++it)
+        if (it->first == key) {
+            // Refused, and nothing given back since: op by op, without
+            // sizing a set again only to let it go.
+            if (it->second == budget_->given_back()) return nullptr;
+            refused_.erase(it);
+            break;
+        }
     if (slots_.size() >= max_keys_) {
         if (when_full_ == WhenFull::RunOpByOp || slots_.empty()) return nullptr;
         // (Nothing of the dropped slot's is still queued: every step is
@@ -77,16 +114,16 @@ RecordedSteps::Slot* RecordedSteps::slot_for(const Key& key) {
     return slots_.back().get();
 }
 
+std::size_t RecordedSteps::held_bytes() const {
+    std::size_t total = 0;
+    for (const auto& s : slots_) total += s->bytes();
+    return total;
+}
+
 void RecordedSteps::keep_within_max_bytes() {
     if (max_bytes_ == 0) return;
-    const auto bytes_of = [](const Slot& slot) {
-        std::size_t n = 0;
-        for (const gpu::DeviceBuffer& b : slot.set) n += b.bytes();
-        return n;
-    };
     for (;;) {
-        std::size_t total = 0;
-        for (const auto& s : slots_) total += bytes_of(*s);
+        const std::size_t total = held_bytes();
         // (With two or more, the one used longest ago is not the one just
         // used, which alone may exceed the bound: it stays.)
         if (total <= max_bytes_ || slots_.size() < 2) return;
@@ -108,8 +145,18 @@ std::vector<void*> RecordedSteps::handles() const {
 
 bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
     try {
-        if (!run_queued(q, key, step)) return false;
+        const Ran ran = run_queued(q, key, step);
+        if (ran == Ran::No) return false;
         backend_.synchronize(q);
+        if (ran == Ran::SizedOverBudget) {
+            // The push has run; its set goes (here, swapped back out of the
+            // stream's buffers), and the key runs op by op until the
+            // budget is given something back.
+            refused_.emplace_back(key, budget_->given_back());
+            slots_.erase(std::find_if(slots_.begin(), slots_.end(),
+                                      [&](const auto& s) { return s->key == key; }));
+            return true;
+        }
         // (Here, not in run_queued: there the set just used lies in the
         // stream's buffers, swapped, and nothing of the others is queued.)
         keep_within_max_bytes();
@@ -123,16 +170,23 @@ bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
     return true;
 }
 
-bool RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step) {
+RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step) {
     Slot* slot = slot_for(key);
-    if (!slot) return false;
+    if (!slot) return Ran::No;
     const SetInPlace in_place(buffers_, slot->set);
     if (!slot->sized) {
         step.stage_input(q);
         step.take_output(q, step.body(q));
         slot->sized = true;
         ++stats_.op_by_op;
-        return true;
+        if (!budget_) return Ran::Yes;
+        // The set's size is known now (the push sized it, in place).
+        std::size_t bytes = 0;
+        for (ScratchBuffer* b : buffers_) bytes += b->get().bytes();
+        if (!budget_->take(bytes)) return Ran::SizedOverBudget;
+        slot->budget = budget_;
+        slot->charged = bytes;
+        return Ran::Yes;
     }
     if (slot->recording.empty()) {
         const std::vector<void*> before = handles();
@@ -157,7 +211,7 @@ bool RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step) 
     backend_.replay(q, slot->recording);
     ++stats_.replayed;
     step.take_output(q, slot->out);
-    return true;
+    return Ran::Yes;
 }
 
 RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)

@@ -40,11 +40,13 @@
 // is another key: recorded anew, never replayed from a stale recording.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/models/batch_major.h"
@@ -54,6 +56,34 @@
 #include "gpu/backend.h"
 
 namespace etude::engine {
+
+// What the lone recordings of one network's streams (RecordedSteps below,
+// a buffer set per stream and chunk length) may hold together: about 13 MB
+// a set for a Piper medium decoder at 32 frames, so a thousand streams'
+// would be tens of gigabytes of device memory. A set that would pass the
+// bound is let go once its sizing push has run, and that stream's chunks
+// of that length run op by op, until some set is given back (a stream
+// ended, or dropped one). Thread-safe.
+class RecordingBudget {
+  public:
+    explicit RecordingBudget(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+    // Takes `bytes` if they fit beside what is held; false, taking nothing,
+    // if not.
+    bool take(std::size_t bytes);
+    void give_back(std::size_t bytes);
+    std::size_t held() const { return held_.load(); }
+    std::size_t max_bytes() const { return max_bytes_.load(); }
+    // For tests and tuning: a new bound (what is held stays).
+    void set_max_bytes(std::size_t bytes) { max_bytes_.store(bytes); }
+    // How many times a set was given back: a length refused before may be
+    // tried again once this has moved.
+    std::uint64_t given_back() const { return given_back_.load(); }
+
+  private:
+    std::atomic<std::size_t> max_bytes_;
+    std::atomic<std::size_t> held_{0};
+    std::atomic<std::uint64_t> given_back_{0};
+};
 
 class RecordedSteps {
   public:
@@ -70,9 +100,11 @@ class RecordedSteps {
     // step, and swapped back after.
     // `max_bytes` (0: no bound): what the keys' sets may hold together;
     // past it, the sets used longest ago go (the one just used stays).
+    // `budget` (null: none): what the sets of every stream of the network
+    // may hold together (RecordingBudget); a set it cannot take is let go.
     RecordedSteps(gpu::Backend& backend, std::vector<ScratchBuffer*> buffers,
                   std::size_t max_keys = kMaxLengths, WhenFull when_full = WhenFull::RunOpByOp,
-                  std::size_t max_bytes = 0);
+                  std::size_t max_bytes = 0, RecordingBudget* budget = nullptr);
     ~RecordedSteps();
     RecordedSteps(const RecordedSteps&) = delete;
     RecordedSteps& operator=(const RecordedSteps&) = delete;
@@ -87,7 +119,8 @@ class RecordedSteps {
     // says where its output lies, `take_output` copies it out; `advance`
     // moves host-side counts on as `body` would have. Runs op by op (the
     // first time, or when a `body` moved a buffer), records, or replays.
-    // False, having done nothing, when no set is free for `key`. Returns
+    // False, having done nothing, when no set is free for `key` (or the
+    // budget refused one for it, and none was given back since). Returns
     // (or throws) with `q` synchronized: nothing queued may still write to
     // the buffers or the outputs once the caller gives them back.
     // Every step of one RecordedSteps runs on the same `q` (a recording
@@ -102,10 +135,14 @@ class RecordedSteps {
 
     ReplayStats stats() const { return stats_; }
 
+    // The bytes of device memory its sets hold.
+    std::size_t held_bytes() const;
+
   private:
     struct Slot;
     Slot* slot_for(const Key& key);
-    bool run_queued(gpu::Queue& q, const Key& key, const Step& step);
+    enum class Ran { No, Yes, SizedOverBudget };
+    Ran run_queued(gpu::Queue& q, const Key& key, const Step& step);
     // Drops the sets used longest ago while the sets hold more than
     // max_bytes_, keeping the one used last.
     void keep_within_max_bytes();
@@ -117,7 +154,10 @@ class RecordedSteps {
     const std::size_t max_keys_;
     const WhenFull when_full_;
     const std::size_t max_bytes_;
+    RecordingBudget* const budget_;
     std::vector<std::unique_ptr<Slot>> slots_;
+    // Keys whose set the budget refused, with its given_back() then.
+    std::vector<std::pair<Key, std::uint64_t>> refused_;
     std::uint64_t steps_run_ = 0;  // the clock of Slot::last_used
     ReplayStats stats_;
     bool native_ = false;

@@ -32,6 +32,8 @@ struct StreamPush {
     std::vector<float>* values = nullptr;
 };
 
+class RecordingBudget;  // models/recorded_step.h
+
 // The decoders' joiner (models/stream_joiner.h).
 template <class Push>
 class PushJoiner;
@@ -135,6 +137,9 @@ class VocoderNetwork {
     virtual std::unique_ptr<VocoderNetwork> sharing_weights(std::span<const float>) const {
         return nullptr;
     }
+    // What its streams' lone recordings may hold together
+    // (models/recorded_step.h); null where they record nothing.
+    virtual RecordingBudget* lone_recordings() const { return nullptr; }
 };
 
 }  // namespace etude::engine

@@ -255,6 +255,41 @@ void PiperFlowReplay::lone_settled_pushes_replay_bit_for_bit(bool join) {
     EXPECT_GT(etude::test::rms(replayed.joint_out(0)), 0.1) << "a flow of nothing";
 }
 
+// The flow's lone recordings are bounded as the decoder's are
+// (recorded_step_test.cpp): with room for one stream's set, a second
+// stream's pushes run op by op, each its op-by-op flow bit for bit, until
+// the first stream is gone.
+TEST_P(PiperFlowReplay, lone_recordings_stay_within_the_flows_budget) {
+    const int frames = 4 * 16 + 12 * 8 + 5;
+    const auto net = flow(false);
+    etude::engine::RecordingBudget& budget = net->lone_recordings();
+    auto first = std::make_unique<FlowTwins>(net, flow(false), 1, frames);
+    for (int i = 0; i < 4; ++i) first->push(*device_, {0}, 16, false);
+    for (int i = 0; i < 3; ++i) first->push(*device_, {0}, 8, false);
+    const std::size_t sets = budget.held();  // of 16 and of 8
+    ASSERT_GT(sets, 0u);
+    budget.set_max_bytes(sets + sets / 4);
+    FlowTwins second(net, flow(false), 1, frames);
+    FlowTwins reference(flow(false), flow(false), 1, frames);
+    reference.joint(0).set_replay(false);
+    const auto both = [&](int block, bool flush) {
+        second.push(*device_, {0}, block, flush);
+        reference.push(*device_, {0}, block, flush);
+    };
+    for (int i = 0; i < 4; ++i) both(16, false);
+    for (int i = 0; i < 4; ++i) both(8, false);
+    EXPECT_EQ(second.joint(0).replay_stats().recordings, 0u) << "a second set passed the budget";
+    EXPECT_EQ(budget.held(), sets);
+    first.reset();
+    EXPECT_EQ(budget.held(), 0u);
+    for (int i = 0; i < 8; ++i) both(8, false);
+    both(5, true);
+    EXPECT_GE(second.joint(0).replay_stats().recordings, 1u) << "the room given back was not used";
+    EXPECT_TRUE(etude::test::identical(second.joint_out(0), reference.joint_out(0)))
+        << "max |difference| "
+        << etude::test::max_abs_diff(second.joint_out(0), reference.joint_out(0));
+}
+
 // A joiner's leader may run a batch of one that is another stream's push
 // (once out of memory capped the batches at one, stream_joiner.h): the push
 // replays its own stream's recording on its own held frames, never the

@@ -83,7 +83,8 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
     : backend_(std::move(backend)),
       lender_(ScratchLender::bound_for(*backend_)),
-      join_(backend_->info().is_gpu) {
+      join_(backend_->info().is_gpu),
+      lone_recordings_(std::make_shared<RecordingBudget>(backend_->info().global_memory / 8)) {
     const auto& hp = w.hp;
     channels_ = hp.inter_channels;
     hidden_ = hp.hidden_channels;
@@ -150,6 +151,7 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
     : backend_(std::move(backend)),
       lender_(ScratchLender::bound_for(*backend_)),
       join_(backend_->info().is_gpu),
+      lone_recordings_(std::make_shared<RecordingBudget>(backend_->info().global_memory / 8)),
       channels_(source.channels_),
       hidden_(source.hidden_),
       kernel_(source.kernel_),
@@ -205,6 +207,7 @@ VitsFlowNetwork::VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base,
       backend_(weights_owner_->backend_),
       lender_(ScratchLender::bound_for(*backend_)),
       join_(base->join_.load()),
+      lone_recordings_(weights_owner_->lone_recordings_),
       channels_(weights_owner_->channels_),
       hidden_(weights_owner_->hidden_),
       kernel_(weights_owner_->kernel_),

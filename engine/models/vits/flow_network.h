@@ -133,6 +133,10 @@ class VitsFlowNetwork {
     // Settled batches side by side recorded, replayed, and run op by op
     // (recorded_step.h), over both lanes.
     ReplayStats batch_replay_stats() const;
+    // What its streams' lone recordings may hold together (recorded_step.h):
+    // an eighth of the device's memory, shared with the flows that share
+    // its weights.
+    RecordingBudget& lone_recordings() const { return *lone_recordings_; }
 
   private:
     friend class VitsFlowStream;
@@ -145,6 +149,7 @@ class VitsFlowNetwork {
     mutable JoinLanes<VitsFlowPush> lanes_;
     // Every joining stream's held frames, side by side (batch_major.h).
     mutable HeldSlots held_slots_{*backend_};
+    std::shared_ptr<RecordingBudget> lone_recordings_;
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;

@@ -279,10 +279,15 @@ class VitsFlowStream {
     // The settled pushes alone, recorded per block length. Declared last:
     // its recordings name the queue, the layers' held frames and the
     // buffers above, so they must die first.
-    RecordedSteps steps_{net_.backend(), [this] {
+    RecordedSteps steps_{net_.backend(),
+                         [this] {
                              const auto buffers = lent();
                              return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
-                         }()};
+                         }(),
+                         RecordedSteps::kMaxLengths,
+                         RecordedSteps::WhenFull::RunOpByOp,
+                         0,
+                         &net_.lone_recordings()};
 };
 
 }  // namespace etude::engine

@@ -210,6 +210,39 @@ TEST_P(RecordedStep, a_lone_push_run_by_another_stream_replays_its_own_recording
     EXPECT_TRUE(test::identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
 }
 
+// What the lone recordings of a network's streams hold together is bounded
+// (RecordingBudget: a thousand streams' sets would be tens of gigabytes).
+// With room for one set, a second stream's set is let go after its sizing
+// chunk and its chunks of that length run op by op, its audio the same;
+// once the first stream is gone and its set given back, the second records.
+TEST_P(RecordedStep, lone_recordings_stay_within_the_networks_budget) {
+    RecordingBudget& budget = *model_->lone_recordings();
+    const std::vector<int> eights(10, 8);
+    auto a = model_->open_stream();
+    speak(*a, latent_, eights, false);
+    ASSERT_EQ(a->replay_stats().recordings, 1u);
+    const std::size_t one_set = budget.held();
+    ASSERT_GT(one_set, 0u);
+    std::printf("[ %-8s ] a decoder stream's set for chunks of 8: %.2f MB\n",
+                gpu::to_string(GetParam()), double(one_set) / 1e6);
+    budget.set_max_bytes(one_set + one_set / 2);
+    auto b = model_->open_stream();
+    const auto got = speak(*b, latent_, eights, false, 40);
+    EXPECT_EQ(b->replay_stats().recordings, 0u) << "a second set passed the budget";
+    EXPECT_EQ(b->replay_stats().replayed, 0u);
+    EXPECT_EQ(budget.held(), one_set);
+    auto ref = model_->open_stream();
+    ref->set_replay(false);
+    const auto want = speak(*ref, latent_, eights, false, 40);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(test::identical(got, want)) << "max |difference| " << test::max_abs_diff(got, want);
+    a.reset();
+    EXPECT_EQ(budget.held(), 0u) << "a stream's sets are given back when it goes";
+    speak(*b, latent_, eights, false, 120);
+    EXPECT_EQ(b->replay_stats().recordings, 1u) << "the room given back was not used";
+    EXPECT_LE(budget.held(), budget.max_bytes());
+}
+
 // Recordings stay valid across reset(): a stream cancelled mid-utterance and
 // reset speaks the next utterance as a fresh stream does, replaying the
 // recordings it made before (no new ones for the same sizes).

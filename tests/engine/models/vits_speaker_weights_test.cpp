@@ -181,11 +181,12 @@ TEST(VitsSpeakerWeightsHeld, a_voice_keeps_of_the_flows_originals_only_what_fold
         for (const auto d : t.dims) n *= std::size_t(d);
         all += n;
         kept += t.values.size();
-        if (!t.released)
+        if (!t.released) {
             EXPECT_TRUE(t.role.find(".enc.cond_layer.") != std::string::npos ||
                         (t.role.find(".enc.in_layers.") != std::string::npos &&
                          t.role.find(".bias") != std::string::npos))
                 << t.role << " was kept";
+        }
     }
     ASSERT_GT(all, 0u);
     EXPECT_LT(kept, all / 2) << kept << " of " << all << " floats kept";
