@@ -148,14 +148,22 @@ bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
         const Ran ran = run_queued(q, key, step);
         if (ran == Ran::No) return false;
         backend_.synchronize(q);
-        if (ran == Ran::SizedOverBudget) {
-            // The push has run; its set goes (here, swapped back out of the
-            // stream's buffers), and the key runs op by op until the
-            // budget is given something back.
-            refused_.emplace_back(key, budget_->given_back());
-            slots_.erase(std::find_if(slots_.begin(), slots_.end(),
-                                      [&](const auto& s) { return s->key == key; }));
-            return true;
+        if (ran == Ran::Sized && budget_) {
+            // The set's size is known now (the push sized it), and it lies
+            // in the slot again.
+            const auto it = std::find_if(slots_.begin(), slots_.end(),
+                                         [&](const auto& s) { return s->key == key; });
+            Slot& slot = **it;
+            const std::size_t bytes = slot.bytes();
+            if (!budget_->take(bytes)) {
+                // The push has run; its set goes, and the key runs op by op
+                // until the budget is given something back.
+                refused_.emplace_back(key, budget_->given_back());
+                slots_.erase(it);
+                return true;
+            }
+            slot.budget = budget_;
+            slot.charged = bytes;
         }
         // (Here, not in run_queued: there the set just used lies in the
         // stream's buffers, swapped, and nothing of the others is queued.)
@@ -179,14 +187,7 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         step.take_output(q, step.body(q));
         slot->sized = true;
         ++stats_.op_by_op;
-        if (!budget_) return Ran::Yes;
-        // The set's size is known now (the push sized it, in place).
-        std::size_t bytes = 0;
-        for (ScratchBuffer* b : buffers_) bytes += b->get().bytes();
-        if (!budget_->take(bytes)) return Ran::SizedOverBudget;
-        slot->budget = budget_;
-        slot->charged = bytes;
-        return Ran::Yes;
+        return Ran::Sized;
     }
     if (slot->recording.empty()) {
         const std::vector<void*> before = handles();
@@ -211,7 +212,7 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
     backend_.replay(q, slot->recording);
     ++stats_.replayed;
     step.take_output(q, slot->out);
-    return Ran::Yes;
+    return Ran::Replayed;
 }
 
 RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)

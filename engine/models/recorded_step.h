@@ -135,14 +135,14 @@ class RecordedSteps {
 
     ReplayStats stats() const { return stats_; }
 
-    // The bytes of device memory its sets hold.
-    std::size_t held_bytes() const;
-
   private:
     struct Slot;
     Slot* slot_for(const Key& key);
-    enum class Ran { No, Yes, SizedOverBudget };
+    // What run_queued() did: nothing (no set for the key), the op-by-op
+    // push that sized the key's set, or a replay (recorded first, or not).
+    enum class Ran { No, Sized, Replayed };
     Ran run_queued(gpu::Queue& q, const Key& key, const Step& step);
+    std::size_t held_bytes() const;  // what the sets hold
     // Drops the sets used longest ago while the sets hold more than
     // max_bytes_, keeping the one used last.
     void keep_within_max_bytes();

@@ -41,6 +41,12 @@ std::string run_prefix(const VitsHyperparameters& hp, int k) {
 
 }  // namespace
 
+bool VitsFlowNetwork::folds_a_speaker(const std::string& role) {
+    const auto has = [&](const char* part) { return role.find(part) != std::string::npos; };
+    return role.rfind("flow.", 0) == 0 &&
+           (has(".enc.cond_layer.") || (has(".enc.in_layers.") && has(".bias")));
+}
+
 VitsFlowNetwork::SpeakerBiases VitsFlowNetwork::speaker_biases(const VitsWeights& w, int speaker) {
     const auto& hp = w.hp;
     const int hid = hp.hidden_channels;

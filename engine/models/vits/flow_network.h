@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/models/batch_major.h"
@@ -82,6 +83,10 @@ class VitsFlowNetwork {
     // of several speakers). Throws etude::Error for a speaker outside the
     // voice's.
     static SpeakerBiases speaker_biases(const VitsWeights& weights, int speaker);
+    // Whether speaker_biases(weights, ...) reads the weight `role` (a
+    // WaveNet layer's input bias, a conditioning layer): what a voice of
+    // several speakers keeps of the flow's originals.
+    static bool folds_a_speaker(const std::string& role);
     // This flow's, read back from its backend.
     SpeakerBiases speaker_biases() const;
     // The flow of another speaker of `base`'s voice, on `base`'s backend:

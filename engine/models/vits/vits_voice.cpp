@@ -49,12 +49,9 @@ VitsVoice::VitsVoice(std::string path, int sample_rate, std::shared_ptr<VitsWeig
     if (weights->hp.num_speakers == 1) {
         weights->release("flow.");
     } else {
-        const auto folds_a_speaker = [](const std::string& role) {
-            const auto has = [&](const char* part) { return role.find(part) != std::string::npos; };
-            return has(".enc.cond_layer.") || (has(".enc.in_layers.") && has(".bias"));
-        };
         for (const auto& t : weights->tensors)
-            if (t.role.rfind("flow.", 0) == 0 && !t.released && !folds_a_speaker(t.role))
+            if (t.role.rfind("flow.", 0) == 0 && !t.released &&
+                !VitsFlowNetwork::folds_a_speaker(t.role))
                 weights->release(t.role);
     }
 }
@@ -65,15 +62,13 @@ std::shared_ptr<const NeuralModel> VitsVoice::decoder(int speaker) const {
         throw Error(path_ + ": speaker " + std::to_string(speaker) + " is outside the voice's " +
                     std::to_string(num_speakers()) + " speakers");
     std::lock_guard lock(decoders_mu_);
-    auto& d = decoders_[speaker];
-    if (d) return d;
-    // Another speaker's decoder made already: this one shares its weights.
-    for (const auto& [other, decoder] : decoders_)
-        if (decoder) {
-            d = share_vits_decoder(decoder, *weights_, speaker);
-            if (d) return d;
-        }
-    d = load_vits_decoder(*weights_, sample_rate_, speaker, path_, backend_);
+    if (auto it = decoders_.find(speaker); it != decoders_.end()) return it->second;
+    // Another speaker's decoder made already: this one shares its weights
+    // (stored once made, as flow_network() stores a flow).
+    std::shared_ptr<const NeuralModel> d;
+    if (!decoders_.empty()) d = share_vits_decoder(decoders_.begin()->second, *weights_, speaker);
+    if (!d) d = load_vits_decoder(*weights_, sample_rate_, speaker, path_, backend_);
+    decoders_.emplace(speaker, d);
     return d;
 }
 
