@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "engine/models/vits/vits_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/random_prior.h"
 #include "support/test_data.h"
 
 namespace etude::engine {
@@ -33,14 +33,6 @@ namespace {
 
 const std::string kVoice = test::test_data_dir() + "/piper/test_medium_multi.onnx";
 constexpr int kSampleRate = 22050;
-
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-    std::vector<float> v(n);
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& x : v) x = normal(rng);
-    return v;
-}
 
 class VitsSpeakerWeights : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
@@ -63,7 +55,7 @@ TEST_P(VitsSpeakerWeights, a_second_speakers_decoder_shares_the_weights_and_equa
     EXPECT_TRUE(shared->shares_weights()) << "speaker 2's decoder was made whole";
     const auto whole = load_vits_decoder(voice_->weights(), kSampleRate, 2, "whole", backend_);
     const int frames = 40;
-    const auto latent = random_values(std::size_t(first->audio().n_mels) * std::size_t(frames), 5);
+    const auto latent = test::random_prior(first->audio().n_mels, frames, 5);
     const auto got = shared->vocode(latent, frames);
     const auto want = whole->vocode(latent, frames);
     ASSERT_EQ(got.size(), want.size());
@@ -89,7 +81,7 @@ TEST_P(VitsSpeakerWeights, a_second_speakers_flow_shares_the_weights_and_equals_
     // a speaker into its biases.)
     const VitsFlowNetwork whole(read_vits_weights(kVoice), 2, backend_);
     const int frames = 70;
-    const auto prior = random_values(std::size_t(first->channels()) * std::size_t(frames), 9);
+    const auto prior = test::random_prior(first->channels(), frames, 9);
     auto got = prior, want = prior, speaker0 = prior;
     shared->run(got, frames);
     whole.run(want, frames);
@@ -115,8 +107,8 @@ TEST_P(VitsSpeakerWeights, a_shared_network_holds_the_owner_of_its_weights_alone
         middle_flow, VitsFlowNetwork::speaker_biases(read_vits_weights(kVoice), 3));
     const std::weak_ptr<const VitsFlowNetwork> flow_owner = root_flow, flow_middle = middle_flow;
 
-    const auto latent = random_values(std::size_t(last->audio().n_mels) * std::size_t(frames), 6);
-    const auto prior = random_values(std::size_t(last_flow->channels()) * std::size_t(frames), 7);
+    const auto latent = test::random_prior(last->audio().n_mels, frames, 6);
+    const auto prior = test::random_prior(last_flow->channels(), frames, 7);
     const auto audio_before = last->vocode(latent, frames);
     auto z_before = prior;
     last_flow->run(z_before, frames);
