@@ -6,7 +6,7 @@
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
 //                      [--scheduling live|network] [--offline-only] [--count-ops]
-//                      [--precision fp32|tf32] [--join]
+//                      [--precision fp32|tf32] [--join] [--speakers N]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
@@ -26,6 +26,9 @@
 // (lavapipe, PoCL: set_join_streams on its decoder, flow and text
 // analysis), so that a machine without one counts a batch's operations
 // (with ETUDE_FAULT=cpu-busy, which keeps the chunks on the device).
+// --speakers N: stream i speaks as speaker i mod N of a voice of several
+// (StreamOptions::speaker): its speakers' streams batch together on a
+// device (models/shared_batching.h), as one speaker's do.
 // --backend says where each stream's decoder runs (StreamOptions::backend:
 // auto, cpu, cuda, vulkan, opencl). --ids-from FILE.json: instead of the
 // reply's text, each stream speaks the "phoneme_ids" array of FILE three
@@ -58,6 +61,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "engine/engine.h"
@@ -136,14 +140,27 @@ std::vector<std::thread> start_readers(etude::engine::Engine& engine,
     return threads;
 }
 
+// Stream i's options: `opts`, with speaker i mod `speakers` where more than
+// one (--speakers: streams of several speakers of one voice, which batch
+// together on a device).
+etude::engine::StreamOptions stream_options(const etude::engine::StreamOptions& opts, int i,
+                                            int speakers) {
+    etude::engine::StreamOptions mine = opts;
+    if (auto* piper = std::get_if<etude::engine::PiperVoiceOptions>(&mine.voice);
+        piper && speakers > 1)
+        piper->speaker = std::to_string(i % speakers);
+    return mine;
+}
+
 LiveResult live_round(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                      const Reply& reply, int n, double period_ms, int readers) {
+                      const Reply& reply, int n, double period_ms, int readers, int speakers) {
     std::atomic<bool> stop_readers{false};
     std::vector<std::thread> reader_threads =
         start_readers(engine, opts, reply, readers, stop_readers);
     if (readers > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // under way
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
-    for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
+    for (int i = 0; i < n; ++i)
+        streams.push_back(engine.create_stream(stream_options(opts, i, speakers)));
     const double rate = streams[0]->sample_rate();
     const auto period = std::chrono::duration<double, std::milli>(period_ms);
     const std::size_t frames = static_cast<std::size_t>(rate * period_ms / 1000.0);
@@ -193,9 +210,10 @@ struct OfflineResult {
 };
 
 OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::StreamOptions& opts,
-                            const Reply& reply, int n) {
+                            const Reply& reply, int n, int speakers = 1) {
     std::vector<std::unique_ptr<etude::engine::Stream>> streams;
-    for (int i = 0; i < n; ++i) streams.push_back(engine.create_stream(opts));
+    for (int i = 0; i < n; ++i)
+        streams.push_back(engine.create_stream(stream_options(opts, i, speakers)));
     const double rate = streams[0]->sample_rate();
     std::vector<std::size_t> samples(static_cast<std::size_t>(n));
     const double cpu0 = cpu_seconds();
@@ -385,7 +403,8 @@ int usage() {
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
                  "[--beside-readers N] [--turns N] [--scheduling live|network] "
-                 "[--offline-only] [--count-ops] [--precision fp32|tf32] [--join]\n");
+                 "[--offline-only] [--count-ops] [--precision fp32|tf32] [--join] "
+                 "[--speakers N]\n");
     return 2;
 }
 
@@ -393,7 +412,7 @@ int usage() {
 
 int main(int argc, char** argv) {
     std::string voice, counts = "1,2,4,8,16", backend = "auto", ids_from;
-    int rounds = 3, readers = 0, turns = 0;
+    int rounds = 3, readers = 0, turns = 0, speakers = 1;
     std::string scheduling = "live", precision = "fp32";
     double period_ms = 10.0;
     bool offline_only = false, count_ops = false, join = false;
@@ -424,10 +443,12 @@ int main(int argc, char** argv) {
             scheduling = argv[++i];
         else if (a == "--precision")
             precision = argv[++i];
+        else if (a == "--speakers")
+            speakers = std::atoi(argv[++i]);
         else
             return usage();
     }
-    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0 ||
+    if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0 || speakers < 1 ||
         (scheduling != "live" && scheduling != "network"))
         return usage();
     try {
@@ -452,6 +473,9 @@ int main(int argc, char** argv) {
         DeviceBatches device_batches(voice, offline_speed(engine, opts, reply, 1).gpu_device);
         if (count_ops) device_batches.count_ops();
         if (join) device_batches.join();
+        // The other speakers' networks, made from speaker 0's (so joining
+        // as it does), before any count is timed.
+        if (speakers > 1) offline_speed(engine, opts, reply, speakers, speakers);
         std::printf(
             "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
             "readers beside; %d work turns%s\n",
@@ -475,7 +499,7 @@ int main(int argc, char** argv) {
                 if (!offline_only) {
                     const double cpu0 = cpu_seconds();
                     const auto t0 = Clock::now();
-                    const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers);
+                    const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers, speakers);
                     live_cpu += cpu_seconds() - cpu0;
                     live_wall += std::chrono::duration<double>(Clock::now() - t0).count();
                     all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(),
@@ -484,7 +508,7 @@ int main(int argc, char** argv) {
                     all.underrun_samples += one.underrun_samples;
                     live_audio += one.audio_s;
                 }
-                const OfflineResult off = offline_speed(engine, opts, reply, n);
+                const OfflineResult off = offline_speed(engine, opts, reply, n, speakers);
                 speeds.push_back(off.speed());
                 offline_cpu += off.cpu_s;
                 offline_wall += off.wall_s;

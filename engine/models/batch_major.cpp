@@ -118,6 +118,29 @@ std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
     return groups;
 }
 
+const gpu::DeviceBuffer* BatchMajor::item_biases(gpu::Queue& q,
+                                                 std::span<WeightedStreamLayer* const> layers,
+                                                 JointScratch& joint) {
+    const WeightedStreamLayer& first = *layers[0];
+    bool differ = false;
+    for (const WeightedStreamLayer* layer : layers.subspan(1)) {
+        if (layer->weight_.handle() != first.weight_.handle())
+            throw std::logic_error("BatchMajor::push: the layers have different weights");
+        differ = differ || layer->bias_.handle() != first.bias_.handle();
+    }
+    if (!differ) return nullptr;
+    if (!first.bias_) throw std::logic_error("BatchMajor::push: biases on some layers only");
+    const std::size_t c = static_cast<std::size_t>(first.shape_.out_channels);
+    auto& gathered = joint.item_bias.need(first.backend_, c * layers.size());
+    for (std::size_t b = 0; b < layers.size(); ++b) {
+        if (!layers[b]->bias_)
+            throw std::logic_error("BatchMajor::push: biases on some layers only");
+        first.backend_.copy_rows(q, 1, static_cast<int>(c), layers[b]->bias_, 0, c, gathered, b * c,
+                                 c);
+    }
+    return &gathered;
+}
+
 BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
                              const BatchSignal& in, bool flush, JointScratch& joint,
                              ScratchBuffer& out) {
@@ -168,16 +191,29 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
     const std::size_t n = static_cast<std::size_t>(st.count);
     const gpu::Conv1dShape shape = first.run_shape(in.batch, L);
     if (layers.size() > 1) ++joint.batched_calls;
+    const gpu::DeviceBuffer* gathered_bias = item_biases(q, layers, joint);
+    const auto launch = [&](gpu::DeviceBuffer& made_buf, std::size_t outputs) {
+        if (!gathered_bias) {
+            first.launch(q, shape, window, made_buf);
+            return;
+        }
+        // Items of other speakers: the call without a bias, then each
+        // item's own added ([batch][out_channels] rows of `outputs`).
+        static const gpu::DeviceBuffer no_bias;
+        first.launch(q, shape, window, no_bias, made_buf);
+        backend.add_bias(q, in.batch * out_channels, static_cast<int>(outputs), *gathered_bias,
+                         true, made_buf);
+    };
     if (st.first == 0 && st.count == made) {
         auto& made_buf = out.need(backend, at(layers.size(), out_channels, n));
-        first.launch(q, shape, window, made_buf);
+        launch(made_buf, n);
         return {&made_buf, in.batch, out_channels, made};
     }
     // An upsampler's first outputs, which lie before the signal's start,
     // dropped: made in joint.out, the rest handed out.
     const std::size_t M = static_cast<std::size_t>(made);
     auto& made_buf = joint.out.need(backend, at(layers.size(), out_channels, M));
-    first.launch(q, shape, window, made_buf);
+    launch(made_buf, M);
     auto& handed = out.need(backend, at(layers.size(), out_channels, n));
     backend.copy_rows(q, in.batch * out_channels, static_cast<int>(st.count), made_buf,
                       static_cast<std::size_t>(st.first), M, handed, 0, n);

@@ -123,7 +123,8 @@ struct BatchMajor {
         const std::function<PushState(std::size_t)>& state,
         const std::function<const HeldSlots::Slot*(std::size_t)>& slot);
     // The same layer of each stream of the batch (layers[b] takes item b of
-    // `in`), all in one state (push_state()): their pushes of in.length
+    // `in`; the same weights, the biases each its own), all in one state
+    // (push_state()): their pushes of in.length
     // samples, the signals' ends where `flush`, as one call, each layer's
     // counts updated as its own push would (plan(), the arithmetic its own
     // stage() follows). The outputs go to `out` (which may be in's
@@ -137,6 +138,17 @@ struct BatchMajor {
     static BatchSignal delay(gpu::Queue& q, std::span<StreamDelay* const> delays,
                              const BatchSignal& in, bool flush, JointScratch& joint,
                              ScratchBuffer& out);
+
+  private:
+    // Where the layers' biases differ (the first layer of each speaker of a
+    // voice whose speakers share every other weight: a batch may hold
+    // several), each one's bias side by side in joint.item_bias, one copy
+    // per item, for the batch's call to add after running without one; null
+    // where they are all the first one's. Throws std::logic_error for
+    // layers of other weights.
+    static const gpu::DeviceBuffer* item_biases(gpu::Queue& q,
+                                                std::span<WeightedStreamLayer* const> layers,
+                                                JointScratch& joint);
 };
 
 }  // namespace etude::engine

@@ -71,13 +71,14 @@ void HifiGanNetwork::run(const float* mel, int frames, int first, int count, flo
 // that the streams' convolutions run as one backend call per layer
 // (JointPush, stream_layers.h); one stream alone is the same walk.
 void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<StreamPush>& lane) {
-    // Streams of another network cannot share this one's layers: each goes
-    // alone (not through push(), which may wait for a joiner this thread
-    // may be running a batch of).
+    // Streams of a network of other weights cannot share this one's layers:
+    // each goes alone (not through push(), which may wait for a joiner this
+    // thread may be running a batch of). Another speaker's network of the
+    // same voice shares them (its own first-layer bias aside, BatchMajor).
     std::vector<HifiGanStream*> streams;
     for (const auto& p : pushes) {
         auto* s = dynamic_cast<HifiGanStream*>(p.stream);
-        if (!s || &s->net_ != &net_) {
+        if (!s || s->net_.batching_ != net_.batching_) {
             for (const auto& one : pushes)
                 if (auto* h = dynamic_cast<HifiGanStream*>(one.stream))
                     h->push_together({&one, 1});
@@ -100,7 +101,7 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
     // Declared before the try: the catch below synchronizes while the
     // buffers are still this push's.
-    const ScratchLender::Loan loan(net_.lender_, groups);
+    const ScratchLender::Loan loan(net_.batching_->lender, groups);
     gpu::Queue& q = *queue_;
     try {
         walk_together(q, pushes, streams, lane.joint);
@@ -249,7 +250,7 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
     step.body = [&](gpu::Queue& bq) {
         std::vector<SignalRef> x{{&mel_.get(), net_.n_mels_, p.frames}};
         // (One stream: the joint buffers are not used.)
-        walk_layers(bq, {&p, 1}, {this}, x, net_.lanes_.of(Batching::Join).joint);
+        walk_layers(bq, {&p, 1}, {this}, x, net_.batching_->lanes.of(Batching::Join).joint);
         return x[0];
     };
     step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
@@ -283,14 +284,14 @@ HifiGanNetwork::HifiGanNetwork(const HifiGanNetwork& base, std::span<const float
       final_channels_(base.final_channels_),
       slope_(base.slope_),
       final_slope_(base.final_slope_),
-      rates_(base.rates_) {
+      rates_(base.rates_),
+      batching_(base.batching_) {
     const auto channels = static_cast<std::size_t>(base.conv_pre_.shape.out_channels);
     if (input_bias.size() != channels)
         throw std::invalid_argument("HiFi-GAN: an input bias of " +
                                     std::to_string(input_bias.size()) + " values, not " +
                                     std::to_string(channels));
     join_.store(base.join_.load());
-    lone_recordings_ = base.lone_recordings_;
     queue_ = backend_.create_queue();
     conv_pre_ = borrowed(base.conv_pre_);
     conv_pre_.bias.buffer = backend_.allocate(channels, kWeightsTag);
@@ -312,8 +313,7 @@ std::unique_ptr<VocoderNetwork> HifiGanNetwork::sharing_weights(
 }
 
 ReplayStats HifiGanNetwork::batch_replay_stats() const {
-    return engine::batch_replay_stats(
-        lanes_, [this](JoinLane<StreamPush> & lane) -> auto& { return batches_of(lane); });
+    return batching_->replay_stats();
 }
 
 std::unique_ptr<NetworkStream> HifiGanNetwork::open_stream(int right_context) const {

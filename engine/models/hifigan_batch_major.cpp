@@ -130,7 +130,7 @@ void HifiGanStream::take_batch_audio(gpu::Queue& q, std::span<const StreamPush> 
 bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
                                         const std::vector<HifiGanStream*>& streams,
                                         JoinLane<StreamPush>& lane) {
-    RecordedBatches& batches = net_.batches_of(lane);
+    RecordedBatches& batches = net_.batching_->of(lane);
     if (pushes.size() < 2 || !batches.steps().enabled()) return false;
     const int frames = pushes[0].frames;
     for (std::size_t i = 0; i < pushes.size(); ++i) {
@@ -149,9 +149,12 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
     }
-    const RecordedSteps::Key key = RecordedBatches::key(
+    // (Each member's network too: the batch's first layer reads its bias,
+    // and the lane is its voice's every speaker's, BatchMajor.)
+    RecordedSteps::Key key = RecordedBatches::key(
         members[0]->push_state(frames, false), members,
         [](const HifiGanStream* s) -> auto& { return *s->slot_; });
+    for (const HifiGanStream* s : members) key.push_back(static_cast<long>(s->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.

@@ -20,6 +20,7 @@
 #include "engine/models/receptive_field.h"
 #include "engine/models/recorded_step.h"
 #include "engine/models/scratch_lender.h"
+#include "engine/models/shared_batching.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 
@@ -163,13 +164,13 @@ class HifiGanNetwork final : public VocoderNetwork {
     std::unique_ptr<NetworkStream> open_stream(int right_context) const override;
     void set_join_streams(bool on) override { join_ = on; }
     StreamJoiner* joiner(Batching kind) const override {
-        return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
+        return join_ && kind != Batching::Alone ? &batching_->lanes.of(kind).joiner : nullptr;
     }
-    std::uint64_t batched_layer_calls() const override { return lanes_.batched_calls(); }
+    std::uint64_t batched_layer_calls() const override { return batching_->lanes.batched_calls(); }
     ReplayStats batch_replay_stats() const override;
     std::unique_ptr<VocoderNetwork> sharing_weights(
         std::span<const float> input_bias) const override;
-    RecordingBudget* lone_recordings() const override { return lone_recordings_.get(); }
+    RecordingBudget* lone_recordings() const override { return &batching_->lone_recordings; }
 
     void run(const float* mel, int frames, int first, int count, float* out) override;
 
@@ -198,30 +199,20 @@ class HifiGanNetwork final : public VocoderNetwork {
     // The streams' pushes meet in batches on a GPU (stream_joiner.h says
     // why not on the CPU).
     std::atomic<bool> join_{backend_.info().is_gpu};
-    // The batches of live streams and of offline readers (stream_joiner.h).
-    mutable JoinLanes<StreamPush> lanes_;
-    // Every stream's chunk-sized buffers, lent for its pushes.
-    mutable ScratchLender lender_{ScratchLender::bound_for(backend_)};
-    // Every stream's held samples, side by side (batch_major.h).
-    mutable HeldSlots held_slots_{backend_};
-    // What the streams' lone recordings hold together: an eighth of the
-    // device's memory, for every network sharing these weights.
-    std::shared_ptr<RecordingBudget> lone_recordings_ =
-        std::make_shared<RecordingBudget>(backend_.info().global_memory / 8);
+    // Which network this is, in the keys of batch recordings
+    // (shared_batching.h).
+    const std::uint64_t id_ = next_network_id();
     int n_mels_ = 0, hop_ = 0, num_kernels_ = 0, final_channels_ = 0;
     float slope_ = 0.1f, final_slope_ = 0.01f;
     std::vector<int> rates_;
     ConvLayer conv_pre_, conv_post_;
     std::vector<ConvLayer> ups_;
     std::vector<ResBlock> resblocks_;
-    // Each lane's recordings of settled batches side by side
-    // (recorded_step.h). Declared last: they name the weights, the held
-    // slots and the lanes' buffers above.
-    mutable RecordedBatches live_batches_{backend_, lanes_.of(Batching::Join).joint};
-    mutable RecordedBatches offline_batches_{backend_, lanes_.of(Batching::JoinOffline).joint};
-    RecordedBatches& batches_of(JoinLane<StreamPush>& lane) const {
-        return &lane == &lanes_.of(Batching::JoinOffline) ? offline_batches_ : live_batches_;
-    }
+    // Where its streams batch, with those of every network sharing these
+    // weights (shared_batching.h). Declared last: its recordings name the
+    // weights above. Made here, or the base's (sharing_weights()).
+    std::shared_ptr<SharedBatching<StreamPush>> batching_ =
+        std::make_shared<SharedBatching<StreamPush>>(backend_);
 };
 
 // HiFi-GAN, layer by layer as HifiGanNetwork::run, each layer a stream layer:
@@ -231,7 +222,7 @@ class HifiGanStream final : public NetworkStream {
   public:
     explicit HifiGanStream(const HifiGanNetwork& net)
         : net_(net), backend_(net.backend_), queue_(backend_.create_queue()) {
-        if (net.join_) slot_.emplace(net.held_slots_);
+        if (net.join_) slot_.emplace(net.batching_->held_slots);
         // Outputs that are never needed at the same time share a buffer
         // (see push()): every conv writes `conv_out_` and is read at once by
         // the next layer or the residual sum; the residual path of a
@@ -383,15 +374,16 @@ class HifiGanStream final : public NetworkStream {
         membership_.push(
             *joiner, alone,
             [this, batching](std::span<const StreamPush> batch) {
-                run_naming_the_batch(batch.size(), "HiFi-GAN", "streams",
-                                     [&] { push_in_lane(batch, net_.lanes_.of(batching)); });
+                run_naming_the_batch(batch.size(), "HiFi-GAN", "streams", [&] {
+                    push_in_lane(batch, net_.batching_->lanes.of(batching));
+                });
             },
             join_wait_until_ns_, flush);
     }
     void set_join_wait_until(std::int64_t ns) override { join_wait_until_ns_ = ns; }
     void leave_join_lane() override { membership_.leave(); }
     void push_together(std::span<const StreamPush> pushes) override {
-        push_in_lane(pushes, net_.lanes_.of(Batching::Join));
+        push_in_lane(pushes, net_.batching_->lanes.of(Batching::Join));
     }
     // push_together() with the joint buffers of `lane`.
     void push_in_lane(std::span<const StreamPush> pushes, JoinLane<StreamPush>& lane);
@@ -470,7 +462,7 @@ class HifiGanStream final : public NetworkStream {
     const HifiGanNetwork& net_;
     gpu::Backend& backend_;
     std::unique_ptr<gpu::Queue> queue_;
-    ScratchLender::User lender_user_{net_.lender_};
+    ScratchLender::User lender_user_{net_.batching_->lender};
     // Declared before the layers, which keep references to them. Empty
     // between pushes (lent()).
     StreamScratch scratch_;
@@ -495,7 +487,7 @@ class HifiGanStream final : public NetworkStream {
                          RecordedSteps::kMaxLengths,
                          RecordedSteps::WhenFull::RunOpByOp,
                          0,
-                         net_.lone_recordings_.get()};
+                         &net_.batching_->lone_recordings};
 };
 
 }  // namespace etude::engine

@@ -217,13 +217,7 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
 
 RecordedBatches::RecordedBatches(gpu::Backend& backend, JointScratch& joint)
     : backend_(backend),
-      steps_(
-          backend,
-          [&joint] {
-              std::vector<ScratchBuffer*> buffers{&joint.in, &joint.out, &joint.window};
-              for (ScratchBuffer& s : joint.signals) buffers.push_back(&s);
-              return buffers;
-          }(),
-          kMaxBatches, RecordedSteps::WhenFull::DropOldest, backend.info().global_memory / 8) {}
+      steps_(backend, joint.buffers(), kMaxBatches, RecordedSteps::WhenFull::DropOldest,
+             backend.info().global_memory / 8) {}
 
 }  // namespace etude::engine

@@ -234,17 +234,20 @@ SignalRef WeightedStreamLayer::hand_out(gpu::Queue& q, const gpu::DeviceBuffer& 
 
 namespace {
 
-// The steps whose windows have the same length and make outputs, in groups
-// of two or more: each group runs as one call of batch size its count.
-template <class Staged>
-std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& staged) {
+// The steps whose windows have the same length and make outputs, through
+// layers of the same weights and bias (`same(i, j)`), in groups of two or
+// more: each group runs as one call of batch size its count.
+template <class Staged, class Same>
+std::vector<std::vector<std::size_t>> batches_of(const std::vector<Staged>& staged,
+                                                 const Same& same) {
     std::vector<std::vector<std::size_t>> groups;
     std::vector<bool> taken(staged.size(), false);
     for (std::size_t i = 0; i < staged.size(); ++i) {
         if (taken[i] || staged[i].count <= 0) continue;
         std::vector<std::size_t> g{i};
         for (std::size_t j = i + 1; j < staged.size(); ++j)
-            if (!taken[j] && staged[j].count > 0 && staged[j].length == staged[i].length) {
+            if (!taken[j] && staged[j].count > 0 && staged[j].length == staged[i].length &&
+                same(i, j)) {
                 g.push_back(j);
                 taken[j] = true;
             }
@@ -263,7 +266,10 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep> steps, JointSc
     std::vector<WeightedStreamLayer::Staged> staged;
     for (auto& step : steps) staged.push_back(step.layer->stage(q, step.in, step.flush));
     std::vector<bool> done(steps.size(), false);
-    for (const auto& group : batches_of(staged)) {
+    const auto same = [&](std::size_t i, std::size_t j) {
+        return steps[i].layer->same_weights_and_bias(*steps[j].layer);
+    };
+    for (const auto& group : batches_of(staged, same)) {
         // The group's windows one after another ([batch][channels][length]),
         // one call over them, and each stream's outputs out of its item.
         const int length = staged[group[0]].length, made = first.run_outputs(length);
@@ -276,7 +282,8 @@ void JointPush::push_together(gpu::Queue& q, std::span<LayerStep> steps, JointSc
         const std::size_t out_each = static_cast<std::size_t>(shape.out_channels) * made;
         auto& out = joint.out.need(backend, out_each * group.size());
         ++joint.batched_calls;
-        first.launch(q, first.run_shape(static_cast<int>(group.size()), length), in, out);
+        WeightedStreamLayer& lead = *steps[group[0]].layer;
+        lead.launch(q, lead.run_shape(static_cast<int>(group.size()), length), in, out);
         for (std::size_t b = 0; b < group.size(); ++b) {
             const std::size_t i = group[b];
             steps[i].out = steps[i].layer->hand_out(q, out, b * out_each,

@@ -75,8 +75,18 @@ struct StreamScratch {
 struct JointScratch {
     ScratchBuffer in, out;
     ScratchBuffer window;
+    // A batch's items' biases side by side, where they differ (the speakers
+    // of one voice: BatchMajor::push).
+    ScratchBuffer item_bias;
     std::array<ScratchBuffer, 12> signals;
     std::uint64_t batched_calls = 0;
+    // Every buffer above: what a recorded batch's set of its own stands in
+    // for (RecordedBatches), so none a recording reads is let go under it.
+    std::vector<ScratchBuffer*> buffers() {
+        std::vector<ScratchBuffer*> all{&in, &out, &window, &item_bias};
+        for (ScratchBuffer& s : signals) all.push_back(&s);
+        return all;
+    }
 };
 
 struct BatchMajor;
@@ -199,8 +209,20 @@ class WeightedStreamLayer {
     // the outputs it makes per window.
     virtual gpu::Conv1dShape run_shape(int batch, int length) const = 0;
     virtual int run_outputs(int length) const = 0;
+    // The call with `bias` (bias_, or an empty buffer for none: a batch
+    // whose items' biases differ adds them after, BatchMajor::push).
     virtual void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
-                        gpu::DeviceBuffer& out) = 0;
+                        const gpu::DeviceBuffer& bias, gpu::DeviceBuffer& out) = 0;
+    void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
+                gpu::DeviceBuffer& out) {
+        launch(q, s, in, bias_, out);
+    }
+    // Whether `other` runs on the same weights and bias (the same memory:
+    // a network sharing another's weights borrows them), so that the two
+    // go in one call.
+    bool same_weights_and_bias(const WeightedStreamLayer& other) const {
+        return weight_.handle() == other.weight_.handle() && bias_.handle() == other.bias_.handle();
+    }
     SignalRef run_alone(gpu::Queue& q, const Staged& st);
     // The staged outputs, out of a call's outputs at `at` (rows `stride`
     // apart), into this layer's output buffer.
@@ -240,9 +262,10 @@ class StreamConv final : public WeightedStreamLayer {
     Staged plan(int in_length, bool flush) const override;
     gpu::Conv1dShape run_shape(int batch, int length) const override;
     int run_outputs(int length) const override { return length - 2 * shape_.padding; }
+    using WeightedStreamLayer::launch;
     void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
-                gpu::DeviceBuffer& out) override {
-        backend_.conv1d(q, s, in, weight_, bias_, out);
+                const gpu::DeviceBuffer& bias, gpu::DeviceBuffer& out) override {
+        backend_.conv1d(q, s, in, weight_, bias, out);
     }
 };
 
@@ -286,9 +309,10 @@ class StreamUpsample final : public WeightedStreamLayer {
     int run_outputs(int length) const override {
         return std::max(0, (length - tail(shape_)) * shape_.stride);
     }
+    using WeightedStreamLayer::launch;
     void launch(gpu::Queue& q, const gpu::Conv1dShape& s, const gpu::DeviceBuffer& in,
-                gpu::DeviceBuffer& out) override {
-        backend_.conv_transpose1d(q, s, in, weight_, bias_, out);
+                const gpu::DeviceBuffer& bias, gpu::DeviceBuffer& out) override {
+        backend_.conv_transpose1d(q, s, in, weight_, bias, out);
     }
     static int tail(const gpu::Conv1dShape& s);  // input samples held: (kernel - stride) / stride
     // Input taken, outputs handed out, and outputs made before cropping
@@ -334,8 +358,9 @@ class StreamDelay {
 
 // Several streams' pushes through the same layer of one network (the same
 // weights, one backend): the streams whose windows have the same length (in
-// steady state, every stream pushing chunks of one size) run as one backend
-// call of that batch size, each window one batch item, and each stream's
+// steady state, every stream pushing chunks of one size) and whose layers
+// have the same bias (another speaker's first layer has its own) run as one
+// backend call of that batch size, each window one batch item, and each stream's
 // outputs are copied out to its own buffer; the others run alone. A batch
 // item is the same computation as the window alone, so each stream gets the
 // values its own push would make (on the CPU's direct convolutions, bit for

@@ -1,7 +1,8 @@
 // Voices of every size, and two speakers of one voice, speak at once on one
 // device (lavapipe for Vulkan, PoCL for OpenCL; each skips where absent).
 // Each (voice, speaker) has a decoder of its own on the device, and the
-// chunks of the streams that share one meet in batches
+// chunks of the streams that share one, or whose decoders share their
+// weights (a voice's speakers: models/shared_batching.h), meet in batches
 // (engine/models/stream_joiner.h); streams of other networks run beside
 // them. Every stream must still be its own audio: the CPU's render of the
 // same voice, speaker, seed and text, within the bound a device holds
@@ -123,6 +124,13 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     ASSERT_EQ(decoders[1].get(), decoders[0].get()) << "the medium streams share a decoder";
     const JoinStats before = joiner->stats();
     joiner->pause();
+    // So is the four-speaker voice's, whose two speakers' decoders (one
+    // sharing the other's weights) batch in one lane.
+    StreamJoiner* speakers_joiner = decoders[4]->joiner();
+    ASSERT_NE(speakers_joiner, nullptr);
+    ASSERT_EQ(decoders[5]->joiner(), speakers_joiner) << "each speaker's chunks batch apart";
+    const JoinStats speakers_before = speakers_joiner->stats();
+    speakers_joiner->pause();
 
     // Read live (read_some), as a server reads: an offline read() decodes
     // each chunk alone, never in a batch.
@@ -130,10 +138,13 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     for (const auto& v : kVoices) {
         streams.push_back(speaking(engine_, options(v, name_), ids));
     }
-    etude::test::wait_until([&] { return joiner->waiting() >= 2; });
-    const std::size_t met = joiner->waiting();
+    etude::test::wait_until(
+        [&] { return joiner->waiting() >= 2 && speakers_joiner->waiting() >= 2; });
+    const std::size_t met = joiner->waiting(), speakers_met = speakers_joiner->waiting();
     joiner->resume();
+    speakers_joiner->resume();
     ASSERT_EQ(met, 2u) << "the two medium streams' chunks did not both reach the joiner";
+    ASSERT_EQ(speakers_met, 2u) << "the two speakers' chunks did not both reach the joiner";
 
     std::vector<std::vector<float>> live(streams.size());
     std::vector<float> block(1024);
@@ -148,6 +159,9 @@ TEST_P(PiperVoicesSideBySide, every_size_and_speaker_at_once_on_one_device_is_ea
     const JoinStats after = joiner->stats();
     EXPECT_GE(after.largest, 2u) << "no batch of the two medium streams formed";
     EXPECT_GT(after.batches, before.batches);
+    const JoinStats speakers_after = speakers_joiner->stats();
+    EXPECT_GE(speakers_after.largest, 2u) << "no batch of the two speakers' streams formed";
+    EXPECT_GT(speakers_after.batches, speakers_before.batches);
 
     for (std::size_t i = 0; i < kVoices.size(); ++i) {
         const auto& v = kVoices[i];

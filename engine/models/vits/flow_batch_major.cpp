@@ -226,13 +226,13 @@ void VitsFlowStream::take_batch_output(gpu::Queue& q, std::span<const VitsFlowPu
 
 bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
                                          JoinLane<VitsFlowPush>& lane) {
-    RecordedBatches& batches = net_.batches_of(lane);
+    RecordedBatches& batches = net_.batching_->of(lane);
     if (pushes.size() < 2 || !batches.steps().enabled()) return false;
     const int frames = pushes[0].frames;
     for (const VitsFlowPush& p : pushes) {
         const VitsFlowStream& s = *p.stream;
-        if (&s.net_ != &net_ || !s.replay_ || !s.slot_ || p.flush || p.frames != frames ||
-            frames <= 0 || !s.settled())
+        if (s.net_.batching_ != net_.batching_ || !s.replay_ || !s.slot_ || p.flush ||
+            p.frames != frames || frames <= 0 || !s.settled())
             return false;
     }
     // All of them side by side (else the rest would go op by op anyway),
@@ -241,9 +241,12 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
-    const RecordedSteps::Key key = RecordedBatches::key(
+    // (Each member's flow too: the batch's WaveNet input layers read its
+    // biases, and the lane is its voice's every speaker's, BatchMajor.)
+    RecordedSteps::Key key = RecordedBatches::key(
         batch[0].stream->push_state(frames, false), batch,
         [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
+    for (const VitsFlowPush& p : batch) key.push_back(static_cast<long>(p.stream->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.

@@ -27,8 +27,7 @@ using Conv = VitsFlowConv;
 VitsFlowNetwork::~VitsFlowNetwork() = default;
 
 ReplayStats VitsFlowNetwork::batch_replay_stats() const {
-    return engine::batch_replay_stats(
-        lanes_, [this](JoinLane<VitsFlowPush> & lane) -> auto& { return batches_of(lane); });
+    return batching_->replay_stats();
 }
 
 namespace {
@@ -88,9 +87,8 @@ VitsFlowNetwork::SpeakerBiases VitsFlowNetwork::speaker_biases(const VitsWeights
 VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
                                  std::shared_ptr<gpu::Backend> backend)
     : backend_(std::move(backend)),
-      lender_(ScratchLender::bound_for(*backend_)),
       join_(backend_->info().is_gpu),
-      lone_recordings_(std::make_shared<RecordingBudget>(backend_->info().global_memory / 8)) {
+      batching_(std::make_shared<SharedBatching<VitsFlowPush>>(*backend_)) {
     const auto& hp = w.hp;
     channels_ = hp.inter_channels;
     hidden_ = hp.hidden_channels;
@@ -155,13 +153,12 @@ VitsFlowNetwork::VitsFlowNetwork(const VitsWeights& w, int speaker,
 VitsFlowNetwork::VitsFlowNetwork(const VitsFlowNetwork& source,
                                  std::shared_ptr<gpu::Backend> backend)
     : backend_(std::move(backend)),
-      lender_(ScratchLender::bound_for(*backend_)),
       join_(backend_->info().is_gpu),
-      lone_recordings_(std::make_shared<RecordingBudget>(backend_->info().global_memory / 8)),
       channels_(source.channels_),
       hidden_(source.hidden_),
       kernel_(source.kernel_),
-      ends_flipped_(source.ends_flipped_) {
+      ends_flipped_(source.ends_flipped_),
+      batching_(std::make_shared<SharedBatching<VitsFlowPush>>(*backend_)) {
     auto& from = source.backend();
     const auto from_queue = from.create_queue();
     const auto queue = backend_->create_queue();
@@ -211,13 +208,12 @@ VitsFlowNetwork::VitsFlowNetwork(std::shared_ptr<const VitsFlowNetwork> base,
                                  const SpeakerBiases& biases)
     : weights_owner_(owner_of_weights(base, base ? base->weights_owner_ : nullptr)),
       backend_(weights_owner_->backend_),
-      lender_(ScratchLender::bound_for(*backend_)),
       join_(base->join_.load()),
-      lone_recordings_(weights_owner_->lone_recordings_),
       channels_(weights_owner_->channels_),
       hidden_(weights_owner_->hidden_),
       kernel_(weights_owner_->kernel_),
-      ends_flipped_(weights_owner_->ends_flipped_) {
+      ends_flipped_(weights_owner_->ends_flipped_),
+      batching_(weights_owner_->batching_) {
     const auto& from = weights_owner_->couplings_;
     // Every shape checked before anything is uploaded.
     if (biases.size() != from.size())

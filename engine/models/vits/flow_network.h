@@ -30,6 +30,7 @@
 #include "engine/models/batch_major.h"
 #include "engine/models/recorded_step.h"
 #include "engine/models/scratch_lender.h"
+#include "engine/models/shared_batching.h"
 #include "engine/models/stream_joiner.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vits/vits_weights.h"
@@ -120,7 +121,7 @@ class VitsFlowNetwork {
     // number of Piper's flips).
     bool ends_flipped() const { return ends_flipped_; }
     // Lends the streams their chunk-sized buffers, a push at a time.
-    ScratchLender& lender() const { return lender_; }
+    ScratchLender& lender() const { return batching_->lender; }
 
     // Whether the streams' pushes, made on their own threads, meet in
     // batches (models/stream_joiner.h): on by default on a GPU, off on the
@@ -130,42 +131,34 @@ class VitsFlowNetwork {
     // (Batching; Alone: none).
     void set_join_streams(bool on) const { join_ = on; }
     PushJoiner<VitsFlowPush>* joiner(Batching kind = Batching::Join) const {
-        return join_ && kind != Batching::Alone ? &lanes_.of(kind).joiner : nullptr;
+        return join_ && kind != Batching::Alone ? &batching_->lanes.of(kind).joiner : nullptr;
     }
     // Backend calls that ran two or more streams' layers, as issued op by
     // op or recorded (a replay issues none of its own).
-    std::uint64_t batched_layer_calls() const { return lanes_.batched_calls(); }
+    std::uint64_t batched_layer_calls() const { return batching_->lanes.batched_calls(); }
     // Settled batches side by side recorded, replayed, and run op by op
     // (recorded_step.h), over both lanes.
     ReplayStats batch_replay_stats() const;
     // What its streams' lone recordings may hold together (recorded_step.h):
     // an eighth of the device's memory, shared with the flows that share
     // its weights.
-    RecordingBudget& lone_recordings() const { return *lone_recordings_; }
+    RecordingBudget& lone_recordings() const { return batching_->lone_recordings; }
 
   private:
     friend class VitsFlowStream;
     // The flow whose weights this one's borrow (null where they are its own).
     std::shared_ptr<const VitsFlowNetwork> weights_owner_;
     std::shared_ptr<gpu::Backend> backend_;
-    mutable ScratchLender lender_;
     mutable std::atomic<bool> join_{false};
-    // The batches of live streams and of offline readers (stream_joiner.h).
-    mutable JoinLanes<VitsFlowPush> lanes_;
-    // Every joining stream's held frames, side by side (batch_major.h).
-    mutable HeldSlots held_slots_{*backend_};
-    std::shared_ptr<RecordingBudget> lone_recordings_;
+    // Which flow this is, in the keys of batch recordings (shared_batching.h).
+    const std::uint64_t id_ = next_network_id();
     int channels_ = 0, hidden_ = 0, kernel_ = 0;
     std::vector<VitsFlowCoupling> couplings_;  // in the order they run (Piper's last first)
     bool ends_flipped_ = false;
-    // Each lane's recordings of settled batches side by side
-    // (recorded_step.h). Declared last: they name the weights, the held
-    // slots and the lanes' joint buffers.
-    mutable RecordedBatches live_batches_{*backend_, lanes_.of(Batching::Join).joint};
-    mutable RecordedBatches offline_batches_{*backend_, lanes_.of(Batching::JoinOffline).joint};
-    RecordedBatches& batches_of(JoinLane<VitsFlowPush>& lane) const {
-        return &lane == &lanes_.of(Batching::Join) ? live_batches_ : offline_batches_;
-    }
+    // Where its streams batch, with those of every flow sharing these
+    // weights (shared_batching.h): the owner's. Declared last: its
+    // recordings name the weights above.
+    std::shared_ptr<SharedBatching<VitsFlowPush>> batching_;
 };
 
 }  // namespace etude::engine

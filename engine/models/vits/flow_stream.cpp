@@ -44,7 +44,7 @@ VitsFlowStream::VitsFlowStream(std::shared_ptr<const VitsFlowNetwork> network, i
 
 VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
     : net_(network), queue_(network.backend().create_queue()), min_push_(std::max(min_push, 1)) {
-    if (net_.join_) slot_.emplace(net_.held_slots_);
+    if (net_.join_) slot_.emplace(net_.batching_->held_slots);
     auto& b = net_.backend();
     auto& q = *queue_;
     const int hid = net_.hidden(), half = net_.channels() / 2, pad = (net_.kernel() - 1) / 2;
@@ -210,7 +210,7 @@ int VitsFlowStream::push_block(int frames, bool flush) {
             // CPU flow takes its sentence over, and the stream's
             // gpu_last_error says what happened.
             run_naming_the_batch(batch.size(), "VITS flow", "streams",
-                                 [&] { push_in_lane(batch, net_.lanes_.of(kind)); });
+                                 [&] { push_in_lane(batch, net_.batching_->lanes.of(kind)); });
         },
         join_wait_until_ns_, flush);
     return made;
@@ -218,12 +218,13 @@ int VitsFlowStream::push_block(int frames, bool flush) {
 
 void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
                                   JoinLane<VitsFlowPush>& lane) {
-    // Streams of another network cannot share this one's layers: each goes
-    // alone (not through push_block(), which may wait for a joiner this
-    // thread may be running a batch of).
+    // Streams of a flow of other weights cannot share this one's layers:
+    // each goes alone (not through push_block(), which may wait for a joiner
+    // this thread may be running a batch of). Another speaker's flow of the
+    // same voice shares them (its own input biases aside, BatchMajor).
     std::vector<VitsFlowStream*> streams;
     for (const auto& p : pushes) {
-        if (&p.stream->net_ != &net_) {
+        if (p.stream->net_.batching_ != net_.batching_) {
             for (const auto& one : pushes) one.stream->push_together({&one, 1});
             return;
         }
@@ -317,7 +318,8 @@ bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
         std::vector<SignalRef> a{{&halves_[0].get(), half, n}},
             second{{&halves_[1].get(), half, n}};
         // (One stream: the joint buffers are not used.)
-        walk_couplings(bq, {&self, 1}, {&p, 1}, a, second, net_.lanes_.of(Batching::Join).joint);
+        walk_couplings(bq, {&self, 1}, {&p, 1}, a, second,
+                       net_.batching_->lanes.of(Batching::Join).joint);
         // Both halves in one buffer, [a; second]: where the recording
         // leaves its output, as the op-by-op push downloads it.
         const int m = std::max(a[0].length, 0);
@@ -369,8 +371,9 @@ std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(
     }
     if (!leader) leader = streams[0];
     for (const VitsFlowStream* s : streams)
-        if (&s->net_ != &net || &leader->net_ != &net)
-            throw std::invalid_argument("VITS flow stream: a batch of two networks' streams");
+        if (s->net_.batching_ != net.batching_ || leader->net_.batching_ != net.batching_)
+            throw std::invalid_argument(
+                "VITS flow stream: a batch of streams of flows of other weights");
     std::vector<int> made(streams.size(), 0);
     std::vector<VitsFlowPush> pushes;
     for (std::size_t i = 0; i < streams.size(); ++i) {

@@ -135,19 +135,20 @@ class VitsFlowStream {
     // would make: the same operations, a batched convolution's item being
     // the same computation as the window alone.
     void push_together(std::span<const VitsFlowPush> pushes) {
-        push_in_lane(pushes, net_.lanes_.of(Batching::Join));
+        push_in_lane(pushes, net_.batching_->lanes.of(Batching::Join));
     }
-    // `streams` (of one network, each once) push one block each as their
-    // next, all in one batch on this thread (push_together, as the joiner
-    // runs their pushes): stream i blocks[i], `frames` frames of prior
+    // `streams` (of one flow, or of flows sharing its weights: a voice's
+    // speakers; each once) push one block each as their next, all in one
+    // batch on this thread (push_together, as the joiner runs their
+    // pushes): stream i blocks[i], `frames` frames of prior
     // ([channels][frames]), the sentence ending there where `flush`.
     // Returns each stream's output frames, [channels][made], its halves as
     // the couplings leave them (in reverse channel order where the flow
     // ends flipped). How the batched path is timed (models/batch_timing.h)
     // and tested: a stream pushed so is fit for more such pushes or reset()
     // only (run_until() would not find its output). Throws
-    // std::invalid_argument for a block of another size or streams of
-    // different networks, and as push_together() does.
+    // std::invalid_argument for a block of another size or streams of flows
+    // of other weights, and as push_together() does.
     static std::vector<std::vector<float>> push_blocks_together(
         std::span<VitsFlowStream* const> streams, std::span<const std::span<const float>> blocks,
         int frames, bool flush = false);

@@ -1,0 +1,73 @@
+// Where the streams of a network meet in batches, and the parts of their
+// state that batches read: its lanes (stream_joiner.h), the lender of the
+// streams' chunk-sized buffers (scratch_lender.h), the slots of their held
+// samples (batch_major.h), the budget of their lone recordings and each
+// lane's recordings of settled batches (recorded_step.h).
+//
+// One for every network that shares one set of weights: the speakers of a
+// Piper voice, whose decoders and flows differ only in the biases their
+// conditioning folds into (HifiGanNetwork's and VitsFlowNetwork's sharing
+// constructors). Their streams then go in one batch, BatchMajor adding
+// each item's own bias where the layers' differ, and a voice of many
+// speakers under many streams makes batches as large as one of a single
+// speaker would. A batch recording's key names each member's network
+// (`network_id()`), whose bias it reads.
+//
+// Made by the network that owns the weights and held by each one sharing
+// them; the recordings name the owner's weights, which outlive every
+// network sharing them (each holds the owner).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "engine/models/batch_major.h"
+#include "engine/models/recorded_step.h"
+#include "engine/models/scratch_lender.h"
+#include "engine/models/stream_joiner.h"
+#include "gpu/backend.h"
+
+namespace etude::engine {
+
+template <class Push>
+struct SharedBatching {
+    explicit SharedBatching(gpu::Backend& backend)
+        : lender(ScratchLender::bound_for(backend)),
+          held_slots(backend),
+          lone_recordings(backend.info().global_memory / 8),
+          live(backend, lanes.of(Batching::Join).joint),
+          offline(backend, lanes.of(Batching::JoinOffline).joint) {}
+    SharedBatching(const SharedBatching&) = delete;
+    SharedBatching& operator=(const SharedBatching&) = delete;
+
+    // The batches of live streams and of offline readers.
+    JoinLanes<Push> lanes;
+    // Every stream's chunk-sized buffers, lent for its pushes.
+    ScratchLender lender;
+    // Every joining stream's held samples, side by side.
+    HeldSlots held_slots;
+    // What the streams' lone recordings may hold together: an eighth of
+    // the device's memory.
+    RecordingBudget lone_recordings;
+    // Each lane's recordings of settled batches side by side. Declared
+    // last: they name the lanes' joint buffers and the held slots.
+    RecordedBatches live, offline;
+
+    RecordedBatches& of(JoinLane<Push>& lane) {
+        return &lane == &lanes.of(Batching::JoinOffline) ? offline : live;
+    }
+    // Batch replays over both lanes (each read under its lock).
+    ReplayStats replay_stats() {
+        return batch_replay_stats(
+            lanes, [this](JoinLane<Push> & lane) -> auto& { return of(lane); });
+    }
+};
+
+// A network's name in batch recordings' keys: never given twice in a
+// process, unlike an address.
+inline std::uint64_t next_network_id() {
+    static std::atomic<std::uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace etude::engine
