@@ -499,7 +499,8 @@ int main(int argc, char** argv) {
                 if (!offline_only) {
                     const double cpu0 = cpu_seconds();
                     const auto t0 = Clock::now();
-                    const LiveResult one = live_round(engine, opts, reply, n, period_ms, readers, speakers);
+                    const LiveResult one =
+                        live_round(engine, opts, reply, n, period_ms, readers, speakers);
                     live_cpu += cpu_seconds() - cpu0;
                     live_wall += std::chrono::duration<double>(Clock::now() - t0).count();
                     all.first_ms.insert(all.first_ms.end(), one.first_ms.begin(),

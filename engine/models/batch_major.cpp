@@ -118,27 +118,39 @@ std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
     return groups;
 }
 
-const gpu::DeviceBuffer* BatchMajor::item_biases(gpu::Queue& q,
-                                                 std::span<WeightedStreamLayer* const> layers,
-                                                 JointScratch& joint) {
+bool BatchMajor::biases_differ(std::span<WeightedStreamLayer* const> layers) {
     const WeightedStreamLayer& first = *layers[0];
     bool differ = false;
     for (const WeightedStreamLayer* layer : layers.subspan(1)) {
         if (layer->weight_.handle() != first.weight_.handle())
             throw std::logic_error("BatchMajor::push: the layers have different weights");
+        if (static_cast<bool>(layer->bias_) != static_cast<bool>(first.bias_))
+            throw std::logic_error("BatchMajor::push: biases on some layers only");
         differ = differ || layer->bias_.handle() != first.bias_.handle();
     }
-    if (!differ) return nullptr;
-    if (!first.bias_) throw std::logic_error("BatchMajor::push: biases on some layers only");
+    return differ;
+}
+
+const gpu::DeviceBuffer& BatchMajor::item_biases(gpu::Queue& q,
+                                                 std::span<WeightedStreamLayer* const> layers,
+                                                 JointScratch& joint) {
+    const WeightedStreamLayer& first = *layers[0];
     const std::size_t c = static_cast<std::size_t>(first.shape_.out_channels);
     auto& gathered = joint.item_bias.need(first.backend_, c * layers.size());
-    for (std::size_t b = 0; b < layers.size(); ++b) {
-        if (!layers[b]->bias_)
-            throw std::logic_error("BatchMajor::push: biases on some layers only");
+    // From the copies the streams keep in their slots (hold_bias): one copy
+    // per run of neighbours, and a recording reads the slots, not the
+    // networks. Else one copy per item from its network's bias.
+    std::vector<HeldPlace> places;
+    for (const WeightedStreamLayer* layer : layers)
+        if (layer->bias_place_.buffer) places.push_back(layer->bias_place_);
+    if (places.size() == layers.size()) {
+        copy_held(first.backend_, q, places, 1, static_cast<int>(c), c, gathered, 0, c, true);
+        return gathered;
+    }
+    for (std::size_t b = 0; b < layers.size(); ++b)
         first.backend_.copy_rows(q, 1, static_cast<int>(c), layers[b]->bias_, 0, c, gathered, b * c,
                                  c);
-    }
-    return &gathered;
+    return gathered;
 }
 
 BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const> layers,
@@ -152,6 +164,7 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
     if (in.channels != channels)
         throw std::invalid_argument("BatchMajor::push: input has the wrong channel count");
     same_state(layers, "BatchMajor::push: the layers are in different states");
+    const bool own_biases = biases_differ(layers);
     const int rows = in.batch * channels, out_channels = first.shape_.out_channels;
     // The push every layer would make alone (the same for each: one state),
     // its window [held | new input | a flush's zeros] per item.
@@ -191,18 +204,18 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
     const std::size_t n = static_cast<std::size_t>(st.count);
     const gpu::Conv1dShape shape = first.run_shape(in.batch, L);
     if (layers.size() > 1) ++joint.batched_calls;
-    const gpu::DeviceBuffer* gathered_bias = item_biases(q, layers, joint);
     const auto launch = [&](gpu::DeviceBuffer& made_buf, std::size_t outputs) {
-        if (!gathered_bias) {
+        if (!own_biases) {
             first.launch(q, shape, window, made_buf);
             return;
         }
         // Items of other speakers: the call without a bias, then each
         // item's own added ([batch][out_channels] rows of `outputs`).
         static const gpu::DeviceBuffer no_bias;
+        const gpu::DeviceBuffer& biases = item_biases(q, layers, joint);
         first.launch(q, shape, window, no_bias, made_buf);
-        backend.add_bias(q, in.batch * out_channels, static_cast<int>(outputs), *gathered_bias,
-                         true, made_buf);
+        backend.add_bias(q, in.batch * out_channels, static_cast<int>(outputs), biases, true,
+                         made_buf);
     };
     if (st.first == 0 && st.count == made) {
         auto& made_buf = out.need(backend, at(layers.size(), out_channels, n));

@@ -21,7 +21,9 @@
 // (a flush: each window's zeros appended, one fill for the batch, and
 // every delay emptied, as each stream's own flush). A batch item is then
 // the same computation, on the same values, as the stream's own push: on
-// the CPU's direct convolutions its outputs are the same bit for bit. The
+// the CPU's direct convolutions its outputs are the same bit for bit
+// (within float rounding where the items' biases differ: the batch adds
+// each one after the sum, where a call alone starts from it). The
 // streams' layers are updated (held samples, counts) as their own pushes
 // would update them (a flush's too, so reset() and the next sentence go
 // on as after a flush alone), so any later push, alone, joint, replayed
@@ -140,13 +142,16 @@ struct BatchMajor {
                              ScratchBuffer& out);
 
   private:
-    // Where the layers' biases differ (the first layer of each speaker of a
-    // voice whose speakers share every other weight: a batch may hold
-    // several), each one's bias side by side in joint.item_bias, one copy
-    // per item, for the batch's call to add after running without one; null
-    // where they are all the first one's. Throws std::logic_error for
-    // layers of other weights.
-    static const gpu::DeviceBuffer* item_biases(gpu::Queue& q,
+    // Whether the layers' biases differ (the first layer of each speaker of
+    // a voice whose speakers share every other weight: a batch may hold
+    // several). Throws std::logic_error for layers of other weights, or with
+    // a bias on some only: checked before the batch changes anything.
+    static bool biases_differ(std::span<WeightedStreamLayer* const> layers);
+    // Each layer's bias side by side in joint.item_bias, for the batch's
+    // call to add after running without one: from the copies the layers
+    // keep in their slots (WeightedStreamLayer::hold_bias), one copy per
+    // run of neighbours, else one copy per item.
+    static const gpu::DeviceBuffer& item_biases(gpu::Queue& q,
                                                 std::span<WeightedStreamLayer* const> layers,
                                                 JointScratch& joint);
 };

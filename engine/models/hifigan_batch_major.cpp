@@ -8,6 +8,8 @@
 // A settled batch of the same members and length replays from a recording
 // of its layers (push_batch_recorded; recorded_step.h says what makes it
 // replayable and what its key holds).
+#include <algorithm>
+
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
 
@@ -149,12 +151,17 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
     }
-    // (Each member's network too: the batch's first layer reads its bias,
-    // and the lane is its voice's every speaker's, BatchMajor.)
+    // (And whose first-layer bias the batch adds: the lane is its voice's
+    // every speaker's. Where the members' differ, each one's from its slot
+    // (BatchMajor): any speakers in those slots replay it. Else the one
+    // network's bias is in the recording: that network is named.)
     RecordedSteps::Key key = RecordedBatches::key(
         members[0]->push_state(frames, false), members,
         [](const HifiGanStream* s) -> auto& { return *s->slot_; });
-    for (const HifiGanStream* s : members) key.push_back(static_cast<long>(s->net_.id_));
+    const bool speakers = std::any_of(members.begin(), members.end(), [&](const HifiGanStream* s) {
+        return &s->net_ != &members[0]->net_;
+    });
+    key.push_back(speakers ? -1 : static_cast<long>(members[0]->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.

@@ -268,6 +268,9 @@ class HifiGanStream final : public NetworkStream {
             stages_.push_back(std::move(st));
         }
         post_ = conv(net.conv_post_, net.final_slope_, conv_out_);
+        // Another speaker's stream differs from this one in the first
+        // layer's bias alone (a batch of both reads it from the slot).
+        if (slot_) pre_->hold_bias(*queue_, *slot_);
     }
 
     // The lag of the whole network in output samples: what must be within the

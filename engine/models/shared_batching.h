@@ -10,12 +10,17 @@
 // constructors). Their streams then go in one batch, BatchMajor adding
 // each item's own bias where the layers' differ, and a voice of many
 // speakers under many streams makes batches as large as one of a single
-// speaker would. A batch recording's key names each member's network
-// (`network_id()`), whose bias it reads.
+// speaker would. A batch of several speakers reads each item's bias from a
+// copy its stream keeps in its slot (WeightedStreamLayer::hold_bias), so
+// its recording serves whichever speakers hold those slots; a batch of one
+// network's streams has that network's bias in its recording, and its key
+// names the network (`next_network_id()`, never given twice): a recording
+// of a network gone is never replayed again, only let go in its turn.
 //
 // Made by the network that owns the weights and held by each one sharing
 // them; the recordings name the owner's weights, which outlive every
-// network sharing them (each holds the owner).
+// network sharing them (a sharing flow holds its owner; a sharing decoder's
+// NeuralModel holds the owner's, NeuralModel::sharing_weights).
 #pragma once
 
 #include <atomic>

@@ -205,6 +205,14 @@ gpu::Conv1dShape StreamUpsample::run_shape(int batch, int length) const {
     return s;
 }
 
+void WeightedStreamLayer::hold_bias(gpu::Queue& q, HeldSpace& held) {
+    if (!bias_) return;
+    const std::size_t n = static_cast<std::size_t>(shape_.out_channels);
+    bias_place_ = held.place(n);
+    backend_.copy_rows(q, 1, static_cast<int>(n), bias_, 0, n, *bias_place_.buffer, bias_place_.at,
+                       n);
+}
+
 // ---- the layer's call, alone or beside other streams' --------------------------------
 
 SignalRef WeightedStreamLayer::run_alone(gpu::Queue& q, const Staged& st) {

@@ -185,6 +185,13 @@ class WeightedStreamLayer {
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
+    // A copy of its bias kept in a place of `held` (the stream's slot),
+    // beside the same layer's of the neighbouring slots: a batch whose
+    // items' biases differ (a voice's speakers) gathers them from there,
+    // one copy per run of neighbours, and a batch's recording finds there
+    // the bias of whichever stream holds the slot when it replays
+    // (BatchMajor). Nothing for a layer without a bias. Runs on `q`.
+    void hold_bias(gpu::Queue& q, HeldSpace& held);
 
   protected:
     WeightedStreamLayer(gpu::Backend& backend, gpu::Queue& q, const gpu::Conv1dShape& shape,
@@ -237,6 +244,7 @@ class WeightedStreamLayer {
     StreamScratch& scratch_;
     InputWindow window_;
     ScratchBuffer& out_;
+    HeldPlace bias_place_;  // hold_bias(); none before
 
   private:
     friend struct JointPush;

@@ -73,7 +73,8 @@ class NetworkStream {
     // stream, which need not be one of them (a joiner's leader, whose own
     // push may wait for the next batch once out of memory capped them).
     // Each stream's values are those its own push() would append (HiFi-GAN
-    // on the CPU's direct convolutions: bit for bit). For
+    // on the CPU's direct convolutions: bit for bit, unless the streams'
+    // networks differ in a bias, which a batch adds after the sum). For
     // HiFi-GAN, streams whose chunks line up run each layer as one batched
     // backend call: on a GPU about twice as fast for 16 streams in 4-frame
     // chunks (an H200, docs/benchmarks.md); on the CPU 5-10% slower, since
@@ -124,10 +125,13 @@ class VocoderNetwork {
     virtual StreamJoiner* joiner(Batching) const { return nullptr; }
     // Backend calls that ran two or more streams' layers (push_together),
     // as issued op by op or recorded (a replay issues none of its own).
+    // Networks that share their weights (a voice's speakers) share their
+    // batches (shared_batching.h): each counts them all.
     virtual std::uint64_t batched_layer_calls() const { return 0; }
     // The settled batches of streams side by side replayed from recordings
     // (recorded_step.h: RecordedBatches), counted per batch as
-    // NetworkStream::replay_stats() counts a lone stream's chunks.
+    // NetworkStream::replay_stats() counts a lone stream's chunks (as
+    // above, for every network sharing the weights).
     virtual ReplayStats batch_replay_stats() const { return {}; }
     // The same network with its first convolution's bias replaced by
     // `input_bias` and every other weight shared, not copied (a Piper

@@ -241,12 +241,15 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
-    // (Each member's flow too: the batch's WaveNet input layers read its
-    // biases, and the lane is its voice's every speaker's, BatchMajor.)
+    // (And whose WaveNet input biases the batch adds, as a decoder's batch
+    // names its first layer's: hifigan_batch_major.cpp.)
     RecordedSteps::Key key = RecordedBatches::key(
         batch[0].stream->push_state(frames, false), batch,
         [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
-    for (const VitsFlowPush& p : batch) key.push_back(static_cast<long>(p.stream->net_.id_));
+    const bool speakers = std::any_of(batch.begin(), batch.end(), [&](const VitsFlowPush& p) {
+        return &p.stream->net_ != &batch[0].stream->net_;
+    });
+    key.push_back(speakers ? -1 : static_cast<long>(batch[0].stream->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.

@@ -134,7 +134,9 @@ class VitsFlowNetwork {
         return join_ && kind != Batching::Alone ? &batching_->lanes.of(kind).joiner : nullptr;
     }
     // Backend calls that ran two or more streams' layers, as issued op by
-    // op or recorded (a replay issues none of its own).
+    // op or recorded (a replay issues none of its own). Flows sharing
+    // their weights (a voice's speakers) share their batches
+    // (shared_batching.h): each counts them all, as below.
     std::uint64_t batched_layer_calls() const { return batching_->lanes.batched_calls(); }
     // Settled batches side by side recorded, replayed, and run op by op
     // (recorded_step.h), over both lanes.

@@ -63,6 +63,9 @@ VitsFlowStream::VitsFlowStream(const VitsFlowNetwork& network, int min_push)
                                  w.in_layers[std::size_t(l)].w, w.in_layers[std::size_t(l)].b,
                                  std::nullopt, scratch_, conv_, held()),
                       std::nullopt, std::nullopt});
+            // Another speaker's stream differs from this one in these
+            // layers' biases alone (a batch of both reads them from the slot).
+            if (slot_) layer->conv.hold_bias(q, *slot_);
             if (l < layers - 1) {
                 layer->residual_delay.emplace(b, q, hid, pad, x_[(l + 1) % 2], held());
                 layer->skip_delay.emplace(b, q, hid, (layers - 1 - l) * pad, skip_delayed_, held());

@@ -158,11 +158,11 @@ TEST_P(SpeakersBatch, streams_of_several_speakers_batch_together_each_with_its_o
         1e-3);
 }
 
-// A settled batch's recording names its members' speakers: the same slots
-// with another speaker's stream in one of them are another batch, never
-// the first one's replayed (which would give that stream the other
-// speaker's bias). Where batches replay (lavapipe here, CUDA); elsewhere
-// the same pushes run op by op and must agree all the same.
+// A settled batch of one speaker's streams has that speaker's bias in its
+// recording, and its key names the network: the same slots with another
+// speaker's stream in one of them are another batch, never the first
+// one's replayed (which would give that stream the other speaker's bias). Where batches replay
+// (lavapipe here, CUDA); elsewhere the same pushes run op by op and must agree all the same.
 TEST_P(SpeakersBatch, a_slot_taken_by_another_speaker_is_not_replayed_from_the_old_recording) {
     std::vector<Member> batched, solo;
     for (int i = 0; i < 2; ++i) {
@@ -186,6 +186,48 @@ TEST_P(SpeakersBatch, a_slot_taken_by_another_speaker_is_not_replayed_from_the_o
         push({&solo[1]}, 4);
     }
     for (int i = 0; i < 4; ++i) both(8);
+    for (std::size_t i = 0; i < 2; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_EQ(batched[i].audio.size(), solo[i].audio.size());
+        EXPECT_LE(test::max_abs_diff(batched[i].audio, solo[i].audio), 1e-5);
+    }
+}
+
+// A batch of several speakers reads the items' first-layer biases from
+// the streams' slots, so its recording serves any speakers in those slots:
+// a stream of speaker 1 taking speaker 2's slot replays the recording made
+// for speakers 0 and 2 (on a backend that replays batches), with its own
+// bias. A batch of one speaker's streams names that network in its key.
+TEST_P(SpeakersBatch, a_batch_of_several_speakers_replays_for_other_speakers_in_its_slots) {
+    std::vector<Member> batched, solo;
+    for (int s : {0, 2}) {
+        batched.push_back(open(s, true));
+        solo.push_back(open(s, false));
+    }
+    const auto both = [&](int frames) {
+        push({&batched[0], &batched[1]}, frames);
+        for (Member& m : solo) push({&m}, frames);
+    };
+    for (int i = 0; i < 3; ++i) both(4);
+    for (int i = 0; i < 3; ++i) both(8);  // sized, recorded, replayed
+    const ReplayStats first = decoders_[0]->batch_replay_stats();
+    // (Its stream before its model: the stream reads the model's network.)
+    batched[1].stream.reset();
+    batched[1] = open(1, true);
+    solo[1].stream.reset();
+    solo[1] = open(1, false);
+    for (int i = 0; i < 3; ++i) {
+        push({&batched[1]}, 4);
+        push({&solo[1]}, 4);
+    }
+    for (int i = 0; i < 3; ++i) both(8);
+    const ReplayStats then = decoders_[0]->batch_replay_stats();
+    const gpu::BackendKind kind = backend_->info().kind;
+    if (kind == gpu::BackendKind::Vulkan || kind == gpu::BackendKind::Cuda) {
+        EXPECT_EQ(first.recordings, 1u);
+        EXPECT_EQ(then.recordings, first.recordings) << "speakers 0 and 1 recorded anew";
+        EXPECT_EQ(then.replayed, first.replayed + 3);
+    }
     for (std::size_t i = 0; i < 2; ++i) {
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_EQ(batched[i].audio.size(), solo[i].audio.size());
