@@ -158,8 +158,9 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     RecordedSteps::Key key = RecordedBatches::key(
         members[0]->push_state(frames, false), members,
         [](const HifiGanStream* s) -> auto& { return *s->slot_; });
+    const auto bias = [](const HifiGanStream* s) { return s->net_.conv_pre_.bias.buffer.handle(); };
     const bool speakers = std::any_of(members.begin(), members.end(), [&](const HifiGanStream* s) {
-        return &s->net_ != &members[0]->net_;
+        return bias(s) != bias(members[0]);
     });
     key.push_back(speakers ? -1 : static_cast<long>(members[0]->net_.id_));
     // The members' own queues must have finished (their layers' zero

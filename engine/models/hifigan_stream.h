@@ -270,7 +270,13 @@ class HifiGanStream final : public NetworkStream {
         post_ = conv(net.conv_post_, net.final_slope_, conv_out_);
         // Another speaker's stream differs from this one in the first
         // layer's bias alone (a batch of both reads it from the slot).
-        if (slot_) pre_->hold_bias(*queue_, *slot_);
+        if (slot_) {
+            pre_->hold_bias(*queue_, *slot_);
+            // Landed before the stream can go: a copy still queued when it
+            // went (its slot freed before its queue waits) could land over
+            // the next stream's in that slot.
+            backend_.synchronize(*queue_);
+        }
     }
 
     // The lag of the whole network in output samples: what must be within the

@@ -247,7 +247,7 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
         batch[0].stream->push_state(frames, false), batch,
         [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
     const bool speakers = std::any_of(batch.begin(), batch.end(), [&](const VitsFlowPush& p) {
-        return &p.stream->net_ != &batch[0].stream->net_;
+        return !p.stream->net_.same_speaker_biases(batch[0].stream->net_);
     });
     key.push_back(speakers ? -1 : static_cast<long>(batch[0].stream->net_.id_));
     // The members' own queues must have finished (their layers' zero

@@ -26,6 +26,17 @@ using Conv = VitsFlowConv;
 
 VitsFlowNetwork::~VitsFlowNetwork() = default;
 
+bool VitsFlowNetwork::same_speaker_biases(const VitsFlowNetwork& other) const {
+    if (other.couplings_.size() != couplings_.size()) return false;
+    for (std::size_t k = 0; k < couplings_.size(); ++k) {
+        const auto &mine = couplings_[k].in_layers, &theirs = other.couplings_[k].in_layers;
+        if (mine.size() != theirs.size()) return false;
+        for (std::size_t l = 0; l < mine.size(); ++l)
+            if (mine[l].b.handle() != theirs[l].b.handle()) return false;
+    }
+    return true;
+}
+
 ReplayStats VitsFlowNetwork::batch_replay_stats() const {
     return batching_->replay_stats();
 }

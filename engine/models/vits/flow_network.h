@@ -141,6 +141,10 @@ class VitsFlowNetwork {
     // Settled batches side by side recorded, replayed, and run op by op
     // (recorded_step.h), over both lanes.
     ReplayStats batch_replay_stats() const;
+    // Whether its WaveNet input biases, where a speaker is folded in, are
+    // `other`'s (the same memory): a batch of both then adds none of its
+    // own (BatchMajor).
+    bool same_speaker_biases(const VitsFlowNetwork& other) const;
     // What its streams' lone recordings may hold together (recorded_step.h):
     // an eighth of the device's memory, shared with the flows that share
     // its weights.
