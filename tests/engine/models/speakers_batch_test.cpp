@@ -62,7 +62,9 @@ struct Member {
     std::vector<float> audio, mel;
 };
 
-class SpeakersBatch : public ::testing::TestWithParam<gpu::BackendKind> {
+// A backend of the test's parameter (skipped where absent) and the
+// four-speaker voice's weights.
+class OnBackend : public ::testing::TestWithParam<gpu::BackendKind> {
   protected:
     void SetUp() override {
         std::string why;
@@ -70,6 +72,16 @@ class SpeakersBatch : public ::testing::TestWithParam<gpu::BackendKind> {
         if (!backend_) GTEST_SKIP() << why;
         backend_->reset_health();
         weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+    std::shared_ptr<const VitsWeights> weights_;
+};
+
+class SpeakersBatch : public OnBackend {
+  protected:
+    void SetUp() override {
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         // Speaker 0's decoder whole, its streams batching (as on a GPU);
         // the others' sharing its weights, as a voice makes them.
         base_ = load_vits_decoder(*weights_, kSampleRate, 0, "base", backend_);
@@ -103,8 +115,28 @@ class SpeakersBatch : public ::testing::TestWithParam<gpu::BackendKind> {
         }
         pushes[0].stream->push_together(pushes);
     }
-    std::shared_ptr<gpu::Backend> backend_;
-    std::shared_ptr<const VitsWeights> weights_;
+    // The next `frames` frames of each stream of `batched`, together, and
+    // of each of `solo`, alone.
+    void push_both(std::vector<Member>& batched, std::vector<Member>& solo, int frames) {
+        std::vector<Member*> all;
+        for (Member& m : batched) all.push_back(&m);
+        push(all, frames);
+        for (Member& m : solo) push({&m}, frames);
+    }
+    // Stream i of both sets gone, a stream of `speaker` in its place (and
+    // in its slot, the one let go), pushed alone until its layers settle.
+    void replace(std::vector<Member>& batched, std::vector<Member>& solo, std::size_t i,
+                 int speaker) {
+        // (Its stream before its model: the stream reads the model's network.)
+        batched[i].stream.reset();
+        batched[i] = open(speaker, true);
+        solo[i].stream.reset();
+        solo[i] = open(speaker, false);
+        for (int k = 0; k < 3; ++k) {
+            push({&batched[i]}, 4);
+            push({&solo[i]}, 4);
+        }
+    }
     std::shared_ptr<NeuralModel> base_;
     std::vector<std::shared_ptr<const NeuralModel>> decoders_;
     int n_mels_ = 0;
@@ -169,23 +201,10 @@ TEST_P(SpeakersBatch, a_slot_taken_by_another_speaker_is_not_replayed_from_the_o
         batched.push_back(open(0, true));
         solo.push_back(open(0, false));
     }
-    const auto both = [&](int frames) {
-        push({&batched[0], &batched[1]}, frames);
-        for (Member& m : solo) push({&m}, frames);
-    };
-    for (int i = 0; i < 3; ++i) both(4);
-    for (int i = 0; i < 4; ++i) both(8);
-    // The second stream goes; speaker 2's takes its slot.
-    // (Its stream before its model: the stream reads the model's network.)
-    batched[1].stream.reset();
-    batched[1] = open(2, true);
-    solo[1].stream.reset();
-    solo[1] = open(2, false);
-    for (int i = 0; i < 3; ++i) {
-        push({&batched[1]}, 4);
-        push({&solo[1]}, 4);
-    }
-    for (int i = 0; i < 4; ++i) both(8);
+    for (int i = 0; i < 3; ++i) push_both(batched, solo, 4);
+    for (int i = 0; i < 4; ++i) push_both(batched, solo, 8);
+    replace(batched, solo, 1, 2);  // the second stream goes; speaker 2's takes its slot
+    for (int i = 0; i < 4; ++i) push_both(batched, solo, 8);
     for (std::size_t i = 0; i < 2; ++i) {
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_EQ(batched[i].audio.size(), solo[i].audio.size());
@@ -204,23 +223,11 @@ TEST_P(SpeakersBatch, a_batch_of_several_speakers_replays_for_other_speakers_in_
         batched.push_back(open(s, true));
         solo.push_back(open(s, false));
     }
-    const auto both = [&](int frames) {
-        push({&batched[0], &batched[1]}, frames);
-        for (Member& m : solo) push({&m}, frames);
-    };
-    for (int i = 0; i < 3; ++i) both(4);
-    for (int i = 0; i < 3; ++i) both(8);  // sized, recorded, replayed
+    for (int i = 0; i < 3; ++i) push_both(batched, solo, 4);
+    for (int i = 0; i < 3; ++i) push_both(batched, solo, 8);  // sized, recorded, replayed
     const ReplayStats first = decoders_[0]->batch_replay_stats();
-    // (Its stream before its model: the stream reads the model's network.)
-    batched[1].stream.reset();
-    batched[1] = open(1, true);
-    solo[1].stream.reset();
-    solo[1] = open(1, false);
-    for (int i = 0; i < 3; ++i) {
-        push({&batched[1]}, 4);
-        push({&solo[1]}, 4);
-    }
-    for (int i = 0; i < 3; ++i) both(8);
+    replace(batched, solo, 1, 1);  // speaker 1's stream in speaker 2's slot
+    for (int i = 0; i < 3; ++i) push_both(batched, solo, 8);
     const ReplayStats then = decoders_[0]->batch_replay_stats();
     const gpu::BackendKind kind = backend_->info().kind;
     if (kind == gpu::BackendKind::Vulkan || kind == gpu::BackendKind::Cuda) {
@@ -291,15 +298,12 @@ struct FlowMember {
     int fed = 0;
 };
 
-class SpeakersFlowBatch : public ::testing::TestWithParam<gpu::BackendKind> {
+class SpeakersFlowBatch : public OnBackend {
   protected:
     static constexpr int kFrames = 200;  // a sentence's
     void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why;
-        backend_->reset_health();
-        weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         // Speaker 0's flow whole, its streams batching (as on a GPU); the
         // others' sharing its weights, as a voice makes them.
         auto base = std::make_shared<const VitsFlowNetwork>(*weights_, 0, backend_);
@@ -350,8 +354,6 @@ class SpeakersFlowBatch : public ::testing::TestWithParam<gpu::BackendKind> {
         push(batched, frames, flush);
         for (FlowMember* m : solo) push({m}, frames, flush);
     }
-    std::shared_ptr<gpu::Backend> backend_;
-    std::shared_ptr<const VitsWeights> weights_;
     std::vector<std::shared_ptr<const VitsFlowNetwork>> flows_;
 };
 
