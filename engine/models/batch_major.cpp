@@ -126,7 +126,7 @@ bool BatchMajor::biases_differ(std::span<WeightedStreamLayer* const> layers) {
             throw std::logic_error("BatchMajor::push: the layers have different weights");
         if (static_cast<bool>(layer->bias_) != static_cast<bool>(first.bias_))
             throw std::logic_error("BatchMajor::push: biases on some layers only");
-        differ = differ || layer->bias_.handle() != first.bias_.handle();
+        differ = differ || !layer->same_weights_and_bias(first);
     }
     return differ;
 }

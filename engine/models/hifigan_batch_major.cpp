@@ -151,10 +151,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
     }
-    // (And whose first-layer bias the batch adds: the lane is its voice's
-    // every speaker's. Where the members' differ, each one's from its slot
-    // (BatchMajor): any speakers in those slots replay it. Else the one
-    // network's bias is in the recording: that network is named.)
+    // (And whose first-layer bias the batch adds: biases_in_key.)
     RecordedSteps::Key key = RecordedBatches::key(
         members[0]->push_state(frames, false), members,
         [](const HifiGanStream* s) -> auto& { return *s->slot_; });
@@ -162,7 +159,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     const bool speakers = std::any_of(members.begin(), members.end(), [&](const HifiGanStream* s) {
         return bias(s) != bias(members[0]);
     });
-    key.push_back(speakers ? -1 : static_cast<long>(members[0]->net_.id_));
+    key.push_back(biases_in_key(speakers, members[0]->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.

@@ -205,17 +205,4 @@ class RecordedBatches {
     RecordedSteps steps_;  // declared after the queue its recordings name
 };
 
-// A network's batch replays over both its lanes (each read under its
-// lock): `batches_of(lane)` is the lane's RecordedBatches.
-template <class Push, class BatchesOf>
-ReplayStats batch_replay_stats(JoinLanes<Push>& lanes, const BatchesOf& batches_of) {
-    ReplayStats total;
-    for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
-        JoinLane<Push>& lane = lanes.of(kind);
-        std::lock_guard lock(lane.mu);
-        total += batches_of(lane).steps().stats();
-    }
-    return total;
-}
-
 }  // namespace etude::engine

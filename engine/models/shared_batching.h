@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "engine/models/batch_major.h"
 #include "engine/models/recorded_step.h"
@@ -63,8 +64,13 @@ struct SharedBatching {
     }
     // Batch replays over both lanes (each read under its lock).
     ReplayStats replay_stats() {
-        return batch_replay_stats(
-            lanes, [this](JoinLane<Push> & lane) -> auto& { return of(lane); });
+        ReplayStats total;
+        for (Batching kind : {Batching::Join, Batching::JoinOffline}) {
+            JoinLane<Push>& lane = lanes.of(kind);
+            std::lock_guard lock(lane.mu);
+            total += of(lane).steps().stats();
+        }
+        return total;
     }
 };
 
@@ -73,6 +79,15 @@ struct SharedBatching {
 inline std::uint64_t next_network_id() {
     static std::atomic<std::uint64_t> next{1};
     return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The last entry of a settled batch's recording key: whose biases it adds
+// (the lane is its voice's every speaker's). Where the members' differ
+// (`several_speakers`), each one's from its slot (BatchMajor), so any
+// speakers in those slots replay it: -1. Else the one network's bias is in
+// the recording, and the network (`network_id`) is named.
+inline long biases_in_key(bool several_speakers, std::uint64_t network_id) {
+    return several_speakers ? -1 : static_cast<long>(network_id);
 }
 
 }  // namespace etude::engine

@@ -2,6 +2,8 @@
 // backend a parameterised test runs on, and the distance they are judged by.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,6 +45,25 @@ inline std::shared_ptr<gpu::Backend> backend_of(gpu::BackendKind kind, std::stri
     for (const auto& n : reg.notes()) why_not += "; " + n;
     return nullptr;
 }
+
+// A test over backend kinds: backend_ is backend_of() the parameter, its
+// health reset; the test is skipped where there is none (the reason, and
+// `skipped` after it, said). A fixture that sets up more calls SetUp()
+// first and returns if IsSkipped().
+class OnBackend : public ::testing::TestWithParam<gpu::BackendKind> {
+  protected:
+    explicit OnBackend(std::string skipped = "") : skipped_(std::move(skipped)) {}
+    void SetUp() override {
+        std::string why;
+        backend_ = backend_of(GetParam(), why);
+        if (!backend_) GTEST_SKIP() << why << skipped_;
+        backend_->reset_health();
+    }
+    std::shared_ptr<gpu::Backend> backend_;
+
+  private:
+    std::string skipped_;
+};
 
 // The largest difference over the common length; a NaN on either side
 // counts as infinitely far, so it can never pass a bound.

@@ -241,15 +241,14 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
-    // (And whose WaveNet input biases the batch adds, as a decoder's batch
-    // names its first layer's: hifigan_batch_major.cpp.)
+    // (And whose WaveNet input biases the batch adds: biases_in_key.)
     RecordedSteps::Key key = RecordedBatches::key(
         batch[0].stream->push_state(frames, false), batch,
         [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
     const bool speakers = std::any_of(batch.begin(), batch.end(), [&](const VitsFlowPush& p) {
         return !p.stream->net_.same_speaker_biases(batch[0].stream->net_);
     });
-    key.push_back(speakers ? -1 : static_cast<long>(batch[0].stream->net_.id_));
+    key.push_back(biases_in_key(speakers, batch[0].stream->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.

@@ -58,13 +58,12 @@ struct Member {
     std::vector<float> audio, mel;
 };
 
-class RecordedBatch : public ::testing::TestWithParam<gpu::BackendKind> {
+class RecordedBatch : public test::OnBackend {
   protected:
+    RecordedBatch() : OnBackend(" — the replayed batch tests are skipped") {}
     void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the replayed batch tests are skipped";
-        backend_->reset_health();
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
         model_ = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
         model_->set_join_streams(true);  // (its streams take slots, as on a GPU)
@@ -103,7 +102,6 @@ class RecordedBatch : public ::testing::TestWithParam<gpu::BackendKind> {
         pushes[0].stream->push_together(pushes);
         return test::operations(*backend_) - before;
     }
-    std::shared_ptr<gpu::Backend> backend_;
     std::shared_ptr<const VitsWeights> weights_;
     std::shared_ptr<NeuralModel> model_;
     std::vector<float> latent_;

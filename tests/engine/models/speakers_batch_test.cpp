@@ -64,23 +64,20 @@ struct Member {
 
 // A backend of the test's parameter (skipped where absent) and the
 // four-speaker voice's weights.
-class OnBackend : public ::testing::TestWithParam<gpu::BackendKind> {
-  protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why;
-        backend_->reset_health();
-        weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
-    }
-    std::shared_ptr<gpu::Backend> backend_;
-    std::shared_ptr<const VitsWeights> weights_;
-};
-
-class SpeakersBatch : public OnBackend {
+class OnVoiceWeights : public test::OnBackend {
   protected:
     void SetUp() override {
         OnBackend::SetUp();
+        if (IsSkipped()) return;
+        weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
+    }
+    std::shared_ptr<const VitsWeights> weights_;
+};
+
+class SpeakersBatch : public OnVoiceWeights {
+  protected:
+    void SetUp() override {
+        OnVoiceWeights::SetUp();
         if (IsSkipped()) return;
         // Speaker 0's decoder whole, its streams batching (as on a GPU);
         // the others' sharing its weights, as a voice makes them.
@@ -298,11 +295,11 @@ struct FlowMember {
     int fed = 0;
 };
 
-class SpeakersFlowBatch : public OnBackend {
+class SpeakersFlowBatch : public OnVoiceWeights {
   protected:
     static constexpr int kFrames = 200;  // a sentence's
     void SetUp() override {
-        OnBackend::SetUp();
+        OnVoiceWeights::SetUp();
         if (IsSkipped()) return;
         // Speaker 0's flow whole, its streams batching (as on a GPU); the
         // others' sharing its weights, as a voice makes them.

@@ -55,13 +55,11 @@ std::vector<std::uint64_t> next_draws(std::mt19937_64 g) {
     return {g(), g(), g()};
 }
 
-class VitsAnalysisBatch : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsAnalysisBatch : public test::OnBackend {
   protected:
     void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why;
-        backend_->reset_health();
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         w_ = std::make_shared<VitsWeights>(
             read_vits_weights(test::test_data_dir() + "/piper/test_medium_multi.onnx"));
         host_ = std::make_unique<VitsTextToLatent>(w_);
@@ -127,7 +125,6 @@ class VitsAnalysisBatch : public ::testing::TestWithParam<gpu::BackendKind> {
             EXPECT_EQ(diff, 0.0);
     }
 
-    std::shared_ptr<gpu::Backend> backend_;
     std::shared_ptr<VitsWeights> w_;
     std::unique_ptr<VitsTextToLatent> host_;
     std::unique_ptr<VitsAnalysisNetwork> device_;

@@ -34,17 +34,14 @@ namespace {
 const std::string kVoice = test::test_data_dir() + "/piper/test_medium_multi.onnx";
 constexpr int kSampleRate = 22050;
 
-class VitsSpeakerWeights : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsSpeakerWeights : public test::OnBackend {
   protected:
     void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why;
-        backend_->reset_health();
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         voice_ = VitsVoice::open(kVoice, kSampleRate, backend_);
         ASSERT_GE(voice_->num_speakers(), 3);
     }
-    std::shared_ptr<gpu::Backend> backend_;
     std::shared_ptr<VitsVoice> voice_;
 };
 
