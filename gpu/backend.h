@@ -304,6 +304,27 @@ class Backend : public MemoryOwner {
     void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
                    std::size_t src_stride, DeviceBuffer& dst, std::size_t dst_offset,
                    std::size_t dst_stride);
+    // Blocks of rows between a batch's items and slots of one size side by
+    // side in one buffer (streams' held samples: engine/models/batch_major.h's
+    // HeldSlots), item b's slot named by `index` on the device: its b-th
+    // float, a whole number. So a recorded batch (record()) serves any
+    // streams in those slots, the index uploaded anew before each replay.
+    // Item b's block of rows x cols lies in the batch's buffer at
+    // batch_at + b * rows * batch_stride, row stride batch_stride, and in
+    // the slots' at slot_at + index[b] * slot_floats, row stride slot_stride.
+    // An index outside [0, slots) copies nothing for its item. A scatter's
+    // indices must differ (two items into one slot: either may land).
+    // Index, slots and batch are distinct buffers.
+    struct SlotRows {
+        int items = 0, rows = 0, cols = 0;
+        std::size_t slot_at = 0, slot_floats = 0, slot_stride = 0;
+        int slots = 0;  // how many the slots' buffer holds
+        std::size_t batch_at = 0, batch_stride = 0;
+    };
+    void gather_slot_rows(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                          const DeviceBuffer& slots, DeviceBuffer& batch);
+    void scatter_slot_rows(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                           const DeviceBuffer& batch, DeviceBuffer& slots);
     // y[c][r] = x[r][c]: x is rows x cols, y is cols x rows (distinct buffers).
     void transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y);
     // Broadcast bias on a rows x cols matrix, in place:
@@ -480,6 +501,10 @@ class Backend : public MemoryOwner {
     virtual void copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
                                 std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                                 std::size_t dst_offset, std::size_t dst_stride) = 0;
+    // from_slots: src is the slots' buffer, dst the batch's; else the reverse.
+    virtual void copy_slot_rows_impl(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                                     bool from_slots, const DeviceBuffer& src,
+                                     DeviceBuffer& dst) = 0;
     virtual void transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
                                 DeviceBuffer& y) = 0;
     virtual void add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,

@@ -79,6 +79,27 @@ void check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t sr
         reject("copy_rows", "the block reaches past a buffer");
 }
 
+// gather_slot_rows / scatter_slot_rows: shapes that make sense, every slot
+// and every item inside its buffer (whatever the device's index says), an
+// index per item, and three distinct buffers.
+void check_slot_rows(const Backend::SlotRows& s, const DeviceBuffer& index,
+                     const DeviceBuffer& slots, const DeviceBuffer& batch, const char* op) {
+    if (s.items <= 0 || s.rows <= 0 || s.cols <= 0) return;
+    const std::size_t cols = count(s.cols), last_row = count(s.rows - 1);
+    if (s.slots <= 0) reject(op, "no slots");
+    if ((s.rows > 1 && (s.slot_stride < cols || s.batch_stride < cols)) ||
+        (s.slots > 1 && s.slot_floats < last_row * s.slot_stride + cols))
+        reject(op, "a slot's rows, or slots, overlap");
+    need(index, count(s.items), "index", op);
+    need(slots, s.slot_at + count(s.slots - 1) * s.slot_floats + last_row * s.slot_stride + cols,
+         "slots", op);
+    need(batch, s.batch_at + (count(s.items) * count(s.rows) - 1) * s.batch_stride + cols, "batch",
+         op);
+    distinct(index, slots, "index and slots", op);
+    distinct(index, batch, "index and batch", op);
+    distinct(slots, batch, "slots and batch", op);
+}
+
 }  // namespace
 
 template <class Call>
@@ -205,6 +226,22 @@ void Backend::copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src,
     issue(q, [=, this, src = view(src), dst = view(dst)](Queue& on) mutable {
         copy_rows_impl(on, rows, cols, src, src_offset, src_stride, dst, dst_offset, dst_stride);
     });
+}
+
+void Backend::gather_slot_rows(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                               const DeviceBuffer& slots, DeviceBuffer& batch) {
+    check_slot_rows(s, index, slots, batch, "gather_slot_rows");
+    if (s.items <= 0 || s.rows <= 0 || s.cols <= 0) return;
+    issue(q, [=, this, index = view(index), slots = view(slots), batch = view(batch)](
+                 Queue& on) mutable { copy_slot_rows_impl(on, s, index, true, slots, batch); });
+}
+
+void Backend::scatter_slot_rows(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                                const DeviceBuffer& batch, DeviceBuffer& slots) {
+    check_slot_rows(s, index, slots, batch, "scatter_slot_rows");
+    if (s.items <= 0 || s.rows <= 0 || s.cols <= 0) return;
+    issue(q, [=, this, index = view(index), slots = view(slots), batch = view(batch)](
+                 Queue& on) mutable { copy_slot_rows_impl(on, s, index, false, batch, slots); });
 }
 
 void Backend::transpose(Queue& q, int rows, int cols, const DeviceBuffer& x, DeviceBuffer& y) {

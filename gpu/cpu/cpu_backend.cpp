@@ -281,6 +281,29 @@ void CpuBackend::copy_rows_impl(Queue&, int rows, int cols, const DeviceBuffer& 
     });
 }
 
+void CpuBackend::copy_slot_rows_impl(Queue&, const SlotRows& s, const DeviceBuffer& index,
+                                     bool from_slots, const DeviceBuffer& src, DeviceBuffer& dst) {
+    Timer t(*this, from_slots ? "gather_slot_rows" : "scatter_slot_rows");
+    const std::size_t cols = static_cast<std::size_t>(s.cols);
+    for (int b = 0; b < s.items; ++b) {
+        // The bodies' rule (kernel_bodies.h, copy_slot_rows_at): an index
+        // outside the slots copies nothing.
+        const float where = f(index)[b];
+        if (!(where >= 0.0f && where < static_cast<float>(s.slots))) continue;
+        const std::size_t slot = static_cast<std::size_t>(static_cast<int>(where));
+        for (int r = 0; r < s.rows; ++r) {
+            const std::size_t row = static_cast<std::size_t>(r);
+            const std::size_t in_slot = s.slot_at + slot * s.slot_floats + row * s.slot_stride;
+            const std::size_t in_batch =
+                s.batch_at +
+                (static_cast<std::size_t>(b) * static_cast<std::size_t>(s.rows) + row) *
+                    s.batch_stride;
+            std::memcpy(f(dst) + (from_slots ? in_batch : in_slot),
+                        f(src) + (from_slots ? in_slot : in_batch), cols * sizeof(float));
+        }
+    }
+}
+
 void CpuBackend::transpose_impl(Queue&, int rows, int cols, const DeviceBuffer& x,
                                 DeviceBuffer& y) {
     Timer t(*this, "transpose");

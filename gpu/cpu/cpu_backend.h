@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
     void copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffer& src,
                         std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                         std::size_t dst_offset, std::size_t dst_stride) override;
+    void copy_slot_rows_impl(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                             bool from_slots, const DeviceBuffer& src, DeviceBuffer& dst) override;
     void transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,
                         DeviceBuffer& y) override;
     void add_bias_impl(Queue& q, int rows, int cols, const DeviceBuffer& bias, bool per_row,

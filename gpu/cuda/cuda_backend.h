@@ -112,6 +112,8 @@ class CudaBackend final : public Backend {
                                         int window, const DeviceBuffer& p,
                                         const DeviceBuffer& values, const DeviceBuffer& rel_v,
                                         DeviceBuffer& y) override;
+    void copy_slot_rows_impl(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                             bool from_slots, const DeviceBuffer& src, DeviceBuffer& dst) override;
     void broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
                                  bool per_row, DeviceBuffer& y) override;
     void spline_inverse_impl(Queue& q, int count, int bins, float bound, float scale,

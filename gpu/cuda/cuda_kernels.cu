@@ -259,6 +259,17 @@ __global__ void relative_values_kernel(const float* __restrict__ p, const float*
         bodies::relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
 }
 
+__global__ void copy_slot_rows_kernel(std::size_t n, int rows, int cols,
+                                      const float* __restrict__ index, int slots,
+                                      std::size_t slot_at, std::size_t slot_floats,
+                                      std::size_t slot_stride, std::size_t batch_at,
+                                      std::size_t batch_stride, int from_slots,
+                                      const float* __restrict__ src, float* __restrict__ dst) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::copy_slot_rows_at(i, rows, cols, index, slots, slot_at, slot_floats, slot_stride,
+                                  batch_at, batch_stride, from_slots, src, dst);
+}
+
 __global__ void broadcast_multiply_kernel(const float* __restrict__ factors, float* __restrict__ y,
                                           std::size_t n, int cols, int per_row) {
     for (std::size_t i = first_index(); i < n; i += grid_stride())
@@ -493,6 +504,16 @@ cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads,
     if (n == 0) return cudaSuccess;
     relative_values_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, v, rel_v, y, n, heads, length,
                                                                channels, window);
+    return cudaGetLastError();
+}
+
+cudaError_t copy_slot_rows(cudaStream_t stream, const Backend::SlotRows& a, const float* index,
+                           bool from_slots, const float* src, float* dst) {
+    const std::size_t n = static_cast<std::size_t>(a.items) * a.rows * a.cols;
+    if (n == 0) return cudaSuccess;
+    copy_slot_rows_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        n, a.rows, a.cols, index, a.slots, a.slot_at, a.slot_floats, a.slot_stride, a.batch_at,
+        a.batch_stride, from_slots ? 1 : 0, src, dst);
     return cudaGetLastError();
 }
 

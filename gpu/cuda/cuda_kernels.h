@@ -72,6 +72,8 @@ cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads,
 cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads, int length,
                                       int channels, int window, const float* p, const float* v,
                                       const float* rel_v, float* y);
+cudaError_t copy_slot_rows(cudaStream_t stream, const Backend::SlotRows& a, const float* index,
+                           bool from_slots, const float* src, float* dst);
 cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,
                                bool per_row, float* y);
 

@@ -266,6 +266,14 @@ void CudaBackend::relative_attention_values_impl(Queue& q, int batch, int heads,
     op.done();
 }
 
+void CudaBackend::copy_slot_rows_impl(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                                      bool from_slots, const DeviceBuffer& src, DeviceBuffer& dst) {
+    Op op(*this, q, from_slots ? "gather_slot_rows" : "scatter_slot_rows");
+    op.check(kernels::copy_slot_rows(op.stream(), s, fp(index), from_slots, fp(src), fp(dst)),
+             "kernel launch");
+    op.done();
+}
+
 void CudaBackend::broadcast_multiply_impl(Queue& q, int rows, int cols, const DeviceBuffer& factors,
                                           bool per_row, DeviceBuffer& y) {
     Op op(*this, q, "broadcast_multiply");

@@ -315,6 +315,32 @@ ETUDE_BODY void conv_transpose1d_at(etude_index gid, ETUDE_CPTR x, ETUDE_CPTR w,
     ETUDE_AT(y, gid) = acc;
 }
 
+// Element gid of copy_slot_rows (gpu/backend.h): item b's block of rows x
+// cols between item b of a batch and the slot index[b] names, the index a
+// whole number held as a float. from_slots != 0: slot to batch (src is the
+// slots' buffer, dst the batch's); else batch to slot. An index outside
+// [0, slots) (NaN too) copies nothing for its item: a stale or corrupt
+// index never writes past the slots.
+ETUDE_BODY void copy_slot_rows_at(etude_index gid, int rows, int cols, ETUDE_CPTR index, int slots,
+                                  etude_index slot_at, etude_index slot_floats,
+                                  etude_index slot_stride, etude_index batch_at,
+                                  etude_index batch_stride, int from_slots, ETUDE_CPTR src,
+                                  ETUDE_PTR dst) {
+    const etude_index block = ETUDE_INDEX(rows) * ETUDE_INDEX(cols);
+    const etude_index b = gid / block;
+    const etude_index r = (gid - b * block) / ETUDE_INDEX(cols);
+    const etude_index c = gid - b * block - r * ETUDE_INDEX(cols);
+    const float where = ETUDE_AT(index, b);
+    if (!(where >= 0.0f && where < ETUDE_FLOAT(slots))) return;
+    const etude_index slot = ETUDE_INDEX(ETUDE_INT(where));
+    const etude_index in_slot = slot_at + slot * slot_floats + r * slot_stride + c;
+    const etude_index in_batch = batch_at + (b * ETUDE_INDEX(rows) + r) * batch_stride + c;
+    if (from_slots != 0)
+        ETUDE_AT(dst, in_batch) = ETUDE_AT(src, in_slot);
+    else
+        ETUDE_AT(dst, in_slot) = ETUDE_AT(src, in_batch);
+}
+
 // y[r][c] *= factors[r] (per_row) or factors[c], element gid of a
 // [rows][cols] matrix: the multiplying twin of add_bias (a mask over time).
 ETUDE_BODY void broadcast_multiply_at(etude_index gid, int cols, ETUDE_CPTR factors, int per_row,

@@ -81,6 +81,7 @@ enum KernelId : int {
     kRelativeAttentionValues,
     kBroadcastMultiply,
     kSplineInverse,
+    kCopySlotRows,
     kKernelCount
 };
 inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
@@ -104,7 +105,8 @@ inline constexpr std::array<const char*, kKernelCount> kKernelNames = {"fill",
                                                                        "relative_attention_scores",
                                                                        "relative_attention_values",
                                                                        "broadcast_multiply",
-                                                                       "spline_inverse"};
+                                                                       "spline_inverse",
+                                                                       "copy_slot_rows"};
 
 // A DeviceBuffer's handle on this backend.
 inline cl_mem mem(const DeviceBuffer& b) {

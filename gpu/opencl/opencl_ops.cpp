@@ -308,6 +308,19 @@ void OpenClBackend::relative_attention_values_impl(Queue& q, int batch, int head
            cl_int{heads}, cl_int{length}, cl_int{channels}, cl_int{window});
 }
 
+void OpenClBackend::copy_slot_rows_impl(Queue& q, const SlotRows& s, const DeviceBuffer& index,
+                                        bool from_slots, const DeviceBuffer& src,
+                                        DeviceBuffer& dst) {
+    const char* op = from_slots ? "gather_slot_rows" : "scatter_slot_rows";
+    begin(op);
+    auto& cq = queue_of(q, op);
+    const cl_ulong n = cl_ulong(s.items) * cl_ulong(s.rows) * cl_ulong(s.cols);
+    launch(cq, op, kCopySlotRows, range1d(n), mem(index), mem(src), mem(dst), n,
+           cl_ulong{s.slot_at}, cl_ulong{s.slot_floats}, cl_ulong{s.slot_stride},
+           cl_ulong{s.batch_at}, cl_ulong{s.batch_stride}, cl_int{s.rows}, cl_int{s.cols},
+           cl_int{s.slots}, cl_int{from_slots ? 1 : 0});
+}
+
 void OpenClBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
                                             const DeviceBuffer& factors, bool per_row,
                                             DeviceBuffer& y) {

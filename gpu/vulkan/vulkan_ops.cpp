@@ -390,6 +390,31 @@ void VulkanBackend::relative_attention_values_impl(Queue& q, int batch, int head
            {{args.p, args.v, args.rel_v}, {args.y}});
 }
 
+void VulkanBackend::copy_slot_rows_impl(Queue& q, const SlotRows& r, const DeviceBuffer& index,
+                                        bool from_slots, const DeviceBuffer& src,
+                                        DeviceBuffer& dst) {
+    const char* op = from_slots ? "gather_slot_rows" : "scatter_slot_rows";
+    auto& s = begin(q, op);
+    struct {
+        Address index, src, dst;
+        std::uint64_t total, slot_at, slot_floats, slot_stride, batch_at, batch_stride;
+        std::int32_t rows, cols, slots, from_slots;
+    } args{address(index),
+           address(src),
+           address(dst),
+           std::uint64_t(r.items) * std::uint64_t(r.rows) * std::uint64_t(r.cols),
+           r.slot_at,
+           r.slot_floats,
+           r.slot_stride,
+           r.batch_at,
+           r.batch_stride,
+           r.rows,
+           r.cols,
+           r.slots,
+           from_slots ? 1 : 0};
+    launch(s, vk::Kernel::CopySlotRows, args, args.total, op, {{args.index, args.src}, {args.dst}});
+}
+
 void VulkanBackend::broadcast_multiply_impl(Queue& q, int rows, int cols,
                                             const DeviceBuffer& factors, bool per_row,
                                             DeviceBuffer& y) {

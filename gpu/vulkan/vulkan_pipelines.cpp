@@ -37,6 +37,8 @@ const char* shader_name(Kernel k) {
             return "transpose";
         case Kernel::CopyRows:
             return "copy_rows";
+        case Kernel::CopySlotRows:
+            return "copy_slot_rows";
         case Kernel::Gemm:
             return "gemm";
         case Kernel::GemmDirect:

@@ -38,6 +38,7 @@ enum class Kernel {
     FftPass,
     Transpose,
     CopyRows,
+    CopySlotRows,
     Gemm,
     GemmDirect,
     LayerNorm,

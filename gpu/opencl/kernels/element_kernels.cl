@@ -121,6 +121,16 @@ __kernel void relative_attention_values(__global const float* p, __global const 
     if (i < n) relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
 }
 
+__kernel void copy_slot_rows(__global const float* index, __global const float* src,
+                             __global float* dst, ulong n, ulong slot_at, ulong slot_floats,
+                             ulong slot_stride, ulong batch_at, ulong batch_stride, int rows,
+                             int cols, int slots, int from_slots) {
+    const size_t i = get_global_id(0);
+    if (i < n)
+        copy_slot_rows_at(i, rows, cols, index, slots, slot_at, slot_floats, slot_stride,
+                          batch_at, batch_stride, from_slots, src, dst);
+}
+
 __kernel void broadcast_multiply(__global const float* factors, __global float* y, ulong n,
                                  int cols, int per_row) {
     const size_t i = get_global_id(0);
