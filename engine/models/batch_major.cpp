@@ -15,12 +15,47 @@ std::size_t at(std::size_t item, int channels, std::size_t length) {
 
 // Each item's held samples ([channels][stride] at places[b]) to or from
 // `cols` columns of item b of a batch buffer ([channels][length] items,
-// from column `col`): one copy per run of items whose places lie one after
-// another in one buffer (neighbouring slots, HeldSlots), one per item where
-// each has its own.
+// from column `col`). Where the batch copies by slot index
+// (joint.indexed_slots, SlotIndexed), one gather or scatter by the index on
+// the device, which a recording replays for any members in those slots'
+// page. Else one copy per run of items whose places lie one after another
+// in one buffer (neighbouring slots, HeldSlots), one per item where each
+// has its own.
 void copy_held(gpu::Backend& backend, gpu::Queue& q, const std::vector<HeldPlace>& places,
                int channels, int cols, std::size_t stride, gpu::DeviceBuffer& batch,
-               std::size_t col, std::size_t length, bool into_batch) {
+               std::size_t col, std::size_t length, bool into_batch, JointScratch& joint) {
+    if (!joint.indexed_slots.empty()) {
+        const HeldPlace& first = places[0];
+        const std::size_t within =
+            first.at - static_cast<std::size_t>(std::max(first.slot, 0)) * first.slot_floats;
+        bool fits = places.size() == joint.indexed_slots.size() && first.slot >= 0;
+        for (std::size_t b = 0; fits && b < places.size(); ++b) {
+            const HeldPlace& p = places[b];
+            fits = p.buffer == first.buffer && p.slot == joint.indexed_slots[b] &&
+                   p.slot_floats == first.slot_floats &&
+                   p.at == within + static_cast<std::size_t>(p.slot) * p.slot_floats;
+        }
+        // A recording keyed by the page alone must not hold copies that
+        // name its members' places.
+        if (!fits)
+            throw std::logic_error(
+                "BatchMajor: a batch copied by slot index has a place outside "
+                "its members' slots");
+        const gpu::Backend::SlotRows rows{static_cast<int>(places.size()),
+                                          channels,
+                                          cols,
+                                          within,
+                                          first.slot_floats,
+                                          stride,
+                                          first.slots,
+                                          col,
+                                          length};
+        if (into_batch)
+            backend.gather_slot_rows(q, rows, joint.slot_index.get(), *first.buffer, batch);
+        else
+            backend.scatter_slot_rows(q, rows, joint.slot_index.get(), batch, *first.buffer);
+        return;
+    }
     const std::size_t region = static_cast<std::size_t>(channels) * stride;
     for (std::size_t b = 0; b < places.size();) {
         std::size_t e = b + 1;
@@ -91,7 +126,20 @@ HeldPlace HeldSlots::Slot::place(std::size_t floats) {
     }
     if (k >= page.buffers.size() || page.floats[k] != floats)
         throw std::logic_error("HeldSlots: a stream's layers differ from its network's others'");
-    return {page.buffers[k].get(), floats * static_cast<std::size_t>(index_)};
+    return {page.buffers[k].get(), floats * static_cast<std::size_t>(index_), index_,
+            slots_.page_slots_, floats};
+}
+
+SlotIndexed::SlotIndexed(JointScratch& joint, std::vector<int> slots) : joint_(joint) {
+    if (slots.empty() || !joint_.indexed_slots.empty())
+        throw std::logic_error("SlotIndexed: no slots, or a batch indexed already");
+    for (int slot : slots) index_.push_back(static_cast<float>(slot));
+    joint_.indexed_slots = std::move(slots);
+}
+
+void SlotIndexed::upload(gpu::Backend& backend, gpu::Queue& q) {
+    backend.copy_to_device(q, joint_.slot_index.need(backend, index_.size()), 0, index_.data(),
+                           index_.size());
 }
 
 std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
@@ -144,7 +192,8 @@ const gpu::DeviceBuffer& BatchMajor::item_biases(gpu::Queue& q,
     for (const WeightedStreamLayer* layer : layers)
         if (layer->bias_place_.buffer) places.push_back(layer->bias_place_);
     if (places.size() == layers.size()) {
-        copy_held(first.backend_, q, places, 1, static_cast<int>(c), c, gathered, 0, c, true);
+        copy_held(first.backend_, q, places, 1, static_cast<int>(c), c, gathered, 0, c, true,
+                  joint);
         return gathered;
     }
     for (std::size_t b = 0; b < layers.size(); ++b)
@@ -177,14 +226,14 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
     if (L > 0) {
         auto& window = joint.window.need(backend, at(layers.size(), channels, cols));
         std::vector<HeldPlace> places;
-        for (WeightedStreamLayer* layer : layers)
-            places.push_back({&layer->window_.tail(), layer->window_.tail_at()});
+        for (WeightedStreamLayer* layer : layers) places.push_back(layer->window_.held_place());
         // A fresh signal holds the prefill's zeros (InputWindow::reset),
         // and a flush appends zeros after the input (the signal's right
         // padding): one fill for the batch, the held samples and the input
         // then copied over their parts.
         if (held < 0 || flush) backend.fill(q, window, 0.0f, at(layers.size(), channels, cols));
-        if (held > 0) copy_held(backend, q, places, channels, h, stride, window, 0, cols, true);
+        if (held > 0)
+            copy_held(backend, q, places, channels, h, stride, window, 0, cols, true, joint);
         if (m > 0) backend.copy_rows(q, rows, in.length, *in.buffer, 0, m, window, H, cols);
         // The last `hold` columns (or all, while the window fills) held
         // again, before the activation, which works on the window in place:
@@ -192,7 +241,7 @@ BatchSignal BatchMajor::push(gpu::Queue& q, std::span<WeightedStreamLayer* const
         const int keep = std::min(L, hold);
         if (keep > 0)
             copy_held(backend, q, places, channels, keep, stride, window,
-                      static_cast<std::size_t>(L - keep), cols, false);
+                      static_cast<std::size_t>(L - keep), cols, false, joint);
     }
     for (WeightedStreamLayer* layer : layers) layer->advance(in.length, flush);
     if (st.count <= 0) return {&out.need(backend, 1), in.batch, out_channels, 0};
@@ -257,16 +306,17 @@ BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delay
     auto& o = out.need(backend, std::max<std::size_t>(at(delays.size(), channels, N), 1));
     const BatchSignal result{&o, in.batch, channels, n};
     std::vector<HeldPlace> places;
-    for (StreamDelay* delay : delays) places.push_back({&delay->tail(), delay->tail_at()});
+    for (StreamDelay* delay : delays) places.push_back(delay->held_place());
     // Out: [held's first from_held | in's first n - from_held].
-    if (from_held > 0) copy_held(backend, q, places, channels, from_held, stride, o, 0, N, true);
+    if (from_held > 0)
+        copy_held(backend, q, places, channels, from_held, stride, o, 0, N, true, joint);
     if (n > from_held)
         backend.copy_rows(q, rows, n - from_held, *in.buffer, 0, M, o,
                           static_cast<std::size_t>(from_held), N);
     if (keep > 0 && old_part == 0) {
         // Held: in's last `keep`, straight from the input.
         copy_held(backend, q, places, channels, keep, stride, *in.buffer,
-                  static_cast<std::size_t>(m - keep), M, false);
+                  static_cast<std::size_t>(m - keep), M, false, joint);
     } else if (keep > 0) {
         // Held: [held from n on | in's last keep - old_part], gathered in
         // the window and copied back (no copy overlaps its source).
@@ -274,12 +324,12 @@ BatchSignal BatchMajor::delay(gpu::Queue& q, std::span<StreamDelay* const> delay
         auto& window = joint.window.need(backend, at(delays.size(), channels, K));
         std::vector<HeldPlace> rest = places;
         for (HeldPlace& p : rest) p.at += N;
-        copy_held(backend, q, rest, channels, old_part, stride, window, 0, K, true);
+        copy_held(backend, q, rest, channels, old_part, stride, window, 0, K, true, joint);
         if (keep > old_part)
             backend.copy_rows(q, rows, keep - old_part, *in.buffer,
                               static_cast<std::size_t>(m - (keep - old_part)), M, window,
                               static_cast<std::size_t>(old_part), K);
-        copy_held(backend, q, places, channels, keep, stride, window, 0, K, false);
+        copy_held(backend, q, places, channels, keep, stride, window, 0, K, false, joint);
     }
     for (StreamDelay* delay : delays) delay->held_ = keep;
     return result;

@@ -6,7 +6,8 @@
 // batch, not one per stream. The samples each layer holds between chunks
 // are copied into the batch's windows and back: two copies per layer for
 // each run of streams in neighbouring slots of the network's HeldSlots
-// (below), where a push of its own issues four or five operations per
+// (below), or two for the batch where it copies by slot index (SlotIndexed,
+// at the end), where a push of its own issues four or five operations per
 // layer and a JointPush seven per stream (a fresh batch's windows, which
 // hold the prefill's zeros, take one fill instead of the copy in). What
 // stays per stream is its mel's upload and its audio's download.
@@ -154,6 +155,28 @@ struct BatchMajor {
     static const gpu::DeviceBuffer& item_biases(gpu::Queue& q,
                                                 std::span<WeightedStreamLayer* const> layers,
                                                 JointScratch& joint);
+};
+
+// While alive, the batches run on `joint` copy their members' held samples
+// by the index of their slots (JointScratch::slot_index, one gather or
+// scatter per layer) in place of a copy per run of neighbours. For a
+// recorded batch whose members share one page of the held slots
+// (RecordedBatches::key): its recording then serves any members of that
+// page, upload() putting their slots on the device before each replay
+// (host memory stays out of a recording). Threads: the lane's lock holder.
+class SlotIndexed {
+  public:
+    // `slots`: each member's, in the batch's order.
+    SlotIndexed(JointScratch& joint, std::vector<int> slots);
+    ~SlotIndexed() { joint_.indexed_slots.clear(); }
+    SlotIndexed(const SlotIndexed&) = delete;
+    SlotIndexed& operator=(const SlotIndexed&) = delete;
+    // Queues the index's upload on `q`; this object must outlive it.
+    void upload(gpu::Backend& backend, gpu::Queue& q);
+
+  private:
+    JointScratch& joint_;
+    std::vector<float> index_;
 };
 
 }  // namespace etude::engine

@@ -9,6 +9,7 @@
 // of its layers (push_batch_recorded; recorded_step.h says what makes it
 // replayable and what its key holds).
 #include <algorithm>
+#include <optional>
 
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
@@ -152,9 +153,11 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
         members.push_back(streams[i]);
     }
     // (And whose first-layer bias the batch adds: biases_in_key.)
-    RecordedSteps::Key key = RecordedBatches::key(
-        members[0]->push_state(frames, false), members,
-        [](const HifiGanStream* s) -> auto& { return *s->slot_; });
+    const auto slot_of = [](const HifiGanStream* s) -> auto& {
+        return *s->slot_;
+    };
+    RecordedSteps::Key key =
+        RecordedBatches::key(members[0]->push_state(frames, false), members, slot_of);
     const auto bias = [](const HifiGanStream* s) { return s->net_.conv_pre_.bias.buffer.handle(); };
     const bool speakers = std::any_of(members.begin(), members.end(), [&](const HifiGanStream* s) {
         return bias(s) != bias(members[0]);
@@ -165,8 +168,15 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     // their held samples.
     for (HifiGanStream* s : members) backend_.synchronize(*s->queue_);
     gpu::Queue& q = batches.queue();
+    // Members of one page: their held samples by slot index.
+    std::optional<SlotIndexed> indexed;
+    if (auto slots = RecordedBatches::one_page_slots(members, slot_of); !slots.empty())
+        indexed.emplace(lane.joint, std::move(slots));
     RecordedSteps::Step step;
-    step.stage_input = [&](gpu::Queue& sq) { upload_batch_mels(sq, batch, lane.joint); };
+    step.stage_input = [&](gpu::Queue& sq) {
+        upload_batch_mels(sq, batch, lane.joint);
+        if (indexed) indexed->upload(backend_, sq);
+    };
     step.body = [&](gpu::Queue& bq) {
         const BatchSignal x = walk_batch_layers(bq, members, frames, false, lane.joint);
         return SignalRef{x.buffer, x.channels, x.length};

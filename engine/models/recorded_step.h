@@ -31,13 +31,18 @@
 // while its producer waits in the joiner.
 //
 // A batch of streams side by side (batch_major.h) replays the same way
-// (RecordedBatches, below): a settled batch of one chunk length, its
-// members in the same slots, issues the same operations on the same
-// buffers every time (the slots' held samples, the network's weights, and
-// the joint buffers, which a set per key stands in for as above). Its key
-// is the chunk length, the members' state and their slots, so a batch of
-// other members (one left, one joined, the same streams in other slots)
-// is another key: recorded anew, never replayed from a stale recording.
+// (RecordedBatches, below): a settled batch of one chunk length issues the
+// same operations on the same buffers every time (the pages of the slots'
+// held samples, the network's weights, and the joint buffers, which a set
+// per key stands in for as above). Where its members all lie in one page
+// of the held slots, the batch copies their held samples by the index of
+// their slots, uploaded before each replay as the input is (SlotIndexed),
+// so its key is the chunk length, the members' state, the page and their
+// count: one recording serves any members of the page. Members in several
+// pages are copied by runs of neighbours, whose offsets are the members':
+// their slots are in the key, and a batch of other members (one left, one
+// joined, the same streams in other slots) is another key, recorded anew,
+// never replayed from a stale recording.
 #pragma once
 
 #include <atomic>
@@ -184,13 +189,36 @@ class RecordedBatches {
         return *queue_;
     }
     RecordedSteps& steps() { return steps_; }
+    // Each member's slot in its page (`slot_of(member)`, members in slot
+    // order) where all lie in one page, so that the batch may copy their
+    // held samples by slot index (SlotIndexed); else empty.
+    template <class Members, class SlotOf>
+    static std::vector<int> one_page_slots(const Members& members, SlotOf slot_of) {
+        std::vector<int> slots;
+        for (const auto& m : members) {
+            const auto [page, index] = slot_of(m).order();
+            if (page != slot_of(*std::begin(members)).order().first) return {};
+            slots.push_back(index);
+        }
+        return slots;
+    }
     // A settled batch's key: the members' one state (all settled, the
-    // chunk length and no flush in front), then each member's slot
-    // (`slot_of(member)`, in slot order), which decide every buffer and
-    // offset the batch's operations name besides the joint buffers.
+    // chunk length and no flush in front), then where they lie, which with
+    // the joint buffers decides every buffer and offset the batch's
+    // operations name. Members all in one page, copied by slot index: the
+    // page and their count, so one recording serves any members of the
+    // page. Else each member's slot (page and index): a batch of other
+    // members is another key.
     template <class Members, class SlotOf>
     static RecordedSteps::Key key(BatchMajor::PushState state, const Members& members,
                                   SlotOf slot_of) {
+        if (!one_page_slots(members, slot_of).empty()) {
+            state.push_back(-2);
+            state.push_back(static_cast<long>(slot_of(*std::begin(members)).order().first));
+            state.push_back(static_cast<long>(std::size(members)));
+            return state;
+        }
+        state.push_back(-3);
         for (const auto& m : members) {
             const auto [page, index] = slot_of(m).order();
             state.push_back(static_cast<long>(page));

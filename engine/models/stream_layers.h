@@ -79,11 +79,17 @@ struct JointScratch {
     // of one voice: BatchMajor::push).
     ScratchBuffer item_bias;
     std::array<ScratchBuffer, 12> signals;
+    // The members' slots in their page, one float each, where the batch
+    // copies its held samples by index (BatchMajor; set by SlotIndexed,
+    // batch_major.h): then a recording of the batch serves any members in
+    // those slots' page, the index uploaded before each replay.
+    ScratchBuffer slot_index;
+    std::vector<int> indexed_slots;  // what slot_index holds; empty: copy by runs
     std::uint64_t batched_calls = 0;
     // Every buffer above: what a recorded batch's set of its own stands in
     // for (RecordedBatches), so none a recording reads is let go under it.
     std::vector<ScratchBuffer*> buffers() {
-        std::vector<ScratchBuffer*> all{&in, &out, &window, &item_bias};
+        std::vector<ScratchBuffer*> all{&in, &out, &window, &item_bias, &slot_index};
         for (ScratchBuffer& s : signals) all.push_back(&s);
         return all;
     }
@@ -96,6 +102,12 @@ struct BatchMajor;
 struct HeldPlace {
     gpu::DeviceBuffer* buffer = nullptr;
     std::size_t at = 0;
+    // A place in a slot of a HeldSlots page: which slot (-1: a place of its
+    // own), how many the page's buffer holds and how far apart they lie,
+    // so that a batch may copy its members' places by an index on the
+    // device (BatchMajor, JointScratch::slot_index).
+    int slot = -1, slots = 0;
+    std::size_t slot_floats = 0;
 };
 
 // Gives the layers of one stream the places of their held samples, in the
@@ -144,6 +156,7 @@ class InputWindow {
     // window may move, so the own buffer is not named by a pointer).
     gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_tail_; }
     std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
+    HeldPlace held_place() { return place_.buffer ? place_ : HeldPlace{&own_tail_, 0}; }
     gpu::Backend& backend_;
     int channels_, hold_, prefill_, held_ = 0;
     gpu::DeviceBuffer own_tail_, zeros_;
@@ -359,6 +372,7 @@ class StreamDelay {
     // in own_[1] and copied back, so no copy overlaps its source.
     gpu::DeviceBuffer& tail() { return place_.buffer ? *place_.buffer : own_[0]; }
     std::size_t tail_at() const { return place_.buffer ? place_.at : 0; }
+    HeldPlace held_place() { return place_.buffer ? place_ : HeldPlace{&own_[0], 0}; }
     gpu::DeviceBuffer own_[2];
     HeldPlace place_;
     ScratchBuffer& out_;

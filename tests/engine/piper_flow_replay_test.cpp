@@ -104,7 +104,8 @@ TEST_P(PiperFlowReplay, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_a
         "%llu replayed\n",
         name_.c_str(), kStreams, (unsigned long long)ops_op_by_op,
         (unsigned long long)ops_replayed);
-    EXPECT_EQ(ops_replayed, 3u * kStreams + 1) << "two uploads a stream, the replay, a download";
+    EXPECT_EQ(ops_replayed, 3u * kStreams + 2)
+        << "two uploads a stream, the members' slots' upload, the replay, a download";
     replayed.push(*device_, all, 5, true);
     op_by_op.push(*device_, all, 5, true);
     for (int i = 0; i < kStreams; ++i) {
@@ -118,10 +119,11 @@ TEST_P(PiperFlowReplay, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_a
     }
 }
 
-// The key holds the members' slots: once one of three has gone, the other
-// two are another batch, recorded anew and never replayed from the three's
-// recording (which would run the leaver's slot and hand the items to the
-// wrong streams); the same members in another order replay theirs.
+// The key holds where the members lie (members of one page: the page and
+// their count): once one of three has gone, the other two are another
+// batch, recorded anew and never replayed from the three's recording
+// (which would run the leaver's slot and hand the items to the wrong
+// streams); the same members in another order replay theirs.
 TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_the_same_does_not) {
     const int frames = 4 * 16 + 10 * 8;
     const auto replaying = flow(true), not_replaying = flow(true);
@@ -154,6 +156,39 @@ TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_th
     }
 }
 
+// Members of one page copy their held frames by slot index (batch_major.h's
+// SlotIndexed), so one recording serves any two streams of the page:
+// {0, 1} sizes the key's buffers, {2, 3} records, {0, 3} and {1, 2} replay
+// it, each stream's flow the same bit for bit as the same pairs op by op.
+TEST_P(PiperFlowReplay, any_members_of_one_page_replay_one_recording) {
+    const int frames = 4 * 16 + 2 * 8;
+    const auto replaying = flow(true), not_replaying = flow(true);
+    FlowTwins replayed = twins(replaying, true, frames);
+    FlowTwins op_by_op = twins(not_replaying, false, frames);
+    replayed.joint(replayed.add(420)).set_replay(true);
+    op_by_op.joint(op_by_op.add(420)).set_replay(false);
+    const auto both = [&](const std::vector<int>& who, int block) {
+        replayed.push(*device_, who, block, false);
+        op_by_op.push(*device_, who, block, false);
+    };
+    for (int i = 0; i < 4; ++i) both({0, 1, 2, 3}, 16);
+    const ReplayStats settled = replaying->batch_replay_stats();
+    for (const std::vector<int>& pair :
+         std::vector<std::vector<int>>{{0, 1}, {2, 3}, {0, 3}, {1, 2}})
+        both(pair, 8);
+    const ReplayStats st = replaying->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op - settled.op_by_op, 1u);
+    EXPECT_EQ(st.recordings - settled.recordings, 1u);
+    EXPECT_EQ(st.replayed - settled.replayed, 3u);
+    for (int i = 0; i < 4; ++i) {
+        SCOPED_TRACE("stream " + std::to_string(i));
+        ASSERT_FALSE(replayed.joint_out(i).empty());
+        EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
+            << "max |difference| "
+            << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+    }
+}
+
 // A device fault at a replayed batch (after its priors' uploads: the
 // replay) reaches the batch's pushes as a device error, as any fault in a
 // batch does (piper_flow_batch_test.cpp: each stream's CPU flow then takes
@@ -177,7 +212,7 @@ TEST_P(PiperFlowReplay, a_fault_in_a_replayed_batch_is_a_device_error_and_the_re
     etude::gpu::GpuFault fault;
     fault.kind = etude::gpu::GpuFault::KernelFailure;
     fault.count = 1;
-    fault.after = 2 * kStreams;  // the priors' uploads, then the replay
+    fault.after = 2 * kStreams + 1;  // the priors' and the slots' uploads, then the replay
     device_->inject_fault(fault);
     try {
         replayed.push(*device_, all, 8, false);

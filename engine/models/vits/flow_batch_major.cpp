@@ -11,6 +11,7 @@
 // of its couplings (push_batch_recorded; recorded_step.h says what makes it
 // replayable and what its key holds), as a decoder's does.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "engine/error.h"
@@ -242,9 +243,11 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
     // (And whose WaveNet input biases the batch adds: biases_in_key.)
-    RecordedSteps::Key key = RecordedBatches::key(
-        batch[0].stream->push_state(frames, false), batch,
-        [](const VitsFlowPush& p) -> auto& { return *p.stream->slot_; });
+    const auto slot_of = [](const VitsFlowPush& p) -> auto& {
+        return *p.stream->slot_;
+    };
+    RecordedSteps::Key key =
+        RecordedBatches::key(batch[0].stream->push_state(frames, false), batch, slot_of);
     const bool speakers = std::any_of(batch.begin(), batch.end(), [&](const VitsFlowPush& p) {
         return !p.stream->net_.same_speaker_biases(batch[0].stream->net_);
     });
@@ -254,8 +257,15 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     // held frames.
     auto& b = net_.backend();
     for (const VitsFlowPush& p : batch) b.synchronize(*p.stream->queue_);
+    // Members of one page: their held frames by slot index.
+    std::optional<SlotIndexed> indexed;
+    if (auto slots = RecordedBatches::one_page_slots(batch, slot_of); !slots.empty())
+        indexed.emplace(lane.joint, std::move(slots));
     RecordedSteps::Step step;
-    step.stage_input = [&](gpu::Queue& sq) { upload_batch_priors(sq, batch, lane.joint); };
+    step.stage_input = [&](gpu::Queue& sq) {
+        upload_batch_priors(sq, batch, lane.joint);
+        if (indexed) indexed->upload(b, sq);
+    };
     step.body = [&](gpu::Queue& bq) { return walk_batch_couplings(bq, batch, lane.joint); };
     step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
         take_batch_output(oq, batch, out);

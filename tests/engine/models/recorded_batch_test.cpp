@@ -149,7 +149,8 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
         "%llu replayed\n",
         gpu::to_string(GetParam()), kStreams, (unsigned long long)ops_op_by_op,
         (unsigned long long)ops_replayed);
-    EXPECT_EQ(ops_replayed, 2 * kStreams + 1) << "the mels' uploads, the replay, the downloads";
+    EXPECT_EQ(ops_replayed, 2 * kStreams + 2)
+        << "the mels' uploads, the members' slots' upload, the replay, the downloads";
     push(replayed, all, 5, true);
     push(op_by_op, all, 5, true);
     for (std::size_t s : all) push(solo, {s}, 5, true);
@@ -164,12 +165,13 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
     }
 }
 
-// A key is the length, the members' state and their slots: the same
-// members again (pushed in another order) replay their recording; once
-// the first one has left, the other two are another batch, recorded anew
-// and never replayed from the three's recording (which would run the
-// leaver's slot and hand its items to the wrong streams); a new length is
-// another key too. Each key: sized, recorded once, then replayed.
+// A key is the length, the members' state and where they lie (members of
+// one page: the page and their count): the same members again (pushed in
+// another order) replay their recording; once the first one has left, the
+// other two are another batch, recorded anew and never replayed from the
+// three's recording (which would run the leaver's slot and hand its items
+// to the wrong streams); a new length is another key too. Each key: sized,
+// recorded once, then replayed.
 TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_replay_a_stale_one) {
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     twin_model->set_join_streams(true);
@@ -209,6 +211,47 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
         ASSERT_FALSE(replayed[s].audio.empty());
         EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
             << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+    }
+}
+
+// Members of one page copy their held samples by slot index
+// (batch_major.h's SlotIndexed), so a recording serves any two streams of
+// the page: {0, 1} sizes the key's buffers, {2, 3} records, {0, 3} and
+// {1, 2} replay it, each stream's audio the same bit for bit as the same
+// pairs op by op. Members in two pages (stream 16 is the first of page 1)
+// copy by runs, their slots in the key: {0, 16} and {1, 16} are two keys.
+TEST_P(RecordedBatch, members_of_one_page_share_a_recording_members_of_two_pages_do_not) {
+    static_assert(HeldSlots::kPage == 16);
+    auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+    twin_model->set_join_streams(true);
+    std::vector<Member> replayed = open(*model_, 17, true);
+    std::vector<Member> op_by_op = open(*twin_model, 17, false);
+    replayed[16].start = op_by_op[16].start = 100;  // (within the latent)
+    const auto both = [&](const std::vector<std::size_t>& who, int frames) {
+        push(replayed, who, frames);
+        push(op_by_op, who, frames);
+    };
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3, 16}, 4);  // the layers settle
+    for (const std::vector<std::size_t>& pair :
+         std::vector<std::vector<std::size_t>>{{0, 1}, {2, 3}, {0, 3}, {1, 2}})
+        both(pair, 8);
+    ReplayStats st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 1u);
+    EXPECT_EQ(st.recordings, 1u);
+    EXPECT_EQ(st.replayed, 3u) << "any two streams of page 0 replay the one recording";
+    both({0, 16}, 8);
+    both({0, 16}, 8);
+    both({1, 16}, 8);
+    st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 3u) << "{0, 16} and {1, 16}: two keys";
+    EXPECT_EQ(st.recordings, 2u);
+    EXPECT_EQ(st.replayed, 4u);
+    for (std::size_t s : {0, 1, 2, 3, 16}) {
+        SCOPED_TRACE("stream " + std::to_string(s));
+        ASSERT_FALSE(replayed[s].audio.empty());
+        EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
+            << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+        EXPECT_GT(test::rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
     }
 }
 
@@ -276,7 +319,7 @@ TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_s
             gpu::GpuFault fault;
             fault.kind = gpu::GpuFault::KernelFailure;
             fault.count = 1;
-            fault.after = kStreams;  // the mels' uploads, then the replay
+            fault.after = kStreams + 1;  // the mels' and the slots' uploads, then the replay
             backend_->inject_fault(fault);
         }
         // Every stream's drain on a thread of its own; one that has no
