@@ -2,6 +2,7 @@
 // for every backend, then the backend's *_impl hook (see backend.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -87,14 +88,29 @@ void check_slot_rows(const Backend::SlotRows& s, const DeviceBuffer& index,
     if (s.items <= 0 || s.rows <= 0 || s.cols <= 0) return;
     const std::size_t cols = count(s.cols), last_row = count(s.rows - 1);
     if (s.slots <= 0) reject(op, "no slots");
-    if ((s.rows > 1 && (s.slot_stride < cols || s.batch_stride < cols)) ||
-        (s.slots > 1 && s.slot_floats < last_row * s.slot_stride + cols))
-        reject(op, "a slot's rows, or slots, overlap");
+    // (Overlapping rows would be written by several threads at once.)
+    const bool batch_rows = count(s.items) * count(s.rows) > 1;
+    if ((s.rows > 1 && s.slot_stride < cols) || (batch_rows && s.batch_stride < cols) ||
+        (s.slots > 1 && s.slot_floats / std::max<std::size_t>(s.slot_stride, 1) < last_row) ||
+        (s.slots > 1 && s.slot_floats - last_row * s.slot_stride < cols))
+        reject(op, "rows of a slot or of the batch, or slots, overlap");
     need(index, count(s.items), "index", op);
-    need(slots, s.slot_at + count(s.slots - 1) * s.slot_floats + last_row * s.slot_stride + cols,
+    // (Sums and products that would wrap around std::size_t, and so pass
+    // need(), saturate instead: no buffer holds SIZE_MAX floats.)
+    const auto add = [](std::size_t a, std::size_t b) {
+        std::size_t r = 0;
+        return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+    };
+    const auto mul = [](std::size_t a, std::size_t b) {
+        std::size_t r = 0;
+        return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+    };
+    need(slots,
+         add(add(s.slot_at, mul(count(s.slots - 1), s.slot_floats)),
+             add(mul(last_row, s.slot_stride), cols)),
          "slots", op);
-    need(batch, s.batch_at + (count(s.items) * count(s.rows) - 1) * s.batch_stride + cols, "batch",
-         op);
+    need(batch, add(add(s.batch_at, mul(count(s.items) * count(s.rows) - 1, s.batch_stride)), cols),
+         "batch", op);
     distinct(index, slots, "index and slots", op);
     distinct(index, batch, "index and batch", op);
     distinct(slots, batch, "slots and batch", op);

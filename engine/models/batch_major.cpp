@@ -89,7 +89,9 @@ void same_state(std::span<Layer* const> layers, const char* what) {
 }  // namespace
 
 int HeldSlots::slots_per_page(const gpu::Backend& backend) {
-    return backend.info().kind == gpu::BackendKind::OpenCl ? 1 : kPage;
+    const gpu::DeviceInfo& info = backend.info();
+    if (info.kind == gpu::BackendKind::OpenCl) return 1;
+    return info.is_gpu && info.global_memory >= kLargeDeviceBytes ? kLargePage : kPage;
 }
 
 HeldSlots::HeldSlots(gpu::Backend& backend)
@@ -196,6 +198,12 @@ const gpu::DeviceBuffer& BatchMajor::item_biases(gpu::Queue& q,
                   joint);
         return gathered;
     }
+    // (A recording keyed without its members must not name their networks'
+    // biases: a batch copied by slot index reads them from the slots.)
+    if (!joint.indexed_slots.empty())
+        throw std::logic_error(
+            "BatchMajor: a batch copied by slot index has a bias outside "
+            "its members' slots");
     for (std::size_t b = 0; b < layers.size(); ++b)
         first.backend_.copy_rows(q, 1, static_cast<int>(c), layers[b]->bias_, 0, c, gathered, b * c,
                                  c);

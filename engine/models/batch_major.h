@@ -77,8 +77,17 @@ struct BatchSignal {
 class HeldSlots {
   public:
     static constexpr int kPage = 16;
+    // On a GPU of data-centre size (32 GiB or more), pages of kLargePage:
+    // a settled batch replays one recording per page its members lie in
+    // (RecordedBatches::run_by_page), so a thousand streams make four
+    // launches of 256, not 63 of 16. A page of a Piper medium voice's
+    // decoder and flow is then about 300 MB, allocated with its first
+    // stream.
+    static constexpr int kLargePage = 256;
+    static constexpr std::size_t kLargeDeviceBytes = std::size_t(32) << 30;
     explicit HeldSlots(gpu::Backend& backend);
-    // The slots of a page on `backend`: kPage, or 1 on OpenCL (above).
+    // The slots of a page on `backend`: kPage, kLargePage on a large GPU,
+    // or 1 on OpenCL (above).
     static int slots_per_page(const gpu::Backend& backend);
     class Slot final : public HeldSpace {
       public:
@@ -160,9 +169,9 @@ struct BatchMajor {
 // While alive, the batches run on `joint` copy their members' held samples
 // by the index of their slots (JointScratch::slot_index, one gather or
 // scatter per layer) in place of a copy per run of neighbours. For a
-// recorded batch whose members share one page of the held slots
-// (RecordedBatches::key): its recording then serves any members of that
-// page, upload() putting their slots on the device before each replay
+// recorded batch, whose members share one page of the held slots
+// (RecordedBatches::run_by_page): its recording then serves any members of
+// that page, upload() putting their slots on the device before each replay
 // (host memory stays out of a recording). Threads: the lane's lock holder.
 class SlotIndexed {
   public:

@@ -9,7 +9,6 @@
 // of its layers (push_batch_recorded; recorded_step.h says what makes it
 // replayable and what its key holds).
 #include <algorithm>
-#include <optional>
 
 #include "engine/models/batch_major.h"
 #include "engine/models/hifigan_stream.h"
@@ -152,43 +151,56 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
     }
-    // (And whose first-layer bias the batch adds: biases_in_key.)
-    const auto slot_of = [](const HifiGanStream* s) -> auto& {
-        return *s->slot_;
-    };
-    RecordedSteps::Key key =
-        RecordedBatches::key(members[0]->push_state(frames, false), members, slot_of);
-    const auto bias = [](const HifiGanStream* s) { return s->net_.conv_pre_.bias.buffer.handle(); };
-    const bool speakers = std::any_of(members.begin(), members.end(), [&](const HifiGanStream* s) {
-        return bias(s) != bias(members[0]);
-    });
-    key.push_back(biases_in_key(speakers, members[0]->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.
     for (HifiGanStream* s : members) backend_.synchronize(*s->queue_);
     gpu::Queue& q = batches.queue();
-    // Members of one page: their held samples by slot index.
-    std::optional<SlotIndexed> indexed;
-    if (auto slots = RecordedBatches::one_page_slots(members, slot_of); !slots.empty())
-        indexed.emplace(lane.joint, std::move(slots));
-    RecordedSteps::Step step;
-    step.stage_input = [&](gpu::Queue& sq) {
-        upload_batch_mels(sq, batch, lane.joint);
-        if (indexed) indexed->upload(backend_, sq);
+    const auto slot_of = [&](std::size_t i) -> auto& {
+        return *members[i]->slot_;
     };
-    step.body = [&](gpu::Queue& bq) {
-        const BatchSignal x = walk_batch_layers(bq, members, frames, false, lane.joint);
-        return SignalRef{x.buffer, x.channels, x.length};
-    };
-    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
-        take_batch_audio(oq, batch,
-                         {out.buffer, static_cast<int>(batch.size()), out.channels, out.length});
-    };
-    step.advance = [&] {
-        for (HifiGanStream* s : members) s->advance_settled(frames);
-    };
-    return batches.steps().run(q, key, step);
+    // One recorded step per page of the held slots (the pages' members
+    // copied by slot index): any members of a page replay its recording.
+    return RecordedBatches::run_by_page(
+        members.size(), slot_of,
+        [&](const std::vector<std::size_t>& of_page, std::vector<int> slots, long page) {
+            std::vector<StreamPush> part;
+            std::vector<HifiGanStream*> part_members;
+            for (std::size_t i : of_page) {
+                part.push_back(batch[i]);
+                part_members.push_back(members[i]);
+            }
+            // (And whose first-layer bias the batch adds: biases_in_key.)
+            RecordedSteps::Key key = RecordedBatches::key(
+                part_members[0]->push_state(frames, false), part_members.size());
+            const auto bias = [](const HifiGanStream* s) {
+                return s->net_.conv_pre_.bias.buffer.handle();
+            };
+            const bool speakers = std::any_of(
+                part_members.begin(), part_members.end(),
+                [&](const HifiGanStream* s) { return bias(s) != bias(part_members[0]); });
+            key.push_back(biases_in_key(speakers, part_members[0]->net_.id_));
+            SlotIndexed indexed(lane.joint, std::move(slots));
+            RecordedSteps::Step step;
+            step.stage_input = [&](gpu::Queue& sq) {
+                upload_batch_mels(sq, part, lane.joint);
+                indexed.upload(backend_, sq);
+            };
+            step.body = [&](gpu::Queue& bq) {
+                const BatchSignal x =
+                    walk_batch_layers(bq, part_members, frames, false, lane.joint);
+                return SignalRef{x.buffer, x.channels, x.length};
+            };
+            step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+                take_batch_audio(
+                    oq, part,
+                    {out.buffer, static_cast<int>(part.size()), out.channels, out.length});
+            };
+            step.advance = [&] {
+                for (HifiGanStream* s : part_members) s->advance_settled(frames);
+            };
+            return batches.steps().run(q, key, step, page);
+        });
 }
 
 }  // namespace etude::engine

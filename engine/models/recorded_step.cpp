@@ -1,20 +1,27 @@
 #include "engine/models/recorded_step.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 
 namespace etude::engine {
 
-// One chunk length's buffers and its recording (declared after the buffers,
-// so it dies first: a recording must not outlive what it refers to).
+// One key's buffers and its recordings, one per variant (declared after the
+// buffers, so they die first: a recording must not outlive what it refers
+// to).
 struct RecordedSteps::Slot {
     Key key;
     std::uint64_t last_used = 0;
-    bool sized = false;  // a chunk has run op by op on `set`
+    bool sized = false;  // a step has run op by op on `set`
     std::vector<gpu::DeviceBuffer> set;
-    gpu::Recording recording;
-    SignalRef out;  // where the recorded body leaves its output
+    struct Variant {
+        long id = 0;
+        std::uint64_t last_used = 0;
+        gpu::Recording recording;
+        SignalRef out;  // where the recorded body leaves its output
+    };
+    std::vector<Variant> variants;
     // What the set's bytes took of the budget, given back with the set.
     RecordingBudget* budget = nullptr;
     std::size_t charged = 0;
@@ -143,9 +150,9 @@ std::vector<void*> RecordedSteps::handles() const {
     return h;
 }
 
-bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
+bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step, long variant) {
     try {
-        const Ran ran = run_queued(q, key, step);
+        const Ran ran = run_queued(q, key, step, variant);
         if (ran == Ran::No) return false;
         backend_.synchronize(q);
         if (ran == Ran::Sized && budget_) {
@@ -178,7 +185,8 @@ bool RecordedSteps::run(gpu::Queue& q, const Key& key, const Step& step) {
     return true;
 }
 
-RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step) {
+RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, const Step& step,
+                                             long variant) {
     Slot* slot = slot_for(key);
     if (!slot) return Ran::No;
     const SetInPlace in_place(buffers_, slot->set);
@@ -189,29 +197,40 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         ++stats_.op_by_op;
         return Ran::Sized;
     }
-    if (slot->recording.empty()) {
+    auto v = std::find_if(slot->variants.begin(), slot->variants.end(),
+                          [&](const Slot::Variant& x) { return x.id == variant; });
+    if (v == slot->variants.end()) {
+        if (slot->variants.size() >= kMaxVariants)
+            slot->variants.erase(std::min_element(
+                slot->variants.begin(), slot->variants.end(),
+                [](const auto& a, const auto& b) { return a.last_used < b.last_used; }));
+        Slot::Variant made;
+        made.id = variant;
         const std::vector<void*> before = handles();
-        gpu::Recording r = backend_.record(q, [&](gpu::Queue& rq) { slot->out = step.body(rq); });
+        made.recording = backend_.record(q, [&](gpu::Queue& rq) { made.out = step.body(rq); });
         if (handles() != before) {
             // A buffer grew inside the body: the recording names the freed
             // one. Cannot happen for a settled chunk of a sized length; if
             // it did, the push is lost rather than replayed wrong.
             slot->sized = false;
+            slot->variants.clear();
             throw std::logic_error("recorded step: a buffer moved while recording");
         }
         // A fallback replay would call the operations one by one anyway:
         // this one replays, and the next chunks go op by op.
-        if (!r.replays_natively()) native_ = false;
-        slot->recording = std::move(r);
+        if (!made.recording.replays_natively()) native_ = false;
+        slot->variants.push_back(std::move(made));
+        v = std::prev(slot->variants.end());
         ++stats_.recordings;
         // The body moved the host-side counts on already.
     } else {
         step.advance();
     }
+    v->last_used = steps_run_;
     step.stage_input(q);
-    backend_.replay(q, slot->recording);
+    backend_.replay(q, v->recording);
     ++stats_.replayed;
-    step.take_output(q, slot->out);
+    step.take_output(q, v->out);
     return Ran::Replayed;
 }
 

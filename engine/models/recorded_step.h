@@ -34,15 +34,15 @@
 // (RecordedBatches, below): a settled batch of one chunk length issues the
 // same operations on the same buffers every time (the pages of the slots'
 // held samples, the network's weights, and the joint buffers, which a set
-// per key stands in for as above). Where its members all lie in one page
-// of the held slots, the batch copies their held samples by the index of
-// their slots, uploaded before each replay as the input is (SlotIndexed),
-// so its key is the chunk length, the members' state, the page and their
-// count: one recording serves any members of the page. Members in several
-// pages are copied by runs of neighbours, whose offsets are the members':
-// their slots are in the key, and a batch of other members (one left, one
-// joined, the same streams in other slots) is another key, recorded anew,
-// never replayed from a stale recording.
+// per key stands in for as above). A batch runs as one step per page of
+// the held slots its members lie in (RecordedBatches::run_by_page), each
+// copying its members' held samples by the index of their slots, uploaded
+// before each replay as the input is (SlotIndexed). So its key is the
+// chunk length, the members' state and their count, and the page is the
+// recording's variant: one set of buffers serves every page, and one
+// recording a page serves any members of it. A batch of another size (one
+// left, one joined) is another key, never replayed from a recording that
+// would run a leaver's slot.
 #pragma once
 
 #include <atomic>
@@ -51,6 +51,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -136,7 +137,12 @@ class RecordedSteps {
         std::function<void(gpu::Queue&, const SignalRef&)> take_output;
         std::function<void()> advance;
     };
-    bool run(gpu::Queue& q, const Key& key, const Step& step);
+    // `variant`: steps of one key whose operations differ only in buffers
+    // outside the key's set (a batch's page of held slots: RecordedBatches)
+    // share the set and are recorded one per variant, at most kMaxVariants
+    // a key (past them, the one replayed longest ago goes).
+    static constexpr std::size_t kMaxVariants = 64;
+    bool run(gpu::Queue& q, const Key& key, const Step& step, long variant = 0);
 
     ReplayStats stats() const { return stats_; }
 
@@ -146,7 +152,7 @@ class RecordedSteps {
     // What run_queued() did: nothing (no set for the key), the op-by-op
     // push that sized the key's set, or a replay (recorded first, or not).
     enum class Ran { No, Sized, Replayed };
-    Ran run_queued(gpu::Queue& q, const Key& key, const Step& step);
+    Ran run_queued(gpu::Queue& q, const Key& key, const Step& step, long variant);
     std::size_t held_bytes() const;  // what the sets hold
     // Drops the sets used longest ago while the sets hold more than
     // max_bytes_, keeping the one used last.
@@ -189,42 +195,43 @@ class RecordedBatches {
         return *queue_;
     }
     RecordedSteps& steps() { return steps_; }
-    // Each member's slot in its page (`slot_of(member)`, members in slot
-    // order) where all lie in one page, so that the batch may copy their
-    // held samples by slot index (SlotIndexed); else empty.
-    template <class Members, class SlotOf>
-    static std::vector<int> one_page_slots(const Members& members, SlotOf slot_of) {
-        std::vector<int> slots;
-        for (const auto& m : members) {
-            const auto [page, index] = slot_of(m).order();
-            if (page != slot_of(*std::begin(members)).order().first) return {};
-            slots.push_back(index);
-        }
-        return slots;
-    }
     // A settled batch's key: the members' one state (all settled, the
-    // chunk length and no flush in front), then where they lie, which with
-    // the joint buffers decides every buffer and offset the batch's
-    // operations name. Members all in one page, copied by slot index: the
-    // page and their count, so one recording serves any members of the
-    // page. Else each member's slot (page and index): a batch of other
-    // members is another key.
-    template <class Members, class SlotOf>
-    static RecordedSteps::Key key(BatchMajor::PushState state, const Members& members,
-                                  SlotOf slot_of) {
-        if (!one_page_slots(members, slot_of).empty()) {
-            state.push_back(-2);
-            state.push_back(static_cast<long>(slot_of(*std::begin(members)).order().first));
-            state.push_back(static_cast<long>(std::size(members)));
-            return state;
-        }
-        state.push_back(-3);
-        for (const auto& m : members) {
-            const auto [page, index] = slot_of(m).order();
-            state.push_back(static_cast<long>(page));
-            state.push_back(index);
-        }
+    // chunk length and no flush in front), then their count. Its members
+    // lie in one page of the held slots (run_by_page), copied by slot
+    // index (SlotIndexed), so its operations differ from another such
+    // batch's only in the page, which is the recording's variant
+    // (RecordedSteps::run): one set of joint buffers serves every page, and
+    // one recording a page serves any members of it.
+    static RecordedSteps::Key key(BatchMajor::PushState state, std::size_t members) {
+        state.push_back(-2);
+        state.push_back(static_cast<long>(members));
         return state;
+    }
+    // A settled batch, its members (0 to count - 1) in slot order
+    // (`slot_of(i)`), run as one recorded step per page its members lie
+    // in: `run_page(members, slots, page)` runs those of one page, their
+    // slots in it given, and says whether a set was free. False, having
+    // run nothing, where the first page's was not (the caller runs the
+    // batch op by op).
+    template <class SlotOf, class RunPage>
+    static bool run_by_page(std::size_t count, SlotOf slot_of, RunPage run_page) {
+        for (std::size_t b = 0; b < count;) {
+            const std::size_t page = slot_of(b).order().first;
+            std::vector<std::size_t> members;
+            std::vector<int> slots;
+            for (std::size_t e = b; e < count && slot_of(e).order().first == page; ++e) {
+                members.push_back(e);
+                slots.push_back(slot_of(e).order().second);
+            }
+            if (!run_page(members, std::move(slots), static_cast<long>(page))) {
+                // (A lane's recordings drop the oldest set for a new key and
+                // have no budget: they always find one.)
+                if (b == 0) return false;
+                throw std::logic_error("RecordedBatches: no set for a later page of a batch");
+            }
+            b += members.size();
+        }
+        return true;
     }
 
   private:

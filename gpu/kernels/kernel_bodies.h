@@ -332,7 +332,12 @@ ETUDE_BODY void copy_slot_rows_at(etude_index gid, int rows, int cols, ETUDE_CPT
     const etude_index c = gid - b * block - r * ETUDE_INDEX(cols);
     const float where = ETUDE_AT(index, b);
     if (!(where >= 0.0f && where < ETUDE_FLOAT(slots))) return;
-    const etude_index slot = ETUDE_INDEX(ETUDE_INT(where));
+    // Checked again as an integer: Vulkan lets a compiler assume no NaN,
+    // and the float test above may then pass one, whose conversion gives
+    // any integer.
+    const int slot_number = ETUDE_INT(where);
+    if (slot_number < 0 || slot_number >= slots) return;
+    const etude_index slot = ETUDE_INDEX(slot_number);
     const etude_index in_slot = slot_at + slot * slot_floats + r * slot_stride + c;
     const etude_index in_batch = batch_at + (b * ETUDE_INDEX(rows) + r) * batch_stride + c;
     if (from_slots != 0)

@@ -7,6 +7,7 @@
 // in those slots: engine/models/batch_major.h). Copies are exact, so every
 // comparison is bit for bit.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "backend_parity.h"
@@ -164,6 +165,9 @@ TEST_P(SlotRowsTest, bad_slot_arguments_are_refused_before_anything_runs) {
     refused({2, 2, 4, 0, 8, 4, 2, 0, 40}, index.dev, a.dev, b.dev, "batch reaches past 64 floats");
     refused({3, 1, 4, 0, 4, 4, 2, 0, 4}, index.dev, a.dev, b.dev, "3 items, 2 indices");
     refused({2, 2, 4, 0, 8, 3, 2, 0, 4}, index.dev, a.dev, b.dev, "a slot's rows overlap");
+    refused({2, 1, 4, 0, 4, 4, 2, 0, 3}, index.dev, a.dev, b.dev, "the items' rows overlap");
+    refused({2, 1, 4, SIZE_MAX - 2, 4, 4, 2, 0, 4}, index.dev, a.dev, b.dev,
+            "an offset whose block's end would wrap around to 6");
     refused({2, 2, 4, 0, 6, 4, 2, 0, 4}, index.dev, a.dev, b.dev, "slots overlap");
     refused({2, 1, 4, 0, 4, 4, 0, 0, 4}, index.dev, a.dev, b.dev, "no slots");
     refused({2, 1, 4, 0, 4, 4, 2, 0, 4}, index.dev, a.dev, a.dev, "slots are the batch");

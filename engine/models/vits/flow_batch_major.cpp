@@ -11,7 +11,6 @@
 // of its couplings (push_batch_recorded; recorded_step.h says what makes it
 // replayable and what its key holds), as a decoder's does.
 #include <algorithm>
-#include <optional>
 #include <string>
 
 #include "engine/error.h"
@@ -242,37 +241,39 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
-    // (And whose WaveNet input biases the batch adds: biases_in_key.)
-    const auto slot_of = [](const VitsFlowPush& p) -> auto& {
-        return *p.stream->slot_;
-    };
-    RecordedSteps::Key key =
-        RecordedBatches::key(batch[0].stream->push_state(frames, false), batch, slot_of);
-    const bool speakers = std::any_of(batch.begin(), batch.end(), [&](const VitsFlowPush& p) {
-        return !p.stream->net_.same_speaker_biases(batch[0].stream->net_);
-    });
-    key.push_back(biases_in_key(speakers, batch[0].stream->net_.id_));
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.
     auto& b = net_.backend();
     for (const VitsFlowPush& p : batch) b.synchronize(*p.stream->queue_);
-    // Members of one page: their held frames by slot index.
-    std::optional<SlotIndexed> indexed;
-    if (auto slots = RecordedBatches::one_page_slots(batch, slot_of); !slots.empty())
-        indexed.emplace(lane.joint, std::move(slots));
-    RecordedSteps::Step step;
-    step.stage_input = [&](gpu::Queue& sq) {
-        upload_batch_priors(sq, batch, lane.joint);
-        if (indexed) indexed->upload(b, sq);
-    };
-    step.body = [&](gpu::Queue& bq) { return walk_batch_couplings(bq, batch, lane.joint); };
-    step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
-        take_batch_output(oq, batch, out);
-    };
-    // (Settled layers move nothing on the host that a replay skips.)
-    step.advance = [] {};
-    return batches.steps().run(batches.queue(), key, step);
+    // One recorded step per page of the held slots (the pages' members
+    // copied by slot index): any members of a page replay its recording.
+    return RecordedBatches::run_by_page(
+        batch.size(), [&](std::size_t i) -> auto& { return *batch[i].stream->slot_; },
+        [&](const std::vector<std::size_t>& of_page, std::vector<int> slots, long page) {
+            std::vector<VitsFlowPush> part;
+            for (std::size_t i : of_page) part.push_back(batch[i]);
+            // (And whose WaveNet input biases the batch adds: biases_in_key.)
+            RecordedSteps::Key key =
+                RecordedBatches::key(part[0].stream->push_state(frames, false), part.size());
+            const bool speakers = std::any_of(part.begin(), part.end(), [&](const VitsFlowPush& p) {
+                return !p.stream->net_.same_speaker_biases(part[0].stream->net_);
+            });
+            key.push_back(biases_in_key(speakers, part[0].stream->net_.id_));
+            SlotIndexed indexed(lane.joint, std::move(slots));
+            RecordedSteps::Step step;
+            step.stage_input = [&](gpu::Queue& sq) {
+                upload_batch_priors(sq, part, lane.joint);
+                indexed.upload(b, sq);
+            };
+            step.body = [&](gpu::Queue& bq) { return walk_batch_couplings(bq, part, lane.joint); };
+            step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
+                take_batch_output(oq, part, out);
+            };
+            // (Settled layers move nothing on the host that a replay skips.)
+            step.advance = [] {};
+            return batches.steps().run(batches.queue(), key, step, page);
+        });
 }
 
 }  // namespace etude::engine

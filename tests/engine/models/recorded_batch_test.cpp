@@ -165,12 +165,12 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
     }
 }
 
-// A key is the length, the members' state and where they lie (members of
-// one page: the page and their count): the same members again (pushed in
-// another order) replay their recording; once the first one has left, the
-// other two are another batch, recorded anew and never replayed from the
-// three's recording (which would run the leaver's slot and hand its items
-// to the wrong streams); a new length is another key too. Each key: sized,
+// A key is the length, the members' state and their count (their page the
+// recording's variant): the same members again (pushed in another order)
+// replay their recording; once the first one has left, the other two are
+// another batch, recorded anew and never replayed from the three's
+// recording (which would run the leaver's slot and hand its items to the
+// wrong streams); a new length is another key too. Each key: sized,
 // recorded once, then replayed.
 TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_replay_a_stale_one) {
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
@@ -217,21 +217,26 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
 // Members of one page copy their held samples by slot index
 // (batch_major.h's SlotIndexed), so a recording serves any two streams of
 // the page: {0, 1} sizes the key's buffers, {2, 3} records, {0, 3} and
-// {1, 2} replay it, each stream's audio the same bit for bit as the same
-// pairs op by op. Members in two pages (stream 16 is the first of page 1)
-// copy by runs, their slots in the key: {0, 16} and {1, 16} are two keys.
-TEST_P(RecordedBatch, members_of_one_page_share_a_recording_members_of_two_pages_do_not) {
+// {1, 2} replay it. A batch over two pages (streams 16 and 17 are page 1's
+// first) runs as one recorded step per page, keyed by its member count,
+// the page its recording's variant: {0, 1, 16, 17} replays page 0's pair
+// and records page 1's; {2, 16, 17} sizes a key of one member and replays
+// page 1's pair; {3, 17} records that key's two pages. Each stream's audio
+// is the same bit for bit as the same batches op by op.
+TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_splits_by_page) {
+    ASSERT_EQ(HeldSlots::slots_per_page(*backend_), HeldSlots::kPage);
     static_assert(HeldSlots::kPage == 16);
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     twin_model->set_join_streams(true);
-    std::vector<Member> replayed = open(*model_, 17, true);
-    std::vector<Member> op_by_op = open(*twin_model, 17, false);
-    replayed[16].start = op_by_op[16].start = 100;  // (within the latent)
+    std::vector<Member> replayed = open(*model_, 18, true);
+    std::vector<Member> op_by_op = open(*twin_model, 18, false);
+    for (std::size_t i : {16, 17})  // (within the latent)
+        replayed[i].start = op_by_op[i].start = 100 + 60 * static_cast<int>(i - 16);
     const auto both = [&](const std::vector<std::size_t>& who, int frames) {
         push(replayed, who, frames);
         push(op_by_op, who, frames);
     };
-    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3, 16}, 4);  // the layers settle
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3, 16, 17}, 4);  // the layers settle
     for (const std::vector<std::size_t>& pair :
          std::vector<std::vector<std::size_t>>{{0, 1}, {2, 3}, {0, 3}, {1, 2}})
         both(pair, 8);
@@ -239,14 +244,14 @@ TEST_P(RecordedBatch, members_of_one_page_share_a_recording_members_of_two_pages
     EXPECT_EQ(st.op_by_op, 1u);
     EXPECT_EQ(st.recordings, 1u);
     EXPECT_EQ(st.replayed, 3u) << "any two streams of page 0 replay the one recording";
-    both({0, 16}, 8);
-    both({0, 16}, 8);
-    both({1, 16}, 8);
+    both({0, 1, 16, 17}, 8);
+    both({2, 16, 17}, 8);
+    both({3, 17}, 8);
     st = model_->batch_replay_stats();
-    EXPECT_EQ(st.op_by_op, 3u) << "{0, 16} and {1, 16}: two keys";
-    EXPECT_EQ(st.recordings, 2u);
-    EXPECT_EQ(st.replayed, 4u);
-    for (std::size_t s : {0, 1, 2, 3, 16}) {
+    EXPECT_EQ(st.op_by_op, 2u) << "a key of two members and one of one";
+    EXPECT_EQ(st.recordings, 4u) << "each key's recording for each page";
+    EXPECT_EQ(st.replayed, 8u);
+    for (std::size_t s : {0, 1, 2, 3, 16, 17}) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
         EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
