@@ -88,8 +88,7 @@ void same_state(std::span<Layer* const> layers, const char* what) {
 
 }  // namespace
 
-int HeldSlots::slots_per_page(const gpu::Backend& backend) {
-    const gpu::DeviceInfo& info = backend.info();
+int HeldSlots::slots_per_page(const gpu::DeviceInfo& info) {
     if (info.kind == gpu::BackendKind::OpenCl) return 1;
     return info.is_gpu && info.global_memory >= kLargeDeviceBytes ? kLargePage : kPage;
 }

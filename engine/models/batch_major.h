@@ -88,7 +88,10 @@ class HeldSlots {
     explicit HeldSlots(gpu::Backend& backend);
     // The slots of a page on `backend`: kPage, kLargePage on a large GPU,
     // or 1 on OpenCL (above).
-    static int slots_per_page(const gpu::Backend& backend);
+    static int slots_per_page(const gpu::DeviceInfo& info);
+    static int slots_per_page(const gpu::Backend& backend) {
+        return slots_per_page(backend.info());
+    }
     class Slot final : public HeldSpace {
       public:
         explicit Slot(HeldSlots& slots);

@@ -158,6 +158,48 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
 // relative logits [i][m] against the embeddings padded to 2*length - 1
 // offsets, then moved to absolute positions (offset j - i at m = j - i +
 // length - 1); a padded key masked to -1e4. Small integers: exact sums.
+// Every element of every item, gathered from its slot and scattered back
+// into a copy of the slots, lands where the definition says; an item whose
+// index is negative, past the slots, fractional past the last or NaN is
+// left alone (a fractional index inside names the slot it truncates to).
+TEST(KernelBodies, copy_slot_rows_moves_each_item_between_its_batch_place_and_its_slot) {
+    const int items = 6, rows = 3, cols = 4, slots = 5;
+    const std::size_t slot_at = 2, slot_floats = 20, slot_stride = 6, batch_at = 1,
+                      batch_stride = 5;
+    const std::vector<float> index = {3.0f, 0.0f, -1.0f, 5.0f, std::nanf(""), 4.5f};
+    const auto slot_values = small_integers(slot_at + slots * slot_floats, 7);
+    std::vector<float> batch(batch_at + items * rows * batch_stride, 99.0f);
+    std::vector<float> want = batch;
+    for (int b = 0; b < items; ++b) {
+        const float where = index[std::size_t(b)];
+        if (!(where >= 0.0f && where < float(slots))) continue;
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                want[batch_at + (std::size_t(b) * rows + r) * batch_stride + c] =
+                    slot_values[slot_at + std::size_t(where) * slot_floats + r * slot_stride + c];
+    }
+    const etude_index n = etude_index(items) * rows * cols;
+    for (etude_index i = 0; i < n; ++i)
+        bodies::copy_slot_rows_at(i, rows, cols, index.data(), slots, slot_at, slot_floats,
+                                  slot_stride, batch_at, batch_stride, 1, slot_values.data(),
+                                  batch.data());
+    EXPECT_EQ(batch, want);
+    std::vector<float> back(slot_values.size(), 99.0f), want_back = back;
+    for (int b = 0; b < items; ++b) {
+        const float where = index[std::size_t(b)];
+        if (!(where >= 0.0f && where < float(slots))) continue;
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                want_back[slot_at + std::size_t(where) * slot_floats + r * slot_stride + c] =
+                    batch[batch_at + (std::size_t(b) * rows + r) * batch_stride + c];
+    }
+    for (etude_index i = 0; i < n; ++i)
+        bodies::copy_slot_rows_at(i, rows, cols, index.data(), slots, slot_at, slot_floats,
+                                  slot_stride, batch_at, batch_stride, 0, batch.data(),
+                                  back.data());
+    EXPECT_EQ(back, want_back);
+}
+
 TEST(KernelBodies, relative_attention_bodies_equal_piper_s_relative_to_absolute_form) {
     for (auto [batch, heads, length, channels, window] :
          std::initializer_list<std::tuple<int, int, int, int, int>>{

@@ -130,6 +130,9 @@ TEST_P(SlotRowsTest, a_recording_serves_the_slots_its_index_names_at_each_replay
     auto batch = dev_->allocate(batch_floats_needed(s), "test batch");
     auto index = dev_->allocate(std::size_t(s.items), "test index");
     dev_->copy_to_device(*dq_, slots, 0, state.data(), state.size());
+    // (The copy reads `state` until the queue is synchronized, and the
+    // definition below rewrites it: on PoCL a later read doubled twice.)
+    dev_->synchronize(*dq_);
     const auto step = [&](Queue& q) {
         dev_->gather_slot_rows(q, s, index, slots, batch);
         dev_->axpby(q, batch.floats(), 2.0f, batch, 0.0f, batch);

@@ -260,6 +260,25 @@ TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_spl
     }
 }
 
+// A page's size: one slot on OpenCL (batch_major.h says why), 256 on a GPU
+// of 32 GiB or more, where a thousand streams then replay in four pages,
+// else 16 (a CPU device such as lavapipe, a small GPU).
+TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
+    const auto page = [](gpu::BackendKind kind, bool gpu, std::size_t gib) {
+        gpu::DeviceInfo info;
+        info.kind = kind;
+        info.is_gpu = gpu;
+        info.global_memory = gib << 30;
+        return HeldSlots::slots_per_page(info);
+    };
+    EXPECT_EQ(page(gpu::BackendKind::OpenCl, true, 141), 1);
+    EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 141), 256);
+    EXPECT_EQ(page(gpu::BackendKind::Vulkan, true, 32), 256);
+    EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 8), 16);      // a Jetson's shared memory
+    EXPECT_EQ(page(gpu::BackendKind::Vulkan, false, 64), 16);  // lavapipe on a large host
+    EXPECT_EQ(page(gpu::BackendKind::Cpu, false, 64), 16);
+}
+
 // The recordings a lane holds are bounded (RecordedBatches::kMaxBatches
 // keys, each with its own joint buffers): a key past them takes the place
 // of the one used longest ago, which, seen again, is sized and recorded
