@@ -77,14 +77,15 @@ struct BatchSignal {
 class HeldSlots {
   public:
     static constexpr int kPage = 16;
-    // On a GPU of data-centre size (32 GiB or more), pages of kLargePage:
+    // On a GPU of data-centre size (32 GB or more), pages of kLargePage:
     // a settled batch replays one recording per page its members lie in
     // (RecordedBatches::run_by_page), so a thousand streams make four
     // launches of 256, not 63 of 16. A page of a Piper medium voice's
     // decoder and flow is then about 300 MB, allocated with its first
     // stream.
     static constexpr int kLargePage = 256;
-    static constexpr std::size_t kLargeDeviceBytes = std::size_t(32) << 30;
+    // (30 GiB: a card sold as 32 GB reports a little under 32 GiB.)
+    static constexpr std::size_t kLargeDeviceBytes = std::size_t(30) << 30;
     explicit HeldSlots(gpu::Backend& backend);
     // The slots of a page on `backend`: kPage, kLargePage on a large GPU,
     // or 1 on OpenCL (above).

@@ -5,9 +5,9 @@
 // are its held samples' copies, its mel's upload and its audio's download.
 // While the streams' windows fill (their first chunks), the signal's
 // length changes from layer to layer as in each stream's own walk.
-// A settled batch of the same members and length replays from a recording
-// of its layers (push_batch_recorded; recorded_step.h says what makes it
-// replayable and what its key holds).
+// A settled batch replays, a page of the held slots at a time, from a
+// recording of its layers (push_batch_recorded; recorded_step.h says what
+// makes it replayable and what its key holds).
 #include <algorithm>
 
 #include "engine/models/batch_major.h"

@@ -207,7 +207,17 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         Slot::Variant made;
         made.id = variant;
         const std::vector<void*> before = handles();
-        made.recording = backend_.record(q, [&](gpu::Queue& rq) { made.out = step.body(rq); });
+        try {
+            made.recording = backend_.record(q, [&](gpu::Queue& rq) { made.out = step.body(rq); });
+        } catch (...) {
+            // A body that grew a buffer and then failed leaves the other
+            // variants naming the freed one.
+            if (handles() != before) {
+                slot->sized = false;
+                slot->variants.clear();
+            }
+            throw;
+        }
         if (handles() != before) {
             // A buffer grew inside the body: the recording names the freed
             // one. Cannot happen for a settled chunk of a sized length; if

@@ -187,7 +187,10 @@ class RecordedSteps {
 // Threads: whoever holds the lane's lock.
 class RecordedBatches {
   public:
-    static constexpr std::size_t kMaxBatches = 4;
+    // (A batch over several pages takes a key per member count it has in a
+    // page: four would let a batch of five pages of five counts replay
+    // nothing. The bound on bytes holds whatever this allows.)
+    static constexpr std::size_t kMaxBatches = 16;
     RecordedBatches(gpu::Backend& backend, JointScratch& joint);
     // Made at the first batch that may replay (none on the CPU, OpenCL).
     gpu::Queue& queue() {

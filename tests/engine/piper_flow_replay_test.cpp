@@ -159,20 +159,19 @@ TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_th
 // Members of one page copy their held frames by slot index (batch_major.h's
 // SlotIndexed), so one recording serves any two streams of the page:
 // {0, 1} sizes the key's buffers, {2, 3} records, {0, 3} and {1, 2} replay
-// it. A batch over two pages (stream 16 is page 1's first) runs a recorded
-// step per page, the page its recording's variant: {0, 1, 16} replays page
-// 0's pair and sizes a key of one member; {2, 3, 16} replays page 0's pair
-// again and records page 1's one; {1, 16} records page 0's one and replays
-// page 1's. Each stream's flow is the same bit for bit as the same batches
-// op by op.
+// it. A batch over two pages (stream p is page 1's first: 16 on lavapipe,
+// 256 on a large GPU) runs a recorded step per page, the page its
+// recording's variant: {0, 1, p} replays page 0's pair and sizes a key of
+// one member; {2, 3, p} replays page 0's pair again and records page 1's
+// one; {1, p} records page 0's one and replays page 1's. Each stream's
+// flow is the same bit for bit as the same batches op by op.
 TEST_P(PiperFlowReplay, any_members_of_a_page_replay_its_recording_and_a_batch_splits_by_page) {
-    ASSERT_EQ(HeldSlots::slots_per_page(*device_), HeldSlots::kPage);
-    static_assert(HeldSlots::kPage == 16);
+    const int p = HeldSlots::slots_per_page(*device_);
     const int frames = 4 * 16 + 4 * 8;
     const auto replaying = flow(true), not_replaying = flow(true);
     FlowTwins replayed = twins(replaying, true, frames);
     FlowTwins op_by_op = twins(not_replaying, false, frames);
-    for (int i = kStreams; i <= 16; ++i) {
+    for (int i = kStreams; i <= p; ++i) {
         replayed.joint(replayed.add(420 + std::uint32_t(i))).set_replay(true);
         op_by_op.joint(op_by_op.add(420 + std::uint32_t(i))).set_replay(false);
     }
@@ -180,7 +179,7 @@ TEST_P(PiperFlowReplay, any_members_of_a_page_replay_its_recording_and_a_batch_s
         replayed.push(*device_, who, block, false);
         op_by_op.push(*device_, who, block, false);
     };
-    for (int i = 0; i < 4; ++i) both({0, 1, 2, 3, 16}, 16);
+    for (int i = 0; i < 4; ++i) both({0, 1, 2, 3, p}, 16);
     const ReplayStats settled = replaying->batch_replay_stats();
     for (const std::vector<int>& pair :
          std::vector<std::vector<int>>{{0, 1}, {2, 3}, {0, 3}, {1, 2}})
@@ -189,14 +188,14 @@ TEST_P(PiperFlowReplay, any_members_of_a_page_replay_its_recording_and_a_batch_s
     EXPECT_EQ(st.op_by_op - settled.op_by_op, 1u);
     EXPECT_EQ(st.recordings - settled.recordings, 1u);
     EXPECT_EQ(st.replayed - settled.replayed, 3u);
-    both({0, 1, 16}, 8);
-    both({2, 3, 16}, 8);
-    both({1, 16}, 8);
+    both({0, 1, p}, 8);
+    both({2, 3, p}, 8);
+    both({1, p}, 8);
     st = replaying->batch_replay_stats();
     EXPECT_EQ(st.op_by_op - settled.op_by_op, 2u) << "a key of two members and one of one";
     EXPECT_EQ(st.recordings - settled.recordings, 3u) << "each key's recording for each page";
     EXPECT_EQ(st.replayed - settled.replayed, 8u);
-    for (int i : {0, 1, 2, 3, 16}) {
+    for (int i : {0, 1, 2, 3, p}) {
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_FALSE(replayed.joint_out(i).empty());
         EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))

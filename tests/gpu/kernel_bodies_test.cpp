@@ -154,14 +154,12 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
     EXPECT_EQ(ys[0], 6.0f);
 }
 
-// VITS' relative attention written the way Piper's PyTorch does it: the
-// relative logits [i][m] against the embeddings padded to 2*length - 1
-// offsets, then moved to absolute positions (offset j - i at m = j - i +
-// length - 1); a padded key masked to -1e4. Small integers: exact sums.
 // Every element of every item, gathered from its slot and scattered back
 // into a copy of the slots, lands where the definition says; an item whose
-// index is negative, past the slots, fractional past the last or NaN is
-// left alone (a fractional index inside names the slot it truncates to).
+// index is negative, past the slots or NaN is left alone, and a fractional
+// index within them (4.5 of 5) names the slot it truncates to. (The
+// integer check after the float one matters on Vulkan, whose compilers may
+// assume no NaN; on the host the float test alone already holds.)
 TEST(KernelBodies, copy_slot_rows_moves_each_item_between_its_batch_place_and_its_slot) {
     const int items = 6, rows = 3, cols = 4, slots = 5;
     const std::size_t slot_at = 2, slot_floats = 20, slot_stride = 6, batch_at = 1,
@@ -200,6 +198,10 @@ TEST(KernelBodies, copy_slot_rows_moves_each_item_between_its_batch_place_and_it
     EXPECT_EQ(back, want_back);
 }
 
+// VITS' relative attention written the way Piper's PyTorch does it: the
+// relative logits [i][m] against the embeddings padded to 2*length - 1
+// offsets, then moved to absolute positions (offset j - i at m = j - i +
+// length - 1); a padded key masked to -1e4. Small integers: exact sums.
 TEST(KernelBodies, relative_attention_bodies_equal_piper_s_relative_to_absolute_form) {
     for (auto [batch, heads, length, channels, window] :
          std::initializer_list<std::tuple<int, int, int, int, int>>{

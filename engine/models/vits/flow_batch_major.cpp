@@ -7,9 +7,9 @@
 // up, the mean-only affine) is one backend call for the batch; the flips
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
-// A settled batch of the same members and length replays from a recording
-// of its couplings (push_batch_recorded; recorded_step.h says what makes it
-// replayable and what its key holds), as a decoder's does.
+// A settled batch replays, a page of the held slots at a time, from a
+// recording of its couplings (push_batch_recorded; recorded_step.h says
+// what makes it replayable and what its key holds), as a decoder's does.
 #include <algorithm>
 #include <string>
 

@@ -37,15 +37,9 @@ namespace {
 
 const std::string kData = test::test_data_dir() + "/neural/";
 
-class JointPush : public ::testing::TestWithParam<gpu::BackendKind> {
+class JointPush : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — these tests are skipped";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    JointPush() : OnBackend(" — these tests are skipped") {}
 };
 
 // One stream's plan: where in the mel it starts, its chunk sizes in turn

@@ -47,15 +47,9 @@ Reference reference(const std::string& name) {
     return r;
 }
 
-class NeuralVocoder : public ::testing::TestWithParam<gpu::BackendKind> {
+class NeuralVocoder : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — these neural vocoder tests are skipped";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    NeuralVocoder() : OnBackend(" — these neural vocoder tests are skipped") {}
 };
 
 TEST_P(NeuralVocoder, matches_pytorch_within_1e4) {

@@ -217,26 +217,26 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
 // Members of one page copy their held samples by slot index
 // (batch_major.h's SlotIndexed), so a recording serves any two streams of
 // the page: {0, 1} sizes the key's buffers, {2, 3} records, {0, 3} and
-// {1, 2} replay it. A batch over two pages (streams 16 and 17 are page 1's
-// first) runs as one recorded step per page, keyed by its member count,
-// the page its recording's variant: {0, 1, 16, 17} replays page 0's pair
-// and records page 1's; {2, 16, 17} sizes a key of one member and replays
-// page 1's pair; {3, 17} records that key's two pages. Each stream's audio
-// is the same bit for bit as the same batches op by op.
+// {1, 2} replay it. A batch over two pages (streams a and b are page 1's
+// first: 16 and 17 on lavapipe, 256 and 257 on a large GPU) runs as one
+// recorded step per page, keyed by its member count, the page its
+// recording's variant: {0, 1, a, b} replays page 0's pair and records
+// page 1's; {2, a, b} sizes a key of one member and replays page 1's pair;
+// {3, b} records that key's two pages. Each stream's audio is the same bit
+// for bit as the same batches op by op.
 TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_splits_by_page) {
-    ASSERT_EQ(HeldSlots::slots_per_page(*backend_), HeldSlots::kPage);
-    static_assert(HeldSlots::kPage == 16);
+    const std::size_t a = static_cast<std::size_t>(HeldSlots::slots_per_page(*backend_)), b = a + 1;
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     twin_model->set_join_streams(true);
-    std::vector<Member> replayed = open(*model_, 18, true);
-    std::vector<Member> op_by_op = open(*twin_model, 18, false);
-    for (std::size_t i : {16, 17})  // (within the latent)
-        replayed[i].start = op_by_op[i].start = 100 + 60 * static_cast<int>(i - 16);
+    std::vector<Member> replayed = open(*model_, b + 1, true);
+    std::vector<Member> op_by_op = open(*twin_model, b + 1, false);
+    for (std::size_t i : {a, b})  // (within the latent)
+        replayed[i].start = op_by_op[i].start = 100 + 60 * static_cast<int>(i - a);
     const auto both = [&](const std::vector<std::size_t>& who, int frames) {
         push(replayed, who, frames);
         push(op_by_op, who, frames);
     };
-    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3, 16, 17}, 4);  // the layers settle
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3, a, b}, 4);  // the layers settle
     for (const std::vector<std::size_t>& pair :
          std::vector<std::vector<std::size_t>>{{0, 1}, {2, 3}, {0, 3}, {1, 2}})
         both(pair, 8);
@@ -244,14 +244,14 @@ TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_spl
     EXPECT_EQ(st.op_by_op, 1u);
     EXPECT_EQ(st.recordings, 1u);
     EXPECT_EQ(st.replayed, 3u) << "any two streams of page 0 replay the one recording";
-    both({0, 1, 16, 17}, 8);
-    both({2, 16, 17}, 8);
-    both({3, 17}, 8);
+    both({0, 1, a, b}, 8);
+    both({2, a, b}, 8);
+    both({3, b}, 8);
     st = model_->batch_replay_stats();
     EXPECT_EQ(st.op_by_op, 2u) << "a key of two members and one of one";
     EXPECT_EQ(st.recordings, 4u) << "each key's recording for each page";
     EXPECT_EQ(st.replayed, 8u);
-    for (std::size_t s : {0, 1, 2, 3, 16, 17}) {
+    for (std::size_t s : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(3), a, b}) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
         EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
@@ -261,8 +261,8 @@ TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_spl
 }
 
 // A page's size: one slot on OpenCL (batch_major.h says why), 256 on a GPU
-// of 32 GiB or more, where a thousand streams then replay in four pages,
-// else 16 (a CPU device such as lavapipe, a small GPU).
+// of 32 GB or more (30 GiB reported), where a thousand streams then replay
+// in four pages, else 16 (a CPU device such as lavapipe, a small GPU).
 TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
     const auto page = [](gpu::BackendKind kind, bool gpu, std::size_t gib) {
         gpu::DeviceInfo info;
@@ -274,6 +274,8 @@ TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
     EXPECT_EQ(page(gpu::BackendKind::OpenCl, true, 141), 1);
     EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 141), 256);
     EXPECT_EQ(page(gpu::BackendKind::Vulkan, true, 32), 256);
+    EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 31), 256);  // a card sold as 32 GB
+    EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 24), 16);
     EXPECT_EQ(page(gpu::BackendKind::Cuda, true, 8), 16);      // a Jetson's shared memory
     EXPECT_EQ(page(gpu::BackendKind::Vulkan, false, 64), 16);  // lavapipe on a large host
     EXPECT_EQ(page(gpu::BackendKind::Cpu, false, 64), 16);
@@ -284,22 +286,21 @@ TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
 // of the one used longest ago, which, seen again, is sized and recorded
 // anew; a key used since stays.
 TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
-    static_assert(RecordedBatches::kMaxBatches == 4);
+    constexpr int kKeys = static_cast<int>(RecordedBatches::kMaxBatches);
+    static_assert(kKeys == 16, "the lengths below stay within the latent for 16");
     std::vector<Member> members = open(*model_, 2, true);
     for (int i = 0; i < 3; ++i) push(members, {0, 1}, 4);  // the layers settle
-    // Four keys (lengths 5, 6, 7, 8), each sized and recorded.
-    for (int frames : {5, 6, 7, 8})
-        for (int i = 0; i < 2; ++i) push(members, {0, 1}, frames);
-    ReplayStats st = model_->batch_replay_stats();
-    ASSERT_EQ(st.op_by_op, 4u);
-    ASSERT_EQ(st.recordings, 4u);
-    push(members, {0, 1}, 5);  // 5 used again: 6 is now the oldest
-    push(members, {0, 1}, 2);  // a fifth key: 6's place
-    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "the fifth key got no buffers";
-    push(members, {0, 1}, 5);
-    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 5u) << "5, used since, was dropped";
-    push(members, {0, 1}, 6);
-    EXPECT_EQ(model_->batch_replay_stats().op_by_op, 6u) << "6 was not dropped";
+    // kMaxBatches keys (lengths 1 to kKeys), each sized.
+    for (int frames = 1; frames <= kKeys; ++frames) push(members, {0, 1}, frames);
+    const auto sized = [&] { return model_->batch_replay_stats().op_by_op; };
+    ASSERT_EQ(sized(), std::uint64_t(kKeys));
+    push(members, {0, 1}, 1);          // 1 used again: 2 is now the oldest
+    push(members, {0, 1}, kKeys + 1);  // a key more: 2's place
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 1)) << "the new key got no buffers";
+    push(members, {0, 1}, 1);
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 1)) << "1, used since, was dropped";
+    push(members, {0, 1}, 2);
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 2)) << "2 was not dropped";
 }
 
 // A device fault at a replayed batch (after its mels' uploads: the replay):

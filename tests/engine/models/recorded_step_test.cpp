@@ -68,13 +68,12 @@ std::vector<float> speak(NetworkStream& stream, const Latent& latent,
     return out;
 }
 
-class RecordedStep : public ::testing::TestWithParam<gpu::BackendKind> {
+class RecordedStep : public test::OnBackend {
   protected:
+    RecordedStep() : OnBackend(" — the replayed decoder tests are skipped") {}
     void SetUp() override {
-        std::string why;
-        backend_ = test::backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the replayed decoder tests are skipped";
-        backend_->reset_health();
+        OnBackend::SetUp();
+        if (IsSkipped()) return;
         weights_ = std::make_shared<VitsWeights>(read_vits_weights(kVoice));
         model_ = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
         latent_ = random_latent(model_->audio().n_mels, 256);
@@ -93,7 +92,6 @@ class RecordedStep : public ::testing::TestWithParam<gpu::BackendKind> {
         EXPECT_EQ(s->replay_stats().replayed, 0u);
         return audio;
     }
-    std::shared_ptr<gpu::Backend> backend_;
     std::shared_ptr<const VitsWeights> weights_;
     std::shared_ptr<const NeuralModel> model_;
     Latent latent_;

@@ -40,15 +40,9 @@ std::vector<std::uint64_t> next_draws(std::mt19937_64 g) {
     return {g(), g(), g()};
 }
 
-class VitsAnalysis : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsAnalysis : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the device text analysis tests are skipped here";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    VitsAnalysis() : OnBackend(" — the device text analysis tests are skipped here") {}
 };
 
 TEST_P(VitsAnalysis, gives_the_hosts_durations_noise_and_prior_within_the_encoders_bound) {

@@ -122,15 +122,9 @@ TEST(VitsDeviceDurations, a_wrong_count_of_log_durations_is_a_bug_not_a_result) 
     EXPECT_FALSE(asked);
 }
 
-class VitsVoiceDurations : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsVoiceDurations : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the device duration tests are skipped here";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    VitsVoiceDurations() : OnBackend(" — the device duration tests are skipped here") {}
 };
 
 TEST_P(VitsVoiceDurations, a_voice_on_a_device_predicts_durations_there_and_speaks_as_on_the_cpu) {

@@ -106,15 +106,9 @@ double bound_for(const VitsWeights& w, const VitsEncoding& e, const Signal& nois
     return 2.0 * stages * std::sqrt(double(w.hp.hidden_channels)) * one_rounding;
 }
 
-class VitsDurationNetworkTest : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsDurationNetworkTest : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the device duration tests are skipped here";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    VitsDurationNetworkTest() : OnBackend(" — the device duration tests are skipped here") {}
 };
 
 TEST_P(VitsDurationNetworkTest, equals_the_host_predictor_for_every_voice_length_and_noise) {

@@ -72,15 +72,9 @@ std::vector<Voice> voices() {
     return out;
 }
 
-class VitsParity : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsParity : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the Piper voice parity tests are skipped here";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    VitsParity() : OnBackend(" — the Piper voice parity tests are skipped here") {}
 };
 
 }  // namespace

@@ -51,15 +51,9 @@ double bound_for(const VitsHyperparameters& hp, double one_rounding) {
 
 using test::one_rounding_change;
 
-class VitsTextEncoder : public ::testing::TestWithParam<gpu::BackendKind> {
+class VitsTextEncoder : public test::OnBackend {
   protected:
-    void SetUp() override {
-        std::string why;
-        backend_ = backend_of(GetParam(), why);
-        if (!backend_) GTEST_SKIP() << why << " — the device text encoder tests are skipped here";
-        backend_->reset_health();
-    }
-    std::shared_ptr<gpu::Backend> backend_;
+    VitsTextEncoder() : OnBackend(" — the device text encoder tests are skipped here") {}
 };
 
 TEST_P(VitsTextEncoder, equals_the_host_encoder_for_every_voice_and_sentence_length) {
