@@ -80,9 +80,10 @@ class HeldSlots {
     // On a GPU of data-centre size (32 GB or more), pages of kLargePage:
     // a settled batch replays one recording per page its members lie in
     // (RecordedBatches::run_by_page), so a thousand streams make four
-    // launches of 256, not 63 of 16. A page of a Piper medium voice's
-    // decoder and flow is then about 300 MB, allocated with its first
-    // stream.
+    // launches of 256, not 63 of 16. A Piper medium voice's stream holds
+    // 61,184 floats in its decoder's slot and 38,400 in its flow's
+    // (en_US-joe-medium), so a page of 256 is about 100 MB, allocated with
+    // the voice's first stream.
     static constexpr int kLargePage = 256;
     // (30 GiB: a card sold as 32 GB reports a little under 32 GiB.)
     static constexpr std::size_t kLargeDeviceBytes = std::size_t(30) << 30;
