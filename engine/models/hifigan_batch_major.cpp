@@ -173,12 +173,10 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
             // (And whose first-layer bias the batch adds: biases_in_key.)
             RecordedSteps::Key key = RecordedBatches::key(
                 part_members[0]->push_state(frames, false), part_members.size());
-            const auto bias = [](const HifiGanStream* s) {
-                return s->net_.conv_pre_.bias.buffer.handle();
-            };
-            const bool speakers = std::any_of(
-                part_members.begin(), part_members.end(),
-                [&](const HifiGanStream* s) { return bias(s) != bias(part_members[0]); });
+            const bool speakers =
+                std::any_of(part_members.begin(), part_members.end(), [&](const HifiGanStream* s) {
+                    return !s->net_.same_speaker_biases(part_members[0]->net_);
+                });
             key.push_back(biases_in_key(speakers, part_members[0]->net_.id_));
             SlotIndexed indexed(lane.joint, std::move(slots));
             RecordedSteps::Step step;

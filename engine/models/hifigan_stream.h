@@ -168,6 +168,12 @@ class HifiGanNetwork final : public VocoderNetwork {
     }
     std::uint64_t batched_layer_calls() const override { return batching_->lanes.batched_calls(); }
     ReplayStats batch_replay_stats() const override;
+    // Whether its input layer's bias, where a speaker is folded in, is
+    // `other`'s (the same memory): a batch of both then adds none of its own
+    // (BatchMajor). The flow's twin: VitsFlowNetwork::same_speaker_biases.
+    bool same_speaker_biases(const HifiGanNetwork& other) const {
+        return conv_pre_.bias.buffer.handle() == other.conv_pre_.bias.buffer.handle();
+    }
     std::unique_ptr<VocoderNetwork> sharing_weights(
         std::span<const float> input_bias) const override;
     RecordingBudget* lone_recordings() const override { return &batching_->lone_recordings; }

@@ -206,26 +206,24 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
                 [](const auto& a, const auto& b) { return a.last_used < b.last_used; }));
         Slot::Variant made;
         made.id = variant;
+        // A buffer that grew inside the body leaves every recording of the
+        // set naming the freed one: the set is sized anew and they go.
+        // Cannot happen for a settled chunk of a sized length; if it did,
+        // the push is lost rather than replayed wrong.
         const std::vector<void*> before = handles();
+        const auto set_moved = [&] {
+            if (handles() == before) return false;
+            slot->sized = false;
+            slot->variants.clear();
+            return true;
+        };
         try {
             made.recording = backend_.record(q, [&](gpu::Queue& rq) { made.out = step.body(rq); });
         } catch (...) {
-            // A body that grew a buffer and then failed leaves the other
-            // variants naming the freed one.
-            if (handles() != before) {
-                slot->sized = false;
-                slot->variants.clear();
-            }
+            set_moved();  // (a body that grew a buffer, then failed)
             throw;
         }
-        if (handles() != before) {
-            // A buffer grew inside the body: the recording names the freed
-            // one. Cannot happen for a settled chunk of a sized length; if
-            // it did, the push is lost rather than replayed wrong.
-            slot->sized = false;
-            slot->variants.clear();
-            throw std::logic_error("recorded step: a buffer moved while recording");
-        }
+        if (set_moved()) throw std::logic_error("recorded step: a buffer moved while recording");
         // A fallback replay would call the operations one by one anyway:
         // this one replays, and the next chunks go op by op.
         if (!made.recording.replays_natively()) native_ = false;
