@@ -116,10 +116,44 @@ struct Reply {
     static constexpr int kIdSentences = 3;
 };
 
+// Where the streams' work ran, summed over them (StreamStats): a device
+// that cannot keep up shows as chunks the CPU made, which on a GPU machine
+// is host time the device should have spent.
+struct WorkPlaces {
+    std::uint64_t decoder_device = 0, decoder_cpu = 0, flow_device = 0, flow_cpu = 0,
+                  analyses_device = 0, analyses_cpu = 0, device_errors = 0;
+    void add(const etude::engine::StreamStats& st) {
+        decoder_device += st.mel_chunks_gpu;
+        decoder_cpu += st.mel_chunks_cpu;
+        flow_device += st.flow_pushes_gpu;
+        flow_cpu += st.flow_pushes_cpu;
+        analyses_device += st.analyses_gpu;
+        analyses_cpu += st.analyses_cpu;
+        device_errors += st.gpu_failures;
+    }
+    void add(const WorkPlaces& o) {
+        decoder_device += o.decoder_device;
+        decoder_cpu += o.decoder_cpu;
+        flow_device += o.flow_device;
+        flow_cpu += o.flow_cpu;
+        analyses_device += o.analyses_device;
+        analyses_cpu += o.analyses_cpu;
+        device_errors += o.device_errors;
+    }
+    // "decoder chunks 120 on the device, 3 on the CPU; ..."
+    std::string describe() const {
+        const auto u = [](std::uint64_t v) { return std::to_string(v); };
+        return "decoder chunks " + u(decoder_device) + " on the device, " + u(decoder_cpu) +
+               " on the CPU; flow pushes " + u(flow_device) + ", " + u(flow_cpu) + "; analyses " +
+               u(analyses_device) + ", " + u(analyses_cpu) + "; device errors " + u(device_errors);
+    }
+};
+
 struct LiveResult {
     std::vector<double> first_ms;
     std::uint64_t streams_with_underruns = 0, underrun_samples = 0;
     double audio_s = 0;  // all the streams' audio
+    WorkPlaces places;
 };
 
 // `readers` offline readers, each reading the reply over and over until `stop`.
@@ -199,6 +233,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
         r.streams_with_underruns += st.underruns > 0;
         r.underrun_samples += st.underrun_samples;
         r.audio_s += static_cast<double>(st.samples_delivered) / streams[i]->sample_rate();
+        r.places.add(st);
     }
     return r;
 }
@@ -206,6 +241,7 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
 struct OfflineResult {
     double audio_s = 0, wall_s = 0, cpu_s = 0;
     std::string gpu_device;  // where the first stream's decoder ran (StreamStats)
+    WorkPlaces places;
     double speed() const { return audio_s / wall_s; }
 };
 
@@ -232,6 +268,7 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     r.cpu_s = cpu_seconds() - cpu0;
     for (auto s : samples) r.audio_s += static_cast<double>(s) / rate;
     r.gpu_device = streams[0]->stats().gpu_device;
+    for (const auto& s : streams) r.places.add(s->stats());
     return r;
 }
 
@@ -494,6 +531,7 @@ int main(int argc, char** argv) {
             std::vector<double> speeds;
             double live_cpu = 0, live_wall = 0, live_audio = 0;
             double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
+            WorkPlaces live_places, offline_places;
             device_batches.start();
             for (int r = 0; r < rounds; ++r) {
                 if (!offline_only) {
@@ -508,12 +546,14 @@ int main(int argc, char** argv) {
                     all.streams_with_underruns += one.streams_with_underruns;
                     all.underrun_samples += one.underrun_samples;
                     live_audio += one.audio_s;
+                    live_places.add(one.places);
                 }
                 const OfflineResult off = offline_speed(engine, opts, reply, n, speakers);
                 speeds.push_back(off.speed());
                 offline_cpu += off.cpu_s;
                 offline_wall += off.wall_s;
                 offline_audio += off.audio_s;
+                offline_places.add(off.places);
             }
             const double cpus = std::thread::hardware_concurrency();
             if (offline_only) {
@@ -522,6 +562,7 @@ int main(int argc, char** argv) {
                     "audio per CPU second %.1f s\n",
                     n, percentile(speeds, 0.5), 100.0 * offline_cpu / offline_wall / cpus,
                     std::thread::hardware_concurrency(), offline_audio / offline_cpu);
+                std::printf("               work offline: %s\n", offline_places.describe().c_str());
                 device_batches.print();
                 device_batches.print_ops(offline_audio);
                 std::fflush(stdout);
@@ -548,6 +589,8 @@ int main(int argc, char** argv) {
                 "               front ends: %d threads, at most %d sentences analysed at once so "
                 "far\n",
                 engine.stats().front_end_threads, engine.stats().most_analyses_at_once);
+            std::printf("               work live: %s\n               work offline: %s\n",
+                        live_places.describe().c_str(), offline_places.describe().c_str());
             device_batches.print();
             device_batches.print_ops(live_audio + offline_audio);
             std::fflush(stdout);

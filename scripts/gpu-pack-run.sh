@@ -8,10 +8,14 @@
 #                       tests (etude_tests_gpu)
 #   cuda-model-tests.xml/.log the same for the model layer's parity tests
 #                       (neural vocoders, Piper voices; etude_tests_engine_models)
+#   cuda-engine-tests.xml/.log the same for the engine's device tests (Piper
+#                       streams' flow batches and replays, device faults;
+#                       etude_tests_engine)
 #   cuda-bench.json/.log Google Benchmark results and console output
-#   cuda-tests-list.txt, cuda-model-tests-list.txt
+#   cuda-tests-list.txt, cuda-model-tests-list.txt, cuda-engine-tests-list.txt
 #                       the tests the filter selects (written even without a GPU)
-# or, for a pack made by `gpu-check.sh pack-streams`:
+# and, for a pack made by `gpu-check.sh pack-streams` (or a folder that holds
+# both packs' files: what runs is what bin/ holds):
 #   many-streams-cuda.log, many-streams-vulkan.log
 #                       N Piper streams pulled in real time on each device
 #                       (bench/many_streams.cpp), piper-voice.log its voice;
@@ -117,12 +121,19 @@ else
 fi
 # The neural vocoders' benchmarks on Vulkan too (bench/neural_bench.cpp).
 export ETUDE_BENCH_VULKAN=1
-# The two test programs and the name of each one's result files (none in
-# a many-streams pack).
-programs="etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests"
-pack_kind=${pack_kind:-main}
-[ "$pack_kind" = streams ] && programs=""
-say "pack kind: $pack_kind"
+# What runs is what the payload holds, so that a folder made by hand from
+# both packs runs both in one call (one GPU machine start): each test program
+# found in bin/ with the name of its result files, the kernel benchmarks when
+# etude_bench is there, the many-streams run when etude_many_streams is.
+programs=""
+for entry in etude_tests_gpu:cuda-tests etude_tests_engine_models:cuda-model-tests \
+             etude_tests_engine:cuda-engine-tests; do
+  [ -f "$files/bin/${entry%%:*}" ] && programs="$programs $entry"
+done
+has_bench=false has_streams=false
+[ -f "$files/bin/etude_bench" ] && has_bench=true
+[ -f "$files/bin/etude_many_streams" ] && has_streams=true
+say "pack kind: ${pack_kind:-main}; test programs:${programs:- none}; kernel benchmarks: $has_bench; many streams: $has_streams"
 
 # The programs must start from the pack alone, GPU or not.
 selected=0
@@ -136,9 +147,8 @@ for entry in $programs; do
   fi
   selected=$((selected + $(count '^  ' "$out/$base-list.txt")))
 done
-if [ "$pack_kind" = main ]; then
-  say "tests selected by '$test_filter': $selected"
-else
+[ -n "$programs" ] && say "tests selected by '$test_filter': $selected"
+if $has_streams; then
   # Without arguments it prints its usage and exits 2: it starts.
   started=$("$files/bin/etude_many_streams" 2>&1)
   if ! grep -q '^usage: etude_many_streams' <<<"$started"; then
@@ -230,7 +240,7 @@ for entry in $programs; do
   fi
 done
 
-if [ "$pack_kind" = main ]; then
+if $has_bench; then
   # The neural benchmarks read full-size models (random weights, published
   # sizes) from $ETUDE_MODELS_DIR: made here when python3 has torch, numpy and
   # yaml, in a temporary folder (they are too large to return with the results).
@@ -260,7 +270,7 @@ if [ "$pack_kind" = main ]; then
   [ "$bench_rc" -eq 0 ] || status=1
 fi
 
-if [ "$pack_kind" = streams ]; then
+if $has_streams; then
   # Many streams of one Piper voice with its decoder on each device
   # (bench/many_streams.cpp): first audio, underruns of streams pulled in real
   # time, and the aggregate speed, i.e. how many real-time streams one device

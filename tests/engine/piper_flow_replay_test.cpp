@@ -7,7 +7,9 @@
 //
 // A replayed batch issues the kernels its op-by-op run issues, on the same
 // values, so the two agree bit for bit; against each stream's flow alone
-// the bound is piper_flow_batch_test.cpp's (1e-5).
+// the bound is piper_flow_batch_test.cpp's (1e-5), which also holds a batch
+// split by page against the same batch whole on CUDA, whose cuBLAS sums a
+// product of another shape in another order (test::batch_keeps_bits).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -164,7 +166,8 @@ TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_th
 // recording's variant: {0, 1, p} replays page 0's pair and sizes a key of
 // one member; {2, 3, p} replays page 0's pair again and records page 1's
 // one; {1, p} records page 0's one and replays page 1's. Each stream's
-// flow is the same bit for bit as the same batches op by op.
+// flow is the same bit for bit as the same batches op by op, which run a
+// batch over two pages whole; on CUDA within 1e-5 of it.
 TEST_P(PiperFlowReplay, any_members_of_a_page_replay_its_recording_and_a_batch_splits_by_page) {
     const int p = HeldSlots::slots_per_page(*device_);
     const int frames = 4 * 16 + 4 * 8;
@@ -198,9 +201,15 @@ TEST_P(PiperFlowReplay, any_members_of_a_page_replay_its_recording_and_a_batch_s
     for (int i : {0, 1, 2, 3, p}) {
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_FALSE(replayed.joint_out(i).empty());
-        EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
-            << "max |difference| "
-            << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+        // Op by op a batch over two pages runs whole: on CUDA, cuBLAS sums
+        // the larger product in another order (test::batch_keeps_bits).
+        if (etude::test::batch_keeps_bits(GetParam()))
+            EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
+                << "max |difference| "
+                << etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i));
+        else
+            EXPECT_LE(etude::test::max_abs_diff(replayed.joint_out(i), op_by_op.joint_out(i)),
+                      kFlowBound);
     }
 }
 

@@ -11,7 +11,10 @@
 // kernels its op-by-op run issues, on the same values, so the two agree
 // bit for bit; against each stream pushed alone the bound is the one a
 // batch holds against its streams alone on a device, 1e-5
-// (joint_push_test.cpp); against the CPU, the backends' parity bound, 1e-4.
+// (joint_push_test.cpp), which also holds a batch split by page against
+// the same batch whole on CUDA, whose cuBLAS sums a product of another
+// shape in another order (test::batch_keeps_bits); against the CPU, the
+// backends' parity bound, 1e-4.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -223,7 +226,8 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
 // recording's variant: {0, 1, a, b} replays page 0's pair and records
 // page 1's; {2, a, b} sizes a key of one member and replays page 1's pair;
 // {3, b} records that key's two pages. Each stream's audio is the same bit
-// for bit as the same batches op by op.
+// for bit as the same batches op by op, which run a batch over two pages
+// whole; on CUDA within 1e-5 of it (another shape, another order of sums).
 TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_splits_by_page) {
     const std::size_t a = static_cast<std::size_t>(HeldSlots::slots_per_page(*backend_)), b = a + 1;
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
@@ -254,8 +258,11 @@ TEST_P(RecordedBatch, any_members_of_a_page_replay_its_recording_and_a_batch_spl
     for (std::size_t s : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(3), a, b}) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
-        EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
-            << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+        if (test::batch_keeps_bits(GetParam()))
+            EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
+                << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+        else
+            EXPECT_LE(test::max_abs_diff(replayed[s].audio, op_by_op[s].audio), 1e-5);
         EXPECT_GT(test::rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
     }
 }

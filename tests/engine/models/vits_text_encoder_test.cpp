@@ -82,7 +82,8 @@ TEST_P(VitsTextEncoder, equals_the_host_encoder_for_every_voice_and_sentence_len
 // A batch pads its sentences to the longest and masks the padding: each
 // sentence equals its solo encoding to float rounding (the bound above),
 // and where every op sums in a fixed order (the shared kernel bodies of
-// OpenCL, Vulkan and CUDA) bit for bit.
+// OpenCL and Vulkan; CUDA's GEMMs are cuBLAS's: test::batch_keeps_bits) bit
+// for bit.
 TEST_P(VitsTextEncoder, sentences_in_one_call_each_equal_their_solo_encoding) {
     const auto w =
         std::make_shared<VitsWeights>(read_vits_weights(kData + "test_medium_multi.onnx"));
@@ -94,7 +95,7 @@ TEST_P(VitsTextEncoder, sentences_in_one_call_each_equal_their_solo_encoding) {
     for (std::size_t i : {5, 0, 3, 1, 5, 4}) batch.emplace_back(all[i]);
     const auto together = device.encode(batch);
     ASSERT_EQ(together.size(), batch.size());
-    const bool fixed_order = GetParam() != gpu::BackendKind::Cpu;
+    const bool fixed_order = test::batch_keeps_bits(GetParam());
     for (std::size_t i = 0; i < batch.size(); ++i) {
         const VitsEncoding solo = device.encode(batch[i]);
         ASSERT_EQ(together[i].phonemes, solo.phonemes);
