@@ -122,7 +122,9 @@ struct Reply {
 struct WorkPlaces {
     std::uint64_t decoder_device = 0, decoder_cpu = 0, flow_device = 0, flow_cpu = 0,
                   analyses_device = 0, analyses_cpu = 0, device_errors = 0;
+    std::string last_error;  // a stream's last device error, where one had any
     void add(const etude::engine::StreamStats& st) {
+        if (!st.gpu_last_error.empty()) last_error = st.gpu_last_error;
         decoder_device += st.mel_chunks_gpu;
         decoder_cpu += st.mel_chunks_cpu;
         flow_device += st.flow_pushes_gpu;
@@ -139,13 +141,15 @@ struct WorkPlaces {
         analyses_device += o.analyses_device;
         analyses_cpu += o.analyses_cpu;
         device_errors += o.device_errors;
+        if (!o.last_error.empty()) last_error = o.last_error;
     }
     // "decoder chunks 120 on the device, 3 on the CPU; ..."
     std::string describe() const {
         const auto u = [](std::uint64_t v) { return std::to_string(v); };
         return "decoder chunks " + u(decoder_device) + " on the device, " + u(decoder_cpu) +
                " on the CPU; flow pushes " + u(flow_device) + ", " + u(flow_cpu) + "; analyses " +
-               u(analyses_device) + ", " + u(analyses_cpu) + "; device errors " + u(device_errors);
+               u(analyses_device) + ", " + u(analyses_cpu) + "; device errors " + u(device_errors) +
+               (last_error.empty() ? "" : " (the last: " + last_error + ")");
     }
 };
 

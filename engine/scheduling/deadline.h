@@ -51,6 +51,21 @@ inline bool may_reduce_quality(const PlaybackState& s) {
     return s.live_consumer;
 }
 
+// Whether a chunk goes to a GPU whenever the GPU may take it, rather than to
+// the processor its deadline prices quickest. A stream read offline (read())
+// has no listener to be late for: what counts is the audio all streams get
+// per second, and a GPU's batches make more of it than chunks spread over
+// the host's cores, which must feed the GPU as well. The deadline's price is
+// a chunk's latency, which a loaded device's queue inflates while its
+// throughput grows: on an H200 with 16 host cores, 256 offline streams made
+// 132x with the CPU taking the 80% of chunks it priced quicker, and 301x with
+// every chunk on the device (docs/benchmarks.md, 2026-11-30). Not for a
+// device that is no GPU (lavapipe, PoCL): it runs on the host's cores, which
+// the CPU tier would use as well. The CPU still covers a device's errors.
+inline bool device_first(bool read_offline, bool device_is_gpu) {
+    return read_offline && device_is_gpu;
+}
+
 // How long a chunk's push to a device may wait for other streams' pushes to
 // join its batch (models/stream_joiner.h): half of what its deadline leaves
 // beyond the device's expected time for it, and no more than

@@ -201,8 +201,11 @@ int MelScheduler::choose(std::int64_t budget_ns, bool may_reduce_quality) {
     const bool gpu_may_try = gpu_model_ && gpu_health_.may_try(rt::now_ns());
     // A drill's pin (ETUDE_FAULT=cpu-busy): the device's own output and its
     // failures are what it rehearses, and under load the CPU would be the
-    // quicker tier for every chunk that fits nowhere.
-    if (gpu_may_try && options_.cpu_busy) return 0;
+    // quicker tier for every chunk that fits nowhere. An offline reader's
+    // chunk on a GPU goes there too (deadline.h's device_first()).
+    if (gpu_may_try &&
+        (options_.cpu_busy || device_first(read_offline_, gpu_model_->backend().info().is_gpu)))
+        return 0;
     if (gpu_model_) {
         c[n] = {Processor::Gpu, Quality::Full, per_frame_[0].estimate_ns() * frames_to_run(0),
                 gpu_may_try};

@@ -14,7 +14,8 @@
 // percentile of their recent cost per frame, with margin) against the time
 // left before the audio is due (deadline.h); the first that fits is chosen,
 // else the quickest (a drill's ETUDE_FAULT=cpu-busy pins tier 0 while it may
-// be tried). A GPU error makes the CPU redo the chunk; the GPU's
+// be tried, as does a stream read offline on a GPU: deadline.h's
+// device_first()). A GPU error makes the CPU redo the chunk; the GPU's
 // DeviceHealthBreaker (device_health.h) retries it, backs off after a second error and turns
 // it off after repeated errors in a row, as for text streams. Switching between tiers 0 and 1 is
 // seamless with one model (the stream state does not depend on where the network runs); with two
@@ -116,6 +117,10 @@ class MelScheduler {
     // pushes to join its batch (deadline.h's may_wait_to_join()), within its
     // slack.
     void set_batching(Batching batching, bool may_wait = false);
+    // Whether the stream is read offline (read()): then, on a GPU, its
+    // chunks go to the device whenever the breaker lets them (deadline.h's
+    // device_first()).
+    void set_read_offline(bool offline) { read_offline_ = offline; }
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
     // The device the GPU tier runs on (null without one, or once its
@@ -154,6 +159,7 @@ class MelScheduler {
     std::unique_ptr<dsp::MelPhaseVocoder> phase_;
     LatencyEstimator per_frame_[3];
     bool join_may_wait_ = false;
+    bool read_offline_ = false;
     std::uint64_t stamp_ = 0;
     double out_rate_ = 0;
     std::optional<dsp::StreamingResampler> resampler_;

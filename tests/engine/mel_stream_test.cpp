@@ -299,6 +299,28 @@ TEST_P(MelStreamDeviceFaults, a_busy_cpu_leaves_every_chunk_the_device_may_take_
     EXPECT_EQ(s.gpu_failures, 1u);
 }
 
+// A stream read offline gives a GPU every chunk it may take (deadline.h's
+// device_first()), but PoCL and lavapipe are no GPU: they run on the cores
+// the CPU tier uses, so an offline reader's chunks there are still priced,
+// and with no time left the quicker tier, the CPU, takes them.
+TEST_P(MelStreamDeviceFaults, an_offline_reader_on_a_device_that_is_no_gpu_is_still_priced) {
+    if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device";
+    const Mel mel = load_mel("hifigan_v1");
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.backend = GetParam();
+    mo.allow_phase_fallback = false;
+    MelScheduler sched(mo);
+    ASSERT_TRUE(sched.gpu_backend());
+    ASSERT_FALSE(sched.gpu_backend()->info().is_gpu);
+    sched.set_read_offline(true);
+    for (int i = 0; i < 8; ++i) {
+        MelChunkReport report;
+        sched.process(mel.chunk(4 * i, 4), 4, false, 0, report, false);
+    }
+    EXPECT_GT(sched.stats().chunks[1], 0u) << "every chunk went to the device unpriced";
+}
+
 // A device error at any point while the stream is being made (loading the
 // weights, preparing the layers' streaming state, calibrating) turns the GPU
 // tier off with a note; the stream is made and its audio is exact.

@@ -60,6 +60,16 @@ TEST(Deadline, an_offline_reader_has_the_budget_but_never_reduced_quality) {
     EXPECT_TRUE(may_reduce_quality(state(0, false)));
 }
 
+// An offline reader's chunk goes to a GPU whatever the deadline would price
+// quicker; a live stream's is priced, and so is any chunk on a device that
+// shares the host's cores (lavapipe, PoCL).
+TEST(Deadline, an_offline_reader_on_a_gpu_gives_the_device_every_chunk_it_may_take) {
+    EXPECT_TRUE(device_first(/*read_offline=*/true, /*device_is_gpu=*/true));
+    EXPECT_FALSE(device_first(false, true));
+    EXPECT_FALSE(device_first(true, false));
+    EXPECT_FALSE(device_first(false, false));
+}
+
 // ---- the order across streams ----------------------------------------------
 
 namespace {
