@@ -97,9 +97,19 @@ void* CudaBackend::raw_allocate(std::size_t bytes) {
 void CudaBackend::raw_free(void* handle) noexcept {
     if (!handle) return;
     // No error reporting from here (noexcept, often in destructors); a
-    // broken context shows up in the next operation instead.
-    cudaSetDevice(impl_->device);
-    cudaFree(handle);
+    // broken context shows up in the next operation instead. cudaFree
+    // synchronizes the device, which would spoil a capture in progress on
+    // another thread: it waits for them (cuda_capture_gate.h).
+    const int device = impl_->device;
+    const auto free_it = [device, handle] {
+        cudaSetDevice(device);
+        cudaFree(handle);
+    };
+    try {
+        capture_gate().release(free_it);
+    } catch (...) {
+        free_it();  // (the release could not even be wrapped)
+    }
 }
 
 float* CudaBackend::allocate_pinned(std::size_t floats) {
@@ -117,7 +127,13 @@ float* CudaBackend::allocate_pinned(std::size_t floats) {
 }
 
 void CudaBackend::free_pinned(float* p) noexcept {
-    if (p) cudaFreeHost(p);
+    if (!p) return;
+    // cudaFreeHost synchronizes the device too (raw_free).
+    try {
+        capture_gate().release([p] { cudaFreeHost(p); });
+    } catch (...) {
+        cudaFreeHost(p);
+    }
 }
 
 // ---- queues, copies, synchronisation ----
@@ -196,8 +212,11 @@ struct CudaGraph final : RecordedWork {
 bool CudaBackend::begin_recording_impl(Queue& q) {
     CudaQueue& cq = impl_->queue(q);
     impl_->use_device("record");
-    impl_->check(cudaStreamBeginCapture(cq.stream.get(), cudaStreamCaptureModeRelaxed),
-                 "cudaStreamBeginCapture", "record");
+    // Counted before it begins: from here frees wait (cuda_capture_gate.h).
+    capture_gate().begin_capture();
+    const cudaError_t begun = cudaStreamBeginCapture(cq.stream.get(), cudaStreamCaptureModeRelaxed);
+    if (begun != cudaSuccess) capture_gate().end_capture();
+    impl_->check(begun, "cudaStreamBeginCapture", "record");
     return true;
 }
 
@@ -206,7 +225,9 @@ std::shared_ptr<RecordedWork> CudaBackend::end_recording_impl(Queue& q) {
     impl_->use_device("record");
     auto work = std::make_shared<CudaGraph>();
     cudaGraph_t graph = nullptr;
-    impl_->check(cudaStreamEndCapture(cq.stream.get(), &graph), "cudaStreamEndCapture", "record");
+    const cudaError_t ended = cudaStreamEndCapture(cq.stream.get(), &graph);
+    capture_gate().end_capture();  // ended or failed: the frees that waited run
+    impl_->check(ended, "cudaStreamEndCapture", "record");
     work->graph.reset(graph);
     cudaGraphExec_t exec = nullptr;
     impl_->check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", "record");
@@ -223,6 +244,7 @@ void CudaBackend::abort_recording_impl(Queue& q) noexcept {
     if (cudaStreamEndCapture(cq->stream.get(), &graph) == cudaSuccess && graph)
         cudaGraphDestroy(graph);
     cudaGetLastError();
+    capture_gate().end_capture();
 }
 
 void CudaBackend::replay_impl(Queue& q, const std::shared_ptr<RecordedWork>& work) {

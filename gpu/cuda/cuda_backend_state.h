@@ -27,6 +27,7 @@
 namespace etude::gpu {
 namespace cuda_state {
 
+using cuda::capture_gate;
 using cuda::CublasHandle;
 using cuda::cufft_error_name;
 using cuda::DeviceMemory;

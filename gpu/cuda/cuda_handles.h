@@ -10,6 +10,8 @@
 #include <memory>
 #include <utility>
 
+#include "gpu/cuda/cuda_capture_gate.h"
+
 namespace etude::gpu::cuda {
 
 struct StreamDeleter {
@@ -22,13 +24,20 @@ struct EventDeleter {
 };
 using Event = std::unique_ptr<CUevent_st, EventDeleter>;
 
+// cuBLAS frees its workspace when a handle goes, cuFFT its plan's work area,
+// and cudaFree synchronizes the device: each waits out the recordings in
+// progress (cuda_capture_gate.h).
 struct CublasDeleter {
-    void operator()(cublasHandle_t h) const noexcept { cublasDestroy(h); }
+    void operator()(cublasHandle_t h) const noexcept {
+        capture_gate().release([h] { cublasDestroy(h); });
+    }
 };
 using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
 
 struct DeviceFree {
-    void operator()(void* p) const noexcept { cudaFree(p); }
+    void operator()(void* p) const noexcept {
+        capture_gate().release([p] { cudaFree(p); });
+    }
 };
 using DeviceMemory = std::unique_ptr<void, DeviceFree>;
 
@@ -54,7 +63,7 @@ class FftPlan {
 
   private:
     void reset() noexcept {
-        if (valid_) cufftDestroy(h_);
+        if (valid_) capture_gate().release([h = h_] { cufftDestroy(h); });
         valid_ = false;
     }
     cufftHandle h_ = 0;

@@ -1,0 +1,89 @@
+// Releases (frees, handle destructions) that wait while a device's work is
+// being recorded, and the recordings that count as in progress.
+//
+// Why: CUDA invalidates every stream capture on a device when any thread
+// makes a synchronizing call on that device meanwhile, whatever the
+// capture's mode; cudaFree and cudaFreeHost synchronize, and so do cuBLAS's
+// and cuFFT's destructions, which free their workspaces. The engine records
+// a batch's step on one thread (models/recorded_step.h) while other threads
+// run and free other streams' buffers, so a free could spoil a recording
+// made at the same time: on an H200, 256 streams whose chunks moved between
+// the device and the CPU lost flow batches with "operation failed due to a
+// previous error during capture" (docs/benchmarks.md, 2026-11-30). Warp and
+// PyTorch's CUDA allocator defer frees during captures for the same reason.
+//
+// The rule: a release made while no recording is in progress runs at once;
+// one made while any is (on any thread, the recording thread's own included)
+// waits, and the end of the last recording runs every release that waited,
+// in the order they came. Nothing here waits for anything, so a thread that
+// releases while it or another records never blocks on that recording. A
+// release runs under the gate's lock, so that no recording can begin while
+// one runs. Any thread. Not for the audio callback (a release may allocate).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace etude::gpu {
+
+class ReleaseAfterCaptures {
+  public:
+    using Release = std::function<void()>;
+
+    // Counts a recording in progress; call before it begins on the device.
+    void begin_capture() {
+        std::lock_guard lock(mu_);
+        ++captures_;
+    }
+    // Ends one (call after it ended on the device, whether it succeeded or
+    // not); the last to end runs the releases that waited.
+    void end_capture() noexcept {
+        std::lock_guard lock(mu_);
+        if (captures_ > 0) --captures_;
+        if (captures_ > 0) return;
+        std::vector<Release> due;
+        due.swap(waiting_);
+        for (auto& r : due) run(r);
+    }
+    // Runs `r` now, or after the recordings in progress end. noexcept: a
+    // release that cannot be kept for later (no memory to hold it) runs now.
+    void release(Release r) noexcept {
+        std::lock_guard lock(mu_);
+        if (captures_ > 0) {
+            try {
+                waiting_.push_back(std::move(r));
+                return;
+            } catch (...) {
+            }
+        }
+        run(r);
+    }
+
+    std::size_t captures_in_progress() const {
+        std::lock_guard lock(mu_);
+        return static_cast<std::size_t>(captures_);
+    }
+    std::size_t waiting() const {
+        std::lock_guard lock(mu_);
+        return waiting_.size();
+    }
+
+  private:
+    static void run(Release& r) noexcept {
+        try {
+            if (r) r();
+        } catch (...) {
+            // A release reports nothing (it is a free); a broken device shows
+            // up in its next operation instead.
+        }
+    }
+
+    mutable std::mutex mu_;
+    int captures_ = 0;
+    std::vector<Release> waiting_;
+};
+
+}  // namespace etude::gpu
