@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <string>
 
+#include "support/test_data.h"
+
 extern "C" int etude_c_api_smoke(size_t* samples_out);
 
 TEST(CApi, speaks_reports_errors_and_cancels_from_c) {
@@ -17,7 +19,7 @@ TEST(CApi, speaks_reports_errors_and_cancels_from_c) {
 extern "C" int etude_c_api_piper_smoke(const char* voice_path, size_t* samples_out);
 
 TEST(CApi, speaks_with_a_piper_voice_from_c) {
-    const std::string voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
+    const std::string voice = etude::test::test_data_dir() + "/piper/test_medium_multi.onnx";
     size_t samples = 0;
     EXPECT_EQ(etude_c_api_piper_smoke(voice.c_str(), &samples), 0)
         << "the number is the first failed check in tests/support/c_api_smoke.c";

@@ -21,6 +21,7 @@
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/model_parity.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 
@@ -28,7 +29,7 @@ namespace {
 
 // The small test voice: lavapipe makes its batches in milliseconds, where
 // a medium voice's would take seconds.
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
 StreamOptions piper_on(const std::string& backend, const std::string& faults = "") {
     StreamOptions o;

@@ -11,10 +11,11 @@
 
 #include "audio-io/npy_file.h"
 #include "support/model_parity.h"
+#include "support/test_data.h"
 
 namespace {
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/neural/";
+const std::string kData = etude::test::test_data_dir() + "/neural/";
 
 }  // namespace
 

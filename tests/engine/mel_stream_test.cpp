@@ -16,11 +16,12 @@
 #include "engine/scheduling/device_choice.h"
 #include "engine/scheduling/mel_scheduler.h"
 #include "gpu/registry.h"
+#include "support/test_data.h"
 
 namespace etude::engine {
 namespace {
 
-const std::string kData = ETUDE_TEST_DATA "/neural/";
+const std::string kData = etude::test::test_data_dir() + "/neural/";
 
 struct Mel {
     std::vector<float> values;  // [n_mels][frames]

@@ -10,11 +10,12 @@
 #include <string>
 
 #include "engine/error.h"
+#include "support/test_data.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kModel = std::string(ETUDE_TEST_DATA) + "/neural/hifigan_v1.lef";
+const std::string kModel = etude::test::test_data_dir() + "/neural/hifigan_v1.lef";
 
 }  // namespace
 

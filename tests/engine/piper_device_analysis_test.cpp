@@ -30,6 +30,7 @@
 #include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
@@ -37,7 +38,7 @@ using etude::test::read_all;
 
 namespace {
 
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
 // The bound every backend's Piper audio holds against PyTorch's float64
 // render (tests/engine/models/vits_parity_test.cpp), as the device flow's

@@ -20,6 +20,7 @@
 #include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
@@ -27,7 +28,7 @@ using etude::test::read_all;
 
 namespace {
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 // One speaker: the voice keeps its flow's weights on the CPU backend alone,
 // so the device's flow is copied from there (PiperVoice::load_flow).
 const std::string kVoice = kData + "test_medium.onnx";

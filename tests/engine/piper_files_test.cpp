@@ -13,6 +13,7 @@
 
 #include "engine/error.h"
 #include "support/scoped_env.h"
+#include "support/test_data.h"
 
 namespace {
 
@@ -20,7 +21,7 @@ using etude::engine::read_piper_json_input;
 using etude::test::ScopedEnv;
 namespace fs = std::filesystem;
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 const std::string kMulti = kData + "test_medium_multi.onnx";
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "support/piper_test_ids.h"
 #include "support/random_prior.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
@@ -39,7 +40,7 @@ using etude::test::random_prior;
 
 namespace {
 
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
 // A batch item is the same computation as the window alone, so a stream's
 // flow in a batch equals its flow alone to float rounding at most: within

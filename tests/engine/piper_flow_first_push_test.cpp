@@ -27,6 +27,7 @@
 #include "support/model_parity.h"
 #include "support/piper_on_device.h"
 #include "support/random_prior.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::FlowTwins;
@@ -35,7 +36,7 @@ using etude::test::random_prior;
 
 namespace {
 
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
 // piper_flow_batch_test.cpp's bound: a batch item is the computation of
 // the stream's own push, so its flow equals the solo flow to float rounding

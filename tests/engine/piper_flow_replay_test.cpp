@@ -23,13 +23,14 @@
 #include "support/flow_twins.h"
 #include "support/model_parity.h"
 #include "support/piper_on_device.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::FlowTwins;
 
 namespace {
 
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 constexpr double kFlowBound = 1e-5;  // piper_flow_batch_test.cpp's
 // A device's flow against the CPU's: the backends' parity bound.
 constexpr double kCpuBound = 1e-4;

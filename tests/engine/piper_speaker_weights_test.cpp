@@ -19,12 +19,13 @@
 #include "engine/voices/piper_voice.h"
 #include "gpu/registry.h"
 #include "support/piper_on_device.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 
 namespace {
 
-const std::string kVoice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx";
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium_multi.onnx";
 
 class PiperSpeakerWeights : public etude::test::PiperOnDevice {};
 

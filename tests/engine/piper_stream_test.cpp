@@ -22,6 +22,7 @@
 #include "support/model_parity.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
@@ -29,7 +30,7 @@ using etude::test::read_all;
 
 namespace {
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 const std::string kMulti = kData + "test_medium_multi.onnx";
 
 // The chunked decoder's streamed audio against the whole sentence's: the

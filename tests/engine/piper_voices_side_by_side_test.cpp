@@ -28,6 +28,7 @@
 #include "support/piper_on_device.h"
 #include "support/piper_test_ids.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
@@ -35,7 +36,7 @@ using etude::test::read_all;
 
 namespace {
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 
 // The bound of the device-flow and CLI tests: every backend is within 1e-4
 // of PyTorch's float64 render (tests/engine/models/vits_parity_test.cpp),

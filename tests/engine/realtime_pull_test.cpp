@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "support/emulation.h"
 #include "support/realtime_guard.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::RealtimeScope;
@@ -152,7 +153,7 @@ TEST(RealtimePull, mel_stream_pull_never_allocates_locks_or_blocks) {
     ETUDE_SKIP_WHEN_EMULATED("the consumer pulls at the pace of a real-time audio callback");
     Engine engine;
     StreamOptions o;
-    o.voice = MelVoiceOptions{.model = ETUDE_TEST_DATA "/neural/hifigan_v1.lef"};
+    o.voice = MelVoiceOptions{.model = etude::test::test_data_dir() + "/neural/hifigan_v1.lef"};
     o.backend = "cpu";
     o.sample_rate = 48000;  // resampled from the model's 22050 Hz
     auto stream = engine.create_stream(o);

@@ -18,6 +18,7 @@
 #include "engine/c_stream_options.h"
 #include "engine/engine.h"
 #include "engine/etude.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 
@@ -95,7 +96,7 @@ std::vector<std::string> table_names() {
 
 // The member names of `struct NAME` as engine/stream_options.h declares them.
 std::vector<std::string> declared_members(const std::string& struct_name) {
-    std::ifstream in(std::string(ETUDE_TEST_DATA) + "/../../engine/stream_options.h");
+    std::ifstream in(etude::test::test_data_dir() + "/../../engine/stream_options.h");
     std::stringstream text;
     text << in.rdbuf();
     const std::string all = text.str();

@@ -13,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "support/stream_output.h"
+#include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::read_all;
@@ -66,7 +67,7 @@ TEST(TextPieces, a_piper_voice_in_pieces_equals_the_whole_text) {
     Engine engine;
     StreamOptions o;
     o.voice = PiperVoiceOptions{
-        .piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx", .seed = 3};
+        .piper_voice = etude::test::test_data_dir() + "/piper/test_medium_multi.onnx", .seed = 3};
     o.sample_rate = 0;
     o.backend = "cpu";
     const std::string text = "The wind rose at dawn. Did the boats come home?";

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/etude.h"
 #include "support/scoped_env.h"
+#include "support/test_data.h"
 
 using etude::engine::BuiltinVoiceOptions;
 using etude::engine::Engine;
@@ -24,7 +25,7 @@ namespace {
 
 using etude::test::ScopedEnv;
 
-const std::string kData = std::string(ETUDE_TEST_DATA) + "/piper/";
+const std::string kData = etude::test::test_data_dir() + "/piper/";
 
 void copy(const std::string& from, const fs::path& to) {
     fs::create_directories(to.parent_path());

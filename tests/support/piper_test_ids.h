@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/test_data.h"
+
 namespace etude::test {
 
 // The test voices of tests/data/piper, every size and the four-speaker one.
@@ -20,7 +22,7 @@ inline constexpr const char* kPiperTestVoices[] = {"test_x_low", "test_low", "te
                                                    "test_high", "test_medium_multi"};
 
 inline std::vector<std::int64_t> piper_reference_ids() {
-    std::ifstream in(std::string(ETUDE_TEST_DATA) + "/piper/reference.json");
+    std::ifstream in(etude::test::test_data_dir() + "/piper/reference.json");
     return nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
 }
 
@@ -37,7 +39,7 @@ inline std::vector<std::int64_t> piper_ids_of_length(std::size_t n) {
 }
 
 inline std::vector<std::vector<std::int64_t>> piper_test_sentences() {
-    std::ifstream in(std::string(ETUDE_TEST_DATA) + "/piper/reference.json");
+    std::ifstream in(etude::test::test_data_dir() + "/piper/reference.json");
     auto ids = nlohmann::json::parse(in)["phoneme_ids"].get<std::vector<std::int64_t>>();
     std::vector<std::int64_t> other(ids.begin() + 1, ids.end() - 1);
     std::reverse(other.begin(), other.end());

@@ -8,13 +8,14 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "support/test_data.h"
 
 namespace etude::test {
 
 inline engine::StreamOptions piper_test_stream(std::uint64_t seed) {
     engine::StreamOptions o;
     o.voice = engine::PiperVoiceOptions{
-        .piper_voice = std::string(ETUDE_TEST_DATA) + "/piper/test_medium_multi.onnx",
+        .piper_voice = etude::test::test_data_dir() + "/piper/test_medium_multi.onnx",
         .speaker = "speaker_0",
         .seed = seed};
     o.sample_rate = 0;

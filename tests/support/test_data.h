@@ -1,8 +1,9 @@
 // Where a test program finds tests/data: $ETUDE_TEST_DATA when it is set,
 // else the source tree's folder compiled in. The model-layer tests
-// (tests/engine/models/) read their reference data through this because
-// their program also travels in the GPU pack (scripts/gpu-check.sh), where
-// the data lies beside it rather than at this machine's source path.
+// (tests/engine/models/) and the engine's (tests/engine/) read their data
+// through this because their programs also travel to a GPU machine
+// (scripts/gpu-check.sh, docs/backends.md), where the data lies beside
+// them rather than at this machine's source path.
 #pragma once
 
 #include <cstdlib>

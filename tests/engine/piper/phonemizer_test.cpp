@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "engine/piper/espeak_session.h"
 #include "support/emulation.h"
+#include "support/test_data.h"
 
 using etude::Error;
 using namespace etude::piper;
@@ -22,7 +23,7 @@ namespace {
 
 VoiceConfig test_voice(const std::string& espeak_voice = "en-us") {
     VoiceConfig v =
-        read_voice_config(std::string(ETUDE_TEST_DATA) + "/piper/en_US-test-medium.onnx.json");
+        read_voice_config(etude::test::test_data_dir() + "/piper/en_US-test-medium.onnx.json");
     v.espeak_voice = espeak_voice;
     return v;
 }

@@ -11,6 +11,7 @@
 #include "engine/piper/espeak_session.h"
 #include "engine/piper/phonemizer.h"
 #include "engine/piper/voice_config.h"
+#include "support/test_data.h"
 
 using namespace etude::piper;
 
@@ -86,7 +87,7 @@ TEST(SentenceWords, equal_counts_pair_in_order_and_others_are_counted_word_by_wo
 TEST(SentenceWords, the_phonemizer_gives_each_sentence_its_words_at_their_ids) {
     if (!EspeakSession::available()) GTEST_SKIP() << "built without espeak-ng";
     VoiceConfig v =
-        read_voice_config(std::string(ETUDE_TEST_DATA) + "/piper/en_US-test-medium.onnx.json");
+        read_voice_config(etude::test::test_data_dir() + "/piper/en_US-test-medium.onnx.json");
     const Phonemizer p(v);
     const auto sentences = p.phonemize("Hello, world! It costs 42 dollars, Mr Smith.", true);
     EXPECT_TRUE(p.phonemize("Hello, world!")[0].words.empty());  // not asked for

@@ -12,6 +12,7 @@
 #include "engine/piper/espeak_session.h"
 #include "engine/piper/espeak_text_guard.h"
 #include "engine/piper/phonemizer.h"
+#include "support/test_data.h"
 
 using namespace etude::piper;
 
@@ -103,7 +104,7 @@ TEST(PiperUnicodeText, non_characters_become_spaces_of_the_same_length) {
 TEST(PiperUnicodeText, the_phonemizer_keeps_the_text_as_given) {
     if (!EspeakSession::available()) GTEST_SKIP() << "built without espeak-ng";
     const Phonemizer p(
-        read_voice_config(std::string(ETUDE_TEST_DATA) + "/piper/en_US-test-medium.onnx.json"));
+        read_voice_config(etude::test::test_data_dir() + "/piper/en_US-test-medium.onnx.json"));
     const std::string text = "Say \u0543\u0259 twice. Then stop.";
     const auto sentences = p.phonemize(text);
     ASSERT_EQ(sentences.size(), 2u);
