@@ -34,7 +34,9 @@ const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.on
 constexpr double kFlowBound = 1e-5;  // piper_flow_batch_test.cpp's
 // A device's flow against the CPU's: the backends' parity bound.
 constexpr double kCpuBound = 1e-4;
-constexpr int kStreams = 3;
+// Four: a batch of a power of two members runs as one recorded step
+// (RecordedBatches::step_sizes).
+constexpr int kStreams = 4;
 
 class PiperFlowReplay : public etude::test::PiperOnDevice {
   protected:
@@ -70,7 +72,7 @@ class PiperFlowReplay : public etude::test::PiperOnDevice {
     std::shared_ptr<const PiperVoice> voice_;
 };
 
-// Three streams, four blocks of 16 frames (the windows fill: the flow's
+// Four streams, four blocks of 16 frames (the windows fill: the flow's
 // context is 32 frames; the last two, settled, are a key of their own),
 // seven of 8 and a flushing one: the first batch of 8 runs op by op (it
 // sizes its key's buffers), the second is recorded and replayed, the
@@ -83,7 +85,7 @@ TEST_P(PiperFlowReplay, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_a
     const auto replaying = flow(true), not_replaying = flow(true);
     FlowTwins replayed = twins(replaying, true, frames);
     FlowTwins op_by_op = twins(not_replaying, false, frames);
-    const std::vector<int> all{0, 1, 2};
+    const std::vector<int> all{0, 1, 2, 3};
     for (int i = 0; i < 4; ++i) {
         replayed.push(*device_, all, 16, false);
         op_by_op.push(*device_, all, 16, false);
@@ -122,11 +124,12 @@ TEST_P(PiperFlowReplay, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_a
     }
 }
 
-// The key holds where the members lie (members of one page: the page and
-// their count): once one of three has gone, the other two are another
-// batch, recorded anew and never replayed from the three's recording
-// (which would run the leaver's slot and hand the items to the wrong
-// streams); the same members in another order replay theirs.
+// The key holds the members' count (their page is the recording's
+// variant): once one of four has gone, the other three are another batch,
+// run as steps of two and one (RecordedBatches::step_sizes), each a key
+// sized and recorded anew, never replayed from the four's recording (which
+// would run the leaver's slot and hand the items to the wrong streams); the
+// same members in another order replay theirs.
 TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_the_same_does_not) {
     const int frames = 4 * 16 + 10 * 8;
     const auto replaying = flow(true), not_replaying = flow(true);
@@ -136,21 +139,23 @@ TEST_P(PiperFlowReplay, a_member_leaving_makes_a_new_key_and_another_order_of_th
         replayed.push(*device_, who, block, false);
         op_by_op.push(*device_, who, block, false);
     };
-    for (int i = 0; i < 4; ++i) both({0, 1, 2}, 16);
+    for (int i = 0; i < 4; ++i) both({0, 1, 2, 3}, 16);
     const ReplayStats settling = replaying->batch_replay_stats();
-    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 8);
-    both({2, 0, 1}, 8);  // the same slots: the same key
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3}, 8);
+    both({2, 0, 3, 1}, 8);  // the same slots: the same key
     ReplayStats st = replaying->batch_replay_stats();
     EXPECT_EQ(st.recordings - settling.recordings, 1u);
     EXPECT_EQ(st.replayed - settling.replayed, 3u);
-    // Stream 0 sits out from here: the other two are another batch.
-    both({1, 2}, 8);
+    // Stream 0 sits out from here: the other three are another batch.
+    both({1, 2, 3}, 8);
     EXPECT_EQ(replaying->batch_replay_stats().replayed, st.replayed)
-        << "the three's recording was replayed for two";
-    for (int i = 0; i < 3; ++i) both({2, 1}, 8);
+        << "the four's recording was replayed for three";
+    EXPECT_EQ(replaying->batch_replay_stats().op_by_op, st.op_by_op + 2)
+        << "steps of two and one: two keys, each sizing its buffers";
+    for (int i = 0; i < 3; ++i) both({3, 2, 1}, 8);
     st = replaying->batch_replay_stats();
-    EXPECT_EQ(st.recordings - settling.recordings, 2u);
-    EXPECT_EQ(st.replayed - settling.replayed, 3u + 3u);
+    EXPECT_EQ(st.recordings - settling.recordings, 1u + 2u);
+    EXPECT_EQ(st.replayed - settling.replayed, 3u + 2u * 3u);
     for (int i = 0; i < kStreams; ++i) {  // stream 0 up to its leaving
         SCOPED_TRACE("stream " + std::to_string(i));
         EXPECT_TRUE(etude::test::identical(replayed.joint_out(i), op_by_op.joint_out(i)))
@@ -229,7 +234,7 @@ TEST_P(PiperFlowReplay, a_fault_in_a_replayed_batch_is_a_device_error_and_the_re
                        std::make_shared<const VitsFlowNetwork>(*voice_->network().flow_network(0),
                                                                etude::gpu::shared_cpu_backend()),
                        kStreams, frames);
-    const std::vector<int> all{0, 1, 2};
+    const std::vector<int> all{0, 1, 2, 3};
     for (int i = 0; i < 4; ++i) replayed.push(*device_, all, 16, false);
     for (int i = 0; i < 3; ++i) replayed.push(*device_, all, 8, false);
     const ReplayStats at_fault = replaying->batch_replay_stats();

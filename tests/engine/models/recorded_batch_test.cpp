@@ -43,7 +43,7 @@ namespace {
 
 const std::string kVoice = test::test_data_dir() + "/piper/test_medium.onnx";
 constexpr int kSampleRate = 22050;  // test_medium's (only metadata to the decoder)
-constexpr int kLatentFrames = 256;
+constexpr int kLatentFrames = 320;  // four streams 60 frames apart, 120 frames each
 
 std::vector<float> random_latent(int channels) {
     std::vector<float> l(static_cast<std::size_t>(channels) * kLatentFrames);
@@ -110,7 +110,8 @@ class RecordedBatch : public test::OnBackend {
     std::vector<float> latent_;
 };
 
-// Three streams, three batches of 4 frames (the layers settle), seven of 8
+// Four streams (a power of two: one recorded step, RecordedBatches::
+// step_sizes), three batches of 4 frames (the layers settle), seven of 8
 // and a last flushing one of 5: the first settled batch of 8 runs op by op
 // (it sizes its key's buffers), the second is recorded and replayed, the
 // other five replayed; the backend sees six native replays, each a batch's
@@ -118,14 +119,14 @@ class RecordedBatch : public test::OnBackend {
 // stream's audio equals the same batches op by op (a second model's
 // streams, replay off) bit for bit, and its audio pushed alone within 1e-5.
 TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and_the_solo_audio) {
-    constexpr std::size_t kStreams = 3;
+    constexpr std::size_t kStreams = 4;
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     twin_model->set_join_streams(true);
     auto solo_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     std::vector<Member> replayed = open(*model_, kStreams, true);
     std::vector<Member> op_by_op = open(*twin_model, kStreams, false);
     std::vector<Member> solo = open(*solo_model, kStreams, true);
-    const std::vector<std::size_t> all{0, 1, 2};
+    const std::vector<std::size_t> all{0, 1, 2, 3};
     for (int i = 0; i < 3; ++i) {
         push(replayed, all, 4);
         push(op_by_op, all, 4);
@@ -168,25 +169,80 @@ TEST_P(RecordedBatch, a_replayed_batch_equals_the_batch_op_by_op_bit_for_bit_and
     }
 }
 
+// A page's members split into steps of powers of two, largest first, so
+// that a lane's batches of every size up to a page's hold a few keys.
+TEST(RecordedBatchSteps, a_page_splits_into_powers_of_two_largest_first) {
+    using Sizes = std::vector<std::size_t>;
+    EXPECT_EQ(RecordedBatches::step_sizes(0), Sizes{});
+    EXPECT_EQ(RecordedBatches::step_sizes(1), Sizes{1});
+    EXPECT_EQ(RecordedBatches::step_sizes(4), Sizes{4});
+    EXPECT_EQ(RecordedBatches::step_sizes(13), (Sizes{8, 4, 1}));
+    EXPECT_EQ(RecordedBatches::step_sizes(255), (Sizes{128, 64, 32, 16, 8, 4, 2, 1}));
+    EXPECT_EQ(RecordedBatches::step_sizes(256), Sizes{256});
+}
+
+// Three streams: each settled batch runs as a step of two and a step of
+// one (the first of each sized op by op, the second recorded, the rest
+// replayed), two native replays a batch; each stream's audio equals the
+// same batches op by op bit for bit (on CUDA within 1e-5: the op-by-op
+// batch of three is another cuBLAS shape).
+TEST_P(RecordedBatch, a_batch_of_three_replays_as_steps_of_two_and_one) {
+    auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
+    twin_model->set_join_streams(true);
+    std::vector<Member> replayed = open(*model_, 3, true);
+    std::vector<Member> op_by_op = open(*twin_model, 3, false);
+    const std::vector<std::size_t> all{0, 1, 2};
+    for (int i = 0; i < 3; ++i) {
+        push(replayed, all, 4);
+        push(op_by_op, all, 4);
+    }
+    backend_->reset_timings();
+    std::uint64_t ops_replayed = 0;
+    for (int i = 0; i < 5; ++i) {
+        backend_->set_profiling(true);
+        ops_replayed = push(replayed, all, 8);
+        backend_->set_profiling(false);
+        push(op_by_op, all, 8);
+    }
+    const ReplayStats st = model_->batch_replay_stats();
+    EXPECT_EQ(st.op_by_op, 2u) << "a key of two members and one of one";
+    EXPECT_EQ(st.recordings, 2u);
+    EXPECT_EQ(st.replayed, 2u * 4u);
+    EXPECT_EQ(test::replays(*backend_), 2u * 4u);
+    EXPECT_EQ(ops_replayed, 2u * 3u + 2u * 2u)
+        << "each step: its mels' uploads, its slots' upload, its replay, its downloads";
+    for (std::size_t s : all) {
+        SCOPED_TRACE("stream " + std::to_string(s));
+        ASSERT_FALSE(replayed[s].audio.empty());
+        if (test::batch_keeps_bits(GetParam()))
+            EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
+                << "max |difference| " << test::max_abs_diff(replayed[s].audio, op_by_op[s].audio);
+        else
+            EXPECT_LE(test::max_abs_diff(replayed[s].audio, op_by_op[s].audio), 1e-5);
+        EXPECT_GT(test::rms(replayed[s].audio), 0.01) << "a silent decoder would compare nothing";
+    }
+}
+
 // A key is the length, the members' state and their count (their page the
 // recording's variant): the same members again (pushed in another order)
-// replay their recording; once the first one has left, the other two are
-// another batch, recorded anew and never replayed from the three's
+// replay their recording; once the first one has left, the other three are
+// another batch, run as steps of two and one (RecordedBatches::
+// step_sizes), each a key recorded anew and never replayed from the four's
 // recording (which would run the leaver's slot and hand its items to the
 // wrong streams); a new length is another key too. Each key: sized,
 // recorded once, then replayed.
 TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_replay_a_stale_one) {
     auto twin_model = load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", backend_);
     twin_model->set_join_streams(true);
-    std::vector<Member> replayed = open(*model_, 3, true);
-    std::vector<Member> op_by_op = open(*twin_model, 3, false);
+    std::vector<Member> replayed = open(*model_, 4, true);
+    std::vector<Member> op_by_op = open(*twin_model, 4, false);
     const auto both = [&](const std::vector<std::size_t>& who, int frames) {
         push(replayed, who, frames);
         push(op_by_op, who, frames);
     };
-    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 4);
-    for (int i = 0; i < 3; ++i) both({0, 1, 2}, 8);
-    both({2, 0, 1}, 8);  // the same slots: the same key
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3}, 4);
+    for (int i = 0; i < 3; ++i) both({0, 1, 2, 3}, 8);
+    both({2, 0, 3, 1}, 8);  // the same slots: the same key
     ReplayStats st = model_->batch_replay_stats();
     EXPECT_EQ(st.op_by_op, 1u);
     EXPECT_EQ(st.recordings, 1u);
@@ -195,21 +251,22 @@ TEST_P(RecordedBatch, each_key_is_recorded_once_and_a_member_leaving_does_not_re
     const std::vector<float> left = replayed[0].audio;
     replayed[0].stream.reset();
     op_by_op[0].stream.reset();
-    both({1, 2}, 8);
+    both({1, 2, 3}, 8);
     const ReplayStats after_leaving = model_->batch_replay_stats();
-    EXPECT_EQ(after_leaving.replayed, st.replayed) << "the three's recording was replayed";
-    EXPECT_EQ(after_leaving.op_by_op, st.op_by_op + 1) << "a new key sizes its buffers";
-    for (int i = 0; i < 3; ++i) both({2, 1}, 8);
+    EXPECT_EQ(after_leaving.replayed, st.replayed) << "the four's recording was replayed";
+    EXPECT_EQ(after_leaving.op_by_op, st.op_by_op + 2)
+        << "steps of two and one: two new keys, each sizing its buffers";
+    for (int i = 0; i < 3; ++i) both({3, 2, 1}, 8);
     st = model_->batch_replay_stats();
-    EXPECT_EQ(st.recordings, 2u);
-    EXPECT_EQ(st.replayed, 3u + 3u);
-    both({1, 2}, 16);  // another length: another key
-    both({1, 2}, 16);
+    EXPECT_EQ(st.recordings, 1u + 2u);
+    EXPECT_EQ(st.replayed, 3u + 2u * 3u);
+    both({1, 2, 3}, 16);  // another length: other keys
+    both({1, 2, 3}, 16);
     st = model_->batch_replay_stats();
-    EXPECT_EQ(st.op_by_op, 3u);
-    EXPECT_EQ(st.recordings, 3u);
+    EXPECT_EQ(st.op_by_op, 1u + 2u + 2u);
+    EXPECT_EQ(st.recordings, 1u + 2u + 2u);
     EXPECT_TRUE(test::identical(left, op_by_op[0].audio));
-    for (std::size_t s : {1, 2}) {
+    for (std::size_t s : {1, 2, 3}) {
         SCOPED_TRACE("stream " + std::to_string(s));
         ASSERT_FALSE(replayed[s].audio.empty());
         EXPECT_TRUE(test::identical(replayed[s].audio, op_by_op[s].audio))
@@ -318,7 +375,7 @@ TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped)
 // (MelVocoderStreams, each on a thread of its own as in the engine) meet
 // in batches through the model's joiner, paused until every push waits.
 TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_streams_go_on) {
-    constexpr std::size_t kStreams = 3;
+    constexpr std::size_t kStreams = 4;  // (one recorded step: a power of two)
     auto cpu_model = std::shared_ptr<const NeuralModel>(
         load_vits_decoder(*weights_, kSampleRate, 0, "test_medium", gpu::shared_cpu_backend()));
     const std::shared_ptr<const NeuralModel> device_model = model_;
