@@ -124,14 +124,8 @@ struct WorkPlaces {
                   analyses_device = 0, analyses_cpu = 0, device_errors = 0;
     std::string last_error;  // a stream's last device error, where one had any
     void add(const etude::engine::StreamStats& st) {
-        if (!st.gpu_last_error.empty()) last_error = st.gpu_last_error;
-        decoder_device += st.mel_chunks_gpu;
-        decoder_cpu += st.mel_chunks_cpu;
-        flow_device += st.flow_pushes_gpu;
-        flow_cpu += st.flow_pushes_cpu;
-        analyses_device += st.analyses_gpu;
-        analyses_cpu += st.analyses_cpu;
-        device_errors += st.gpu_failures;
+        add(WorkPlaces{st.mel_chunks_gpu, st.mel_chunks_cpu, st.flow_pushes_gpu, st.flow_pushes_cpu,
+                       st.analyses_gpu, st.analyses_cpu, st.gpu_failures, st.gpu_last_error});
     }
     void add(const WorkPlaces& o) {
         decoder_device += o.decoder_device;
