@@ -15,10 +15,18 @@
 // The rule: a release made while no recording is in progress runs at once;
 // one made while any is (on any thread, the recording thread's own included)
 // waits, and the end of the last recording runs every release that waited,
-// in the order they came. Nothing here waits for anything, so a thread that
-// releases while it or another records never blocks on that recording. A
-// release runs under the gate's lock, so that no recording can begin while
-// one runs. Any thread. Not for the audio callback (a release may allocate).
+// in the order they came. A release never waits for a recording to end, so
+// a thread that releases while it or another records cannot block on that
+// recording. A release runs under the gate's lock, so that no recording can
+// begin while one runs: a cudaFree, which waits for the device's work, then
+// holds up other releases and recordings for that long, and the recording
+// thread that ends the last capture runs what waited.
+//
+// What waits is memory: a pool that trims its cache on out-of-memory and
+// tries again (memory_pool.h) gets nothing back from frees that wait, so
+// that allocation fails while a recording is in progress, and its batch
+// fails over as on any out-of-memory. Any thread. Not for the audio
+// callback (a release may allocate).
 #pragma once
 
 #include <cstddef>

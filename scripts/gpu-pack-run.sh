@@ -10,7 +10,8 @@
 #                       (neural vocoders, Piper voices; etude_tests_engine_models)
 #   cuda-engine-tests.xml/.log the same for the engine's device tests (Piper
 #                       streams' flow batches and replays, device faults;
-#                       etude_tests_engine)
+#                       etude_tests_engine; only in a folder made by hand
+#                       with both packs' files: neither pack carries it)
 #   cuda-bench.json/.log Google Benchmark results and console output
 #   cuda-tests-list.txt, cuda-model-tests-list.txt, cuda-engine-tests-list.txt
 #                       the tests the filter selects (written even without a GPU)

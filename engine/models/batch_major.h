@@ -78,9 +78,11 @@ class HeldSlots {
   public:
     static constexpr int kPage = 16;
     // On a GPU of data-centre size (32 GB or more), pages of kLargePage:
-    // a settled batch replays one recording per page its members lie in
+    // a settled batch replays recordings per page its members lie in, one
+    // per power of two in the page's member count
     // (RecordedBatches::run_by_page), so a thousand streams make four
-    // launches of 256, not 63 of 16. A Piper medium voice's stream holds
+    // pages' steps (at most 4 x 9 replays, 4 of 256 where the pages are
+    // full), not 63 pages' of 16. A Piper medium voice's stream holds
     // 61,184 floats in its decoder's slot and 38,400 in its flow's
     // (en_US-joe-medium), so a page of 256 is about 100 MB, allocated with
     // the voice's first stream.

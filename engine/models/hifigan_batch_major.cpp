@@ -5,9 +5,9 @@
 // are its held samples' copies, its mel's upload and its audio's download.
 // While the streams' windows fill (their first chunks), the signal's
 // length changes from layer to layer as in each stream's own walk.
-// A settled batch replays, a page of the held slots at a time, from a
-// recording of its layers (push_batch_recorded; recorded_step.h says what
-// makes it replayable and what its key holds).
+// A settled batch replays, a step of a power of two members of a page of
+// the held slots at a time, from a recording of its layers (push_batch_recorded; recorded_step.h
+// says what makes it replayable and what its key holds).
 #include <algorithm>
 
 #include "engine/models/batch_major.h"
@@ -159,8 +159,9 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     const auto slot_of = [&](std::size_t i) -> auto& {
         return *members[i]->slot_;
     };
-    // One recorded step per page of the held slots (the pages' members
-    // copied by slot index): any members of a page replay its recording.
+    // Recorded steps of powers of two members within each page of the held
+    // slots (copied by slot index): any members of a page replay the
+    // recording of their step's size.
     return RecordedBatches::run_by_page(
         members.size(), slot_of,
         [&](const std::vector<std::size_t>& of_page, std::vector<int> slots, long page) {

@@ -425,11 +425,12 @@ class HifiGanStream final : public NetworkStream {
                                   int frames, bool flush, JointScratch& joint);
     void take_batch_audio(gpu::Queue& q, std::span<const StreamPush> pushes,
                           const BatchSignal& audio);
-    // A settled batch, every push of `pushes` side by side, a page of the
-    // held slots at a time, each through its key's recording on the lane's
-    // queue (recorded_step.h: the length, the members' state and count,
-    // the page the recording's variant); false, having done nothing, where
-    // it cannot replay. The caller holds the lane's lock.
+    // A settled batch, every push of `pushes` side by side, steps of powers
+    // of two members of a page of the held slots at a time, each through
+    // its key's recording on the lane's queue (recorded_step.h: the length,
+    // the members' state and the step's count, the page the recording's
+    // variant); false, having done nothing, where it cannot replay. The
+    // caller holds the lane's lock.
     bool push_batch_recorded(std::span<const StreamPush> pushes,
                              const std::vector<HifiGanStream*>& streams,
                              JoinLane<StreamPush>& lane);

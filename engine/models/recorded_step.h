@@ -187,9 +187,9 @@ class RecordedSteps {
 // Threads: whoever holds the lane's lock.
 class RecordedBatches {
   public:
-    // (A batch over several pages takes a key per member count it has in a
-    // page: four would let a batch of five pages of five counts replay
-    // nothing. The bound on bytes holds whatever this allows.)
+    // (A batch takes a key per power of two it has in a page's member
+    // count, up to nine for a page of 256, and a lane's chunk lengths and
+    // states multiply them. The bound on bytes holds whatever this allows.)
     static constexpr std::size_t kMaxBatches = 16;
     RecordedBatches(gpu::Backend& backend, JointScratch& joint);
     // Made at the first batch that may replay (none on the CPU, OpenCL).

@@ -222,15 +222,21 @@ bool CudaBackend::begin_recording_impl(Queue& q) {
 
 std::shared_ptr<RecordedWork> CudaBackend::end_recording_impl(Queue& q) {
     CudaQueue& cq = impl_->queue(q);
-    impl_->use_device("record");
-    auto work = std::make_shared<CudaGraph>();
+    // The capture ends, and the gate hears of it, before anything that can
+    // throw: a capture left open would hold every free of the process back.
+    cudaSetDevice(impl_->device);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(cq.stream.get(), &graph);
     capture_gate().end_capture();  // ended or failed: the frees that waited run
+    Graph owned(graph);
     impl_->check(ended, "cudaStreamEndCapture", "record");
-    work->graph.reset(graph);
+    // (The frees that ran may have made another device current.)
+    impl_->use_device("record");
+    auto work = std::make_shared<CudaGraph>();
+    work->graph = std::move(owned);
     cudaGraphExec_t exec = nullptr;
-    impl_->check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", "record");
+    impl_->check(cudaGraphInstantiate(&exec, work->graph.get(), 0), "cudaGraphInstantiate",
+                 "record");
     work->exec.reset(exec);
     return work;
 }

@@ -7,9 +7,9 @@
 // up, the mean-only affine) is one backend call for the batch; the flips
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
-// A settled batch replays, a page of the held slots at a time, from a
-// recording of its couplings (push_batch_recorded; recorded_step.h says
-// what makes it replayable and what its key holds), as a decoder's does.
+// A settled batch replays, a step of a power of two members of a page of
+// the held slots at a time, from a recording of its couplings (push_batch_recorded; recorded_step.h
+// says what makes it replayable and what its key holds), as a decoder's does.
 #include <algorithm>
 #include <string>
 
@@ -246,8 +246,9 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     // held frames.
     auto& b = net_.backend();
     for (const VitsFlowPush& p : batch) b.synchronize(*p.stream->queue_);
-    // One recorded step per page of the held slots (the pages' members
-    // copied by slot index): any members of a page replay its recording.
+    // Recorded steps of powers of two members within each page of the held
+    // slots (copied by slot index): any members of a page replay the
+    // recording of their step's size.
     return RecordedBatches::run_by_page(
         batch.size(), [&](std::size_t i) -> auto& { return *batch[i].stream->slot_; },
         [&](const std::vector<std::size_t>& of_page, std::vector<int> slots, long page) {
