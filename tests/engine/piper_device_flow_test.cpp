@@ -147,8 +147,10 @@ TEST_P(PiperDeviceFlow, a_device_error_in_a_sentences_flow_is_taken_over_by_the_
 // lavapipe's are about real time on two loaded cores, so it is not asked.
 TEST_P(PiperDeviceFlow, pulled_live_a_device_error_in_a_sentences_flow_costs_no_underrun) {
     ETUDE_SKIP_WHEN_EMULATED("the stream is pulled at the audio clock");
-    if (GetParam() == etude::gpu::BackendKind::Vulkan)
-        GTEST_SKIP() << "lavapipe makes this voice at about real time here: no margin for a drill";
+    // (A Vulkan GPU, NVIDIA's in the GPU pack, has the margin.)
+    if (GetParam() == etude::gpu::BackendKind::Vulkan && !device_->info().is_gpu)
+        GTEST_SKIP() << device_->info().name
+                     << ", no GPU, makes this voice at about real time here: no margin for a drill";
     const std::vector<std::vector<std::int64_t>> text{sentences()[1]};
     const Spoken cpu = speak(engine_, options("cpu", 13, ""), text);
     auto stream = engine_.create_stream(options(name_, 13, "kernel:1:0:400"));
