@@ -61,9 +61,12 @@ inline bool may_reduce_quality(const PlaybackState& s) {
 // 132x with the CPU taking about 80% of the chunks, priced quicker, and 301x with
 // every chunk on the device (docs/benchmarks.md, 2026-11-30). Not for a
 // device that is no GPU (lavapipe, PoCL): it runs on the host's cores, which
-// the CPU tier would use as well. The CPU still covers a device's errors.
-inline bool device_first(bool read_offline, bool device_is_gpu) {
-    return read_offline && device_is_gpu;
+// the CPU tier would use as well. Nor for a GPU that the stream's
+// calibration found slower than the CPU for a chunk alone, unloaded (an
+// integrated GPU, as a small board's may be): there the price decides.
+// The CPU still covers a device's errors.
+inline bool device_first(bool read_offline, bool device_is_gpu, bool device_was_quicker) {
+    return read_offline && device_is_gpu && device_was_quicker;
 }
 
 // How long a chunk's push to a device may wait for other streams' pushes to

@@ -130,6 +130,7 @@ MelScheduler::MelScheduler(MelSchedulerOptions options) : options_(std::move(opt
                 gpu_model_->run(mel.data(), window, gpu_model_->left_context(), n, values.data());
             });
             per_frame_[0] = LatencyEstimator(0.95, 0.25, 200'000, per_frame(ns));
+            gpu_calibrated_quicker_ = ns <= cpu_ns;
             // Before the first chunk: the device is "chosen" if it keeps up
             // with the audio (a frame's audio made in less than it lasts),
             // or is pinned.
@@ -204,7 +205,8 @@ int MelScheduler::choose(std::int64_t budget_ns, bool may_reduce_quality) {
     // quicker tier for every chunk that fits nowhere. An offline reader's
     // chunk on a GPU goes there too (deadline.h's device_first()).
     if (gpu_may_try &&
-        (options_.cpu_busy || device_first(read_offline_, gpu_model_->backend().info().is_gpu)))
+        (options_.cpu_busy ||
+         device_first(read_offline_, gpu_model_->backend().info().is_gpu, gpu_calibrated_quicker_)))
         return 0;
     if (gpu_model_) {
         c[n] = {Processor::Gpu, Quality::Full, per_frame_[0].estimate_ns() * frames_to_run(0),

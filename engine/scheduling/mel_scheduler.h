@@ -121,6 +121,9 @@ class MelScheduler {
     // chunks go to the device whenever the breaker lets them (deadline.h's
     // device_first()).
     void set_read_offline(bool offline) { read_offline_ = offline; }
+    // Whether the calibration timed the GPU tier's chunk alone at most the
+    // CPU's: offline readers keep their chunks only on such a GPU.
+    bool gpu_calibrated_quicker() const { return gpu_calibrated_quicker_; }
     void reset();                     // drop the utterance in progress (cancel)
     MelSchedulerStats stats() const;  // any thread
     // The device the GPU tier runs on (null without one, or once its
@@ -160,6 +163,9 @@ class MelScheduler {
     LatencyEstimator per_frame_[3];
     bool join_may_wait_ = false;
     bool read_offline_ = false;
+    // The calibration timed the GPU tier's chunk at most the CPU's
+    // (device_first()).
+    bool gpu_calibrated_quicker_ = false;
     std::uint64_t stamp_ = 0;
     double out_rate_ = 0;
     std::optional<dsp::StreamingResampler> resampler_;

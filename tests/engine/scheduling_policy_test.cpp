@@ -62,12 +62,15 @@ TEST(Deadline, an_offline_reader_has_the_budget_but_never_reduced_quality) {
 
 // An offline reader's chunk goes to a GPU whatever the deadline would price
 // quicker; a live stream's is priced, and so is any chunk on a device that
-// shares the host's cores (lavapipe, PoCL).
+// shares the host's cores (lavapipe, PoCL) or on a GPU slower than the CPU
+// for a chunk alone.
 TEST(Deadline, an_offline_reader_on_a_gpu_gives_the_device_every_chunk_it_may_take) {
-    EXPECT_TRUE(device_first(/*read_offline=*/true, /*device_is_gpu=*/true));
-    EXPECT_FALSE(device_first(false, true));
-    EXPECT_FALSE(device_first(true, false));
-    EXPECT_FALSE(device_first(false, false));
+    EXPECT_TRUE(device_first(/*read_offline=*/true, /*device_is_gpu=*/true,
+                             /*device_was_quicker=*/true));
+    EXPECT_FALSE(device_first(false, true, true));
+    EXPECT_FALSE(device_first(true, false, true));
+    EXPECT_FALSE(device_first(true, true, false));
+    EXPECT_FALSE(device_first(false, false, false));
 }
 
 // ---- the order across streams ----------------------------------------------
