@@ -13,9 +13,15 @@
 #   scripts/gpu-check.sh pack-streams DIR [BUILD_DIR]
 # packs the many-streams benchmark the same way, alone: the whole engine it
 # links (ICU, espeak-ng, Flite's voices) would not fit in the first pack.
+#   scripts/gpu-check.sh pack-all DIR [BUILD_DIR]
+# packs the tests of both (the engine's device tests too) and the
+# many-streams benchmark, not the kernel benchmarks, in one folder that
+# travels with the repository in one call (the libraries are shared; the
+# programs are stripped); it refuses to pack what would not travel.
 # BUILD_DIR defaults to $ETUDE_BUILD_DIR or build/; it must hold
-# etude_tests_gpu, etude_tests_engine_models, etude_bench (pack) or
-# etude_many_streams (pack-streams), and gpu/cuda/libetude_cuda.so.
+# etude_tests_gpu, etude_tests_engine_models, etude_bench (pack),
+# etude_many_streams (pack-streams), the first two, etude_tests_engine and
+# etude_many_streams (pack-all), and gpu/cuda/libetude_cuda.so.
 set -euo pipefail
 
 # Which tests and benchmarks are the GPU ones: the only place to change
@@ -81,6 +87,10 @@ pack() {
   if [ "$kind" = streams ]; then
     programs=("$build/bench/etude_many_streams")
     targets=etude_many_streams
+  elif [ "$kind" = all ]; then
+    programs=("$build/tests/etude_tests_gpu" "$build/tests/etude_tests_engine_models"
+              "$build/tests/etude_tests_engine" "$build/bench/etude_many_streams")
+    targets="etude_tests_gpu etude_tests_engine_models etude_tests_engine etude_many_streams"
   fi
   local module=$build/gpu/cuda/libetude_cuda.so f
   for f in "${programs[@]}" "$module"; do
@@ -109,6 +119,16 @@ pack() {
     for f in make_parity_data.py convert.py lef.py reference_models.py; do
       cp "$here/tools/$f" "$dir/tools/"
     done
+  elif [ "$kind" = all ]; then
+    # The tests' data (6 MB) and what the many-streams run reads and makes
+    # its voice and yardsticks with (below).
+    cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
+    mkdir -p "$dir/tools/piper_reference"
+    cp "$here/tools/piper_reference/make_voices.py" "$here/tools/piper_reference/vits.py" \
+       "$dir/tools/piper_reference/"
+    cp "$here/bench/torch_piper.py" "$here/bench/onnx_sessions.py" "$dir/tools/"
+    # Symbols are not needed there, and they are megabytes of the 64 MiB.
+    strip --strip-unneeded "$dir"/bin/*
   else
     # What the many-streams run reads, and no more (the other test voices
     # are 3 MB that the 64 MiB a device call carries, with the repository's
@@ -187,14 +207,32 @@ pack() {
   # tar reads it, and it packs in 3 s rather than 20.
   tar -czf "$dir/payload.tar.gz" -C "$dir" bin lib data tools
   rm -rf "${dir:?}/bin" "${dir:?}/lib" "${dir:?}/data" "${dir:?}/tools"
+  if [ "$kind" = all ]; then
+    # One call carries the repository's tracked files and this folder (in
+    # an ignored folder named in the call's carry), 64 MiB in all.
+    local size tracked=0 limit=$((64 * 1024 * 1024))
+    size=$(du -sb "$dir" | cut -f1)
+    if git -C "$here" rev-parse --git-dir >/dev/null 2>&1; then
+      tracked=$(cd "$here" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null |
+                awk '{s += $1} END {print s + 0}')
+    fi
+    if [ $((size + tracked)) -ge "$limit" ]; then
+      echo "gpu-check: the folder ($size bytes) and the repository's files ($tracked) come to" \
+           "$((size + tracked)) bytes, over the $limit a device call carries: use pack and" \
+           "pack-streams in two calls" >&2
+      exit 1
+    fi
+    echo "gpu-check: with the repository's files $((size + tracked)) of the $limit bytes a call carries"
+  fi
   echo "gpu-check: packed $(du -sh "$dir" | cut -f1) into $dir; on the GPU machine run: $dir/run.sh OUT"
 }
 
 case "${1:-}" in
-  pack | pack-streams)
+  pack | pack-streams | pack-all)
     [ $# -ge 2 ] && [ $# -le 3 ] || usage
     kind=main
     [ "$1" = pack-streams ] && kind=streams
+    [ "$1" = pack-all ] && kind=all
     pack "$kind" "$2" "${3:-${ETUDE_BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build}}"
     ;;
   *) usage ;;

@@ -111,6 +111,21 @@ check_pack pack-streams streams bin/etude_many_streams lib/libetude_cuda.so lib/
   tools/piper_reference/vits.py
 grep -q '^etude_many_streams starts' "$tmp/streams-out/summary.txt" ||
   bad "the packed etude_many_streams did not start"
+# Both in one folder for one call (pack-all): the tests, the engine's device
+# tests and the many-streams run, in the 64 MiB a call carries with the
+# repository's files (the pack itself in an ignored folder, named in the
+# call's carry, so no reserve for untracked files). When the repository
+# grows past that, this fails: shrink the folder, or drop pack-all.
+limit_bytes=$((64 * 1024 * 1024))
+check_pack pack-all all bin/etude_tests_gpu bin/etude_tests_engine_models bin/etude_tests_engine \
+  bin/etude_many_streams lib/libetude_cuda.so lib/libvulkan.so.1 data/piper/test_medium_multi.onnx \
+  data/piper/reference.json data/neural tools/piper_reference/make_voices.py tools/torch_piper.py
+grep -q '^etude_many_streams starts' "$tmp/all-out/summary.txt" ||
+  bad "pack-all's etude_many_streams did not start"
+grep -q '^tests selected by .*: [1-9]' "$tmp/all-out/summary.txt" ||
+  bad "pack-all's test programs selected no CUDA tests"
+grep -q '^Backends/PiperFlowReplay\.' "$tmp/all-out/cuda-engine-tests-list.txt" ||
+  bad "pack-all's engine tests list no PiperFlowReplay tests"
 
 # The packed test program started from the pack alone and found CUDA tests.
 grep -q '^tests selected by .*: [1-9]' "$tmp/pack-out/summary.txt" ||
