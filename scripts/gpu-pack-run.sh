@@ -10,13 +10,12 @@
 #                       (neural vocoders, Piper voices; etude_tests_engine_models)
 #   cuda-engine-tests.xml/.log the same for the engine's device tests (Piper
 #                       streams' flow batches and replays, device faults;
-#                       etude_tests_engine; only in a folder made by hand
-#                       with both packs' files: neither pack carries it)
+#                       etude_tests_engine; in a pack-all folder only)
 #   cuda-bench.json/.log Google Benchmark results and console output
 #   cuda-tests-list.txt, cuda-model-tests-list.txt, cuda-engine-tests-list.txt
 #                       the tests the filter selects (written even without a GPU)
-# and, for a pack made by `gpu-check.sh pack-streams` (or a folder that holds
-# both packs' files: what runs is what bin/ holds):
+# and, for a pack made by `gpu-check.sh pack-streams` or `pack-all` (what
+# runs is what bin/ holds):
 #   many-streams-cuda.log, many-streams-vulkan.log
 #                       N Piper streams pulled in real time on each device
 #                       (bench/many_streams.cpp), piper-voice.log its voice;
