@@ -60,7 +60,7 @@ target_libs='libcuda.so libcufft.so libcublas.so libcublasLt.so'
 vulkan_loader='libvulkan.so.1'
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
