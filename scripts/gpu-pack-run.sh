@@ -23,6 +23,7 @@
 #                       the offline aggregate on CUDA with its direct
 #                       convolution kernels, and in TF32;
 #   many-streams-cuda-ops.log the device's operations per second of audio
+#   many-streams-cuda-offline.log 1,024 streams read offline on CUDA
 # Needs: an NVIDIA driver and CUDA 13's cuFFT and cuBLAS on the machine (found
 # through $ETUDE_CUDA_LIB_DIR, $LD_LIBRARY_PATH, ldconfig, $CUDA_HOME,
 # $CUDA_PATH, nvcc's folder, /usr/local/cuda*, or PyTorch's nvidia wheels).
@@ -324,9 +325,24 @@ if $has_streams; then
     many_rc=$?
     gpu_busy_stop
     say "many streams on $backend: exit $many_rc (many-streams-$backend.log)"
-    grep -E ' streams +first audio|host CPU busy|batches on' "$out/many-streams-$backend.log" | tee -a "$summary"
+    grep -E ' streams +first audio|host CPU busy|work (live|offline)|batches on' \
+      "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
+  # Issue 41's offline measure: 1,024 streams read with read() on CUDA
+  # (ETUDE_OFFLINE_STREAMS), and where their work ran (offline readers keep
+  # their chunks on a GPU: engine/scheduling/deadline.h's device_first()).
+  if [[ " ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan} " == *" cuda "* ]]; then
+    gpu_busy_start "$out/gpu-busy-cuda-offline.log"
+    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
+      --streams "${ETUDE_OFFLINE_STREAMS:-1024}" --rounds 1 >"$out/many-streams-cuda-offline.log" 2>&1
+    many_rc=$?
+    gpu_busy_stop
+    say "many streams read offline on cuda: exit $many_rc (many-streams-cuda-offline.log)"
+    grep -E 'offline|batches on' "$out/many-streams-cuda-offline.log" | tee -a "$summary"
+    [ "$many_rc" -eq 0 ] || status=1
+  fi
   # CUDA's convolutions as cuBLAS GEMMs (the default) against the direct
   # kernel they replaced (docs/backends.md): the offline aggregate again with
   # ETUDE_CUDA_CONV=direct, at one count.
