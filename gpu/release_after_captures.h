@@ -56,13 +56,15 @@ class ReleaseAfterCaptures {
         due.swap(waiting_);
         for (auto& r : due) run(r);
     }
-    // Runs `r` now, or after the recordings in progress end. noexcept: a
-    // release that cannot be kept for later (no memory to hold it) runs now.
-    void release(Release r) noexcept {
+    // Runs `r` now, or after the recordings in progress end. noexcept (it
+    // serves deleters): a release that cannot be kept for later (no memory
+    // to hold it) runs now.
+    template <class F>
+    void release(F&& r) noexcept {
         std::lock_guard lock(mu_);
         if (captures_ > 0) {
             try {
-                waiting_.push_back(std::move(r));
+                waiting_.emplace_back(r);
                 return;
             } catch (...) {
             }
@@ -80,9 +82,10 @@ class ReleaseAfterCaptures {
     }
 
   private:
-    static void run(Release& r) noexcept {
+    template <class F>
+    static void run(F& r) noexcept {
         try {
-            if (r) r();
+            r();  // (an empty Release throws, and is caught)
         } catch (...) {
             // A release reports nothing (it is a free); a broken device shows
             // up in its next operation instead.

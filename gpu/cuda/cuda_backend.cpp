@@ -100,16 +100,10 @@ void CudaBackend::raw_free(void* handle) noexcept {
     // broken context shows up in the next operation instead. cudaFree
     // synchronizes the device, which would spoil a capture in progress on
     // another thread: it waits for them (cuda_capture_gate.h).
-    const int device = impl_->device;
-    const auto free_it = [device, handle] {
+    capture_gate().release([device = impl_->device, handle] {
         cudaSetDevice(device);
         cudaFree(handle);
-    };
-    try {
-        capture_gate().release(free_it);
-    } catch (...) {
-        free_it();  // (the release could not even be wrapped)
-    }
+    });
 }
 
 float* CudaBackend::allocate_pinned(std::size_t floats) {
@@ -127,13 +121,8 @@ float* CudaBackend::allocate_pinned(std::size_t floats) {
 }
 
 void CudaBackend::free_pinned(float* p) noexcept {
-    if (!p) return;
     // cudaFreeHost synchronizes the device too (raw_free).
-    try {
-        capture_gate().release([p] { cudaFreeHost(p); });
-    } catch (...) {
-        cudaFreeHost(p);
-    }
+    if (p) capture_gate().release([p] { cudaFreeHost(p); });
 }
 
 // ---- queues, copies, synchronisation ----
