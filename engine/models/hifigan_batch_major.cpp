@@ -6,8 +6,9 @@
 // While the streams' windows fill (their first chunks), the signal's
 // length changes from layer to layer as in each stream's own walk.
 // A settled batch replays, a step of a power of two members of a page of
-// the held slots at a time, from a recording of its layers (push_batch_recorded; recorded_step.h
-// says what makes it replayable and what its key holds).
+// the held slots at a time, from a recording of its layers
+// (push_batch_recorded; recorded_step.h says what makes it replayable and
+// what its key holds).
 #include <algorithm>
 
 #include "engine/models/batch_major.h"

@@ -58,10 +58,10 @@ inline bool may_reduce_quality(const PlaybackState& s) {
 // the host's cores, which must feed the GPU as well. The deadline's price is
 // a chunk's latency, which a loaded device's queue inflates while its
 // throughput grows: on an H200 with 16 host cores, 256 offline streams made
-// 132x with the CPU taking about 80% of the chunks, priced quicker, and 301x with
-// every chunk on the device (docs/benchmarks.md, 2026-11-30). Not for a
-// device that is no GPU (lavapipe, PoCL): it runs on the host's cores, which
-// the CPU tier would use as well. Nor for a GPU that the stream's
+// 132x with the CPU taking about 80% of the chunks, priced quicker, and
+// 301x with every chunk on the device (docs/benchmarks.md, 2026-11-30). Not
+// for a device that is no GPU (lavapipe, PoCL): it runs on the host's cores,
+// which the CPU tier would use as well. Nor for a GPU that the stream's
 // calibration found slower than the CPU for a chunk alone, unloaded (an
 // integrated GPU, as a small board's may be): there the price decides.
 // The CPU still covers a device's errors.

@@ -26,9 +26,9 @@ bool DecoderVoice::vocode_frames(std::span<const float> frames, int count, bool 
     const PlaybackState playback = ring_.playback_state();
     const auto budget_ns = deadline_ns(dispatched, playback) - dispatched;
     std::span<const float> audio;
-    mel_.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join,
-                      may_wait_to_join(playback));
-    mel_.set_read_offline(sink_.read_offline());
+    const bool offline = sink_.read_offline();
+    mel_.set_batching(offline ? Batching::JoinOffline : Batching::Join, may_wait_to_join(playback));
+    mel_.set_read_offline(offline);
     try {
         // A chunk given to the device gives its turn back (mel_scheduler.h).
         audio = mel_.process(frames, count, last, budget_ns, report, may_reduce_quality(playback),

@@ -16,6 +16,7 @@
 #include "engine/scheduling/device_choice.h"
 #include "engine/scheduling/mel_scheduler.h"
 #include "gpu/registry.h"
+#include "support/model_parity.h"
 #include "support/test_data.h"
 
 namespace etude::engine {
@@ -39,18 +40,8 @@ Mel load_mel(const std::string& name) {
     return {std::move(a.data), static_cast<int>(a.shape[0]), static_cast<int>(a.shape[1])};
 }
 
-double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    double d = 0;
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-        d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
-    return d;
-}
-
-double rms(std::span<const float> a) {
-    double s = 0;
-    for (float v : a) s += static_cast<double>(v) * v;
-    return a.empty() ? 0 : std::sqrt(s / static_cast<double>(a.size()));
-}
+using test::max_abs_diff;  // (a NaN counts as infinitely far)
+using test::rms;
 
 // An OpenCL device (PoCL in CI) stands in for a GPU that fails on purpose.
 bool have_opencl() {
@@ -63,6 +54,17 @@ bool have_device(const std::string& kind) {
     for (const auto& d : gpu::DeviceRegistry::instance().devices())
         if (gpu::to_string(d.kind) == kind) return true;
     return false;
+}
+
+// HiFi-GAN V1's scheduler options with its GPU tier on `backend` and no
+// phase reconstruction to fall back on: a chunk is the model's, on the
+// device or the CPU.
+MelSchedulerOptions hifigan_v1_on(const std::string& backend) {
+    MelSchedulerOptions mo;
+    mo.model_path = kData + "hifigan_v1.lef";
+    mo.backend = backend;
+    mo.allow_phase_fallback = false;
+    return mo;
 }
 
 std::vector<float> offline(const std::string& name, const Mel& mel) {
@@ -237,10 +239,7 @@ TEST_P(MelStreamDeviceFaults, failed_gpu_chunks_are_remade_on_the_cpu_exactly) {
     if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device to fail";
     const Mel mel = load_mel("hifigan_v1");
     const auto want = offline("hifigan_v1", mel);
-    MelSchedulerOptions mo;
-    mo.model_path = kData + "hifigan_v1.lef";
-    mo.backend = GetParam();
-    mo.allow_phase_fallback = false;
+    MelSchedulerOptions mo = hifigan_v1_on(GetParam());
     MelScheduler sched(mo);
     // The scheduler's device (the registry shares it): fail the first op of
     // two chunks in mid-stream, where the GPU's runner holds state and the
@@ -280,10 +279,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, MelStreamDeviceFaults, ::testing::Values("open
 TEST_P(MelStreamDeviceFaults, a_busy_cpu_leaves_every_chunk_the_device_may_take_to_it) {
     if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device to pin";
     const Mel mel = load_mel("hifigan_v1");
-    MelSchedulerOptions mo;
-    mo.model_path = kData + "hifigan_v1.lef";
-    mo.backend = GetParam();
-    mo.allow_phase_fallback = false;
+    MelSchedulerOptions mo = hifigan_v1_on(GetParam());
     mo.cpu_busy = true;
     MelScheduler sched(mo);
     const auto device = open_model_backend(GetParam(), -1);  // the scheduler's (shared)
@@ -310,10 +306,7 @@ TEST_P(MelStreamDeviceFaults, a_busy_cpu_leaves_every_chunk_the_device_may_take_
 TEST_P(MelStreamDeviceFaults, an_offline_reader_gives_a_gpu_every_chunk_and_others_are_priced) {
     if (!have_device(GetParam())) GTEST_SKIP() << "no " << GetParam() << " device";
     const Mel mel = load_mel("hifigan_v1");
-    MelSchedulerOptions mo;
-    mo.model_path = kData + "hifigan_v1.lef";
-    mo.backend = GetParam();
-    mo.allow_phase_fallback = false;
+    MelSchedulerOptions mo = hifigan_v1_on(GetParam());
     MelScheduler sched(mo);
     ASSERT_TRUE(sched.gpu_backend());
     sched.set_read_offline(true);
@@ -336,10 +329,7 @@ TEST(MelStreamFaults, a_device_error_while_the_stream_is_made_only_turns_the_gpu
     const Mel mel = load_mel("hifigan_v1");
     const auto want = offline("hifigan_v1", mel);
     const auto device = open_model_backend("opencl", -1);
-    MelSchedulerOptions mo;
-    mo.model_path = kData + "hifigan_v1.lef";
-    mo.backend = "opencl";
-    mo.allow_phase_fallback = false;
+    MelSchedulerOptions mo = hifigan_v1_on("opencl");
     int gpu_off = 0;
     for (int after = 0; after <= 1200; after += 40) {
         SCOPED_TRACE("out of memory after " + std::to_string(after) + " operations");
@@ -372,11 +362,8 @@ TEST(MelStreamFaults, a_cheaper_cpu_model_covers_a_failed_gpu_chunk_exactly) {
     const Mel mel = load_mel("hifigan_v1");
     const auto v1 = offline("hifigan_v1", mel);
     const auto v3 = offline("hifigan_v3", mel);
-    MelSchedulerOptions mo;
-    mo.model_path = kData + "hifigan_v1.lef";
+    MelSchedulerOptions mo = hifigan_v1_on("opencl");
     mo.cpu_model_path = kData + "hifigan_v3.lef";
-    mo.backend = "opencl";
-    mo.allow_phase_fallback = false;
     MelScheduler sched(mo);
     EXPECT_NE(sched.stats().model.find("hifigan_v3"), std::string::npos);
     const auto device = open_model_backend("opencl", -1);  // the scheduler's (shared)

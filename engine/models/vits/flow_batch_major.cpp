@@ -8,8 +8,9 @@
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
 // A settled batch replays, a step of a power of two members of a page of
-// the held slots at a time, from a recording of its couplings (push_batch_recorded; recorded_step.h
-// says what makes it replayable and what its key holds), as a decoder's does.
+// the held slots at a time, from a recording of its couplings
+// (push_batch_recorded; recorded_step.h says what makes it replayable and
+// what its key holds), as a decoder's does.
 #include <algorithm>
 #include <string>
 
