@@ -146,7 +146,7 @@ void SlotIndexed::upload(gpu::Backend& backend, gpu::Queue& q) {
 std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
     std::size_t count, const std::function<bool(std::size_t)>& may,
     const std::function<PushState(std::size_t)>& state,
-    const std::function<const HeldSlots::Slot*(std::size_t)>& slot) {
+    const std::function<const HeldSlots::Slot*(std::size_t)>& slot, std::size_t min_size) {
     // (A map of whole states: a flow's is some 50 numbers, a decoder's some
     // 100, next to thousands of operations a push.)
     std::map<PushState, std::vector<std::size_t>> of_state;
@@ -154,7 +154,7 @@ std::vector<std::vector<std::size_t>> BatchMajor::same_state_groups(
         if (may(i)) of_state[state(i)].push_back(i);
     std::vector<std::vector<std::size_t>> groups;
     for (auto& [key, group] : of_state)
-        if (group.size() >= 2) groups.push_back(std::move(group));
+        if (group.size() >= min_size) groups.push_back(std::move(group));
     std::stable_sort(groups.begin(), groups.end(),
                      [](const auto& a, const auto& b) { return a.size() > b.size(); });
     const auto order = [&](std::size_t i) {

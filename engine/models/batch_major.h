@@ -15,9 +15,9 @@
 // Which pushes: those whose streams are in one state (every layer of every
 // stream holding as many samples, and so on: BatchMajor::PushState), every
 // stream pushing the same number of samples, all flushing or none. Settled
-// streams (stream_layers.h's settled(): every window full) are all in one
-// state; so are streams that started together, pushing their first chunks
-// while their windows fill from the prefill's zeros, which is when a
+// streams (every window full, every delay holding its samples, every
+// upsampler past its left padding) are all in one state; so are streams that started together,
+// pushing their first chunks while their windows fill from the prefill's zeros, which is when a
 // stream's first audio waits, and pushing their sentences' ends together
 // (a flush: each window's zeros appended, one fill for the batch, and
 // every delay emptied, as each stream's own flush). A batch item is then
@@ -78,7 +78,7 @@ class HeldSlots {
   public:
     static constexpr int kPage = 16;
     // On a GPU of data-centre size (32 GB or more), pages of kLargePage:
-    // a settled batch replays recordings per page its members lie in, one
+    // a batch in one state replays recordings per page its members lie in, one
     // per power of two in the page's member count
     // (RecordedBatches::run_by_page), so a thousand streams make four
     // pages' steps (at most 4 x 9 replays, 4 of 256 where the pages are
@@ -137,10 +137,11 @@ struct BatchMajor {
     // more, largest first, each in the order of its streams' slots
     // (`slot(i)`; null for a stream without one, which goes last), so that
     // neighbours' held samples go as one copy.
+    // (`min_size` 1: every group, a push alone in its state too.)
     static std::vector<std::vector<std::size_t>> same_state_groups(
         std::size_t count, const std::function<bool(std::size_t)>& may,
         const std::function<PushState(std::size_t)>& state,
-        const std::function<const HeldSlots::Slot*(std::size_t)>& slot);
+        const std::function<const HeldSlots::Slot*(std::size_t)>& slot, std::size_t min_size = 2);
     // The same layer of each stream of the batch (layers[b] takes item b of
     // `in`; the same weights, the biases each its own), all in one state
     // (push_state()): their pushes of in.length

@@ -88,23 +88,43 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
         }
         streams.push_back(s);
     }
-    // (Its own stream's: the thread leading a batch may run a batch of one
-    // that is another stream's push, once out of memory capped the batches.)
-    if (pushes.size() == 1 && streams[0]->push_recorded(pushes[0])) return;
+    // The pushes through the lane's recordings, a group of those in one
+    // state at a time, and a lone push of a stream whose held samples lie in
+    // the network's slots as a batch of one (push_batch_recorded): the
+    // recordings all the network's streams share, so that every stream's
+    // first chunks (each utterance starts in the same states) and flushes
+    // replay one recording per key, where recordings of its own would pay
+    // only once the stream had sized and recorded each key itself. A lone
+    // push of a stream without a slot goes through its own (the thread
+    // leading a batch may run a batch of one that is another stream's
+    // push, once out of memory capped the batches).
+    const bool lone = pushes.size() == 1;
+    if (lone && !streams[0]->slot_ && streams[0]->push_recorded(pushes[0])) return;
     // Several streams share the network's joint buffers (a lone stream
-    // never uses them, so lone pushes run side by side).
+    // never uses them op by op, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
-    if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
-    if (pushes.size() > 1 && push_batch_recorded(pushes, streams, lane)) return;
+    if (!lone || streams[0]->slot_) joint_lock = std::unique_lock(lane.mu);
+    std::vector<StreamPush> rest;
+    std::vector<HifiGanStream*> rest_streams;
+    const std::vector<bool> replayed = joint_lock.owns_lock()
+                                           ? replay_by_state(pushes, streams, lane)
+                                           : std::vector<bool>(pushes.size(), false);
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (!replayed[i]) {
+            rest.push_back(pushes[i]);
+            rest_streams.push_back(streams[i]);
+        }
+    if (rest.empty()) return;
+    if (rest.size() == 1 && joint_lock.owns_lock()) joint_lock.unlock();
     std::vector<std::array<ScratchBuffer*, 8>> buffers;
-    for (HifiGanStream* s : streams) buffers.push_back(s->lent());
+    for (HifiGanStream* s : rest_streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
     // Declared before the try: the catch below synchronizes while the
     // buffers are still this push's.
     const ScratchLender::Loan loan(net_.batching_->lender, groups);
     gpu::Queue& q = *queue_;
     try {
-        walk_together(q, pushes, streams, lane.joint);
+        walk_together(q, rest, rest_streams, lane.joint);
     } catch (...) {
         // What was queued before the failure must not still be writing to
         // the streams' buffers (or, copied to the host, to their values)
@@ -240,7 +260,7 @@ void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushe
 }
 
 bool HifiGanStream::push_recorded(const StreamPush& p) {
-    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0 || !settled()) return false;
+    if (!replay_ || !steps_.enabled() || p.frames <= 0) return false;
     gpu::Queue& q = *queue_;
     const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * p.frames;
     RecordedSteps::Step step;
@@ -259,8 +279,8 @@ bool HifiGanStream::push_recorded(const StreamPush& p) {
         p.values->resize(at + n);
         backend_.copy_to_host(oq, p.values->data() + at, *out.buffer, 0, n);
     };
-    step.advance = [&] { advance_settled(p.frames); };
-    return steps_.run(q, {p.frames}, step);
+    step.host_counts = [&](std::vector<HostCount>& counts) { host_counts(counts); };
+    return steps_.run(q, push_state(p.frames, p.flush), step);
 }
 
 namespace {

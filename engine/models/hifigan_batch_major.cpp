@@ -5,8 +5,10 @@
 // are its held samples' copies, its mel's upload and its audio's download.
 // While the streams' windows fill (their first chunks), the signal's
 // length changes from layer to layer as in each stream's own walk.
-// A settled batch replays, a step of a power of two members of a page of
-// the held slots at a time, from a recording of its layers
+// A batch in one state (filling or settled, a flush too; a lone push of a
+// stream with a slot as a batch of one) replays, a step of a power of two
+// members of a page of the held slots at a time, from a recording of its
+// layers
 // (push_batch_recorded; recorded_step.h says what makes it replayable and
 // what its key holds).
 #include <algorithm>
@@ -16,13 +18,36 @@
 
 namespace etude::engine {
 
-std::vector<std::size_t> HifiGanStream::same_state_batch(
-    std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams) {
-    auto groups = BatchMajor::same_state_groups(
+std::vector<std::vector<std::size_t>> HifiGanStream::state_groups(
+    std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams,
+    std::size_t min_size) {
+    return BatchMajor::same_state_groups(
         pushes.size(), [&](std::size_t i) { return pushes[i].frames > 0; },
         [&](std::size_t i) { return streams[i]->push_state(pushes[i].frames, pushes[i].flush); },
-        [&](std::size_t i) { return streams[i]->slot_ ? &*streams[i]->slot_ : nullptr; });
+        [&](std::size_t i) { return streams[i]->slot_ ? &*streams[i]->slot_ : nullptr; }, min_size);
+}
+
+std::vector<std::size_t> HifiGanStream::same_state_batch(
+    std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams) {
+    auto groups = state_groups(pushes, streams, 2);
     return groups.empty() ? std::vector<std::size_t>{} : std::move(groups.front());
+}
+
+std::vector<bool> HifiGanStream::replay_by_state(std::span<const StreamPush> pushes,
+                                                 const std::vector<HifiGanStream*>& streams,
+                                                 JoinLane<StreamPush>& lane) {
+    std::vector<bool> replayed(pushes.size(), false);
+    for (const auto& group : state_groups(pushes, streams, 1)) {
+        std::vector<StreamPush> part;
+        std::vector<HifiGanStream*> members;
+        for (std::size_t i : group) {
+            part.push_back(pushes[i]);
+            members.push_back(streams[i]);
+        }
+        if (!push_batch_recorded(part, members, lane)) continue;
+        for (std::size_t i : group) replayed[i] = true;
+    }
+    return replayed;
 }
 
 void HifiGanStream::walk_batch_major(gpu::Queue& q, std::span<const StreamPush> pushes,
@@ -134,17 +159,19 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
                                         const std::vector<HifiGanStream*>& streams,
                                         JoinLane<StreamPush>& lane) {
     RecordedBatches& batches = net_.batching_->of(lane);
-    if (pushes.size() < 2 || !batches.steps().enabled()) return false;
+    if (pushes.empty() || !batches.steps().enabled()) return false;
     const int frames = pushes[0].frames;
+    const bool flush = pushes[0].flush;
     for (std::size_t i = 0; i < pushes.size(); ++i) {
         const HifiGanStream& s = *streams[i];
-        if (!s.replay_ || !s.slot_ || pushes[i].flush || pushes[i].frames != frames ||
-            frames <= 0 || !s.settled())
+        if (!s.replay_ || !s.slot_ || pushes[i].flush != flush || pushes[i].frames != frames ||
+            frames <= 0)
             return false;
     }
     // All of them side by side (else the rest would go op by op anyway),
     // in the order of their slots.
-    const std::vector<std::size_t> order = same_state_batch(pushes, streams);
+    const std::vector<std::size_t> order =
+        pushes.size() == 1 ? std::vector<std::size_t>{0} : same_state_batch(pushes, streams);
     if (order.size() != pushes.size()) return false;
     std::vector<StreamPush> batch;
     std::vector<HifiGanStream*> members;
@@ -174,7 +201,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
             }
             // (And whose first-layer bias the batch adds: biases_in_key.)
             RecordedSteps::Key key = RecordedBatches::key(
-                part_members[0]->push_state(frames, false), part_members.size());
+                part_members[0]->push_state(frames, flush), part_members.size());
             const bool speakers =
                 std::any_of(part_members.begin(), part_members.end(), [&](const HifiGanStream* s) {
                     return !s->net_.same_speaker_biases(part_members[0]->net_);
@@ -188,7 +215,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
             };
             step.body = [&](gpu::Queue& bq) {
                 const BatchSignal x =
-                    walk_batch_layers(bq, part_members, frames, false, lane.joint);
+                    walk_batch_layers(bq, part_members, frames, flush, lane.joint);
                 return SignalRef{x.buffer, x.channels, x.length};
             };
             step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
@@ -196,8 +223,8 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
                     oq, part,
                     {out.buffer, static_cast<int>(part.size()), out.channels, out.length});
             };
-            step.advance = [&] {
-                for (HifiGanStream* s : part_members) s->advance_settled(frames);
+            step.host_counts = [&](std::vector<HostCount>& counts) {
+                for (HifiGanStream* s : part_members) s->host_counts(counts);
             };
             return batches.steps().run(q, key, step, page);
         });

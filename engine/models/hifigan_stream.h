@@ -314,21 +314,24 @@ class HifiGanStream final : public NetworkStream {
         return true;
     }
 
-    // Whether every layer is settled (stream_layers.h): a chunk's work can
-    // then be replayed.
-    bool settled() const {
-        if (!pre_->settled() || !post_->settled()) return false;
-        for (const auto& st : stages_) {
-            if (!st.up->settled()) return false;
-            for (const auto& br : st.branches) {
-                for (const auto& sub : br.subs)
-                    if (!sub.c1->settled() || (sub.c2 && !sub.c2->settled()) ||
-                        !sub.skip->settled())
-                        return false;
-                if (!br.align->settled()) return false;
+    // Calls `layer(WeightedStreamLayer&)` and `delay(StreamDelay&)` on every
+    // layer and delay in the walk's order.
+    // (`self`: this stream, const or not, as the callbacks take its layers.)
+    template <class Self, class OnLayer, class OnDelay>
+    static void each_layer(Self& self, OnLayer&& layer, OnDelay&& delay) {
+        layer(*self.pre_);
+        for (auto& st : self.stages_) {
+            layer(*st.up);
+            for (auto& br : st.branches) {
+                for (auto& sub : br.subs) {
+                    layer(*sub.c1);
+                    if (sub.c2) layer(*sub.c2);
+                    delay(*sub.skip);
+                }
+                delay(*br.align);
             }
         }
-        return true;
+        layer(*self.post_);
     }
     // What decides the operations of a push of `frames` frames, the
     // signal's end where `flush` (BatchMajor::PushState): every layer and
@@ -336,20 +339,17 @@ class HifiGanStream final : public NetworkStream {
     // operations for any of the network's streams.
     BatchMajor::PushState push_state(int frames, bool flush) const {
         BatchMajor::PushState key{frames, flush ? 1 : 0};
-        pre_->push_state(key);
-        for (const auto& st : stages_) {
-            st.up->push_state(key);
-            for (const auto& br : st.branches) {
-                for (const auto& sub : br.subs) {
-                    sub.c1->push_state(key);
-                    if (sub.c2) sub.c2->push_state(key);
-                    sub.skip->push_state(key);
-                }
-                br.align->push_state(key);
-            }
-        }
-        post_->push_state(key);
+        each_layer(
+            *this, [&](const WeightedStreamLayer& l) { l.push_state(key); },
+            [&](const StreamDelay& d) { d.push_state(key); });
         return key;
+    }
+    // The counts on the host a push moves on, every layer's in the walk's
+    // order (recorded_step.h: what a replay moves on).
+    void host_counts(std::vector<HostCount>& counts) {
+        each_layer(
+            *this, [&](WeightedStreamLayer& l) { l.host_counts(counts); },
+            [&](StreamDelay& d) { d.host_counts(counts); });
     }
     void set_replay(bool on) override { replay_ = on; }
     ReplayStats replay_stats() const override { return steps_.stats(); }
@@ -373,6 +373,46 @@ class HifiGanStream final : public NetworkStream {
 
     void push(const float* mel, int frames, bool flush, std::vector<float>& values,
               Batching batching) override {
+        if (replay_ && steps_.enabled() && !replays_as_is(frames, flush)) {
+            push_in_steps(mel, frames, flush, values, batching);
+            return;
+        }
+        push_chunk(mel, frames, flush, values, batching);
+    }
+    // Where chunks replay, a chunk of a power of two frames, or a flush of
+    // one (or none), keeps to the keys an utterance meets again and again
+    // (recorded_step.h); any other length would be a key of its own, sized
+    // op by op for a set that is seldom used again. A flush's length is the
+    // rest of its utterance, a different one each time.
+    static bool replays_as_is(int frames, bool flush) {
+        if (frames <= 1) return true;
+        return !flush && (frames & (frames - 1)) == 0;
+    }
+    // The chunk as chunks of powers of two frames, largest first, and a
+    // flush as its last frame: the same audio, since every layer computes
+    // each output once whatever the chunks (stream_layers.h).
+    void push_in_steps(const float* mel, int frames, bool flush, std::vector<float>& values,
+                       Batching batching) {
+        const int n_mels = net_.n_mels_;
+        std::vector<int> sizes;
+        for (std::size_t size :
+             RecordedBatches::step_sizes(static_cast<std::size_t>(frames - (flush ? 1 : 0))))
+            sizes.push_back(static_cast<int>(size));
+        if (flush) sizes.push_back(1);
+        int from = 0;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            const int n = sizes[i];
+            // [n_mels][frames] in, [n_mels][n] out.
+            step_mel_.resize(static_cast<std::size_t>(n_mels) * n);
+            for (int c = 0; c < n_mels; ++c)
+                std::copy_n(mel + static_cast<std::size_t>(c) * frames + from, n,
+                            step_mel_.data() + static_cast<std::size_t>(c) * n);
+            push_chunk(step_mel_.data(), n, flush && i + 1 == sizes.size(), values, batching);
+            from += n;
+        }
+    }
+    void push_chunk(const float* mel, int frames, bool flush, std::vector<float>& values,
+                    Batching batching) {
         const StreamPush alone{this, mel, frames, flush, &values};
         StreamJoiner* joiner = net_.joiner(batching);
         if (!joiner) {
@@ -407,6 +447,17 @@ class HifiGanStream final : public NetworkStream {
     // audio copied out.
     void walk_together(gpu::Queue& q, std::span<const StreamPush> pushes,
                        const std::vector<HifiGanStream*>& streams, JointScratch& joint);
+    // Every group of pushes in one state (of `min_size` or more), as
+    // BatchMajor::same_state_groups.
+    static std::vector<std::vector<std::size_t>> state_groups(
+        std::span<const StreamPush> pushes, const std::vector<HifiGanStream*>& streams,
+        std::size_t min_size);
+    // Each group of pushes in one state (one alone too) through the lane's
+    // recordings (push_batch_recorded); which replayed. The caller holds
+    // the lane's lock.
+    std::vector<bool> replay_by_state(std::span<const StreamPush> pushes,
+                                      const std::vector<HifiGanStream*>& streams,
+                                      JoinLane<StreamPush>& lane);
     // The pushes that can go side by side (batch_major.h): the largest
     // group of two or more in one state (push_state(): settled streams,
     // or streams that started together; a flush only with flushes), in the
@@ -425,29 +476,23 @@ class HifiGanStream final : public NetworkStream {
                                   int frames, bool flush, JointScratch& joint);
     void take_batch_audio(gpu::Queue& q, std::span<const StreamPush> pushes,
                           const BatchSignal& audio);
-    // A settled batch, every push of `pushes` side by side, steps of powers
-    // of two members of a page of the held slots at a time, each through
-    // its key's recording on the lane's queue (recorded_step.h: the length,
-    // the members' state and the step's count, the page the recording's
-    // variant); false, having done nothing, where it cannot replay. The
-    // caller holds the lane's lock.
+    // A batch in one state (or one push, a batch of one), every push of
+    // `pushes` side by side, steps of powers of two members of a page of
+    // the held slots at a time, each through its key's recording on the
+    // lane's queue (recorded_step.h: the length, the flush, the members'
+    // state and the step's count, the page the recording's variant); false,
+    // having done nothing, where it cannot replay. The caller holds the
+    // lane's lock.
     bool push_batch_recorded(std::span<const StreamPush> pushes,
                              const std::vector<HifiGanStream*>& streams,
                              JoinLane<StreamPush>& lane);
     void walk_layers(gpu::Queue& q, std::span<const StreamPush> pushes,
                      const std::vector<HifiGanStream*>& streams, std::vector<SignalRef>& x,
                      JointScratch& joint);
-    // A lone push through its chunk length's recording (recorded_step.h);
-    // false, having done nothing, where it cannot replay.
+    // A lone push of a stream without a slot through its own recording of
+    // the push's key (recorded_step.h); false, having done nothing, where it
+    // cannot replay.
     bool push_recorded(const StreamPush& p);
-    // What a replayed settled push of `frames` frames moves on that its
-    // recording does not: the upsamplers' totals.
-    void advance_settled(int frames) {
-        for (std::size_t k = 0; k < stages_.size(); ++k) {
-            stages_[k].up->advance(frames);
-            frames *= net_.rates_[k];
-        }
-    }
 
   private:
     struct Sub {
@@ -492,6 +537,7 @@ class HifiGanStream final : public NetworkStream {
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;
+    std::vector<float> step_mel_;  // one step's mel frames (push_in_steps)
     std::int64_t join_wait_until_ns_ = 0;
     JoinMembership<StreamPush> membership_;  // of its lane (stream_joiner.h)
     // Declared last: its recordings name the queue, the layers' state and
@@ -502,7 +548,7 @@ class HifiGanStream final : public NetworkStream {
                              return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
                          }(),
                          RecordedSteps::kMaxLengths,
-                         RecordedSteps::WhenFull::RunOpByOp,
+                         RecordedSteps::WhenFull::DropOldest,
                          0,
                          &net_.batching_->lone_recordings};
 };

@@ -22,6 +22,9 @@ struct RecordedSteps::Slot {
         SignalRef out;  // where the recorded body leaves its output
     };
     std::vector<Variant> variants;
+    // How far the recorded body moved the step's host counts on (the same
+    // for every variant: the key decides it).
+    std::vector<long> moves;
     // What the set's bytes took of the budget, given back with the set.
     RecordingBudget* budget = nullptr;
     std::size_t charged = 0;
@@ -208,7 +211,7 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         made.id = variant;
         // A buffer that grew inside the body leaves every recording of the
         // set naming the freed one: the set is sized anew and they go.
-        // Cannot happen for a settled chunk of a sized length; if it did,
+        // Cannot happen for a chunk of a sized key; if it did,
         // the push is lost rather than replayed wrong.
         const std::vector<void*> before = handles();
         const auto set_moved = [&] {
@@ -217,6 +220,10 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
             slot->variants.clear();
             return true;
         };
+        std::vector<HostCount> counts;
+        step.host_counts(counts);
+        std::vector<long> counts_before;
+        for (const HostCount& c : counts) counts_before.push_back(c.value());
         try {
             made.recording = backend_.record(q, [&](gpu::Queue& rq) { made.out = step.body(rq); });
         } catch (...) {
@@ -230,9 +237,17 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         slot->variants.push_back(std::move(made));
         v = std::prev(slot->variants.end());
         ++stats_.recordings;
-        // The body moved the host-side counts on already.
+        // The body moved the host counts on already: by this much.
+        slot->moves.clear();
+        for (std::size_t i = 0; i < counts.size(); ++i)
+            slot->moves.push_back(counts[i].value() - counts_before[i]);
     } else {
-        step.advance();
+        std::vector<HostCount> counts;
+        step.host_counts(counts);
+        if (counts.size() != slot->moves.size())
+            throw std::logic_error(
+                "recorded step: a replay names other host counts than its key's");
+        for (std::size_t i = 0; i < counts.size(); ++i) counts[i].add(slot->moves[i]);
     }
     v->last_used = steps_run_;
     step.stage_input(q);

@@ -4,45 +4,51 @@
 //
 // What makes a chunk replayable: a recording freezes the shapes, the host
 // values and the buffers of its operations. So
-// - the layers' state must stay put: a stream layer is replayed only once
-//   it is settled (stream_layers.h: its window full, its delay holding its
-//   samples, an upsampler past its left padding); from then on a chunk of
-//   N frames issues the same operations on the same buffers every time.
-//   The first chunks of an utterance and its flush run op by op.
+// - the key says what decides them: for a stream of layers (stream_layers.h)
+//   the chunk's length, whether it flushes, and every layer's state (its
+//   window's held count, an upsampler's dropped outputs: push_state()). Two
+//   chunks of one key issue the same operations on the same buffers, in
+//   any state: the first chunks of an utterance, whose windows are still
+//   filling, and a flush replay too, each from a recording of its own.
 // - the chunk-sized buffers must stay put: in place of the network's
 //   ScratchLender (which lends any set for each push, and grows it when a
-//   chunk is longer), each chunk length gets a set of its own, swapped into
-//   the stream's ScratchBuffers for its pushes. Its first settled chunk runs
-//   op by op on it, which sizes it (a buffer that grew inside a recording
-//   would leave the recording on freed memory); its second is recorded.
+//   chunk is longer), each key gets a set of its own, swapped into the
+//   stream's ScratchBuffers for its pushes. Its first chunk runs op by op
+//   on it, which sizes it (a buffer that grew inside a recording would
+//   leave the recording on freed memory); its second is recorded.
 // - host memory stays out: the input is copied into the set's input buffer
 //   before the replay, the output copied out after it.
-// - host-side counts a push would move on (an upsampler's totals) are
-//   moved on by the caller's `advance` for each replay (before it is
-//   queued: they are the host's, which the replay itself does not touch).
+// - the counts a push moves on in the host's memory (stream_layers.h's
+//   HostCount: held counts, an upsampler's totals), which a replay does not
+//   touch: the recording notes how far its body moved each on, and each
+//   replay moves them on as far (before it is queued). A key decides the
+//   operations, so it decides these moves too.
 // Only where the backend replays natively: elsewhere (CPU, OpenCL) a
 // replay would call the same operations one by one, for nothing.
 //
-// Memory: a set per chunk length (up to kMaxLengths; other lengths run op by
-// op), held for the stream's life: for a Piper medium voice about 10 MB at
-// 32 frames (a Piper flow's about half a megabyte at 48, by its buffers'
-// sizes). Threads: one at a time:
-// the stream's producer, or a joiner's leader running the stream's push
-// while its producer waits in the joiner.
+// Memory: a set per key (up to kMaxLengths), held for the stream's life:
+// for a Piper medium voice about 10 MB at 32 frames, less for shorter keys (a Piper flow's about
+// half a megabyte at 48, by its buffers' sizes). Threads: one at a time: the stream's producer, or
+// a joiner's leader running the stream's push while its producer waits in the joiner.
 //
 // A batch of streams side by side (batch_major.h) replays the same way
-// (RecordedBatches, below): a settled batch of one chunk length issues the
-// same operations on the same buffers every time (the pages of the slots'
+// (RecordedBatches, below): a batch of one key (its members in one state,
+// one chunk length) issues the same operations on the same buffers every
+// time (the pages of the slots'
 // held samples, the network's weights, and the joint buffers, which a set
 // per key stands in for as above). A batch runs as steps of a power of two
 // members each within each page of the held slots its members lie in
 // (RecordedBatches::run_by_page, step_sizes), each copying its members'
 // held samples by the index of their slots, uploaded before each replay as
 // the input is (SlotIndexed). So a step's key is the chunk length, the
-// members' state and their count, and the page is the recording's variant:
+// flush, the members' state and their count, and the page is the
+// recording's variant:
 // one set of buffers serves every page, and one recording a page serves
 // any members of it. A step of another size is another key, never replayed
-// from a recording that would run a leaver's slot.
+// from a recording that would run a leaver's slot. A lone push of a stream
+// with a slot runs as a batch of one, so the network's streams share these
+// recordings, their first chunks and flushes too: a stream's own
+// recordings (RecordedSteps above) serve a stream without a slot.
 #pragma once
 
 #include <atomic>
@@ -93,13 +99,19 @@ class RecordingBudget {
 
 class RecordedSteps {
   public:
-    static constexpr std::size_t kMaxLengths = 8;
-    // What decides a step's operations: for a lone stream its chunk length.
+    // A lone decoder stream's keys: its chunk lengths (powers of two)
+    // settled, the states its utterances start in, and the flush; some of
+    // the first utterance's are never seen again (later ones start with
+    // the inner layers settled).
+    static constexpr std::size_t kMaxLengths = 12;
+    // What decides a step's operations: the length, the flush and the
+    // layers' states (push_state()).
     using Key = std::vector<long>;
-    // With `max_keys` sets held, a new key runs op by op (a lone stream's
+    // With `max_keys` sets held, a new key runs op by op (a lone flow's
     // lengths: a few, each for the stream's life), or takes the place of
     // the key used longest ago (a lane's batches, whose members come and
-    // go: a batch of streams that left is not seen again).
+    // go: a batch of streams that left is not seen again; a decoder's keys
+    // of its first utterance).
     enum class WhenFull { RunOpByOp, DropOldest };
     // `buffers`: the chunk-sized buffers (a stream's, empty between pushes;
     // or a lane's joint ones): a key's set is swapped into them for each
@@ -119,11 +131,11 @@ class RecordedSteps {
     // natively (Vulkan, CUDA), until a recording says it does not.
     bool enabled() const { return native_; }
 
-    // One settled chunk of the operations `key` decides (a lone stream's:
-    // its `length` frames) on `q`: `stage_input` copies the
-    // chunk into the stream's buffers, `body` issues the device work and
-    // says where its output lies, `take_output` copies it out; `advance`
-    // moves host-side counts on as `body` would have. Runs op by op (the
+    // One chunk of the operations `key` decides on `q`: `stage_input`
+    // copies the chunk into the stream's buffers, `body` issues the device
+    // work and says where its output lies, `take_output` copies it out;
+    // `host_counts` names the counts `body` moves on, in an order the key
+    // decides (a replay moves them on as the recording's body did). Runs op by op (the
     // first time, or when a `body` moved a buffer), records, or replays.
     // False, having done nothing, when no set is free for `key` (or the
     // budget refused one for it, and none was given back since). Returns
@@ -135,7 +147,7 @@ class RecordedSteps {
         std::function<void(gpu::Queue&)> stage_input;
         std::function<SignalRef(gpu::Queue&)> body;
         std::function<void(gpu::Queue&, const SignalRef&)> take_output;
-        std::function<void()> advance;
+        std::function<void(std::vector<HostCount>&)> host_counts;
     };
     // `variant`: steps of one key whose operations differ only in buffers
     // outside the key's set (a batch's page of held slots: RecordedBatches)
@@ -189,8 +201,10 @@ class RecordedBatches {
   public:
     // (A batch takes a key per power of two it has in a page's member
     // count, up to nine for a page of 256, and a lane's chunk lengths and
-    // states multiply them. The bound on bytes holds whatever this allows.)
-    static constexpr std::size_t kMaxBatches = 16;
+    // states multiply them: a decoder's utterance starts in three states
+    // and flushes in a fourth, beside its settled lengths, and lone pushes
+    // are batches of one. The bound on bytes holds whatever this allows.)
+    static constexpr std::size_t kMaxBatches = 64;
     RecordedBatches(gpu::Backend& backend, JointScratch& joint);
     // Made at the first batch that may replay (none on the CPU, OpenCL).
     gpu::Queue& queue() {
@@ -198,8 +212,8 @@ class RecordedBatches {
         return *queue_;
     }
     RecordedSteps& steps() { return steps_; }
-    // A settled batch's key: the members' one state (all settled, the
-    // chunk length and no flush in front), then their count. Its members
+    // A batch's key: the members' one state (push_state(): the chunk
+    // length and the flush in front), then their count. Its members
     // lie in one page of the held slots (run_by_page), copied by slot
     // index (SlotIndexed), so its operations differ from another such
     // batch's only in the page, which is the recording's variant
@@ -210,7 +224,7 @@ class RecordedBatches {
         state.push_back(static_cast<long>(members));
         return state;
     }
-    // A settled batch, its members (0 to count - 1) in slot order
+    // A batch in one state, its members (0 to count - 1) in slot order
     // (`slot_of(i)`), run as recorded steps of a power of two members each
     // (step_sizes()) within each page its members lie in:
     // `run_page(members, slots, page)` runs one such step, its members'

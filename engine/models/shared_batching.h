@@ -2,7 +2,7 @@
 // state that batches read: its lanes (stream_joiner.h), the lender of the
 // streams' chunk-sized buffers (scratch_lender.h), the slots of their held
 // samples (batch_major.h), the budget of their lone recordings and each
-// lane's recordings of settled batches (recorded_step.h).
+// lane's recordings of batches in one state (recorded_step.h).
 //
 // One for every network that shares one set of weights: the speakers of a
 // Piper voice, whose decoders and flows differ only in the biases their
@@ -55,7 +55,7 @@ struct SharedBatching {
     // What the streams' lone recordings may hold together: an eighth of
     // the device's memory.
     RecordingBudget lone_recordings;
-    // Each lane's recordings of settled batches side by side. Declared
+    // Each lane's recordings of batches side by side. Declared
     // last: they name the lanes' joint buffers and the held slots.
     RecordedBatches live, offline;
 

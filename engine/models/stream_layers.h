@@ -97,6 +97,26 @@ struct JointScratch {
 
 struct BatchMajor;
 
+// One count a layer keeps on the host and its pushes move on (a window's
+// held count, an upsampler's totals): what a replayed recording, which runs
+// no host code, must move on as the push it recorded did (recorded_step.h).
+class HostCount {
+  public:
+    explicit HostCount(int& count) : int_(&count) {}
+    explicit HostCount(long& count) : long_(&count) {}
+    long value() const { return int_ ? *int_ : *long_; }
+    void add(long by) {
+        if (int_)
+            *int_ += static_cast<int>(by);
+        else
+            *long_ += by;
+    }
+
+  private:
+    int* int_ = nullptr;
+    long* long_ = nullptr;
+};
+
 // Where a layer keeps the samples it holds between pushes: from `at` in
 // `buffer`, [channels][max(hold, 1)].
 struct HeldPlace {
@@ -136,10 +156,6 @@ class InputWindow {
     int append(gpu::Queue& q, const SignalRef& in, int zeros);
     gpu::DeviceBuffer& work() { return work_.get(); }
     int channels() const { return channels_; }
-    // Holding `hold` samples of the signal, as after every chunk once the
-    // signal is longer than the window: from then on a chunk of a given
-    // length issues the same copies on the same buffers (recorded_step.h).
-    bool settled() const { return held_ == hold_; }
     // What append() does to the held count when its work is `length`
     // columns long (held, new input and a flush's zeros), also for a push
     // that does not run append() (BatchMajor, a replayed recording).
@@ -149,6 +165,7 @@ class InputWindow {
     // The held count, and whether the held samples are the prefill's zeros
     // (held_ < 0, read from zeros_): all that decides append()'s copies.
     int held_state() const { return held_; }
+    void host_counts(std::vector<HostCount>& counts) { counts.emplace_back(held_); }
 
   private:
     friend struct BatchMajor;
@@ -175,10 +192,6 @@ class WeightedStreamLayer {
     virtual ~WeightedStreamLayer() = default;
     WeightedStreamLayer(WeightedStreamLayer&&) = default;  // (layers are held by value too)
     int lag() const { return shape_.padding; }
-    // Whether a push of a given length, not flushing, now issues the same
-    // operations on the same buffers as the last one of that length did
-    // (recorded_step.h): true once the first chunks have filled the window.
-    virtual bool settled() const { return window_.settled(); }
     // What a push of `in_length` samples (the signal's end where `flush`:
     // its zeros appended) does to the layer's counts (its window's held
     // count, an upsampler's totals), for a push that does not run push() (a
@@ -195,6 +208,8 @@ class WeightedStreamLayer {
     // the same outputs, and their keys are equal again after (BatchMajor
     // runs such pushes as one). Settled layers' keys are all equal.
     virtual void push_state(std::vector<long>& key) const { key.push_back(window_.held_state()); }
+    // Appends every count on the host that a push moves on (HostCount).
+    virtual void host_counts(std::vector<HostCount>& counts) { window_.host_counts(counts); }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush) {
         return run_alone(q, stage(q, in, flush));
     }
@@ -301,10 +316,6 @@ class StreamUpsample final : public WeightedStreamLayer {
                    HeldSpace* held = nullptr);
     static bool supports(const gpu::Conv1dShape& shape);
     void reset();
-    // Also past the outputs before the signal's start, which a push drops.
-    bool settled() const override {
-        return WeightedStreamLayer::settled() && full_total_ >= shape_.padding;
-    }
     void advance(int in_length, bool flush = false) override {
         count(plan(in_length, flush), in_length);
         WeightedStreamLayer::advance(in_length, flush);
@@ -317,6 +328,12 @@ class StreamUpsample final : public WeightedStreamLayer {
     void push_state(std::vector<long>& key) const override {
         WeightedStreamLayer::push_state(key);
         key.push_back(std::min<long>(full_total_, shape_.padding));
+    }
+    void host_counts(std::vector<HostCount>& counts) override {
+        WeightedStreamLayer::host_counts(counts);
+        counts.emplace_back(in_total_);
+        counts.emplace_back(out_total_);
+        counts.emplace_back(full_total_);
     }
 
   private:
@@ -351,11 +368,9 @@ class StreamDelay {
                 HeldSpace* held = nullptr);
     void reset() { held_ = 0; }
     SignalRef push(gpu::Queue& q, const SignalRef& in, bool flush);
-    // Holding `delay` samples (every push after the first ones): see
-    // WeightedStreamLayer::settled().
-    bool settled() const { return held_ == delay_; }
     // As WeightedStreamLayer::push_state(): the held count decides a push.
     void push_state(std::vector<long>& key) const { key.push_back(held_); }
+    void host_counts(std::vector<HostCount>& counts) { counts.emplace_back(held_); }
 
   private:
     friend struct BatchMajor;

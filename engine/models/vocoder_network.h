@@ -41,10 +41,10 @@ using StreamJoiner = PushJoiner<StreamPush>;
 
 // How a stream's chunks ran on a backend that replays recordings natively
 // (models/recorded_step.h): `recordings` made, chunks `replayed` from one,
-// and chunks run `op_by_op` while settled (the first one of each size,
-// which sizes its buffers). Chunks that cannot replay (the first of an
-// utterance, a flush) are not counted, nor a batch of streams: the
-// network counts those (VocoderNetwork::batch_replay_stats()), per batch.
+// and chunks run `op_by_op` to size a key's buffers (the first one of each
+// key). Chunks run op by op for want of a set are not counted, nor a batch
+// of streams, nor a lone push of a stream with a slot: the network counts
+// those (VocoderNetwork::batch_replay_stats()), per batch.
 struct ReplayStats {
     std::uint64_t recordings = 0, replayed = 0, op_by_op = 0;
     ReplayStats& operator+=(const ReplayStats& o) {
@@ -128,7 +128,8 @@ class VocoderNetwork {
     // Networks that share their weights (a voice's speakers) share their
     // batches (shared_batching.h): each counts them all.
     virtual std::uint64_t batched_layer_calls() const { return 0; }
-    // The settled batches of streams side by side replayed from recordings
+    // The batches of streams side by side (a lone push of a stream with a
+    // slot too) replayed from recordings
     // (recorded_step.h: RecordedBatches), counted per batch as
     // NetworkStream::replay_stats() counts a lone stream's chunks (as
     // above, for every network sharing the weights).

@@ -7,7 +7,8 @@
 // up, the mean-only affine) is one backend call for the batch; the flips
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
-// A settled batch replays, a step of a power of two members of a page of
+// A batch in one state (not a flush; a lone push of a stream with a slot as
+// a batch of one) replays, a step of a power of two members of a page of
 // the held slots at a time, from a recording of its couplings
 // (push_batch_recorded; recorded_step.h says what makes it replayable and
 // what its key holds), as a decoder's does.
@@ -34,20 +35,20 @@ BatchMajor::PushState VitsFlowStream::push_state(int frames, bool flush) const {
     // window's zeros, every delay emptied) is other operations than a push
     // of as many frames that does not end the sentence: it is in the key.
     BatchMajor::PushState key{frames, flush ? 1 : 0};
-    for (const Coupling& c : couplings_) {
-        for (const auto& l : c.layers) {
-            l->conv.push_state(key);
-            if (l->residual_delay) l->residual_delay->push_state(key);
-            if (l->skip_delay) l->skip_delay->push_state(key);
-        }
-        c.from_delay->push_state(key);
-        c.to_delay->push_state(key);
-    }
+    each_layer(
+        *this, [&](const WeightedStreamLayer& l) { l.push_state(key); },
+        [&](const StreamDelay& d) { d.push_state(key); });
     return key;
 }
 
+void VitsFlowStream::host_counts(std::vector<HostCount>& counts) {
+    each_layer(
+        *this, [&](WeightedStreamLayer& l) { l.host_counts(counts); },
+        [&](StreamDelay& d) { d.host_counts(counts); });
+}
+
 std::vector<std::vector<std::size_t>> VitsFlowStream::same_state_groups(
-    std::span<const VitsFlowPush> pushes) {
+    std::span<const VitsFlowPush> pushes, std::size_t min_size) {
     return BatchMajor::same_state_groups(
         pushes.size(), [&](std::size_t i) { return pushes[i].frames > 0; },
         [&](std::size_t i) {
@@ -56,18 +57,20 @@ std::vector<std::vector<std::size_t>> VitsFlowStream::same_state_groups(
         [&](std::size_t i) -> const HeldSlots::Slot* {
             const auto& slot = pushes[i].stream->slot_;
             return slot ? &*slot : nullptr;
-        });
+        },
+        min_size);
 }
 
-bool VitsFlowStream::settled() const {
-    for (const Coupling& c : couplings_) {
-        for (const auto& l : c.layers)
-            if (!l->conv.settled() || (l->residual_delay && !l->residual_delay->settled()) ||
-                (l->skip_delay && !l->skip_delay->settled()))
-                return false;
-        if (!c.from_delay->settled() || !c.to_delay->settled()) return false;
+std::vector<bool> VitsFlowStream::replay_by_state(std::span<const VitsFlowPush> pushes,
+                                                  JoinLane<VitsFlowPush>& lane) {
+    std::vector<bool> replayed(pushes.size(), false);
+    for (const auto& group : same_state_groups(pushes, 1)) {
+        std::vector<VitsFlowPush> part;
+        for (std::size_t i : group) part.push_back(pushes[i]);
+        if (!push_batch_recorded(part, lane)) continue;
+        for (std::size_t i : group) replayed[i] = true;
     }
-    return true;
+    return replayed;
 }
 
 namespace {
@@ -228,17 +231,21 @@ void VitsFlowStream::take_batch_output(gpu::Queue& q, std::span<const VitsFlowPu
 bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
                                          JoinLane<VitsFlowPush>& lane) {
     RecordedBatches& batches = net_.batching_->of(lane);
-    if (pushes.size() < 2 || !batches.steps().enabled()) return false;
+    if (pushes.empty() || !batches.steps().enabled()) return false;
     const int frames = pushes[0].frames;
+    // (Not a flush: its length is the rest of its sentence, a key of its
+    // own nearly every time.)
+    const bool flush = false;
     for (const VitsFlowPush& p : pushes) {
         const VitsFlowStream& s = *p.stream;
         if (s.net_.batching_ != net_.batching_ || !s.replay_ || !s.slot_ || p.flush ||
-            p.frames != frames || frames <= 0 || !s.settled())
+            p.frames != frames || frames <= 0)
             return false;
     }
     // All of them side by side (else the rest would go op by op anyway),
     // in the order of their slots.
-    const auto groups = same_state_groups(pushes);
+    const auto groups =
+        pushes.size() == 1 ? std::vector<std::vector<std::size_t>>{{0}} : same_state_groups(pushes);
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
@@ -257,7 +264,7 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
             for (std::size_t i : of_page) part.push_back(batch[i]);
             // (And whose WaveNet input biases the batch adds: biases_in_key.)
             RecordedSteps::Key key =
-                RecordedBatches::key(part[0].stream->push_state(frames, false), part.size());
+                RecordedBatches::key(part[0].stream->push_state(frames, flush), part.size());
             const bool speakers = std::any_of(part.begin(), part.end(), [&](const VitsFlowPush& p) {
                 return !p.stream->net_.same_speaker_biases(part[0].stream->net_);
             });
@@ -272,8 +279,9 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
             step.take_output = [&](gpu::Queue& oq, const SignalRef& out) {
                 take_batch_output(oq, part, out);
             };
-            // (Settled layers move nothing on the host that a replay skips.)
-            step.advance = [] {};
+            step.host_counts = [&](std::vector<HostCount>& counts) {
+                for (const VitsFlowPush& p : part) p.stream->host_counts(counts);
+            };
             return batches.steps().run(batches.queue(), key, step, page);
         });
 }

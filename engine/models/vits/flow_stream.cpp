@@ -233,47 +233,63 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
         }
         streams.push_back(p.stream);
     }
-    // (Its own stream's: the thread leading a batch may run a batch of one
-    // that is another stream's push, once out of memory capped the batches.)
-    if (pushes.size() == 1 && streams[0]->push_recorded(pushes[0])) return;
+    // The pushes through the lane's recordings, a group of those in one
+    // state at a time, and a lone push of a stream with a slot as a batch
+    // of one, the recordings all the network's streams share (as
+    // HiFi-GAN's: HifiGanStream::push_in_lane). A lone push of a stream
+    // without a slot goes through its own (the thread leading a batch may
+    // run a batch of one that is another stream's push, once out of memory
+    // capped the batches).
+    const bool lone = pushes.size() == 1;
+    if (lone && !streams[0]->slot_ && streams[0]->push_recorded(pushes[0])) return;
     auto& b = net_.backend();
     auto& q = *queue_;
     const int half = net_.channels() / 2;
     // Several streams share the network's joint buffers (a lone stream
-    // never uses them, so lone pushes run side by side).
+    // never uses them op by op, so lone pushes run side by side).
     std::unique_lock<std::mutex> joint_lock;
-    if (pushes.size() > 1) joint_lock = std::unique_lock(lane.mu);
-    if (push_batch_recorded(pushes, lane)) {
-        for (VitsFlowStream* s : streams) ++s->batched_pushes_;
-        return;
-    }
+    if (!lone || streams[0]->slot_) joint_lock = std::unique_lock(lane.mu);
+    const std::vector<bool> replayed = joint_lock.owns_lock()
+                                           ? replay_by_state(pushes, lane)
+                                           : std::vector<bool>(pushes.size(), false);
+    std::vector<VitsFlowPush> left;
+    std::vector<VitsFlowStream*> left_streams;
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (replayed[i]) {
+            if (!lone) ++streams[i]->batched_pushes_;
+        } else {
+            left.push_back(pushes[i]);
+            left_streams.push_back(streams[i]);
+        }
+    if (left.empty()) return;
+    if (left.size() == 1 && joint_lock.owns_lock()) joint_lock.unlock();
     // Lent until this push's outputs are on the host (its synchronize).
     std::vector<std::array<ScratchBuffer*, 16>> buffers;
-    for (VitsFlowStream* s : streams) buffers.push_back(s->lent());
+    for (VitsFlowStream* s : left_streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());
     const ScratchLender::Loan loan(net_.lender(), groups);
     const FinishOnUnwind finish(b, q);
     // Everything below runs on this stream's queue: the others' own queues
     // must have finished (their layers' zero fills).
-    for (VitsFlowStream* s : streams)
+    for (VitsFlowStream* s : left_streams)
         if (s != this) b.synchronize(*s->queue_);
     // Each group of pushes in one state side by side, the others coupling
     // by coupling, layer by layer together (walk_couplings).
-    std::vector<bool> side_by_side(pushes.size(), false);
-    for (const auto& group : same_state_groups(pushes)) {
+    std::vector<bool> side_by_side(left.size(), false);
+    for (const auto& group : same_state_groups(left)) {
         std::vector<VitsFlowPush> of_group;
         for (std::size_t i : group) {
             side_by_side[i] = true;
-            of_group.push_back(pushes[i]);
+            of_group.push_back(left[i]);
         }
         walk_batch_major(q, of_group, lane.joint);
     }
     std::vector<VitsFlowPush> rest;
     std::vector<VitsFlowStream*> rest_streams;
-    for (std::size_t i = 0; i < pushes.size(); ++i)
+    for (std::size_t i = 0; i < left.size(); ++i)
         if (!side_by_side[i]) {
-            rest.push_back(pushes[i]);
-            rest_streams.push_back(streams[i]);
+            rest.push_back(left[i]);
+            rest_streams.push_back(left_streams[i]);
         }
     std::vector<SignalRef> a(rest.size()), second(rest.size());
     for (std::size_t i = 0; i < rest.size(); ++i) {
@@ -303,11 +319,13 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     }
     b.synchronize(q);  // the inputs are read, the outputs on the host
     if (streams.size() > 1)
-        for (VitsFlowStream* s : streams) ++s->batched_pushes_;
+        for (VitsFlowStream* s : left_streams) ++s->batched_pushes_;
 }
 
 bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
-    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0 || !settled()) return false;
+    // (Not a flush: its length is the rest of its sentence, a key of its
+    // own nearly every time.)
+    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0) return false;
     auto& b = net_.backend();
     const int half = net_.channels() / 2, n = p.frames;
     const std::size_t hn = std::size_t(half) * std::size_t(n);
@@ -342,9 +360,8 @@ bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
         host_out_.resize(size);
         b.copy_to_host(oq, host_out_.data(), *out.buffer, 0, size);
     };
-    // (Settled layers move nothing on the host that a replay skips.)
-    step.advance = [] {};
-    return steps_.run(*queue_, {n}, step);
+    step.host_counts = [&](std::vector<HostCount>& counts) { host_counts(counts); };
+    return steps_.run(*queue_, push_state(n, p.flush), step);
 }
 
 std::vector<std::vector<float>> VitsFlowStream::push_blocks_together(

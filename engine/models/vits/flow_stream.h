@@ -23,10 +23,13 @@
 // (flow_batch_major.cpp, models/batch_major.h); the others walk the
 // couplings layer by layer together, each layer's dilated convolution (most
 // of the flow's arithmetic) one backend call for the streams whose windows
-// line up (JointPush, stream_layers.h). A settled batch side by side of the
-// same members and block length replays its recording where the backend
-// replays natively (models/recorded_step.h), and so does a settled push
-// alone, of a block length seen before. Each stream's held frames stay its
+// line up (JointPush, stream_layers.h). A batch side by side in one state,
+// of one block length, not a flush, replays its recording where the
+// backend replays natively (models/recorded_step.h), and so does a push
+// alone of a key seen before: through the lane's recordings, which the
+// network's streams share, as a batch of one where the stream has a slot,
+// else through its own. (A flush's length is the rest of its sentence: a
+// key seldom seen twice, so it runs op by op.) Each stream's held frames stay its
 // own on the device (in a slot of the network's HeldSlots where its
 // streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
@@ -105,12 +108,13 @@ class VitsFlowStream {
     // them that ran in a batch with other streams' pushes.
     std::uint64_t pushes() const { return pushes_; }
     std::uint64_t batched_pushes() const { return batched_pushes_; }
-    // Whether this stream's settled pushes, alone or in a batch, may replay
+    // Whether this stream's pushes, alone or in a batch, may replay
     // a recording (on by default where the backend replays natively; tests
     // turn it off to compare).
     void set_replay(bool on) { replay_ = on; }
-    // How its settled pushes alone ran (models/recorded_step.h); a batch's
-    // are the network's (VitsFlowNetwork::batch_replay_stats()).
+    // How its pushes alone ran on its own recordings (models/recorded_step.h);
+    // a batch's, and a lone push's with a slot, are the network's
+    // (VitsFlowNetwork::batch_replay_stats()).
     ReplayStats replay_stats() const { return steps_.stats(); }
     // Whether later pushes may join other streams' in a batch, where the
     // network's streams join (Batching, models/vocoder_network.h: the
@@ -206,7 +210,12 @@ class VitsFlowStream {
     // push_state() (a flush only with flushes), the groups of two or more,
     // largest first, each in the order of its slots.
     static std::vector<std::vector<std::size_t>> same_state_groups(
-        std::span<const VitsFlowPush> pushes);
+        std::span<const VitsFlowPush> pushes, std::size_t min_size = 2);
+    // Each group of pushes in one state (one alone too) through the lane's
+    // recordings (push_batch_recorded); which replayed. The caller holds
+    // the lane's lock.
+    std::vector<bool> replay_by_state(std::span<const VitsFlowPush> pushes,
+                                      JoinLane<VitsFlowPush>& lane);
     // push_in_lane()'s work for one such group, side by side: the priors
     // copied in (upload_batch_priors), the couplings (walk_batch_couplings:
     // no host memory, so a recording's body; the output, both halves of
@@ -219,18 +228,34 @@ class VitsFlowStream {
                                    JointScratch& joint);
     void take_batch_output(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
                            const SignalRef& out);
-    // A settled batch, every push of `pushes` side by side, through its
-    // key's recording on the lane's queue (recorded_step.h: the length,
-    // the members' state and slots); false, having done nothing, where it
-    // cannot replay. The caller holds the lane's lock.
+    // A batch in one state (or one push, a batch of one), not a flush,
+    // every push of `pushes` side by side, through its key's recording on
+    // the lane's queue (recorded_step.h: the length, the members' state and
+    // count); false, having done nothing, where it cannot replay. The
+    // caller holds the lane's lock.
     bool push_batch_recorded(std::span<const VitsFlowPush> pushes, JoinLane<VitsFlowPush>& lane);
-    // This stream's settled push alone through its block length's recording
-    // on its own queue (recorded_step.h); false, having done nothing, where
-    // it cannot replay.
+    // This stream's push alone (not a flush) through its own recording of
+    // the push's key on its own queue (recorded_step.h); false, having done
+    // nothing, where it cannot replay.
     bool push_recorded(const VitsFlowPush& p);
-    // Whether every layer and delay is settled (stream_layers.h): a push's
-    // operations then depend only on its length.
-    bool settled() const;
+    // Calls `layer(WeightedStreamLayer&)` and `delay(StreamDelay&)` on every
+    // layer and delay the walk pushes, in its order.
+    // (`self`: this stream, const or not, as the callbacks take its layers.)
+    template <class Self, class OnLayer, class OnDelay>
+    static void each_layer(Self& self, OnLayer&& layer, OnDelay&& delay) {
+        for (auto& c : self.couplings_) {
+            for (const auto& l : c.layers) {
+                layer(l->conv);
+                if (l->residual_delay) delay(*l->residual_delay);
+                if (l->skip_delay) delay(*l->skip_delay);
+            }
+            delay(*c.from_delay);
+            delay(*c.to_delay);
+        }
+    }
+    // The counts on the host a push moves on, in the walk's order
+    // (recorded_step.h: what a replay moves on).
+    void host_counts(std::vector<HostCount>& counts);
     // One WaveNet layer's work after its dilated convolution, whose output
     // is `in`: the gate, the residual and the skip paths.
     void layer_rest(gpu::Queue& q, const VitsFlowCoupling& w, std::size_t l, Layer& layer,
@@ -277,7 +302,7 @@ class VitsFlowStream {
     // after the buffers and layers a batch uses, so that it leaves before
     // they go. (steps_, below, goes before it; no push is pending then.)
     JoinMembership<VitsFlowPush> membership_;
-    // The settled pushes alone, recorded per block length. Declared last:
+    // The pushes alone of a stream without a slot, recorded per key. Declared last:
     // its recordings name the queue, the layers' held frames and the
     // buffers above, so they must die first.
     RecordedSteps steps_{net_.backend(),

@@ -211,7 +211,9 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
         // (their layers in one state): a stream's share of a first push is
         // its mel's upload alone (a first 4-frame chunk makes no audio yet:
         // the layers' lags), where walked layer by layer, as first chunks
-        // went before, it was about a third of three streams' push.
+        // went before, it was about a third of three streams' push. (Op by
+        // op: replayed, the five would be recorded steps of four and one.)
+        for (auto& s : joint) s->set_replay(false);
         backend_->set_profiling(true);
         const std::uint64_t first_five = push({0, 1, 2, 3, 4}, false);
         const std::uint64_t first_three = push({5, 6, 7}, false);
@@ -225,9 +227,8 @@ TEST_P(JointPush, a_steady_batch_runs_side_by_side_each_stream_its_solo_audio) {
                 << "a first push: 3 streams " << first_three << ", 5 streams " << first_five;
         }
         EXPECT_LT(first_share, first_three / 4);
-        // The batches measured run op by op: a settled batch replays from
-        // its recording where the backend records (recorded_batch_test.cpp).
-        for (auto& s : joint) s->set_replay(false);
+        // The batches measured run op by op too: a batch replays from its
+        // recording where the backend records (recorded_batch_test.cpp).
         for (int round = 0; round < 4; ++round) push(all, false);  // the windows fill
         backend_->set_profiling(true);
         const std::uint64_t four = push(half, false);  // 4..7 sit this one out
