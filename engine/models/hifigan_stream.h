@@ -373,7 +373,9 @@ class HifiGanStream final : public NetworkStream {
 
     void push(const float* mel, int frames, bool flush, std::vector<float>& values,
               Batching batching) override {
-        if (replay_ && steps_.enabled() && !replays_as_is(frames, flush)) {
+        // (On any replaying backend, replays on or off: the same chunks
+        // either way, so a stream with replays off is the same work op by op.)
+        if (steps_.enabled() && !replays_as_is(frames, flush)) {
             push_in_steps(mel, frames, flush, values, batching);
             return;
         }
@@ -548,7 +550,7 @@ class HifiGanStream final : public NetworkStream {
                              return std::vector<ScratchBuffer*>(buffers.begin(), buffers.end());
                          }(),
                          RecordedSteps::kMaxLengths,
-                         RecordedSteps::WhenFull::DropOldest,
+                         RecordedSteps::WhenFull::RunOpByOp,
                          0,
                          &net_.batching_->lone_recordings};
 };

@@ -100,18 +100,19 @@ class RecordingBudget {
 class RecordedSteps {
   public:
     // A lone decoder stream's keys: its chunk lengths (powers of two)
-    // settled, the states its utterances start in, and the flush; some of
-    // the first utterance's are never seen again (later ones start with
-    // the inner layers settled).
+    // settled, the states its utterances fill their windows through (each
+    // utterance starts fresh: reset()), and the flush; about ten for
+    // Piper's schedule. Keys past them run op by op: every utterance meets
+    // the same keys in the same order, so dropping the one used longest
+    // ago would drop each key just before it is met again.
     static constexpr std::size_t kMaxLengths = 12;
     // What decides a step's operations: the length, the flush and the
     // layers' states (push_state()).
     using Key = std::vector<long>;
-    // With `max_keys` sets held, a new key runs op by op (a lone flow's
-    // lengths: a few, each for the stream's life), or takes the place of
-    // the key used longest ago (a lane's batches, whose members come and
-    // go: a batch of streams that left is not seen again; a decoder's keys
-    // of its first utterance).
+    // With `max_keys` sets held, a new key runs op by op (a lone stream's
+    // keys: a few, each for the stream's life), or takes the place of the
+    // key used longest ago (a lane's batches, whose members come and go: a
+    // batch of streams that left is not seen again).
     enum class WhenFull { RunOpByOp, DropOldest };
     // `buffers`: the chunk-sized buffers (a stream's, empty between pushes;
     // or a lane's joint ones): a key's set is swapped into them for each

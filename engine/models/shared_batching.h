@@ -81,7 +81,7 @@ inline std::uint64_t next_network_id() {
     return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The last entry of a settled batch's recording key: whose biases it adds
+// The last entry of a batch's recording key: whose biases it adds
 // (the lane is its voice's every speaker's). Where the members' differ
 // (`several_speakers`), each one's from its slot (BatchMajor), so any
 // speakers in those slots replay it: -1. Else the one network's bias is in

@@ -80,7 +80,13 @@ TEST_P(PiperDeviceFlow, the_flow_runs_on_the_decoders_device_and_the_audio_is_th
     EXPECT_GT(dev.stats.mel_chunks_gpu, 0u);
     EXPECT_GT(dev.stats.flow_pushes_gpu, 0u);
     EXPECT_EQ(dev.stats.flow_pushes_cpu, 0u);
-    EXPECT_EQ(dev.stats.flow_pushes_gpu, cpu.stats.flow_pushes_cpu) << "the same pushes";
+    // The same pushes; where pushes replay (Vulkan, CUDA) each sentence's
+    // end goes as blocks of powers of two and a flush of one frame
+    // (VitsFlowStream::run_until), so more of them.
+    if (GetParam() == etude::gpu::BackendKind::OpenCl)
+        EXPECT_EQ(dev.stats.flow_pushes_gpu, cpu.stats.flow_pushes_cpu) << "the same pushes";
+    else
+        EXPECT_GT(dev.stats.flow_pushes_gpu, cpu.stats.flow_pushes_cpu) << "the end went whole";
     EXPECT_EQ(dev.stats.gpu_failures, 0u) << dev.stats.gpu_last_error;
     EXPECT_EQ(dev.stats.underruns, 0u);
     ASSERT_EQ(dev.audio.size(), cpu.audio.size());

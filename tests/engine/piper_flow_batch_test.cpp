@@ -143,7 +143,13 @@ TEST_P(PiperFlowBatch, streams_pushed_at_once_meet_in_batches_and_each_flow_is_i
         SCOPED_TRACE("stream " + std::to_string(i));
         ASSERT_FALSE(errors[i]);
         EXPECT_GE(streams[i]->batched_pushes(), 1u);
-        EXPECT_EQ(streams[i]->pushes(), i == 0 ? 4u : 3u);
+        // (Where pushes replay, the sentence's end goes as blocks of powers
+        // of two and a flush of one frame: VitsFlowStream::run_until.)
+        if (GetParam() == etude::gpu::BackendKind::Cpu ||
+            GetParam() == etude::gpu::BackendKind::OpenCl)
+            EXPECT_EQ(streams[i]->pushes(), i == 0 ? 4u : 3u);
+        else
+            EXPECT_GT(streams[i]->pushes(), i == 0 ? 4u : 3u);
         ASSERT_EQ(got[i].size(), want[i].size());
         const double diff = max_abs_diff(got[i], want[i]);
         std::printf(

@@ -7,8 +7,8 @@
 // up, the mean-only affine) is one backend call for the batch; the flips
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
-// A batch in one state (not a flush; a lone push of a stream with a slot as
-// a batch of one) replays, a step of a power of two members of a page of
+// A batch in one state (a lone push of a stream with a slot as a batch of
+// one) replays, a step of a power of two members of a page of
 // the held slots at a time, from a recording of its couplings
 // (push_batch_recorded; recorded_step.h says what makes it replayable and
 // what its key holds), as a decoder's does.
@@ -233,12 +233,10 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     RecordedBatches& batches = net_.batching_->of(lane);
     if (pushes.empty() || !batches.steps().enabled()) return false;
     const int frames = pushes[0].frames;
-    // (Not a flush: its length is the rest of its sentence, a key of its
-    // own nearly every time.)
-    const bool flush = false;
+    const bool flush = pushes[0].flush;
     for (const VitsFlowPush& p : pushes) {
         const VitsFlowStream& s = *p.stream;
-        if (s.net_.batching_ != net_.batching_ || !s.replay_ || !s.slot_ || p.flush ||
+        if (s.net_.batching_ != net_.batching_ || !s.replay_ || !s.slot_ || p.flush != flush ||
             p.frames != frames || frames <= 0)
             return false;
     }

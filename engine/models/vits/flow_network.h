@@ -138,8 +138,9 @@ class VitsFlowNetwork {
     // their weights (a voice's speakers) share their batches
     // (shared_batching.h): each counts them all, as below.
     std::uint64_t batched_layer_calls() const { return batching_->lanes.batched_calls(); }
-    // Settled batches side by side recorded, replayed, and run op by op
-    // (recorded_step.h), over both lanes.
+    // Batches side by side (a lone push of a stream with a slot too)
+    // recorded, replayed, and run op by op (recorded_step.h), over both
+    // lanes.
     ReplayStats batch_replay_stats() const;
     // Whether its WaveNet input biases, where a speaker is folded in, are
     // `other`'s (the same memory): a batch of both then adds none of its

@@ -323,9 +323,7 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
 }
 
 bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
-    // (Not a flush: its length is the rest of its sentence, a key of its
-    // own nearly every time.)
-    if (!replay_ || !steps_.enabled() || p.flush || p.frames <= 0) return false;
+    if (!replay_ || !steps_.enabled() || p.frames <= 0) return false;
     auto& b = net_.backend();
     const int half = net_.channels() / 2, n = p.frames;
     const std::size_t hn = std::size_t(half) * std::size_t(n);
@@ -484,7 +482,14 @@ int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
     until = std::min(until, frames);
     while (made_ < until && pushed_ < frames) {
         const int want = std::max(until + net_.context() - pushed_, min_push_);
-        const int n = std::min(want, frames - pushed_);
+        int n = std::min(want, frames - pushed_);
+        // Where pushes replay, the sentence's end goes as blocks of powers
+        // of two and a flush of its last frame, keys every sentence meets
+        // again, where a flush of the rest would be a key of its own length
+        // (as a decoder's: HifiGanStream::push_in_steps).
+        // (Replays on or off: the same blocks either way.)
+        if (steps_.enabled() && n > 1 && pushed_ + n == frames)
+            n = static_cast<int>(RecordedBatches::step_sizes(std::size_t(n - 1)).front());
         const bool flush = pushed_ + n == frames;
         // This block of the prior, [channels][n]; read by the push's upload
         // until its synchronize.

@@ -24,12 +24,12 @@
 // couplings layer by layer together, each layer's dilated convolution (most
 // of the flow's arithmetic) one backend call for the streams whose windows
 // line up (JointPush, stream_layers.h). A batch side by side in one state,
-// of one block length, not a flush, replays its recording where the
-// backend replays natively (models/recorded_step.h), and so does a push
-// alone of a key seen before: through the lane's recordings, which the
-// network's streams share, as a batch of one where the stream has a slot,
-// else through its own. (A flush's length is the rest of its sentence: a
-// key seldom seen twice, so it runs op by op.) Each stream's held frames stay its
+// of one block length, replays its recording where the backend replays
+// natively (models/recorded_step.h), and so does a push alone of a key seen
+// before: through the lane's recordings, which the network's streams share,
+// as a batch of one where the stream has a slot, else through its own.
+// There a sentence's end goes as blocks of powers of two and a flush of one
+// frame (run_until), keys every sentence meets again. Each stream's held frames stay its
 // own on the device (in a slot of the network's HeldSlots where its
 // streams join). A device error in a
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
@@ -228,15 +228,14 @@ class VitsFlowStream {
                                    JointScratch& joint);
     void take_batch_output(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
                            const SignalRef& out);
-    // A batch in one state (or one push, a batch of one), not a flush,
-    // every push of `pushes` side by side, through its key's recording on
+    // A batch in one state (or one push, a batch of one), every push of
+    // `pushes` side by side, through its key's recording on
     // the lane's queue (recorded_step.h: the length, the members' state and
     // count); false, having done nothing, where it cannot replay. The
     // caller holds the lane's lock.
     bool push_batch_recorded(std::span<const VitsFlowPush> pushes, JoinLane<VitsFlowPush>& lane);
-    // This stream's push alone (not a flush) through its own recording of
-    // the push's key on its own queue (recorded_step.h); false, having done
-    // nothing, where it cannot replay.
+    // This stream's push alone through its own recording of the push's key on its own queue
+    // (recorded_step.h); false, having done nothing, where it cannot replay.
     bool push_recorded(const VitsFlowPush& p);
     // Calls `layer(WeightedStreamLayer&)` and `delay(StreamDelay&)` on every
     // layer and delay the walk pushes, in its order.

@@ -446,10 +446,11 @@ TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
 // and states matter here.)
 TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
     constexpr int kKeys = static_cast<int>(RecordedBatches::kMaxBatches);
-    std::vector<Member> members = open(*model_, 2, true);
+    // (One stream, its pushes batches of one: a key's set is a stream's.)
+    std::vector<Member> members = open(*model_, 1, true);
     const auto push_from_start = [&](int frames) {
-        for (Member& m : members) m.fed = 0;
-        push(members, {0, 1}, frames);
+        members[0].fed = 0;
+        push(members, {0}, frames);
     };
     for (int i = 0; i < 3; ++i) push_from_start(4);  // the layers settle: three keys
     // kMaxBatches keys more (lengths 1 to kKeys), each sized; the three
@@ -470,8 +471,9 @@ TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped)
 // A device fault at a replayed batch (after its mels' uploads: the replay):
 // every push of the batch fails as any device error does, each stream remakes
 // its chunk on the CPU copy of the model (as the engine's scheduler does),
-// goes back to the device, where the batches replay again from the
-// recording they had, and each stream's audio equals the CPU's. The streams
+// goes back to the device, where the batches replay again (the new
+// runners' first chunks are keys of their own, some recorded now), and each
+// stream's audio equals the CPU's. The streams
 // (MelVocoderStreams, each on a thread of its own as in the engine) meet
 // in batches through the model's joiner, paused until every push waits.
 TEST_P(RecordedBatch, a_fault_in_a_replayed_batch_is_remade_on_the_cpu_and_the_streams_go_on) {
