@@ -260,7 +260,8 @@ void HifiGanStream::walk_layers(gpu::Queue& q, std::span<const StreamPush> pushe
 }
 
 bool HifiGanStream::push_recorded(const StreamPush& p) {
-    if (!replay_ || !steps_.enabled() || p.frames <= 0) return false;
+    if (!replay_ || !steps_.enabled() || p.frames <= 0 || !replays_as_is(p.frames, p.flush))
+        return false;
     gpu::Queue& q = *queue_;
     const std::size_t n_in = static_cast<std::size_t>(net_.n_mels_) * p.frames;
     RecordedSteps::Step step;

@@ -165,7 +165,7 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
     for (std::size_t i = 0; i < pushes.size(); ++i) {
         const HifiGanStream& s = *streams[i];
         if (!s.replay_ || !s.slot_ || pushes[i].flush != flush || pushes[i].frames != frames ||
-            frames <= 0)
+            frames <= 0 || !replays_as_is(frames, flush))
             return false;
     }
     // All of them side by side (else the rest would go op by op anyway),

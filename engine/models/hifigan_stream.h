@@ -369,13 +369,16 @@ class HifiGanStream final : public NetworkStream {
                 br.align->reset();
             }
         }
+        started_ = false;
     }
 
     void push(const float* mel, int frames, bool flush, std::vector<float>& values,
               Batching batching) override {
         // (On any replaying backend, replays on or off: the same chunks
-        // either way, so a stream with replays off is the same work op by op.)
-        if (steps_.enabled() && !replays_as_is(frames, flush)) {
+        // either way, so a stream with replays off is the same work op by op.
+        // Not an utterance's first chunk: a short utterance's only push,
+        // a flush, would wait for several before its first audio.)
+        if (steps_.enabled() && started_ && !replays_as_is(frames, flush)) {
             push_in_steps(mel, frames, flush, values, batching);
             return;
         }
@@ -385,7 +388,9 @@ class HifiGanStream final : public NetworkStream {
     // one (or none), keeps to the keys an utterance meets again and again
     // (recorded_step.h); any other length would be a key of its own, sized
     // op by op for a set that is seldom used again. A flush's length is the
-    // rest of its utterance, a different one each time.
+    // rest of its utterance, a different one each time. Only such pushes
+    // are recorded: a rare key (an utterance's first chunk of another
+    // length) must not hold one of a stream's sets for its life.
     static bool replays_as_is(int frames, bool flush) {
         if (frames <= 1) return true;
         return !flush && (frames & (frames - 1)) == 0;
@@ -415,6 +420,7 @@ class HifiGanStream final : public NetworkStream {
     }
     void push_chunk(const float* mel, int frames, bool flush, std::vector<float>& values,
                     Batching batching) {
+        started_ = true;
         const StreamPush alone{this, mel, frames, flush, &values};
         StreamJoiner* joiner = net_.joiner(batching);
         if (!joiner) {
@@ -539,6 +545,7 @@ class HifiGanStream final : public NetworkStream {
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;
+    bool started_ = false;         // a chunk of this utterance was pushed
     std::vector<float> step_mel_;  // one step's mel frames (push_in_steps)
     std::int64_t join_wait_until_ns_ = 0;
     JoinMembership<StreamPush> membership_;  // of its lane (stream_joiner.h)

@@ -237,7 +237,7 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
     for (const VitsFlowPush& p : pushes) {
         const VitsFlowStream& s = *p.stream;
         if (s.net_.batching_ != net_.batching_ || !s.replay_ || !s.slot_ || p.flush != flush ||
-            p.frames != frames || frames <= 0)
+            p.frames != frames || frames <= 0 || (flush && frames > 1))
             return false;
     }
     // All of them side by side (else the rest would go op by op anyway),

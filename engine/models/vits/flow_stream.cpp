@@ -323,7 +323,9 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
 }
 
 bool VitsFlowStream::push_recorded(const VitsFlowPush& p) {
-    if (!replay_ || !steps_.enabled() || p.frames <= 0) return false;
+    // (Nor a flush of more than a frame: a short sentence's only push, of
+    // its own length, a key that must not hold one of the stream's sets.)
+    if (!replay_ || !steps_.enabled() || p.frames <= 0 || (p.flush && p.frames > 1)) return false;
     auto& b = net_.backend();
     const int half = net_.channels() / 2, n = p.frames;
     const std::size_t hn = std::size_t(half) * std::size_t(n);
@@ -486,9 +488,11 @@ int VitsFlowStream::run_until(const PriorSource& prior, int frames, int until,
         // Where pushes replay, the sentence's end goes as blocks of powers
         // of two and a flush of its last frame, keys every sentence meets
         // again, where a flush of the rest would be a key of its own length
-        // (as a decoder's: HifiGanStream::push_in_steps).
-        // (Replays on or off: the same blocks either way.)
-        if (steps_.enabled() && n > 1 && pushed_ + n == frames)
+        // (as a decoder's: HifiGanStream::push_in_steps). Replays on or
+        // off: the same blocks either way. Not the sentence's first push:
+        // a short sentence's only push would wait for several before its
+        // first audio.
+        if (steps_.enabled() && pushed_ > 0 && n > 1 && pushed_ + n == frames)
             n = static_cast<int>(RecordedBatches::step_sizes(std::size_t(n - 1)).front());
         const bool flush = pushed_ + n == frames;
         // This block of the prior, [channels][n]; read by the push's upload

@@ -93,7 +93,9 @@ class VitsFlowStream {
 
     // z is [channels][frames] for the whole sentence. Pushes the prior's
     // next frames until the output reaches `until` frames (at least
-    // min_push at a time, the rest of the sentence at its end), writing each
+    // min_push at a time, the rest of the sentence at its end; where pushes
+    // replay, a push after the first that would end the sentence goes as
+    // blocks of powers of two and a flush of one frame), writing each
     // new output frame into the same column of z. Returns the frames of z
     // made so far (>= min(until, frames)).
     int run_until(const PriorSource& prior, int frames, int until, std::vector<float>& z);

@@ -196,8 +196,9 @@ TEST_P(RecordedBatch, a_lone_push_replays_the_recordings_every_stream_of_the_net
     twin_model->set_join_streams(true);
     std::vector<Member> replayed = open(*model_, 3, true);
     std::vector<Member> op_by_op = open(*twin_model, 3, false);
-    const std::vector<std::pair<int, bool>> schedule = {
-        {4, false}, {4, false}, {4, false}, {8, false}, {8, false}, {8, false}, {5, true}};
+    const std::vector<std::pair<int, bool>> schedule = {{4, false}, {4, false}, {4, false},
+                                                        {8, false}, {8, false}, {8, false},
+                                                        {4, false}, {1, true}};
     ReplayStats before;
     for (std::size_t s = 0; s < 3; ++s) {
         before = model_->batch_replay_stats();
@@ -442,30 +443,38 @@ TEST(HeldSlotsPage, is_one_on_opencl_256_on_a_large_gpu_else_16) {
 // The recordings a lane holds are bounded (RecordedBatches::kMaxBatches
 // keys, each with its own joint buffers): a key past them takes the place
 // of the one used longest ago, which, seen again, is sized and recorded
-// anew; a key used since stays. (The mel frames repeat: only the lengths
-// and states matter here.)
-TEST_P(RecordedBatch, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
-    constexpr int kKeys = static_cast<int>(RecordedBatches::kMaxBatches);
-    // (One stream, its pushes batches of one: a key's set is a stream's.)
-    std::vector<Member> members = open(*model_, 1, true);
-    const auto push_from_start = [&](int frames) {
-        members[0].fed = 0;
-        push(members, {0}, frames);
+// anew; a key used since stays. A lane's own RecordedBatches, on the CPU
+// backend (a recording there calls the operations again: the bookkeeping
+// is the same), with keys of every length: decoder keys that many would
+// need gigabytes of lavapipe's memory.
+TEST(RecordedBatchCpu, past_kmaxbatches_keys_the_one_used_longest_ago_is_dropped) {
+    constexpr long kKeys = static_cast<long>(RecordedBatches::kMaxBatches);
+    auto backend = gpu::shared_cpu_backend();
+    auto q = backend->create_queue();
+    JointScratch joint;
+    RecordedBatches batches(*backend, joint);
+    const auto run = [&](long key) {
+        RecordedSteps::Step step;
+        step.stage_input = [](gpu::Queue&) {};
+        step.body = [&](gpu::Queue& bq) {
+            auto& b = joint.signals[0].need(*backend, 16);
+            backend->fill(bq, b, 1.0f, 16);
+            return SignalRef{&b, 1, 16};
+        };
+        step.take_output = [](gpu::Queue&, const SignalRef&) {};
+        step.host_counts = [](std::vector<HostCount>&) {};
+        ASSERT_TRUE(batches.steps().run(*q, {key}, step));
     };
-    for (int i = 0; i < 3; ++i) push_from_start(4);  // the layers settle: three keys
-    // kMaxBatches keys more (lengths 1 to kKeys), each sized; the three
-    // filling states' keys, the oldest, give them their places.
-    for (int frames = 1; frames <= kKeys; ++frames) push_from_start(frames);
-    const auto sized = [&] { return model_->batch_replay_stats().op_by_op; };
-    const std::uint64_t filling = 3;
-    ASSERT_EQ(sized(), filling + kKeys);
-    push_from_start(1);          // 1 used again: 2 is now the oldest
-    push_from_start(kKeys + 1);  // a key more: 2's place
-    EXPECT_EQ(sized(), filling + kKeys + 1) << "the new key got no buffers";
-    push_from_start(1);
-    EXPECT_EQ(sized(), filling + kKeys + 1) << "1, used since, was dropped";
-    push_from_start(2);
-    EXPECT_EQ(sized(), filling + kKeys + 2) << "2 was not dropped";
+    const auto sized = [&] { return batches.steps().stats().op_by_op; };
+    for (long key = 1; key <= kKeys; ++key) run(key);
+    ASSERT_EQ(sized(), std::uint64_t(kKeys));
+    run(1);          // 1 used again: 2 is now the oldest
+    run(kKeys + 1);  // a key more: 2's place
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 1)) << "the new key got no buffers";
+    run(1);
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 1)) << "1, used since, was dropped";
+    run(2);
+    EXPECT_EQ(sized(), std::uint64_t(kKeys + 2)) << "2 was not dropped";
 }
 
 // A device fault at a replayed batch (after its mels' uploads: the replay):
