@@ -16,11 +16,12 @@
 // stream holding as many samples, and so on: BatchMajor::PushState), every
 // stream pushing the same number of samples, all flushing or none. Settled
 // streams (every window full, every delay holding its samples, every
-// upsampler past its left padding) are all in one state; so are streams that started together,
-// pushing their first chunks while their windows fill from the prefill's zeros, which is when a
-// stream's first audio waits, and pushing their sentences' ends together
-// (a flush: each window's zeros appended, one fill for the batch, and
-// every delay emptied, as each stream's own flush). A batch item is then
+// upsampler past its left padding) are all in one state; so are streams
+// that started together, pushing their first chunks while their windows
+// fill from the prefill's zeros, which is when a stream's first audio
+// waits, and pushing their sentences' ends together (a flush: each
+// window's zeros appended, one fill for the batch, and every delay emptied,
+// as each stream's own flush). A batch item is then
 // the same computation, on the same values, as the stream's own push: on
 // the CPU's direct convolutions its outputs are the same bit for bit
 // (within float rounding where the items' biases differ: the batch adds
@@ -78,8 +79,8 @@ class HeldSlots {
   public:
     static constexpr int kPage = 16;
     // On a GPU of data-centre size (32 GB or more), pages of kLargePage:
-    // a batch in one state replays recordings per page its members lie in, one
-    // per power of two in the page's member count
+    // a batch in one state replays recordings per page its members lie in,
+    // one per power of two in the page's member count
     // (RecordedBatches::run_by_page), so a thousand streams make four
     // pages' steps (at most 4 x 9 replays, 4 of 256 where the pages are
     // full), not 63 pages' of 16. A Piper medium voice's stream holds

@@ -8,9 +8,8 @@
 // A batch in one state (filling or settled, a flush too; a lone push of a
 // stream with a slot as a batch of one) replays, a step of a power of two
 // members of a page of the held slots at a time, from a recording of its
-// layers
-// (push_batch_recorded; recorded_step.h says what makes it replayable and
-// what its key holds).
+// layers (push_batch_recorded; recorded_step.h says what makes it
+// replayable and what its key holds).
 #include <algorithm>
 
 #include "engine/models/batch_major.h"
@@ -168,14 +167,13 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
             frames <= 0 || !replays_as_is(frames, flush))
             return false;
     }
-    // All of them side by side (else the rest would go op by op anyway),
+    // All of them in one state (else the rest would go op by op anyway),
     // in the order of their slots.
-    const std::vector<std::size_t> order =
-        pushes.size() == 1 ? std::vector<std::size_t>{0} : same_state_batch(pushes, streams);
-    if (order.size() != pushes.size()) return false;
+    const auto groups = state_groups(pushes, streams, 1);
+    if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<StreamPush> batch;
     std::vector<HifiGanStream*> members;
-    for (std::size_t i : order) {
+    for (std::size_t i : groups[0]) {
         batch.push_back(pushes[i]);
         members.push_back(streams[i]);
     }

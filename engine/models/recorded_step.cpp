@@ -200,6 +200,10 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         ++stats_.op_by_op;
         return Ran::Sized;
     }
+    // The counts the step moves on: noted around a recording, moved on by
+    // a replay.
+    std::vector<HostCount> counts;
+    step.host_counts(counts);
     auto v = std::find_if(slot->variants.begin(), slot->variants.end(),
                           [&](const Slot::Variant& x) { return x.id == variant; });
     if (v == slot->variants.end()) {
@@ -220,8 +224,6 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
             slot->variants.clear();
             return true;
         };
-        std::vector<HostCount> counts;
-        step.host_counts(counts);
         std::vector<long> counts_before;
         for (const HostCount& c : counts) counts_before.push_back(c.value());
         try {
@@ -242,8 +244,6 @@ RecordedSteps::Ran RecordedSteps::run_queued(gpu::Queue& q, const Key& key, cons
         for (std::size_t i = 0; i < counts.size(); ++i)
             slot->moves.push_back(counts[i].value() - counts_before[i]);
     } else {
-        std::vector<HostCount> counts;
-        step.host_counts(counts);
         if (counts.size() != slot->moves.size())
             throw std::logic_error(
                 "recorded step: a replay names other host counts than its key's");

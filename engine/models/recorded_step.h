@@ -27,24 +27,23 @@
 // replay would call the same operations one by one, for nothing.
 //
 // Memory: a set per key (up to kMaxLengths), held for the stream's life:
-// for a Piper medium voice about 10 MB at 32 frames, less for shorter keys (a Piper flow's about
-// half a megabyte at 48, by its buffers' sizes). Threads: one at a time: the stream's producer, or
-// a joiner's leader running the stream's push while its producer waits in the joiner.
+// for a Piper medium voice about 10 MB at 32 frames, less for shorter keys
+// (a Piper flow's about half a megabyte at 48, by its buffers' sizes).
+// Threads: one at a time: the stream's producer, or a joiner's leader
+// running the stream's push while its producer waits in the joiner.
 //
 // A batch of streams side by side (batch_major.h) replays the same way
 // (RecordedBatches, below): a batch of one key (its members in one state,
 // one chunk length) issues the same operations on the same buffers every
-// time (the pages of the slots'
-// held samples, the network's weights, and the joint buffers, which a set
-// per key stands in for as above). A batch runs as steps of a power of two
-// members each within each page of the held slots its members lie in
+// time (the pages of the slots' held samples, the network's weights, and
+// the joint buffers, which a set per key stands in for as above). A batch runs as steps of a power
+// of two members each within each page of the held slots its members lie in
 // (RecordedBatches::run_by_page, step_sizes), each copying its members'
 // held samples by the index of their slots, uploaded before each replay as
 // the input is (SlotIndexed). So a step's key is the chunk length, the
 // flush, the members' state and their count, and the page is the
-// recording's variant:
-// one set of buffers serves every page, and one recording a page serves
-// any members of it. A step of another size is another key, never replayed
+// recording's variant: one set of buffers serves every page, and one
+// recording a page serves any members of it. A step of another size is another key, never replayed
 // from a recording that would run a leaver's slot. A lone push of a stream
 // with a slot runs as a batch of one, so the network's streams share these
 // recordings, their first chunks and flushes too: a stream's own
@@ -136,8 +135,9 @@ class RecordedSteps {
     // copies the chunk into the stream's buffers, `body` issues the device
     // work and says where its output lies, `take_output` copies it out;
     // `host_counts` names the counts `body` moves on, in an order the key
-    // decides (a replay moves them on as the recording's body did). Runs op by op (the
-    // first time, or when a `body` moved a buffer), records, or replays.
+    // decides (a replay moves them on as the recording's body did). Runs op
+    // by op (the first time, or when a `body` moved a buffer), records, or
+    // replays.
     // False, having done nothing, when no set is free for `key` (or the
     // budget refused one for it, and none was given back since). Returns
     // (or throws) with `q` synchronized: nothing queued may still write to

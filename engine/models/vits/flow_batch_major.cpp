@@ -8,10 +8,10 @@
 // move nothing (the halves swap roles). A stream's own calls are its
 // prior's upload, by halves, and its output's download, in one piece.
 // A batch in one state (a lone push of a stream with a slot as a batch of
-// one) replays, a step of a power of two members of a page of
-// the held slots at a time, from a recording of its couplings
-// (push_batch_recorded; recorded_step.h says what makes it replayable and
-// what its key holds), as a decoder's does.
+// one) replays, a step of a power of two members of a page of the held
+// slots at a time, from a recording of its couplings (push_batch_recorded;
+// recorded_step.h says what makes it replayable and what its key holds), as
+// a decoder's does.
 #include <algorithm>
 #include <string>
 
@@ -240,10 +240,9 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
             p.frames != frames || frames <= 0 || (flush && frames > 1))
             return false;
     }
-    // All of them side by side (else the rest would go op by op anyway),
+    // All of them in one state (else the rest would go op by op anyway),
     // in the order of their slots.
-    const auto groups =
-        pushes.size() == 1 ? std::vector<std::vector<std::size_t>>{{0}} : same_state_groups(pushes);
+    const auto groups = same_state_groups(pushes, 1);
     if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
     std::vector<VitsFlowPush> batch;
     for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
