@@ -112,24 +112,7 @@ pack() {
   # many-streams benchmark takes a test voice and its phoneme ids from it.
   mkdir -p "$dir/data" "$dir/tools"
   cp "$here/scripts/gpu-pack-run.sh" "$dir/run.sh"
-  if [ "$kind" = main ]; then
-    cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
-    # The neural benchmarks need full-size models; they are made on the GPU
-    # machine with its own PyTorch rather than carried (over 100 MB).
-    for f in make_parity_data.py convert.py lef.py reference_models.py; do
-      cp "$here/tools/$f" "$dir/tools/"
-    done
-  elif [ "$kind" = all ]; then
-    # The tests' data (6 MB) and what the many-streams run reads and makes
-    # its voice and yardsticks with (below).
-    cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
-    mkdir -p "$dir/tools/piper_reference"
-    cp "$here/tools/piper_reference/make_voices.py" "$here/tools/piper_reference/vits.py" \
-       "$dir/tools/piper_reference/"
-    cp "$here/bench/torch_piper.py" "$here/bench/onnx_sessions.py" "$dir/tools/"
-    # Symbols are not needed there, and they are megabytes of the 64 MiB.
-    strip --strip-unneeded "$dir"/bin/*
-  else
+  if [ "$kind" = streams ]; then
     # What the many-streams run reads, and no more (the other test voices
     # are 3 MB that the 64 MiB a device call carries, with the repository's
     # files, has no room for): the small test voice, the run's voice where
@@ -137,7 +120,18 @@ pack() {
     mkdir -p "$dir/data/piper"
     cp "$here/tests/data/piper/test_medium.onnx" "$here/tests/data/piper/test_medium.onnx.json" \
        "$here/tests/data/piper/reference.json" "$dir/data/piper/"
-    # Its full-size Piper voice is made there too (63 MB).
+  else
+    # The tests' data (6 MB), the many-streams run's voice and ids among it.
+    cp -r "$here/tests/data/piper" "$here/tests/data/neural" "$dir/data/"
+  fi
+  if [ "$kind" = main ]; then
+    # The neural benchmarks need full-size models; they are made on the GPU
+    # machine with its own PyTorch rather than carried (over 100 MB).
+    for f in make_parity_data.py convert.py lef.py reference_models.py; do
+      cp "$here/tools/$f" "$dir/tools/"
+    done
+  else
+    # The many-streams run's full-size Piper voice is made there too (63 MB).
     mkdir -p "$dir/tools/piper_reference"
     cp "$here/tools/piper_reference/make_voices.py" "$here/tools/piper_reference/vits.py" \
        "$dir/tools/piper_reference/"
@@ -146,6 +140,9 @@ pack() {
     # at ../tools/piper_reference from its own folder, here the pack's root).
     cp "$here/bench/torch_piper.py" "$here/bench/onnx_sessions.py" "$dir/tools/"
   fi
+  # pack-all: symbols are not needed there, and they are megabytes of the
+  # 64 MiB.
+  if [ "$kind" = all ]; then strip --strip-unneeded "$dir"/bin/*; fi
   chmod +x "$dir/run.sh"
 
   # ldd lists the whole closure of each file, so one pass over the programs

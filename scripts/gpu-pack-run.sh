@@ -317,11 +317,18 @@ if $has_streams; then
          END { if (n) printf "  GPU SM busy: mean %.0f%%, max %d%% over %d s\n", s / n, m, n }' \
       "$busy_log" | tee -a "$summary"
   }
+  # etude_many_streams on the run's voice and ids, one round, its output in
+  # LOG: many_streams LOG ARGS...; its exit status.
+  many_streams() {
+    local log=$1
+    shift
+    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
+      --ids-from "$files/data/piper/reference.json" --rounds 1 "$@" >"$log" 2>&1
+  }
   for backend in ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan}; do
     gpu_busy_start "$out/gpu-busy-$backend.log"
-    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend "$backend" \
-      --streams "${ETUDE_MANY_STREAMS:-1,16,64,256}" --rounds 1 >"$out/many-streams-$backend.log" 2>&1
+    many_streams "$out/many-streams-$backend.log" --backend "$backend" \
+      --streams "${ETUDE_MANY_STREAMS:-1,16,64,256}"
     many_rc=$?
     gpu_busy_stop
     say "many streams on $backend: exit $many_rc (many-streams-$backend.log)"
@@ -329,42 +336,37 @@ if $has_streams; then
       "$out/many-streams-$backend.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
   done
-  # Issue 41's offline measure: 1,024 streams read with read() on CUDA
-  # (ETUDE_OFFLINE_STREAMS), and where their work ran (offline readers keep
-  # their chunks on a GPU: engine/scheduling/deadline.h's device_first()).
   if [[ " ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan} " == *" cuda "* ]]; then
+    # Issue 41's offline measure: 1,024 streams read with read() on CUDA
+    # (ETUDE_OFFLINE_STREAMS), and where their work ran (offline readers
+    # keep their chunks on a GPU: engine/scheduling/deadline.h's
+    # device_first()).
     gpu_busy_start "$out/gpu-busy-cuda-offline.log"
-    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
-      --streams "${ETUDE_OFFLINE_STREAMS:-1024}" --rounds 1 >"$out/many-streams-cuda-offline.log" 2>&1
+    many_streams "$out/many-streams-cuda-offline.log" --backend cuda --offline-only \
+      --streams "${ETUDE_OFFLINE_STREAMS:-1024}"
     many_rc=$?
     gpu_busy_stop
     say "many streams read offline on cuda: exit $many_rc (many-streams-cuda-offline.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-offline.log" | tee -a "$summary"
     [ "$many_rc" -eq 0 ] || status=1
-  fi
-  # CUDA's convolutions as cuBLAS GEMMs (the default) against the direct
-  # kernel they replaced (docs/backends.md): the offline aggregate again with
-  # ETUDE_CUDA_CONV=direct, at one count.
-  if [[ " ${ETUDE_MANY_STREAMS_BACKENDS:-cuda vulkan} " == *" cuda "* ]]; then
-    ETUDE_CUDA_CONV=direct timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only \
-      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-direct.log" 2>&1
+    # CUDA's convolutions as cuBLAS GEMMs (the default) against the direct
+    # kernel they replaced (docs/backends.md): the offline aggregate again
+    # with ETUDE_CUDA_CONV=direct, at one count.
+    ETUDE_CUDA_CONV=direct many_streams "$out/many-streams-cuda-direct.log" --backend cuda \
+      --offline-only --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}"
     say "many streams on cuda, direct convolution kernel: exit $? (many-streams-cuda-direct.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-direct.log" | tee -a "$summary"
     # TF32 tensor cores for the GEMMs and convolutions (opt-in,
     # --precision tf32), as PyTorch's default "fp32" lets cuDNN use.
-    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only --precision tf32 \
-      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-tf32.log" 2>&1
+    many_streams "$out/many-streams-cuda-tf32.log" --backend cuda --offline-only --precision tf32 \
+      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}"
     say "many streams on cuda in TF32: exit $? (many-streams-cuda-tf32.log)"
     grep -E 'offline|batches on' "$out/many-streams-cuda-tf32.log" | tee -a "$summary"
     # The operations the device is given per second of audio and per batch
     # (each a launch the host pays for; profiling on, so the speed of this
     # run is not one to quote).
-    timeout "$limit" "$files/bin/etude_many_streams" --voice "$many_voice" \
-      --ids-from "$files/data/piper/reference.json" --backend cuda --offline-only --count-ops \
-      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}" --rounds 1 >"$out/many-streams-cuda-ops.log" 2>&1
+    many_streams "$out/many-streams-cuda-ops.log" --backend cuda --offline-only --count-ops \
+      --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}"
     say "many streams on cuda, operations counted: exit $? (many-streams-cuda-ops.log)"
     grep -E 'device operations|batches on' "$out/many-streams-cuda-ops.log" | tee -a "$summary"
   fi
