@@ -98,24 +98,11 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
     // push of a stream without a slot goes through its own (the thread
     // leading a batch may run a batch of one that is another stream's
     // push, once out of memory capped the batches).
-    const bool lone = pushes.size() == 1;
-    if (lone && !streams[0]->slot_ && streams[0]->push_recorded(pushes[0])) return;
-    // Several streams share the network's joint buffers (a lone stream
-    // never uses them op by op, so lone pushes run side by side).
-    std::unique_lock<std::mutex> joint_lock;
-    if (!lone || streams[0]->slot_) joint_lock = std::unique_lock(lane.mu);
-    std::vector<StreamPush> rest;
-    std::vector<HifiGanStream*> rest_streams;
-    const std::vector<bool> replayed = joint_lock.owns_lock()
-                                           ? replay_by_state(pushes, streams, lane)
-                                           : std::vector<bool>(pushes.size(), false);
-    for (std::size_t i = 0; i < pushes.size(); ++i)
-        if (!replayed[i]) {
-            rest.push_back(pushes[i]);
-            rest_streams.push_back(streams[i]);
-        }
-    if (rest.empty()) return;
-    if (rest.size() == 1 && joint_lock.owns_lock()) joint_lock.unlock();
+    auto left = replay_in_lane(pushes, streams, lane.mu,
+                               [&] { return replay_by_state(pushes, streams, lane); });
+    if (left.pushes.empty()) return;
+    const std::vector<StreamPush>& rest = left.pushes;
+    const std::vector<HifiGanStream*>& rest_streams = left.streams;
     std::vector<std::array<ScratchBuffer*, 8>> buffers;
     for (HifiGanStream* s : rest_streams) buffers.push_back(s->lent());
     const std::vector<std::span<ScratchBuffer* const>> groups(buffers.begin(), buffers.end());

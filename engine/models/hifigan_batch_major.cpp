@@ -167,16 +167,9 @@ bool HifiGanStream::push_batch_recorded(std::span<const StreamPush> pushes,
             frames <= 0 || !replays_as_is(frames, flush))
             return false;
     }
-    // All of them in one state (else the rest would go op by op anyway),
-    // in the order of their slots.
-    const auto groups = state_groups(pushes, streams, 1);
-    if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
-    std::vector<StreamPush> batch;
-    std::vector<HifiGanStream*> members;
-    for (std::size_t i : groups[0]) {
-        batch.push_back(pushes[i]);
-        members.push_back(streams[i]);
-    }
+    // (One state, in the order of their slots: replay_by_state's groups.)
+    const std::span<const StreamPush> batch = pushes;
+    const std::vector<HifiGanStream*>& members = streams;
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes
     // their held samples.

@@ -484,7 +484,8 @@ class HifiGanStream final : public NetworkStream {
                                   int frames, bool flush, JointScratch& joint);
     void take_batch_audio(gpu::Queue& q, std::span<const StreamPush> pushes,
                           const BatchSignal& audio);
-    // A batch in one state (or one push, a batch of one), every push of
+    // A batch in one state, in the order of its slots (one group of
+    // state_groups(); or one push, a batch of one), every push of
     // `pushes` side by side, steps of powers of two members of a page of
     // the held slots at a time, each through its key's recording on the
     // lane's queue (recorded_step.h: the length, the flush, the members'
@@ -542,6 +543,12 @@ class HifiGanStream final : public NetworkStream {
     // of their own (a slot's page holds 16 streams' worth).
     std::optional<HeldSlots::Slot> slot_;
     HeldSpace* held() { return slot_ ? &*slot_ : nullptr; }
+    // (replay_in_lane, stream_joiner.h: the lone and lane recordings' turn
+    // of push_in_lane, written once for the decoder and the flow.)
+    template <class P, class S, class R>
+    friend LeftInLane<P, S> replay_in_lane(std::span<const P>, const std::vector<S*>&, std::mutex&,
+                                           R&&);
+    bool has_slot() const { return slot_.has_value(); }
     std::unique_ptr<StreamConv> pre_, post_;
     std::vector<Stage> stages_;
     bool replay_ = true;

@@ -363,4 +363,46 @@ class JoinLanes {
     JoinLane<Push> live_, offline_;
 };
 
+// What the lane's recordings left of a batch (replay_in_lane): its pushes
+// that still run op by op, with their streams, which pushes replayed, and
+// the lane's lock, held while two or more are left, as they share the
+// lane's joint buffers.
+template <class Push, class Stream>
+struct LeftInLane {
+    std::vector<Push> pushes;
+    std::vector<Stream*> streams;
+    std::vector<bool> replayed;  // one per push of the batch
+    std::unique_lock<std::mutex> lock;
+};
+
+// The first part of a batch's run for every network whose streams share a
+// lane's recordings (a decoder's, HifiGanStream::push_in_lane; a Piper
+// flow's, VitsFlowStream::push_in_lane): a lone push of a stream without a
+// slot goes through its own recordings (`push_recorded`); otherwise, under
+// `lane_mu`, `replay_by_state()` runs each group of pushes in one state
+// through the lane's (a lone push of a stream with a slot as a batch of
+// one) and says which replayed. One push left runs op by op without the
+// lock: a lone stream never uses the joint buffers op by op, so lone pushes
+// run side by side. `Stream` has `has_slot()` and `push_recorded(Push)`.
+template <class Push, class Stream, class ReplayByState>
+LeftInLane<Push, Stream> replay_in_lane(std::span<const Push> pushes,
+                                        const std::vector<Stream*>& streams, std::mutex& lane_mu,
+                                        ReplayByState&& replay_by_state) {
+    LeftInLane<Push, Stream> left;
+    const bool lone = pushes.size() == 1;
+    if (lone && !streams[0]->has_slot() && streams[0]->push_recorded(pushes[0])) {
+        left.replayed.assign(1, true);
+        return left;
+    }
+    if (!lone || streams[0]->has_slot()) left.lock = std::unique_lock(lane_mu);
+    left.replayed = left.lock.owns_lock() ? replay_by_state() : std::vector<bool>(pushes.size());
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+        if (!left.replayed[i]) {
+            left.pushes.push_back(pushes[i]);
+            left.streams.push_back(streams[i]);
+        }
+    if (left.pushes.size() <= 1 && left.lock.owns_lock()) left.lock.unlock();
+    return left;
+}
+
 }  // namespace etude::engine

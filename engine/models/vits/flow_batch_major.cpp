@@ -240,12 +240,8 @@ bool VitsFlowStream::push_batch_recorded(std::span<const VitsFlowPush> pushes,
             p.frames != frames || frames <= 0 || (flush && frames > 1))
             return false;
     }
-    // All of them in one state (else the rest would go op by op anyway),
-    // in the order of their slots.
-    const auto groups = same_state_groups(pushes, 1);
-    if (groups.size() != 1 || groups[0].size() != pushes.size()) return false;
-    std::vector<VitsFlowPush> batch;
-    for (std::size_t i : groups[0]) batch.push_back(pushes[i]);
+    // (One state, in the order of their slots: replay_by_state's groups.)
+    const std::span<const VitsFlowPush> batch = pushes;
     // The members' own queues must have finished (their layers' zero
     // fills, their last pushes alone) before the lane's queue writes their
     // held frames.

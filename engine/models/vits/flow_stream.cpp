@@ -240,29 +240,17 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     // without a slot goes through its own (the thread leading a batch may
     // run a batch of one that is another stream's push, once out of memory
     // capped the batches).
-    const bool lone = pushes.size() == 1;
-    if (lone && !streams[0]->slot_ && streams[0]->push_recorded(pushes[0])) return;
+    auto rest_of =
+        replay_in_lane(pushes, streams, lane.mu, [&] { return replay_by_state(pushes, lane); });
+    if (pushes.size() > 1)
+        for (std::size_t i = 0; i < pushes.size(); ++i)
+            if (rest_of.replayed[i]) ++streams[i]->batched_pushes_;
+    if (rest_of.pushes.empty()) return;
     auto& b = net_.backend();
     auto& q = *queue_;
     const int half = net_.channels() / 2;
-    // Several streams share the network's joint buffers (a lone stream
-    // never uses them op by op, so lone pushes run side by side).
-    std::unique_lock<std::mutex> joint_lock;
-    if (!lone || streams[0]->slot_) joint_lock = std::unique_lock(lane.mu);
-    const std::vector<bool> replayed = joint_lock.owns_lock()
-                                           ? replay_by_state(pushes, lane)
-                                           : std::vector<bool>(pushes.size(), false);
-    std::vector<VitsFlowPush> left;
-    std::vector<VitsFlowStream*> left_streams;
-    for (std::size_t i = 0; i < pushes.size(); ++i)
-        if (replayed[i]) {
-            if (!lone) ++streams[i]->batched_pushes_;
-        } else {
-            left.push_back(pushes[i]);
-            left_streams.push_back(streams[i]);
-        }
-    if (left.empty()) return;
-    if (left.size() == 1 && joint_lock.owns_lock()) joint_lock.unlock();
+    const std::vector<VitsFlowPush>& left = rest_of.pushes;
+    const std::vector<VitsFlowStream*>& left_streams = rest_of.streams;
     // Lent until this push's outputs are on the host (its synchronize).
     std::vector<std::array<ScratchBuffer*, 16>> buffers;
     for (VitsFlowStream* s : left_streams) buffers.push_back(s->lent());

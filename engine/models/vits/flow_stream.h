@@ -43,6 +43,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -230,7 +231,8 @@ class VitsFlowStream {
                                    JointScratch& joint);
     void take_batch_output(gpu::Queue& q, std::span<const VitsFlowPush> pushes,
                            const SignalRef& out);
-    // A batch in one state (or one push, a batch of one), every push of
+    // A batch in one state, in the order of its slots (one group of
+    // same_state_groups(); or one push, a batch of one), every push of
     // `pushes` side by side, through its key's recording on
     // the lane's queue (recorded_step.h: the length, the members' state and
     // count); false, having done nothing, where it cannot replay. The
@@ -239,6 +241,12 @@ class VitsFlowStream {
     // This stream's push alone through its own recording of the push's key on its own queue
     // (recorded_step.h); false, having done nothing, where it cannot replay.
     bool push_recorded(const VitsFlowPush& p);
+    // (replay_in_lane, stream_joiner.h: the lone and lane recordings' turn
+    // of push_in_lane, written once for the decoder and the flow.)
+    template <class P, class S, class R>
+    friend LeftInLane<P, S> replay_in_lane(std::span<const P>, const std::vector<S*>&, std::mutex&,
+                                           R&&);
+    bool has_slot() const { return slot_.has_value(); }
     // Calls `layer(WeightedStreamLayer&)` and `delay(StreamDelay&)` on every
     // layer and delay the walk pushes, in its order.
     // (`self`: this stream, const or not, as the callbacks take its layers.)
