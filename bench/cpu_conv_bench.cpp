@@ -111,6 +111,15 @@ BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to384_k5_len40, shape(192, 384, 40,
 BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to384_k5_len400, shape(192, 384, 400, 5, 1, 1, 2, 1))
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// The VITS flow's 1x1 layers (a WaveNet layer's residual and skip outputs,
+// 192 -> 192 channels) over one push of frames and over a sentence.
+BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to192_k1_len40, shape(192, 192, 40, 1, 1, 1, 0, 1))
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to192_k1_len400,
+                  shape(192, 192, 400, 1, 1, 1, 0, 1))
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 // Vocos ConvNeXt block: depthwise, 512 channels, kernel 7, over frames.
 BENCHMARK_CAPTURE(BM_CpuConv1d, vocos_depthwise_512ch_k7_len1024,
                   shape(512, 512, 1024, 7, 1, 1, 3, 512))
