@@ -15,6 +15,7 @@
 
 #include "engine/text_check.h"
 #include "server/audio_encoding.h"
+#include "server/speech_events.h"
 #include "server/speech_job.h"
 #include "server/wyoming_frame.h"
 
@@ -204,10 +205,32 @@ void HttpServer::speak(const HttpRequest& req, HttpReply& res) const {
         return send_error(res, 400, "\"input\" has nothing to speak", "empty_input", "input");
     string_field("model", model, bad);  // any model name: there is one engine
     if (bad) return;
-    const bool named = string_field("voice", voice_name, bad);
-    if (bad) return;
+    // A voice is a name, or (OpenAI's custom voices) an object naming it by
+    // its "id".
+    bool named = false;
+    if (const auto v = body.find("voice"); v != body.end() && v->is_object()) {
+        const auto id = v->find("id");
+        if (id == v->end() || !id->is_string())
+            return send_error(res, 400, "a \"voice\" object must have a string \"id\"",
+                              "invalid_voice", "voice");
+        voice_name = id->get<std::string>();
+        named = true;
+    } else {
+        named = string_field("voice", voice_name, bad);
+        if (bad) return;
+    }
     string_field("response_format", format, bad);
     if (bad) return;
+    // "audio" (the default): the encoded bytes as the body; "sse": the same
+    // bytes in OpenAI's speech events (speech_events.h).
+    std::string stream_format = "audio";
+    string_field("stream_format", stream_format, bad);
+    if (bad) return;
+    if (stream_format != "audio" && stream_format != "sse")
+        return send_error(res, 400,
+                          "unsupported stream_format '" + stream_format + "' (choose audio, sse)",
+                          "unsupported_stream_format", "stream_format");
+    const bool sse = stream_format == "sse";
     const VoiceEntry* voice =
         named ? context_.voices.by_name(voice_name) : &context_.voices.default_voice();
     // OpenAI's own voice names (clients such as pipecat's send no other):
@@ -274,15 +297,18 @@ void HttpServer::speak(const HttpRequest& req, HttpReply& res) const {
             return send_error(res, 503, "the server is busy; try again shortly", "busy");
     }
     const std::string who = req.peer;
-    res.content_type = encoder->content_type();
-    res.stream = [this, job, encoder, state, who, out_rate](const HttpReply::Write& write) {
-        *state = [&write](std::string_view b) { return write(b); };
+    res.content_type = sse ? "text/event-stream" : encoder->content_type();
+    res.stream = [this, job, encoder, state, who, out_rate, sse](const HttpReply::Write& write) {
+        *state = [&write, sse](std::string_view b) {
+            return sse ? b.empty() || write(speech_audio_delta_event(b)) : write(b);
+        };
         const auto r = job->run([&](int rate) { return encoder->start(rate); },
                                 [&](std::span<const float> s) {
                                     // Shutting down: end the reply rather than wait for it.
                                     return !stopping() && encoder->add(s);
                                 });
-        const bool ok = r.outcome == SpeechJob::Outcome::Spoken && encoder->finish();
+        const bool ok = r.outcome == SpeechJob::Outcome::Spoken && encoder->finish() &&
+                        (!sse || write(speech_audio_done_event()));
         *state = [](std::string_view) { return false; };
         const double audio_s = static_cast<double>(r.samples) / out_rate;
         char line[512];

@@ -81,6 +81,7 @@ struct WyomingSession::Active {
     bool cancelled = false;               // cancel() called by the loop
     std::atomic<bool> done{false};        // reported; nothing of it runs any more
     std::atomic<bool> over_limit{false};  // stopped for text past --max-text
+    std::atomic<bool> failed{false};      // busy, timed out or failed: the connection ends
 };
 
 WyomingSession::WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
@@ -153,7 +154,7 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
     return voice;
 }
 
-void WyomingSession::start_job(const VoiceEntry& voice, const std::string& speaker,
+bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speaker,
                                bool streaming) {
     active_ = std::make_unique<Active>();
     active_->job = std::make_unique<SpeechJob>(ctx_, voice, speaker);
@@ -172,10 +173,11 @@ void WyomingSession::start_job(const VoiceEntry& voice, const std::string& speak
     });
     if (queued) {
         a.queued = true;
-        return;
+        return true;
     }
     report(a, {.outcome = SpeechJob::Outcome::Busy}, 0, 0);
     a.done = true;
+    return false;
 }
 
 void WyomingSession::synthesize(Active& a) {
@@ -235,6 +237,14 @@ void WyomingSession::report(Active& a, const SpeechJob::Result& result, int rate
     const bool client_left = result.outcome == SpeechJob::Outcome::Cancelled && !a.over_limit;
     if (a.streaming && result.outcome != SpeechJob::Outcome::Spoken && !client_left)
         send("synthesize-stopped");
+    // A request the server could not speak ends the connection, as the
+    // Python servers end it (wyoming-piper raises after its error event):
+    // Home Assistant reads a plain synthesize's reply until audio-stop or
+    // the connection's end, so an error alone would keep it waiting for
+    // --idle-timeout.
+    a.failed = result.outcome == SpeechJob::Outcome::Busy ||
+               result.outcome == SpeechJob::Outcome::TimedOut ||
+               result.outcome == SpeechJob::Outcome::Failed;
     const double audio_s = rate > 0 ? static_cast<double>(result.samples) / rate : 0.0;
     char line[512];
     std::snprintf(line, sizeof line,
@@ -263,7 +273,10 @@ void WyomingSession::reap(bool cancel) {
             a.job->cancel();
         }
     }
-    if (a.done) active_.reset();
+    if (a.done) {
+        failed_request_ = failed_request_ || a.failed;
+        active_.reset();
+    }
 }
 
 bool WyomingSession::handle(const WyomingEvent& ev) {
@@ -283,6 +296,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         return send("pong", data);
     }
     reap(false);  // a synthesis that has just ended no longer counts as running
+    if (failed_request_) return refuse_request();  // (its wake not yet taken)
     if (ev.type == "synthesize") {
         // Home Assistant follows its synthesize-chunks with the whole text
         // for servers that cannot stream; speaking it would say it twice.
@@ -292,20 +306,20 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
             return true;
         }
         std::string text, why;
-        if (!text_of(text)) return true;
+        if (!text_of(text)) return refuse_request();
         if (text.size() > ctx_.limits.max_text_bytes) {
             send_error("text of " + std::to_string(text.size()) + " bytes is over the limit of " +
                            std::to_string(ctx_.limits.max_text_bytes),
                        "text-too-long");
-            return true;
+            return refuse_request();
         }
         std::string speaker;
         const VoiceEntry* voice = choose_voice(ev.data, speaker, why);
         if (!voice) {
             send_error(why, "unknown-voice");
-            return true;
+            return refuse_request();
         }
-        start_job(*voice, speaker, false);
+        if (!start_job(*voice, speaker, false)) return refuse_request();
         active_->job->add_text(std::move(text));
         active_->job->finish();
         return true;
@@ -320,9 +334,9 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         const VoiceEntry* voice = choose_voice(ev.data, speaker, why);
         if (!voice) {
             send_error(why, "unknown-voice");
-            return true;
+            return refuse_request();
         }
-        start_job(*voice, speaker, true);
+        if (!start_job(*voice, speaker, true)) return refuse_request();
         return true;
     }
     if (ev.type == "synthesize-chunk" || ev.type == "synthesize-stop") {
@@ -541,7 +555,24 @@ void WyomingSession::on_tick(Clock::time_point now) {
 void WyomingSession::on_wake() {
     if (!active_ || !active_->done) return;
     reap(false);
+    if (failed_request_ && stage_ == Stage::Open) {
+        refuse_request();
+        return;
+    }
     if (stage_ == Stage::Draining && outbox_.empty()) close();
+}
+
+bool WyomingSession::refuse_request() {
+    reap(false);
+    // Standard input and output stay: they are the one session of the
+    // process, and closing them would lose the error event unwritten.
+    if (!is_socket_) {
+        failed_request_ = false;
+        return true;
+    }
+    failed_request_ = true;
+    linger();
+    return false;
 }
 
 void WyomingSession::stop() {

@@ -82,7 +82,13 @@ class WyomingSession {
     // The voice (and the speaker, "" for the default) a request asks for.
     const VoiceEntry* choose_voice(const nlohmann::json& data, std::string& speaker,
                                    std::string& error) const;
-    void start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming);
+    // False: refused at once (busy), the error sent.
+    bool start_job(const VoiceEntry& voice, const std::string& speaker, bool streaming);
+    // A request that cannot be spoken (its error event sent, or its
+    // synthesis ended busy or failed) ends the connection as the Python
+    // servers end it: the error is delivered, our side shut (linger()).
+    // Returns false, for handle().
+    bool refuse_request();
     // On a pool thread: the whole synthesis, then report().
     void synthesize(Active& active);
     void report(Active& active, const SpeechJob::Result& result, int rate, std::uint64_t sent);
@@ -124,6 +130,7 @@ class WyomingSession {
     enum class Part { None, Header, Rest } part_ = Part::None;
     Clock::time_point part_deadline_{};
     std::unique_ptr<Active> active_;
+    bool failed_request_ = false;  // a request failed: the connection is ending
 };
 
 // The `info` answer to `describe`: one TTS program with every voice.

@@ -6,7 +6,8 @@ documented rate: pcm, mp3 and opus at 24 kHz, wav and flac at the voice's own; p
 and flac exactly, mp3 and opus within their codec's error (see CODEC_BOUNDS). A streamed
 reply delivers its first bytes long before the audio is complete; speed 1.25 on a Piper
 voice is `etude say --length-scale 0.8` of it; a wrong or missing key gets 401 in OpenAI's
-error shape; models.list() lists the voices.
+error shape; models.list() lists the voices; stream_format "sse" carries the same bytes in
+OpenAI's speech events; a voice object {"id": NAME} names a voice.
 
 Usage: openai_client_test.py ETUDE PIPER_VOICE.onnx|-. Exit 77 (skip) without openai,
 soundfile or numpy; "-" (no Piper voice: a build without espeak-ng) leaves out speed.
@@ -186,6 +187,36 @@ def run(proc):
     check("pcm with sample_rate 48000 equals `etude say --rate 48000 --raw`",
           np.array_equal(np.frombuffer(data, dtype="<i2"), offline("slt", "--rate", "48000")))
 
+    # stream_format "sse": the same bytes, Base64 in speech.audio.delta events, then one
+    # speech.audio.done with its usage (OpenAI's speech stream events).
+    req = urllib.request.Request(
+        f"{base}/audio/speech", method="POST",
+        data=json.dumps({"model": "gpt-4o-mini-tts", "voice": "slt", "input": TEXT,
+                         "response_format": "pcm", "stream_format": "sse"}).encode(),
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        content_type, body = r.headers.get("Content-Type", ""), r.read().decode()
+    events = [json.loads(block[len("data: "):]) for block in body.split("\n\n")
+              if block.startswith("data: ")]
+    deltas = [e for e in events if e.get("type") == "speech.audio.delta"]
+    check("sse: text/event-stream", content_type.startswith("text/event-stream"), content_type)
+    check("sse: every block is one data line, the last speech.audio.done with its usage",
+          body.endswith("\n\n") and len(events) == body.count("\n\n") and len(deltas) > 1
+          and events[-1].get("type") == "speech.audio.done"
+          and set(events[-1].get("usage", {})) == {"input_tokens", "output_tokens", "total_tokens"}
+          and len(deltas) == len(events) - 1, body[-300:])
+    import base64
+    pcm = b"".join(base64.b64decode(e["audio"], validate=True) for e in deltas)
+    check("sse: the deltas' audio equals `etude say --rate 24000 --raw`",
+          np.array_equal(np.frombuffer(pcm, dtype="<i2"), offline("slt", "--rate", "24000")),
+          len(pcm))
+
+    # A voice given as an object by its id (OpenAI's custom voices).
+    data = client.audio.speech.create(model="tts-1", voice={"id": "slt"}, input=TEXT,
+                                      response_format="pcm").content
+    check("voice {\"id\": \"slt\"} speaks as voice \"slt\"",
+          np.array_equal(np.frombuffer(data, dtype="<i2"), offline("slt", "--rate", "24000")))
+
     # Streaming: bytes come while the audio is still being made.
     # Each request's text has a length of its own, so its log line (written
     # when the reply is complete) is told from the previous request's, which
@@ -237,7 +268,9 @@ def run(proc):
             ("aac", {"response_format": "aac"}, "response_format"),
             ("speed 5", {"speed": 5.0}, "speed"),
             ("opus at 22050 Hz", {"response_format": "opus", "extra_body": {"sample_rate": 22050}},
-             "sample_rate")]:
+             "sample_rate"),
+            ("stream_format xml", {"extra_body": {"stream_format": "xml"}}, "stream_format"),
+            ("a voice object without an id", {"extra_body": {"voice": {"name": "slt"}}}, "voice")]:
         try:
             client.audio.speech.create(model="tts-1", voice="slt", input=TEXT, **kwargs)
             check(f"{name} -> 400", False, "accepted")

@@ -303,9 +303,11 @@ def malformed_frames():
         (j('{"type": "no-such-event", "data": {"a": 1}}'), False),
         (j('{"type": "synthesize-chunk", "data": {"text": "orphan"}}'), False),
         (j('{"type": "synthesize-stop"}'), False),
-        (j('{"type": "synthesize", "data": {"text": 5}}'), False),
-        (j('{"type": "synthesize", "data": {"text": "Hi.", "voice": {"name": "nobody"}}}'), False),
-        (j('{"type": "synthesize", "data": {"text": "Hi.", "voice": "slt"}}'), False),
+        # A request that cannot be spoken: its error, then the connection's end, as
+        # wyoming-piper's (expect_end).
+        (j('{"type": "synthesize", "data": {"text": 5}}'), True),
+        (j('{"type": "synthesize", "data": {"text": "Hi.", "voice": {"name": "nobody"}}}'), True),
+        (j('{"type": "synthesize", "data": {"text": "Hi.", "voice": "slt"}}'), True),
     ]
     return frames
 
@@ -406,6 +408,16 @@ async def expect_error(client, code):
             return
 
 
+async def expect_end(client, after):
+    """A request the server could not speak ends the connection, as wyoming-piper's does
+    (Home Assistant reads a plain synthesize's reply until audio-stop or the end, so an
+    error alone would keep it waiting for --idle-timeout): the end comes at once."""
+    t0 = time.monotonic()
+    ev = await asyncio.wait_for(client.read_event(), 5)
+    assert ev is None, f"after {after}: {ev.type if ev else ev} instead of the connection's end"
+    assert time.monotonic() - t0 < 2, f"after {after}: the end took {time.monotonic() - t0:.1f} s"
+
+
 async def case_capacity(srv):
     """The server measures its capacity at start and admits that many at once (the line
     after the listening one), unless --max-syntheses says a number."""
@@ -453,6 +465,7 @@ async def case_limits(srv):
             await asyncio.sleep(0.3)
             await b.write_event(Synthesize(text=TEXTS[0]).event())
             await expect_error(b, "busy")
+            await expect_end(b, "busy")
             await a.write_event(SynthesizeChunk(text=long_text[:200]).event())
             await a.write_event(SynthesizeChunk(text=long_text[200:400]).event())
             await expect_error(a, "text-too-long")
@@ -467,7 +480,9 @@ async def case_limits(srv):
         async with AsyncTcpClient("127.0.0.1", small.port) as c:
             await c.write_event(Synthesize(text=long_text).event())
             await expect_error(c, "text-too-long")
-            # Still usable, and speaks once the slot is free again.
+            await expect_end(c, "text-too-long")
+        async with AsyncTcpClient("127.0.0.1", small.port) as c:
+            # The server speaks again once the slot is free.
             await c.write_event(Synthesize(text=TEXTS[0]).event())
             _, pcm, _ = await read_utterance(c, streaming=False)
             check_equal(pcm, TEXTS[0], "slt", "after the limits")
@@ -560,6 +575,11 @@ async def case_piper(_srv):
             await c.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(
                 name="test_medium_multi", speaker="nobody")).event())
             await expect_error(c, "unknown-voice")
+            await expect_end(c, "unknown-voice")
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
+            await expect_error(c, "unknown-voice")
+            await expect_end(c, "unknown-voice on synthesize-start")
     finally:
         server.stop()
 
