@@ -300,11 +300,8 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
     if (ev.type == "synthesize") {
         // Home Assistant follows its synthesize-chunks with the whole text
         // for servers that cannot stream; speaking it would say it twice.
-        if (active_ && active_->streaming) return true;
-        if (active_) {
-            send_error("a synthesis is already running on this connection", "busy");
-            return true;
-        }
+        if (active_ && active_->streaming && !active_->stopped) return true;
+        if (active_) return hold(ev);
         std::string text, why;
         if (!text_of(text)) return refuse_request();
         if (text.size() > ctx_.limits.max_text_bytes) {
@@ -325,10 +322,11 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         return true;
     }
     if (ev.type == "synthesize-start") {
-        if (active_) {
-            send_error("a synthesis is already running on this connection", "busy");
+        if (active_ && active_->streaming && !active_->stopped) {
+            send_error("a stream is already open on this connection", "busy");
             return true;
         }
+        if (active_) return hold(ev);
         std::string why;
         std::string speaker;
         const VoiceEntry* voice = choose_voice(ev.data, speaker, why);
@@ -383,7 +381,7 @@ bool WyomingSession::take_input(std::string_view bytes) {
         // thousands of describes, over a megabyte of replies: handled at
         // once, they passed the outbox's kMostQueued, and a client that
         // reads nothing was cut off as gone, not at --write-timeout.
-        if (outbox_.pending() > kPauseReading) break;
+        if (outbox_.pending() > kPauseReading || held_) break;
         auto r = reader_.next();
         if (r.error) {
             send_error("malformed frame: " + r.error->what, "bad-frame");
@@ -392,19 +390,21 @@ bool WyomingSession::take_input(std::string_view bytes) {
             return false;
         }
         if (!r.event) break;
-        bool keep = false;
-        try {
-            keep = handle(*r.event);
-        } catch (const std::exception& e) {
-            send_error(std::string("bad event: ") + e.what(), "bad-request");
-            ctx_.log.write("wyoming " + peer_ + " bad event: " + e.what());
-            linger();
-            return false;
-        }
-        if (!keep) return false;
+        if (!take_event(*r.event)) return false;
     }
     update_frame_deadline();
     return true;
+}
+
+bool WyomingSession::take_event(const WyomingEvent& ev) {
+    try {
+        return handle(ev);
+    } catch (const std::exception& e) {
+        send_error(std::string("bad event: ") + e.what(), "bad-request");
+        ctx_.log.write("wyoming " + peer_ + " bad event: " + e.what());
+        linger();
+        return false;
+    }
 }
 
 void WyomingSession::update_frame_deadline() {
@@ -455,14 +455,14 @@ void WyomingSession::take_and_settle(std::string_view bytes) {
         close();
         return;
     }
-    if (stage_ == Stage::Open && !paused_ && outbox_.pending() > kPauseReading) {
+    if (stage_ == Stage::Open && !paused_ && (held_ || outbox_.pending() > kPauseReading)) {
         paused_ = true;
         outbox_.set_reading(false);
     }
 }
 
 void WyomingSession::resume_reading() {
-    if (paused_ && stage_ == Stage::Open && outbox_.empty()) {
+    if (paused_ && !held_ && stage_ == Stage::Open && outbox_.empty()) {
         paused_ = false;
         outbox_.set_reading(true);
         // A frame's clock starts again: while paused, its rest was not read.
@@ -483,7 +483,7 @@ void WyomingSession::on_input_closed() {
         ctx_.log.write("wyoming " + peer_ +
                        " closed the connection during its stream: speech cancelled");
     if (!request_complete) reap(true);
-    if (!job_running() && outbox_.empty()) {
+    if (!job_running() && !held_ && outbox_.empty()) {
         close();
         return;
     }
@@ -559,7 +559,27 @@ void WyomingSession::on_wake() {
         refuse_request();
         return;
     }
-    if (stage_ == Stage::Draining && outbox_.empty()) close();
+    if (held_ && (stage_ == Stage::Open || stage_ == Stage::Draining)) {
+        // The request that waited for this one, then the events read after it.
+        const WyomingEvent ev = std::move(*held_);
+        held_.reset();
+        if (!take_event(ev) || !take_input({})) {
+            if (stage_ == Stage::Open || stage_ == Stage::Draining) close();
+            return;
+        }
+        resume_reading();
+    }
+    if (stage_ == Stage::Draining && !job_running() && outbox_.empty()) close();
+}
+
+bool WyomingSession::hold(const WyomingEvent& ev) {
+    // A request while the last one is still being spoken waits for it, and
+    // so does every event after it: the Python servers take one event after
+    // another. (A client that sends its next request as soon as it has read
+    // audio-stop may come before the loop has reaped the synthesis that
+    // sent it.) Reading pauses meanwhile (take_and_settle).
+    held_ = ev;
+    return true;
 }
 
 bool WyomingSession::refuse_request() {

@@ -79,6 +79,11 @@ class WyomingSession {
     void take_and_settle(std::string_view bytes);
     // false: close the connection.
     bool handle(const WyomingEvent& ev);
+    // handle(), an exception from it sent as an error event (then linger()).
+    bool take_event(const WyomingEvent& ev);
+    // Keeps `ev` (a synthesize or synthesize-start) until the synthesis
+    // being spoken is reaped (on_wake); no other event is taken meanwhile.
+    bool hold(const WyomingEvent& ev);
     // The voice (and the speaker, "" for the default) a request asks for.
     const VoiceEntry* choose_voice(const nlohmann::json& data, std::string& speaker,
                                    std::string& error) const;
@@ -130,7 +135,8 @@ class WyomingSession {
     enum class Part { None, Header, Rest } part_ = Part::None;
     Clock::time_point part_deadline_{};
     std::unique_ptr<Active> active_;
-    bool failed_request_ = false;  // a request failed: the connection is ending
+    bool failed_request_ = false;       // a request failed: the connection is ending
+    std::optional<WyomingEvent> held_;  // the next request, waiting (hold())
 };
 
 // The `info` answer to `describe`: one TTS program with every voice.

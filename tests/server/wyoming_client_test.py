@@ -180,6 +180,19 @@ async def case_synthesize(srv):
     # speaker (Home Assistant may send the one it last used with another).
     check_equal(await synthesize(srv.port, TEXTS[2], "rms", speaker="speaker_2"), TEXTS[2], "rms",
                 "synthesize rms with a speaker it does not have")
+    # Requests on one connection are taken one after another, as the Python servers take
+    # them: two sent at once are both spoken, in order, and a third sent the moment the
+    # second's audio-stop is read (before the server may have put that synthesis away).
+    async with AsyncTcpClient("127.0.0.1", srv.port) as c:
+        await c.write_event(Synthesize(text=TEXTS[0], voice=SynthesizeVoice(name="slt")).event())
+        await c.write_event(Synthesize(text=TEXTS[1], voice=SynthesizeVoice(name="rms")).event())
+        _, first, _ = await read_utterance(c, streaming=False)
+        _, second, _ = await read_utterance(c, streaming=False)
+        await c.write_event(Synthesize(text=TEXTS[2], voice=SynthesizeVoice(name="awb")).event())
+        _, third, _ = await read_utterance(c, streaming=False)
+    check_equal(first, TEXTS[0], "slt", "the first of two requests sent at once")
+    check_equal(second, TEXTS[1], "rms", "the second of two requests sent at once")
+    check_equal(third, TEXTS[2], "awb", "a request sent as the last audio-stop was read")
 
 
 async def case_streaming(srv):
