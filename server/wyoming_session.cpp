@@ -119,6 +119,8 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
     const auto field = [&](const char* key) -> std::optional<std::string> {
         const auto f = it->find(key);
         if (f == it->end() || f->is_null()) return std::nullopt;
+        // A speaker by its id may come as a number (wyoming-piper takes int()).
+        if (f->is_number_unsigned()) return std::to_string(f->get<std::uint64_t>());
         if (!f->is_string()) return std::string{};
         return f->get<std::string>();
     };

@@ -575,6 +575,12 @@ async def case_piper(_srv):
         assert (start.rate, start.width, start.channels) == (22050, 2, 1), start
         ref = offline_piper(REPLY, "speaker_2")
         assert pcm == ref, f"synthesize: {len(pcm)} bytes, offline render {len(ref)}"
+        # The speaker by its id as a JSON number (wyoming-piper takes int() of it).
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Event(type="synthesize", data={
+                "text": REPLY, "voice": {"name": "test_medium_multi", "speaker": 2}}))
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        assert pcm == ref, f"speaker 2 as a number: {len(pcm)} bytes, offline render {len(ref)}"
         cuts = [round(i * len(REPLY) / 40) for i in range(41)]
         async with AsyncTcpClient("127.0.0.1", server.port) as c:
             await c.write_event(SynthesizeStart(voice=voice).event())
