@@ -90,11 +90,15 @@ const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices
     if (!s.language.empty() && primary_subtag(normal_tag(voices.default_voice().language)) !=
                                    primary_subtag(normal_tag(s.language)))
         if (const ModuleVoice* v = voice_for_language(s.language, voices)) return *v;
-    if (!s.voice_type.empty()) {
+    // male1 is what the server sends for a client that chose no voice (its
+    // default voice type, configuration.c), before every message: it means
+    // the configured default, as in the published modules, which look MALE1
+    // up in their voice table and fall back to their default voice.
+    if (!s.voice_type.empty() && s.voice_type != "male1") {
         // Flite's voices: rms is an American man, awb a Scottish man, slt an
         // American woman; there is no child voice.
         const char* name = "slt";
-        if (s.voice_type == "male1" || s.voice_type == "male3")
+        if (s.voice_type == "male3")
             name = "rms";
         else if (s.voice_type == "male2")
             name = "awb";

@@ -28,8 +28,9 @@ struct SpeechSettings {
 };
 
 /// The voice a message is spoken with: synthesis_voice when it names a
-/// listed voice; else the voice type (male1/male3 -> rms, male2 -> awb, the
-/// female and child types -> slt); else the configured default.
+/// listed voice; else the voice type (male3 -> rms, male2 -> awb, the
+/// female and child types -> slt; male1, which the server sends when the
+/// client chose none, the default); else the configured default.
 const ModuleVoice& choose_voice(const SpeechSettings& s, const VoiceList& voices);
 
 /// rate -> the speaking pace, a factor of 3 either way: length_scale =

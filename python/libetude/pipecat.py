@@ -198,6 +198,14 @@ class EtudeTTSService(TTSService):
                     await self.add_word_timestamps(
                         [(m.name, offset + m.seconds) for m in heard], context_id
                     )
+            if stream in speaking:
+                # Words whose audio has all been sent but that the last
+                # block's count did not reach (as the LiveKit adapter does).
+                rest = words.rest()
+                if rest:
+                    await self.add_word_timestamps(
+                        [(m.name, offset + m.seconds) for m in rest], context_id
+                    )
             finished = True
         except libetude.EtudeError as error:
             finished = True

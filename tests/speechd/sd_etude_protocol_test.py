@@ -209,7 +209,7 @@ def configured_default(binary, etude):
     """etude.conf (the path the server passes) chooses the default voice."""
     path = f"/tmp/sd_etude_test_{os.getpid()}.conf"
     with open(path, "w") as f:
-        f.write('# a test configuration\nDefaultVoice "rms"\nSomeFutureKey 1\n')
+        f.write('# a test configuration\nDefaultVoice "awb"\nSomeFutureKey 1\n')
     m = Module(binary, conf=path)
     try:
         m.send("INIT\n")
@@ -217,8 +217,9 @@ def configured_default(binary, etude):
         server_set(m)
         text = "The configured voice."
         _, _, sp, _ = speak(m, f"<speak>{text}</speak>")
-        check("etude.conf DefaultVoice rms: a message without a voice is spoken by rms",
-              sp.terminal == "702" and sp.audio == etude_raw(etude, text, "rms"))
+        check("etude.conf DefaultVoice awb: a message without a voice (voice=male1, as the "
+              "server sends it) is spoken by awb",
+              sp.terminal == "702" and sp.audio == etude_raw(etude, text, "awb"))
     except Timeout as e:
         check("the configured module answers in time", False, str(e))
     finally:
@@ -499,12 +500,18 @@ def run(m, binary, etude):
     # ---- rate and volume change the audio -------------------------------------
     server_set(m, rate="100", volume="-50")
     _, _, fast, _ = speak(m, f"<speak>{text}</speak>")
-    server_set(m, voice="male1")
+    server_set(m, voice="male3")
     _, _, male, _ = speak(m, f"<speak>{text}</speak>")
     check("rate=100 speaks faster (shorter audio) than rate=0",
           0 < len(fast.audio) < 0.6 * len(ref), f"{len(fast.audio)} vs {len(ref)} bytes")
-    check("voice=male1 speaks with rms (= etude say --voice rms)",
+    check("voice=male3 speaks with rms (= etude say --voice rms)",
           male.audio == etude_raw(etude, text, "rms"))
+    # male1 is the server's default voice type, sent for a client that chose none: the
+    # default voice (slt here).
+    server_set(m, voice="male1")
+    _, _, unset, _ = speak(m, f"<speak>{text}</speak>")
+    check("voice=male1 (the server's default) speaks with the default voice, slt",
+          unset.audio == etude_raw(etude, text, "slt"))
 
     # ---- pitch and SSML prosody: what the engine's <prosody> makes ----------
     server_set(m, voice="female1", pitch="100")

@@ -256,7 +256,7 @@ def server_set(m, **over):
     """A SET block as 0.11.4's server sends it before every message."""
     values = dict(pitch="0", pitch_range="0", rate="0", volume="0", punctuation_mode="none",
                   spelling_mode="off", cap_let_recogn="none", language="en-US",
-                  synthesis_voice="NULL")
+                  voice="male1", synthesis_voice="NULL")
     values.update(over)
     m.send("SET\n")
     r1 = m.message()
