@@ -116,8 +116,7 @@ BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to384_k5_len400, shape(192, 384, 40
 BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to192_k1_len40, shape(192, 192, 40, 1, 1, 1, 0, 1))
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to192_k1_len400,
-                  shape(192, 192, 400, 1, 1, 1, 0, 1))
+BENCHMARK_CAPTURE(BM_CpuConv1d, vits_flow_192to192_k1_len400, shape(192, 192, 400, 1, 1, 1, 0, 1))
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 // Vocos ConvNeXt block: depthwise, 512 channels, kernel 7, over frames.
