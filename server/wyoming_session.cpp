@@ -276,7 +276,8 @@ void WyomingSession::reap(bool cancel) {
         }
     }
     if (a.done) {
-        failed_request_ = failed_request_ || a.failed;
+        // (Over stdio the session goes on: refuse_request().)
+        failed_request_ = failed_request_ || (a.failed && is_socket_);
         active_.reset();
     }
 }
