@@ -5,6 +5,9 @@
 # \035). Runs its own D-Bus and avahi-daemon, on the loopback interface only (no packets leave the machine), reached through
 # DBUS_SYSTEM_BUS_ADDRESS; skips (77) without them, without root (the daemon
 # writes /run/avahi-daemon/), or when an avahi-daemon already runs here.
+# publish-aaaa-on-ipv4=no: by default Avahi also answers with ::1 over IPv4,
+# and avahi-browse -r takes whichever of ::1 and 127.0.0.1 answers first; the
+# servers listen on 127.0.0.1 only, so only its A record is a true answer.
 set -u
 etude=$1
 for p in dbus-daemon avahi-daemon avahi-browse; do
@@ -34,7 +37,7 @@ cat > "$dir/bus.conf" <<CONF
   </policy>
 </busconfig>
 CONF
-printf '[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=lo\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\npublish-hinfo=no\npublish-workstation=no\n' > "$dir/avahi.conf"
+printf '[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=lo\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\npublish-hinfo=no\npublish-workstation=no\npublish-aaaa-on-ipv4=no\n' > "$dir/avahi.conf"
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$dir/bus
 dbus-daemon --config-file="$dir/bus.conf" --nofork >"$dir/dbus.log" 2>&1 &
 pids+=($!)
