@@ -23,8 +23,11 @@ void declare_voice_options(CommandLine& args, const std::string& voice_help) {
         .option("--length-scale", "X",
                 "the speaking pace; larger is slower (default: the voice's, often 1). Piper "
                 "voices: above 0; built-in voices: 0.1 to 10, Flite's duration stretch")
-        .option("--noise-w", "X",
+        .option("--noise-w,--noise-w-scale", "X",
                 "Piper voices: the durations' noise, 0 or more (default: the voice's, often 0.8)")
+        .option("--sentence-silence", "SECONDS",
+                "Piper voices: silence between sentences, 0 to 60 (default 0), as Piper's own "
+                "option")
         .option("--seed", "N",
                 "Piper voices: seeds the noise; the same seed and text give the same audio "
                 "(default 0)");
@@ -39,6 +42,15 @@ std::optional<float> scale_option(const CommandLine& args, const char* name) {
 }
 
 }  // namespace
+
+double sentence_silence_option(const CommandLine& args) {
+    const auto v = args.value("--sentence-silence");
+    if (!v) return 0.0;
+    const double seconds = parse_number("--sentence-silence", *v);
+    if (!(seconds >= 0.0 && seconds <= 60.0))
+        throw UsageError("--sentence-silence must be 0 to 60 seconds, not '" + *v + "'");
+    return seconds * 1000.0;
+}
 
 void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     const std::string voice = args.value_or("--voice", "slt");
@@ -63,7 +75,8 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     }
     const std::optional<float> length_scale = scale_option(args, "--length-scale");
     if (!piper) {
-        for (const char* name : {"--speaker", "--noise-scale", "--noise-w", "--seed"})
+        for (const char* name :
+             {"--speaker", "--noise-scale", "--noise-w", "--seed", "--sentence-silence"})
             if (args.value(name))
                 throw UsageError(std::string(name) + " applies to Piper voices; '" + voice +
                                  "' is a built-in voice");
@@ -74,6 +87,7 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts) {
     p.speaker = args.value_or("--speaker", "");
     p.noise_scale = scale_option(args, "--noise-scale");
     p.noise_w = scale_option(args, "--noise-w");
+    p.sentence_silence_ms = sentence_silence_option(args);
     if (auto s = args.value("--seed")) {
         const double seed = parse_number("--seed", *s);
         if (!(seed >= 0 && seed <= 9007199254740992.0 && seed == std::floor(seed)))

@@ -19,6 +19,11 @@ void declare_voice_options(CommandLine& args, const std::string& voice_help);
 // built-in voice or a malformed number.
 void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts);
 
+// --sentence-silence SECONDS (declared by declare_voice_options()) as
+// PiperVoiceOptions::sentence_silence_ms; 0 when absent. UsageError outside
+// 0..60 s.
+double sentence_silence_option(const CommandLine& args);
+
 // The --voice help shared by the commands.
 extern const char* const kVoiceOptionHelp;
 

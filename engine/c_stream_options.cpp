@@ -57,6 +57,8 @@ constexpr CField kPiper[] = {
     {"sample_rate", "sample_rate", offsetof(Piper, sample_rate), CType::Double},
     {"latency_ms", "latency_ms", offsetof(Piper, latency_ms), CType::Double},
     {"scheduling", "scheduling", offsetof(Piper, scheduling), CType::Scheduling},
+    {"sentence_silence_ms", "sentence_silence_ms", offsetof(Piper, sentence_silence_ms),
+     CType::Double},
 };
 static_assert(tiles<Piper>(kPiper), "etude_piper_stream_options has a field not listed here");
 

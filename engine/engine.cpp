@@ -236,6 +236,9 @@ std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
         throw Error("latency budget must be between 5 and 10000 ms");
     if (builtin && !(builtin->block_ms >= 5.0 && builtin->block_ms <= 200.0))
         throw Error("block length must be between 5 and 200 ms");
+    if (const auto* p = std::get_if<PiperVoiceOptions>(&options.voice);
+        p && !(p->sentence_silence_ms >= 0.0 && p->sentence_silence_ms <= 60000.0))
+        throw Error("sentence silence must be between 0 and 60000 ms");
     // Piper and mel streams carry the default built-in voice, unspoken.
     const FliteVoice& voice =
         FliteVoice::load(builtin ? builtin->voice : BuiltinVoiceOptions{}.voice);

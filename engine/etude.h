@@ -238,6 +238,10 @@ typedef struct etude_piper_stream_options {
     /** Who waits for the audio (default ETUDE_SCHEDULING_LIVE). Added
      * later than the others: a caller whose struct ends before it gets live. */
     etude_scheduling scheduling;
+    /** Silence between sentences, 0..60000 ms (Piper's --sentence-silence),
+     * before each sentence that follows another of the same input; default 0.
+     * Added later: a caller whose struct ends before it gets none. */
+    double sentence_silence_ms;
 } etude_piper_stream_options;
 
 /** Sets struct_size and every field to its default (voice NULL).

@@ -66,6 +66,7 @@ const StreamOptionField kFields[] = {
     row("noise_scale", piper(&P::noise_scale)),
     row("noise_w", piper(&P::noise_w)),
     row("seed", piper(&P::seed)),
+    row("sentence_silence_ms", piper(&P::sentence_silence_ms)),
     row("model", mel(&M::model), true),
     row("cpu_model", mel(&M::cpu_model)),
     row("allow_phase_fallback", mel(&M::allow_phase_fallback)),

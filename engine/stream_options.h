@@ -84,6 +84,10 @@ struct PiperVoiceOptions {
     /// Seeds the stream's noise generator. The same seed and text give the
     /// same audio, whether pulled live or read offline.
     std::uint64_t seed = 0;
+    /// Silence between sentences, 0..60000 ms (Piper's --sentence-silence):
+    /// before each sentence that follows another of the same input, from
+    /// the stream's start or its last end_input() or cancel(); 0: none.
+    double sentence_silence_ms = 0.0;
 };
 
 /// A mel stream: mel frames, fed by push_mel() instead of push_text(),

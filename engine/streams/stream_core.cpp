@@ -53,6 +53,9 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
     slow_split_ms_ = faults.slow_split_ms;
     voice_ = make_stream_voice(*engine_, options_, faults, voice, std::move(piper), ring_, *this,
                                records_);
+    if (const auto* p = std::get_if<PiperVoiceOptions>(&options_.voice))
+        sentence_silence_samples_ =
+            static_cast<std::size_t>(rate_ * p->sentence_silence_ms / 1000.0);
     input_ = voice_->make_input();
 }
 
@@ -297,6 +300,7 @@ std::size_t StreamCore::end_input() {
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     const std::string rest = input_.finish();
     const std::size_t n = queue_text({rest});
+    sentence_before_ = false;  // the next input's first sentence starts without a gap
     // Only now: a reader that saw the held flag down before the rest was
     // queued (nothing outstanding, nothing held) ended its read() early, with
     // the last sentence still to come (TextPieces caught it, 1 run in CI).
@@ -316,14 +320,14 @@ std::size_t StreamCore::queue_text(const std::vector<std::string>& stretches) {
         const auto pushed = Clock::now();
         voice_->split(stretch, words, [&](std::vector<Sentence> sentences, bool continuing) {
             queued += sentences.size();
-            queue_sentences(std::move(sentences), pushed, continuing, input_prosody_);
+            queue_sentences(std::move(sentences), pushed, continuing, input_prosody_, true);
         });
     }
     return queued;
 }
 
 void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_point pushed,
-                                 bool continuing, const Prosody& prosody) {
+                                 bool continuing, const Prosody& prosody, bool spaced) {
     if (sentences.empty()) return;
     {
         std::lock_guard lock(mu_);
@@ -333,6 +337,21 @@ void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_po
         bool first = !continuing && outstanding_ == markers_waiting_;
         if (first) listening_ = false;
         for (auto& s : sentences) {
+            // The silence between sentences goes before the second and later
+            // ones (as Piper writes it), so the input's last sentence, which
+            // only end_input() may reveal as last, needs none after it.
+            if (spaced && sentence_before_ && sentence_silence_samples_ > 0) {
+                auto gap = std::make_shared<SpeechMarker>();
+                gap->silence_samples = sentence_silence_samples_;
+                gap->origin = {gen, pushed, false, prosody.volume};
+                Sentence carrier;
+                carrier.marker = gap;
+                carrier.origin = gap->origin;
+                text_queue_.push_back(std::move(carrier));
+                ++outstanding_;
+                ++markers_waiting_;
+            }
+            if (spaced) sentence_before_ = true;
             s.prosody = prosody;
             s.origin = {gen, pushed, first, prosody.volume};
             text_queue_.push_back(std::move(s));
@@ -349,7 +368,7 @@ void StreamCore::push_phoneme_ids(std::span<const std::int64_t> ids) {
     std::vector<Sentence> one(1);
     one[0].phoneme_ids = voice_->check_ids(ids);  // no text, so no words
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
-    queue_sentences(std::move(one), pushed, false, Prosody{});
+    queue_sentences(std::move(one), pushed, false, Prosody{}, false);
 }
 
 void StreamCore::set_voice(std::string_view name) {
@@ -380,6 +399,7 @@ void StreamCore::cancel() {
         input_.clear();
         utf8_tail_.clear();
         holding_ = false;
+        sentence_before_ = false;
     }
     sentences_dropped_.add(dropped);
     work_cv_.notify_all();

@@ -124,8 +124,10 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     std::size_t queue_text(const std::vector<std::string>& stretches);
     // Queues sentences of one push (`pushed`: when the caller handed it
     // over; `continuing`: more of a push whose first sentence was queued).
+    // `spaced`: sentences of text, which PiperVoiceOptions::sentence_silence_ms
+    // separates (input lock held); false for push_phoneme_ids().
     void queue_sentences(std::vector<Sentence> sentences, Clock::time_point pushed, bool continuing,
-                         const Prosody& prosody);
+                         const Prosody& prosody, bool spaced);
     // push_text() with the input lock held and the UTF-8 checked.
     std::size_t add_text(std::string_view text);
     // Queues a mark or break after the held text, which it ends (input lock held).
@@ -172,6 +174,10 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     std::atomic<bool> holding_{false};  // the held text has something to speak
     Prosody input_prosody_;             // SSML <prosody> of the text being pushed
     Prosody base_prosody_;              // set_stream_prosody(): push_ssml's is within it
+    // PiperVoiceOptions::sentence_silence_ms in output samples, and whether a
+    // sentence of this input was queued (the next gets the silence first).
+    std::size_t sentence_silence_samples_ = 0;
+    bool sentence_before_ = false;
 
     mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;

@@ -82,6 +82,7 @@ def say(args: argparse.Namespace) -> int:
     options = dict(
         speaker=args.speaker, noise_scale=args.noise_scale, length_scale=args.length_scale,
         noise_w=args.noise_w, seed=args.seed, latency_ms=args.latency_ms, backend=args.backend,
+        sentence_silence_ms=None if args.sentence_silence is None else args.sentence_silence * 1000,
     )
     with Engine(preload=[], precision=args.precision) as engine, \
             engine.stream(args.voice, args.rate, **options) as s:
@@ -160,7 +161,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--noise-scale", type=float, metavar="X", help="Piper voices: the prior's noise")
     s.add_argument("--length-scale", type=float, metavar="X",
                    help="the speaking pace; larger is slower")
-    s.add_argument("--noise-w", type=float, metavar="X", help="Piper voices: the durations' noise")
+    s.add_argument("--noise-w", "--noise-w-scale", type=float, metavar="X",
+                   help="Piper voices: the durations' noise")
+    s.add_argument("--sentence-silence", type=float, metavar="SECONDS",
+                   help="Piper voices: silence between sentences, 0 to 60 (default 0)")
     s.add_argument("--seed", type=int, metavar="N",
                    help="Piper voices: seeds the noise; the same seed and text give the same audio")
     s.add_argument("--latency-ms", type=float, metavar="MS",

@@ -95,3 +95,16 @@ def test_piper_voice_with_a_seed_equals_etude_say(engine, etude_bin, joe_model, 
     # And the seed matters: another draws other noise.
     other = engine.synthesize(text, voice="en_US-joe-medium", seed=8)
     assert other.shape != audio.shape or not np.array_equal(other, audio)
+
+
+def test_sentence_silence_equals_etude_say_and_adds_one_gap(engine, etude_bin, joe_model,
+                                                            tmp_path):
+    # Piper's --sentence-silence, as the table's sentence_silence_ms: one
+    # 0.25 s span between the two sentences, none after the last.
+    text = "This is sentence one. This is sentence two."
+    plain = engine.synthesize(text, voice="en_US-joe-medium")
+    spaced = engine.synthesize(text, voice="en_US-joe-medium", sentence_silence_ms=250)
+    assert spaced.size - plain.size == 22050 // 4
+    expected, _ = etude_say(etude_bin, tmp_path, text, "--voice", joe_model,
+                            "--sentence-silence", "0.25")
+    assert_same_audio(spaced, expected)

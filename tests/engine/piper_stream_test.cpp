@@ -331,6 +331,53 @@ TEST(PiperStream, text_is_spoken_through_the_voices_own_front_end) {
     EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
 }
 
+// PiperVoiceOptions::sentence_silence_ms: silence before each sentence that
+// follows another of the same input (as Piper writes it between the
+// sentences of one synthesis), none after the last, none before the next
+// input's first, none between pushed phoneme ids; the speech itself is
+// unchanged, sample for sample.
+TEST(PiperStream, sentence_silence_goes_between_the_sentences_of_an_input_only) {
+    if (!etude::piper::EspeakSession::available())
+        GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
+    Engine engine;
+    const std::string first = "The wind rose at dawn. Did the boats come home?";
+    const std::string second = "The wind rose at dawn.";
+    const auto voice = PiperVoice::open(kMulti);
+    std::vector<std::vector<std::int64_t>> ids;
+    for (const auto& text : {first, second})
+        for (const auto& sentence : voice->phonemize(text)) ids.push_back(sentence.ids.ids);
+    ASSERT_EQ(ids.size(), 3u);
+    auto options = piper_options("speaker_0", 5, 100);
+    std::get<PiperVoiceOptions>(options.voice).sentence_silence_ms = 50.0;
+    auto stream = engine.create_stream(options);
+    // The first input in two pieces, cut inside its first sentence.
+    stream->push_text(first.substr(0, 9));
+    stream->push_text(first.substr(9));
+    stream->end_input();
+    stream->push_text(second);
+    stream->end_input();
+    stream->push_phoneme_ids(ids[2]);
+    const auto got = read_all(*stream);
+
+    const std::size_t gap = 1102;  // 50 ms at 22050 Hz, whole samples
+    std::vector<std::vector<std::int64_t>> all = ids;
+    all.push_back(ids[2]);
+    const auto whole = offline(kMulti, all, "speaker_0", 5);
+    const auto one = offline(kMulti, {ids[0]}, "speaker_0", 5);
+    std::vector<float> expected(whole.begin(), whole.begin() + one.size());
+    expected.insert(expected.end(), gap, 0.0f);
+    expected.insert(expected.end(), whole.begin() + one.size(), whole.end());
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
+    EXPECT_EQ(stream->stats().sentences_spoken, 4u);
+
+    auto bad = piper_options("", 0, 100);
+    for (double ms : {-1.0, 60001.0}) {
+        std::get<PiperVoiceOptions>(bad.voice).sentence_silence_ms = ms;
+        EXPECT_THROW(engine.create_stream(bad), etude::Error) << ms;
+    }
+}
+
 TEST(PiperStream, a_cancel_stops_the_sentence_and_the_stream_speaks_again) {
     Engine engine;
     const auto s = sentences();
