@@ -2,10 +2,14 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,16 +109,98 @@ BackendChoice read_backend(const CommandLine& args) {
     return choice;
 }
 
+// A scale option of every Piper voice served (wyoming-piper's names), or
+// unset; UsageError unless finite and 0 or more (above 0 if not `zero_ok`).
+std::optional<float> piper_scale(const CommandLine& args, const char* name, bool zero_ok) {
+    const auto v = args.value(name);
+    if (!v) return std::nullopt;
+    const double x = parse_number(name, *v);
+    if (!std::isfinite(x) || x < 0.0 || (!zero_ok && x == 0.0) || x > 1e6)
+        throw UsageError(std::string(name) + " must be a number " +
+                         (zero_ok ? "of 0 or more" : "above 0") + ", not '" + *v + "'");
+    return static_cast<float>(x);
+}
+
+// --data-dir DIR (wyoming-piper's name): voice folders searched before
+// those ETUDE_VOICE_PATH names, in the order given. The engine reads the
+// folders from the environment; this runs before any thread starts.
+void add_voice_folders(const std::vector<std::string>& folders) {
+    if (folders.empty()) return;
+    std::string path;
+    for (const auto& f : folders) {
+        if (f.empty() || f.find(':') != std::string::npos)
+            throw UsageError("--data-dir must be a folder without ':' in its name, not '" + f +
+                             "'");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(f, ec))
+            throw UsageError("--data-dir " + f + ": no such folder");
+        path += (path.empty() ? "" : ":") + f;
+    }
+    if (const char* rest = std::getenv("ETUDE_VOICE_PATH"); rest && *rest)
+        path += std::string(":") + rest;
+    ::setenv("ETUDE_VOICE_PATH", path.c_str(), 1);
+}
+
+// --auto-punctuation CHARS (default wyoming-piper's).
+server::EndPunctuation read_end_punctuation(const CommandLine& args) {
+    try {
+        return server::EndPunctuation(
+            args.value_or("--auto-punctuation", std::string(server::kDefaultEndPunctuation)));
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--auto-punctuation: ") + e.what());
+    }
+}
+
+// --speaker names a speaker of the default voice: by name, or by id.
+void check_default_speaker(const server::VoiceEntry& voice, const std::string& speaker) {
+    if (!std::holds_alternative<engine::PiperVoiceOptions>(voice.options.voice))
+        throw UsageError("--speaker applies to a Piper voice; the default voice '" + voice.name +
+                         "' is a built-in one (put the Piper voice first with --voice)");
+    const auto& names = voice.speakers;
+    const bool by_name = std::find(names.begin(), names.end(), speaker) != names.end();
+    const bool by_id = !speaker.empty() && speaker.size() <= 9 &&
+                       speaker.find_first_not_of("0123456789") == std::string::npos &&
+                       std::stoul(speaker) < names.size();
+    if (!by_name && !by_id)
+        throw UsageError("--speaker: the default voice '" + voice.name + "' has " +
+                         (names.empty() ? std::string("a single speaker")
+                                        : "no speaker '" + speaker + "' (" +
+                                              std::to_string(names.size()) + " speakers)"));
+}
+
 // The voices served: each --voice (the first is the default), the built-in
 // ones, then the Piper voices in the voice folders, each checked by reading
 // it. A folder's voice that fails is skipped, not fatal: why is added to
-// `skipped`.
+// `skipped`. Every Piper voice takes the scales and the sentence silence
+// given here, and the default voice the --speaker, as wyoming-piper's do;
+// a request's own speaker comes first.
 server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice& backend,
                                    std::vector<std::string>& skipped) {
+    add_voice_folders(args.values("--data-dir"));
     server::VoiceCatalog voices;
+    const auto noise_scale = piper_scale(args, "--noise-scale", true);
+    const auto length_scale = piper_scale(args, "--length-scale", false);
+    const auto noise_w = piper_scale(args, "--noise-w", true);
+    const double sentence_silence_ms = sentence_silence_option(args);
+    const auto speaker = args.value("--speaker");
     const auto add_voice = [&](server::VoiceEntry v) {
         v.options.backend = backend.backend;
         v.options.device = backend.device;
+        if (auto* p = std::get_if<engine::PiperVoiceOptions>(&v.options.voice)) {
+            p->noise_scale = noise_scale;
+            p->noise_w = noise_w;
+            p->sentence_silence_ms = sentence_silence_ms;
+            if (length_scale) {
+                p->length_scale = length_scale;
+                v.length_scale = *length_scale;  // the pace of HTTP's speed 1.0
+            }
+            if (speaker && voices.voices().empty()) {
+                check_default_speaker(v, *speaker);
+                p->speaker = *speaker;
+            }
+        } else if (speaker && voices.voices().empty()) {
+            check_default_speaker(v, *speaker);
+        }
         voices.add(std::move(v));
     };
     const auto builtin = server::VoiceCatalog::builtin();
@@ -315,7 +401,8 @@ int run_serve(const CommandLine& args) {
 
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
-    const server::ServerContext context{engine, voices, slots, limits, log};
+    const server::ServerContext context{engine, voices, slots,
+                                        limits, log,    read_end_punctuation(args)};
     std::vector<std::unique_ptr<server::WyomingServer>> servers;
     for (const auto& e : endpoints)
         servers.push_back(std::make_unique<server::WyomingServer>(context, e));
@@ -374,12 +461,33 @@ int serve_command(int argc, char** argv) {
             .option("--api-key-file", "PATH",
                     "--http asks every request for Authorization: Bearer KEY, KEY the one word "
                     "in PATH (default: the file named by ETUDE_API_KEY_FILE; neither: no key)");
-        args.group("voices").option(
-            "--voice", "VOICE",
-            "a voice to serve: a Piper voice, PATH/VOICE.onnx (VOICE.onnx.json beside "
-            "it) or a name from 'etude voices', or a built-in one; repeatable, the first "
-            "is the default (default: slt). The built-in voices and every voice in the "
-            "voice folders are served too");
+        args.group("voices")
+            .option("--voice", "VOICE",
+                    "a voice to serve: a Piper voice, PATH/VOICE.onnx (VOICE.onnx.json beside "
+                    "it) or a name from 'etude voices', or a built-in one; repeatable, the first "
+                    "is the default (default: slt). The built-in voices and every voice in the "
+                    "voice folders are served too")
+            .option("--data-dir", "DIR",
+                    "a voice folder searched first, before ETUDE_VOICE_PATH's (wyoming-piper's "
+                    "option; repeatable): --voice may name its voices, and all are served")
+            .option("--speaker", "NAME|ID",
+                    "the default voice's speaker, for requests that name none (a Piper voice "
+                    "with several: a name or an id; default: the voice's own)")
+            .option("--noise-scale", "X",
+                    "every Piper voice's prior noise, 0 or more (default: each voice's, often "
+                    "0.667)")
+            .option("--length-scale", "X",
+                    "every Piper voice's pace, above 0; larger is slower (default: each "
+                    "voice's, often 1); HTTP's speed divides it")
+            .option("--noise-w,--noise-w-scale", "X",
+                    "every Piper voice's duration noise, 0 or more (default: each voice's, "
+                    "often 0.8)")
+            .option("--sentence-silence", "SECONDS",
+                    "silence between the sentences of a request, Piper voices, 0 to 60 "
+                    "(default 0)")
+            .option("--auto-punctuation", "CHARS",
+                    "Wyoming: text that ends in none of CHARS gets the first of them, as "
+                    "wyoming-piper adds it (default: \".?!。？！．؟\"; \"\": off)");
         args.group("compute")
             .option("--backend", "NAME",
                     "where the Piper voices' decoders run: auto (default: a GPU if there is "

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/end_punctuation.h"
 #include "server/synthesis_slots.h"
 #include "server/voice_catalog.h"
 #include "server/wyoming_frame.h"
@@ -53,6 +54,8 @@ struct ServerContext {
     SynthesisSlots& slots;
     const ServerLimits& limits;
     RequestLog& log;
+    // Wyoming's requests end in one of these (--auto-punctuation).
+    EndPunctuation end_punctuation{};
 };
 
 }  // namespace etude::server

@@ -73,7 +73,9 @@ constexpr std::size_t kAudioRoom = 64 * 1024;
 
 // A synthesis of this connection, from its start until the loop reaps it.
 struct WyomingSession::Active {
+    explicit Active(const EndPunctuation& rule) : text_end(rule) {}
     std::unique_ptr<SpeechJob> job;
+    EndPunctuation::Follower text_end;  // a stream's text, for its final mark
     bool streaming = false;
     bool stopped = false;                 // synthesize-stop seen
     std::size_t text_bytes = 0;           // streamed so far, against --max-text
@@ -158,7 +160,7 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
 
 bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speaker,
                                bool streaming) {
-    active_ = std::make_unique<Active>();
+    active_ = std::make_unique<Active>(ctx_.end_punctuation);
     active_->job = std::make_unique<SpeechJob>(ctx_, voice, speaker);
     active_->streaming = streaming;
     Active& a = *active_;
@@ -320,6 +322,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
             return refuse_request();
         }
         if (!start_job(*voice, speaker, false)) return refuse_request();
+        text += ctx_.end_punctuation.missing_after(text);
         active_->job->add_text(std::move(text));
         active_->job->finish();
         return true;
@@ -348,6 +351,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         Active& a = *active_;
         if (ev.type == "synthesize-stop") {
             a.stopped = true;
+            if (auto mark = a.text_end.missing(); !mark.empty()) a.job->add_text(std::move(mark));
             a.job->finish();  // the engine speaks the sentence it held back
             return true;
         }
@@ -365,6 +369,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         // Pieces go to the engine as they come: it holds an unfinished
         // sentence until the text after it proves it complete.
         a.text_bytes += text.size();
+        a.text_end.feed(text);
         a.job->add_text(std::move(text));
         return true;
     }

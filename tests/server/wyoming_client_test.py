@@ -603,6 +603,83 @@ async def case_piper(_srv):
         server.stop()
 
 
+def say_piper(text, *options):
+    return subprocess.run([ETUDE, "say", "--voice", PIPER, *options, "--raw", text],
+                          check=True, capture_output=True).stdout
+
+
+async def case_piper_tuning(_srv):
+    """wyoming-piper's voice options: --speaker (the default voice's), --noise-scale,
+    --length-scale, --noise-w-scale and --sentence-silence (between a request's sentences), and
+    its --auto-punctuation (on by default: text without a final mark ends with ".") and
+    --data-dir (a voice folder --voice names voices in); each
+    request equals `etude say` with the same options, one-shot and streamed. Bad values stop
+    the server at start with the reason."""
+    probe = subprocess.run([ETUDE, "phonemize", "--voice", PIPER, "hi"], capture_output=True)
+    if probe.returncode != 0:
+        print("  SKIP piper_tuning: this build cannot phonemize text (no espeak-ng)")
+        return
+    tuning = ["--speaker", "speaker_1", "--noise-scale", "0.3", "--length-scale", "1.2",
+              "--noise-w-scale", "0.5"]
+    text = "This is sentence one. This is sentence two"
+    plain = say_piper(text + ".", *tuning)
+    ref = say_piper(text + ".", *tuning, "--sentence-silence", "0.5")
+    # One boundary between two sentences: exactly 0.5 s of 22050 Hz 16-bit samples more.
+    assert len(ref) - len(plain) == 11025 * 2, (len(ref), len(plain))
+    server = Server("--voice", PIPER, *tuning, "--sentence-silence", "0.5")
+    try:
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text=text).event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        assert pcm == ref, f"synthesize: {len(pcm)} bytes, `etude say` {len(ref)}"
+        cuts = [round(i * len(text) / 17) for i in range(18)]
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(SynthesizeStart().event())
+            for a, b in zip(cuts, cuts[1:]):
+                await c.write_event(SynthesizeChunk(text=text[a:b]).event())
+            await c.write_event(SynthesizeStop().event())
+            _, pcm, _ = await read_utterance(c, streaming=True)
+        assert pcm == ref, f"stream of 17 pieces: {len(pcm)} bytes, `etude say` {len(ref)}"
+        # A request's own speaker comes before --speaker.
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text=text + "!", voice=SynthesizeVoice(
+                name="test_medium_multi", speaker="speaker_3")).event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        other = say_piper(text + "!", *tuning[2:], "--speaker", "speaker_3",
+                          "--sentence-silence", "0.5")
+        assert pcm == other, f"speaker_3: {len(pcm)} bytes, `etude say` {len(other)}"
+    finally:
+        server.stop()
+    # wyoming-piper's --data-dir: a voice folder, whose voices --voice names.
+    folder = os.path.dirname(PIPER)
+    server = Server("--data-dir", folder, "--voice", "test_medium_multi", "--auto-punctuation", "")
+    try:
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Describe().event())
+            info = Info.from_event(await asyncio.wait_for(c.read_event(), TIMEOUT))
+            assert info.tts[0].voices[0].name == "test_medium_multi", info.tts[0].voices[0]
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text=text).event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        bare = offline_piper(text, "speaker_0")
+        assert pcm == bare, f"--auto-punctuation '': {len(pcm)} bytes, `etude say` {len(bare)}"
+        assert bare != offline_piper(text + ".", "speaker_0"), "the mark changes nothing"
+    finally:
+        server.stop()
+    for bad, why in [(["--speaker", "speaker_1"], "built-in"),
+                     (["--voice", PIPER, "--speaker", "nobody"], "no speaker 'nobody'"),
+                     (["--voice", PIPER, "--length-scale", "0"], "above 0"),
+                     (["--voice", PIPER, "--noise-scale", "-1"], "0 or more"),
+                     (["--voice", PIPER, "--sentence-silence", "61"], "0 to 60"),
+                     (["--auto-punctuation", "\udcff"], "not valid UTF-8"),
+                     (["--data-dir", "/nonexistent/voices"], "no such folder")]:
+        r = subprocess.run([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *bad],
+                           capture_output=True, timeout=60,
+                           env=dict(os.environ, PYTHONIOENCODING="utf-8"))
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == 2 and why in err, f"{bad}: exit {r.returncode}, {err!r}"
+
+
 CASES = {
     "describe": case_describe,
     "synthesize": case_synthesize,
@@ -615,6 +692,7 @@ CASES = {
     "capacity": case_capacity,
     "slow_client": case_slow_client,
     "piper": case_piper,
+    "piper_tuning": case_piper_tuning,
 }
 
 
