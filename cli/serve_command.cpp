@@ -156,16 +156,12 @@ void check_default_speaker(const server::VoiceEntry& voice, const std::string& s
     if (!std::holds_alternative<engine::PiperVoiceOptions>(voice.options.voice))
         throw UsageError("--speaker applies to a Piper voice; the default voice '" + voice.name +
                          "' is a built-in one (put the Piper voice first with --voice)");
-    const auto& names = voice.speakers;
-    const bool by_name = std::find(names.begin(), names.end(), speaker) != names.end();
-    const bool by_id = !speaker.empty() && speaker.size() <= 9 &&
-                       speaker.find_first_not_of("0123456789") == std::string::npos &&
-                       std::stoul(speaker) < names.size();
-    if (!by_name && !by_id)
+    if (!voice.has_speaker(speaker))
         throw UsageError("--speaker: the default voice '" + voice.name + "' has " +
-                         (names.empty() ? std::string("a single speaker")
-                                        : "no speaker '" + speaker + "' (" +
-                                              std::to_string(names.size()) + " speakers)"));
+                         (voice.speakers.empty()
+                              ? std::string("a single speaker")
+                              : "no speaker '" + speaker + "' (" +
+                                    std::to_string(voice.speakers.size()) + " speakers)"));
 }
 
 // The voices served: each --voice (the first is the default), the built-in

@@ -41,6 +41,13 @@ VoiceEntry entry_of(const engine::VoiceInfo& v) {
 
 }  // namespace
 
+bool VoiceEntry::has_speaker(const std::string& speaker) const {
+    if (std::find(speakers.begin(), speakers.end(), speaker) != speakers.end()) return true;
+    const bool numeric = !speaker.empty() && speaker.size() <= 9 &&
+                         speaker.find_first_not_of("0123456789") == std::string::npos;
+    return numeric && std::stoul(speaker) < speakers.size();
+}
+
 VoiceCatalog VoiceCatalog::builtin() {
     VoiceCatalog c;
     for (const auto& v : engine::Engine::list_voices())

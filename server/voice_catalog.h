@@ -25,6 +25,10 @@ struct VoiceEntry {
     // Piper voice's config's length_scale; 1 for the built-in voices (Flite's
     // duration stretch).
     float length_scale = 1.0f;
+
+    // A speaker of this voice, by name or by id as Piper's tools take it
+    // ("2"); false for a voice of one speaker.
+    bool has_speaker(const std::string& speaker) const;
 };
 
 class VoiceCatalog {

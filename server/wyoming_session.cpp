@@ -144,12 +144,7 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
     }
     if (auto speaker = field("speaker"); speaker && !voice->speakers.empty()) {
         // By name, or by id as Piper's tools take it (wyoming-piper too).
-        bool known = false;
-        for (const auto& s : voice->speakers) known = known || s == *speaker;
-        const bool numeric = !speaker->empty() && speaker->size() <= 9 &&
-                             speaker->find_first_not_of("0123456789") == std::string::npos;
-        known = known || (numeric && std::stoul(*speaker) < voice->speakers.size());
-        if (!known) {
+        if (!voice->has_speaker(*speaker)) {
             error = "voice '" + voice->name + "' has no speaker '" + *speaker + "'";
             return nullptr;
         }
