@@ -52,7 +52,8 @@ class EtudeTTS(tts.TTS):
 
         Args:
             engine: An engine to share with other TTS instances or streams; a
-                new one is made when omitted.
+                new one is made when omitted, and closed by ``aclose()`` (a
+                given one stays open: its owner closes it).
             voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
                 name or path, as ``Engine.stream`` takes it.
             sample_rate: Output rate in Hz; None is the voice's own rate.
@@ -63,19 +64,22 @@ class EtudeTTS(tts.TTS):
                 here: an unknown name, or an option the voice does not take,
                 raises ``libetude.InvalidArgument``.
         """
+        owns_engine = engine is None
         engine = engine if engine is not None else libetude.Engine()
         options = {"voice": voice, **{k: v for k, v in options.items() if v is not None}}
-        # A stream opened now refuses an unknown voice or an option the voice
-        # does not take here, rather than at the first reply, and tells the
-        # voice's own rate.
-        with engine.stream(**options) as probe:
-            own_rate = int(probe.sample_rate)
+        try:
+            own_rate = _checked_rate(engine, options)
+        except BaseException:
+            if owns_engine:
+                engine.close()
+            raise
         super().__init__(
             capabilities=tts.TTSCapabilities(streaming=True, aligned_transcript=True),
             sample_rate=own_rate if sample_rate is None else int(sample_rate),
             num_channels=1,
         )
         self._engine = engine
+        self._owns_engine = owns_engine
         self._voice = voice
         self._options = options
         self._open_requests: weakref.WeakSet[tts.ChunkedStream | tts.SynthesizeStream] = (
@@ -111,9 +115,31 @@ class EtudeTTS(tts.TTS):
         self._open_requests.add(request)
         return request
 
+    def update_options(self, *, voice: str | None = None, **options: Any) -> None:
+        """Change the voice or ``Engine.stream``'s options for the requests
+        made from now on (a request already open keeps its own). Each one
+        given is set over those given before (None: back to the option's
+        default), so a Piper option must be unset (None) to change to a
+        built-in voice. Checked as the constructor checks them, before
+        anything changes; the output rate stays the TTS's."""
+        merged = dict(self._options)
+        if voice is not None:
+            merged["voice"] = voice
+        for name, value in options.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+        _checked_rate(self._engine, merged)
+        self._voice = merged["voice"]
+        self._options = merged
+
     async def aclose(self) -> None:
-        """Close every request still open; each cancels its engine stream."""
+        """Close every request still open; each cancels its engine stream.
+        An engine the TTS made itself is closed too."""
         await asyncio.gather(*(request.aclose() for request in list(self._open_requests)))
+        if self._owns_engine:
+            self._engine.close()
 
     def _open_engine_stream(self) -> Any:
         try:
@@ -121,6 +147,14 @@ class EtudeTTS(tts.TTS):
         except libetude.EtudeError as error:
             # A local engine refuses the same options on every attempt.
             raise APIError(f"cannot open a LibEtude stream: {error}", retryable=False) from error
+
+
+def _checked_rate(engine: libetude.Engine, options: dict[str, Any]) -> int:
+    """The voice's own rate, from a stream opened with `options`: an unknown
+    voice or an option the voice does not take is refused here, rather than
+    at the first reply (libetude.InvalidArgument)."""
+    with engine.stream(**options) as probe:
+        return int(probe.sample_rate)
 
 
 def _engine_call(method: Any, *args: Any) -> None:

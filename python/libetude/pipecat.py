@@ -83,7 +83,8 @@ class EtudeTTSService(TTSService):
 
         Args:
             engine: An engine to share with other services or streams; a new
-                one is made when omitted.
+                one is made when omitted, and closed at the pipeline's
+                cleanup (a given one stays open: its owner closes it).
             voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
                 name or path, as ``Engine.stream`` takes it.
             sample_rate: Output rate in Hz; None takes the pipeline's output rate.
@@ -127,6 +128,7 @@ class EtudeTTSService(TTSService):
                 "EtudeTTSService speaks whole sentences; use "
                 "text_aggregation_mode=TextAggregationMode.SENTENCE (the default)"
             )
+        self._owns_engine = engine is None
         self._engine = engine if engine is not None else libetude.Engine()
         # A stream opened now refuses an unknown voice or an option the voice
         # does not take here, rather than at the first reply.
@@ -242,9 +244,12 @@ class EtudeTTSService(TTSService):
         await super().cancel(frame)
 
     async def cleanup(self):
-        """Cancel every stream still speaking at teardown."""
+        """Cancel every stream still speaking at teardown, and close the
+        engine if the service made it (its threads and voices go with it)."""
         self._cancel_all()
         await super().cleanup()
+        if self._owns_engine:
+            self._engine.close()
 
     def _cancel_all(self) -> None:
         self._context_seconds.clear()

@@ -258,3 +258,33 @@ def test_aligned_transcript_is_the_text_in_pieces_timed_at_each_word(engine, str
     assert [piece.start_time for piece, _ in got] == pytest.approx([m.seconds for m in words])
     for piece, audio_before in got:
         assert piece.start_time <= audio_before + 0.5  # sent soon after its audio, never long before
+
+
+def test_update_options_applies_to_the_next_request_and_bad_ones_change_nothing(engine):
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+    tts.update_options(voice="awb", length_scale=1.2)
+    assert tts.model == "awb"
+    text = "Another voice, more slowly."
+
+    async def main():
+        async with tts.synthesize(text) as request:
+            return await collect(request, RATE)
+
+    expected = reference_pcm(engine, text, voice="awb", length_scale=1.2)
+    assert_same_audio(asyncio.run(main()), expected)
+    with pytest.raises(libetude.InvalidArgument, match="seed applies to Piper voices"):
+        tts.update_options(seed=7)
+    with pytest.raises(libetude.EtudeError):
+        tts.update_options(voice="no-such-voice")
+    assert tts.model == "awb"  # unchanged by the refusals
+    tts.update_options(length_scale=None)
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, text, voice="awb"))
+
+
+def test_an_engine_the_tts_made_is_closed_by_aclose_and_a_given_one_is_not(engine):
+    own = EtudeTTS(voice=VOICE, sample_rate=RATE)
+    shared = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE)
+    asyncio.run(own.aclose())
+    asyncio.run(shared.aclose())
+    assert own.engine.closed
+    assert not engine.closed

@@ -272,3 +272,13 @@ def test_bad_voice_options_are_refused_at_construction(engine):
         EtudeTTSService(engine=engine, voice="no-such-voice")
     with pytest.raises(libetude.EtudeError, match="seed"):
         EtudeTTSService(engine=engine, voice=VOICE, seed=7)  # a Piper voice's option
+
+
+def test_an_engine_the_service_made_is_closed_at_cleanup_and_a_given_one_is_not(engine):
+    own = EtudeTTSService(voice=VOICE, sample_rate=RATE)
+    collector = speak(own, "Hello there.")
+    assert len(streamed_pcm(collector)) > 0
+    assert own.engine.closed
+    shared = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    speak(shared, "Hello there.")
+    assert not engine.closed
