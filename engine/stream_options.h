@@ -86,7 +86,8 @@ struct PiperVoiceOptions {
     std::uint64_t seed = 0;
     /// Silence between sentences, 0..60000 ms (Piper's --sentence-silence):
     /// before each sentence that follows another of the same input, from
-    /// the stream's start or its last end_input() or cancel(); 0: none.
+    /// the stream's start or its last end_input() or cancel(); 0: none. A
+    /// mark or prosody change inside a sentence, which cuts it, adds none.
     double sentence_silence_ms = 0.0;
 };
 

@@ -54,8 +54,10 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
     voice_ = make_stream_voice(*engine_, options_, faults, voice, std::move(piper), ring_, *this,
                                records_);
     if (const auto* p = std::get_if<PiperVoiceOptions>(&options_.voice))
+        // Seconds first, as Piper counts int(rate * seconds): 700 ms at 22050 Hz
+        // is 15434 samples, where rate * 700 / 1000 rounds to 15435.
         sentence_silence_samples_ =
-            static_cast<std::size_t>(rate_ * p->sentence_silence_ms / 1000.0);
+            static_cast<std::size_t>(rate_ * (p->sentence_silence_ms / 1000.0));
     input_ = voice_->make_input();
 }
 
@@ -178,7 +180,11 @@ std::size_t StreamCore::push_ssml(std::string_view document) {
 
 std::size_t StreamCore::queue_held_text() {
     try {
-        return queue_text({input_.finish()});
+        const std::size_t queued = queue_text({input_.finish()});
+        // What a mark or a prosody change cut off is a sentence's front: the
+        // rest that follows continues it, with no sentence silence between.
+        if (queued > 0) sentence_before_ = false;
+        return queued;
     } catch (...) {
         holding_ = false;  // what was held is gone either way (the caller hears why)
         throw;
@@ -299,8 +305,13 @@ std::size_t StreamCore::end_input() {
                     " of its bytes came): push the rest of it, or cancel()");
     if (engine_->stopping()) throw Error("the engine of this stream has been destroyed");
     const std::string rest = input_.finish();
+    // The next input's first sentence starts without a gap, even if this
+    // one's last could not be queued.
+    struct NextInputStarts {
+        bool& sentence_before;
+        ~NextInputStarts() { sentence_before = false; }
+    } next_input{sentence_before_};
     const std::size_t n = queue_text({rest});
-    sentence_before_ = false;  // the next input's first sentence starts without a gap
     // Only now: a reader that saw the held flag down before the rest was
     // queued (nothing outstanding, nothing held) ended its read() early, with
     // the last sentence still to come (TextPieces caught it, 1 run in CI).

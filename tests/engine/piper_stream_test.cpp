@@ -371,6 +371,21 @@ TEST(PiperStream, sentence_silence_goes_between_the_sentences_of_an_input_only) 
     EXPECT_LE(max_abs_diff(got, expected), kChunkedBound);
     EXPECT_EQ(stream->stats().sentences_spoken, 4u);
 
+    // A mark inside a sentence cuts it for the voice, but no silence goes
+    // into the cut: one gap, between the two sentences, as without the mark.
+    std::size_t lengths[2];
+    for (int spaced = 0; spaced < 2; ++spaced) {
+        auto o = piper_options("speaker_0", 5, 100);
+        std::get<PiperVoiceOptions>(o.voice).sentence_silence_ms = spaced ? 50.0 : 0.0;
+        auto s = engine.create_stream(o);
+        s->push_ssml(
+            "<speak>The wind rose <mark name=\"m\"/>at dawn. Did the boats come "
+            "<prosody rate=\"1.2\">home</prosody>?</speak>");
+        s->end_input();
+        lengths[spaced] = read_all(*s).size();
+    }
+    EXPECT_EQ(lengths[1] - lengths[0], gap);
+
     auto bad = piper_options("", 0, 100);
     for (double ms : {-1.0, 60001.0}) {
         std::get<PiperVoiceOptions>(bad.voice).sentence_silence_ms = ms;
