@@ -122,20 +122,25 @@ std::optional<float> piper_scale(const CommandLine& args, const char* name, bool
 }
 
 // --data-dir DIR (wyoming-piper's name): voice folders searched before
-// those ETUDE_VOICE_PATH names, in the order given. The engine reads the
-// folders from the environment; this runs before any thread starts.
-void add_voice_folders(const std::vector<std::string>& folders) {
-    if (folders.empty()) return;
+// those ETUDE_VOICE_PATH names, in the order given. One that does not exist
+// is passed over, as wyoming-piper passes it over (Home Assistant's add-on
+// names /share/piper whether or not it was made), with a note in `notes`.
+// The engine reads the folders from the environment; this runs before any
+// thread starts.
+void add_voice_folders(const std::vector<std::string>& folders, std::vector<std::string>& notes) {
     std::string path;
     for (const auto& f : folders) {
         if (f.empty() || f.find(':') != std::string::npos)
             throw UsageError("--data-dir must be a folder without ':' in its name, not '" + f +
                              "'");
         std::error_code ec;
-        if (!std::filesystem::is_directory(f, ec))
-            throw UsageError("--data-dir " + f + ": no such folder");
+        if (!std::filesystem::is_directory(f, ec)) {
+            notes.push_back("--data-dir " + f + ": no such folder; no voices from it");
+            continue;
+        }
         path += (path.empty() ? "" : ":") + f;
     }
+    if (path.empty()) return;
     if (const char* rest = std::getenv("ETUDE_VOICE_PATH"); rest && *rest)
         path += std::string(":") + rest;
     ::setenv("ETUDE_VOICE_PATH", path.c_str(), 1);
@@ -151,28 +156,24 @@ server::EndPunctuation read_end_punctuation(const CommandLine& args) {
     }
 }
 
-// --speaker names a speaker of the default voice: by name, or by id.
+// --speaker names a speaker of the default voice: by name, or by id. A
+// voice of one speaker speaks as itself whatever it says, as it does for a
+// request's speaker (Home Assistant's Piper add-on passes 0 to every voice).
 void check_default_speaker(const server::VoiceEntry& voice, const std::string& speaker) {
-    if (!std::holds_alternative<engine::PiperVoiceOptions>(voice.options.voice))
-        throw UsageError("--speaker applies to a Piper voice; the default voice '" + voice.name +
-                         "' is a built-in one (put the Piper voice first with --voice)");
-    if (!voice.has_speaker(speaker))
-        throw UsageError("--speaker: the default voice '" + voice.name + "' has " +
-                         (voice.speakers.empty()
-                              ? std::string("a single speaker")
-                              : "no speaker '" + speaker + "' (" +
-                                    std::to_string(voice.speakers.size()) + " speakers)"));
+    if (!voice.speakers.empty() && !voice.has_speaker(speaker))
+        throw UsageError("--speaker: the default voice '" + voice.name + "' has no speaker '" +
+                         speaker + "' (" + std::to_string(voice.speakers.size()) + " speakers)");
 }
 
 // The voices served: each --voice (the first is the default), the built-in
 // ones, then the Piper voices in the voice folders, each checked by reading
 // it. A folder's voice that fails is skipped, not fatal: why is added to
-// `skipped`. Every Piper voice takes the scales and the sentence silence
-// given here, and the default voice the --speaker, as wyoming-piper's do;
-// a request's own speaker comes first.
+// `notes`, with each --data-dir that does not exist. Every Piper voice takes the scales and the
+// sentence silence given here, and the default voice the --speaker, as wyoming-piper's do; a
+// request's own speaker comes first.
 server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice& backend,
-                                   std::vector<std::string>& skipped) {
-    add_voice_folders(args.values("--data-dir"));
+                                   std::vector<std::string>& notes) {
+    add_voice_folders(args.values("--data-dir"), notes);
     server::VoiceCatalog voices;
     const auto noise_scale = piper_scale(args, "--noise-scale", true);
     const auto length_scale = piper_scale(args, "--length-scale", false);
@@ -192,10 +193,8 @@ server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice&
             }
             if (speaker && voices.voices().empty()) {
                 check_default_speaker(v, *speaker);
-                p->speaker = *speaker;
+                if (!v.speakers.empty()) p->speaker = *speaker;
             }
-        } else if (speaker && voices.voices().empty()) {
-            check_default_speaker(v, *speaker);
         }
         voices.add(std::move(v));
     };
@@ -215,7 +214,7 @@ server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice&
             engine::Engine::describe_voice(files.model_path);
             add_voice(server::VoiceCatalog::piper_voice(files.model_path));
         } catch (const std::exception& e) {
-            skipped.push_back(e.what());
+            notes.push_back("skipping a voice in the voice folders: " + std::string(e.what()));
         }
     }
     return voices;
@@ -387,9 +386,10 @@ int run_serve(const CommandLine& args) {
         server::raise_open_file_limit(limits.max_connections * (wyoming.size() + http.size()));
     const auto endpoints = read_wyoming_endpoints(wyoming, wyoming.size() + http.size());
     const BackendChoice backend = read_backend(args);
+    const server::EndPunctuation end_punctuation = read_end_punctuation(args);
     // Skipped voices are said after the listening lines, which scripts read first.
-    std::vector<std::string> skipped;
-    const server::VoiceCatalog voices = gather_voices(args, backend, skipped);
+    std::vector<std::string> notes;
+    const server::VoiceCatalog voices = gather_voices(args, backend, notes);
     engine::Engine::Options engine_options = engine_options_for(voices, backend);
     engine_options.device_precision = parse_precision_option(args);
     engine::Engine engine(engine_options);
@@ -397,8 +397,7 @@ int run_serve(const CommandLine& args) {
 
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
-    const server::ServerContext context{engine, voices, slots,
-                                        limits, log,    read_end_punctuation(args)};
+    const server::ServerContext context{engine, voices, slots, limits, log, end_punctuation};
     std::vector<std::unique_ptr<server::WyomingServer>> servers;
     for (const auto& e : endpoints)
         servers.push_back(std::make_unique<server::WyomingServer>(context, e));
@@ -421,9 +420,7 @@ int run_serve(const CommandLine& args) {
     if (!admission.promise.empty())
         std::fprintf(stderr, "etude serve: %s\n", admission.promise.c_str());
     if (!file_limit.empty()) std::fprintf(stderr, "etude serve: %s\n", file_limit.c_str());
-    for (const auto& why : skipped)
-        std::fprintf(stderr, "etude serve: skipping a voice in the voice folders: %s\n",
-                     why.c_str());
+    for (const auto& note : notes) std::fprintf(stderr, "etude serve: %s\n", note.c_str());
     std::fflush(stderr);
 
     std::vector<std::thread> threads;
@@ -465,10 +462,11 @@ int serve_command(int argc, char** argv) {
                     "voice folders are served too")
             .option("--data-dir", "DIR",
                     "a voice folder searched first, before ETUDE_VOICE_PATH's (wyoming-piper's "
-                    "option; repeatable): --voice may name its voices, and all are served")
+                    "option; repeatable): --voice may name its voices, and all are served; one "
+                    "that does not exist is passed over with a note")
             .option("--speaker", "NAME|ID",
-                    "the default voice's speaker, for requests that name none (a Piper voice "
-                    "with several: a name or an id; default: the voice's own)")
+                    "the default voice's speaker, for requests that name none (a name or an id; "
+                    "a voice of one speaker ignores it; default: the voice's own)")
             .option("--noise-scale", "X",
                     "every Piper voice's prior noise, 0 or more (default: each voice's, often "
                     "0.667)")

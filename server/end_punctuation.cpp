@@ -5,10 +5,6 @@
 namespace etude::server {
 namespace {
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 bool is_continuation(char c) {
     return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
 }
@@ -23,9 +19,34 @@ std::size_t sequence_length(char lead) {
     return 0;
 }
 
-std::string_view without_trailing_space(std::string_view text) {
-    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-    return text;
+// How many bytes of white space end `text`: ASCII's, and the no-break and
+// ideographic spaces Python's strip() takes too.
+std::size_t trailing_space(std::string_view text) {
+    std::size_t n = 0;
+    for (;;) {
+        const std::string_view rest = text.substr(0, text.size() - n);
+        if (rest.empty()) return n;
+        const char c = rest.back();
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+            n += 1;
+        else if (rest.ends_with("\xc2\xa0"))  // U+00A0
+            n += 2;
+        else if (rest.ends_with("\xe3\x80\x80"))  // U+3000
+            n += 3;
+        else
+            return n;
+    }
+}
+
+// How many bytes at the end of `text` begin a character the text does not
+// finish (a piece cut inside one).
+std::size_t unfinished_character(std::string_view text) {
+    for (std::size_t back = 1; back <= 4 && back <= text.size(); ++back) {
+        const char c = text[text.size() - back];
+        if (is_continuation(c)) continue;
+        return sequence_length(c) > back ? back : 0;
+    }
+    return 0;
 }
 
 // The last character of `text` (its whole UTF-8 sequence).
@@ -53,7 +74,7 @@ EndPunctuation::EndPunctuation(std::string_view chars) {
 
 std::string EndPunctuation::missing_after(std::string_view text) const {
     if (marks_.empty()) return {};
-    const std::string_view body = without_trailing_space(text);
+    const std::string_view body = text.substr(0, text.size() - trailing_space(text));
     if (body.empty()) return {};
     const std::string_view last = last_character(body);
     for (const auto& m : marks_)
@@ -61,11 +82,29 @@ std::string EndPunctuation::missing_after(std::string_view text) const {
     return marks_.front();
 }
 
-void EndPunctuation::Follower::feed(std::string_view piece) {
-    tail_ += piece;
-    tail_.erase(without_trailing_space(tail_).size());
-    // A character is at most 4 bytes; 8 keep one whole even if it came split.
-    if (tail_.size() > 8) tail_.erase(0, tail_.size() - 8);
+std::string EndPunctuation::completed(std::string_view text) const {
+    const std::string mark = missing_after(text);
+    if (mark.empty()) return std::string(text);
+    return std::string(text.substr(0, text.size() - trailing_space(text))) + mark;
+}
+
+std::string EndPunctuation::Follower::pass(std::string_view piece) {
+    std::string text = held_ + std::string(piece);
+    held_.clear();
+    // The end as it stands: trailing white space, or a character still
+    // arriving (which may be a no-break space), does not count yet.
+    const std::string_view whole =
+        std::string_view(text).substr(0, text.size() - unfinished_character(text));
+    const std::size_t body = whole.size() - trailing_space(whole);
+    if (body > 0) {
+        tail_.append(text, 0, body);
+        // A character is at most 4 bytes; 8 keep one whole even if it came split.
+        if (tail_.size() > 8) tail_.erase(0, tail_.size() - 8);
+    }
+    if (finish().empty()) return text;
+    held_ = text.substr(body);
+    text.resize(body);
+    return text;
 }
 
 }  // namespace etude::server

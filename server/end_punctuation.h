@@ -2,7 +2,9 @@
 // the given ones is spoken with the first of them after it, so a request
 // without a final full stop still ends as a statement does (a Piper voice
 // reads the punctuation: without it the last words keep a rising pitch).
-// Streamed text is followed piece by piece, and only its end counts.
+// The mark goes right after the last character, before any white space
+// that ends the text: after a blank line it would be a sentence of its own,
+// which says nothing. Streamed text is followed piece by piece.
 #pragma once
 
 #include <string>
@@ -21,20 +23,26 @@ class EndPunctuation {
     // Throws std::invalid_argument if `chars` is not valid UTF-8.
     explicit EndPunctuation(std::string_view chars = kDefaultEndPunctuation);
 
-    // What to add after `text` ("" for text with no character but white
-    // space, or ending in one of the marks).
+    // `text` with the mark it lacks, if it lacks one, after its last
+    // character (white space at its end dropped, as wyoming-piper strips it).
+    std::string completed(std::string_view text) const;
+    // The mark `text` lacks, or "" (text of white space alone lacks none).
     std::string missing_after(std::string_view text) const;
 
-    // The same for text arriving in pieces: feed() each, then missing().
+    // Text arriving in pieces: pass() each on, then add finish() at the end.
+    // White space that ends the text so far while it lacks its mark is held
+    // back (and passed on before the next character), so that the mark
+    // finish() gives still comes right after the last character.
     class Follower {
       public:
         explicit Follower(const EndPunctuation& rule) : rule_(&rule) {}
-        void feed(std::string_view piece);
-        std::string missing() const { return rule_->missing_after(tail_); }
+        std::string pass(std::string_view piece);
+        std::string finish() const { return rule_->missing_after(tail_); }
 
       private:
         const EndPunctuation* rule_;
-        std::string tail_;  // the text's last few bytes, trailing white space dropped
+        std::string tail_;  // the text's last few bytes before its trailing white space
+        std::string held_;  // that white space (and a character cut), while the text lacks its mark
     };
 
   private:

@@ -317,7 +317,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
             return refuse_request();
         }
         if (!start_job(*voice, speaker, false)) return refuse_request();
-        text += ctx_.end_punctuation.missing_after(text);
+        text = ctx_.end_punctuation.completed(text);
         active_->job->add_text(std::move(text));
         active_->job->finish();
         return true;
@@ -346,7 +346,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         Active& a = *active_;
         if (ev.type == "synthesize-stop") {
             a.stopped = true;
-            if (auto mark = a.text_end.missing(); !mark.empty()) a.job->add_text(std::move(mark));
+            if (auto mark = a.text_end.finish(); !mark.empty()) a.job->add_text(std::move(mark));
             a.job->finish();  // the engine speaks the sentence it held back
             return true;
         }
@@ -364,8 +364,8 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         // Pieces go to the engine as they come: it holds an unfinished
         // sentence until the text after it proves it complete.
         a.text_bytes += text.size();
-        a.text_end.feed(text);
-        a.job->add_text(std::move(text));
+        // Trailing white space may wait for the next piece (end_punctuation.h).
+        if (auto now = a.text_end.pass(text); !now.empty()) a.job->add_text(std::move(now));
         return true;
     }
     // Other events (audio, transcripts, ...) are not for a TTS server; the

@@ -640,6 +640,21 @@ async def case_piper_tuning(_srv):
             await c.write_event(SynthesizeStop().event())
             _, pcm, _ = await read_utterance(c, streaming=True)
         assert pcm == ref, f"stream of 17 pieces: {len(pcm)} bytes, `etude say` {len(ref)}"
+        # Text that ends in a blank line gets its mark before it (after it the mark would be
+        # a sentence of its own, which says nothing), one-shot and streamed.
+        for pieces in (1, 9):
+            blank = text + "\n\n"
+            cuts = [round(i * len(blank) / pieces) for i in range(pieces + 1)]
+            async with AsyncTcpClient("127.0.0.1", server.port) as c:
+                if pieces == 1:
+                    await c.write_event(Synthesize(text=blank).event())
+                else:
+                    await c.write_event(SynthesizeStart().event())
+                    for a, b in zip(cuts, cuts[1:]):
+                        await c.write_event(SynthesizeChunk(text=blank[a:b]).event())
+                    await c.write_event(SynthesizeStop().event())
+                _, pcm, _ = await read_utterance(c, streaming=pieces > 1)
+            assert pcm == ref, f"a blank line at the end, {pieces} piece(s): {len(pcm)} bytes"
         # A request's own speaker comes before --speaker.
         async with AsyncTcpClient("127.0.0.1", server.port) as c:
             await c.write_event(Synthesize(text=text + "!", voice=SynthesizeVoice(
@@ -652,7 +667,8 @@ async def case_piper_tuning(_srv):
         server.stop()
     # wyoming-piper's --data-dir: a voice folder, whose voices --voice names.
     folder = os.path.dirname(PIPER)
-    server = Server("--data-dir", folder, "--voice", "test_medium_multi", "--auto-punctuation", "")
+    server = Server("--data-dir", "/nonexistent/voices", "--data-dir", folder, "--voice",
+                    "test_medium_multi", "--auto-punctuation", "")
     try:
         async with AsyncTcpClient("127.0.0.1", server.port) as c:
             await c.write_event(Describe().event())
@@ -664,15 +680,28 @@ async def case_piper_tuning(_srv):
         bare = offline_piper(text, "speaker_0")
         assert pcm == bare, f"--auto-punctuation '': {len(pcm)} bytes, `etude say` {len(bare)}"
         assert bare != offline_piper(text + ".", "speaker_0"), "the mark changes nothing"
+        # A --data-dir that does not exist is passed over with a note, as wyoming-piper's.
+        deadline = time.monotonic() + 10
+        while not any("no such folder" in line for line in server.log):
+            assert time.monotonic() < deadline, f"no note of the missing folder: {server.log}"
+            await asyncio.sleep(0.1)
     finally:
         server.stop()
-    for bad, why in [(["--speaker", "speaker_1"], "built-in"),
-                     (["--voice", PIPER, "--speaker", "nobody"], "no speaker 'nobody'"),
+    # Home Assistant's Piper add-on passes --speaker 0 whatever the voice: a voice of one
+    # speaker speaks as itself.
+    server = Server("--speaker", "0")
+    try:
+        async with AsyncTcpClient("127.0.0.1", server.port) as c:
+            await c.write_event(Synthesize(text="Hello there.").event())
+            _, pcm, _ = await read_utterance(c, streaming=False)
+        check_equal(pcm, "Hello there.", "slt", "--speaker 0 with slt")
+    finally:
+        server.stop()
+    for bad, why in [(["--voice", PIPER, "--speaker", "nobody"], "no speaker 'nobody'"),
                      (["--voice", PIPER, "--length-scale", "0"], "above 0"),
                      (["--voice", PIPER, "--noise-scale", "-1"], "0 or more"),
                      (["--voice", PIPER, "--sentence-silence", "61"], "0 to 60"),
-                     (["--auto-punctuation", "\udcff"], "not valid UTF-8"),
-                     (["--data-dir", "/nonexistent/voices"], "no such folder")]:
+                     (["--auto-punctuation", "\udcff"], "not valid UTF-8")]:
         r = subprocess.run([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *bad],
                            capture_output=True, timeout=60,
                            env=dict(os.environ, PYTHONIOENCODING="utf-8"))
