@@ -121,11 +121,17 @@ class EtudeTTS(tts.TTS):
         given is set over those given before (None: back to the option's
         default), so a Piper option must be unset (None) to change to a
         built-in voice. Checked as the constructor checks them, before
-        anything changes; the output rate stays the TTS's."""
+        anything changes; the output rate stays the TTS's (``sample_rate``
+        is refused). LiveKit's ``NOT_GIVEN`` leaves an option as it is."""
+        if "sample_rate" in options:
+            raise libetude.InvalidArgument(
+                "sample_rate is fixed when the TTS is made (LiveKit reads it once)")
         merged = dict(self._options)
-        if voice is not None:
+        if voice is not None and utils.is_given(voice):
             merged["voice"] = voice
         for name, value in options.items():
+            if not utils.is_given(value):
+                continue
             if value is None:
                 merged.pop(name, None)
             else:

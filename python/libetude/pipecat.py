@@ -83,8 +83,9 @@ class EtudeTTSService(TTSService):
 
         Args:
             engine: An engine to share with other services or streams; a new
-                one is made when omitted, and closed at the pipeline's
-                cleanup (a given one stays open: its owner closes it).
+                one is made when omitted, closed at the pipeline's cleanup
+                and made again if the service speaks after it (a given one
+                stays open: its owner closes it).
             voice: A built-in voice ("slt", "rms", "awb") or a Piper voice's
                 name or path, as ``Engine.stream`` takes it.
             sample_rate: Output rate in Hz; None takes the pipeline's output rate.
@@ -170,6 +171,9 @@ class EtudeTTSService(TTSService):
             TTSAudioRawFrame per block the engine makes, or an ErrorFrame.
         """
         await self.start_tts_usage_metrics(text)
+        if self._owns_engine and self._engine.closed:
+            # Cleaned up and started again: the service makes its engine anew.
+            self._engine = libetude.Engine()
         try:
             stream = self._engine.stream(sample_rate=self.sample_rate, **self._voice_options())
         except libetude.EtudeError as error:
@@ -247,9 +251,11 @@ class EtudeTTSService(TTSService):
         """Cancel every stream still speaking at teardown, and close the
         engine if the service made it (its threads and voices go with it)."""
         self._cancel_all()
-        await super().cleanup()
-        if self._owns_engine:
-            self._engine.close()
+        try:
+            await super().cleanup()
+        finally:
+            if self._owns_engine:
+                self._engine.close()
 
     def _cancel_all(self) -> None:
         self._context_seconds.clear()

@@ -288,3 +288,20 @@ def test_an_engine_the_tts_made_is_closed_by_aclose_and_a_given_one_is_not(engin
     asyncio.run(shared.aclose())
     assert own.engine.closed
     assert not engine.closed
+
+
+def test_update_options_refuses_the_rate_and_keeps_what_is_not_given(engine):
+    from livekit.agents.types import NOT_GIVEN
+
+    tts = EtudeTTS(engine=engine, voice=VOICE, sample_rate=RATE, length_scale=1.2)
+    with pytest.raises(libetude.InvalidArgument, match="sample_rate is fixed"):
+        tts.update_options(sample_rate=22050)
+    tts.update_options(voice=NOT_GIVEN, length_scale=NOT_GIVEN)
+    assert tts.model == VOICE
+    text = "Still slow."
+
+    async def main():
+        async with tts.synthesize(text) as request:
+            return await collect(request, RATE)
+
+    assert_same_audio(asyncio.run(main()), reference_pcm(engine, text, length_scale=1.2))

@@ -279,6 +279,15 @@ def test_an_engine_the_service_made_is_closed_at_cleanup_and_a_given_one_is_not(
     collector = speak(own, "Hello there.")
     assert len(streamed_pcm(collector)) > 0
     assert own.engine.closed
+    # Asked to speak after its cleanup (Pipecat's processors keep to their
+    # first event loop, so run_tts is called as the base class calls it), the
+    # service makes its engine anew.
+
+    async def again():
+        return b"".join([f.audio async for f in own.run_tts("Hello there.", "again")])
+
+    assert len(asyncio.run(again())) == 2 * len(streamed_pcm(collector))
+    assert not own.engine.closed
     shared = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
     speak(shared, "Hello there.")
     assert not engine.closed
