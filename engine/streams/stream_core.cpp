@@ -255,16 +255,20 @@ std::size_t StreamCore::queue_marker(std::string mark, std::size_t silence_sampl
     {
         std::lock_guard lock(mu_);
         m->origin = {ring_.generation(), Clock::now(), false};
-        Sentence s;
-        s.marker = m;
-        s.origin = m->origin;
-        text_queue_.push_back(std::move(s));
-        ++outstanding_;
-        ++markers_waiting_;
+        push_marker(std::move(m));
     }
     holding_ = false;  // only now: see end_input()
     engine_->wake(*this);
     return queued;
+}
+
+void StreamCore::push_marker(std::shared_ptr<SpeechMarker> marker) {
+    Sentence carrier;
+    carrier.origin = marker->origin;
+    carrier.marker = std::move(marker);
+    text_queue_.push_back(std::move(carrier));
+    ++outstanding_;
+    ++markers_waiting_;
 }
 
 bool StreamCore::next_mark(SpeechMark& mark) noexcept {
@@ -355,12 +359,7 @@ void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_po
                 auto gap = std::make_shared<SpeechMarker>();
                 gap->silence_samples = sentence_silence_samples_;
                 gap->origin = {gen, pushed, false, prosody.volume};
-                Sentence carrier;
-                carrier.marker = gap;
-                carrier.origin = gap->origin;
-                text_queue_.push_back(std::move(carrier));
-                ++outstanding_;
-                ++markers_waiting_;
+                push_marker(std::move(gap));
             }
             if (spaced) sentence_before_ = true;
             s.prosody = prosody;

@@ -132,6 +132,8 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     std::size_t add_text(std::string_view text);
     // Queues a mark or break after the held text, which it ends (input lock held).
     std::size_t queue_marker(std::string mark, std::size_t silence_samples);
+    // Queues a marker (its origin set) in order with the sentences (mu_ held).
+    void push_marker(std::shared_ptr<SpeechMarker> marker);
     // The held text queued as complete (input lock held); the caller drops
     // holding_ once what follows it is queued too.
     std::size_t queue_held_text();
