@@ -24,6 +24,10 @@ inline bool make_current_thread_realtime(int priority) noexcept {
     return pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
 }
 
+// The nice of work that nobody hears as it is made: an offline reader's
+// producer and the device lane that runs offline readers' batches.
+constexpr int kOfflineNice = 10;
+
 // Puts the calling thread on the normal policy (SCHED_OTHER) at nice
 // `nice` (0..19; a thread may always lower itself, not raise itself again
 // without privilege). Returns false if the OS refused the policy.

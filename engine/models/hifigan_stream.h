@@ -428,7 +428,8 @@ class HifiGanStream final : public NetworkStream {
             push_together({&alone, 1});
             return;
         }
-        // (Run by whichever push leads the batch: this stream's, when it is.)
+        // (Run on the lane's thread by the batch's first push: this
+        // stream's, when it is first.)
         // Whichever stream failed, it reaches every stream of the batch as a
         // device error: each one's scheduler remakes the chunk on the CPU, as
         // for a failed kernel. A member of the lane from the utterance's

@@ -29,8 +29,8 @@
 // Memory: a set per key (up to kMaxLengths), held for the stream's life:
 // for a Piper medium voice about 10 MB at 32 frames, less for shorter keys
 // (a Piper flow's about half a megabyte at 48, by its buffers' sizes).
-// Threads: one at a time: the stream's producer, or a joiner's leader
-// running the stream's push while its producer waits in the joiner.
+// Threads: one at a time: the stream's producer, or its joiner's lane
+// thread running the stream's push while its producer waits in the joiner.
 //
 // A batch of streams side by side (batch_major.h) replays the same way
 // (RecordedBatches, below): a batch of one key (its members in one state,
@@ -189,7 +189,7 @@ class RecordedSteps {
 
 // The recordings of one join lane's side-by-side batches (a network's
 // JointScratch, batch_major.h), on a queue of their own: a batch runs on
-// the queue of whichever member leads it, and a recording replays only on
+// the queue of whichever member runs it, and a recording replays only on
 // the queue it was recorded on. Keys as above; kMaxBatches sets, each
 // the joint buffers of one batch (for a Piper medium voice about 10 MB per
 // stream at 32 frames), the one used longest ago dropped for a new key, and

@@ -1,37 +1,53 @@
 // Pushes of several streams of one network, made on their own threads (each
-// stream's producer), run as one batch: a push that arrives while a batch
-// runs waits for it and goes in the next one, with every other push that
-// arrived meanwhile. This is flat combining: the thread whose push starts a
-// batch runs it for all of them.
+// stream's producer), run as one batch by the lane's own thread: the device
+// lane of the executor that issue 41 asks for (engine/executor/README.md).
+// A producer hands its push to the lane and waits; the lane's thread forms
+// each batch from the pushes waiting, the most urgent first, runs it, and
+// hands each push its result. A push that arrives while a batch runs goes
+// in the next one, with every other push that arrived meanwhile. (Before,
+// the producer whose push started a batch ran it for all of them, flat
+// combining: a batch then ran at that producer's priority, its order was
+// the order the pushes came, and no thread was the device's.)
 //
 // Batches formed on purpose, within each push's slack: a stream is a member
 // of its lane while its utterance is open (JoinMembership: from its first
-// push to its flush), and a push that would start a batch while some members
-// have not pushed waits for them, until every member is in, until a member
-// leaves, or until the earliest `wait_until_ns` of the pushes in the batch
-// (each caller's share of its chunk's slack, deadline.h's
+// push to its flush), and while some members have not pushed the lane
+// waits for them before it starts a batch, until every member is in, until
+// a member leaves, or until the earliest `wait_until_ns` of the pushes
+// waiting (each caller's share of its chunk's slack, deadline.h's
 // join_wait_until_ns(); 0: no wait, and a push with none that comes during
 // a wait ends it). Without it the streams' pushes seldom meet: producers
 // paced by their rings keep the phases their listeners started at, up to a
 // chunk's period apart, and a push's batch is short beside that
 // (docs/benchmarks.md, "Why the device's pushes seldom meet"). Once a push
-// has waited (for members, or behind a running batch) it does not lead a
-// wait again: what arrives behind a batch already meets the next one. The
-// members that come early wait for the latest each time, and so keep that
-// much less audio ahead, within their slack.
+// has waited (for members, or behind a running batch) the lane does not
+// wait for members for it again: what arrives behind a batch already meets
+// the next one. The members that come early wait for the latest each time,
+// and so keep that much less audio ahead, within their slack.
+//
+// Which pushes a batch takes when it cannot take all (a batch that ran out
+// of device memory bounds the later ones): the earliest due first, as
+// deadline.h orders work. A push with no slack (wait_until_ns 0: a stream's
+// first audio, or one already late) goes before every push with some, and
+// those by their wait_until_ns, which join_wait_until_ns() makes later for
+// a later deadline; pushes of one rank go in the order they came. A batch
+// runs its pushes in that order too.
 //
 // One joiner for every network that batches its streams, over the push it
 // takes (`Push`: a decoder's chunk, StreamPush, vocoder_network.h, run by
 // NetworkStream::push_together; a Piper flow's block, VitsFlowPush,
 // vits/flow_stream.h; a Piper sentence's analysis, VitsAnalysisPush,
 // vits/text_analysis_network.h). The joiner knows nothing of what a push
-// holds.
+// holds. Its thread starts at the first push (a network whose streams never
+// join, as on the CPU, has none) and ends with the joiner; the offline
+// readers' lane runs at their lowered priority (rt::kOfflineNice), so that
+// a live batch never waits behind one of theirs at it.
 //
 // Worth it where one call for many streams is cheaper than one call each: a
 // GPU (an H200 made 16 HiFi-GAN streams' 4-frame chunks twice as fast
 // together, docs/benchmarks.md). On the CPU it is not: a batch would run on
-// one producer's thread what the producers otherwise run side by side, and
-// a chunk alone stays in cache from layer to layer.
+// one thread what the producers otherwise run side by side, and a chunk
+// alone stays in cache from layer to layer.
 //
 // Errors: an exception from the batch reaches every push in it, so each
 // stream handles a device error as its own (MelVocoderStream restores its
@@ -53,12 +69,14 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
 #include "rt/monotonic_clock.h"
+#include "rt/realtime_thread.h"
 
 namespace etude::engine {
 
@@ -68,9 +86,9 @@ struct JoinStats {
     std::uint64_t largest = 0;        // pushes in the largest
     std::uint64_t cap = 0;            // the most a batch takes now; 0: no bound
     std::uint64_t out_of_memory = 0;  // batches that ran out of device memory
-    std::uint64_t waited = 0;         // batches whose leader waited for members
+    std::uint64_t waited = 0;         // batches the lane held back for members
     std::uint64_t all_members = 0;    // batches that held every member of the lane
-    std::int64_t waited_ns = 0;       // the leaders' time waiting for members
+    std::int64_t waited_ns = 0;       // the lane's time waiting for members
 };
 
 // Time this thread's pushes spent waiting for a batch to gather its lane's
@@ -88,10 +106,17 @@ class PushJoiner {
   public:
     using RunBatch = std::function<void(std::span<const Push>)>;
 
-    // Runs `push` in a batch (through `run`, with the pushes waiting beside
-    // it) and returns once it has run; rethrows the batch's exception.
-    // `wait_until_ns` (rt::now_ns()'s clock): how long this push may wait
-    // for the lane's other members before its batch starts; 0, not at all.
+    // `nice`: the lane thread's (0..19; rt::make_current_thread_background).
+    explicit PushJoiner(int nice = 0) : nice_(nice) {}
+    ~PushJoiner();
+    PushJoiner(const PushJoiner&) = delete;
+    PushJoiner& operator=(const PushJoiner&) = delete;
+
+    // Runs `push` in a batch on the lane's thread (through the `run` of the
+    // batch's first push, with the pushes waiting beside it) and returns
+    // once it has run; rethrows the batch's exception. `wait_until_ns`
+    // (rt::now_ns()'s clock): how long this push may wait for the lane's
+    // other members before its batch starts; 0, not at all.
     void push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns = 0);
 
     // The lane's members (JoinMembership calls these): streams whose next
@@ -105,7 +130,7 @@ class PushJoiner {
             std::lock_guard lock(mu_);
             if (members_ > 0) --members_;
         }
-        cv_.notify_all();
+        lane_cv_.notify_all();
     }
     std::size_t members() const {
         std::lock_guard lock(mu_);
@@ -127,7 +152,7 @@ class PushJoiner {
             std::lock_guard lock(mu_);
             paused_ = false;
         }
-        cv_.notify_all();
+        lane_cv_.notify_all();
     }
     std::size_t waiting() const {
         std::lock_guard lock(mu_);
@@ -137,25 +162,49 @@ class PushJoiner {
   private:
     struct Waiter {
         Push push;
+        const RunBatch* run = nullptr;  // the caller's, alive while it waits
         std::int64_t wait_until_ns = 0;
         std::int64_t arrived_ns = 0, gathered_ns = 0;  // came; waited for members
         bool may_wait = true;  // has not waited yet (for members or a batch)
         bool done = false;
         std::exception_ptr error;
     };
-    // Under mu_: whether a leader waits for members: some are missing,
-    // every push waiting may still wait, and their time has not passed.
+    // The lane's thread: gathers, forms and runs the batches until the
+    // joiner ends.
+    void run_lane();
+    // Under mu_: the lane holds the pushes waiting back for its members:
+    // some are missing, every push waiting may still wait, and their time
+    // has not passed.
     bool should_wait_for_members() const;
     // Under mu_: the earliest time the pushes waiting may wait until (0:
     // one may not wait).
     std::int64_t earliest_wait_until() const;
+    // Under mu_: the next batch, out of waiting_: the most urgent pushes
+    // first, up to the cap.
+    std::vector<Waiter*> take_batch();
+    // Runs `batch` outside mu_ and records how it went.
+    void run_batch(std::unique_lock<std::mutex>& lock, const std::vector<Waiter*>& batch);
+
+    const int nice_;
     mutable std::mutex mu_;
-    std::condition_variable cv_;
-    std::vector<Waiter*> waiting_;  // in the order they came
-    bool running_ = false, paused_ = false, gathering_ = false;
+    std::condition_variable lane_cv_;  // the lane's thread waits on it
+    std::condition_variable done_cv_;  // the pushes wait on it
+    std::vector<Waiter*> waiting_;     // in the order they came
+    bool running_ = false, paused_ = false, gathering_ = false, stopping_ = false;
     std::size_t members_ = 0;
     JoinStats stats_;
+    std::thread lane_;  // last: started at the first push, joined first
 };
+
+template <class Push>
+PushJoiner<Push>::~PushJoiner() {
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    lane_cv_.notify_all();
+    if (lane_.joinable()) lane_.join();
+}
 
 template <class Push>
 std::int64_t PushJoiner<Push>::earliest_wait_until() const {
@@ -177,28 +226,99 @@ bool PushJoiner<Push>::should_wait_for_members() const {
 
 template <class Push>
 void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
-    Waiter me{push, wait_until_ns, rt::now_ns()};
+    Waiter me{push, &run, wait_until_ns, rt::now_ns()};
     std::unique_lock lock(mu_);
+    if (!lane_.joinable()) lane_ = std::thread([this] { run_lane(); });
+    // Behind a running batch, or one paused, it has waited: the lane does
+    // not hold a batch back for members for it. (A batch gathering takes
+    // it in its wait.)
+    if (running_ || paused_) me.may_wait = false;
     waiting_.push_back(&me);
-    if (gathering_) cv_.notify_all();  // a leader waits for this push, maybe
-    while (!me.done) {
-        if (running_ || paused_ || gathering_) {
-            me.may_wait = false;  // it has waited: it never leads a wait of its own
-            cv_.wait(lock);
-            continue;
-        }
-        // No batch runs: this thread leads the next one. While members are
-        // missing, it waits for them within the pushes' slack.
-        if (should_wait_for_members()) {
+    lock.unlock();
+    lane_cv_.notify_all();  // the lane is idle, or gathers a batch this push may end
+    lock.lock();
+    done_cv_.wait(lock, [&] { return me.done; });
+    lock.unlock();
+    join_gather_wait_ns_on_this_thread() += me.gathered_ns;
+    if (me.error) std::rethrow_exception(me.error);
+}
+
+template <class Push>
+std::vector<typename PushJoiner<Push>::Waiter*> PushJoiner<Push>::take_batch() {
+    // A push with no slack first, then by the time each may wait until (a
+    // later deadline, a later time), then in the order they came.
+    const auto rank = [](const Waiter* w) {
+        return w->wait_until_ns <= 0 ? std::int64_t{0} : w->wait_until_ns;
+    };
+    std::vector<Waiter*> order = waiting_;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const Waiter* a, const Waiter* b) { return rank(a) < rank(b); });
+    const std::size_t take =
+        stats_.cap ? std::min<std::size_t>(order.size(), stats_.cap) : order.size();
+    order.resize(take);
+    std::erase_if(waiting_, [&](const Waiter* w) {
+        return std::find(order.begin(), order.end(), w) != order.end();
+    });
+    // Those left wait behind this batch: they do not hold the next back.
+    for (Waiter* w : waiting_) w->may_wait = false;
+    return order;
+}
+
+template <class Push>
+void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
+                                 const std::vector<Waiter*>& batch) {
+    running_ = true;
+    lock.unlock();
+    std::exception_ptr error;
+    bool out_of_memory = false;
+    try {
+        std::vector<Push> pushes;
+        pushes.reserve(batch.size());
+        for (const Waiter* w : batch) pushes.push_back(w->push);
+        (*batch.front()->run)(pushes);
+    } catch (const gpu::OutOfMemory&) {
+        error = std::current_exception();
+        out_of_memory = true;
+    } catch (...) {
+        error = std::current_exception();
+    }
+    lock.lock();
+    if (out_of_memory) {
+        // Its pushes are remade elsewhere (the error reaches each); the
+        // batches after it take half as many, down to one.
+        ++stats_.out_of_memory;
+        stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
+    }
+    for (Waiter* w : batch) {
+        w->done = true;
+        w->error = error;
+    }
+    ++stats_.batches;
+    if (members_ >= 2 && batch.size() >= members_) ++stats_.all_members;
+    stats_.pushes += batch.size();
+    stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
+    running_ = false;
+    done_cv_.notify_all();
+}
+
+template <class Push>
+void PushJoiner<Push>::run_lane() {
+    if (nice_ > 0) rt::make_current_thread_background(nice_);
+    std::unique_lock lock(mu_);
+    for (;;) {
+        lane_cv_.wait(lock, [&] { return stopping_ || (!paused_ && !waiting_.empty()); });
+        if (waiting_.empty()) return;  // stopping, with no push left
+        // While members are missing, wait for them within the pushes'
+        // slack. Pushes that come meanwhile join this batch, and the batch
+        // waits no longer than the earliest of theirs allows: a push with
+        // no time to spare (a stream's first audio) ends the wait.
+        if (!stopping_ && should_wait_for_members()) {
             gathering_ = true;
             const std::int64_t from = rt::now_ns();
-            // Pushes that come meanwhile join this batch, and the batch
-            // waits no longer than the earliest of theirs allows: a push
-            // with no time to spare (a stream's first audio) ends the wait.
-            while (waiting_.size() < members_ && !paused_) {
+            while (waiting_.size() < members_ && !paused_ && !stopping_) {
                 const std::int64_t until = earliest_wait_until();
                 if (until <= rt::now_ns()) break;
-                cv_.wait_until(
+                lane_cv_.wait_until(
                     lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until)));
             }
             gathering_ = false;
@@ -211,52 +331,8 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
             stats_.waited_ns += to - from;
             continue;  // (paused meanwhile, in a test: wait for resume())
         }
-        // No batch runs: this thread runs one for the pushes waiting, the
-        // first that came up to the cap (its own may be left for the next).
-        running_ = true;
-        const std::size_t take =
-            stats_.cap ? std::min<std::size_t>(waiting_.size(), stats_.cap) : waiting_.size();
-        std::vector<Waiter*> batch(waiting_.begin(),
-                                   waiting_.begin() + static_cast<std::ptrdiff_t>(take));
-        waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(take));
-        lock.unlock();
-        std::exception_ptr error;
-        bool out_of_memory = false;
-        try {
-            // (Inside the try: a push that failed here but left running_ set
-            // would hang every push of the batch.)
-            std::vector<Push> pushes;
-            pushes.reserve(batch.size());
-            for (const Waiter* w : batch) pushes.push_back(w->push);
-            run(pushes);
-        } catch (const gpu::OutOfMemory&) {
-            error = std::current_exception();
-            out_of_memory = true;
-        } catch (...) {
-            error = std::current_exception();
-        }
-        lock.lock();
-        if (out_of_memory) {
-            // Its pushes are remade elsewhere (the error reaches each); the
-            // batches after it take half as many, down to one.
-            ++stats_.out_of_memory;
-            stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
-        }
-        for (Waiter* w : batch) {
-            w->done = true;
-            w->error = error;
-        }
-        ++stats_.batches;
-        if (members_ >= 2 && batch.size() >= members_) ++stats_.all_members;
-        stats_.pushes += batch.size();
-        stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
-        running_ = false;
-        // The pushes of this batch return; of those that came meanwhile, the
-        // first to wake runs the next batch.
-        cv_.notify_all();
+        run_batch(lock, take_batch());
     }
-    join_gather_wait_ns_on_this_thread() += me.gathered_ns;
-    if (me.error) std::rethrow_exception(me.error);
 }
 
 // A stream's membership of one joiner's lane while its utterance is open:
@@ -334,11 +410,12 @@ void run_naming_the_batch(std::size_t size, std::string_view network, std::strin
 // A network's batches in two lanes: live streams' pushes (Batching::Join)
 // and offline readers' (JoinOffline), each with a joiner and the joint
 // buffers its batches use, one batch of several streams at a time. Apart,
-// neither waits for the other's batch to give the buffers back: a batch
-// led by an offline reader runs below normal priority, and a live batch
-// behind it would wait at that priority.
+// neither waits for the other's batch to give the buffers back: the
+// offline lane's thread runs below normal priority, as its readers do, and
+// a live batch behind one of its batches would wait at that priority.
 template <class Push>
 struct JoinLane {
+    explicit JoinLane(int nice = 0) : joiner(nice) {}
     PushJoiner<Push> joiner;
     std::mutex mu;  // guards joint
     JointScratch joint;
@@ -360,7 +437,7 @@ class JoinLanes {
     }
 
   private:
-    JoinLane<Push> live_, offline_;
+    JoinLane<Push> live_{0}, offline_{rt::kOfflineNice};
 };
 
 // What the lane's recordings left of a batch (replay_in_lane): its pushes

@@ -14,11 +14,11 @@ class NetworkStream;
 
 // Whether a push may join other streams' pushes in one batched backend call
 // (models/stream_joiner.h), as its caller decides: the network knows what
-// it can batch, not how urgent the caller's work is. A batch runs on the
-// thread of whichever push leads it, at that thread's priority, so work
-// below normal priority (an offline reader's) joins only other such work
-// (JoinOffline, a joiner of its own): led by it, live streams' chunks would
-// wait behind everything else. Offline readers are a device's throughput
+// it can batch, not how urgent the caller's work is. A batch runs on its
+// lane's thread, and the offline readers' lane runs below normal priority,
+// as they do, so their work joins only other such work (JoinOffline, a
+// joiner of its own): in their batches, live streams' chunks would wait
+// behind everything else. Offline readers are a device's throughput
 // case (a thousand streams read at once), so they batch too. Alone: at
 // once, a batch of one.
 enum class Batching { Join, JoinOffline, Alone };
@@ -70,8 +70,8 @@ class NetworkStream {
     virtual void push(const float* mel, int frames, bool flush, std::vector<float>& values,
                       Batching batching) = 0;
     // Several streams' pushes at once, each stream once, run by this
-    // stream, which need not be one of them (a joiner's leader, whose own
-    // push may wait for the next batch once out of memory capped them).
+    // stream, which need not be one of them (in a joiner's batch it is the
+    // first push's stream).
     // Each stream's values are those its own push() would append (HiFi-GAN
     // on the CPU's direct convolutions: bit for bit, unless the streams'
     // networks differ in a bias, which a batch adds after the sum). For

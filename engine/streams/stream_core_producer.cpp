@@ -34,9 +34,6 @@ void copy_mark_name(std::string_view name, SpeechMark& mark) {
 // reader never signals (it must not), so the writer polls.
 constexpr auto kSpacePoll = std::chrono::milliseconds(1);
 
-// An offline reader's producer: as the render workers, below normal work.
-constexpr int kOfflineNice = 10;
-
 }  // namespace
 
 // ---- producer thread --------------------------------------------------------
@@ -53,7 +50,7 @@ void StreamCore::produce() {
         if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) {
             // Behind the front end and every stream someone hears. The CPU
             // backend's helpers take on its policy, not its nice value.
-            producer_background_ = rt::make_current_thread_background(kOfflineNice);
+            producer_background_ = rt::make_current_thread_background(rt::kOfflineNice);
             producer_realtime_ = producer_realtime_ && !producer_background_;
         }
         std::unique_lock lock(mu_);

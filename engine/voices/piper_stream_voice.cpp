@@ -401,8 +401,8 @@ int PiperStreamVoice::run_flow(LatentSentence& s, int until) {
     };
     // A push joins other streams' of the same flow in one batch (on a GPU,
     // models/stream_joiner.h); a stream read offline joins only offline
-    // readers' (as the decoder's chunks do, decoder_voice.cpp: a batch runs
-    // at its leader's priority, below normal for an offline reader's).
+    // readers' (as the decoder's chunks do, decoder_voice.cpp: their lane's
+    // thread runs below normal priority, as they do).
     f.set_batching(sink_.read_offline() ? Batching::JoinOffline : Batching::Join);
     const std::uint64_t batched_before = f.batched_pushes();
     try {

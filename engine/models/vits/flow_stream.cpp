@@ -201,7 +201,8 @@ int VitsFlowStream::push_block(int frames, bool flush) {
         push_together({&me, 1});
         return made;
     }
-    // (Run by whichever push leads the batch: this stream's, when it is.) A
+    // (Run on the lane's thread by the batch's first push: this stream's,
+    // when it is first.) A
     // member of the lane from the sentence's first push to its flush: the
     // lane's batches wait for its next push, within their slack.
     membership_.push(

@@ -162,8 +162,7 @@ class VitsFlowStream {
     // The same with a block of its own length for each stream, each ending
     // its sentence or not (a join of pushes in different states), run by
     // `leader` (streams[0] where null; else a stream of the network that
-    // need not be one of them, as a joiner's leader may run a batch that
-    // leaves its own push for the next).
+    // need not be one of them).
     struct Block {
         std::span<const float> prior;  // [channels][frames]
         int frames = 0;

@@ -53,8 +53,8 @@ VitsAnalysisNetwork::Result VitsAnalysisNetwork::prior(const VitsTextToLatent& h
     const VitsAnalysisPush me{ids, speaker, dp_noise, &encoding, &logw, &r.batch};
     try {
         if (PushJoiner<VitsAnalysisPush>* joiner = this->joiner(batching)) {
-            // (Run by whichever sentence leads the batch: this one's, when
-            // it is.) An error reaches every sentence of the batch as a
+            // (Run on the lane's thread by the batch's first sentence: this
+            // one's, when it is first.) An error reaches every sentence of the batch as a
             // device error of the same kind (so that the joiner halves its
             // batches after an out-of-memory), naming the batch: each
             // stream's host then makes its sentence.

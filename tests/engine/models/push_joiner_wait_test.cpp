@@ -1,10 +1,11 @@
-// Batches formed on purpose (models/stream_joiner.h): a push that would
-// start a batch while members of its lane have not pushed waits for them
-// within its slack, and no longer. The pushes are plain numbers and the
-// batches are recorded, so these tests check the joiner's rule alone; the
-// waits end on the condition they wait for (every member in, a member
-// gone), not on a clock, except where the clock is the point, and there
-// only what ran is checked, never how long it took.
+// Batches formed on purpose (models/stream_joiner.h): while members of a
+// lane have not pushed, its thread holds a batch back for them within the
+// slack of the pushes waiting, and no longer; a batch takes the most urgent
+// pushes first and runs on the lane's own thread. The pushes are plain
+// numbers and the batches are recorded, so these tests check the joiner's
+// rule alone; the waits end on the condition they wait for (every member
+// in, a member gone), not on a clock, except where the clock is the point,
+// and there only what ran is checked, never how long it took.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -110,7 +111,7 @@ TEST(PushJoinerWait, a_push_waits_no_longer_than_its_slack) {
 
 // A push with no time to spare that comes while a batch waits for members
 // (a stream's first audio, say) ends the wait: the batch runs at once with
-// the pushes it has.
+// the pushes it has, the one with no time to spare first.
 TEST(PushJoinerWait, a_push_with_no_slack_ends_the_wait_of_the_batch_it_joins) {
     Lane lane(3);  // the last never pushes
     std::thread t([&] { lane.joiner.push(1, lane.rec.run(), rt::now_ns() + kFarNs); });
@@ -118,7 +119,59 @@ TEST(PushJoinerWait, a_push_with_no_slack_ends_the_wait_of_the_batch_it_joins) {
     lane.joiner.push(2, lane.rec.run(), 0);
     t.join();
     ASSERT_EQ(lane.rec.batches.size(), 1u);
-    EXPECT_EQ(lane.rec.batches[0], (std::vector<int>{1, 2}));
+    EXPECT_EQ(lane.rec.batches[0], (std::vector<int>{2, 1}));
+}
+
+// A batch runs on the lane's thread, not on the thread of any push in it:
+// the device's work has a thread of its own, whatever the producers' are.
+TEST(PushJoinerWait, a_batch_runs_on_the_lanes_own_thread) {
+    PushJoiner<int> joiner;
+    std::thread::id ran_on;
+    joiner.push(1, [&](std::span<const int>) { ran_on = std::this_thread::get_id(); });
+    EXPECT_NE(ran_on, std::thread::id());
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+    std::thread::id again;
+    joiner.push(2, [&](std::span<const int>) { again = std::this_thread::get_id(); });
+    EXPECT_EQ(again, ran_on) << "one thread for the lane";
+}
+
+// Once out of memory bounds the batches, a batch takes the most urgent of
+// the pushes waiting: those with no time to spare, then the earliest due
+// (the earliest time each may wait until), not the first to come.
+TEST(PushJoinerWait, a_bounded_batch_takes_the_most_urgent_pushes_first) {
+    PushJoiner<int> joiner;
+    Recorder rec;
+    // A batch of two out of memory: the batches after it take one.
+    joiner.pause();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i)
+        threads.emplace_back([&, i] {
+            try {
+                joiner.push(i, [](std::span<const int>) { throw gpu::OutOfMemory("full"); });
+            } catch (const gpu::OutOfMemory&) {
+            }
+        });
+    test::wait_until([&] { return joiner.waiting() == 2; });
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    threads.clear();
+    ASSERT_EQ(joiner.stats().cap, 1u);
+    // Three pushes come while paused, the latest due first; the one with no
+    // slack comes last. They run one a batch, most urgent first.
+    joiner.pause();
+    const std::int64_t now = rt::now_ns();
+    const std::int64_t until[] = {now + 3 * kFarNs, now + 2 * kFarNs, 0};
+    for (int i = 0; i < 3; ++i) {
+        test::wait_until([&] { return joiner.waiting() == static_cast<std::size_t>(i); });
+        threads.emplace_back([&, i] { joiner.push(10 + i, rec.run(), until[i]); });
+    }
+    test::wait_until([&] { return joiner.waiting() == 3; });
+    joiner.resume();
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(rec.batches.size(), 3u);
+    EXPECT_EQ(rec.batches[0], std::vector<int>{12});
+    EXPECT_EQ(rec.batches[1], std::vector<int>{11});
+    EXPECT_EQ(rec.batches[2], std::vector<int>{10});
 }
 
 // Pushes that waited behind a batch (here: while the joiner was paused)
