@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <utility>
 
@@ -21,6 +22,16 @@ inline cpu_set_t current_thread_cpus() noexcept {
     CPU_ZERO(&allowed);
     if (pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) != 0) CPU_ZERO(&allowed);
     return allowed;
+}
+
+// Lets the calling thread run on every CPU the process may use (its main
+// thread's: taskset, a container's cpuset), as a thread made by a thread
+// pinned for a while would not (it inherits the one CPU for good).
+inline void use_process_cpus() noexcept {
+    cpu_set_t process;
+    CPU_ZERO(&process);
+    if (sched_getaffinity(getpid(), sizeof process, &process) == 0 && CPU_COUNT(&process) > 0)
+        pthread_setaffinity_np(pthread_self(), sizeof process, &process);
 }
 
 // While one lives, the thread that made it runs only on `cpu`; then it may

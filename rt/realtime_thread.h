@@ -24,6 +24,16 @@ inline bool make_current_thread_realtime(int priority) noexcept {
     return pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
 }
 
+// SCHED_FIFO priority of the engine's threads that make audio ahead of the
+// callback (block processors, a live text stream's producer, a device
+// lane's thread): below an audio callback's. JACK2 runs its clients'
+// process threads at the server's priority less 5 (5 under jackd's default
+// 10): at 5 too, two busy workers held both cores of a 2-vCPU VM while the
+// callback's thread waited for one, an xrun named on our client (its
+// callback's longest call 28 us). At 4 the callback's thread takes a core
+// from them at once.
+constexpr int kWorkerPriority = 4;
+
 // The nice of work that nobody hears as it is made: an offline reader's
 // producer and the device lane that runs offline readers' batches.
 constexpr int kOfflineNice = 10;

@@ -95,9 +95,8 @@ void HifiGanStream::push_in_lane(std::span<const StreamPush> pushes, JoinLane<St
     // first chunks (each utterance starts in the same states) and flushes
     // replay one recording per key, where recordings of its own would pay
     // only once the stream had sized and recorded each key itself. A lone
-    // push of a stream without a slot goes through its own (the thread
-    // leading a batch may run a batch of one that is another stream's
-    // push, once out of memory capped the batches).
+    // push of a stream without a slot goes through its own (streams[0]'s,
+    // whose push it is).
     auto left = replay_in_lane(pushes, streams, lane.mu,
                                [&] { return replay_by_state(pushes, streams, lane); });
     if (left.pushes.empty()) return;

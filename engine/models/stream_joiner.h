@@ -30,8 +30,9 @@
 // deadline.h orders work. A push with no slack (wait_until_ns 0: a stream's
 // first audio, or one already late) goes before every push with some, and
 // those by their wait_until_ns, which join_wait_until_ns() makes later for
-// a later deadline; pushes of one rank go in the order they came. A batch
-// runs its pushes in that order too.
+// a later deadline; pushes of one rank go in the order they came, and a
+// push whose time to wait has passed ranks with those with no slack, so
+// none is passed over for good. A batch runs its pushes in that order too.
 //
 // One joiner for every network that batches its streams, over the push it
 // takes (`Push`: a decoder's chunk, StreamPush, vocoder_network.h, run by
@@ -39,9 +40,11 @@
 // vits/flow_stream.h; a Piper sentence's analysis, VitsAnalysisPush,
 // vits/text_analysis_network.h). The joiner knows nothing of what a push
 // holds. Its thread starts at the first push (a network whose streams never
-// join, as on the CPU, has none) and ends with the joiner; the offline
-// readers' lane runs at their lowered priority (rt::kOfflineNice), so that
-// a live batch never waits behind one of theirs at it.
+// join, as on the CPU, has none) and ends with the joiner. The live lane
+// runs at the live producers' real-time priority where the OS allows it
+// (rt::kWorkerPriority; a raised producer does not wait on a lower lane),
+// the offline readers' at their lowered priority (rt::kOfflineNice), so
+// that a live batch never waits behind one of theirs at it.
 //
 // Worth it where one call for many streams is cheaper than one call each: a
 // GPU (an H200 made 16 HiFi-GAN streams' 4-frame chunks twice as fast
@@ -69,12 +72,14 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
+#include "rt/cpu_pin.h"
 #include "rt/monotonic_clock.h"
 #include "rt/realtime_thread.h"
 
@@ -142,7 +147,8 @@ class PushJoiner {
     }
 
     // For tests: while paused, pushes wait and no batch starts; resume()
-    // lets the next one run every push waiting. waiting() counts them.
+    // lets the lane run the pushes waiting (in one batch, unless out of
+    // memory bounded them). waiting() counts them.
     void pause() {
         std::lock_guard lock(mu_);
         paused_ = true;
@@ -228,7 +234,15 @@ template <class Push>
 void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
     Waiter me{push, &run, wait_until_ns, rt::now_ns()};
     std::unique_lock lock(mu_);
-    if (!lane_.joinable()) lane_ = std::thread([this] { run_lane(); });
+    if (!lane_.joinable()) {
+        try {
+            lane_ = std::thread([this] { run_lane(); });
+        } catch (const std::system_error& e) {
+            // The caller's device-error path covers it: its CPU makes the work.
+            throw gpu::DeviceError(std::string("could not start a device lane's thread: ") +
+                                   e.what());
+        }
+    }
     // Behind a running batch, or one paused, it has waited: the lane does
     // not hold a batch back for members for it. (A batch gathering takes
     // it in its wait.)
@@ -246,9 +260,12 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
 template <class Push>
 std::vector<typename PushJoiner<Push>::Waiter*> PushJoiner<Push>::take_batch() {
     // A push with no slack first, then by the time each may wait until (a
-    // later deadline, a later time), then in the order they came.
-    const auto rank = [](const Waiter* w) {
-        return w->wait_until_ns <= 0 ? std::int64_t{0} : w->wait_until_ns;
+    // later deadline, a later time), then in the order they came. A push
+    // whose time has passed has none left either: ranked with those, it is
+    // not passed over for good by pushes with none that keep coming.
+    const std::int64_t now = rt::now_ns();
+    const auto rank = [now](const Waiter* w) {
+        return w->wait_until_ns <= now ? std::int64_t{0} : w->wait_until_ns;
     };
     std::vector<Waiter*> order = waiting_;
     std::stable_sort(order.begin(), order.end(),
@@ -303,7 +320,18 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
 
 template <class Push>
 void PushJoiner<Push>::run_lane() {
-    if (nice_ > 0) rt::make_current_thread_background(nice_);
+    // Its own class, not its first pusher's (a thread starts with its
+    // maker's policy, nice value and CPUs): the offline lane below normal
+    // work, as its readers; the live lane at the producers' real-time
+    // priority where the OS allows it, so that a live producer raised to it
+    // does not wait on a lane at a lower one, else at normal priority. (A
+    // lane made by a thread that stepped down, which no live producer is,
+    // would keep that nice value: a thread may not raise itself again.)
+    rt::use_process_cpus();
+    if (nice_ > 0)
+        rt::make_current_thread_background(nice_);
+    else if (!rt::make_current_thread_realtime(rt::kWorkerPriority))
+        rt::make_current_thread_background(0);
     std::unique_lock lock(mu_);
     for (;;) {
         lane_cv_.wait(lock, [&] { return stopping_ || (!paused_ && !waiting_.empty()); });
@@ -331,7 +359,21 @@ void PushJoiner<Push>::run_lane() {
             stats_.waited_ns += to - from;
             continue;  // (paused meanwhile, in a test: wait for resume())
         }
-        run_batch(lock, take_batch());
+        std::vector<Waiter*> batch;
+        try {
+            batch = take_batch();
+        } catch (...) {
+            // (Out of memory on the host:) every push waiting gets the error
+            // rather than the process ending on this thread.
+            for (Waiter* w : waiting_) {
+                w->done = true;
+                w->error = std::current_exception();
+            }
+            waiting_.clear();
+            done_cv_.notify_all();
+            continue;
+        }
+        run_batch(lock, batch);
     }
 }
 
@@ -460,7 +502,8 @@ struct LeftInLane {
 // through the lane's (a lone push of a stream with a slot as a batch of
 // one) and says which replayed. One push left runs op by op without the
 // lock: a lone stream never uses the joint buffers op by op, so lone pushes
-// run side by side. `Stream` has `has_slot()` and `push_recorded(Push)`.
+// outside the lanes (Batching::Alone) run side by side. `Stream` has `has_slot()` and
+// `push_recorded(Push)`.
 template <class Push, class Stream, class ReplayByState>
 LeftInLane<Push, Stream> replay_in_lane(std::span<const Push> pushes,
                                         const std::vector<Stream*>& streams, std::mutex& lane_mu,

@@ -32,17 +32,14 @@
 #include "gpu/backend.h"
 #include "gpu/memory_pool.h"
 #include "rt/counters.h"
+#include "rt/realtime_thread.h"
 
 namespace etude::engine {
 
 // SCHED_FIFO priority of the block processors' threads and of a text
-// stream's producer thread, which waits on them: below an audio callback's.
-// JACK2 runs its clients' process threads at the server's priority less 5
-// (5 under jackd's default 10): at 5 too, two busy workers held both cores
-// of a 2-vCPU VM while the callback's thread waited for one, an xrun named
-// on our client (its callback's longest call 28 us). At 4 the callback's
-// thread takes a core from them at once.
-inline constexpr int kProcessorPriority = 4;
+// stream's producer thread, which waits on them (rt::kWorkerPriority says
+// why 4).
+inline constexpr int kProcessorPriority = rt::kWorkerPriority;
 
 enum class VocoderKind { Mlsa, Spectral };
 

@@ -238,9 +238,8 @@ void VitsFlowStream::push_in_lane(std::span<const VitsFlowPush> pushes,
     // state at a time, and a lone push of a stream with a slot as a batch
     // of one, the recordings all the network's streams share (as
     // HiFi-GAN's: HifiGanStream::push_in_lane). A lone push of a stream
-    // without a slot goes through its own (the thread leading a batch may
-    // run a batch of one that is another stream's push, once out of memory
-    // capped the batches).
+    // without a slot goes through its own (streams[0]'s, whose push it
+    // is).
     auto rest_of =
         replay_in_lane(pushes, streams, lane.mu, [&] { return replay_by_state(pushes, lane); });
     if (pushes.size() > 1)

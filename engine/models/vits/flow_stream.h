@@ -35,8 +35,8 @@
 // batch reaches every stream of it as a gpu::DeviceError (out of memory as
 // gpu::OutOfMemory), each stream's state then lost as after its own error.
 //
-// Threads: one owner; the thread leading a batch runs the other streams'
-// pushes while their owners wait in the joiner. Not real-time safe (device
+// Threads: one owner; the joiner's lane thread runs a batch's pushes while
+// their owners wait in the joiner. Not real-time safe (device
 // calls; allocates when a block is longer than any before).
 #pragma once
 
@@ -300,8 +300,8 @@ class VitsFlowStream {
     int min_push_;
     int pushed_ = 0, made_ = 0;
     std::uint64_t pushes_ = 0;
-    // Counted by the thread leading a batch, while this stream's owner
-    // waits for it in the joiner.
+    // Counted by the joiner's lane thread running a batch, while this
+    // stream's owner waits for it in the joiner.
     std::uint64_t batched_pushes_ = 0;
     Batching batching_ = Batching::Join;
     bool replay_ = true;

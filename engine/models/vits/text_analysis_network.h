@@ -124,7 +124,7 @@ class VitsAnalysisNetwork {
     VitsTextEncoderNetwork encoder_;
     VitsDurationNetwork durations_;
     mutable std::atomic<bool> join_{false};
-    mutable PushJoiner<VitsAnalysisPush> live_, offline_;
+    mutable PushJoiner<VitsAnalysisPush> live_{0}, offline_{rt::kOfflineNice};
 };
 
 }  // namespace etude::engine

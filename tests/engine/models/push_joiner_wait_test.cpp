@@ -211,5 +211,36 @@ TEST(PushJoinerWait, membership_counts_each_stream_once_and_follows_its_lane) {
     EXPECT_EQ(offline.members(), 0u);
 }
 
+// A push whose time to wait has passed ranks with the pushes that have
+// none, in the order they came: pushes with no slack that keep coming do
+// not pass it over for good once out of memory bounds the batches.
+TEST(PushJoinerWait, a_push_whose_wait_has_passed_is_not_passed_over) {
+    PushJoiner<int> joiner;
+    Recorder rec;
+    joiner.pause();
+    std::thread oom([&] {
+        try {
+            joiner.push(0, [](std::span<const int>) { throw gpu::OutOfMemory("full"); });
+        } catch (const gpu::OutOfMemory&) {
+        }
+    });
+    test::wait_until([&] { return joiner.waiting() == 1; });
+    joiner.resume();
+    oom.join();
+    ASSERT_EQ(joiner.stats().cap, 1u);  // a batch of one: the cap stays one
+    joiner.pause();
+    const std::int64_t until = rt::now_ns() + 1'000'000;
+    std::thread first([&] { joiner.push(1, rec.run(), until); });
+    test::wait_until([&] { return joiner.waiting() == 1; });
+    std::thread second([&] { joiner.push(2, rec.run(), 0); });
+    test::wait_until([&] { return joiner.waiting() == 2 && rt::now_ns() > until; });
+    joiner.resume();
+    first.join();
+    second.join();
+    ASSERT_EQ(rec.batches.size(), 2u);
+    EXPECT_EQ(rec.batches[0], std::vector<int>{1});
+    EXPECT_EQ(rec.batches[1], std::vector<int>{2});
+}
+
 }  // namespace
 }  // namespace etude::engine
