@@ -196,7 +196,7 @@ class PushJoiner {
     std::condition_variable lane_cv_;  // the lane's thread waits on it
     std::condition_variable done_cv_;  // the pushes wait on it
     std::vector<Waiter*> waiting_;     // in the order they came
-    bool running_ = false, paused_ = false, gathering_ = false, stopping_ = false;
+    bool running_ = false, paused_ = false, stopping_ = false;
     std::size_t members_ = 0;
     JoinStats stats_;
     std::thread lane_;  // last: started at the first push, joined first
@@ -273,8 +273,11 @@ std::vector<typename PushJoiner<Push>::Waiter*> PushJoiner<Push>::take_batch() {
     const std::size_t take =
         stats_.cap ? std::min<std::size_t>(order.size(), stats_.cap) : order.size();
     order.resize(take);
+    // Out of waiting_, in one pass (a thousand streams' pushes wait at once).
+    std::vector<const Waiter*> taken(order.begin(), order.end());
+    std::sort(taken.begin(), taken.end());
     std::erase_if(waiting_, [&](const Waiter* w) {
-        return std::find(order.begin(), order.end(), w) != order.end();
+        return std::binary_search(taken.begin(), taken.end(), w);
     });
     // Those left wait behind this batch: they do not hold the next back.
     for (Waiter* w : waiting_) w->may_wait = false;
@@ -341,7 +344,6 @@ void PushJoiner<Push>::run_lane() {
         // waits no longer than the earliest of theirs allows: a push with
         // no time to spare (a stream's first audio) ends the wait.
         if (!stopping_ && should_wait_for_members()) {
-            gathering_ = true;
             const std::int64_t from = rt::now_ns();
             while (waiting_.size() < members_ && !paused_ && !stopping_) {
                 const std::int64_t until = earliest_wait_until();
@@ -349,7 +351,6 @@ void PushJoiner<Push>::run_lane() {
                 lane_cv_.wait_until(
                     lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until)));
             }
-            gathering_ = false;
             const std::int64_t to = rt::now_ns();
             for (Waiter* w : waiting_) {
                 w->may_wait = false;

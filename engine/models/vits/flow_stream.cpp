@@ -202,9 +202,9 @@ int VitsFlowStream::push_block(int frames, bool flush) {
         return made;
     }
     // (Run on the lane's thread by the batch's first push: this stream's,
-    // when it is first.) A
-    // member of the lane from the sentence's first push to its flush: the
-    // lane's batches wait for its next push, within their slack.
+    // when it is first.) A member of the lane from the sentence's first
+    // push to its flush: the lane's batches wait for its next push, within
+    // their slack.
     membership_.push(
         *joiner, me,
         [this, kind = batching_](std::span<const VitsFlowPush> batch) {

@@ -36,8 +36,8 @@
 // gpu::OutOfMemory), each stream's state then lost as after its own error.
 //
 // Threads: one owner; the joiner's lane thread runs a batch's pushes while
-// their owners wait in the joiner. Not real-time safe (device
-// calls; allocates when a block is longer than any before).
+// their owners wait in the joiner. Not real-time safe (device calls;
+// allocates when a block is longer than any before).
 #pragma once
 
 #include <array>

@@ -54,10 +54,10 @@ VitsAnalysisNetwork::Result VitsAnalysisNetwork::prior(const VitsTextToLatent& h
     try {
         if (PushJoiner<VitsAnalysisPush>* joiner = this->joiner(batching)) {
             // (Run on the lane's thread by the batch's first sentence: this
-            // one's, when it is first.) An error reaches every sentence of the batch as a
-            // device error of the same kind (so that the joiner halves its
-            // batches after an out-of-memory), naming the batch: each
-            // stream's host then makes its sentence.
+            // one's, when it is first.) An error reaches every sentence of
+            // the batch as a device error of the same kind (so that the
+            // joiner halves its batches after an out-of-memory), naming the
+            // batch: each stream's host then makes its sentence.
             joiner->push(me, [this](std::span<const VitsAnalysisPush> batch) {
                 run_naming_the_batch(batch.size(), "", "sentences", [&] { run(batch); });
             });

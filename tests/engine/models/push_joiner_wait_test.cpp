@@ -36,6 +36,13 @@ struct Recorder {
     }
 };
 
+// One batch of one out of device memory: the batches after it take one.
+void bound_batches_to_one(PushJoiner<int>& joiner) {
+    EXPECT_THROW(joiner.push(0, [](std::span<const int>) { throw gpu::OutOfMemory("full"); }),
+                 gpu::OutOfMemory);
+    ASSERT_EQ(joiner.stats().cap, 1u);
+}
+
 // A lane with `n` members, none of them pushing yet, and the batches it
 // runs.
 struct Lane {
@@ -141,21 +148,8 @@ TEST(PushJoinerWait, a_batch_runs_on_the_lanes_own_thread) {
 TEST(PushJoinerWait, a_bounded_batch_takes_the_most_urgent_pushes_first) {
     PushJoiner<int> joiner;
     Recorder rec;
-    // A batch of two out of memory: the batches after it take one.
-    joiner.pause();
+    ASSERT_NO_FATAL_FAILURE(bound_batches_to_one(joiner));
     std::vector<std::thread> threads;
-    for (int i = 0; i < 2; ++i)
-        threads.emplace_back([&, i] {
-            try {
-                joiner.push(i, [](std::span<const int>) { throw gpu::OutOfMemory("full"); });
-            } catch (const gpu::OutOfMemory&) {
-            }
-        });
-    test::wait_until([&] { return joiner.waiting() == 2; });
-    joiner.resume();
-    for (auto& t : threads) t.join();
-    threads.clear();
-    ASSERT_EQ(joiner.stats().cap, 1u);
     // Three pushes come while paused, the latest due first; the one with no
     // slack comes last. They run one a batch, most urgent first.
     joiner.pause();
@@ -217,17 +211,7 @@ TEST(PushJoinerWait, membership_counts_each_stream_once_and_follows_its_lane) {
 TEST(PushJoinerWait, a_push_whose_wait_has_passed_is_not_passed_over) {
     PushJoiner<int> joiner;
     Recorder rec;
-    joiner.pause();
-    std::thread oom([&] {
-        try {
-            joiner.push(0, [](std::span<const int>) { throw gpu::OutOfMemory("full"); });
-        } catch (const gpu::OutOfMemory&) {
-        }
-    });
-    test::wait_until([&] { return joiner.waiting() == 1; });
-    joiner.resume();
-    oom.join();
-    ASSERT_EQ(joiner.stats().cap, 1u);  // a batch of one: the cap stays one
+    ASSERT_NO_FATAL_FAILURE(bound_batches_to_one(joiner));
     joiner.pause();
     const std::int64_t until = rt::now_ns() + 1'000'000;
     std::thread first([&] { joiner.push(1, rec.run(), until); });
