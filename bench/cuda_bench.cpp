@@ -190,6 +190,24 @@ void BM_CudaGelu(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaGelu)->Arg(1 << 20)->UseManualTime();
 
+// A batch's gather of its streams' held frames (Backend::copy_rows, strided):
+// range(0) streams of 192 channel rows, 16 frames of each row's 64 into a
+// batch buffer of 16 a row; the shape the fourth H200 run found taking a
+// third of the device's time (docs/benchmarks.md).
+void BM_CudaCopyRowsStrided(benchmark::State& state) {
+    Backend* b = backend_or_skip(state);
+    if (!b) return;
+    Queue& q = *device().queue;
+    const int rows = static_cast<int>(state.range(0)) * 192, cols = 16;
+    const std::size_t src_stride = 64, rows_n = static_cast<std::size_t>(rows);
+    auto x = upload_noise(*b, q, rows_n * src_stride);
+    auto y = b->allocate(rows_n * cols, "bench");
+    time_synchronized(state, *b, q,
+                      [&] { b->copy_rows(q, rows, cols, x, 0, src_stride, y, 0, cols); });
+    state.counters["bytes_per_iter"] = 2.0 * rows * cols * sizeof(float);
+}
+BENCHMARK(BM_CudaCopyRowsStrided)->Arg(1)->Arg(64)->Arg(256)->UseManualTime();
+
 // Host <-> device copies from and to pinned memory; range(0) is bytes.
 void BM_CudaCopyToDevice(benchmark::State& state) {
     Backend* b = backend_or_skip(state);

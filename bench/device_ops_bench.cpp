@@ -212,6 +212,31 @@ BENCHMARK_CAPTURE(BM_CopyRoundTrip, vulkan, Which::Vulkan)
     ->Arg(4 << 20)
     ->UseRealTime();
 
+// A batch's gather of its streams' held frames (Backend::copy_rows, strided):
+// range(0) streams of 192 channel rows, 16 frames of each row's 64 into a
+// batch buffer of 16 a row: one launch of the shared body on Vulkan
+// (gpu/kernels/kernel_bodies.h's copy_rows_at), a rectangle copy on OpenCL.
+void BM_CopyRowsStrided(benchmark::State& state, Which which) {
+    Backend* b = backend_or_skip(state, which);
+    if (!b) return;
+    const int rows = static_cast<int>(state.range(0)) * 192, cols = 16;
+    const std::size_t src_stride = 64, rows_n = static_cast<std::size_t>(rows);
+    auto q = b->create_queue();
+    auto x = random_buffer(*b, *q, rows_n * src_stride, 3);
+    auto y = b->allocate(rows_n * cols, "bench");
+    const auto run = [&] {
+        b->copy_rows(*q, rows, cols, x, 0, src_stride, y, 0, cols);
+        b->synchronize(*q);
+    };
+    run();  // warm-up, untimed
+    for (auto _ : state) run();
+    state.SetBytesProcessed(state.iterations() * 2 * static_cast<std::int64_t>(rows) * cols *
+                            static_cast<std::int64_t>(sizeof(float)));
+}
+BENCHMARK_CAPTURE(BM_CopyRowsStrided, cpu, Which::Cpu)->Arg(1)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_CopyRowsStrided, opencl, Which::OpenCl)->Arg(1)->Arg(64)->UseRealTime();
+BENCHMARK_CAPTURE(BM_CopyRowsStrided, vulkan, Which::Vulkan)->Arg(1)->Arg(64)->UseRealTime();
+
 // A step of many small ops (64 element-wise ops on 256 floats, each reading
 // the one before), issued one by one against the same step recorded once and
 // replayed (gpu::Backend::record): what a replay saves the host per step

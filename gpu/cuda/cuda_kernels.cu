@@ -259,6 +259,13 @@ __global__ void relative_values_kernel(const float* __restrict__ p, const float*
         bodies::relative_values_at(i, heads, length, channels, window, p, v, rel_v, y);
 }
 
+__global__ void copy_rows_kernel(std::size_t n, int cols, std::size_t src_at,
+                                 std::size_t src_stride, std::size_t dst_at, std::size_t dst_stride,
+                                 const float* __restrict__ src, float* __restrict__ dst) {
+    for (std::size_t i = first_index(); i < n; i += grid_stride())
+        bodies::copy_rows_at(i, cols, src_at, src_stride, dst_at, dst_stride, src, dst);
+}
+
 __global__ void copy_slot_rows_kernel(std::size_t n, int rows, int cols,
                                       const float* __restrict__ index, int slots,
                                       std::size_t slot_at, std::size_t slot_floats,
@@ -504,6 +511,16 @@ cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads,
     if (n == 0) return cudaSuccess;
     relative_values_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, v, rel_v, y, n, heads, length,
                                                                channels, window);
+    return cudaGetLastError();
+}
+
+cudaError_t copy_rows(cudaStream_t stream, int rows, int cols, const float* src, std::size_t src_at,
+                      std::size_t src_stride, float* dst, std::size_t dst_at,
+                      std::size_t dst_stride) {
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    if (n == 0) return cudaSuccess;
+    copy_rows_kernel<<<grid_for(n), kBlock, 0, stream>>>(n, cols, src_at, src_stride, dst_at,
+                                                         dst_stride, src, dst);
     return cudaGetLastError();
 }
 

@@ -72,6 +72,11 @@ cudaError_t relative_attention_scores(cudaStream_t stream, int batch, int heads,
 cudaError_t relative_attention_values(cudaStream_t stream, int batch, int heads, int length,
                                       int channels, int window, const float* p, const float* v,
                                       const float* rel_v, float* y);
+// A strided block of rows (Backend::copy_rows), one element per thread:
+// cudaMemcpy2DAsync between device buffers goes row by row.
+cudaError_t copy_rows(cudaStream_t stream, int rows, int cols, const float* src, std::size_t src_at,
+                      std::size_t src_stride, float* dst, std::size_t dst_at,
+                      std::size_t dst_stride);
 cudaError_t copy_slot_rows(cudaStream_t stream, const Backend::SlotRows& a, const float* index,
                            bool from_slots, const float* src, float* dst);
 cudaError_t broadcast_multiply(cudaStream_t stream, int rows, int cols, const float* factors,

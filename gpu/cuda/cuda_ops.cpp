@@ -98,12 +98,23 @@ void CudaBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuffe
                                  std::size_t src_offset, std::size_t src_stride, DeviceBuffer& dst,
                                  std::size_t dst_offset, std::size_t dst_stride) {
     Op op(*this, q, "copy_rows");
+    const std::size_t c = static_cast<std::size_t>(cols);
     if (rows > 0 && cols > 0) {
-        op.check(cudaMemcpy2DAsync(
-                     fp(dst) + dst_offset, dst_stride * sizeof(float), fp(src) + src_offset,
-                     src_stride * sizeof(float), static_cast<std::size_t>(cols) * sizeof(float),
-                     static_cast<std::size_t>(rows), cudaMemcpyDeviceToDevice, op.stream()),
-                 "cudaMemcpy2DAsync");
+        if (rows == 1 || (src_stride == c && dst_stride == c)) {
+            // One run of floats.
+            op.check(cudaMemcpyAsync(fp(dst) + dst_offset, fp(src) + src_offset,
+                                     static_cast<std::size_t>(rows) * c * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, op.stream()),
+                     "cudaMemcpyAsync");
+        } else {
+            // Strided rows: one kernel over every element. A batch gathers a
+            // few frames of hundreds of channel rows, and cudaMemcpy2DAsync
+            // took a third of the device's time in the fourth H200 run
+            // (docs/benchmarks.md).
+            op.check(kernels::copy_rows(op.stream(), rows, cols, fp(src), src_offset, src_stride,
+                                        fp(dst), dst_offset, dst_stride),
+                     "kernel launch");
+        }
     }
     op.done();
 }

@@ -315,6 +315,21 @@ ETUDE_BODY void conv_transpose1d_at(etude_index gid, ETUDE_CPTR x, ETUDE_CPTR w,
     ETUDE_AT(y, gid) = acc;
 }
 
+// Element gid of copy_rows (gpu/backend.h), strided: element c of row r of
+// a block of rows x cols, dst[dst_at + r * dst_stride + c] =
+// src[src_at + r * src_stride + c]. A batch's gathers and scatters copy a
+// few frames of hundreds of channel rows at a time; one launch of this
+// body does it on CUDA and Vulkan, where cudaMemcpy2DAsync and a Vulkan copy
+// region per row go row by row. OpenCL keeps clEnqueueCopyBufferRect,
+// measured faster on PoCL (gpu/opencl/opencl_ops.cpp).
+ETUDE_BODY void copy_rows_at(etude_index gid, int cols, etude_index src_at, etude_index src_stride,
+                             etude_index dst_at, etude_index dst_stride, ETUDE_CPTR src,
+                             ETUDE_PTR dst) {
+    const etude_index r = gid / ETUDE_INDEX(cols);
+    const etude_index c = gid - r * ETUDE_INDEX(cols);
+    ETUDE_AT(dst, dst_at + r * dst_stride + c) = ETUDE_AT(src, src_at + r * src_stride + c);
+}
+
 // Element gid of copy_slot_rows (gpu/backend.h): item b's block of rows x
 // cols between item b of a batch and the slot index[b] names, the index a
 // whole number held as a float. from_slots != 0: slot to batch (src is the

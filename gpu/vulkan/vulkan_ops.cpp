@@ -198,18 +198,11 @@ void VulkanBackend::copy_rows_impl(Queue& q, int rows, int cols, const DeviceBuf
     // (docs/benchmarks.md, "First GPU run").
     struct {
         Address src, dst;
-        std::uint64_t total, src_stride, dst_stride;
+        std::uint64_t total, src_at, src_stride, dst_at, dst_stride;
         std::int32_t cols;
-    } args{address(src) + src_offset * sizeof(float),
-           address(dst) + dst_offset * sizeof(float),
-           std::uint64_t(rows) * c,
-           src_stride,
-           dst_stride,
-           cols};
-    // The addresses in `args` are offset into the buffers; the plan names
-    // the allocations.
-    launch(s, vk::Kernel::CopyRows, args, args.total, "copy_rows",
-           {{address(src)}, {address(dst)}});
+    } args{address(src), address(dst), std::uint64_t(rows) * c, src_offset, src_stride, dst_offset,
+           dst_stride,   cols};
+    launch(s, vk::Kernel::CopyRows, args, args.total, "copy_rows", {{args.src}, {args.dst}});
 }
 
 void VulkanBackend::transpose_impl(Queue& q, int rows, int cols, const DeviceBuffer& x,

@@ -154,6 +154,24 @@ TEST(KernelBodies, element_bodies_follow_their_definitions) {
     EXPECT_EQ(ys[0], 6.0f);
 }
 
+// Each element of a strided block lands at its row and column of the
+// destination, and nothing outside the block is written: rows narrower
+// than both strides, from and to places inside their buffers.
+TEST(KernelBodies, copy_rows_moves_exactly_the_strided_block) {
+    const int rows = 5, cols = 3;
+    const std::size_t src_at = 4, src_stride = 7, dst_at = 2, dst_stride = 4;
+    const auto src = small_integers(src_at + rows * src_stride, 11);
+    std::vector<float> dst(dst_at + rows * dst_stride + 3, 99.0f);
+    std::vector<float> want = dst;
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+            want[dst_at + r * dst_stride + c] = src[src_at + r * src_stride + c];
+    for (etude_index i = 0; i < etude_index(rows) * cols; ++i)
+        bodies::copy_rows_at(i, cols, src_at, src_stride, dst_at, dst_stride, src.data(),
+                             dst.data());
+    EXPECT_EQ(dst, want);
+}
+
 // Every element of every item, gathered from its slot and scattered back
 // into a copy of the slots, lands where the definition says; an item whose
 // index is negative, past the slots or NaN is left alone, and a fractional

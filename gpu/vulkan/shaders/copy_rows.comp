@@ -1,28 +1,24 @@
 #version 460
 #extension GL_GOOGLE_include_directive : require
-#include "gpu/kernels/kernel_dialect.h"
 #include "gpu/vulkan/shaders/element_launch.glsl"
+#include "gpu/kernels/kernel_bodies.h"
 
-// dst[r * dst_stride + c] = src[r * src_stride + c] for a block of rows x
-// cols floats, one element per invocation; src and dst are the buffers'
-// addresses with their offsets already added. One dispatch instead of a
-// vkCmdCopyBuffer region per row (why: gpu/vulkan/vulkan_ops.cpp). Not a shared body: CUDA
-// and OpenCL have 2-D copies of their own (cudaMemcpy2DAsync,
-// clEnqueueCopyBufferRect); the parity suite checks all of them.
+// copy_rows (gpu/backend.h) with strided rows: one element per invocation,
+// the body shared with CUDA and OpenCL. One dispatch instead of a
+// vkCmdCopyBuffer region per row (why: gpu/vulkan/vulkan_ops.cpp).
 layout(push_constant) uniform Args {
     uint64_t src;
     uint64_t dst;
-    uint64_t total;
+    uint64_t total;  // rows * cols
+    uint64_t src_at;
     uint64_t src_stride;
+    uint64_t dst_at;
     uint64_t dst_stride;
     int cols;
 }
 a;
 
 void main() {
-    for (uint64_t i = first_index(); i < a.total; i += grid_stride()) {
-        const uint64_t r = i / uint64_t(a.cols);
-        const uint64_t c = i - r * uint64_t(a.cols);
-        ETUDE_AT(a.dst, r * a.dst_stride + c) = ETUDE_AT(a.src, r * a.src_stride + c);
-    }
+    for (uint64_t i = first_index(); i < a.total; i += grid_stride())
+        copy_rows_at(i, a.cols, a.src_at, a.src_stride, a.dst_at, a.dst_stride, a.src, a.dst);
 }
