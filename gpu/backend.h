@@ -300,6 +300,7 @@ class Backend : public MemoryOwner {
                DeviceBuffer& y);
     // Copies a block of `rows` rows of `cols` floats between distinct buffers:
     // dst[dst_offset + r*dst_stride + c] = src[src_offset + r*src_stride + c].
+    // dst's rows may not overlap (dst_stride >= cols when rows > 1).
     // Streaming vocoders keep each channel's last samples this way.
     void copy_rows(Queue& q, int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
                    std::size_t src_stride, DeviceBuffer& dst, std::size_t dst_offset,

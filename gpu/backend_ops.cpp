@@ -68,12 +68,16 @@ void check_conv_shape(const Conv1dShape& s, const char* op) {
         reject(op, "stride, dilation and kernel must be positive and padding not negative");
 }
 
-// copy_rows: distinct buffers, and a block that stays inside both.
+// copy_rows: distinct buffers, rows of dst that do not overlap (a device
+// writes them from several threads at once, so the result would depend on
+// the device), and a block that stays inside both.
 void check_copy_rows(int rows, int cols, const DeviceBuffer& src, std::size_t src_offset,
                      std::size_t src_stride, const DeviceBuffer& dst, std::size_t dst_offset,
                      std::size_t dst_stride) {
     if (rows <= 0 || cols <= 0) return;
     distinct(src, dst, "src and dst", "copy_rows");
+    if (rows > 1 && dst_stride < static_cast<std::size_t>(cols))
+        reject("copy_rows", "rows of dst overlap (dst_stride below cols)");
     const std::size_t last = static_cast<std::size_t>(rows - 1);
     if (src_offset + last * src_stride + cols > src.floats() ||
         dst_offset + last * dst_stride + cols > dst.floats())

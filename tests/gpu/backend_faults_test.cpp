@@ -24,6 +24,7 @@ TEST_P(BackendFaults, bad_arguments_are_rejected_before_anything_runs) {
     EXPECT_THROW(dev_->polar_spectrum(*dq_, 1, 3, 100.0f, x.dev, x.dev), std::invalid_argument);
     EXPECT_THROW(dev_->copy_rows(*dq_, 2, 6, x.dev, 0, 6, y.dev, 0, 6), std::invalid_argument);
     EXPECT_THROW(dev_->copy_rows(*dq_, 1, 2, y.dev, 0, 2, y.dev, 4, 2), std::invalid_argument);
+    EXPECT_THROW(dev_->copy_rows(*dq_, 2, 4, x.dev, 0, 4, y.dev, 0, 2), std::invalid_argument);
     EXPECT_THROW(dev_->activation(*dq_, Activation::Tanh, x.dev, y.dev, 11), std::invalid_argument);
     EXPECT_THROW(dev_->axpby(*dq_, 13, 1.0f, x.dev, 0.0f, x.dev), std::invalid_argument);
     EXPECT_THROW(dev_->gated_tanh(*dq_, 2, 3, x.dev, x.dev), std::invalid_argument);

@@ -4,7 +4,7 @@
 #include "gpu/kernels/kernel_bodies.h"
 
 // copy_rows (gpu/backend.h) with strided rows: one element per invocation,
-// the body shared with CUDA and OpenCL. One dispatch instead of a
+// the body CUDA launches too (OpenCL keeps a rectangle copy). One dispatch instead of a
 // vkCmdCopyBuffer region per row (why: gpu/vulkan/vulkan_ops.cpp).
 layout(push_constant) uniform Args {
     uint64_t src;
