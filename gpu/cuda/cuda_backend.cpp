@@ -178,8 +178,8 @@ void CudaBackend::synchronize(Queue& q) {
 
 // ---- recordings: CUDA graphs by stream capture ----
 // What the ops put on a stream is capturable: the kernels of
-// cuda_kernels.cu, cudaMemcpyAsync between device buffers, cublasSgemm (cuBLAS supports capture; since CUDA 12.2 its
-// default workspace comes from cudaMallocAsync, which becomes a node of the
+// cuda_kernels.cu, cudaMemcpyAsync between device buffers, cublasSgemm (cuBLAS supports capture;
+// since CUDA 12.2 its default workspace comes from cudaMallocAsync, which becomes a node of the
 // graph, so no workspace need be set) and cufftExecR2C/C2R (cuFFT documents
 // CUDA Graphs support for its execution calls). Host copies and
 // synchronize are refused by gpu::Backend before they get here. What is
