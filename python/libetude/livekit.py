@@ -295,35 +295,73 @@ class EtudeSynthesizeStream(tts.SynthesizeStream):
         )
         with self._tts._open_engine_stream() as engine_stream:
             engine_stream.report_words()
-            words = _WordAligner()
-            audio: asyncio.Task[None] | None = None
+            feed = _Feed(engine_stream, output_emitter, self)
+            # The input is read by a task of its own, so that speech that
+            # fails while the agent has yet to end its input is raised now,
+            # not once the input ends (which an agent waiting on the audio
+            # might never do).
+            reading = asyncio.create_task(feed.read_input())
             try:
-                input_ended = False
-                async for item in self._input_ch:
-                    if isinstance(item, self._FlushSentinel):
-                        # A flush before any text ends nothing.
-                        if audio is not None and not input_ended:
-                            _engine_call(engine_stream.end_input)
-                            input_ended = True
-                        continue
-                    if input_ended:
-                        continue
-                    _engine_call(engine_stream.push_text, item)
-                    words.text += item
-                    if audio is None:
-                        # Read only once the engine has text: reading a stream
-                        # that has none yet ends at once.
-                        output_emitter.start_segment(segment_id=utils.shortuuid())
-                        self._mark_started()
-                        audio = asyncio.create_task(
-                            _emit_segment(engine_stream, output_emitter, words)
-                        )
-                if not input_ended:
-                    _engine_call(engine_stream.end_input)
-                if audio is not None:
-                    await audio
+                await asyncio.wait({reading, feed.failure}, return_when=asyncio.FIRST_COMPLETED)
+                if feed.failure.done():
+                    raise feed.failure.exception()  # type: ignore[misc]
+                reading.result()  # a refused piece of text raises here
+                if feed.audio is not None:
+                    await feed.audio
             finally:
-                # Closing the request cancels this task, and with it the
-                # reader, whose cleanup cancels the engine stream.
-                if audio is not None:
-                    await utils.aio.cancel_and_wait(audio)
+                # Closing the request cancels this task; the input's reader
+                # and the audio's go with it, and the audio reader's cleanup
+                # cancels the engine stream.
+                await utils.aio.cancel_and_wait(reading)
+                if feed.audio is not None:
+                    await utils.aio.cancel_and_wait(feed.audio)
+                if feed.failure.done():
+                    feed.failure.exception()  # raised above or by the audio's await: seen
+                else:
+                    feed.failure.cancel()
+
+
+class _Feed:
+    """The text of one EtudeSynthesizeStream into its engine stream, and the
+    task that reads the engine's audio once there is text."""
+
+    def __init__(
+        self, engine_stream: Any, output_emitter: tts.AudioEmitter, request: EtudeSynthesizeStream
+    ) -> None:
+        self._engine_stream = engine_stream
+        self._output_emitter = output_emitter
+        self._request = request
+        self._words = _WordAligner()
+        self.audio: asyncio.Task[None] | None = None
+        # What the audio's reader raised, set the moment it fails.
+        self.failure: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def _note_failure(self, audio: asyncio.Task[None]) -> None:
+        if not audio.cancelled() and audio.exception() is not None and not self.failure.done():
+            self.failure.set_exception(audio.exception())  # type: ignore[arg-type]
+
+    async def read_input(self) -> None:
+        request, engine_stream = self._request, self._engine_stream
+        input_ended = False
+        async for item in request._input_ch:
+            if isinstance(item, request._FlushSentinel):
+                # A flush before any text ends nothing.
+                if self.audio is not None and not input_ended:
+                    _engine_call(engine_stream.end_input)
+                    input_ended = True
+                continue
+            if input_ended:
+                continue
+            _engine_call(engine_stream.push_text, item)
+            self._words.text += item
+            if self.audio is None:
+                # Read only once the engine has text: reading a stream that
+                # has none yet ends at once.
+                self._output_emitter.start_segment(segment_id=utils.shortuuid())
+                request._mark_started()
+                self.audio = asyncio.create_task(
+                    _emit_segment(engine_stream, self._output_emitter, self._words)
+                )
+                self.audio.add_done_callback(self._note_failure)
+        if not input_ended:
+            _engine_call(engine_stream.end_input)

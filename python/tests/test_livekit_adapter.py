@@ -16,7 +16,7 @@ pytest.importorskip(
     reason="livekit-agents is not installed (python/test-requirements.txt pins it)",
 )
 
-from livekit.agents import APIConnectOptions  # noqa: E402
+from livekit.agents import APIConnectOptions, APIError  # noqa: E402
 from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT  # noqa: E402
 
 import libetude  # noqa: E402
@@ -149,6 +149,57 @@ def test_flush_then_end_input_speaks_everything(engine):
             return await collect(stream)
 
     assert_same_audio(asyncio.run(main()), reference_pcm(engine, TEXT))
+
+
+class EngineThatFailsMidway:
+    """An engine whose streams raise, as the engine does when speech fails,
+    after their first block of audio."""
+
+    def __init__(self, engine):
+        self._engine = engine
+
+    def stream(self, **options):
+        return StreamThatFailsMidway(self._engine.stream(**options))
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+class StreamThatFailsMidway:
+    def __init__(self, stream):
+        self._stream = stream
+
+    async def __aiter__(self):
+        async for block in self._stream:
+            yield block
+            raise libetude.InternalError("the voice failed (a test's fault)")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._stream.close()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def test_speech_that_fails_while_input_is_open_is_raised_at_once(engine):
+    # An agent that has not ended its input (the LLM still talking, or the
+    # agent waiting for audio before it goes on) hears of the failure now;
+    # before, it was raised only once the input ended.
+    tts = EtudeTTS(engine=EngineThatFailsMidway(engine), voice=VOICE, sample_rate=RATE)
+    errors = []
+    tts.on("error", errors.append)
+
+    async def main():
+        async with tts.stream(conn_options=APIConnectOptions(max_retry=0)) as stream:
+            stream.push_text(TEXT)
+            with pytest.raises(APIError, match="the voice failed"):
+                await asyncio.wait_for(collect(stream), timeout=30)
+
+    asyncio.run(main())
+    assert len(errors) == 1 and not errors[0].recoverable
 
 
 def test_piper_voice_at_its_own_rate_with_options(engine, joe_model):
