@@ -15,6 +15,7 @@
 #include "engine/voices/piper_voice.h"
 #include "engine/voices/voice_list.h"
 #include "gpu/registry.h"
+#include "rt/fork_generation.h"
 
 namespace etude::engine {
 namespace {
@@ -22,58 +23,87 @@ namespace {
 constexpr double kMinRate = 8000.0, kMaxRate = 192000.0;
 constexpr double kFliteRate = 16000.0;  // the built-in voices' own rate
 
+// Threads do not survive fork() (rt/fork_generation.h): in a child of the
+// process that made an engine, its workers and its streams' threads are
+// gone, and a call that waits for them would wait for ever. Such a call is
+// refused instead; calls that wait for no thread (pull(), cancel(), stats)
+// still work.
+void refuse_after_fork(std::uint64_t made_in, const char* what) {
+    if (rt::fork_generation() != made_in)
+        throw MadeBeforeFork(
+            std::string("this ") + what +
+            " was made before the process forked, and its threads are not in this process: "
+            "a forked child makes an engine of its own (with Python's multiprocessing, make "
+            "it in the child, or use the 'spawn' or 'forkserver' start method)");
+}
+
 }  // namespace
 
 // ---- Stream -----------------------------------------------------------------
 
-Stream::Stream(std::shared_ptr<StreamCore> core) : core_(std::move(core)) {}
+Stream::Stream(std::shared_ptr<StreamCore> core)
+    : core_(std::move(core)), fork_generation_(rt::fork_generation()) {}
 Stream::~Stream() = default;
+void Stream::check_process() const {
+    refuse_after_fork(fork_generation_, "stream");
+}
 void Stream::push_mel(std::span<const float> mel, std::size_t frames, bool last) {
+    check_process();
     core_->push_mel(mel, frames, last);
 }
 void Stream::push_phoneme_ids(std::span<const std::int64_t> ids) {
+    check_process();
     core_->push_phoneme_ids(ids);
 }
 std::size_t Stream::mel_bands() const {
     return core_->mel_bands();
 }
 std::size_t Stream::push_text(std::string_view text) {
+    check_process();
     return core_->push_text(text);
 }
 std::size_t Stream::pull(std::span<float> out) noexcept {
     return core_->pull(out);
 }
 std::size_t Stream::end_input() {
+    check_process();
     return core_->end_input();
 }
 std::size_t Stream::read(std::span<float> out) {
+    check_process();
     return core_->read(out);
 }
 std::size_t Stream::read_some(std::span<float> out, int timeout_ms) {
+    check_process();
     return core_->read_some(out, timeout_ms);
 }
 void Stream::cancel() {
     core_->cancel();
 }
 void Stream::set_voice(std::string_view voice) {
+    check_process();
     core_->set_voice(voice);
 }
 bool Stream::busy() const {
     return core_->busy();
 }
 std::size_t Stream::push_ssml(std::string_view document) {
+    check_process();
     return core_->push_ssml(document);
 }
 
 void Stream::push_mark(std::string_view name) {
+    check_process();
     core_->push_mark(name);
 }
 
 void Stream::push_break(double ms) {
+    check_process();
     core_->push_break(ms);
 }
 
 void Stream::set_prosody(const Prosody& prosody) {
+    check_process();
     core_->set_stream_prosody(prosody);
 }
 
@@ -132,7 +162,8 @@ void open_gpu_tier_now(const std::string& backend, int device) {
 Engine::Engine() : Engine(Options{}) {}
 
 Engine::Engine(Options options)
-    : core_(std::make_shared<EngineWorkers>(options.work_turns, options.network_turns)),
+    : fork_generation_(rt::fork_generation()),
+      core_(std::make_shared<EngineWorkers>(options.work_turns, options.network_turns)),
       preload_backend_(std::move(options.preload_backend)),
       preload_device_(options.preload_device) {
     if (options.profile_kernels) gpu::DeviceRegistry::instance().set_profiling(true);
@@ -156,7 +187,12 @@ EngineStats Engine::stats() const {
     return s;
 }
 
+void Engine::check_process() const {
+    refuse_after_fork(fork_generation_, "engine");
+}
+
 void Engine::preload_voice(const std::string& v) {
+    check_process();
     const auto& builtin = FliteVoice::names();
     if (std::find(builtin.begin(), builtin.end(), v) != builtin.end()) {
         FliteVoice::load(v);
@@ -208,6 +244,7 @@ std::vector<std::string> Engine::installed_voices() {
 }
 
 std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
+    check_process();
     StreamOptions options = requested;
     // The scheduling class and the older field that says it: a stream
     // nobody hears as it is made has no real-time workers, and one without

@@ -371,7 +371,9 @@ class Stream {
   private:
     friend class Engine;
     explicit Stream(std::shared_ptr<StreamCore> core);
+    void check_process() const;
     std::shared_ptr<StreamCore> core_;
+    std::uint64_t fork_generation_;  // the process it was made in (rt/fork_generation.h)
 };
 
 /// What an Engine's shared workers are and have done (Engine::stats()).
@@ -475,7 +477,10 @@ std::size_t realtime_streams_at(double speed);
 /// Loads voices and owns the workers that analyse text and vocode ahead; the
 /// factory of streams. One is enough for a process: its streams share the
 /// workers. Destroy the streams first: once the Engine is gone they take no
-/// more text (push_text() throws).
+/// more text (push_text() throws). Threads do not survive fork(): in a
+/// process forked after the Engine (or a Stream) was made, every call that
+/// would wait for its threads throws etude::MadeBeforeFork instead; make
+/// an Engine in the child.
 class Engine {
   public:
     /// What the Engine does at construction.
@@ -632,6 +637,8 @@ class Engine {
     static constexpr int kMostStartedTogether = 64;
 
   private:
+    void check_process() const;
+    std::uint64_t fork_generation_;  // the process it was made in (rt/fork_generation.h)
     std::shared_ptr<EngineWorkers> core_;
     std::string preload_backend_;
     int preload_device_;

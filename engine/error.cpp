@@ -8,6 +8,9 @@ etude_status status_of(const std::exception_ptr& thrown, etude_status caller_fau
     const char* what = "unknown error";
     try {
         std::rethrow_exception(thrown);
+    } catch (const MadeBeforeFork& e) {
+        status = ETUDE_ERROR_INVALID_ARGUMENT;
+        what = e.what();
     } catch (const Error& e) {
         status = caller_fault;
         what = e.what();

@@ -25,6 +25,15 @@ class VoiceNotFound : public Error {
     using Error::Error;
 };
 
+/// An engine or stream used in a process forked after it was made: its
+/// threads are not in this process (rt/fork_generation.h). Always
+/// ETUDE_ERROR_INVALID_ARGUMENT, even where text was pushed: the text is
+/// not at fault.
+class MadeBeforeFork : public Error {
+  public:
+    using Error::Error;
+};
+
 /// A failure's status as the C API returns it and as the Python package
 /// names its exception class: the one table both derive from.
 struct FailureStatus {

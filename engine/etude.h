@@ -28,7 +28,10 @@ typedef enum etude_status {
 } etude_status;
 
 /** An engine: the voices and the worker threads its streams share. Opaque;
- * made by etude_engine_create(), freed by etude_engine_destroy(). */
+ * made by etude_engine_create(), freed by etude_engine_destroy(). Threads
+ * do not survive fork(): in a process forked after an engine or stream was
+ * made, the calls that would wait for its threads return
+ * ETUDE_ERROR_INVALID_ARGUMENT instead; make an engine in the child. */
 typedef struct etude_engine etude_engine;
 /** A stream: text (or mel frames) in, audio out at one rate. Opaque; made by
  * etude_stream_create() or etude_stream_create_mel(), freed by

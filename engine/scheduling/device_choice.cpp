@@ -1,6 +1,31 @@
 #include "engine/scheduling/device_choice.h"
 
+#include <atomic>
+#include <cstdint>
+
+#include "rt/fork_generation.h"
+
 namespace etude::engine {
+namespace {
+
+// Devices opened before a fork cannot be used in the child: it has their
+// memory but not their drivers' threads (PoCL's, CUDA's), and would wait
+// for them for ever. The child is refused a device with a DeviceError, so
+// that its streams' CPU covers the work; a child whose parent opened none
+// may open its own. (An atomic, not a lock: a lock another thread held at
+// the fork would stay held in the child.)
+std::atomic<std::int64_t> devices_opened_in{-1};  // the fork generation; -1: none opened
+
+void claim_devices_for_this_process(const gpu::DeviceInfo& device) {
+    const auto here = static_cast<std::int64_t>(rt::fork_generation());
+    std::int64_t first = -1;
+    if (devices_opened_in.compare_exchange_strong(first, here) || first == here) return;
+    throw gpu::DeviceError(std::string(gpu::to_string(device.kind)) + " " + device.name +
+                           " was opened before this process forked, and its driver's threads "
+                           "are not in this process: the CPU does the work here");
+}
+
+}  // namespace
 
 GpuTierChoice choose_gpu_tier(const gpu::BackendRequest& request, const gpu::DeviceInfo& resolved) {
     GpuTierChoice c;
@@ -19,12 +44,19 @@ GpuTierChoice choose_gpu_tier(const gpu::BackendRequest& request, const gpu::Dev
     return c;
 }
 
+bool devices_were_opened() {
+    return devices_opened_in.load() >= 0;
+}
+
 GpuTier open_gpu_tier(const std::string& kind, int device) {
     auto& registry = gpu::DeviceRegistry::instance();
     const auto request = gpu::with_environment(gpu::parse_backend_request(kind, device));
     GpuTier tier;
     tier.choice = choose_gpu_tier(request, registry.resolve(request));
-    if (tier.choice.use) tier.backend = registry.open(request);
+    if (tier.choice.use) {
+        claim_devices_for_this_process(tier.choice.device);
+        tier.backend = registry.open(request);
+    }
     return tier;
 }
 

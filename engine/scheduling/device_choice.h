@@ -53,8 +53,14 @@ struct GpuTier {
 // device registry, applies the policy and opens the chosen device. Throws
 // std::invalid_argument for a request that names no device here (unknown
 // backend, no such device) and gpu::DeviceError if the chosen device cannot
-// be opened. Every stream's "open a GPU" goes through this.
+// be opened, or if devices were opened before this process forked (its
+// drivers' threads are not in a forked child). Every stream's "open a GPU"
+// goes through this.
 GpuTier open_gpu_tier(const std::string& kind, int device);
+
+// Whether open_gpu_tier() has opened a device in this process, or in one it
+// was forked from (whose devices it is refused).
+bool devices_were_opened();
 
 // For the neural vocoders: the GPU tier's backend, or the process's CPU
 // backend when there is no GPU tier. `note` says where the model runs and

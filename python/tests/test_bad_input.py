@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -197,6 +198,41 @@ def test_a_read_with_a_timeout_returns_when_nothing_comes(engine):
         assert time.perf_counter() - t0 < 1.0
         with pytest.raises(libetude.InvalidArgument, match="timeout"):
             s.read(160, timeout=-1)
+
+
+def test_a_forked_child_is_refused_the_parents_engine_and_may_make_its_own(engine):
+    """Threads do not survive fork(): in a child (multiprocessing's default
+    start method on Linux) the parent's engine would wait for its workers
+    for ever. It says so instead, and an engine the child makes speaks."""
+    with engine.stream() as s:  # the parent's engine has run its threads
+        s.push_text("Before the fork.")
+        s.end_input()
+        assert s.read().size > 0
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: reports through the pipe, never returns
+        signal.alarm(int(hang_bound(60)))
+        result = "not refused"
+        try:
+            try:
+                engine.stream()
+            except libetude.InvalidArgument as error:
+                result = str(error)
+            with libetude.Engine() as own:
+                result += f"|{own.synthesize('An engine of its own.').size}"
+        except BaseException as error:
+            result = f"failed: {error!r}|0"
+        finally:
+            os.write(write_end, result.encode())
+            os._exit(0)
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_end) as pipe:
+        got = pipe.read()
+    assert os.WIFEXITED(status), f"the child hung or died ({status}): {got}"
+    refused, samples = got.rsplit("|", 1)
+    assert "forked" in refused and "spawn" in refused, refused
+    assert int(samples) > 0
 
 
 def test_without_espeak_data_text_is_refused_and_espeak_complains_once(tmp_path):

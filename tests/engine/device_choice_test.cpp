@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpu/registry.h"
+#include "support/devices_here.h"
 
 namespace {
 
@@ -113,9 +114,7 @@ TEST(DeviceChoice, auto_on_this_machine_follows_the_policy) {
 }
 
 bool have_opencl() {
-    for (const auto& d : gpu::DeviceRegistry::instance().devices())
-        if (d.kind == gpu::BackendKind::OpenCl) return true;
-    return false;
+    return etude::test::has_device(gpu::BackendKind::OpenCl);
 }
 
 TEST(DeviceChoice, opencl_named_by_the_environment_is_opened) {

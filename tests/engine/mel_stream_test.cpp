@@ -16,6 +16,7 @@
 #include "engine/scheduling/device_choice.h"
 #include "engine/scheduling/mel_scheduler.h"
 #include "gpu/registry.h"
+#include "support/devices_here.h"
 #include "support/model_parity.h"
 #include "support/test_data.h"
 
@@ -45,9 +46,7 @@ using test::rms;
 
 // An OpenCL device (PoCL in CI) stands in for a GPU that fails on purpose.
 bool have_opencl() {
-    for (const auto& d : gpu::DeviceRegistry::instance().devices())
-        if (d.kind == gpu::BackendKind::OpenCl) return true;
-    return false;
+    return etude::test::has_device(gpu::BackendKind::OpenCl);
 }
 
 bool have_device(const std::string& kind) {
