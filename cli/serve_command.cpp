@@ -109,15 +109,15 @@ BackendChoice read_backend(const CommandLine& args) {
     return choice;
 }
 
-// A scale option of every Piper voice served (wyoming-piper's names), or
-// unset; UsageError unless finite and 0 or more (above 0 if not `zero_ok`).
-std::optional<float> piper_scale(const CommandLine& args, const char* name, bool zero_ok) {
+// A scale option of every Piper voice served (wyoming-piper's names) for
+// the engine's `field`, or unset; UsageError where the engine's rule for
+// that scale (engine::piper_scale_unmet) refuses it.
+std::optional<float> piper_scale(const CommandLine& args, const char* name, const char* field) {
     const auto v = args.value(name);
     if (!v) return std::nullopt;
     const double x = parse_number(name, *v);
-    if (!std::isfinite(x) || x < 0.0 || (!zero_ok && x == 0.0) || x > 1e6)
-        throw UsageError(std::string(name) + " must be a number " +
-                         (zero_ok ? "of 0 or more" : "above 0") + ", not '" + *v + "'");
+    if (const char* must_be = engine::piper_scale_unmet(field, x))
+        throw UsageError(std::string(name) + " must be " + must_be + ", not '" + *v + "'");
     return static_cast<float>(x);
 }
 
@@ -175,9 +175,9 @@ server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice&
                                    std::vector<std::string>& notes) {
     add_voice_folders(args.values("--data-dir"), notes);
     server::VoiceCatalog voices;
-    const auto noise_scale = piper_scale(args, "--noise-scale", true);
-    const auto length_scale = piper_scale(args, "--length-scale", false);
-    const auto noise_w = piper_scale(args, "--noise-w", true);
+    const auto noise_scale = piper_scale(args, "--noise-scale", "noise_scale");
+    const auto length_scale = piper_scale(args, "--length-scale", "length_scale");
+    const auto noise_w = piper_scale(args, "--noise-w", "noise_w");
     const double sentence_silence_ms = sentence_silence_option(args);
     const auto speaker = args.value("--speaker");
     const auto add_voice = [&](server::VoiceEntry v) {

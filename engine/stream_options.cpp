@@ -1,5 +1,6 @@
 #include "engine/stream_options.h"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -143,6 +144,14 @@ const char* describe(VoiceKind kind) {
             return "a mel stream";
     }
     return "a voice";
+}
+
+const char* piper_scale_unmet(std::string_view field, double value) {
+    // A pace of 0 would make every phoneme last no time; no noise is a
+    // voice's deterministic output.
+    if (field == "length_scale")
+        return std::isfinite(value) && value > 0.0 ? nullptr : "a finite number above 0";
+    return std::isfinite(value) && value >= 0.0 ? nullptr : "a finite number of 0 or more";
 }
 
 const char* to_string(SchedulingClass scheduling) {

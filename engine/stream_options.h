@@ -245,6 +245,12 @@ const StreamOptions& default_options(VoiceKind kind);
 const char* describe(VoiceKind kind);
 /// "live", "network" or "offline": the Python package's and etude's names.
 const char* to_string(SchedulingClass scheduling);
+/// The one rule of a Piper voice's scales (PiperVoiceOptions::noise_scale,
+/// length_scale and noise_w, named by `field`): what the scale must be, "a
+/// finite number above 0" (length_scale) or "a finite number of 0 or more"
+/// (the noises), when `value` is not one; nullptr when it is. The engine
+/// checks a stream's scales by it, and `etude serve` its voices' options.
+const char* piper_scale_unmet(std::string_view field, double value);
 /// Throws etude::Error saying that `field` does not apply to the kind of
 /// voice of `options`, e.g. "seed applies to Piper voices; 'slt' is a
 /// built-in voice".

@@ -9,6 +9,7 @@
 #include "engine/models/vits/vits_decoder.h"
 #include "engine/piper/phoneme_ids.h"
 #include "engine/piper/voice_catalog.h"
+#include "engine/stream_options.h"
 #include "engine/streams/idle_memory.h"
 #include "gpu/registry.h"
 
@@ -47,10 +48,9 @@ bool same_analysis_weights(const VitsWeights& kept, const VitsWeights& reread) {
     return true;
 }
 
-float checked_scale(const std::string& voice, const char* name, float value, bool zero_ok) {
-    if (!std::isfinite(value) || value < 0.0f || (!zero_ok && value == 0.0f))
-        throw Error(voice + ": " + name + " must be a finite number " +
-                    (zero_ok ? "of 0 or more" : "above 0") + ", not " + std::to_string(value));
+float checked_scale(const std::string& voice, const char* name, float value) {
+    if (const char* must_be = piper_scale_unmet(name, value))
+        throw Error(voice + ": " + name + " must be " + must_be + ", not " + std::to_string(value));
     return value;
 }
 
@@ -121,10 +121,10 @@ VitsScales PiperVoice::scales(std::optional<float> noise_scale, std::optional<fl
     const auto& inference = config().inference;
     VitsScales s;
     s.noise_scale =
-        checked_scale(name_, "noise_scale", noise_scale.value_or(inference.noise_scale), true);
+        checked_scale(name_, "noise_scale", noise_scale.value_or(inference.noise_scale));
     s.length_scale =
-        checked_scale(name_, "length_scale", length_scale.value_or(inference.length_scale), false);
-    s.noise_w = checked_scale(name_, "noise_w", noise_w.value_or(inference.noise_w), true);
+        checked_scale(name_, "length_scale", length_scale.value_or(inference.length_scale));
+    s.noise_w = checked_scale(name_, "noise_w", noise_w.value_or(inference.noise_w));
     return s;
 }
 

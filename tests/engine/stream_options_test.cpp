@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -141,6 +142,20 @@ static_assert(has_vocoder<BuiltinVoiceOptions> && !has_vocoder<PiperVoiceOptions
               !has_vocoder<StreamOptions>);
 static_assert(has_length_scale<BuiltinVoiceOptions> && has_length_scale<PiperVoiceOptions> &&
               !has_length_scale<MelVoiceOptions> && !has_length_scale<StreamOptions>);
+
+TEST(PiperScales, one_rule_a_pace_above_0_and_noises_of_0_or_more) {
+    using etude::engine::piper_scale_unmet;
+    EXPECT_EQ(piper_scale_unmet("length_scale", 1.0), nullptr);
+    EXPECT_STREQ(piper_scale_unmet("length_scale", 0.0), "a finite number above 0");
+    for (const char* noise : {"noise_scale", "noise_w"}) {
+        EXPECT_EQ(piper_scale_unmet(noise, 0.0), nullptr) << noise;
+        EXPECT_STREQ(piper_scale_unmet(noise, -0.1), "a finite number of 0 or more") << noise;
+    }
+    for (const char* field : {"length_scale", "noise_scale", "noise_w"}) {
+        EXPECT_NE(piper_scale_unmet(field, std::numeric_limits<double>::infinity()), nullptr);
+        EXPECT_NE(piper_scale_unmet(field, std::numeric_limits<double>::quiet_NaN()), nullptr);
+    }
+}
 
 }  // namespace
 
