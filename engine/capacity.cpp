@@ -307,6 +307,7 @@ std::size_t realtime_streams_at(double speed) {
 }
 
 EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_once) {
+    check_process();
     if (at_once < 0 || at_once > kMostAtOnce)
         throw Error("measure_capacity: at_once must be from 0 to " + std::to_string(kMostAtOnce) +
                     ", not " + std::to_string(at_once));
@@ -358,6 +359,7 @@ EngineCapacity Engine::measure_capacity(const StreamOptions& options, int at_onc
 }
 
 FirstAudioMeasure Engine::measure_first_audio(const StreamOptions& options, int streams) {
+    check_process();
     if (streams < 1 || streams > kMostStartedTogether)
         throw Error("measure_first_audio: streams must be from 1 to " +
                     std::to_string(kMostStartedTogether) + ", not " + std::to_string(streams));

@@ -81,7 +81,10 @@ void set_device_precision(DevicePrecision precision) {
 }
 
 std::vector<KernelTime> device_kernel_times(const DeviceRequest& request) {
-    const auto backend = gpu::DeviceRegistry::instance().open(to_gpu(request));
+    auto& registry = gpu::DeviceRegistry::instance();
+    if (const auto d = registry.resolve(to_gpu(request)); d.kind != gpu::BackendKind::Cpu)
+        claim_devices_for_this_process(d);
+    const auto backend = registry.open(to_gpu(request));
     std::vector<KernelTime> times;
     for (const auto& t : backend->kernel_timings())
         times.push_back({t.name, t.calls, t.total_ms, t.max_ms});
@@ -94,6 +97,7 @@ KernelCalibration calibrate_kernels(int repeats) {
     std::vector<std::shared_ptr<gpu::Backend>> backends;
     for (const auto& d : registry.devices()) {
         try {
+            if (d.kind != gpu::BackendKind::Cpu) claim_devices_for_this_process(d);
             backends.push_back(registry.open({gpu::to_string(d.kind), d.index}));
         } catch (const std::exception& e) {
             calibration.skipped.push_back({gpu::to_string(d.kind), d.index, e.what()});

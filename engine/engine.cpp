@@ -26,10 +26,15 @@ constexpr double kFliteRate = 16000.0;  // the built-in voices' own rate
 // Threads do not survive fork() (rt/fork_generation.h): in a child of the
 // process that made an engine, its workers and its streams' threads are
 // gone, and a call that waits for them would wait for ever. Such a call is
-// refused instead; calls that wait for no thread (pull(), cancel(), stats)
-// still work.
+// refused instead; pull(), which waits for no thread, still works, and
+// cancel() and busy() have nothing to do there (no thread of the stream
+// makes audio in the child).
+bool made_in_another_process(std::uint64_t made_in) {
+    return rt::fork_generation() != made_in;
+}
+
 void refuse_after_fork(std::uint64_t made_in, const char* what) {
-    if (rt::fork_generation() != made_in)
+    if (made_in_another_process(made_in))
         throw MadeBeforeFork(
             std::string("this ") + what +
             " was made before the process forked, and its threads are not in this process: "
@@ -43,7 +48,13 @@ void refuse_after_fork(std::uint64_t made_in, const char* what) {
 
 Stream::Stream(std::shared_ptr<StreamCore> core)
     : core_(std::move(core)), fork_generation_(rt::fork_generation()) {}
-Stream::~Stream() = default;
+Stream::~Stream() {
+    // In a forked child the stream's state still names its producer and
+    // the locks and conditions the parent's threads held or waited on;
+    // tearing it down would wait for them for ever. It is left, unfreed.
+    if (made_in_another_process(fork_generation_))
+        (void)new std::shared_ptr<StreamCore>(std::move(core_));
+}
 void Stream::check_process() const {
     refuse_after_fork(fork_generation_, "stream");
 }
@@ -78,6 +89,7 @@ std::size_t Stream::read_some(std::span<float> out, int timeout_ms) {
     return core_->read_some(out, timeout_ms);
 }
 void Stream::cancel() {
+    if (made_in_another_process(fork_generation_)) return;
     core_->cancel();
 }
 void Stream::set_voice(std::string_view voice) {
@@ -85,6 +97,7 @@ void Stream::set_voice(std::string_view voice) {
     core_->set_voice(voice);
 }
 bool Stream::busy() const {
+    if (made_in_another_process(fork_generation_)) return false;
     return core_->busy();
 }
 std::size_t Stream::push_ssml(std::string_view document) {
@@ -218,6 +231,13 @@ void Engine::preload_voice(const std::string& v) {
 }
 
 Engine::~Engine() {
+    if (made_in_another_process(fork_generation_)) {
+        // As a stream's (above): the workers to stop are the parent's, and
+        // the voices' device buffers belong to the parent's drivers.
+        (void)new std::shared_ptr<EngineWorkers>(std::move(core_));
+        (void)new std::vector<std::shared_ptr<const PiperVoice>>(std::move(piper_voices_));
+        return;
+    }
     core_->stop();
 }
 

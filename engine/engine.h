@@ -479,8 +479,9 @@ std::size_t realtime_streams_at(double speed);
 /// workers. Destroy the streams first: once the Engine is gone they take no
 /// more text (push_text() throws). Threads do not survive fork(): in a
 /// process forked after the Engine (or a Stream) was made, every call that
-/// would wait for its threads throws etude::MadeBeforeFork instead; make
-/// an Engine in the child.
+/// would wait for its threads throws etude::MadeBeforeFork instead, and
+/// destroying them there frees nothing; make an Engine in the child
+/// (docs/python.md, "Processes").
 class Engine {
   public:
     /// What the Engine does at construction.

@@ -8,13 +8,11 @@
 namespace etude::engine {
 namespace {
 
-// Devices opened before a fork cannot be used in the child: it has their
-// memory but not their drivers' threads (PoCL's, CUDA's), and would wait
-// for them for ever. The child is refused a device with a DeviceError, so
-// that its streams' CPU covers the work; a child whose parent opened none
-// may open its own. (An atomic, not a lock: a lock another thread held at
-// the fork would stay held in the child.)
+// (An atomic, not a lock: a lock another thread held at the fork would
+// stay held in the child.)
 std::atomic<std::int64_t> devices_opened_in{-1};  // the fork generation; -1: none opened
+
+}  // namespace
 
 void claim_devices_for_this_process(const gpu::DeviceInfo& device) {
     const auto here = static_cast<std::int64_t>(rt::fork_generation());
@@ -24,8 +22,6 @@ void claim_devices_for_this_process(const gpu::DeviceInfo& device) {
                            " was opened before this process forked, and its driver's threads "
                            "are not in this process: the CPU does the work here");
 }
-
-}  // namespace
 
 GpuTierChoice choose_gpu_tier(const gpu::BackendRequest& request, const gpu::DeviceInfo& resolved) {
     GpuTierChoice c;

@@ -58,8 +58,16 @@ struct GpuTier {
 // goes through this.
 GpuTier open_gpu_tier(const std::string& kind, int device);
 
-// Whether open_gpu_tier() has opened a device in this process, or in one it
-// was forked from (whose devices it is refused).
+// Devices opened before a fork cannot be used in the child: it has their
+// memory but not their drivers' threads (PoCL's, CUDA's), and would wait
+// for them for ever. Called before every device is opened (open_gpu_tier()
+// and engine/devices.cpp's): throws gpu::DeviceError in a child whose
+// parent opened one, so that its streams' CPU covers the work; a child
+// whose parent opened none may open its own.
+void claim_devices_for_this_process(const gpu::DeviceInfo& device);
+
+// Whether a device was claimed in this process, or in one it was forked
+// from (whose devices it is refused).
 bool devices_were_opened();
 
 // For the neural vocoders: the GPU tier's backend, or the process's CPU

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "engine/engine.h"
@@ -67,28 +68,33 @@ std::size_t speak(Engine& engine, const std::string& text) {
 }
 
 TEST(ForkedChild, is_refused_the_parents_engine_and_streams_and_may_make_its_own) {
-    Engine engine;
-    ASSERT_GT(speak(engine, "Before the fork."), 0u);
+    auto engine = std::make_unique<Engine>();
+    ASSERT_GT(speak(*engine, "Before the fork."), 0u);
     StreamOptions o;
     o.sample_rate = 16000;
-    auto made_before = engine.create_stream(o);
+    auto made_before = engine->create_stream(o);
 
     const int rc = in_forked_child([&] {
-        if (!refused_as_forked([&] { engine.create_stream(o); })) return 1;
+        if (!refused_as_forked([&] { engine->create_stream(o); })) return 1;
         if (!refused_as_forked([&] { made_before->push_text("Hello."); })) return 2;
         if (!refused_as_forked([&] { made_before->end_input(); })) return 3;
         float out[64];
         if (!refused_as_forked([&] { made_before->read(out); })) return 4;
         if (!refused_as_forked([&] { made_before->read_some(out, 10); })) return 5;
+        if (!refused_as_forked([&] { engine->measure_first_audio(o, 1); })) return 6;
         // What waits for no thread still works: the audio callback's pull
-        // (nothing was pushed: it gives silence) and cancel.
+        // (nothing was pushed: it gives silence); cancel() and busy() have
+        // nothing to do; destroying them frees nothing, and returns.
         made_before->pull(out);
         made_before->cancel();
+        if (made_before->busy()) return 7;
+        made_before.reset();
+        engine.reset();
         Engine own;
-        return speak(own, "After the fork, an engine of its own.") > 0 ? 0 : 6;
+        return speak(own, "After the fork, an engine of its own.") > 0 ? 0 : 8;
     });
-    EXPECT_EQ(rc, 0) << "1-5: a call was not refused as forked (by number); 6: the child's "
-                        "own engine spoke nothing; 114: it hung (SIGALRM)";
+    EXPECT_EQ(rc, 0) << "1-6: a call was not refused as forked (by number); 7: busy; 8: the "
+                        "child's own engine spoke nothing; 114: it hung (SIGALRM)";
     // The parent's engine and stream are untouched.
     made_before->push_text("After the fork, in the parent.");
     made_before->end_input();
