@@ -19,6 +19,7 @@ try:
     from pipecat.frames.frames import CancelFrame, ErrorFrame, Frame, TTSAudioRawFrame
     from pipecat.services.settings import TTSSettings
     from pipecat.services.tts_service import TTSService
+    from pipecat.utils.tracing.service_decorators import traced_tts
     from pipecat.utils.types import NOT_GIVEN, is_given
 except ModuleNotFoundError as error:
     raise ModuleNotFoundError(
@@ -159,6 +160,10 @@ class EtudeTTSService(TTSService):
                 options[name] = value
         return options
 
+    # A "tts" span per audio context when the pipeline traces
+    # (PipelineWorker(enable_tracing=True) with OpenTelemetry installed), as
+    # Pipecat's own services have; nothing otherwise.
+    @traced_tts
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
         """Speak ``text`` through one LibEtude stream, yielding audio as it is made.
 

@@ -85,7 +85,7 @@ def streamed_pcm(collector):
     return np.concatenate(blocks) if blocks else np.zeros(0, dtype="<i2")
 
 
-def speak(service, text, *, interrupt_after_first_audio=False):
+def speak(service, text, *, interrupt_after_first_audio=False, enable_tracing=False):
     """Run a pipeline that speaks ``text`` and return the collector.
 
     ``text`` is a string (sent as one TTSSpeakFrame) or a list of frames.
@@ -98,6 +98,7 @@ def speak(service, text, *, interrupt_after_first_audio=False):
             Pipeline([service, collector]),
             params=PipelineParams(audio_out_sample_rate=RATE),
             cancel_on_idle_timeout=False,
+            enable_tracing=enable_tracing,
         )
         started = asyncio.Event()
 
@@ -197,6 +198,30 @@ def test_each_word_is_a_text_frame_timed_where_it_is_heard(engine):
         two = sum(len(b) for b in s)
     third = next(i for i, w in enumerate(words) if w.text.startswith("A") and i > 5)
     assert (pts[third] - pts[0]) / 1e9 >= two / RATE - 0.5
+
+
+def test_a_traced_pipeline_gets_a_tts_span_with_the_text_and_voice(engine):
+    # As Pipecat's own services (@traced_tts): one "tts" span per audio
+    # context, with the text spoken and the voice.
+    trace = pytest.importorskip("opentelemetry.trace")
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export")
+    in_memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    exporter = in_memory.InMemorySpanExporter()
+    # The process's provider can be set once: this test's, or the SDK
+    # provider something set before it, records into the exporter.
+    if not isinstance(trace.get_tracer_provider(), sdk.TracerProvider):
+        trace.set_tracer_provider(sdk.TracerProvider())
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, sdk.TracerProvider), provider
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    collector = speak(service, TEXT, enable_tracing=True)
+    assert collector.of_type(TTSAudioRawFrame)
+    spans = [span for span in exporter.get_finished_spans() if span.name == "tts"]
+    assert len(spans) == 1, [span.name for span in exporter.get_finished_spans()]
+    assert spans[0].attributes["text"] == TEXT
+    assert spans[0].attributes["voice_id"] == VOICE
 
 
 def test_piper_voice_options_pass_through(engine, joe_model):
