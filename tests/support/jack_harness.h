@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
@@ -43,9 +44,37 @@ inline void quiet_jack(const char*) {}
 // per process such entries piled up (8 dead servers of that test after 13
 // runs of it), and then no jackd could start ("Too many servers already
 // active"); with one name, each run frees the last one's place.
+// The xruns a jackd log names `client` in as still running (JackServer's
+// xruns_while_running() says why the two are told apart): `ours`, and
+// `stalled`, those in a cycle whose own thread jackd logged as stalled for
+// a quarter of a period (`period_us`) or more.
+struct RunningXruns {
+    int ours = 0, stalled = 0;
+};
+inline RunningXruns running_xruns_in(const std::string& log, const std::string& client,
+                                     double period_us) {
+    const std::string stall = "JackTimedDriver::Process XRun = ";
+    const std::string running =
+        "JackEngine::XRun: client = " + client + " was not finished, state = Running";
+    RunningXruns r;
+    double stall_us = 0;  // the current cycle's own stall, if it logged one
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind(stall, 0) == 0) {
+            stall_us = std::atof(line.c_str() + stall.size());
+        } else if (line.find("Process error") != std::string::npos) {
+            stall_us = 0;  // the cycle's list of clients ends here
+        } else if (line == running) {
+            ++(stall_us >= period_us / 4 ? r.stalled : r.ours);
+        }
+    }
+    return r;
+}
+
 class JackServer {
   public:
-    JackServer(int rate, int period, const std::string& tag, bool reused_name = false) {
+    JackServer(int rate, int period, const std::string& tag, bool reused_name = false)
+        : period_us_(1e6 * period / rate) {
         name_ = "etude-test-" + tag;
         // Appended in two steps: GCC 12 warns (-Wrestrict, a false positive
         // of its own) on "-" + std::to_string(...) inlined here.
@@ -94,9 +123,26 @@ class JackServer {
     }
     // Only those where the client's callback was running when the cycle
     // ended ("state = Triggered" means it had not even been scheduled yet:
-    // the host's scheduling jitter, which hits trivial clients alike).
+    // the host's scheduling jitter, which hits trivial clients alike), and
+    // the server's own thread was not stalled in that cycle (below).
     int xruns_while_running(const std::string& client) const {
-        return count("JackEngine::XRun: client = " + client + " was not finished, state = Running");
+        return running_xruns_in(log(), client, period_us_).ours;
+    }
+    // Those where the client was running but the server's driver thread was
+    // itself held off its CPU for a quarter of a period or more in the same
+    // cycle: the machine's. jackd's dummy driver logs "JackTimedDriver::
+    // Process XRun = N usec" when its own cycle, from its start to its wait
+    // for the next one, took N us, and then names the clients that cycle
+    // left unfinished, up to "Process error". Its own work is a few
+    // microseconds, and it runs at a real-time priority above every thread
+    // of ours (jackd's 10 against a client's 5 and the engine's workers' 4,
+    // rt/realtime_thread.h), so nothing of ours can hold it for a quarter
+    // period: only the kernel or the VM's host can (seen on the 2-vCPU VM:
+    // a FIFO thread's wake-ups up to 17 ms late beside two normal CPU
+    // hogs, with no engine running), and a client running in that cycle
+    // was held with it.
+    int xruns_while_running_in_a_stall(const std::string& client) const {
+        return running_xruns_in(log(), client, period_us_).stalled;
     }
 
   private:
@@ -128,6 +174,7 @@ class JackServer {
         for (auto p = l.find(needle); p != std::string::npos; p = l.find(needle, p + 1)) ++n;
         return n;
     }
+    double period_us_;
     std::string name_, log_;
     pid_t pid_ = -1;
     bool ok_ = false, ready_ = false;
