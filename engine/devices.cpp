@@ -82,8 +82,7 @@ void set_device_precision(DevicePrecision precision) {
 
 std::vector<KernelTime> device_kernel_times(const DeviceRequest& request) {
     auto& registry = gpu::DeviceRegistry::instance();
-    if (const auto d = registry.resolve(to_gpu(request)); d.kind != gpu::BackendKind::Cpu)
-        claim_devices_for_this_process(d);
+    claim_devices_for_this_process(registry.resolve(to_gpu(request)));
     const auto backend = registry.open(to_gpu(request));
     std::vector<KernelTime> times;
     for (const auto& t : backend->kernel_timings())
@@ -97,7 +96,7 @@ KernelCalibration calibrate_kernels(int repeats) {
     std::vector<std::shared_ptr<gpu::Backend>> backends;
     for (const auto& d : registry.devices()) {
         try {
-            if (d.kind != gpu::BackendKind::Cpu) claim_devices_for_this_process(d);
+            claim_devices_for_this_process(d);
             backends.push_back(registry.open({gpu::to_string(d.kind), d.index}));
         } catch (const std::exception& e) {
             calibration.skipped.push_back({gpu::to_string(d.kind), d.index, e.what()});

@@ -15,12 +15,17 @@ std::atomic<std::int64_t> devices_opened_in{-1};  // the fork generation; -1: no
 }  // namespace
 
 void claim_devices_for_this_process(const gpu::DeviceInfo& device) {
+    if (device.kind == gpu::BackendKind::Cpu) return;  // the process's own: no driver threads
     const auto here = static_cast<std::int64_t>(rt::fork_generation());
     std::int64_t first = -1;
     if (devices_opened_in.compare_exchange_strong(first, here) || first == here) return;
     throw gpu::DeviceError(std::string(gpu::to_string(device.kind)) + " " + device.name +
                            " was opened before this process forked, and its driver's threads "
                            "are not in this process: the CPU does the work here");
+}
+
+bool devices_were_opened() {
+    return devices_opened_in.load() >= 0;
 }
 
 GpuTierChoice choose_gpu_tier(const gpu::BackendRequest& request, const gpu::DeviceInfo& resolved) {
@@ -38,10 +43,6 @@ GpuTierChoice choose_gpu_tier(const gpu::BackendRequest& request, const gpu::Dev
     c.use = true;
     c.note = std::string(gpu::to_string(resolved.kind)) + " " + resolved.name;
     return c;
-}
-
-bool devices_were_opened() {
-    return devices_opened_in.load() >= 0;
 }
 
 GpuTier open_gpu_tier(const std::string& kind, int device) {

@@ -63,7 +63,8 @@ GpuTier open_gpu_tier(const std::string& kind, int device);
 // for them for ever. Called before every device is opened (open_gpu_tier()
 // and engine/devices.cpp's): throws gpu::DeviceError in a child whose
 // parent opened one, so that its streams' CPU covers the work; a child
-// whose parent opened none may open its own.
+// whose parent opened none may open its own. The CPU backend needs no
+// claim.
 void claim_devices_for_this_process(const gpu::DeviceInfo& device);
 
 // Whether a device was claimed in this process, or in one it was forked
