@@ -8,10 +8,15 @@
 namespace etude::server {
 
 SynthesisPool::SynthesisPool(std::size_t threads, std::size_t max_waiting,
-                             std::chrono::milliseconds queue_timeout)
+                             std::chrono::milliseconds queue_timeout, std::function<void()> idle)
     : max_threads_(threads < 1 ? 1 : threads),
       max_waiting_(max_waiting),
-      queue_timeout_(queue_timeout) {}
+      queue_timeout_(queue_timeout),
+      idle_(std::move(idle)) {}
+
+void SynthesisPool::default_idle() {
+    engine::Engine::give_back_free_memory();
+}
 
 SynthesisPool::~SynthesisPool() {
     std::unique_lock lock(mu_);
@@ -70,7 +75,21 @@ void SynthesisPool::thread_main() {
     for (;;) {
         if (queue_.empty() && !stopping_)
             work_cv_.wait_for(lock, kIdleThread, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty() || stopping_) break;
+        if (queue_.empty() || stopping_) {
+            if (live_ == 1 && idle_) {
+                // The last thread: what the syntheses freed here, after the
+                // engine's last stream ended and it gave memory back, goes
+                // back too (their jobs and buffers are destroyed on these
+                // threads).
+                lock.unlock();
+                idle_();
+                lock.lock();
+                // Work submitted meanwhile started no thread: this one still
+                // counted as free to take it, and nobody else will.
+                if (!queue_.empty() && !stopping_) continue;
+            }
+            break;
+        }
         Work work = std::move(queue_.front().work);
         queue_.pop_front();
         ++busy_;
@@ -79,14 +98,6 @@ void SynthesisPool::thread_main() {
         work = nullptr;  // its captures go before the lock is taken again
         lock.lock();
         --busy_;
-    }
-    if (live_ == 1) {
-        // The last thread: what the syntheses freed here, after the engine's
-        // last stream ended and it gave memory back, goes back too (their
-        // jobs and buffers are destroyed on these threads).
-        lock.unlock();
-        engine::Engine::give_back_free_memory();
-        lock.lock();
     }
     --live_;
     ended_cv_.notify_all();

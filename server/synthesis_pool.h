@@ -24,8 +24,11 @@ class SynthesisPool {
     // that calls expire()).
     using Work = std::function<void(bool run)>;
 
+    // `idle` runs on the last thread before it ends, without the pool's
+    // lock (by default the engine gives freed memory back to the system).
     SynthesisPool(std::size_t threads, std::size_t max_waiting,
-                  std::chrono::milliseconds queue_timeout);
+                  std::chrono::milliseconds queue_timeout,
+                  std::function<void()> idle = default_idle);
     // Waits for the work running to end; work still queued never runs
     // (withdraw it first).
     ~SynthesisPool();
@@ -49,6 +52,8 @@ class SynthesisPool {
     // How long a thread with no work waits for more before it ends.
     static constexpr std::chrono::seconds kIdleThread{1};
 
+    static void default_idle();
+
   private:
     void thread_main();
 
@@ -59,6 +64,7 @@ class SynthesisPool {
     };
     const std::size_t max_threads_, max_waiting_;
     const std::chrono::milliseconds queue_timeout_;
+    const std::function<void()> idle_;
     mutable std::mutex mu_;
     std::condition_variable work_cv_, ended_cv_;
     std::deque<Waiting> queue_;

@@ -1,6 +1,7 @@
 // The Wyoming synthesis pool: at most its threads run at once, work past
 // them waits up to the waiting bound (then busy), waiting work can be
-// withdrawn or expires, and it runs in arrival order.
+// withdrawn or expires, and it runs in arrival order; work submitted while
+// the last thread is ending still runs.
 #include "server/synthesis_pool.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,54 @@ TEST(SynthesisPool, work_waiting_past_the_queue_timeout_is_told_so_on_the_caller
     EXPECT_EQ(told, -1);
     EXPECT_FALSE(pool.withdraw(&b));  // gone from the queue
     gate.release();
+}
+
+// The last thread gives memory back outside the lock before it ends; work
+// submitted then found it counted as a free thread, so no new one started.
+// It must take that work rather than end and leave it queued until the
+// queue timeout (server.wyoming_client, CI at 199aa16: a request after 64
+// dropped connections was told "no synthesis slot came free in time").
+TEST(SynthesisPool, work_submitted_while_the_last_thread_ends_still_runs) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool in_idle = false, leave_idle = false;
+    int idles = 0;
+    auto idle = [&] {
+        std::unique_lock lock(mu);
+        ++idles;
+        in_idle = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return leave_idle; });
+        in_idle = false;
+    };
+    std::atomic<int> ran{0};
+    auto work = [&](bool run) {
+        if (run) ++ran;
+        std::lock_guard lock(mu);
+        cv.notify_all();
+    };
+    int a, b;
+    SynthesisPool pool(2, 4, 60s, idle);
+    ASSERT_TRUE(pool.submit(&a, work));
+    {
+        // After its work and kIdleThread without more, the thread is in idle().
+        std::unique_lock lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return in_idle; }));
+    }
+    EXPECT_EQ(ran, 1);
+    EXPECT_EQ(pool.threads(), 1u);
+    ASSERT_TRUE(pool.submit(&b, work));
+    {
+        std::unique_lock lock(mu);
+        leave_idle = true;
+        cv.notify_all();
+        // A bound far past any scheduling delay: without the fix it never runs.
+        EXPECT_TRUE(cv.wait_for(lock, 30s, [&] { return ran == 2; }))
+            << "work submitted during the last thread's idle() never ran";
+    }
+    EXPECT_FALSE(pool.withdraw(&b));
+    // Idle again after the second work, the thread ends; the pool's
+    // destructor waits for it.
 }
 
 }  // namespace
