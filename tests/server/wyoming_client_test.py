@@ -6,7 +6,8 @@ Every utterance received over Wyoming must equal, byte for byte, the offline ren
 text and voice (`etude say --raw`): the server converts the engine's float samples with the same
 function, and the engine's output does not depend on how it is read. Spoken once: equal length.
 
-Usage: wyoming_client_test.py ETUDE [CASE...]   (cases: see CASES; default all)
+Usage: wyoming_client_test.py ETUDE [CASE...]   (cases: see CASES; default all). What the
+cases share is in wyoming_harness.py, the Piper voice's cases in wyoming_piper_cases.py.
 Exit 77 (skip) when the `wyoming` package is not importable.
 """
 import asyncio
@@ -17,140 +18,15 @@ import subprocess
 import sys
 import time
 
-try:
-    from wyoming.audio import AudioChunk, AudioStart, AudioStop
-    from wyoming.client import AsyncTcpClient
-    from wyoming.error import Error
-    from wyoming.event import Event, async_read_event
-    from wyoming.info import Describe, Info
-    from wyoming.ping import Ping, Pong
-    from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,
-                             SynthesizeStopped, SynthesizeVoice)
-except ImportError as e:
-    print(f"SKIP: the `wyoming` package is not installed ({e}); run scripts/bootstrap.sh test")
-    sys.exit(77)
-
-ETUDE = sys.argv[1]
-TIMEOUT = 60.0
-
-REPLY = ("The kitchen lights are on. The bedroom is dark! Would you like me to turn on the porch "
-         "light? It is twenty one degrees outside, and the forecast says rain tonight.")
-TEXTS = [
-    "Hello there.",
-    "The living room lights are now off.",
-    "It is seven thirty in the morning. Breakfast is ready!",
-    "Your timer for ten minutes has started.",
-    "The front door is locked, and the garage door is closed.",
-    "I could not find a device called the attic fan.",
-    "Tomorrow will be sunny, with a high of twenty four degrees.",
-    "Playing your morning playlist. Enjoy!",
-]
-
-_renders = {}
-
-
-def offline(text, voice):
-    """The offline render: etude say --raw (16-bit little-endian, the voice's 16 kHz)."""
-    key = (text, voice)
-    if key not in _renders:
-        _renders[key] = subprocess.run([ETUDE, "say", "--voice", voice, "--raw", text],
-                                       check=True, capture_output=True).stdout
-    return _renders[key]
-
-
-class Server:
-    def __init__(self, *extra):
-        # One malloc arena: glibc otherwise keeps a heap per thread that has run, and after
-        # dozens of connection threads RSS measures those caches (tens of MB that come and go,
-        # bounded by 8 per core) instead of what the server holds. With one arena RSS tracks
-        # live memory, so "memory stays bounded" below is a real check.
-        env = dict(os.environ, MALLOC_ARENA_MAX="1")
-        self.proc = subprocess.Popen([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *extra],
-                                     stderr=subprocess.PIPE, text=True, env=env)
-        self.extra = extra
-        line = self.proc.stderr.readline()
-        m = re.search(r"tcp://127\.0\.0\.1:(\d+)", line)
-        if not m:
-            raise RuntimeError(f"server did not say where it listens: {line!r}")
-        self.port = int(m.group(1))
-        self.log = []
-        import threading
-        self._reader = threading.Thread(target=self._read_log, daemon=True)
-        self._reader.start()
-
-    def _read_log(self):
-        for line in self.proc.stderr:
-            self.log.append(line.rstrip("\n"))
-
-    def threads(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return int(re.search(r"Threads:\s+(\d+)", f.read()).group(1))
-
-    def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-
-    def stop(self):
-        self.proc.terminate()
-        rc = self.proc.wait(timeout=30)
-        assert rc == 0, f"server exited with {rc}"
-
-
-async def read_utterance(client, streaming):
-    """Events until audio-stop (one-shot) or synthesize-stopped (stream): (start, pcm, types)."""
-    start, pcm, types = None, bytearray(), []
-    while True:
-        ev = await asyncio.wait_for(client.read_event(), TIMEOUT)
-        assert ev is not None, f"connection closed after {types}"
-        types.append(ev.type)
-        if Error.is_type(ev.type):
-            raise AssertionError(f"error event: {ev.data}")
-        if AudioStart.is_type(ev.type):
-            assert start is None, "two audio-start events in one utterance"
-            start = AudioStart.from_event(ev)
-        elif AudioChunk.is_type(ev.type):
-            chunk = AudioChunk.from_event(ev)
-            assert start is not None and (chunk.rate, chunk.width, chunk.channels) == (
-                start.rate, start.width, start.channels), "one audio format per utterance"
-            pcm += chunk.audio
-        elif AudioStop.is_type(ev.type) and not streaming:
-            return start, bytes(pcm), types
-        elif SynthesizeStopped.is_type(ev.type):
-            assert streaming
-            return start, bytes(pcm), types
-
-
-def check_equal(pcm, text, voice, what):
-    ref = offline(text, voice)
-    if pcm != ref:
-        n = min(len(pcm), len(ref))
-        first = next((i for i in range(n) if pcm[i] != ref[i]), n)
-        raise AssertionError(f"{what}: {len(pcm)} bytes received, offline render {len(ref)}; "
-                             f"first difference at byte {first}")
-
-
-async def synthesize(port, text, voice, speaker=None):
-    async with AsyncTcpClient("127.0.0.1", port) as c:
-        await c.write_event(Synthesize(text=text, voice=SynthesizeVoice(
-            name=voice, speaker=speaker)).event())
-        start, pcm, _ = await read_utterance(c, streaming=False)
-        assert (start.rate, start.width, start.channels) == (16000, 2, 1), start
-        return pcm
-
-
-async def stream(port, text, voice, pieces):
-    """Home Assistant's streaming flow: start, chunks cut mid-word, the whole text again as a
-    compatibility synthesize, stop."""
-    cuts = [round(i * len(text) / pieces) for i in range(pieces + 1)]
-    async with AsyncTcpClient("127.0.0.1", port) as c:
-        await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name=voice)).event())
-        for a, b in zip(cuts, cuts[1:]):
-            await c.write_event(SynthesizeChunk(text=text[a:b]).event())
-        await c.write_event(Synthesize(text=text, voice=SynthesizeVoice(name=voice)).event())
-        await c.write_event(SynthesizeStop().event())
-        start, pcm, types = await read_utterance(c, streaming=True)
-        assert types[0] == "audio-start" and types[-2:] == ["audio-stop", "synthesize-stopped"], types
-        return pcm
+# First: it exits 77 (a skip) where the `wyoming` package is missing.
+from wyoming_harness import (ETUDE, REPLY, TEXTS, TIMEOUT, AsyncTcpClient, AudioChunk, Error,
+                             Server, Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,
+                             SynthesizeStopped, SynthesizeVoice, check_equal, expect_end,
+                             expect_error, offline, read_utterance, stream, synthesize)
+from wyoming.event import async_read_event  # noqa: E402
+from wyoming.info import Describe, Info  # noqa: E402
+from wyoming.ping import Ping, Pong  # noqa: E402
+from wyoming_piper_cases import case_piper, case_piper_tuning
 
 
 # ---- cases ----------------------------------------------------------------------------------
@@ -412,25 +288,6 @@ async def case_unix_and_stdio(srv):
     check_equal(bytes(pcm), TEXTS[6], "awb", "stdio")
 
 
-async def expect_error(client, code):
-    while True:
-        ev = await asyncio.wait_for(client.read_event(), TIMEOUT)
-        assert ev is not None, f"closed before an error {code}"
-        if Error.is_type(ev.type):
-            assert ev.data.get("code") == code, ev.data
-            return
-
-
-async def expect_end(client, after):
-    """A request the server could not speak ends the connection, as wyoming-piper's does
-    (Home Assistant reads a plain synthesize's reply until audio-stop or the end, so an
-    error alone would keep it waiting for --idle-timeout): the end comes at once."""
-    t0 = time.monotonic()
-    ev = await asyncio.wait_for(client.read_event(), 5)
-    assert ev is None, f"after {after}: {ev.type if ev else ev} instead of the connection's end"
-    assert time.monotonic() - t0 < 2, f"after {after}: the end took {time.monotonic() - t0:.1f} s"
-
-
 async def case_capacity(srv):
     """The server measures its capacity at start and admits that many at once (the line
     after the listening one), unless --max-syntheses says a number."""
@@ -538,176 +395,6 @@ async def case_slow_client(srv):
         print(f"  stalled client dropped after {dropped_after:.1f} s (write timeout 2 s)")
     finally:
         server.stop()
-
-
-PIPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "piper",
-                     "test_medium_multi.onnx")
-
-
-def offline_piper(text, speaker):
-    """A Piper voice's offline render: etude say --raw at the voice's 22050 Hz (seed 0, as the
-    server's streams)."""
-    return subprocess.run([ETUDE, "say", "--voice", PIPER, "--speaker", speaker, "--raw", text],
-                          check=True, capture_output=True).stdout
-
-
-async def case_piper(_srv):
-    """A Piper voice served with --voice: listed first with its speakers, spoken by name and
-    speaker (one-shot and streamed), equal to its offline render; an unknown speaker is an
-    error event."""
-    probe = subprocess.run([ETUDE, "phonemize", "--voice", PIPER, "hi"], capture_output=True)
-    if probe.returncode != 0:
-        print("  SKIP piper: this build cannot phonemize text (no espeak-ng)")
-        return
-    server = Server("--voice", PIPER)
-    try:
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Describe().event())
-            info = Info.from_event(await asyncio.wait_for(c.read_event(), TIMEOUT))
-            first = info.tts[0].voices[0]
-            assert first.name == "test_medium_multi", first
-            assert first.languages == ["en_US"], first
-            assert [s.name for s in first.speakers] == [f"speaker_{i}" for i in range(4)], first
-        voice = SynthesizeVoice(name="test_medium_multi", speaker="speaker_2")
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text=REPLY, voice=voice).event())
-            start, pcm, _ = await read_utterance(c, streaming=False)
-        assert (start.rate, start.width, start.channels) == (22050, 2, 1), start
-        ref = offline_piper(REPLY, "speaker_2")
-        assert pcm == ref, f"synthesize: {len(pcm)} bytes, offline render {len(ref)}"
-        # The speaker by its id as a JSON number (wyoming-piper takes int() of it).
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Event(type="synthesize", data={
-                "text": REPLY, "voice": {"name": "test_medium_multi", "speaker": 2}}))
-            _, pcm, _ = await read_utterance(c, streaming=False)
-        assert pcm == ref, f"speaker 2 as a number: {len(pcm)} bytes, offline render {len(ref)}"
-        cuts = [round(i * len(REPLY) / 40) for i in range(41)]
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(SynthesizeStart(voice=voice).event())
-            for a, b in zip(cuts, cuts[1:]):
-                await c.write_event(SynthesizeChunk(text=REPLY[a:b]).event())
-            await c.write_event(Synthesize(text=REPLY, voice=voice).event())
-            await c.write_event(SynthesizeStop().event())
-            _, pcm, _ = await read_utterance(c, streaming=True)
-        assert pcm == ref, f"stream of 40 pieces: {len(pcm)} bytes, offline render {len(ref)}"
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(
-                name="test_medium_multi", speaker="nobody")).event())
-            await expect_error(c, "unknown-voice")
-            await expect_end(c, "unknown-voice")
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
-            await expect_error(c, "unknown-voice")
-            await expect_end(c, "unknown-voice on synthesize-start")
-    finally:
-        server.stop()
-
-
-def say_piper(text, *options):
-    return subprocess.run([ETUDE, "say", "--voice", PIPER, *options, "--raw", text],
-                          check=True, capture_output=True).stdout
-
-
-async def case_piper_tuning(_srv):
-    """wyoming-piper's voice options: --speaker (the default voice's), --noise-scale,
-    --length-scale, --noise-w-scale and --sentence-silence (between a request's sentences), and
-    its --auto-punctuation (on by default: text without a final mark ends with ".") and
-    --data-dir (a voice folder --voice names voices in); each
-    request equals `etude say` with the same options, one-shot and streamed. Bad values stop
-    the server at start with the reason."""
-    probe = subprocess.run([ETUDE, "phonemize", "--voice", PIPER, "hi"], capture_output=True)
-    if probe.returncode != 0:
-        print("  SKIP piper_tuning: this build cannot phonemize text (no espeak-ng)")
-        return
-    tuning = ["--speaker", "speaker_1", "--noise-scale", "0.3", "--length-scale", "1.2",
-              "--noise-w-scale", "0.5"]
-    text = "This is sentence one. This is sentence two"
-    plain = say_piper(text + ".", *tuning)
-    ref = say_piper(text + ".", *tuning, "--sentence-silence", "0.5")
-    # One boundary between two sentences: exactly 0.5 s of 22050 Hz 16-bit samples more.
-    assert len(ref) - len(plain) == 11025 * 2, (len(ref), len(plain))
-    server = Server("--voice", PIPER, *tuning, "--sentence-silence", "0.5")
-    try:
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text=text).event())
-            _, pcm, _ = await read_utterance(c, streaming=False)
-        assert pcm == ref, f"synthesize: {len(pcm)} bytes, `etude say` {len(ref)}"
-        cuts = [round(i * len(text) / 17) for i in range(18)]
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(SynthesizeStart().event())
-            for a, b in zip(cuts, cuts[1:]):
-                await c.write_event(SynthesizeChunk(text=text[a:b]).event())
-            await c.write_event(SynthesizeStop().event())
-            _, pcm, _ = await read_utterance(c, streaming=True)
-        assert pcm == ref, f"stream of 17 pieces: {len(pcm)} bytes, `etude say` {len(ref)}"
-        # Text that ends in a blank line gets its mark before it (after it the mark would be
-        # a sentence of its own, which says nothing), one-shot and streamed.
-        for pieces in (1, 9):
-            blank = text + "\n\n"
-            cuts = [round(i * len(blank) / pieces) for i in range(pieces + 1)]
-            async with AsyncTcpClient("127.0.0.1", server.port) as c:
-                if pieces == 1:
-                    await c.write_event(Synthesize(text=blank).event())
-                else:
-                    await c.write_event(SynthesizeStart().event())
-                    for a, b in zip(cuts, cuts[1:]):
-                        await c.write_event(SynthesizeChunk(text=blank[a:b]).event())
-                    await c.write_event(SynthesizeStop().event())
-                _, pcm, _ = await read_utterance(c, streaming=pieces > 1)
-            assert pcm == ref, f"a blank line at the end, {pieces} piece(s): {len(pcm)} bytes"
-        # A request's own speaker comes before --speaker.
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text=text + "!", voice=SynthesizeVoice(
-                name="test_medium_multi", speaker="speaker_3")).event())
-            _, pcm, _ = await read_utterance(c, streaming=False)
-        other = say_piper(text + "!", *tuning[2:], "--speaker", "speaker_3",
-                          "--sentence-silence", "0.5")
-        assert pcm == other, f"speaker_3: {len(pcm)} bytes, `etude say` {len(other)}"
-    finally:
-        server.stop()
-    # wyoming-piper's --data-dir: a voice folder, whose voices --voice names.
-    folder = os.path.dirname(PIPER)
-    server = Server("--data-dir", "/nonexistent/voices", "--data-dir", folder, "--voice",
-                    "test_medium_multi", "--auto-punctuation", "")
-    try:
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Describe().event())
-            info = Info.from_event(await asyncio.wait_for(c.read_event(), TIMEOUT))
-            assert info.tts[0].voices[0].name == "test_medium_multi", info.tts[0].voices[0]
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text=text).event())
-            _, pcm, _ = await read_utterance(c, streaming=False)
-        bare = offline_piper(text, "speaker_0")
-        assert pcm == bare, f"--auto-punctuation '': {len(pcm)} bytes, `etude say` {len(bare)}"
-        assert bare != offline_piper(text + ".", "speaker_0"), "the mark changes nothing"
-        # A --data-dir that does not exist is passed over with a note, as wyoming-piper's.
-        deadline = time.monotonic() + 10
-        while not any("no such folder" in line for line in server.log):
-            assert time.monotonic() < deadline, f"no note of the missing folder: {server.log}"
-            await asyncio.sleep(0.1)
-    finally:
-        server.stop()
-    # Home Assistant's Piper add-on passes --speaker 0 whatever the voice: a voice of one
-    # speaker speaks as itself.
-    server = Server("--speaker", "0")
-    try:
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text="Hello there.").event())
-            _, pcm, _ = await read_utterance(c, streaming=False)
-        check_equal(pcm, "Hello there.", "slt", "--speaker 0 with slt")
-    finally:
-        server.stop()
-    for bad, why in [(["--voice", PIPER, "--speaker", "nobody"], "no speaker 'nobody'"),
-                     (["--voice", PIPER, "--length-scale", "0"], "above 0"),
-                     (["--voice", PIPER, "--noise-scale", "-1"], "0 or more"),
-                     (["--voice", PIPER, "--sentence-silence", "61"], "0 to 60"),
-                     (["--auto-punctuation", "\udcff"], "not valid UTF-8")]:
-        r = subprocess.run([ETUDE, "serve", "--wyoming", "tcp://127.0.0.1:0", *bad],
-                           capture_output=True, timeout=60,
-                           env=dict(os.environ, PYTHONIOENCODING="utf-8"))
-        err = r.stderr.decode(errors="replace")
-        assert r.returncode == 2 and why in err, f"{bad}: exit {r.returncode}, {err!r}"
-
 
 CASES = {
     "describe": case_describe,
