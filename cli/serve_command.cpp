@@ -439,18 +439,19 @@ int serve_command(int argc, char** argv) {
             "Serves speech to voice assistants: the Wyoming protocol (Home Assistant's) and\n"
             "an OpenAI-style HTTP endpoint. One process, one shared engine, each request its\n"
             "own stream. Audio goes out as it is made, also inside a sentence: Wyoming's as\n"
-            "16-bit mono PCM at the voice's rate; HTTP's as mp3 (the default), opus or pcm\n"
-            "at 24 kHz, or wav or flac at the voice's rate. Streamed text\n"
+            "16-bit mono PCM at the voice's rate; HTTP's as mp3 (the default), opus, aac or\n"
+            "pcm at 24 kHz, or wav or flac at the voice's rate. Streamed text\n"
             "(synthesize-start/-chunk/-stop) is spoken sentence by sentence as each is\n"
             "complete. Runs until SIGINT or SIGTERM; docs/server.md tells more.");
         args.group("where to listen (repeatable)")
             .option("--wyoming", "URI",
                     "tcp://HOST:PORT (port 0: any free port, printed at start), unix://PATH or "
                     "stdio:// (one client on standard input and output)")
-            .option("--http", "HOST:PORT",
-                    "POST /v1/audio/speech (OpenAI style: mp3, opus, wav, flac or pcm, streamed "
-                    "as made), GET /v1/models and GET /v1/audio/voices (port 0: any free port, "
-                    "printed at start)")
+            .option(
+                "--http", "HOST:PORT",
+                "POST /v1/audio/speech (OpenAI style: mp3, opus, aac, wav, flac or pcm, streamed "
+                "as made), GET /v1/models and GET /v1/audio/voices (port 0: any free port, "
+                "printed at start)")
             .option("--api-key-file", "PATH",
                     "--http asks every request for Authorization: Bearer KEY, KEY the one word "
                     "in PATH (default: the file named by ETUDE_API_KEY_FILE; neither: no key)");

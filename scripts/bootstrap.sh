@@ -36,6 +36,7 @@ packages=(
   libespeak-ng-dev                       # Piper voices' phonemes (GPL-3.0; ETUDE_WITH_ESPEAK=OFF leaves it out)
   libicu-dev                             # Unicode NFD of Piper voices' phonemes
   libavahi-client-dev                    # etude serve --zeroconf (_wyoming._tcp through avahi-daemon)
+  libavcodec-dev libavformat-dev         # etude serve --http's aac (FFmpeg's AAC encoder, ADTS muxer)
   libexpat1-dev                          # sd_etude: the SSML speech-dispatcher sends
   libpcre2-dev                           # sd_etude: speech-dispatcher's symbol tables (their patterns are PCRE)
   ocl-icd-opencl-dev opencl-headers      # OpenCL backend (ICD loader and headers)
@@ -65,6 +66,10 @@ test_packages+=(pocketsphinx pocketsphinx-en-us)
 # valgrind's memcheck runs the phonemizer on the text espeak-ng 1.51
 # mishandles (piper.espeak_memory).
 test_packages+=(valgrind)
+# FAAD2, an AAC decoder other than FFmpeg's: the aac the HTTP endpoint makes
+# is decoded with its library (tests/server/aac_encoding_test.cpp links it,
+# tests/server/openai_client_test.py loads it with ctypes).
+test_packages+=(libfaad-dev)
 # The real speech-dispatcher daemon (with its ALSA output plugin), spd-say and
 # the Python client library run sd_etude (tests/speechd/speechd_daemon_test.py).
 test_packages+=(speech-dispatcher speech-dispatcher-audio-plugins python3-speechd)

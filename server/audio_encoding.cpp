@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audio-io/wav_writer.h"
+#include "server/aac_encoder.h"
 
 namespace etude::server {
 
@@ -175,15 +176,26 @@ std::unique_ptr<AudioEncoder> make_audio_encoder(std::string_view format,
     if (format == "opus")
         return std::make_unique<SndfileEncoder>(std::move(write), SF_FORMAT_OGG | SF_FORMAT_OPUS,
                                                 "audio/ogg");
+    if (format == "aac") return make_aac_encoder(std::move(write));  // nullptr where not built
     return nullptr;
 }
 
-const char* audio_format_names() {
-    return "mp3, opus, wav, flac, pcm";
+std::vector<std::string> audio_formats() {
+    std::vector<std::string> names{"mp3", "opus"};
+    if (aac_available()) names.emplace_back("aac");
+    for (const char* n : {"wav", "flac", "pcm"}) names.emplace_back(n);
+    return names;
+}
+
+std::string audio_format_names() {
+    std::string joined;
+    for (const auto& n : audio_formats()) joined += (joined.empty() ? "" : ", ") + n;
+    return joined;
 }
 
 std::optional<int> default_audio_rate(std::string_view format) {
-    if (format == "pcm" || format == "mp3" || format == "opus") return kOpenAiRate;
+    if (format == "pcm" || format == "mp3" || format == "opus" || format == "aac")
+        return kOpenAiRate;
     return std::nullopt;
 }
 
@@ -193,6 +205,11 @@ std::string audio_rate_problem(std::string_view format, int rate) {
     if (format == "mp3" &&
         !one_of(rate, {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000}))
         return "mp3 is made at 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 or 48000 Hz";
+    // ISO/IEC 14496-3's sampling frequency index (ADTS names one of these).
+    if (format == "aac" && !one_of(rate, {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100,
+                                          48000, 64000, 88200, 96000}))
+        return "aac is made at 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, "
+               "64000, 88200 or 96000 Hz";
     if (rate < 8000 || rate > 192000) return "the rate must be 8000 to 192000 Hz";
     return {};
 }

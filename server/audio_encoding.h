@@ -3,7 +3,8 @@
 // audio-chunk), "wav" (the same after a 44-byte header whose sizes say
 // "unknown length", 0xFFFFFFFF, as streamed WAV must), and through
 // libsndfile "flac" (level 5 default, 16-bit), "mp3" (MPEG-1/2 Layer III,
-// LAME's defaults) and "opus" (Ogg Opus, libopus's defaults).
+// LAME's defaults) and "opus" (Ogg Opus, libopus's defaults); "aac" (ADTS)
+// through FFmpeg's libraries where the build has them (aac_encoder.h).
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace etude::server {
 
@@ -30,17 +32,19 @@ class AudioEncoder {
 // nullptr for an unknown format name.
 std::unique_ptr<AudioEncoder> make_audio_encoder(std::string_view format,
                                                  AudioEncoder::Writer write);
-// The names make_audio_encoder knows, for error messages: "mp3, opus, ...".
-const char* audio_format_names();
+// The names make_audio_encoder knows, in OpenAI's order (mp3 first, the
+// default), and joined for error messages: "mp3, opus, ...".
+std::vector<std::string> audio_formats();
+std::string audio_format_names();
 
-// OpenAI's rate for pcm (documented as 24 kHz 16-bit), and ours for mp3 and
-// opus as OpenAI makes them.
+// OpenAI's rate for pcm (documented as 24 kHz 16-bit), and ours for mp3,
+// opus and aac as OpenAI makes them.
 inline constexpr int kOpenAiRate = 24000;
 // The rate a format is made at when the request names none: 24 kHz for
-// pcm, mp3 and opus; nullopt (the voice's own) for wav and flac.
+// pcm, mp3, opus and aac; nullopt (the voice's own) for wav and flac.
 std::optional<int> default_audio_rate(std::string_view format);
-// Why `format` cannot be made at `rate` (Opus and MPEG have fixed sets of
-// rates; the engine makes 8000..192000 Hz); empty when it can.
+// Why `format` cannot be made at `rate` (Opus, MPEG and AAC have fixed
+// sets of rates; the engine makes 8000..192000 Hz); empty when it can.
 std::string audio_rate_problem(std::string_view format, int rate);
 
 // The 44-byte header of a streamed 16-bit mono WAV (sizes unknown).

@@ -161,10 +161,8 @@ void HttpServer::list_voices(const HttpRequest& req, HttpReply& res) const {
                         {"languages", v.languages},
                         {"description", v.description},
                         {"sample_rate", static_cast<int>(v.options.sample_rate)}});
-    res.set_content(
-        json{{"voices", list}, {"formats", json::array({"mp3", "opus", "wav", "flac", "pcm"})}}
-            .dump(),
-        "application/json");
+    res.set_content(json{{"voices", list}, {"formats", audio_formats()}}.dump(),
+                    "application/json");
 }
 
 void HttpServer::speak(const HttpRequest& req, HttpReply& res) const {

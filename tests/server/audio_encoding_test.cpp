@@ -181,7 +181,7 @@ TEST(AudioEncoding, rates_each_codec_cannot_make_are_named) {
 }
 
 TEST(AudioEncoding, unknown_formats_are_refused) {
-    EXPECT_FALSE(make_audio_encoder("aac", [](std::string_view) { return true; }));
+    EXPECT_FALSE(make_audio_encoder("aiff", [](std::string_view) { return true; }));
     EXPECT_FALSE(make_audio_encoder("", [](std::string_view) { return true; }));
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """etude serve --http against the real `openai` client (PyPI), pointed at our base URL.
 
-Each response_format decodes (soundfile) to the offline render (`etude say --raw`) at the
-documented rate: pcm, mp3 and opus at 24 kHz, wav and flac at the voice's own; pcm, wav
-and flac exactly, mp3 and opus within their codec's error (see CODEC_BOUNDS). A streamed
+Each response_format decodes (soundfile; aac: FAAD2's libfaad) to the offline render
+(`etude say --raw`) at the documented rate: pcm, mp3, opus and aac at 24 kHz, wav and flac
+at the voice's own; pcm, wav and flac exactly, mp3, opus and aac within their codec's error
+(see CODEC_BOUNDS). A streamed
 reply delivers its first bytes long before the audio is complete; speed 1.25 on a Piper
 voice is `etude say --length-scale 0.8` of it; a wrong or missing key gets 401 in OpenAI's
 error shape; models.list() lists the voices; stream_format "sse" carries the same bytes in
@@ -12,6 +13,8 @@ OpenAI's speech events; a voice object {"id": NAME} names a voice.
 Usage: openai_client_test.py ETUDE PIPER_VOICE.onnx|-. Exit 77 (skip) without openai,
 soundfile or numpy; "-" (no Piper voice: a build without espeak-ng) leaves out speed.
 """
+import ctypes
+import ctypes.util
 import io
 import json
 import os
@@ -36,20 +39,27 @@ ETUDE, PIPER_VOICE = sys.argv[1], sys.argv[2]
 PIPER_NAME = os.path.basename(PIPER_VOICE).removesuffix(".onnx") if PIPER_VOICE != "-" else None
 TEXT = "Your timer for ten minutes has started. The front door is locked!"
 KEY = "sk-etude-test-0123456789abcdef"
+# Whether this build makes aac (tests/CMakeLists.txt passes what the build found), and
+# whether FAAD2's library is here to decode it (libfaad-dev; without it aac is not decoded).
+AAC = os.environ.get("ETUDE_TEST_AAC", "1") == "1"
+FAAD = ctypes.util.find_library("faad")
 
 # Codec error bounds. Measured on TEXT with the slt voice at 24 kHz (LAME at a constant
-# 80 kbit/s, libopus at its default rate, both through libsndfile): SNR 26.0 dB (mp3) and
-# 19.0 dB (opus); envelope within 0.64 dB (mp3) and 3.25 dB (opus). What the bounds must catch measures far lower: a piece of 4096 samples
-# dropped from the middle leaves 1.1 dB, another voice (rms) -1.0 dB; a wrong rate is
-# caught by the rate and the length.
+# 80 kbit/s and libopus at its default rate, both through libsndfile; FFmpeg 5.1's AAC
+# encoder at 64 kbit/s, decoded by FAAD2 2.10): SNR 26.0 dB (mp3), 19.0 dB (opus), 33.3 dB
+# (aac); envelope within 0.64 dB (mp3), 3.25 dB (opus), 0.18 dB (aac). What the bounds must
+# catch measures far lower: a piece of 4096 samples dropped from the middle leaves 1.1 dB,
+# another voice (rms) -1.0 dB; a wrong rate is caught by the rate and the length.
 # - snr: signal-to-error ratio in dB after aligning by the codec's delay (MP3 has one:
-#   LAME's placeholder frame and its encoder delay, 1681 samples here; Opus none).
+#   LAME's placeholder frame and its encoder delay, 1681 samples here; Opus none; AAC's
+#   1024 samples FAAD2 drops with its first frame's output).
 # - envelope: the largest difference in dB between the mean log spectra (375 Hz bands,
 #   32 ms frames, the whole reply) in the bands that hold the voice (within 40 dB of the
 #   loudest; slt is a 16 kHz voice, nothing above 8 kHz): the spectral envelope a listener
 #   hears.
 CODEC_BOUNDS = {"mp3": {"snr": 20.0, "envelope": 2.0},
-                "opus": {"snr": 12.0, "envelope": 6.0}}
+                "opus": {"snr": 12.0, "envelope": 6.0},
+                "aac": {"snr": 20.0, "envelope": 2.0}}
 
 from pass_fail import check, failures  # noqa: E402  (PASS/FAIL lines)
 
@@ -82,6 +92,63 @@ def decode(data):
                 break
             blocks.append(block[:n])
         return np.concatenate(blocks), f.samplerate
+
+
+class _FaadConfig(ctypes.Structure):
+    _fields_ = [("defObjectType", ctypes.c_ubyte), ("defSampleRate", ctypes.c_ulong),
+                ("outputFormat", ctypes.c_ubyte), ("downMatrix", ctypes.c_ubyte),
+                ("useOldADTSFormat", ctypes.c_ubyte), ("dontUpSampleImplicitSBR", ctypes.c_ubyte)]
+
+
+class _FaadFrame(ctypes.Structure):
+    _fields_ = [("bytesconsumed", ctypes.c_ulong), ("samples", ctypes.c_ulong),
+                ("channels", ctypes.c_ubyte), ("error", ctypes.c_ubyte),
+                ("samplerate", ctypes.c_ulong), ("sbr", ctypes.c_ubyte),
+                ("object_type", ctypes.c_ubyte), ("header_type", ctypes.c_ubyte),
+                ("num_front_channels", ctypes.c_ubyte), ("num_side_channels", ctypes.c_ubyte),
+                ("num_back_channels", ctypes.c_ubyte), ("num_lfe_channels", ctypes.c_ubyte),
+                ("channel_position", ctypes.c_ubyte * 64), ("ps", ctypes.c_ubyte)]
+
+
+def decode_aac(data):
+    """(int16 samples, rate) of an ADTS stream through FAAD2 (libfaad, neaacdec.h), another
+    decoder than the FFmpeg that encoded it. FAAD2 cannot tell plain AAC-LC from HE-AAC with
+    implicit SBR and PS, so by default it doubles a low rate and plays mono as two channels
+    (its `faad` program does): told not to upsample, its first channel is taken."""
+    faad = ctypes.CDLL(FAAD)
+    faad.NeAACDecOpen.restype = ctypes.c_void_p
+    faad.NeAACDecGetCurrentConfiguration.restype = ctypes.POINTER(_FaadConfig)
+    faad.NeAACDecGetCurrentConfiguration.argtypes = [ctypes.c_void_p]
+    faad.NeAACDecSetConfiguration.argtypes = [ctypes.c_void_p, ctypes.POINTER(_FaadConfig)]
+    faad.NeAACDecInit.restype = ctypes.c_long
+    faad.NeAACDecInit.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong,
+                                  ctypes.POINTER(ctypes.c_ulong), ctypes.POINTER(ctypes.c_ubyte)]
+    faad.NeAACDecDecode.restype = ctypes.POINTER(ctypes.c_short)
+    faad.NeAACDecDecode.argtypes = [ctypes.c_void_p, ctypes.POINTER(_FaadFrame), ctypes.c_char_p,
+                                    ctypes.c_ulong]
+    faad.NeAACDecClose.argtypes = [ctypes.c_void_p]
+    dec = faad.NeAACDecOpen()
+    config = faad.NeAACDecGetCurrentConfiguration(dec)
+    config.contents.outputFormat = 1  # FAAD_FMT_16BIT
+    config.contents.dontUpSampleImplicitSBR = 1
+    faad.NeAACDecSetConfiguration(dec, config)
+    rate, channels = ctypes.c_ulong(0), ctypes.c_ubyte(0)
+    buf = bytes(data)
+    at = faad.NeAACDecInit(dec, buf, len(buf), ctypes.byref(rate), ctypes.byref(channels))
+    assert at >= 0, "FAAD2 could not read the first ADTS header"
+    out = []
+    while at < len(buf):
+        info = _FaadFrame()
+        pcm = faad.NeAACDecDecode(dec, ctypes.byref(info), buf[at:], len(buf) - at)
+        assert info.error == 0, f"FAAD2 error {info.error} at byte {at}"
+        if info.bytesconsumed == 0:
+            break
+        if info.samples:
+            frame = np.ctypeslib.as_array(pcm, shape=(info.samples,)).copy()
+            out.append(frame[::max(info.channels, 1)])
+        at += info.bytesconsumed
+    faad.NeAACDecClose(dec)
+    return (np.concatenate(out) if out else np.zeros(0, np.int16)), rate.value
 
 
 def aligned_snr(ref, got, max_lag=3000):
@@ -147,14 +214,21 @@ def run(proc):
     client = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, timeout=120)
 
     # Every format, decoded, against the offline render at the documented rate.
-    for fmt, rate, exact in [("pcm", 24000, True), ("wav", 16000, True), ("flac", 16000, True),
-                             ("mp3", 24000, False), ("opus", 24000, False)]:
+    formats = [("pcm", 24000, True), ("wav", 16000, True), ("flac", 16000, True),
+               ("mp3", 24000, False), ("opus", 24000, False)]
+    if AAC and FAAD:
+        formats.append(("aac", 24000, False))
+    elif AAC:
+        print("     aac: not decoded (no FAAD2 library: apt-get install libfaad-dev)")
+    for fmt, rate, exact in formats:
         reply = client.audio.speech.create(model="tts-1", voice="slt", input=TEXT,
                                            response_format=fmt)
         data = reply.content
         ref = offline("slt", "--rate", str(rate))
         if fmt == "pcm":
             got, got_rate = np.frombuffer(data, dtype="<i2"), 24000
+        elif fmt == "aac":
+            got, got_rate = decode_aac(data)
         else:
             got, got_rate = decode(data)
         check(f"{fmt}: decodes at {rate} Hz", got_rate == rate, got_rate)
@@ -265,7 +339,7 @@ def run(proc):
 
     # Refusals, in OpenAI's error shape.
     for name, kwargs, param in [
-            ("aac", {"response_format": "aac"}, "response_format"),
+            ("aiff", {"response_format": "aiff"}, "response_format"),
             ("speed 5", {"speed": 5.0}, "speed"),
             ("opus at 22050 Hz", {"response_format": "opus", "extra_body": {"sample_rate": 22050}},
              "sample_rate"),
@@ -278,9 +352,10 @@ def run(proc):
             err = e.body if isinstance(e.body, dict) else {}
             check(f"{name} -> 400, param {param}", e.status_code == 400 and err.get("param") == param,
                   (e.status_code, e.body))
-            if name == "aac":
-                check("aac's message names what is offered",
-                      "mp3, opus, wav, flac, pcm" in err.get("message", ""), err)
+            if name == "aiff":
+                offered = "mp3, opus, aac, wav, flac, pcm" if AAC else "mp3, opus, wav, flac, pcm"
+                check("aiff's message names what is offered", offered in err.get("message", ""),
+                      err)
 
     # Keys: wrong (the client), missing (no Authorization header at all).
     # Twice on one kept-alive connection: the refused request's body must not be taken
