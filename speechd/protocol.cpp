@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <sstream>
+#include <string_view>
 
 #include "engine/utf8.h"
 #include "speechd/log.h"
@@ -91,8 +93,8 @@ int Protocol::run() {
             more = speak(MessageKind::Key);
         else if (command == "SOUND_ICON")
             more = speak(MessageKind::SoundIcon);
-        else if (command == "LIST VOICES")
-            list_voices();
+        else if (command == "LIST VOICES" || command.rfind("LIST VOICES ", 0) == 0)
+            list_voices(command);
         else if (command == "STOP") {
             if (speaker_) speaker_->stop();  // no reply: 703 (or nothing, when idle) says it
         } else if (command == "PAUSE") {
@@ -153,26 +155,31 @@ bool Protocol::init() {
     return true;
 }
 
-std::optional<Protocol::Params> Protocol::read_params() {
-    Params params;
+std::optional<Protocol::ParamBlock> Protocol::read_params() {
+    ParamBlock block;
     while (auto line = in_.next()) {
-        if (*line == ".") return params;
+        if (*line == ".") return block;
         const auto eq = line->find('=');
-        if (eq == std::string::npos) {
-            log_line(2, "parameter line without '=' ignored: " + line->substr(0, 80));
+        if (eq == std::string::npos || eq == 0 || eq + 1 == line->size()) {
+            log_line(2, "parameter line not KEY=VALUE: " + line->substr(0, 80));
+            block.bad_syntax = true;
             continue;
         }
-        params.emplace_back(line->substr(0, eq), line->substr(eq + 1));
+        block.params.emplace_back(line->substr(0, eq), line->substr(eq + 1));
     }
     return std::nullopt;
 }
 
 bool Protocol::audio() {
     out_.send("207 OK RECEIVING AUDIO SETTINGS\n");
-    const auto params = read_params();
-    if (!params) return false;
+    const auto block = read_params();
+    if (!block) return false;
+    if (block->bad_syntax) {
+        out_.send("302 ERROR BAD SYNTAX\n");
+        return true;
+    }
     bool server = false;
-    for (const auto& [key, value] : *params)
+    for (const auto& [key, value] : block->params)
         if (key == "audio_output_method") server = value == "server";
     // The module has no audio output of its own: it only ever sends its
     // audio to the server (705). Refusing another method tells the server
@@ -186,29 +193,43 @@ bool Protocol::audio() {
 
 bool Protocol::loglevel() {
     out_.send("207 OK RECEIVING LOGLEVEL SETTINGS\n");
-    const auto params = read_params();
-    if (!params) return false;
-    for (const auto& [key, value] : *params)
+    const auto block = read_params();
+    if (!block) return false;
+    for (const auto& [key, value] : block->params)
         if (key == "log_level") g_log_level = std::atoi(value.c_str());
-    out_.send("203 OK LOGLEVEL SET\n");
+    out_.send(block->bad_syntax ? "302 ERROR BAD SYNTAX\n" : "203 OK LOGLEVEL SET\n");
     return true;
 }
 
 bool Protocol::set() {
     out_.send("203 OK RECEIVING SETTINGS\n");
-    const auto params = read_params();
-    if (!params) return false;
-    for (const auto& [key, value] : *params) settings_.apply(key, value);
-    out_.send("203 OK SETTINGS RECEIVED\n");
+    const auto block = read_params();
+    if (!block) return false;
+    // Each good value is set, whatever else the block holds, as the
+    // reference modules do; the reply says if something was not.
+    bool invalid = false;
+    for (const auto& [key, value] : block->params)
+        if (!settings_.apply(key, value)) invalid = true;
+    if (block->bad_syntax)
+        out_.send("302 ERROR BAD SYNTAX\n");
+    else if (invalid)
+        out_.send("303 ERROR INVALID PARAMETER OR VALUE\n");
+    else
+        out_.send("203 OK SETTINGS RECEIVED\n");
     return true;
 }
 
-void Protocol::list_voices() {
+void Protocol::list_voices(const std::string& command) {
     if (!ensure_engine()) {
         out_.send("304 CANT LIST VOICES\n");
         return;
     }
-    out_.send(voices_->list_reply());
+    // LIST VOICES [LANGUAGE [VARIANT]]: speech-dispatcher 0.12 passes a
+    // client's filter on (and asks again without it if a module answers 300).
+    std::istringstream words(command.substr(std::string_view("LIST VOICES").size()));
+    std::string language, variant;
+    words >> language >> variant;
+    out_.send(voices_->list_reply(language, variant));
 }
 
 void Protocol::debug(const std::string& command) {

@@ -33,6 +33,12 @@ class Protocol {
   private:
     enum class MessageKind { Text, Char, Key, SoundIcon };
     using Params = std::vector<std::pair<std::string, std::string>>;
+    struct ParamBlock {
+        Params params;  // the well-formed "key=value" lines
+        // A line without '=' or without a value: speech-dispatcher's
+        // modules answer the block with 302, having set the rest.
+        bool bad_syntax = false;
+    };
 
     // Each returns false when the input has ended.
     bool init();
@@ -40,11 +46,11 @@ class Protocol {
     bool loglevel();
     bool set();
     bool speak(MessageKind kind);
-    void list_voices();
+    void list_voices(const std::string& command);
     void debug(const std::string& command);
 
     // A parameter block, up to its "." line; nullopt at the end of input.
-    std::optional<Params> read_params();
+    std::optional<ParamBlock> read_params();
     // A data block, dot-unescaped; nullopt at the end of input. `lines`
     // gets the number of lines; past kLargestMessage bytes the rest is
     // read and dropped, and `too_large` is set.

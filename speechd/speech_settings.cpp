@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
+#include <string_view>
 
 #include "speechd/log.h"
 
@@ -11,14 +13,26 @@ namespace etude::speechd {
 
 namespace {
 
-void set_int(int& field, const std::string& key, const std::string& value) {
+bool set_int(int& field, const std::string& key, const std::string& value) {
     char* end = nullptr;
     const long v = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0') {
-        log_line(2, "SET " + key + "='" + value + "' is not a number; ignored");
-        return;
+    if (value.empty() || *end != '\0' || v < -100 || v > 100) {
+        log_line(2, "SET " + key + "='" + value + "' is not a number from -100 to 100");
+        return false;
     }
-    field = static_cast<int>(std::clamp(v, -100L, 100L));
+    field = static_cast<int>(v);
+    return true;
+}
+
+// One of the words speech-dispatcher defines for a mode (its fdsetconv.c).
+bool set_word(std::string& field, const std::string& key, const std::string& value,
+              std::initializer_list<std::string_view> words) {
+    if (std::find(words.begin(), words.end(), value) == words.end()) {
+        log_line(2, "SET " + key + "='" + value + "' is not a value speech-dispatcher defines");
+        return false;
+    }
+    field = value;
+    return true;
 }
 
 std::string unless_null(const std::string& value) {
@@ -27,29 +41,32 @@ std::string unless_null(const std::string& value) {
 
 }  // namespace
 
-void SpeechSettings::apply(const std::string& key, const std::string& value) {
-    if (key == "rate")
-        set_int(rate, key, value);
-    else if (key == "pitch")
-        set_int(pitch, key, value);
-    else if (key == "pitch_range")
-        set_int(pitch_range, key, value);
-    else if (key == "volume")
-        set_int(volume, key, value);
-    else if (key == "punctuation_mode")
-        punctuation_mode = value;
-    else if (key == "spelling_mode")
-        spelling_mode = value;
-    else if (key == "cap_let_recogn")
-        cap_let_recogn = value;
-    else if (key == "voice")
-        voice_type = unless_null(value);
-    else if (key == "language")
+bool SpeechSettings::apply(const std::string& key, const std::string& value) {
+    if (key == "rate") return set_int(rate, key, value);
+    if (key == "pitch") return set_int(pitch, key, value);
+    if (key == "pitch_range") return set_int(pitch_range, key, value);
+    if (key == "volume") return set_int(volume, key, value);
+    if (key == "punctuation_mode")
+        return set_word(punctuation_mode, key, value, {"none", "all", "some", "most"});
+    if (key == "spelling_mode") return set_word(spelling_mode, key, value, {"on", "off"});
+    if (key == "cap_let_recogn")
+        return set_word(cap_let_recogn, key, value, {"none", "spell", "icon"});
+    if (key == "voice") {
+        if (value == "NULL") {
+            voice_type.clear();
+            return true;
+        }
+        return set_word(voice_type, key, value,
+                        {"male1", "male2", "male3", "female1", "female2", "female3", "child_male",
+                         "child_female"});
+    }
+    if (key == "language")
         language = unless_null(value);
     else if (key == "synthesis_voice")
         synthesis_voice = unless_null(value);
     else
         log_line(3, "SET: unknown key '" + key + "' ignored");
+    return true;
 }
 
 namespace {

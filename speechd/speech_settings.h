@@ -20,11 +20,14 @@ struct SpeechSettings {
     std::string language;         // kept, not used to choose (see choose_voice)
     std::string synthesis_voice;  // a LIST VOICES name; empty: unset
 
-    /// Records one "key=value" line. Every key is accepted: a 3xx at the
-    /// end of SET makes the server drop the message. Unknown keys and
-    /// values that are not numbers where one is due are logged and
-    /// ignored (the old value stays).
-    void apply(const std::string& key, const std::string& value);
+    /// Records one "key=value" line; false (the old value stays) for a
+    /// value speech-dispatcher's own modules refuse with 303: a number
+    /// outside -100..100 or not a number, a punctuation, spelling,
+    /// capital-letter or voice type mode it does not define. The server
+    /// sends none of those. An unknown key is logged and accepted (true),
+    /// where those modules refuse it: a server newer than this module may
+    /// send one, and a 3xx at the end of SET makes it drop the message.
+    bool apply(const std::string& key, const std::string& value);
 };
 
 /// The voice a message is spoken with: synthesis_voice when it names a

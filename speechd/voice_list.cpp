@@ -1,6 +1,8 @@
 #include "speechd/voice_list.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "speechd/log.h"
@@ -67,10 +69,23 @@ const ModuleVoice& VoiceList::default_voice() const {
     return v ? *v : voices_.front();
 }
 
-std::string VoiceList::list_reply() const {
+std::string VoiceList::list_reply(const std::string& language, const std::string& variant) const {
+    const auto same = [](std::string_view a, std::string_view b) {
+        return a.size() == b.size() &&
+               std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+                   return std::tolower(static_cast<unsigned char>(x)) ==
+                          std::tolower(static_cast<unsigned char>(y));
+               });
+    };
     std::string reply;
-    for (const auto& v : voices_)
+    for (const auto& v : voices_) {
+        if (!language.empty() && !same(language, v.language) &&
+            !same(language, std::string_view(v.language).substr(0, v.language.find('-'))))
+            continue;
+        if (!language.empty() && !variant.empty() && !same(variant, v.variant)) continue;
         reply += "200-" + v.name + "\t" + v.language + "\t" + v.variant + "\n";
+    }
+    if (reply.empty()) return "304 CANT LIST VOICES\n";
     reply += "200 OK VOICE LIST SENT\n";
     return reply;
 }

@@ -37,8 +37,12 @@ class VoiceList {
     const ModuleVoice* find(const std::string& name) const;
     /// The configured default (the built-in "slt" if that is unusable).
     const ModuleVoice& default_voice() const;
-    /// The LIST VOICES reply, final line included.
-    std::string list_reply() const;
+    /// The reply to LIST VOICES [LANGUAGE [VARIANT]], final line included,
+    /// filtered as speech-dispatcher's own modules filter it (its server
+    /// sends the client's filter on since 0.12): a voice of LANGUAGE, or of
+    /// its region ("en" takes "en-US"), any case; then of VARIANT, if
+    /// given. None left: 304, as those modules answer.
+    std::string list_reply(const std::string& language = {}, const std::string& variant = {}) const;
 
   private:
     std::vector<ModuleVoice> voices_;

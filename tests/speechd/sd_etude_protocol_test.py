@@ -154,6 +154,24 @@ def piper_voices(binary, etude):
               len(piper) == 5 and all(f[1] == b"en-US" for f in piper)
               and [f[2] for f in piper[1:]] == [b"speaker_%d" % i for i in range(4)],
               repr(piper))
+        # The filtered form speech-dispatcher 0.12 sends (LIST VOICES LANGUAGE [VARIANT]),
+        # matched as its own modules match it: the language, or its region, in any case.
+        listed = {}
+        for request in ["en", "EN-us", "en-US speaker_2", "de", "fr", "en-GB"]:
+            m.send(f"LIST VOICES {request}\n")
+            listed[request] = [ln[4:].split(b"\t")[0].decode() for ln in m.message(30)]
+        names = [f[0].decode() for f in fields]
+        check("LIST VOICES en: every English voice, built-in (en) and Piper (en-US)",
+              listed["en"][:-1] == [n for n in names if not n.startswith("de_DE")]
+              and listed["en"][-1] == "OK VOICE LIST SENT", listed["en"])
+        check("LIST VOICES EN-us: the en-US voices only, any case",
+              listed["EN-us"][:-1] == [f[0].decode() for f in piper], listed["EN-us"])
+        check("LIST VOICES en-US speaker_2: that speaker's line only",
+              listed["en-US speaker_2"][:-1] == [piper[3][0].decode()], listed["en-US speaker_2"])
+        check("LIST VOICES de: the de_DE voice", len(listed["de"]) > 1
+              and all(n.startswith("de_DE") for n in listed["de"][:-1]), listed["de"])
+        check("LIST VOICES fr and en-GB: none, 304 as speech-dispatcher's modules answer",
+              listed["fr"] == listed["en-GB"] == ["CANT LIST VOICES"], (listed["fr"], listed["en-GB"]))
         if len(piper) < 3:
             return
         chosen = piper[2][0].decode()
@@ -234,6 +252,23 @@ def run(m, binary, etude):
     check("SET with every server key and an unknown one: 203 then 203 OK SETTINGS RECEIVED",
           r1 == [b"203 OK RECEIVING SETTINGS"] and r2 == [b"203 OK SETTINGS RECEIVED"],
           repr((r1, r2)))
+    # What speech-dispatcher's own modules refuse (module_utils.c, module_process.c), they
+    # refuse here too: a value out of range or not defined 303, a line not KEY=VALUE 302.
+    for bad, code in [({"rate": "150"}, b"303"), ({"pitch": "high"}, b"303"),
+                      ({"punctuation_mode": "loud"}, b"303"), ({"spelling_mode": "yes"}, b"303"),
+                      ({"cap_let_recogn": "beep"}, b"303"), ({"voice": "robot"}, b"303"),
+                      ({"volume": ""}, b"302")]:
+        _, r = server_set(m, **{"voice": "female1", **bad})
+        check(f"SET {bad}: {code.decode()}", len(r) == 1 and r[0][:3] == code, repr(r))
+    m.send("SET\n")
+    m.message()
+    m.send("rate=0\nno equals sign\n.\n")
+    r = m.message()
+    check("SET with a line without '=': 302 ERROR BAD SYNTAX", r == [b"302 ERROR BAD SYNTAX"],
+          repr(r))
+    _, r = server_set(m, voice="female1")
+    check("SET after refused ones: 203 OK SETTINGS RECEIVED", r == [b"203 OK SETTINGS RECEIVED"],
+          repr(r))
 
     # ---- plain text: the audio equals etude say --raw ------------------------
     text = "Hello world, this is a test."
