@@ -85,8 +85,8 @@ class AacEncoder : public AudioEncoder {
 
         auto* buffer = static_cast<unsigned char*>(av_malloc(kIoBuffer));
         if (!buffer) return false;
-        io_.reset(avio_alloc_context(buffer, kIoBuffer, 1, this, nullptr, &AacEncoder::put,
-                                     nullptr));
+        io_.reset(
+            avio_alloc_context(buffer, kIoBuffer, 1, this, nullptr, &AacEncoder::put, nullptr));
         if (!io_) {
             av_free(buffer);
             return false;
