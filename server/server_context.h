@@ -36,8 +36,12 @@ struct ServerLimits {
 class RequestLog {
   public:
     explicit RequestLog(bool enabled) : enabled_(enabled) {}
-    void write(const std::string& line) {
+    void write(std::string line) {
         if (!enabled_) return;
+        // A client's words (a voice or speaker name) may hold a line break
+        // or a terminal's control bytes: one line stays one line.
+        for (char& c : line)
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
         std::lock_guard lock(mu_);
         std::fprintf(stderr, "%s\n", line.c_str());
         std::fflush(stderr);

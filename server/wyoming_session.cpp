@@ -136,19 +136,22 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
     } else if (auto language = field("language")) {
         voice = ctx_.voices.by_language(*language);
         if (!voice) {
-            error = "no voice speaks '" + *language + "'";
-            return nullptr;
+            // wyoming-piper speaks every request with its voice, whatever
+            // the language: so does this server where it has none of it.
+            voice = &ctx_.voices.default_voice();
+            ctx_.log.write("wyoming " + peer_ + " no voice speaks '" + *language +
+                           "': spoken with the default voice, " + voice->name);
         }
     } else {
         voice = &ctx_.voices.default_voice();
     }
     if (auto speaker = field("speaker"); speaker && !voice->speakers.empty()) {
         // By name, or by id as Piper's tools take it (wyoming-piper too).
-        if (!voice->has_speaker(*speaker)) {
-            error = "voice '" + voice->name + "' has no speaker '" + *speaker + "'";
-            return nullptr;
-        }
-        speaker_out = *speaker;
+        if (voice->has_speaker(*speaker))
+            speaker_out = *speaker;
+        else  // wyoming-piper logs a warning and speaks with the default speaker
+            ctx_.log.write("wyoming " + peer_ + " voice '" + voice->name + "' has no speaker '" +
+                           *speaker + "': spoken by its default speaker");
     }
     return voice;
 }

@@ -62,11 +62,24 @@ async def case_piper(_srv):
             await c.write_event(SynthesizeStop().event())
             _, pcm, _ = await read_utterance(c, streaming=True)
         assert pcm == ref, f"stream of 40 pieces: {len(pcm)} bytes, offline render {len(ref)}"
-        async with AsyncTcpClient("127.0.0.1", server.port) as c:
-            await c.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(
-                name="test_medium_multi", speaker="nobody")).event())
-            await expect_error(c, "unknown-voice")
-            await expect_end(c, "unknown-voice")
+        # A speaker the voice does not have, by name or id, and a language no voice speaks:
+        # spoken by the default speaker and voice with a line in the log, as wyoming-piper
+        # warns and speaks (it ignores the language).
+        fallback = offline_piper("Hi.", "speaker_0")
+        for what, voice_data, note in [
+                ("speaker 'nobody'", {"name": "test_medium_multi", "speaker": "nobody"},
+                 "has no speaker 'nobody'"),
+                ("speaker 9", {"name": "test_medium_multi", "speaker": 9}, "has no speaker '9'"),
+                ("language fr_FR", {"language": "fr_FR"}, "no voice speaks 'fr_FR'")]:
+            async with AsyncTcpClient("127.0.0.1", server.port) as c:
+                await c.write_event(Event(type="synthesize", data={"text": "Hi.",
+                                                                    "voice": voice_data}))
+                _, pcm, _ = await read_utterance(c, streaming=False)
+            assert pcm == fallback, f"{what}: {len(pcm)} bytes, speaker_0's {len(fallback)}"
+            deadline = time.monotonic() + 10
+            while not any(note in line for line in server.log):
+                assert time.monotonic() < deadline, f"{what}: no line in the log: {server.log}"
+                await asyncio.sleep(0.05)
         async with AsyncTcpClient("127.0.0.1", server.port) as c:
             await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name="nobody")).event())
             await expect_error(c, "unknown-voice")
