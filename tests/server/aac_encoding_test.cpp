@@ -13,6 +13,7 @@
 #include "audio-io/wav_writer.h"
 #include "server/aac_encoder.h"
 #include "server/audio_encoding.h"
+#include "tests/server/codec_error.h"
 
 #ifdef ETUDE_TEST_FAAD
 #include <neaacdec.h>
@@ -86,21 +87,6 @@ std::vector<std::size_t> adts_frames(const std::string& s) {
     }
     EXPECT_EQ(i, s.size()) << "the stream ends inside a frame";
     return at;
-}
-
-double best_snr_db(const std::vector<short>& want, const std::vector<short>& got) {
-    double signal = 0;
-    for (short v : want) signal += double(v) * v;
-    double best = -1e9;
-    for (std::size_t lag = 0; lag <= 4096 && lag < got.size(); ++lag) {
-        double err = 0;
-        for (std::size_t i = 0; i < want.size(); ++i) {
-            const double g = i + lag < got.size() ? got[i + lag] : 0.0;
-            err += (g - want[i]) * (g - want[i]);
-        }
-        best = std::max(best, 10 * std::log10(signal / std::max(err, 1e-9)));
-    }
-    return best;
 }
 
 #ifdef ETUDE_TEST_FAAD
@@ -179,7 +165,7 @@ TEST(AacEncoding, adts_frames_decode_to_the_samples_within_the_codec_error) {
         const auto got = faad_decode(e.bytes, 0, got_rate);
         EXPECT_EQ(got_rate, static_cast<unsigned long>(rate));
         EXPECT_GE(got.size(), pcm.size()) << rate;
-        const double snr = best_snr_db(pcm, got);
+        const double snr = etude::test::best_snr_db(pcm, got, 4096);
         EXPECT_GT(snr, 12.0) << rate;
         std::printf("aac %d Hz: %zu bytes in %zu frames, %zu samples decoded for %zu, %.1f dB\n",
                     rate, e.bytes.size(), frames.size(), got.size(), pcm.size(), snr);
@@ -206,7 +192,7 @@ TEST(AacEncoding, audio_goes_out_as_it_is_made_and_decodes_from_any_frame) {
     // (the encoder's delay is one frame), the first frame's without its
     // overlap: compared from 22 * 1024, a lag under the search's 4,096.
     const std::vector<short> tail(pcm.begin() + 22 * 1024, pcm.end());
-    EXPECT_GT(best_snr_db(tail, got), 10.0);
+    EXPECT_GT(etude::test::best_snr_db(tail, got, 4096), 10.0);
 }
 
 TEST(AacEncoding, a_client_gone_stops_the_encoder) {

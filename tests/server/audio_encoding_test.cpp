@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "audio-io/wav_writer.h"
+#include "tests/server/codec_error.h"
 
 namespace {
 
@@ -118,23 +119,6 @@ TEST(AudioEncoding, streamed_flac_decodes_to_the_same_samples) {
     EXPECT_EQ(got, pcm16(x));
 }
 
-// Signal-to-error ratio in dB of `got` against `want`, at the lag (0..3000
-// samples: a codec's delay) where it is best.
-double best_snr_db(const std::vector<short>& want, const std::vector<short>& got) {
-    double signal = 0;
-    for (short v : want) signal += double(v) * v;
-    double best = -1e9;
-    for (std::size_t lag = 0; lag <= 3000 && lag < got.size(); ++lag) {
-        double err = 0;
-        for (std::size_t i = 0; i < want.size(); ++i) {
-            const double g = i + lag < got.size() ? got[i + lag] : 0.0;
-            err += (g - want[i]) * (g - want[i]);
-        }
-        best = std::max(best, 10 * std::log10(signal / std::max(err, 1e-9)));
-    }
-    return best;
-}
-
 // Bounds in dB, measured on this sweep and set well below: MP3 (constant
 // 80 kbit/s at 24 kHz) 26.0; Opus (libopus's default rate) 10.7 at 24 kHz
 // and 32.5 at 48 kHz. A wrong rate, a lost piece or a shift leaves about 0.
@@ -145,7 +129,7 @@ TEST(AudioEncoding, streamed_mp3_decodes_to_the_samples_within_the_codec_error) 
     const auto got = decode(bytes, rate);
     EXPECT_EQ(rate, 24000);
     EXPECT_GE(got.size(), x.size());
-    const double snr = best_snr_db(pcm16(x), got);
+    const double snr = etude::test::best_snr_db(pcm16(x), got, 3000);
     EXPECT_GT(snr, 20.0);
     std::printf("mp3: %zu bytes, %zu samples decoded for %zu, %.1f dB\n", bytes.size(), got.size(),
                 x.size(), snr);
@@ -160,7 +144,7 @@ TEST(AudioEncoding, streamed_opus_decodes_to_the_samples_within_the_codec_error)
         int rate = 0;
         const auto got = decode(bytes, rate);
         EXPECT_EQ(rate, r);
-        const double snr = best_snr_db(pcm16(x), got);
+        const double snr = etude::test::best_snr_db(pcm16(x), got, 3000);
         EXPECT_GT(snr, r == 48000 ? 25.0 : 8.0) << r;
         std::printf("opus %d Hz: %zu bytes, %zu samples decoded for %zu, %.1f dB\n", r,
                     bytes.size(), got.size(), x.size(), snr);
