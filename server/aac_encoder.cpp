@@ -208,6 +208,9 @@ bool aac_available() {
 }
 
 std::unique_ptr<AudioEncoder> make_aac_encoder(AudioEncoder::Writer write) {
+    // An FFmpeg built without its AAC encoder: refused as unbuilt (a 400
+    // naming the formats), not a 200 whose body ends at once.
+    if (!aac_available()) return nullptr;
     return std::make_unique<AacEncoder>(std::move(write));
 }
 

@@ -139,19 +139,21 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
             // wyoming-piper speaks every request with its voice, whatever
             // the language: so does this server where it has none of it.
             voice = &ctx_.voices.default_voice();
-            ctx_.log.write("wyoming " + peer_ + " no voice speaks '" + *language +
+            ctx_.log.write("wyoming " + peer_ + " no voice speaks '" + language->substr(0, 80) +
                            "': spoken with the default voice, " + voice->name);
         }
     } else {
         voice = &ctx_.voices.default_voice();
     }
+    // (A client's words go into the log cut to 80 bytes: a frame may hold
+    // a megabyte, and the connection now goes on.)
     if (auto speaker = field("speaker"); speaker && !voice->speakers.empty()) {
         // By name, or by id as Piper's tools take it (wyoming-piper too).
         if (voice->has_speaker(*speaker))
             speaker_out = *speaker;
         else  // wyoming-piper logs a warning and speaks with the default speaker
             ctx_.log.write("wyoming " + peer_ + " voice '" + voice->name + "' has no speaker '" +
-                           *speaker + "': spoken by its default speaker");
+                           speaker->substr(0, 80) + "': spoken by its default speaker");
     }
     return voice;
 }
