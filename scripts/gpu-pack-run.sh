@@ -369,6 +369,15 @@ if $has_streams; then
       --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}"
     say "many streams on cuda, operations counted: exit $? (many-streams-cuda-ops.log)"
     grep -E 'device operations|batches on' "$out/many-streams-cuda-ops.log" | tee -a "$summary"
+    # The device's batches on one lane per class across its networks (the
+    # default, engine/models/device_lane.h) against a lane per network, as
+    # before (ETUDE_DEVICE_LANES=network): pulled in real time, at one
+    # count, to set beside the same count in many-streams-cuda.log.
+    ETUDE_DEVICE_LANES=network many_streams "$out/many-streams-cuda-lane-per-network.log" \
+      --backend cuda --streams "${ETUDE_DIRECT_CONV_STREAMS:-64}"
+    say "many streams on cuda, a lane per network: exit $? (many-streams-cuda-lane-per-network.log)"
+    grep -E ' streams +first audio|work (live|offline)|batches on' \
+      "$out/many-streams-cuda-lane-per-network.log" | tee -a "$summary"
   fi
   # The yardsticks of issue 41 on the same voice and ids: PyTorch eager,
   # whole sentences in one batch, fp32 and fp16 (the weights make_voices.py

@@ -38,7 +38,8 @@ namespace etude::engine {
 template <class Push>
 struct SharedBatching {
     explicit SharedBatching(gpu::Backend& backend)
-        : lender(ScratchLender::bound_for(backend)),
+        : lanes(&backend),
+          lender(ScratchLender::bound_for(backend)),
           held_slots(backend),
           lone_recordings(backend.info().global_memory / 8),
           live(backend, lanes.of(Batching::Join).joint),

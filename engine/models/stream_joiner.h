@@ -39,12 +39,15 @@
 // NetworkStream::push_together; a Piper flow's block, VitsFlowPush,
 // vits/flow_stream.h; a Piper sentence's analysis, VitsAnalysisPush,
 // vits/text_analysis_network.h). The joiner knows nothing of what a push
-// holds. Its thread starts at the first push (a network whose streams never
-// join, as on the CPU, has none) and ends with the joiner. The live lane
-// runs at the live producers' real-time priority where the OS allows it
-// (rt::kWorkerPriority; a raised producer does not wait on a lower lane),
-// the offline readers' at their lowered priority (rt::kOfflineNice), so
-// that a live batch never waits behind one of theirs at it.
+// holds. Its batches run on a device lane's thread (device_lane.h): one per
+// device and class of stream, shared by every network's joiner on that
+// device, which runs the most urgent of their batches first. The thread
+// starts at the first push (a network whose streams never join, as on the
+// CPU, starts none). The live lane runs at the live producers' real-time
+// priority where the OS allows it (rt::kWorkerPriority; a raised producer
+// does not wait on a lower lane), the offline readers' at their lowered
+// priority (rt::kOfflineNice), so that a live batch never waits behind one
+// of theirs at it.
 //
 // Worth it where one call for many streams is cheaper than one call each: a
 // GPU (an H200 made 16 HiFi-GAN streams' 4-frame chunks twice as fast
@@ -62,24 +65,22 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <thread>
 #include <vector>
 
+#include "engine/models/device_lane.h"
 #include "engine/models/stream_layers.h"
 #include "engine/models/vocoder_network.h"
 #include "gpu/backend.h"
-#include "rt/cpu_pin.h"
 #include "rt/monotonic_clock.h"
 #include "rt/realtime_thread.h"
 
@@ -107,13 +108,20 @@ inline std::int64_t& join_gather_wait_ns_on_this_thread() {
 }
 
 template <class Push>
-class PushJoiner {
+class PushJoiner final : public LaneQueue {
   public:
     using RunBatch = std::function<void(std::span<const Push>)>;
 
-    // `nice`: the lane thread's (0..19; rt::make_current_thread_background).
-    explicit PushJoiner(int nice = 0) : nice_(nice) {}
-    ~PushJoiner();
+    // On a lane of its own; `nice`: the lane thread's (0..19;
+    // rt::make_current_thread_background).
+    explicit PushJoiner(int nice = 0) : PushJoiner(std::make_shared<DeviceLane>(nice)) {}
+    // On `lane`, beside the other joiners there (DeviceLane::shared(): a
+    // device's).
+    explicit PushJoiner(std::shared_ptr<DeviceLane> lane) : lane_(std::move(lane)) {
+        std::lock_guard lock(lane_->mutex());
+        lane_->attach_locked(this);
+    }
+    ~PushJoiner() override;
     PushJoiner(const PushJoiner&) = delete;
     PushJoiner& operator=(const PushJoiner&) = delete;
 
@@ -127,43 +135,51 @@ class PushJoiner {
     // The lane's members (JoinMembership calls these): streams whose next
     // push a batch may wait for. leave() ends a wait that was only for it.
     void enter() {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(lane_->mutex());
         ++members_;
     }
     void leave() {
         {
-            std::lock_guard lock(mu_);
+            std::lock_guard lock(lane_->mutex());
             if (members_ > 0) --members_;
         }
-        lane_cv_.notify_all();
+        lane_->wake();
     }
     std::size_t members() const {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(lane_->mutex());
         return members_;
     }
     JoinStats stats() const {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(lane_->mutex());
         return stats_;
     }
+    // The lane its batches run on.
+    DeviceLane& lane() const { return *lane_; }
 
     // For tests: while paused, pushes wait and no batch starts; resume()
     // lets the lane run the pushes waiting (in one batch, unless out of
     // memory bounded them). waiting() counts them.
     void pause() {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(lane_->mutex());
         paused_ = true;
     }
     void resume() {
         {
-            std::lock_guard lock(mu_);
+            std::lock_guard lock(lane_->mutex());
             paused_ = false;
         }
-        lane_cv_.notify_all();
+        lane_->wake();
     }
     std::size_t waiting() const {
-        std::lock_guard lock(mu_);
+        std::lock_guard lock(lane_->mutex());
         return waiting_.size();
     }
+
+    // LaneQueue: what the lane's thread asks, under the lane's mutex.
+    bool has_work() const override { return !paused_ && !waiting_.empty(); }
+    std::int64_t hold_until(std::int64_t now) override;
+    LaneRank urgency(std::int64_t now) const override;
+    void run_one(std::unique_lock<std::mutex>& lock) override;
 
   private:
     struct Waiter {
@@ -175,41 +191,44 @@ class PushJoiner {
         bool done = false;
         std::exception_ptr error;
     };
-    // The lane's thread: gathers, forms and runs the batches until the
-    // joiner ends.
-    void run_lane();
-    // Under mu_: the lane holds the pushes waiting back for its members:
-    // some are missing, every push waiting may still wait, and their time
-    // has not passed.
-    bool should_wait_for_members() const;
-    // Under mu_: the earliest time the pushes waiting may wait until (0:
-    // one may not wait).
+    // Under the lane's mutex: the lane holds the pushes waiting back for
+    // its members: some are missing, every push waiting may still wait,
+    // and their time has not passed.
+    bool should_wait_for_members(std::int64_t now) const;
+    // Under the lane's mutex: the earliest time the pushes waiting may wait
+    // until (0: one may not wait).
     std::int64_t earliest_wait_until() const;
-    // Under mu_: the next batch, out of waiting_: the most urgent pushes
-    // first, up to the cap.
+    // A push's rank at `now`: one whose time to wait has passed has none
+    // left either (ranked with those, it is not passed over for good by
+    // pushes with none that keep coming).
+    static LaneRank rank_of(const Waiter& w, std::int64_t now) {
+        return {w.wait_until_ns <= now ? std::int64_t{0} : w.wait_until_ns, w.arrived_ns};
+    }
+    // Under the lane's mutex: the next batch, out of waiting_: the most
+    // urgent pushes first, up to the cap.
     std::vector<Waiter*> take_batch();
-    // Runs `batch` outside mu_ and records how it went.
+    // Runs `batch` outside the lane's mutex and records how it went.
     void run_batch(std::unique_lock<std::mutex>& lock, const std::vector<Waiter*>& batch);
 
-    const int nice_;
-    mutable std::mutex mu_;
-    std::condition_variable lane_cv_;  // the lane's thread waits on it
-    std::condition_variable done_cv_;  // the pushes wait on it
-    std::vector<Waiter*> waiting_;     // in the order they came
-    bool running_ = false, paused_ = false, stopping_ = false;
+    std::shared_ptr<DeviceLane> lane_;  // its mutex guards all below
+    std::condition_variable done_cv_;   // the pushes (and the end) wait on it
+    std::vector<Waiter*> waiting_;      // in the order they came
+    bool running_ = false, paused_ = false, closing_ = false;
+    std::int64_t gathering_from_ = 0;  // since when the lane holds its batch back; 0: not
     std::size_t members_ = 0;
     JoinStats stats_;
-    std::thread lane_;  // last: started at the first push, joined first
 };
 
 template <class Push>
 PushJoiner<Push>::~PushJoiner() {
-    {
-        std::lock_guard lock(mu_);
-        stopping_ = true;
-    }
-    lane_cv_.notify_all();
-    if (lane_.joinable()) lane_.join();
+    // Whatever still waits runs (a push's caller waits for it), paused or
+    // not; then the joiner leaves its lane, which ends with its last.
+    std::unique_lock lock(lane_->mutex());
+    closing_ = true;
+    paused_ = false;
+    lane_->wake();
+    done_cv_.wait(lock, [&] { return waiting_.empty() && !running_; });
+    lane_->detach_locked(this);
 }
 
 template <class Push>
@@ -223,33 +242,26 @@ std::int64_t PushJoiner<Push>::earliest_wait_until() const {
 }
 
 template <class Push>
-bool PushJoiner<Push>::should_wait_for_members() const {
-    if (waiting_.size() >= members_) return false;
+bool PushJoiner<Push>::should_wait_for_members(std::int64_t now) const {
+    if (closing_ || waiting_.size() >= members_) return false;
     for (const Waiter* w : waiting_)
         if (!w->may_wait) return false;
-    return earliest_wait_until() > rt::now_ns();
+    return earliest_wait_until() > now;
 }
 
 template <class Push>
 void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
     Waiter me{push, &run, wait_until_ns, rt::now_ns()};
-    std::unique_lock lock(mu_);
-    if (!lane_.joinable()) {
-        try {
-            lane_ = std::thread([this] { run_lane(); });
-        } catch (const std::system_error& e) {
-            // The caller's device-error path covers it: its CPU makes the work.
-            throw gpu::DeviceError(std::string("could not start a device lane's thread: ") +
-                                   e.what());
-        }
-    }
-    // Behind a running batch, or one paused, it has waited: the lane does
-    // not hold a batch back for members for it. (A batch gathering takes
-    // it in its wait.)
-    if (running_ || paused_) me.may_wait = false;
+    std::unique_lock lock(lane_->mutex());
+    lane_->start_locked();  // throws gpu::DeviceError where it cannot start
+    // Behind a running batch (of any network on the lane), or one paused,
+    // it has waited: the lane does not hold a batch back for members for
+    // it. (A batch gathering takes it in its wait.)
+    if (running_ || paused_ || lane_->running_locked() || lane_->paused_locked())
+        me.may_wait = false;
     waiting_.push_back(&me);
     lock.unlock();
-    lane_cv_.notify_all();  // the lane is idle, or gathers a batch this push may end
+    lane_->wake();  // the lane is idle, or holds a batch back that this push may end
     lock.lock();
     done_cv_.wait(lock, [&] { return me.done; });
     lock.unlock();
@@ -258,18 +270,50 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
 }
 
 template <class Push>
+std::int64_t PushJoiner<Push>::hold_until(std::int64_t now) {
+    // While members are missing, the batch waits for them within the
+    // pushes' slack. Pushes that come meanwhile join it, and it waits no
+    // longer than the earliest of theirs allows: a push with no time to
+    // spare (a stream's first audio) ends the wait.
+    if (should_wait_for_members(now)) {
+        if (gathering_from_ == 0) gathering_from_ = now;
+        return earliest_wait_until();
+    }
+    if (gathering_from_ != 0) {
+        // The wait is over: those that waited do not wait again, and each
+        // push's share of it is its thread's (join_gather_wait_ns_on_this_thread).
+        for (Waiter* w : waiting_) {
+            w->may_wait = false;
+            w->gathered_ns += now - std::max(gathering_from_, w->arrived_ns);
+        }
+        ++stats_.waited;
+        stats_.waited_ns += now - gathering_from_;
+        gathering_from_ = 0;
+    }
+    return 0;
+}
+
+template <class Push>
+LaneRank PushJoiner<Push>::urgency(std::int64_t now) const {
+    LaneRank best{};
+    bool first = true;
+    for (const Waiter* w : waiting_) {
+        const LaneRank r = rank_of(*w, now);
+        if (first || r < best) best = r;
+        first = false;
+    }
+    return best;
+}
+
+template <class Push>
 std::vector<typename PushJoiner<Push>::Waiter*> PushJoiner<Push>::take_batch() {
     // A push with no slack first, then by the time each may wait until (a
-    // later deadline, a later time), then in the order they came. A push
-    // whose time has passed has none left either: ranked with those, it is
-    // not passed over for good by pushes with none that keep coming.
+    // later deadline, a later time), then in the order they came.
     const std::int64_t now = rt::now_ns();
-    const auto rank = [now](const Waiter* w) {
-        return w->wait_until_ns <= now ? std::int64_t{0} : w->wait_until_ns;
-    };
     std::vector<Waiter*> order = waiting_;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](const Waiter* a, const Waiter* b) { return rank(a) < rank(b); });
+    std::stable_sort(order.begin(), order.end(), [&](const Waiter* a, const Waiter* b) {
+        return rank_of(*a, now) < rank_of(*b, now);
+    });
     const std::size_t take =
         stats_.cap ? std::min<std::size_t>(order.size(), stats_.cap) : order.size();
     order.resize(take);
@@ -322,60 +366,22 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
 }
 
 template <class Push>
-void PushJoiner<Push>::run_lane() {
-    // Its own class, not its first pusher's (a thread starts with its
-    // maker's policy, nice value and CPUs): the offline lane below normal
-    // work, as its readers; the live lane at the producers' real-time
-    // priority where the OS allows it, so that a live producer raised to it
-    // does not wait on a lane at a lower one, else at normal priority. (A
-    // lane made by a thread that stepped down, which no live producer is,
-    // would keep that nice value: a thread may not raise itself again.)
-    rt::use_process_cpus();
-    if (nice_ > 0)
-        rt::make_current_thread_background(nice_);
-    else if (!rt::make_current_thread_realtime(rt::kWorkerPriority))
-        rt::make_current_thread_background(0);
-    std::unique_lock lock(mu_);
-    for (;;) {
-        lane_cv_.wait(lock, [&] { return stopping_ || (!paused_ && !waiting_.empty()); });
-        if (waiting_.empty()) return;  // stopping, with no push left
-        // While members are missing, wait for them within the pushes'
-        // slack. Pushes that come meanwhile join this batch, and the batch
-        // waits no longer than the earliest of theirs allows: a push with
-        // no time to spare (a stream's first audio) ends the wait.
-        if (!stopping_ && should_wait_for_members()) {
-            const std::int64_t from = rt::now_ns();
-            while (waiting_.size() < members_ && !paused_ && !stopping_) {
-                const std::int64_t until = earliest_wait_until();
-                if (until <= rt::now_ns()) break;
-                lane_cv_.wait_until(
-                    lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until)));
-            }
-            const std::int64_t to = rt::now_ns();
-            for (Waiter* w : waiting_) {
-                w->may_wait = false;
-                w->gathered_ns += to - std::max(from, w->arrived_ns);
-            }
-            ++stats_.waited;
-            stats_.waited_ns += to - from;
-            continue;  // (paused meanwhile, in a test: wait for resume())
+void PushJoiner<Push>::run_one(std::unique_lock<std::mutex>& lock) {
+    std::vector<Waiter*> batch;
+    try {
+        batch = take_batch();
+    } catch (...) {
+        // (Out of memory on the host:) every push waiting gets the error
+        // rather than the process ending on the lane's thread.
+        for (Waiter* w : waiting_) {
+            w->done = true;
+            w->error = std::current_exception();
         }
-        std::vector<Waiter*> batch;
-        try {
-            batch = take_batch();
-        } catch (...) {
-            // (Out of memory on the host:) every push waiting gets the error
-            // rather than the process ending on this thread.
-            for (Waiter* w : waiting_) {
-                w->done = true;
-                w->error = std::current_exception();
-            }
-            waiting_.clear();
-            done_cv_.notify_all();
-            continue;
-        }
-        run_batch(lock, batch);
+        waiting_.clear();
+        done_cv_.notify_all();
+        return;
     }
+    run_batch(lock, batch);
 }
 
 // A stream's membership of one joiner's lane while its utterance is open:
@@ -458,7 +464,7 @@ void run_naming_the_batch(std::size_t size, std::string_view network, std::strin
 // a live batch behind one of its batches would wait at that priority.
 template <class Push>
 struct JoinLane {
-    explicit JoinLane(int nice = 0) : joiner(nice) {}
+    explicit JoinLane(std::shared_ptr<DeviceLane> lane) : joiner(std::move(lane)) {}
     PushJoiner<Push> joiner;
     std::mutex mu;  // guards joint
     JointScratch joint;
@@ -467,6 +473,11 @@ struct JoinLane {
 template <class Push>
 class JoinLanes {
   public:
+    // On `device`'s lanes (DeviceLane::shared(): its backend's address),
+    // beside its other networks' joiners.
+    explicit JoinLanes(const void* device)
+        : live_(DeviceLane::shared(device, 0)),
+          offline_(DeviceLane::shared(device, rt::kOfflineNice)) {}
     // The lane of `kind` (Alone has none: the caller pushes at once).
     JoinLane<Push>& of(Batching kind) { return kind == Batching::JoinOffline ? offline_ : live_; }
     // Backend calls that ran two or more streams' layers, in both lanes.
@@ -480,7 +491,7 @@ class JoinLanes {
     }
 
   private:
-    JoinLane<Push> live_{0}, offline_{rt::kOfflineNice};
+    JoinLane<Push> live_, offline_;
 };
 
 // What the lane's recordings left of a batch (replay_in_lane): its pushes

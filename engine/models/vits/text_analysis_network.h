@@ -124,7 +124,10 @@ class VitsAnalysisNetwork {
     VitsTextEncoderNetwork encoder_;
     VitsDurationNetwork durations_;
     mutable std::atomic<bool> join_{false};
-    mutable PushJoiner<VitsAnalysisPush> live_{0}, offline_{rt::kOfflineNice};
+    // On the device's lanes, beside its flow's and decoder's joiners.
+    mutable PushJoiner<VitsAnalysisPush> live_{DeviceLane::shared(&encoder_.backend(), 0)};
+    mutable PushJoiner<VitsAnalysisPush> offline_{
+        DeviceLane::shared(&encoder_.backend(), rt::kOfflineNice)};
 };
 
 }  // namespace etude::engine
