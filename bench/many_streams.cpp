@@ -70,6 +70,7 @@
 #include "engine/models/vits/flow_network.h"
 #include "engine/models/vits/text_analysis_network.h"
 #include "engine/voices/piper_voice.h"
+#include "gpu/cpu/openblas_kernels.h"
 #include "gpu/registry.h"
 
 namespace {
@@ -512,10 +513,10 @@ int main(int argc, char** argv) {
         // as it does), before any count is timed.
         if (speakers > 1) offline_speed(engine, opts, reply, speakers, speakers);
         std::printf(
-            "%s, %u CPUs; %s on %s; %s; pulls of %.0f ms; %d rounds; %d offline "
-            "readers beside; %d work turns%s\n",
-            cpu_model().c_str(), std::thread::hardware_concurrency(), voice.c_str(),
-            backend.c_str(),
+            "%s, %u CPUs, OpenBLAS's %s kernels; %s on %s; %s; pulls of %.0f ms; %d rounds; "
+            "%d offline readers beside; %d work turns%s\n",
+            cpu_model().c_str(), std::thread::hardware_concurrency(),
+            etude::gpu::cpu::openblas_kernels().c_str(), voice.c_str(), backend.c_str(),
             reply.ids.empty() ? "the reply's text"
                               : "3 sentences of phoneme ids from the --ids-from file",
             period_ms, rounds, readers, engine.stats().work_turns,
