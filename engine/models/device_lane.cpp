@@ -130,7 +130,9 @@ void DeviceLane::run() {
             paused_ ? std::pair<LaneQueue*, std::int64_t>{nullptr, 0} : next_locked();
         if (next) {
             running_ = true;
+            const std::int64_t from = rt::now_ns();
             next->run_one(lock);
+            busy_ns_ += rt::now_ns() - from;
             running_ = false;
             ++batches_;
             continue;

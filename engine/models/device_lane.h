@@ -90,6 +90,9 @@ class DeviceLane {
     // Under mutex(): whether a batch of any of its joiners is running.
     bool running_locked() const { return running_; }
     bool paused_locked() const { return paused_; }
+    // Under mutex(): the time its batches have run so far, all joiners'
+    // (ns; counted as each ends).
+    std::int64_t busy_ns_locked() const { return busy_ns_; }
     // Under mutex(): a joiner comes and goes (the joiner waits until it
     // has nothing waiting or running before it goes).
     void attach_locked(LaneQueue* q) { queues_.push_back(q); }
@@ -115,6 +118,7 @@ class DeviceLane {
     std::vector<LaneQueue*> queues_;
     bool running_ = false, paused_ = false, stopping_ = false;
     std::uint64_t batches_ = 0;
+    std::int64_t busy_ns_ = 0;
     std::thread thread_;  // last: started at the first push, joined first
 };
 

@@ -187,6 +187,7 @@ class PushJoiner final : public LaneQueue {
         const RunBatch* run = nullptr;  // the caller's, alive while it waits
         std::int64_t wait_until_ns = 0;
         std::int64_t arrived_ns = 0, gathered_ns = 0;  // came; waited for members
+        std::int64_t lane_busy_at_arrival_ns = 0;      // DeviceLane::busy_ns_locked() then
         bool may_wait = true;  // has not waited yet (for members or a batch)
         bool done = false;
         std::exception_ptr error;
@@ -214,7 +215,8 @@ class PushJoiner final : public LaneQueue {
     std::condition_variable done_cv_;   // the pushes (and the end) wait on it
     std::vector<Waiter*> waiting_;      // in the order they came
     bool running_ = false, paused_ = false, closing_ = false;
-    std::int64_t gathering_from_ = 0;  // since when the lane holds its batch back; 0: not
+    std::int64_t gathering_from_ = 0;       // since when the lane holds its batch back; 0: not
+    std::int64_t gathering_busy_from_ = 0;  // the lane's busy time then
     std::size_t members_ = 0;
     JoinStats stats_;
 };
@@ -254,6 +256,7 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
     Waiter me{push, &run, wait_until_ns, rt::now_ns()};
     std::unique_lock lock(lane_->mutex());
     lane_->start_locked();  // throws gpu::DeviceError where it cannot start
+    me.lane_busy_at_arrival_ns = lane_->busy_ns_locked();
     // Behind a running batch (of any network on the lane), or one paused,
     // it has waited: the lane does not hold a batch back for members for
     // it. (A batch gathering takes it in its wait.)
@@ -276,15 +279,25 @@ std::int64_t PushJoiner<Push>::hold_until(std::int64_t now) {
     // longer than the earliest of theirs allows: a push with no time to
     // spare (a stream's first audio) ends the wait.
     if (should_wait_for_members(now)) {
-        if (gathering_from_ == 0) gathering_from_ = now;
+        if (gathering_from_ == 0) {
+            gathering_from_ = now;
+            gathering_busy_from_ = lane_->busy_ns_locked();
+        }
         return earliest_wait_until();
     }
     if (gathering_from_ != 0) {
         // The wait is over: those that waited do not wait again, and each
         // push's share of it is its thread's (join_gather_wait_ns_on_this_thread).
+        // Not the time the device ran other networks' batches meanwhile:
+        // that is the device's latency, which its measured speed must
+        // count.
+        const std::int64_t busy_now = lane_->busy_ns_locked();
         for (Waiter* w : waiting_) {
             w->may_wait = false;
-            w->gathered_ns += now - std::max(gathering_from_, w->arrived_ns);
+            const std::int64_t busy =
+                busy_now - std::max(gathering_busy_from_, w->lane_busy_at_arrival_ns);
+            w->gathered_ns +=
+                std::max<std::int64_t>(0, now - std::max(gathering_from_, w->arrived_ns) - busy);
         }
         ++stats_.waited;
         stats_.waited_ns += now - gathering_from_;

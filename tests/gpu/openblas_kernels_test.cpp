@@ -1,8 +1,9 @@
 // The CPU device names the OpenBLAS kernels it runs (gpu/cpu/openblas_kernels.h).
+#include "gpu/cpu/openblas_kernels.h"
+
 #include <gtest/gtest.h>
 
 #include "gpu/cpu/cpu_backend.h"
-#include "gpu/cpu/openblas_kernels.h"
 
 namespace etude::gpu::cpu {
 namespace {

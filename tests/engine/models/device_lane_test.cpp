@@ -6,6 +6,7 @@
 // the waits end on what they wait for, never on a clock.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,6 +116,39 @@ TEST(DeviceLane, a_batch_held_for_its_members_does_not_hold_another_networks) {
     EXPECT_EQ(d.order.batches[1], (std::vector<int>{1, 3}));
     EXPECT_EQ(d.analysis.stats().waited, 1u);
     EXPECT_EQ(d.analysis.stats().all_members, 1u);
+}
+
+// The time a held push waited while the device ran another network's batch
+// is the device's latency, not waiting for members: the push's thread does
+// not count it as gathering (join_gather_wait_ns_on_this_thread(), which a
+// caller subtracts from the device's timing).
+TEST(DeviceLane, a_held_push_does_not_count_another_networks_batch_as_gathering) {
+    TwoNetworks d;
+    JoinMembership<int> first, second;
+    first.enter(d.analysis);
+    second.enter(d.analysis);
+    static constexpr std::int64_t kBatchNs = 100'000'000;
+    std::int64_t waited = 0, gathered = 0;
+    std::thread held([&] {
+        const std::int64_t before = join_gather_wait_ns_on_this_thread();
+        const std::int64_t from = rt::now_ns();
+        d.analysis.push(1, d.order.run(), rt::now_ns() + kFarNs);
+        waited = rt::now_ns() - from;
+        gathered = join_gather_wait_ns_on_this_thread() - before;
+    });
+    test::wait_until([&] { return d.analysis.waiting() == 1; });
+    // Held for its member alone a while, then another network's batch of
+    // at least kBatchNs while it is still held.
+    static constexpr std::int64_t kAloneNs = 20'000'000;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kAloneNs));
+    d.decoder.push(2, [](std::span<const int>) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(kBatchNs));
+    });
+    d.analysis.push(3, d.order.run(), rt::now_ns() + kFarNs);
+    held.join();
+    EXPECT_GE(waited, kBatchNs);
+    EXPECT_GE(gathered, kAloneNs);
+    EXPECT_LE(gathered, waited - kBatchNs);
 }
 
 // A network that goes (a voice unloaded) leaves the lane to the others.
