@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 #include <system_error>
@@ -51,12 +52,11 @@ DeviceLane::~DeviceLane() {
     }
     cv_.notify_all();
     if (!thread_.joinable()) return;
-    // (Its last joiner let go of it on its own thread: nothing is left for
-    // the thread to run, and it ends on its own.)
-    if (thread_.get_id() == std::this_thread::get_id())
-        thread_.detach();
-    else
-        thread_.join();
+    // Never on its own thread: its last joiner lets go of it only after
+    // its own end has waited out its running batch, and run() still uses
+    // the lane after a batch returns.
+    if (thread_.get_id() == std::this_thread::get_id()) std::terminate();
+    thread_.join();
 }
 
 void DeviceLane::start_locked() {
@@ -90,13 +90,18 @@ std::uint64_t DeviceLane::batches() const {
     return batches_;
 }
 
+bool DeviceLane::busy() const {
+    std::lock_guard lock(mu_);
+    return running_;
+}
+
 std::pair<LaneQueue*, std::int64_t> DeviceLane::next_locked() {
     const std::int64_t now = rt::now_ns();
     LaneQueue* best = nullptr;
     LaneRank best_rank;
     std::int64_t wake = 0;
     for (LaneQueue* q : queues_) {
-        if (!q->has_work()) continue;
+        if (!q->has_work() || (paused_ && !q->closing())) continue;
         if (const std::int64_t until = q->hold_until(now); until > 0) {
             wake = wake == 0 ? until : std::min(wake, until);
             continue;
@@ -126,14 +131,13 @@ void DeviceLane::run() {
     std::unique_lock lock(mu_);
     for (;;) {
         if (stopping_) return;  // (its last joiner has gone: nothing waits)
-        auto [next, wake] =
-            paused_ ? std::pair<LaneQueue*, std::int64_t>{nullptr, 0} : next_locked();
+        auto [next, wake] = next_locked();
         if (next) {
-            running_ = true;
             const std::int64_t from = rt::now_ns();
+            running_ = true;
             next->run_one(lock);
-            busy_ns_ += rt::now_ns() - from;
             running_ = false;
+            busy_ns_ += rt::now_ns() - from;
             ++batches_;
             continue;
         }

@@ -56,6 +56,9 @@ class LaneQueue {
     virtual ~LaneQueue() = default;
     // Whether it has pushes the lane may run (some waiting, not paused).
     virtual bool has_work() const = 0;
+    // Whether it is ending: the lane runs what it has left even while the
+    // lane is paused (a test's pause must not hold a joiner's end).
+    virtual bool closing() const = 0;
     // At `now`: 0 when a batch may start; else the time until which it
     // holds its pushes back for its lane's members.
     virtual std::int64_t hold_until(std::int64_t now) = 0;
@@ -87,8 +90,7 @@ class DeviceLane {
     // gpu::DeviceError where it cannot (the caller's device-error path has
     // the CPU make the work).
     void start_locked();
-    // Under mutex(): whether a batch of any of its joiners is running.
-    bool running_locked() const { return running_; }
+    // Under mutex(): whether a test has paused it.
     bool paused_locked() const { return paused_; }
     // Under mutex(): the time its batches have run so far, all joiners'
     // (ns; counted as each ends).
@@ -102,14 +104,15 @@ class DeviceLane {
     // lets the lane run what waits, most urgent first.
     void pause();
     void resume();
-    // Batches run on this lane, of all its joiners.
+    // Batches run on this lane, of all its joiners; whether one runs now.
     std::uint64_t batches() const;
+    bool busy() const;
 
   private:
     void run();
     // Under mu_: the joiner whose batch runs next (null: none may run now)
     // and, where none may, the earliest time a held batch may start (0:
-    // none is held).
+    // none is held). While paused, only a joiner that is ending may run.
     std::pair<LaneQueue*, std::int64_t> next_locked();
 
     const int nice_;

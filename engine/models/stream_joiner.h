@@ -174,9 +174,15 @@ class PushJoiner final : public LaneQueue {
         std::lock_guard lock(lane_->mutex());
         return waiting_.size();
     }
+    // Whether the lane holds its pushes waiting back for its members now.
+    bool holding() const {
+        std::lock_guard lock(lane_->mutex());
+        return gathering_from_ != 0;
+    }
 
     // LaneQueue: what the lane's thread asks, under the lane's mutex.
     bool has_work() const override { return !paused_ && !waiting_.empty(); }
+    bool closing() const override { return closing_; }
     std::int64_t hold_until(std::int64_t now) override;
     LaneRank urgency(std::int64_t now) const override;
     void run_one(std::unique_lock<std::mutex>& lock) override;
@@ -257,11 +263,11 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
     std::unique_lock lock(lane_->mutex());
     lane_->start_locked();  // throws gpu::DeviceError where it cannot start
     me.lane_busy_at_arrival_ns = lane_->busy_ns_locked();
-    // Behind a running batch (of any network on the lane), or one paused,
-    // it has waited: the lane does not hold a batch back for members for
-    // it. (A batch gathering takes it in its wait.)
-    if (running_ || paused_ || lane_->running_locked() || lane_->paused_locked())
-        me.may_wait = false;
+    // Behind a running batch of its network, or one paused, it has waited:
+    // the lane does not hold a batch back for members for it. (A batch
+    // gathering takes it in its wait. Other networks' batches on the lane
+    // do not count: its own time to wait until bounds a hold behind them.)
+    if (running_ || paused_ || lane_->paused_locked()) me.may_wait = false;
     waiting_.push_back(&me);
     lock.unlock();
     lane_->wake();  // the lane is idle, or holds a batch back that this push may end
@@ -300,7 +306,8 @@ std::int64_t PushJoiner<Push>::hold_until(std::int64_t now) {
                 std::max<std::int64_t>(0, now - std::max(gathering_from_, w->arrived_ns) - busy);
         }
         ++stats_.waited;
-        stats_.waited_ns += now - gathering_from_;
+        stats_.waited_ns +=
+            std::max<std::int64_t>(0, now - gathering_from_ - (busy_now - gathering_busy_from_));
         gathering_from_ = 0;
     }
     return 0;
