@@ -153,8 +153,6 @@ class PushJoiner final : public LaneQueue {
         std::lock_guard lock(lane_->mutex());
         return stats_;
     }
-    // The lane its batches run on.
-    DeviceLane& lane() const { return *lane_; }
 
     // For tests: while paused, pushes wait and no batch starts; resume()
     // lets the lane run the pushes waiting (in one batch, unless out of
@@ -315,13 +313,9 @@ std::int64_t PushJoiner<Push>::hold_until(std::int64_t now) {
 
 template <class Push>
 LaneRank PushJoiner<Push>::urgency(std::int64_t now) const {
-    LaneRank best{};
-    bool first = true;
-    for (const Waiter* w : waiting_) {
-        const LaneRank r = rank_of(*w, now);
-        if (first || r < best) best = r;
-        first = false;
-    }
+    // (Asked only while it has pushes waiting: has_work().)
+    LaneRank best = rank_of(*waiting_.front(), now);
+    for (const Waiter* w : waiting_) best = std::min(best, rank_of(*w, now));
     return best;
 }
 

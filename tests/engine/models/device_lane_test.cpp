@@ -17,33 +17,20 @@
 
 #include "engine/models/stream_joiner.h"
 #include "rt/monotonic_clock.h"
+#include "support/batch_recorder.h"
 #include "support/wait_until.h"
 
 namespace etude::engine {
 namespace {
 
-constexpr std::int64_t kFarNs = 3'600'000'000'000;
-
-// Every batch of every joiner, in the order they ran, with the thread each
-// ran on.
-struct Order {
-    std::mutex mu;
-    std::vector<std::vector<int>> batches;
-    std::vector<std::thread::id> threads;
-    PushJoiner<int>::RunBatch run() {
-        return [this](std::span<const int> batch) {
-            std::lock_guard lock(mu);
-            batches.emplace_back(batch.begin(), batch.end());
-            threads.push_back(std::this_thread::get_id());
-        };
-    }
-};
+using test::BatchRecorder;
+using test::kFarNs;
 
 // Two networks' joiners on one device's lane.
 struct TwoNetworks {
     std::shared_ptr<DeviceLane> lane = std::make_shared<DeviceLane>();
     PushJoiner<int> analysis{lane}, decoder{lane};
-    Order order;
+    BatchRecorder order;
 };
 
 TEST(DeviceLane, the_networks_of_a_device_run_their_batches_on_one_thread) {
@@ -189,7 +176,7 @@ TEST(DeviceLane, another_networks_batch_does_not_end_a_hold_for_members) {
 // left: its end does not wait for the lane's resume().
 TEST(DeviceLane, a_joiner_ends_while_its_lane_is_paused) {
     auto lane = std::make_shared<DeviceLane>();
-    Order order;
+    BatchRecorder order;
     std::thread pusher;
     {
         PushJoiner<int> goes{lane};
@@ -205,7 +192,7 @@ TEST(DeviceLane, a_joiner_ends_while_its_lane_is_paused) {
 // A network that goes (a voice unloaded) leaves the lane to the others.
 TEST(DeviceLane, a_joiner_that_goes_leaves_the_others_on_the_lane) {
     auto lane = std::make_shared<DeviceLane>();
-    Order order;
+    BatchRecorder order;
     PushJoiner<int> stays{lane};
     {
         PushJoiner<int> goes{lane};

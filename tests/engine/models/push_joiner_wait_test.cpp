@@ -16,25 +16,14 @@
 
 #include "engine/models/stream_joiner.h"
 #include "rt/monotonic_clock.h"
+#include "support/batch_recorder.h"
 #include "support/wait_until.h"
 
 namespace etude::engine {
 namespace {
 
-// Far enough that a test that reached it has failed: no batch may wait it
-// out in a passing run (ctest's timeout ends a run that does).
-constexpr std::int64_t kFarNs = 3'600'000'000'000;
-
-struct Recorder {
-    std::mutex mu;
-    std::vector<std::vector<int>> batches;
-    PushJoiner<int>::RunBatch run() {
-        return [this](std::span<const int> batch) {
-            std::lock_guard lock(mu);
-            batches.emplace_back(batch.begin(), batch.end());
-        };
-    }
-};
+using test::BatchRecorder;
+using test::kFarNs;
 
 // One batch of one out of device memory: the batches after it take one.
 void bound_batches_to_one(PushJoiner<int>& joiner) {
@@ -51,7 +40,7 @@ struct Lane {
     }
     PushJoiner<int> joiner;  // (declared first: the members leave it)
     std::deque<JoinMembership<int>> members;
-    Recorder rec;
+    BatchRecorder rec;
 };
 
 // Three members push one after another, each with time to spare: the first
@@ -77,7 +66,7 @@ TEST(PushJoinerWait, a_push_waits_for_its_lanes_members_and_they_run_as_one_batc
 // runs at once.
 TEST(PushJoinerWait, a_push_with_no_slack_or_no_one_to_wait_for_runs_at_once) {
     PushJoiner<int> joiner;
-    Recorder rec;
+    BatchRecorder rec;
     JoinMembership<int> a, b;
     a.enter(joiner);
     joiner.push(1, rec.run(), rt::now_ns() + kFarNs);  // the only member
@@ -147,7 +136,7 @@ TEST(PushJoinerWait, a_batch_runs_on_the_lanes_own_thread) {
 // (the earliest time each may wait until), not the first to come.
 TEST(PushJoinerWait, a_bounded_batch_takes_the_most_urgent_pushes_first) {
     PushJoiner<int> joiner;
-    Recorder rec;
+    BatchRecorder rec;
     ASSERT_NO_FATAL_FAILURE(bound_batches_to_one(joiner));
     std::vector<std::thread> threads;
     // Three pushes come while paused, the latest due first; the one with no
@@ -210,7 +199,7 @@ TEST(PushJoinerWait, membership_counts_each_stream_once_and_follows_its_lane) {
 // not pass it over for good once out of memory bounds the batches.
 TEST(PushJoinerWait, a_push_whose_wait_has_passed_is_not_passed_over) {
     PushJoiner<int> joiner;
-    Recorder rec;
+    BatchRecorder rec;
     ASSERT_NO_FATAL_FAILURE(bound_batches_to_one(joiner));
     joiner.pause();
     const std::int64_t until = rt::now_ns() + 1'000'000;
