@@ -1,7 +1,8 @@
 // StreamCore's producer thread: the loop that hands each queued item to its
-// voice's executor (StreamVoice::speak()) or, for a mark or break, speaks
-// it itself; and the VoiceSink side through which every executor writes
-// into the PlaybackRing and plans its words' marks.
+// voice's executor (StreamVoice::begin(), then step() unit by unit) or,
+// for a mark or break, speaks it itself; and the VoiceSink side through
+// which every executor writes into the PlaybackRing and plans its words'
+// marks.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -93,8 +94,15 @@ void StreamCore::produce() {
         lock.unlock();
         engine_->wake(*this);  // room for more look-ahead
         first_audio_pending_ = true;
-        const Spoken spoken = voice_->speak(item);
-        finish_item(spoken.complete, spoken.compute_seconds);
+        // Its units one after another (StreamVoice::step()).
+        voice_->begin(item);
+        Spoken spoken;
+        double compute_seconds = 0.0;
+        do {
+            spoken = voice_->step();
+            compute_seconds += spoken.compute_seconds;
+        } while (spoken.more);
+        finish_item(spoken.complete, compute_seconds);
     }
 }
 
@@ -103,7 +111,7 @@ void StreamCore::produce() {
 // the ring, so the worker is late, and waiting for it had no deadline and
 // no fallback (with both cores loaded the ring ran dry at the sentence
 // boundary; the workers run at normal priority). One it has finished is
-// copied (its state says which: StreamVoice::speak()).
+// copied (its state says which: FliteStreamVoice::step()).
 bool StreamCore::claim(AnalysedSentence& u, std::unique_lock<std::mutex>& lock) {
     if (u.state == AnalysedSentence::WorkerRendering)
         u.taken_over.store(true, std::memory_order_relaxed);

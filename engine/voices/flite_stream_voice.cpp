@@ -80,7 +80,8 @@ Spoken FliteStreamVoice::speak(WorkItem& item) {
     plan_words(u);
     const bool complete =
         u.state == AnalysedSentence::Scheduled ? blocks_.schedule(u) : blocks_.copy_ahead(u);
-    return {complete, static_cast<double>(blocks_.compute_ns()) / 1e9};
+    return {.complete = complete,
+            .compute_seconds = static_cast<double>(blocks_.compute_ns()) / 1e9};
 }
 
 // Planned as the sentence starts: its audio begins at the ring's write

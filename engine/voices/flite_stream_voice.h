@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "engine/scheduling/block_scheduler.h"
 #include "engine/voices/stream_voice.h"
@@ -30,7 +31,9 @@ class FliteStreamVoice final : public StreamVoice {
     bool analyses_one_at_a_time() const override { return true; }
     bool renders_ahead() const override { return render_ahead_ && !blocks_.spectral(); }
     std::uint64_t estimated_samples(const WorkItem& item) const override;
-    Spoken speak(WorkItem& item) override;
+    // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
+    void begin(WorkItem& item) override { item_ = &item; }
+    Spoken step() override { return speak(*std::exchange(item_, nullptr)); }
     void wait_for_device() override { blocks_.wait_for_device(); }
     void stop() override { blocks_.stop(); }
     void fill_stats(StreamStats& stats) const override { blocks_.fill_stats(stats); }
@@ -40,6 +43,8 @@ class FliteStreamVoice final : public StreamVoice {
     }
 
   private:
+    Spoken speak(WorkItem& item);
+    WorkItem* item_ = nullptr;  // begin()'s, until its step
     // The sentence's words, to be marked as the audio they start in is written.
     void plan_words(const AnalysedSentence& sentence);
 

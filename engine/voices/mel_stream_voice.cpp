@@ -53,11 +53,11 @@ Spoken MelStreamVoice::speak(WorkItem& item) {
     DeadlineGate::Turn turn = sink_.wait_turn(c.origin);
     if (!turn.held()) {  // cancelled or shut down while it waited
         reset();
-        return {false, take_compute_seconds()};
+        return {.complete = false, .compute_seconds = take_compute_seconds()};
     }
     const bool complete =
         vocode_frames(c.mel, static_cast<int>(c.frames), c.last, c.origin, std::move(turn));
-    return {complete, take_compute_seconds()};
+    return {.complete = complete, .compute_seconds = take_compute_seconds()};
 }
 
 }  // namespace etude::engine

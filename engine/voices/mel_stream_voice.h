@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "engine/voices/decoder_voice.h"
 
@@ -24,10 +25,14 @@ class MelStreamVoice final : public DecoderVoice {
     bool producer_realtime() const override { return false; }
     void split(std::string_view text, bool words, const QueueSentences& queue) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
-    Spoken speak(WorkItem& item) override;
+    // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
+    void begin(WorkItem& item) override { item_ = &item; }
+    Spoken step() override { return speak(*std::exchange(item_, nullptr)); }
     std::uint64_t estimated_samples(const WorkItem& item) const override;
 
   private:
+    Spoken speak(WorkItem& item);
+    WorkItem* item_ = nullptr;  // begin()'s, until its step
     const std::string name_;
 };
 

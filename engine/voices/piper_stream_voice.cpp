@@ -202,7 +202,7 @@ void PiperStreamVoice::set_voice(std::string_view) {
 std::optional<WorkItem> PiperStreamVoice::analyse(Sentence& sentence, std::string& refusal) {
     try {
         // The prior's sampling, the flow and (staged) the later durations
-        // run on the producer, after the sentence's first audio (speak()).
+        // run on the producer, after the sentence's first audio (step()).
         // SSML's rate divides the pace; a Piper voice has no pitch control.
         auto scales = scales_;
         scales.length_scale /= sentence.prosody.rate;
@@ -249,117 +249,128 @@ void PiperStreamVoice::fill_stats(StreamStats& stats) const {
     stats.analyses_batched = analyses_batched_.load(std::memory_order_relaxed);
 }
 
-Spoken PiperStreamVoice::speak(WorkItem& item) {
-    const bool complete = vocode_latent(*std::get<std::shared_ptr<LatentSentence>>(item));
-    // A sentence cancelled or dropped before its flush: the device flow's
-    // lane stops waiting for its next push (the decoder's stream left with
-    // mel_.reset()).
-    if (!complete && device_flow_) device_flow_->leave_join_lane();
-    return {complete, take_compute_seconds()};
-}
-
 // A Piper sentence, chunk by chunk: the flow and the decoder both stream
 // with exact context (each frame through each once), and each chunk's
 // audio goes out as soon as it is made, so first audio waits for the flow's
 // first block (the chunk and the flow's 32 frames of look-ahead) and one
 // chunk, not for the sentence. The last chunk ends the utterance at the
-// sentence's end, as Piper's model calls do.
-bool PiperStreamVoice::vocode_latent(LatentSentence& s) {
-    std::vector<float> chunk;
+// sentence's end, as Piper's model calls do. A chunk is a step: between
+// two, the sentence's place is the cursor (and the flow's and decoder's
+// streaming state), not a loop's locals, so a stream needs no thread of
+// its own to be halfway through a sentence.
+void PiperStreamVoice::begin(WorkItem& item) {
+    auto& s = std::get<std::shared_ptr<LatentSentence>>(item);
     start_flow();
     // Its audio starts where the ring's writing is now (the sentence before
     // it is written whole); each word's marks go in before the chunk it is
     // heard in.
-    WordCursor words{ring_.write_position()};
-    if (s.words_wanted && !s.words_paired) sink_.note_words_unpaired();
+    cursor_ = SentenceCursor{s, 0, chunk_frames_, WordCursor{ring_.write_position()}};
+    if (s->words_wanted && !s->words_paired) sink_.note_words_unpaired();
+}
+
+Spoken PiperStreamVoice::step() {
+    const ChunkOutcome outcome = speak_chunk(cursor_);
+    if (outcome == ChunkOutcome::More)
+        return {.more = true, .compute_seconds = take_compute_seconds()};
+    // A sentence cancelled or dropped before its flush: the device flow's
+    // lane stops waiting for its next push (the decoder's stream left with
+    // mel_.reset()).
+    if (outcome == ChunkOutcome::Dropped && device_flow_) device_flow_->leave_join_lane();
+    cursor_ = {};
+    return {.complete = outcome == ChunkOutcome::Done, .compute_seconds = take_compute_seconds()};
+}
+
+// A sentence's first chunk is the latency budget's (chunk_frames_); each
+// next one is as long as all the chunks before it (so 4, 4, 8, 16, 32
+// frames, then 32 at most: kMaxLatentChunkFrames). Small chunks cost: 4
+// frames take about a quarter more decoder time than 32
+// (docs/benchmarks.md). A chunk no longer than the audio already made before
+// it asks the producer to keep up with its listener and no more, as a
+// fixed chunk does; doubling from the first chunk on (4, 8, 16) asked
+// for twice that at the second and made listeners run dry over Wyoming.
+// The schedule depends only on the position in the sentence, so a live
+// stream and an offline render cut the same chunks and, on the CPU, give
+// the same audio (on a GPU, chunks of several streams batched by timing
+// agree within 1e-5: models/stream_joiner.h).
+PiperStreamVoice::ChunkOutcome PiperStreamVoice::speak_chunk(SentenceCursor& c) {
+    LatentSentence& s = *c.sentence;
+    const int first = c.first;
+    const int size = c.size;
     // The first push also covers the frames the decoder must see beyond its
     // first chunk before it makes any audio, so first audio waits for one
     // flow push, not two.
-    const auto flow_until = [&](int first, int count) {
+    const auto flow_until = [&](int count) {
         return first == 0 ? count + mel_.right_context_frames() : first + count;
     };
-    // A sentence's first chunk is the latency budget's (chunk_frames_); each
-    // next one is as long as all the chunks before it (so 4, 4, 8, 16, 32
-    // frames, then 32 at most: kMaxLatentChunkFrames). Small chunks cost: 4
-    // frames take about a quarter more decoder time than 32
-    // (docs/benchmarks.md). A chunk no longer than the audio already made before
-    // it asks the producer to keep up with its listener and no more, as a
-    // fixed chunk does; doubling from the first chunk on (4, 8, 16) asked
-    // for twice that at the second and made listeners run dry over Wyoming.
-    // The schedule depends only on the position in the sentence, so a live
-    // stream and an offline render cut the same chunks and, on the CPU, give
-    // the same audio (on a GPU, chunks of several streams batched by timing
-    // agree within 1e-5: models/stream_joiner.h).
-    const int base = chunk_frames_;
-    for (int first = 0, size = base;;
-         first += size, size = std::clamp(first, base, kMaxLatentChunkFrames)) {
-        // Past the last chunk: no turn to wait for.
-        if (s.prior.complete() && first >= s.prior.frames()) break;
-        // The chunk's work (durations, flow, decoder) in its turn across
-        // streams; vocode_frames gives it back before the audio goes in.
-        DeadlineGate::Turn turn = sink_.wait_turn(s.origin);
-        if (!turn.held() || ring_.cancelled(s.origin.generation)) {
-            mel_.reset();
-            return false;
-        }
-        // A staged prior (analyse()) has its first durations only; the rest
-        // are made here, after the sentence's first audio, once the flow's
-        // push for this chunk (which covers the chunk) would reach the known
-        // frames' end.
-        if (flow().needs_complete_prior(s.prior, flow_until(first, size))) {
-            try {
-                complete_prior(s.prior, s.z, s.flowed);
-            } catch (const std::exception& e) {
-                // Durations past the frame limit (etude::Error), or no
-                // memory: the rest of the sentence is unspeakable.
-                mel_.reset();
-                sink_.note_unspeakable(e.what());
-                return false;
-            }
-        }
-        const int frames = s.prior.frames();
-        if (first >= frames) break;
-        const int count = std::min(size, frames - first);
-        if (ring_.cancelled(s.origin.generation)) {
-            mel_.reset();
-            return false;
-        }
-        if (first + count > s.flowed) {
-            // A flow on the device gives the turn back first, as the
-            // decoder's chunk on the device does (mel_scheduler.h): it
-            // waits for the device and its batch, not for a core. (The
-            // decoder then runs where it ran the last chunk: on the device,
-            // bar a fault or a late device, when the CPU makes the chunk
-            // outside the turns.)
-            if (on_device_) {
-                turn.release();
-                // Its pushes may wait for other streams' to share the
-                // device's batch, leaving the chunk's decoder its expected
-                // time within the chunk's deadline (deadline.h).
-                const std::int64_t now = rt::now_ns();
-                const PlaybackState playback = ring_.playback_state();
-                flow().set_join_wait_until(
-                    may_wait_to_join(playback)
-                        ? join_wait_until_ns(
-                              now, deadline_ns(now, playback),
-                              mel_.gpu_frame_estimate_ns() * (count + mel_.right_context_frames()))
-                        : 0);
-            }
-            try {
-                s.flowed = run_flow(s, flow_until(first, count));
-            } catch (const std::exception&) {
-                mel_.reset();  // an error the CPU could not cover either: the sentence is dropped
-                return false;
-            }
-        }
-        // (Completed above whenever this chunk could reach the known end, so
-        // `frames` still holds.)
-        plan_words(s, first + count, words);
-        copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk);
-        const bool last = s.prior.complete() && first + count == frames;
-        if (!vocode_frames(chunk, count, last, s.origin, std::move(turn))) return false;
+    // Past the last chunk: no turn to wait for.
+    if (s.prior.complete() && first >= s.prior.frames()) return ChunkOutcome::Done;
+    // The chunk's work (durations, flow, decoder) in its turn across
+    // streams; vocode_frames gives it back before the audio goes in.
+    DeadlineGate::Turn turn = sink_.wait_turn(s.origin);
+    if (!turn.held() || ring_.cancelled(s.origin.generation)) {
+        mel_.reset();
+        return ChunkOutcome::Dropped;
     }
-    return true;
+    // A staged prior (analyse()) has its first durations only; the rest
+    // are made here, after the sentence's first audio, once the flow's
+    // push for this chunk (which covers the chunk) would reach the known
+    // frames' end.
+    if (flow().needs_complete_prior(s.prior, flow_until(size))) {
+        try {
+            complete_prior(s.prior, s.z, s.flowed);
+        } catch (const std::exception& e) {
+            // Durations past the frame limit (etude::Error), or no
+            // memory: the rest of the sentence is unspeakable.
+            mel_.reset();
+            sink_.note_unspeakable(e.what());
+            return ChunkOutcome::Dropped;
+        }
+    }
+    const int frames = s.prior.frames();
+    if (first >= frames) return ChunkOutcome::Done;
+    const int count = std::min(size, frames - first);
+    if (ring_.cancelled(s.origin.generation)) {
+        mel_.reset();
+        return ChunkOutcome::Dropped;
+    }
+    if (first + count > s.flowed) {
+        // A flow on the device gives the turn back first, as the
+        // decoder's chunk on the device does (mel_scheduler.h): it
+        // waits for the device and its batch, not for a core. (The
+        // decoder then runs where it ran the last chunk: on the device,
+        // bar a fault or a late device, when the CPU makes the chunk
+        // outside the turns.)
+        if (on_device_) {
+            turn.release();
+            // Its pushes may wait for other streams' to share the
+            // device's batch, leaving the chunk's decoder its expected
+            // time within the chunk's deadline (deadline.h).
+            const std::int64_t now = rt::now_ns();
+            const PlaybackState playback = ring_.playback_state();
+            flow().set_join_wait_until(
+                may_wait_to_join(playback)
+                    ? join_wait_until_ns(
+                          now, deadline_ns(now, playback),
+                          mel_.gpu_frame_estimate_ns() * (count + mel_.right_context_frames()))
+                    : 0);
+        }
+        try {
+            s.flowed = run_flow(s, flow_until(count));
+        } catch (const std::exception&) {
+            mel_.reset();  // an error the CPU could not cover either: the sentence is dropped
+            return ChunkOutcome::Dropped;
+        }
+    }
+    // (Completed above whenever this chunk could reach the known end, so
+    // `frames` still holds.)
+    plan_words(s, first + count, c.words);
+    copy_mel_frames(s.z, s.prior.channels(), frames, first, count, chunk_);
+    const bool last = s.prior.complete() && first + count == frames;
+    c.first = first + size;
+    c.size = std::clamp(c.first, chunk_frames_, kMaxLatentChunkFrames);
+    if (!vocode_frames(chunk_, count, last, s.origin, std::move(turn)))
+        return ChunkOutcome::Dropped;
+    return last ? ChunkOutcome::Done : ChunkOutcome::More;
 }
 
 // A sentence's flow runs where the decoder's last chunk was given first

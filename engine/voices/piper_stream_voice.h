@@ -49,7 +49,10 @@ class PiperStreamVoice final : public DecoderVoice {
     void set_voice(std::string_view name) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
     bool holds_analysis_until_first_audio() const override { return true; }
-    Spoken speak(WorkItem& item) override;
+    // A sentence's unit is a chunk: begin() starts its flow, each step()
+    // makes one chunk's durations, flow and decoder and writes its audio.
+    void begin(WorkItem& item) override;
+    Spoken step() override;
     std::uint64_t estimated_samples(const WorkItem& item) const override;
     void fill_stats(StreamStats& stats) const override;
 
@@ -62,14 +65,25 @@ class PiperStreamVoice final : public DecoderVoice {
     PiperStreamVoice(std::shared_ptr<const PiperVoice> voice, int speaker, VitsScales scales,
                      const StreamOptions& options, const FaultSpec& faults,
                      const PlaybackRing& ring, VoiceSink& sink, BlockRecorder& records);
-    // Where speak() is in its sentence's word marks.
+    // Where the sentence being spoken is in its word marks.
     struct WordCursor {
         std::uint64_t start = 0;  // ring position of the sentence's first sample
         std::size_t next = 0;     // the next word to plan
         std::size_t id = 0;       // ids whose frames `frames` holds
         std::int64_t frames = 0;
     };
-    bool vocode_latent(LatentSentence& sentence);
+    // Where the sentence being spoken has got to between steps: all a
+    // chunk needs of the chunks before it (with the flow's and the
+    // decoder's own streaming state and LatentSentence::flowed).
+    struct SentenceCursor {
+        std::shared_ptr<LatentSentence> sentence;
+        int first = 0;  // the next chunk's first latent frame
+        int size = 0;   // the next chunk's frames, before the sentence's end cuts it
+        WordCursor words;
+    };
+    enum class ChunkOutcome { More, Done, Dropped };
+    // The cursor's next chunk, the cursor moved past it.
+    ChunkOutcome speak_chunk(SentenceCursor& cursor);
     // The device's flow stream, if the decoder has a device (see the .cpp).
     void open_device_flow();
     // The device's text analysis (PiperVoice::load_analysis), if the decoder
@@ -101,6 +115,10 @@ class PiperStreamVoice final : public DecoderVoice {
     std::mt19937_64 noise_;
     const bool host_analysis_;  // a drill's (fault_plan.h)
     int chunk_frames_ = 1;      // latent frames in a sentence's first chunk (then growing)
+    // Producer thread: the sentence being spoken (begin() to its last
+    // step()), and the scratch its chunks' frames are copied into.
+    SentenceCursor cursor_;
+    std::vector<float> chunk_;
     // Producer thread: the sentence's flow on the CPU, and on the decoder's
     // device when it has one; on_device_ says which runs this sentence.
     std::unique_ptr<VitsFlowStream> flow_, device_flow_;

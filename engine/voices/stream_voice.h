@@ -8,7 +8,8 @@
 //   split    released text into sentences   the pushing thread
 //   analyse  one sentence into its work item an engine front end, one at a
 //                                            time per stream
-//   speak    one work item into the ring     the stream's producer thread
+//   begin,   one work item into the ring,    the stream's producer thread
+//   step     a unit at a time
 //
 // Each writes through the VoiceSink its stream lends it. The voices:
 // FliteStreamVoice (flite_stream_voice.h), PiperStreamVoice
@@ -67,10 +68,11 @@ class VoiceSink : public BlockSink {
     virtual bool read_offline() const = 0;
 };
 
-/// What a voice's executor did with one work item.
+/// What one step of speaking a work item did (StreamVoice::step()).
 struct Spoken {
-    bool complete = false;         // all of it went into the ring
-    double compute_seconds = 0.0;  // vocoder time (StreamStats::vocoder_seconds)
+    bool more = false;             // units of the item are left: step() again
+    bool complete = false;         // (at its last step) all of it went into the ring
+    double compute_seconds = 0.0;  // this step's vocoder time (StreamStats::vocoder_seconds)
 };
 
 class StreamVoice {
@@ -123,8 +125,16 @@ class StreamVoice {
     virtual std::uint64_t estimated_samples(const WorkItem& item) const = 0;
 
     // ---- the executor, on the producer thread --------------------------------
-    /// Speaks one work item (not a marker) into the ring.
-    virtual Spoken speak(WorkItem& item) = 0;
+    /// Starts speaking one work item (not a marker) into the ring; each
+    /// step() then speaks its next unit, until one says none is left. The
+    /// caller keeps the item alive until then. Where the voice is between
+    /// units is data of its own, not a thread's stack, so whoever calls
+    /// step() decides when (and on which thread) the next unit runs: today
+    /// the stream's producer, one step after another. A Piper sentence's
+    /// unit is a chunk (its durations, flow and decoder); a built-in
+    /// voice's sentence (block by block inside) and a mel push are one unit.
+    virtual void begin(WorkItem& item) = 0;
+    virtual Spoken step() = 0;
     /// Drops the utterance in progress (a cancel was acknowledged).
     virtual void reset() {}
     /// StreamOptions::wait_for_device: returns once the device is up or off.

@@ -1,0 +1,204 @@
+// A Piper stream's sentence is a state machine: begin() takes it, and each
+// step() makes one chunk (its durations, flow and decoder) and writes its
+// audio, the sentence's place kept in the voice between steps
+// (voices/piper_stream_voice.h). So one thread can drive several streams'
+// sentences, a chunk of each in turn, as the device executor of issue 41 is
+// to: here, on the CPU, each stream's audio stepped in turn with another's
+// equals its audio stepped alone, bit for bit (the CPU's math does not
+// depend on what ran between two chunks), and a stream cancelled between
+// its steps leaves the other's audio intact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/scheduling/block_records.h"
+#include "engine/scheduling/fault_plan.h"
+#include "engine/streams/playback_ring.h"
+#include "engine/voices/piper_stream_voice.h"
+#include "engine/voices/piper_voice.h"
+#include "support/piper_test_ids.h"
+#include "support/test_data.h"
+
+using namespace etude::engine;
+
+namespace {
+
+const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
+
+// What a stream lends its voice, with no stream and no thread behind it:
+// the audio written is kept, and every unit's turn is granted at once
+// (outside the deadline order, as an offline reader's is).
+class CollectingSink final : public VoiceSink {
+  public:
+    std::vector<float> audio;
+    int writes = 0;
+    std::string unspeakable;
+
+    bool wait_for_room(std::size_t, std::uint64_t) override { return true; }
+    bool write(std::span<const float> samples, const ItemOrigin&, bool) override {
+        audio.insert(audio.end(), samples.begin(), samples.end());
+        ++writes;
+        return true;
+    }
+    bool cancelled(std::uint64_t) const override { return false; }
+    bool shutting_down() override { return false; }
+    void plan_word(std::string_view, std::uint64_t, double, std::uint64_t) override {}
+    void note_unspeakable(std::string reason) override { unspeakable = std::move(reason); }
+    void note_words_unpaired() override {}
+    DeadlineGate::Turn wait_turn(const ItemOrigin&) override {
+        return DeadlineGate::Turn::outside_the_order();
+    }
+    bool read_offline() const override { return true; }
+};
+
+// One Piper stream's voice on the CPU, its sink and ring, with no producer.
+struct SteppedStream {
+    PlaybackRing ring{22050.0, 2205, 5.0};
+    CollectingSink sink;
+    BlockRecorder records;
+    std::unique_ptr<PiperStreamVoice> voice;
+    WorkItem item;
+    int steps = 0;
+    bool more = false, complete = false;
+
+    SteppedStream(const std::shared_ptr<const PiperVoice>& piper, std::uint64_t seed) {
+        StreamOptions options;
+        options.backend = "cpu";
+        options.sample_rate = 22050.0;
+        PiperVoiceOptions p;
+        p.piper_voice = kVoice;
+        p.seed = seed;
+        options.voice = p;
+        voice =
+            std::make_unique<PiperStreamVoice>(piper, options, FaultSpec{}, ring, sink, records);
+    }
+    // Analyses `ids` (as an engine worker would) and begins speaking them.
+    void begin(const std::vector<std::int64_t>& ids) {
+        Sentence s;
+        s.phoneme_ids = ids;
+        s.origin.generation = ring.generation();
+        std::string refusal;
+        auto analysed = voice->analyse(s, refusal);
+        ASSERT_TRUE(analysed) << refusal;
+        item = std::move(*analysed);
+        voice->begin(item);
+        more = true;
+    }
+    void step() {
+        ASSERT_TRUE(more);
+        const Spoken spoken = voice->step();
+        ++steps;
+        more = spoken.more;
+        complete = spoken.complete;
+    }
+    void speak_alone(const std::vector<std::int64_t>& ids) {
+        begin(ids);
+        while (more) step();
+    }
+};
+
+std::vector<std::int64_t> sentence(std::size_t n) {
+    return etude::test::piper_ids_of_length(n);
+}
+
+bool identical(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+TEST(PiperSentenceSteps, streams_stepped_in_turn_on_one_thread_equal_each_alone) {
+    const auto piper = PiperVoice::open(kVoice);
+    const auto ids_a = sentence(250), ids_b = sentence(120);
+
+    SteppedStream alone_a(piper, 7), alone_b(piper, 8);
+    alone_a.speak_alone(ids_a);
+    alone_b.speak_alone(ids_b);
+    ASSERT_TRUE(alone_a.complete);
+    ASSERT_TRUE(alone_b.complete);
+    // Several chunks each (4, 4, 8, 16, 32, ... frames), one per step.
+    EXPECT_GT(alone_a.steps, 4);
+    EXPECT_GT(alone_b.steps, 4);
+    // A step writes its chunk's audio, if any (the decoder holds a first
+    // chunk's end back for its right context).
+    EXPECT_LE(alone_a.sink.writes, alone_a.steps);
+    EXPECT_GE(alone_a.sink.writes, alone_a.steps / 2);
+
+    SteppedStream a(piper, 7), b(piper, 8);
+    a.begin(ids_a);
+    b.begin(ids_b);
+    std::vector<char> order;
+    while (a.more || b.more) {
+        if (a.more) {
+            a.step();
+            order.push_back('a');
+        }
+        if (b.more) {
+            b.step();
+            order.push_back('b');
+        }
+    }
+    EXPECT_TRUE(a.complete);
+    EXPECT_TRUE(b.complete);
+    EXPECT_EQ(a.steps, alone_a.steps);
+    EXPECT_EQ(b.steps, alone_b.steps);
+    EXPECT_TRUE(identical(a.sink.audio, alone_a.sink.audio))
+        << a.sink.audio.size() << " samples against " << alone_a.sink.audio.size();
+    EXPECT_TRUE(identical(b.sink.audio, alone_b.sink.audio))
+        << b.sink.audio.size() << " samples against " << alone_b.sink.audio.size();
+    // They did take turns: the first four steps alternate.
+    ASSERT_GE(order.size(), 4u);
+    EXPECT_EQ(std::string(order.begin(), order.begin() + 4), "abab");
+
+    // The next sentence of each goes on from where its stream is (the
+    // noise drawn in order): again equal whether stepped alone or in turn.
+    alone_a.speak_alone(ids_b);
+    a.begin(ids_b);
+    b.begin(ids_a);
+    while (a.more || b.more) {
+        if (b.more) b.step();
+        if (a.more) a.step();
+    }
+    EXPECT_TRUE(identical(a.sink.audio, alone_a.sink.audio));
+}
+
+TEST(PiperSentenceSteps, a_stream_cancelled_between_steps_leaves_the_other_intact) {
+    const auto piper = PiperVoice::open(kVoice);
+    const auto ids = sentence(250);
+    SteppedStream alone(piper, 11);
+    alone.speak_alone(ids);
+    ASSERT_TRUE(alone.complete);
+
+    SteppedStream kept(piper, 11), cancelled(piper, 12);
+    kept.begin(ids);
+    cancelled.begin(ids);
+    // Steps in turn until the one to be cancelled has written audio.
+    while (cancelled.sink.audio.empty() && cancelled.more) {
+        kept.step();
+        cancelled.step();
+    }
+    ASSERT_TRUE(cancelled.more);
+    const std::size_t written = cancelled.sink.audio.size();
+    ASSERT_GT(written, 0u);
+    cancelled.ring.cancel();
+    // Its next step finds the cancel: no more audio, and nothing more to do.
+    cancelled.step();
+    EXPECT_FALSE(cancelled.more);
+    EXPECT_FALSE(cancelled.complete);
+    EXPECT_EQ(cancelled.sink.audio.size(), written);
+    while (kept.more) kept.step();
+    EXPECT_TRUE(kept.complete);
+    EXPECT_TRUE(identical(kept.sink.audio, alone.sink.audio));
+
+    // The cancelled stream speaks its next sentence from the start, as a
+    // fresh stream with its noise where the cancel left it would.
+    cancelled.voice->reset();
+    cancelled.speak_alone(sentence(60));
+    EXPECT_TRUE(cancelled.complete);
+    EXPECT_GT(cancelled.sink.audio.size(), written);
+}
