@@ -28,7 +28,7 @@ class DecoderVoice : public StreamVoice {
     // cancelled, or a device error the CPU could not cover either.
     bool vocode_frames(std::span<const float> frames, int count, bool last,
                        const ItemOrigin& origin, DeadlineGate::Turn turn);
-    // The decoder time of the item being spoken, reset for the next.
+    // The decoder time since the last take (a step's), reset for the next.
     double take_compute_seconds();
 
     MelScheduler mel_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,7 +34,11 @@ class FliteStreamVoice final : public StreamVoice {
     std::uint64_t estimated_samples(const WorkItem& item) const override;
     // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
     void begin(WorkItem& item) override { item_ = &item; }
-    Spoken step() override { return speak(*std::exchange(item_, nullptr)); }
+    Spoken step() override {
+        assert(item_ && "step() without begin()");
+        return speak(*std::exchange(item_, nullptr));
+    }
+    void reset() override { item_ = nullptr; }
     void wait_for_device() override { blocks_.wait_for_device(); }
     void stop() override { blocks_.stop(); }
     void fill_stats(StreamStats& stats) const override { blocks_.fill_stats(stats); }

@@ -3,6 +3,7 @@
 // MelChunks and through the neural vocoder's tiers. It speaks no text.
 #pragma once
 
+#include <cassert>
 #include <string>
 #include <utility>
 
@@ -27,7 +28,14 @@ class MelStreamVoice final : public DecoderVoice {
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
     // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
     void begin(WorkItem& item) override { item_ = &item; }
-    Spoken step() override { return speak(*std::exchange(item_, nullptr)); }
+    Spoken step() override {
+        assert(item_ && "step() without begin()");
+        return speak(*std::exchange(item_, nullptr));
+    }
+    void reset() override {
+        item_ = nullptr;
+        DecoderVoice::reset();
+    }
     std::uint64_t estimated_samples(const WorkItem& item) const override;
 
   private:

@@ -1,6 +1,7 @@
 #include "engine/voices/piper_stream_voice.h"
 
 #include <algorithm>
+#include <cassert>
 #include <exception>
 #include <utility>
 
@@ -269,6 +270,7 @@ void PiperStreamVoice::begin(WorkItem& item) {
 }
 
 Spoken PiperStreamVoice::step() {
+    assert(cursor_.sentence && "step() without begin()");
     const ChunkOutcome outcome = speak_chunk(cursor_);
     if (outcome == ChunkOutcome::More)
         return {.more = true, .compute_seconds = take_compute_seconds()};
@@ -278,6 +280,14 @@ Spoken PiperStreamVoice::step() {
     if (outcome == ChunkOutcome::Dropped && device_flow_) device_flow_->leave_join_lane();
     cursor_ = {};
     return {.complete = outcome == ChunkOutcome::Done, .compute_seconds = take_compute_seconds()};
+}
+
+void PiperStreamVoice::reset() {
+    // Between steps of a sentence: its device flow's lane stops waiting for
+    // its next push, as after a dropped step.
+    if (cursor_.sentence && device_flow_) device_flow_->leave_join_lane();
+    cursor_ = {};
+    DecoderVoice::reset();
 }
 
 // A sentence's first chunk is the latency budget's (chunk_frames_); each

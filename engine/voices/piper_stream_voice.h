@@ -53,6 +53,8 @@ class PiperStreamVoice final : public DecoderVoice {
     // makes one chunk's durations, flow and decoder and writes its audio.
     void begin(WorkItem& item) override;
     Spoken step() override;
+    // Drops the sentence in progress too (its cursor), not only the decoder's stream.
+    void reset() override;
     std::uint64_t estimated_samples(const WorkItem& item) const override;
     void fill_stats(StreamStats& stats) const override;
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/scheduling/block_records.h"
@@ -31,34 +32,46 @@ namespace {
 const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
 // What a stream lends its voice, with no stream and no thread behind it:
-// the audio written is kept, and every unit's turn is granted at once
-// (outside the deadline order, as an offline reader's is).
+// the audio written and the words planned are kept, each write noted in a
+// log the streams share (who wrote when), and every unit's turn is granted
+// at once (outside the deadline order, as an offline reader's is).
 class CollectingSink final : public VoiceSink {
   public:
+    CollectingSink(char name, std::string& log) : name_(name), log_(log) {}
     std::vector<float> audio;
     int writes = 0;
     std::string unspeakable;
+    std::vector<std::pair<std::string, double>> words;  // text, samples from the start
 
     bool wait_for_room(std::size_t, std::uint64_t) override { return true; }
     bool write(std::span<const float> samples, const ItemOrigin&, bool) override {
         audio.insert(audio.end(), samples.begin(), samples.end());
         ++writes;
+        log_ += name_;
         return true;
     }
     bool cancelled(std::uint64_t) const override { return false; }
     bool shutting_down() override { return false; }
-    void plan_word(std::string_view, std::uint64_t, double, std::uint64_t) override {}
+    void plan_word(std::string_view text, std::uint64_t start, double offset,
+                   std::uint64_t) override {
+        words.emplace_back(std::string(text), double(start) + offset);
+    }
     void note_unspeakable(std::string reason) override { unspeakable = std::move(reason); }
     void note_words_unpaired() override {}
     DeadlineGate::Turn wait_turn(const ItemOrigin&) override {
         return DeadlineGate::Turn::outside_the_order();
     }
     bool read_offline() const override { return true; }
+
+  private:
+    const char name_;
+    std::string& log_;
 };
 
 // One Piper stream's voice on the CPU, its sink and ring, with no producer.
 struct SteppedStream {
     PlaybackRing ring{22050.0, 2205, 5.0};
+    std::string own_log;
     CollectingSink sink;
     BlockRecorder records;
     std::unique_ptr<PiperStreamVoice> voice;
@@ -66,7 +79,10 @@ struct SteppedStream {
     int steps = 0;
     bool more = false, complete = false;
 
-    SteppedStream(const std::shared_ptr<const PiperVoice>& piper, std::uint64_t seed) {
+    // `log`: where its writes are noted (by `name`), its own if none.
+    SteppedStream(const std::shared_ptr<const PiperVoice>& piper, std::uint64_t seed,
+                  char name = 's', std::string* log = nullptr)
+        : sink(name, log ? *log : own_log) {
         StreamOptions options;
         options.backend = "cpu";
         options.sample_rate = 22050.0;
@@ -77,10 +93,14 @@ struct SteppedStream {
         voice =
             std::make_unique<PiperStreamVoice>(piper, options, FaultSpec{}, ring, sink, records);
     }
-    // Analyses `ids` (as an engine worker would) and begins speaking them.
+    // Analyses `ids` (as an engine worker would) and begins speaking them,
+    // with a word every 20 ids, whose marks are wanted.
     void begin(const std::vector<std::int64_t>& ids) {
         Sentence s;
         s.phoneme_ids = ids;
+        s.words_wanted = true;
+        for (std::size_t i = 0; i < ids.size(); i += 20)
+            s.words.push_back({std::to_string(i), i});
         s.origin.generation = ring.generation();
         std::string refusal;
         auto analysed = voice->analyse(s, refusal);
@@ -129,19 +149,13 @@ TEST(PiperSentenceSteps, streams_stepped_in_turn_on_one_thread_equal_each_alone)
     EXPECT_LE(alone_a.sink.writes, alone_a.steps);
     EXPECT_GE(alone_a.sink.writes, alone_a.steps / 2);
 
-    SteppedStream a(piper, 7), b(piper, 8);
+    std::string log;  // who wrote, in order
+    SteppedStream a(piper, 7, 'a', &log), b(piper, 8, 'b', &log);
     a.begin(ids_a);
     b.begin(ids_b);
-    std::vector<char> order;
     while (a.more || b.more) {
-        if (a.more) {
-            a.step();
-            order.push_back('a');
-        }
-        if (b.more) {
-            b.step();
-            order.push_back('b');
-        }
+        if (a.more) a.step();
+        if (b.more) b.step();
     }
     EXPECT_TRUE(a.complete);
     EXPECT_TRUE(b.complete);
@@ -151,20 +165,31 @@ TEST(PiperSentenceSteps, streams_stepped_in_turn_on_one_thread_equal_each_alone)
         << a.sink.audio.size() << " samples against " << alone_a.sink.audio.size();
     EXPECT_TRUE(identical(b.sink.audio, alone_b.sink.audio))
         << b.sink.audio.size() << " samples against " << alone_b.sink.audio.size();
-    // They did take turns: the first four steps alternate.
-    ASSERT_GE(order.size(), 4u);
-    EXPECT_EQ(std::string(order.begin(), order.begin() + 4), "abab");
+    // Their words were planned where they are heard, as alone.
+    EXPECT_EQ(a.sink.words, alone_a.sink.words);
+    EXPECT_EQ(b.sink.words, alone_b.sink.words);
+    EXPECT_EQ(a.sink.words.size(), (ids_a.size() + 19) / 20);
+    // Their audio went out interleaved: each wrote between the other's
+    // first and last writes.
+    EXPECT_LT(log.find('b'), log.rfind('a')) << log;
+    EXPECT_LT(log.find('a'), log.rfind('b')) << log;
 
     // The next sentence of each goes on from where its stream is (the
     // noise drawn in order): again equal whether stepped alone or in turn.
+    const std::size_t first_a = a.sink.audio.size(), first_b = b.sink.audio.size();
     alone_a.speak_alone(ids_b);
+    alone_b.speak_alone(ids_a);
     a.begin(ids_b);
     b.begin(ids_a);
     while (a.more || b.more) {
         if (b.more) b.step();
         if (a.more) a.step();
     }
+    EXPECT_TRUE(a.complete && b.complete);
+    EXPECT_GT(a.sink.audio.size(), first_a);
+    EXPECT_GT(b.sink.audio.size(), first_b);
     EXPECT_TRUE(identical(a.sink.audio, alone_a.sink.audio));
+    EXPECT_TRUE(identical(b.sink.audio, alone_b.sink.audio));
 }
 
 TEST(PiperSentenceSteps, a_stream_cancelled_between_steps_leaves_the_other_intact) {
