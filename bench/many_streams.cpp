@@ -48,8 +48,6 @@
 // engine's own counters, which count only inside speech). Then the same N streams read offline with
 // read(): the aggregate speed, seconds of audio per second of wall time. Prints one line per N and
 // the CPU; numbers belong to the machine they came from (docs/benchmarks.md).
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -64,6 +62,7 @@
 #include <variant>
 #include <vector>
 
+#include "bench/host_cpu.h"
 #include "engine/engine.h"
 #include "engine/models/neural_model.h"
 #include "engine/models/stream_joiner.h"
@@ -75,28 +74,13 @@
 
 namespace {
 
+using etude::bench::cpu_model;
+using etude::bench::cpu_seconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kReply =
     "The living room lights are off and the front door is locked. "
     "Tomorrow will be sunny with a light breeze.";
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "?";
-}
-
-// This process's CPU time so far (all its threads, user and system).
-double cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    const auto s = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6;
-    };
-    return s(u.ru_utime) + s(u.ru_stime);
-}
 
 double percentile(std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());

@@ -17,12 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/scheduling/block_records.h"
-#include "engine/scheduling/fault_plan.h"
-#include "engine/streams/playback_ring.h"
-#include "engine/voices/piper_stream_voice.h"
 #include "engine/voices/piper_voice.h"
 #include "support/piper_test_ids.h"
+#include "support/stepped_piper_stream.h"
 #include "support/test_data.h"
 
 using namespace etude::engine;
@@ -31,95 +28,13 @@ namespace {
 
 const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
-// What a stream lends its voice, with no stream and no thread behind it:
-// the audio written and the words planned are kept, each write noted in a
-// log the streams share (who wrote when), and every unit's turn is granted
-// at once (outside the deadline order, as an offline reader's is).
-class CollectingSink final : public VoiceSink {
-  public:
-    CollectingSink(char name, std::string& log) : name_(name), log_(log) {}
-    std::vector<float> audio;
-    int writes = 0;
-    std::string unspeakable;
-    std::vector<std::pair<std::string, double>> words;  // text, samples from the start
+using etude::test::SteppedPiperStream;
 
-    bool wait_for_room(std::size_t, std::uint64_t) override { return true; }
-    bool write(std::span<const float> samples, const ItemOrigin&, bool) override {
-        audio.insert(audio.end(), samples.begin(), samples.end());
-        ++writes;
-        log_ += name_;
-        return true;
-    }
-    bool cancelled(std::uint64_t) const override { return false; }
-    bool shutting_down() override { return false; }
-    void plan_word(std::string_view text, std::uint64_t start, double offset,
-                   std::uint64_t) override {
-        words.emplace_back(std::string(text), double(start) + offset);
-    }
-    void note_unspeakable(std::string reason) override { unspeakable = std::move(reason); }
-    void note_words_unpaired() override {}
-    DeadlineGate::Turn wait_turn(const ItemOrigin&) override {
-        return DeadlineGate::Turn::outside_the_order();
-    }
-    bool read_offline() const override { return true; }
-
-  private:
-    const char name_;
-    std::string& log_;
-};
-
-// One Piper stream's voice on the CPU, its sink and ring, with no producer.
-struct SteppedStream {
-    PlaybackRing ring{22050.0, 2205, 5.0};
-    std::string own_log;
-    CollectingSink sink;
-    BlockRecorder records;
-    std::unique_ptr<PiperStreamVoice> voice;
-    WorkItem item;
-    int steps = 0;
-    bool more = false, complete = false;
-
-    // `log`: where its writes are noted (by `name`), its own if none.
+// A stream of the test voice on the CPU, stepped by the test.
+struct SteppedStream : SteppedPiperStream {
     SteppedStream(const std::shared_ptr<const PiperVoice>& piper, std::uint64_t seed,
                   char name = 's', std::string* log = nullptr)
-        : sink(name, log ? *log : own_log) {
-        StreamOptions options;
-        options.backend = "cpu";
-        options.sample_rate = 22050.0;
-        PiperVoiceOptions p;
-        p.piper_voice = kVoice;
-        p.seed = seed;
-        options.voice = p;
-        voice =
-            std::make_unique<PiperStreamVoice>(piper, options, FaultSpec{}, ring, sink, records);
-    }
-    // Analyses `ids` (as an engine worker would) and begins speaking them,
-    // with a word every 20 ids, whose marks are wanted.
-    void begin(const std::vector<std::int64_t>& ids) {
-        Sentence s;
-        s.phoneme_ids = ids;
-        s.words_wanted = true;
-        for (std::size_t i = 0; i < ids.size(); i += 20)
-            s.words.push_back({std::to_string(i), i});
-        s.origin.generation = ring.generation();
-        std::string refusal;
-        auto analysed = voice->analyse(s, refusal);
-        ASSERT_TRUE(analysed) << refusal;
-        item = std::move(*analysed);
-        voice->begin(item);
-        more = true;
-    }
-    void step() {
-        ASSERT_TRUE(more);
-        const Spoken spoken = voice->step();
-        ++steps;
-        more = spoken.more;
-        complete = spoken.complete;
-    }
-    void speak_alone(const std::vector<std::int64_t>& ids) {
-        begin(ids);
-        while (more) step();
-    }
+        : SteppedPiperStream(piper, kVoice, seed, name, log) {}
 };
 
 std::vector<std::int64_t> sentence(std::size_t n) {
