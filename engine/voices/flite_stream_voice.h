@@ -32,7 +32,7 @@ class FliteStreamVoice final : public StreamVoice {
     bool analyses_one_at_a_time() const override { return true; }
     bool renders_ahead() const override { return render_ahead_ && !blocks_.spectral(); }
     std::uint64_t estimated_samples(const WorkItem& item) const override;
-    // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
+    // A sentence is one step: begin() takes it, step() speaks it whole.
     void begin(WorkItem& item) override { item_ = &item; }
     Spoken step() override {
         assert(item_ && "step() without begin()");

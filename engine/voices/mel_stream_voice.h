@@ -26,7 +26,7 @@ class MelStreamVoice final : public DecoderVoice {
     bool producer_realtime() const override { return false; }
     void split(std::string_view text, bool words, const QueueSentences& queue) override;
     std::optional<WorkItem> analyse(Sentence& sentence, std::string& refusal) override;
-    // A sentence (or a push) is one step: begin() takes it, step() speaks it whole.
+    // A push is one step: begin() takes it, step() speaks it whole.
     void begin(WorkItem& item) override { item_ = &item; }
     Spoken step() override {
         assert(item_ && "step() without begin()");

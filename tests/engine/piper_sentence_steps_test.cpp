@@ -9,15 +9,14 @@
 // its steps leaves the other's audio intact.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/voices/piper_voice.h"
+#include "support/model_parity.h"
 #include "support/piper_test_ids.h"
 #include "support/stepped_piper_stream.h"
 #include "support/test_data.h"
@@ -28,6 +27,7 @@ namespace {
 
 const std::string kVoice = etude::test::test_data_dir() + "/piper/test_medium.onnx";
 
+using etude::test::identical;
 using etude::test::SteppedPiperStream;
 
 // A stream of the test voice on the CPU, stepped by the test.
@@ -39,10 +39,6 @@ struct SteppedStream : SteppedPiperStream {
 
 std::vector<std::int64_t> sentence(std::size_t n) {
     return etude::test::piper_ids_of_length(n);
-}
-
-bool identical(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
 }  // namespace
