@@ -3,6 +3,7 @@
 // underruns and no xrun blamed on us, while both cores are loaded.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
 #include <thread>
 
@@ -70,10 +71,10 @@ void expect_contains_render(const std::vector<float>& captured, const std::vecto
 // As expect_contains_render, but allowing for cycles jackd skipped: at up to
 // `xruns` places whole periods were lost (the render goes on later, shifted
 // back) or repeated or inserted (shifted on), and the render goes on
-// exactly from there.
+// exactly (or within `tolerance`) from there.
 void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
-                                          const std::vector<float>& offline, long period,
-                                          int xruns) {
+                                          const std::vector<float>& offline, long period, int xruns,
+                                          float tolerance = 0.0f) {
     ASSERT_FALSE(offline.empty());
     const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
     ASSERT_LT(a, captured.size()) << "nothing was captured";
@@ -83,7 +84,8 @@ void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
     const auto matching = [&](long j, long s) {
         long k = j;
         while (k < n && k + s >= 0 && k + s < m &&
-               captured[static_cast<std::size_t>(k + s)] == offline[static_cast<std::size_t>(k)])
+               std::abs(captured[static_cast<std::size_t>(k + s)] -
+                        offline[static_cast<std::size_t>(k)]) <= tolerance)
             ++k;
         return k - j;
     };
@@ -137,9 +139,11 @@ LiveRun jack_client_run(JackServer& server, const std::string& name, const std::
     std::printf("[jack %s] %s", name.c_str(), r.run.err.c_str());
     std::printf(
         "[jack %s] jackd logged %d xrun(s) in total, %d naming it, %d while its callback ran "
-        "(and %d more in a cycle that stalled jackd's own thread: the machine's)\n",
+        "(and %d more in a cycle that stalled jackd's own thread, %d while the machine held a "
+        "CPU: the machine's); %s\n",
         name.c_str(), r.xruns, server.xruns_blaming(name), r.ours,
-        server.xruns_while_running_in_a_stall(name));
+        server.xruns_while_running_in_a_stall(name),
+        server.xruns_while_running_as_the_machine_held_a_cpu(name), server.stall_report().c_str());
     return r;
 }
 
@@ -162,8 +166,11 @@ LiveRun portaudio_run(JackServer& server, CaptureClient& capture, const std::str
     std::printf("[portaudio] %s", r.run.err.c_str());
     std::printf(
         "[portaudio] jackd: %d xrun(s), %d while PortAudio's callback ran (and %d more in a "
-        "cycle that stalled jackd's own thread: the machine's)\n",
-        r.xruns, r.ours, server.xruns_while_running_in_a_stall("PortAudio"));
+        "cycle that stalled jackd's own thread, %d while the machine held a CPU: the "
+        "machine's); %s\n",
+        r.xruns, r.ours, server.xruns_while_running_in_a_stall("PortAudio"),
+        server.xruns_while_running_as_the_machine_held_a_cpu("PortAudio"),
+        server.stall_report().c_str());
     return r;
 }
 
@@ -171,7 +178,8 @@ LiveRun portaudio_run(JackServer& server, CaptureClient& capture, const std::str
 // xrun came while our callback ran, and the capture equals the offline
 // render sample for sample. An xrun that is not ours ("triggered": a client
 // not yet scheduled, the VM's jitter, which hits the trivial capture client
-// alike) is reported, not counted; a cycle jackd skips shifts what the
+// alike; or "running" while the machine held a CPU, jack_harness.h) is
+// reported, not counted; a cycle jackd skips shifts what the
 // capture records by whole periods (seen in a loaded round: 7 xruns, none
 // while our callback ran, no underrun, the capture shifted from offline
 // sample 91,776 on), so with xruns logged the render must still be there
@@ -210,7 +218,7 @@ TEST(JackXrunAttribution, a_client_running_in_a_cycle_that_stalled_jackd_itself_
         "JackEngine::XRun: client = etude-piper was not finished, state = Running\n"
         "JackAudioDriver::ProcessGraphAsyncMaster: Process error\n"
         "JackTimedDriver::Process XRun = 22 usec\n";
-    auto r = running_xruns_in(stalled_ci, "etude-piper", 1e6 * 256 / 48000);
+    auto r = running_xruns_in(unstamped(stalled_ci), "etude-piper", 1e6 * 256 / 48000);
     EXPECT_EQ(r.ours, 0);
     EXPECT_EQ(r.stalled, 1);
     const std::string guide =
@@ -219,12 +227,48 @@ TEST(JackXrunAttribution, a_client_running_in_a_cycle_that_stalled_jackd_itself_
         "JackAudioDriver::ProcessGraphAsyncMaster: Process error\n"
         "JackEngine::XRun: client = etude was not finished, state = Running\n"
         "JackAudioDriver::ProcessGraphAsyncMaster: Process error\n";
-    r = running_xruns_in(guide, "etude", 1e6 * 16 / 48000);
+    r = running_xruns_in(unstamped(guide), "etude", 1e6 * 16 / 48000);
     EXPECT_EQ(r.ours, 2);
     EXPECT_EQ(r.stalled, 0);
     // The stall ends with its cycle's list: a later cycle is judged alone.
-    r = running_xruns_in(stalled_ci + guide, "etude", 1e6 * 256 / 48000);
+    r = running_xruns_in(unstamped(stalled_ci + guide), "etude", 1e6 * 256 / 48000);
     EXPECT_EQ(r.ours, 2);
+}
+
+// The CI run at 5151fcb (256 frames, 5,333 us): jackd's driver logged no
+// stall of its own, PortAudio's client was still running in the second
+// xrun. Stamped as the reader would have (at 1 s and 1.02 s), it is the
+// machine's when the stall probe saw a CPU held a quarter period or more
+// within the two periods before the line, and ours otherwise: a stall too
+// short, too early, or after the line excuses nothing.
+TEST(JackXrunAttribution, a_client_running_while_the_probe_saw_a_cpu_held_is_not_blamed) {
+    const double period_us = 1e6 * 256 / 48000;
+    auto log = unstamped(
+        "JackEngine::XRun: client = capture was not finished, state = Triggered\n"
+        "JackEngine::XRun: client = PortAudio was not finished, state = Triggered\n"
+        "JackAudioDriver::ProcessGraphAsyncMaster: Process error\n"
+        "JackEngine::XRun: client = capture was not finished, state = Triggered\n"
+        "JackEngine::XRun: client = PortAudio was not finished, state = Running\n"
+        "JackAudioDriver::ProcessGraphAsyncMaster: Process error\n");
+    const std::int64_t ms = 1'000'000, line = 1020 * ms;
+    for (std::size_t i = 0; i < log.size(); ++i) log[i].ns = i < 3 ? 1000 * ms : line;
+    const auto judged = [&](std::int64_t from, std::int64_t to) {
+        return running_xruns_in(log, "PortAudio", period_us, {MachineStall{1, from, to}});
+    };
+    EXPECT_EQ(running_xruns_in(log, "PortAudio", period_us).ours, 1);
+    // 3 ms held, ending 4 ms before the line (inside 2 periods, 10.7 ms).
+    auto r = judged(line - 7 * ms, line - 4 * ms);
+    EXPECT_EQ(r.ours, 0);
+    EXPECT_EQ(r.held, 1);
+    // A stall still going on when the line was read.
+    EXPECT_EQ(judged(line - 3 * ms, line + 2 * ms).held, 1);
+    // A quarter period is 1,333 us: 1.2 ms excuses nothing.
+    EXPECT_EQ(judged(line - 3 * ms, line - 3 * ms + 1200'000).ours, 1);
+    // Ended 12 ms before the line, or began after it.
+    EXPECT_EQ(judged(line - 20 * ms, line - 12 * ms).ours, 1);
+    EXPECT_EQ(judged(line + 1 * ms, line + 5 * ms).ours, 1);
+    // Triggered lines are never ours, stall or not.
+    EXPECT_EQ(running_xruns_in(log, "capture", period_us).ours, 0);
 }
 
 TEST(JackClient, speaks_lines_live_equal_to_the_offline_render_under_cpu_load) {
@@ -421,10 +465,10 @@ TEST(JackClient, a_flood_of_lines_is_queued_and_what_is_dropped_is_said) {
 // logged bursts of them (12, once 182 in ten seconds, mostly the trivial
 // capture client not even scheduled) in some full test runs, so this test,
 // which is about the GPU tier failing rather than tight periods, runs at
-// 1024 frames (tiny periods have their own test). A case whose comparison
-// still fails is rerun (up to three times) only if jackd logged xruns and
-// none was our callback running. Underruns and fallbacks are checked on
-// every attempt.
+// 1024 frames (tiny periods have their own test). With xruns logged the
+// capture must hold the render within 1e-4 but for whole periods skipped
+// at no more places than there were xruns, as in the other live tests;
+// underruns, fallbacks and xruns of ours are checked on every fault.
 TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     ETUDE_SKIP_WHEN_EMULATED("a live JACK client runs against jackd's clock");
     JackServer server(48000, 1024, "gpufault");
@@ -441,45 +485,28 @@ TEST(JackClient, gpu_failures_out_of_memory_and_lateness_cause_no_underrun) {
     const auto offline = offline_render(48000, text, "--vocoder spectral --backend cpu");
     const std::string in = write_input("gpufault.txt", lines);
     for (const char* fault : {"kernel:2:0:600", "oom:2:0:600", "late:2:250:600"}) {
-        for (int attempt = 1;; ++attempt) {
-            const int xruns_before = server.xruns();
-            const int ours_before = server.xruns_while_running("etude-gpu");
-            CaptureClient capture(server.name(), 40.0);
-            ASSERT_TRUE(capture.ok());
-            const auto run = run_etude(
-                "jack --server " + server.name() +
-                    " --name etude-gpu --vocoder spectral --backend opencl --connect capture:in",
-                in, std::string("ETUDE_FAULT=") + fault);
-            std::printf("[jack gpu fault %s, attempt %d] %s", fault, attempt, run.err.c_str());
-            if (run.err.find("no GPU processor") != std::string::npos ||
-                run.err.find("no OpenCL device") != std::string::npos)
-                GTEST_SKIP() << "no OpenCL device: " << run.err;
-            ASSERT_EQ(run.status, 0) << run.err;
-            EXPECT_EQ(stat_value(run.err, "underruns"), 0) << fault;
-            EXPECT_GT(stat_value(run.err, "fallbacks"), 0)
-                << fault << ": the fault never hit a block";
-            const auto captured = capture.recorded();
-            const std::size_t a = first_nonzero(captured), b = first_nonzero(offline);
-            ASSERT_LT(a, captured.size());
-            ASSERT_GE(a, b);
-            double worst = 0;
-            for (std::size_t i = 0; i < offline.size() && a - b + i < captured.size(); ++i)
-                worst = std::max(worst,
-                                 static_cast<double>(std::abs(captured[a - b + i] - offline[i])));
-            const int xruns = server.xruns() - xruns_before;
-            const int ours = server.xruns_while_running("etude-gpu") - ours_before;
-            std::printf(
-                "[jack gpu fault %s] jackd logged %d xrun(s), %d with our callback "
-                "running; worst difference from the offline render %.2e\n",
-                fault, xruns, ours, worst);
-            EXPECT_EQ(ours, 0) << fault << "\n" << server.log();
-            if (worst < 1e-4) break;
-            if (xruns == 0 || ours > 0 || attempt == 3) {
-                ADD_FAILURE() << fault << ": live output differs from the offline render by "
-                              << worst << " after " << attempt << " attempt(s), with " << xruns
-                              << " xrun(s) logged";
-                break;
-            }
-        }
+        const int xruns_before = server.xruns();
+        const int ours_before = server.xruns_while_running("etude-gpu");
+        CaptureClient capture(server.name(), 40.0);
+        ASSERT_TRUE(capture.ok());
+        const auto run = run_etude(
+            "jack --server " + server.name() +
+                " --name etude-gpu --vocoder spectral --backend opencl --connect capture:in",
+            in, std::string("ETUDE_FAULT=") + fault);
+        std::printf("[jack gpu fault %s] %s", fault, run.err.c_str());
+        if (run.err.find("no GPU processor") != std::string::npos ||
+            run.err.find("no OpenCL device") != std::string::npos)
+            GTEST_SKIP() << "no OpenCL device: " << run.err;
+        ASSERT_EQ(run.status, 0) << run.err;
+        EXPECT_EQ(stat_value(run.err, "underruns"), 0) << fault;
+        EXPECT_GT(stat_value(run.err, "fallbacks"), 0) << fault << ": the fault never hit a block";
+        const int xruns = server.xruns() - xruns_before;
+        const int ours = server.xruns_while_running("etude-gpu") - ours_before;
+        std::printf(
+            "[jack gpu fault %s] jackd logged %d xrun(s), %d with our callback running; %s\n",
+            fault, xruns, ours, server.stall_report().c_str());
+        EXPECT_EQ(ours, 0) << fault << "\n" << server.log();
+        SCOPED_TRACE(fault);
+        expect_render_but_for_skipped_cycles(capture.recorded(), offline, 1024, xruns, 1e-4f);
     }
 }

@@ -2,6 +2,7 @@
 // client, a CPU load generator, and a way to run the etude program.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
 #include <jack/jack.h>
 #include <signal.h>
@@ -18,10 +19,13 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/stall_probe.h"
 
 namespace etude::test {
 
@@ -44,28 +48,63 @@ inline void quiet_jack(const char*) {}
 // per process such entries piled up (8 dead servers of that test after 13
 // runs of it), and then no jackd could start ("Too many servers already
 // active"); with one name, each run frees the last one's place.
-// The xruns a jackd log names `client` in as still running (JackServer's
-// xruns_while_running() says why the two are told apart): `ours`, and
-// `stalled`, those in a cycle whose own thread jackd logged as stalled for
-// a quarter of a period (`period_us`) or more.
-struct RunningXruns {
-    int ours = 0, stalled = 0;
+// A line of jackd's output and when the harness read it (CLOCK_MONOTONIC;
+// jackd writes its errors unbuffered, and the reader runs at SCHED_FIFO
+// where allowed, so that is within microseconds of the check that logged
+// it unless the machine held the reader too).
+struct StampedLine {
+    std::int64_t ns = 0;
+    std::string text;
 };
-inline RunningXruns running_xruns_in(const std::string& log, const std::string& client,
-                                     double period_us) {
+
+// A log given as text (a canned one), every line stamped 0.
+inline std::vector<StampedLine> unstamped(const std::string& log) {
+    std::vector<StampedLine> lines;
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line);) lines.push_back({0, line});
+    return lines;
+}
+
+// The xruns a jackd log names `client` in as still running (JackServer's
+// xruns_while_running() says why only those): `ours`, and two kinds the
+// machine caused, which the log alone cannot tell from ours:
+// - `stalled`: in a cycle whose own thread jackd logged as stalled for a
+//   quarter of a period (`period_us`) or more;
+// - `held`: logged at a time when the stall probe (stall_probe.h) had seen
+//   a CPU held for a quarter of a period or more within the two periods
+//   before. jackd checks a cycle's clients one period after it woke them;
+//   a client still running then was woken in that period, and the line
+//   reaches the reader soon after: a stall that held the client overlaps
+//   [line - 2 periods, line].
+struct RunningXruns {
+    int ours = 0, stalled = 0, held = 0;
+};
+inline RunningXruns running_xruns_in(const std::vector<StampedLine>& log, const std::string& client,
+                                     double period_us,
+                                     const std::vector<MachineStall>& stalls = {}) {
     const std::string stall = "JackTimedDriver::Process XRun = ";
     const std::string running =
         "JackEngine::XRun: client = " + client + " was not finished, state = Running";
+    const auto period_ns = static_cast<std::int64_t>(1e3 * period_us);
+    const auto machine_held_cpu_before = [&](std::int64_t t) {
+        return std::any_of(stalls.begin(), stalls.end(), [&](const MachineStall& s) {
+            return s.micros() >= period_us / 4 && s.to_ns >= t - 2 * period_ns && s.from_ns <= t;
+        });
+    };
     RunningXruns r;
     double stall_us = 0;  // the current cycle's own stall, if it logged one
-    std::istringstream lines(log);
-    for (std::string line; std::getline(lines, line);) {
+    for (const auto& [t, line] : log) {
         if (line.rfind(stall, 0) == 0) {
             stall_us = std::atof(line.c_str() + stall.size());
         } else if (line.find("Process error") != std::string::npos) {
             stall_us = 0;  // the cycle's list of clients ends here
         } else if (line == running) {
-            ++(stall_us >= period_us / 4 ? r.stalled : r.ours);
+            if (stall_us >= period_us / 4)
+                ++r.stalled;
+            else if (machine_held_cpu_before(t))
+                ++r.held;
+            else
+                ++r.ours;
         }
     }
     return r;
@@ -79,7 +118,6 @@ class JackServer {
         // Appended in two steps: GCC 12 warns (-Wrestrict, a false positive
         // of its own) on "-" + std::to_string(...) inlined here.
         if (!reused_name) name_.append("-").append(std::to_string(::getpid()));
-        log_ = std::string(ETUDE_TEST_TMP) + "/" + name_ + ".log";
         std::vector<std::string> args{"jackd", "-n", name_};
         if (::geteuid() == 0) args.push_back("-R");
         for (const char* a : {"-d", "dummy"}) args.emplace_back(a);
@@ -104,6 +142,8 @@ class JackServer {
         }
     }
     ~JackServer() { stop(); }
+    JackServer(const JackServer&) = delete;
+    JackServer& operator=(const JackServer&) = delete;
     void stop() {
         if (pid_ > 0) {
             ::kill(pid_, SIGTERM);
@@ -111,10 +151,16 @@ class JackServer {
             ::waitpid(pid_, &st, 0);
             pid_ = -1;
         }
+        if (reader_.joinable()) reader_.join();  // jackd's end of the pipe is closed now
     }
     bool ready() const { return ready_; }
     const std::string& name() const { return name_; }
-    std::string log() const { return slurp(log_); }
+    std::string log() const {
+        std::lock_guard<std::mutex> hold(lines_mutex_);
+        std::string text;
+        for (const auto& l : lines_) text += l.text + "\n";
+        return text;
+    }
 
     // xruns jackd logged, and those that named `client` as not finished.
     int xruns() const { return count("JackEngine::XRun"); }
@@ -124,10 +170,8 @@ class JackServer {
     // Only those where the client's callback was running when the cycle
     // ended ("state = Triggered" means it had not even been scheduled yet:
     // the host's scheduling jitter, which hits trivial clients alike), and
-    // the server's own thread was not stalled in that cycle (below).
-    int xruns_while_running(const std::string& client) const {
-        return running_xruns_in(log(), client, period_us_).ours;
-    }
+    // the machine was not seen holding a CPU then (below).
+    int xruns_while_running(const std::string& client) const { return running(client).ours; }
     // Those where the client was running but the server's driver thread was
     // itself held off its CPU for a quarter of a period or more in the same
     // cycle: the machine's. jackd's dummy driver logs "JackTimedDriver::
@@ -137,36 +181,98 @@ class JackServer {
     // microseconds, and it runs at a real-time priority above every thread
     // of ours (jackd's 10 against a client's 5 and the engine's workers' 4,
     // rt/realtime_thread.h), so nothing of ours can hold it for a quarter
-    // period: only the kernel or the VM's host can (seen on the 2-vCPU VM:
-    // a FIFO thread's wake-ups up to 17 ms late beside two normal CPU
-    // hogs, with no engine running), and a client running in that cycle
-    // was held with it.
+    // period: only the kernel or the VM's host can, and a client running in
+    // that cycle was held with it.
     int xruns_while_running_in_a_stall(const std::string& client) const {
-        return running_xruns_in(log(), client, period_us_).stalled;
+        return running(client).stalled;
+    }
+    // Those where the client was running while the stall probe saw a CPU
+    // held as long (stall_probe.h): the driver's CPU may run on while the
+    // client's is held (CI at 5151fcb: a Piper voice through PortAudio,
+    // 2 xruns, no driver stall logged, one "Running", 256 samples lost,
+    // no underrun).
+    int xruns_while_running_as_the_machine_held_a_cpu(const std::string& client) const {
+        return running(client).held;
+    }
+    // What the stall probe saw: how many stalls of a quarter period or more,
+    // and the longest, or why it watched nothing.
+    std::string stall_report() const {
+        if (!probe_.watching()) return "stall probe: not watching (SCHED_FIFO refused)";
+        const auto all = probe_.stalls();
+        int counted = 0;
+        double longest = 0;
+        for (const auto& st : all)
+            if (st.micros() >= period_us_ / 4) ++counted, longest = std::max(longest, st.micros());
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "stall probe: %d CPU stall(s) of %.0f us or more, longest %.0f us%s", counted,
+                      period_us_ / 4, longest, probe_.overflowed() ? " (list full, not used)" : "");
+        return text;
     }
 
   private:
-    // jackd with its output in log_, and told to end when this thread does
-    // (PR_SET_PDEATHSIG): a test process killed by its timeout or a crash
-    // never runs ~JackServer, and a server it left running would hold one of
-    // the registry's 8 places until someone killed it. Between fork and exec
-    // only async-signal-safe calls.
+    RunningXruns running(const std::string& client) const {
+        std::vector<StampedLine> lines;
+        {
+            std::lock_guard<std::mutex> hold(lines_mutex_);
+            lines = lines_;
+        }
+        // A probe that watched nothing, or missed stalls, vouches for none.
+        const bool trusted = probe_.watching() && !probe_.overflowed();
+        return running_xruns_in(lines, client, period_us_,
+                                trusted ? probe_.stalls() : std::vector<MachineStall>{});
+    }
+
+    // jackd writing into a pipe that reader_ stamps line by line, and told
+    // to end when this thread does (PR_SET_PDEATHSIG): a test process
+    // killed by its timeout or a crash never runs ~JackServer, and a server
+    // it left running would hold one of the registry's 8 places until
+    // someone killed it. Between fork and exec only async-signal-safe calls.
     bool spawn(char* const* argv) {
+        int out[2];
+        if (::pipe2(out, O_CLOEXEC) != 0) return false;
         const pid_t parent = ::getpid();
         pid_ = ::fork();
-        if (pid_ < 0) return false;
+        if (pid_ < 0) {
+            ::close(out[0]);
+            ::close(out[1]);
+            return false;
+        }
         if (pid_ == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (::getppid() != parent) ::_exit(127);  // the test ended before prctl
-            const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) {
-                ::dup2(fd, 1);
-                ::dup2(fd, 2);
-            }
+            ::dup2(out[1], 1);                        // dup2's copies are not close-on-exec
+            ::dup2(out[1], 2);
             ::execvp("jackd", argv);
             ::_exit(127);
         }
+        ::close(out[1]);
+        reader_ = std::thread([this, fd = out[0]] { read_lines(fd); });
         return true;
+    }
+    // Above jackd (10) where allowed, so a line is stamped when written.
+    void read_lines(int fd) {
+        sched_param p{};
+        p.sched_priority = MachineStallProbe::kPriority - 1;
+        pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+        std::string partial;
+        char chunk[4096];
+        for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) != 0;) {
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            const std::int64_t now = monotonic_ns();
+            partial.append(chunk, static_cast<std::size_t>(n));
+            std::lock_guard<std::mutex> hold(lines_mutex_);
+            for (std::size_t eol; (eol = partial.find('\n')) != std::string::npos;) {
+                lines_.push_back({now, partial.substr(0, eol)});
+                partial.erase(0, eol + 1);
+            }
+        }
+        std::lock_guard<std::mutex> hold(lines_mutex_);
+        if (!partial.empty()) lines_.push_back({monotonic_ns(), partial});
+        ::close(fd);
     }
     int count(const std::string& needle) const {
         const std::string l = log();
@@ -174,8 +280,12 @@ class JackServer {
         for (auto p = l.find(needle); p != std::string::npos; p = l.find(needle, p + 1)) ++n;
         return n;
     }
+    MachineStallProbe probe_;  // from before jackd starts until after it ends
     double period_us_;
-    std::string name_, log_;
+    std::string name_;
+    mutable std::mutex lines_mutex_;
+    std::vector<StampedLine> lines_;
+    std::thread reader_;
     pid_t pid_ = -1;
     bool ok_ = false, ready_ = false;
 };
