@@ -1,13 +1,17 @@
 // Pushes of several streams of one network, made on their own threads (each
 // stream's producer), run as one batch by the lane's own thread: the device
 // lane of the executor that issue 41 asks for (engine/executor/README.md).
-// A producer hands its push to the lane and waits; the lane's thread forms
-// each batch from the pushes waiting, the most urgent first, runs it, and
-// hands each push its result. A push that arrives while a batch runs goes
-// in the next one, with every other push that arrived meanwhile. (Before,
-// the producer whose push started a batch ran it for all of them, flat
-// combining: a batch then ran at that producer's priority, its order was
-// the order the pushes came, and no thread was the device's.)
+// A producer hands its push to the lane and waits (push()); the lane's
+// thread forms each batch from the pushes waiting, the most urgent first,
+// runs it, and hands each push its result. Or one thread hands over pushes
+// of many streams (submit(), each with a Ticket it keeps) and waits for
+// each, or is told when it has run: a few threads then feed a device's
+// batches, as the executor's steps will. A push that arrives while a batch
+// runs goes in the next one, with every other push that arrived
+// meanwhile. (Before, the producer whose push started a batch ran it for
+// all of them, flat combining: a batch then ran at that producer's
+// priority, its order was the order the pushes came, and no thread was
+// the device's.)
 //
 // Batches formed on purpose, within each push's slack: a stream is a member
 // of its lane while its utterance is open (JoinMembership: from its first
@@ -71,10 +75,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/models/device_lane.h"
@@ -130,7 +136,34 @@ class PushJoiner final : public LaneQueue {
     // once it has run; rethrows the batch's exception. `wait_until_ns`
     // (rt::now_ns()'s clock): how long this push may wait for the lane's
     // other members before its batch starts; 0, not at all.
+    // submit() and wait() of one Ticket.
     void push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns = 0);
+
+    class Ticket;
+    // Called on the lane's thread once a submitted push's batch has run
+    // (outside the lane's mutex, after wait() would return): it may hand
+    // the stream back to whoever steps it, not run the stream's work.
+    using OnDone = std::function<void()>;
+    // Hands `push` to the lane as push() does, and returns at once: the
+    // push waits in `ticket`, which the caller keeps, with `run`, alive
+    // until its batch has run (wait(), or ~Ticket waits). One thread may
+    // submit pushes of many streams, each member of the lane, and the lane
+    // then holds their batch for all of them as for pushes on threads of
+    // their own. Throws gpu::DeviceError where the lane cannot start
+    // (the ticket is then not submitted).
+    void submit(Ticket& ticket, const Push& push, const RunBatch& run,
+                std::int64_t wait_until_ns = 0, OnDone on_done = {});
+    // A temporary `run` would be gone before the batch runs.
+    void submit(Ticket&, const Push&, RunBatch&&, std::int64_t = 0, OnDone = {}) = delete;
+    // Whether a submitted push's batch has run.
+    bool done(const Ticket& ticket) const {
+        std::lock_guard lock(lane_->mutex());
+        return ticket.waiter_ && ticket.waiter_->done;
+    }
+    // Returns once a submitted push's batch has run, and rethrows its
+    // exception; the ticket may then be submitted again. Its share of the
+    // wait for members goes to this thread's join_gather_wait_ns_on_this_thread().
+    void wait(Ticket& ticket);
 
     // The lane's members (JoinMembership calls these): streams whose next
     // push a batch may wait for. leave() ends a wait that was only for it.
@@ -195,6 +228,7 @@ class PushJoiner final : public LaneQueue {
         bool may_wait = true;  // has not waited yet (for members or a batch)
         bool done = false;
         std::exception_ptr error;
+        OnDone on_done;  // submit()'s, taken by the lane when the batch has run
     };
     // Under the lane's mutex: the lane holds the pushes waiting back for
     // its members: some are missing, every push waiting may still wait,
@@ -214,11 +248,14 @@ class PushJoiner final : public LaneQueue {
     std::vector<Waiter*> take_batch();
     // Runs `batch` outside the lane's mutex and records how it went.
     void run_batch(std::unique_lock<std::mutex>& lock, const std::vector<Waiter*>& batch);
+    // Calls submit()'s `on_done` of a batch that has run, outside the mutex.
+    void tell(std::unique_lock<std::mutex>& lock, std::vector<OnDone>& on_done);
 
     std::shared_ptr<DeviceLane> lane_;  // its mutex guards all below
     std::condition_variable done_cv_;   // the pushes (and the end) wait on it
     std::vector<Waiter*> waiting_;      // in the order they came
     bool running_ = false, paused_ = false, closing_ = false;
+    std::size_t telling_ = 0;               // batches whose on_done are being called
     std::int64_t gathering_from_ = 0;       // since when the lane holds its batch back; 0: not
     std::int64_t gathering_busy_from_ = 0;  // the lane's busy time then
     std::size_t members_ = 0;
@@ -233,7 +270,7 @@ PushJoiner<Push>::~PushJoiner() {
     closing_ = true;
     paused_ = false;
     lane_->wake();
-    done_cv_.wait(lock, [&] { return waiting_.empty() && !running_; });
+    done_cv_.wait(lock, [&] { return waiting_.empty() && !running_ && telling_ == 0; });
     lane_->detach_locked(this);
 }
 
@@ -255,9 +292,36 @@ bool PushJoiner<Push>::should_wait_for_members(std::int64_t now) const {
     return earliest_wait_until() > now;
 }
 
+// A push handed over with submit(): the joiner points at its waiter until
+// the push's batch has run, so it neither moves nor goes before then (its
+// destructor waits for the batch, and drops the batch's error: a caller
+// that wants it calls wait()).
 template <class Push>
-void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
-    Waiter me{push, &run, wait_until_ns, rt::now_ns()};
+class PushJoiner<Push>::Ticket {
+  public:
+    Ticket() = default;
+    ~Ticket() {
+        if (!joiner_) return;
+        std::unique_lock lock(joiner_->lane_->mutex());
+        joiner_->done_cv_.wait(lock, [&] { return waiter_->done; });
+    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    // Handed to a joiner and not yet waited for.
+    bool submitted() const { return joiner_ != nullptr; }
+
+  private:
+    friend class PushJoiner<Push>;
+    PushJoiner<Push>* joiner_ = nullptr;
+    std::optional<Waiter> waiter_;  // (a Push need not be default-constructible)
+};
+
+template <class Push>
+void PushJoiner<Push>::submit(Ticket& ticket, const Push& push, const RunBatch& run,
+                              std::int64_t wait_until_ns, OnDone on_done) {
+    if (ticket.joiner_) throw std::logic_error("PushJoiner::submit: the ticket is still out");
+    Waiter& me = ticket.waiter_.emplace(Waiter{push, &run, wait_until_ns, rt::now_ns()});
+    me.on_done = std::move(on_done);
     std::unique_lock lock(lane_->mutex());
     lane_->start_locked();  // throws gpu::DeviceError where it cannot start
     me.lane_busy_at_arrival_ns = lane_->busy_ns_locked();
@@ -267,13 +331,29 @@ void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t 
     // do not count: its own time to wait until bounds a hold behind them.)
     if (running_ || paused_ || lane_->paused_locked()) me.may_wait = false;
     waiting_.push_back(&me);
+    ticket.joiner_ = this;
     lock.unlock();
     lane_->wake();  // the lane is idle, or holds a batch back that this push may end
-    lock.lock();
-    done_cv_.wait(lock, [&] { return me.done; });
-    lock.unlock();
+}
+
+template <class Push>
+void PushJoiner<Push>::wait(Ticket& ticket) {
+    if (ticket.joiner_ != this) throw std::logic_error("PushJoiner::wait: not submitted here");
+    Waiter& me = *ticket.waiter_;
+    {
+        std::unique_lock lock(lane_->mutex());
+        done_cv_.wait(lock, [&] { return me.done; });
+        ticket.joiner_ = nullptr;
+    }
     join_gather_wait_ns_on_this_thread() += me.gathered_ns;
-    if (me.error) std::rethrow_exception(me.error);
+    if (me.error) std::rethrow_exception(std::exchange(me.error, nullptr));
+}
+
+template <class Push>
+void PushJoiner<Push>::push(const Push& push, const RunBatch& run, std::int64_t wait_until_ns) {
+    Ticket ticket;
+    submit(ticket, push, run, wait_until_ns);
+    wait(ticket);
 }
 
 template <class Push>
@@ -367,7 +447,10 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
         ++stats_.out_of_memory;
         stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
     }
+    // Taken before `done`: from then on a waiter may be gone.
+    std::vector<OnDone> on_done;
     for (Waiter* w : batch) {
+        if (w->on_done) on_done.push_back(std::move(w->on_done));
         w->done = true;
         w->error = error;
     }
@@ -376,6 +459,20 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
     stats_.pushes += batch.size();
     stats_.largest = std::max<std::uint64_t>(stats_.largest, batch.size());
     running_ = false;
+    done_cv_.notify_all();
+    tell(lock, on_done);
+}
+
+template <class Push>
+void PushJoiner<Push>::tell(std::unique_lock<std::mutex>& lock, std::vector<OnDone>& on_done) {
+    if (on_done.empty()) return;
+    // Outside the mutex (a callback may submit the stream's next push);
+    // the joiner's end waits for them.
+    ++telling_;
+    lock.unlock();
+    for (auto& told : on_done) told();
+    lock.lock();
+    --telling_;
     done_cv_.notify_all();
 }
 
@@ -387,12 +484,15 @@ void PushJoiner<Push>::run_one(std::unique_lock<std::mutex>& lock) {
     } catch (...) {
         // (Out of memory on the host:) every push waiting gets the error
         // rather than the process ending on the lane's thread.
+        std::vector<OnDone> on_done;
         for (Waiter* w : waiting_) {
+            if (w->on_done) on_done.push_back(std::move(w->on_done));
             w->done = true;
             w->error = std::current_exception();
         }
         waiting_.clear();
         done_cv_.notify_all();
+        tell(lock, on_done);
         return;
     }
     run_batch(lock, batch);
