@@ -121,7 +121,8 @@ void expect_render_but_for_skipped_cycles(const std::vector<float>& captured,
 // callback was running).
 struct LiveRun {
     ProgramRun run;
-    int xruns = 0, ours = 0;
+    int xruns = 0;
+    RunningXruns running;  // those naming our client as running, ours and the machine's
 };
 
 // `etude jack` speaking the lines of `in` into the capture client; with
@@ -135,15 +136,14 @@ LiveRun jack_client_run(JackServer& server, const std::string& name, const std::
         "jack --server " + server.name() + " --name " + name + " --connect capture:in " + options,
         in);
     r.xruns = server.xruns();
-    r.ours = server.xruns_while_running(name);
+    r.running = server.running_xruns(name);
     std::printf("[jack %s] %s", name.c_str(), r.run.err.c_str());
     std::printf(
         "[jack %s] jackd logged %d xrun(s) in total, %d naming it, %d while its callback ran "
         "(and %d more in a cycle that stalled jackd's own thread, %d while the machine held a "
         "CPU: the machine's); %s\n",
-        name.c_str(), r.xruns, server.xruns_blaming(name), r.ours,
-        server.xruns_while_running_in_a_stall(name),
-        server.xruns_while_running_as_the_machine_held_a_cpu(name), server.stall_report().c_str());
+        name.c_str(), r.xruns, server.xruns_blaming(name), r.running.ours, r.running.stalled,
+        r.running.held, server.stall_report().c_str());
     return r;
 }
 
@@ -162,15 +162,13 @@ LiveRun portaudio_run(JackServer& server, CaptureClient& capture, const std::str
     }
     connector.join();
     r.xruns = server.xruns();
-    r.ours = server.xruns_while_running("PortAudio");
+    r.running = server.running_xruns("PortAudio");
     std::printf("[portaudio] %s", r.run.err.c_str());
     std::printf(
         "[portaudio] jackd: %d xrun(s), %d while PortAudio's callback ran (and %d more in a "
         "cycle that stalled jackd's own thread, %d while the machine held a CPU: the "
         "machine's); %s\n",
-        r.xruns, r.ours, server.xruns_while_running_in_a_stall("PortAudio"),
-        server.xruns_while_running_as_the_machine_held_a_cpu("PortAudio"),
-        server.stall_report().c_str());
+        r.xruns, r.running.ours, r.running.stalled, r.running.held, server.stall_report().c_str());
     return r;
 }
 
@@ -190,7 +188,7 @@ void expect_live_equals_offline(const LiveRun& r, const CaptureClient& capture,
                                 long period) {
     ASSERT_EQ(r.run.status, 0) << r.run.err;
     EXPECT_EQ(stat_value(r.run.err, "underruns"), 0);
-    EXPECT_EQ(r.ours, 0) << server.log();
+    EXPECT_EQ(r.running.ours, 0) << server.log();
     if (r.xruns == 0) {
         expect_contains_render(capture.recorded(), offline);
     } else {

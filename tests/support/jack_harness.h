@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "rt/monotonic_clock.h"
 #include "support/stall_probe.h"
 
 namespace etude::test {
@@ -38,16 +39,6 @@ inline std::string slurp(const std::string& path) {
 
 inline void quiet_jack(const char*) {}
 
-// jackd -n NAME -d dummy -r RATE -p PERIOD, real-time (-R) when root.
-//
-// NAME is etude-test-TAG-PID, so that test programs running at once do not
-// share a server. A test whose server dies with a client still connected
-// passes `reused_name`: such a jackd leaves its entry in JACK's server
-// registry (/dev/shm/jack-shm-registry), which has 8 places and frees a dead
-// server's place only when a server of the same name starts. With a name
-// per process such entries piled up (8 dead servers of that test after 13
-// runs of it), and then no jackd could start ("Too many servers already
-// active"); with one name, each run frees the last one's place.
 // A line of jackd's output and when the harness read it (CLOCK_MONOTONIC;
 // jackd writes its errors unbuffered, and the reader runs at SCHED_FIFO
 // where allowed, so that is within microseconds of the check that logged
@@ -110,6 +101,16 @@ inline RunningXruns running_xruns_in(const std::vector<StampedLine>& log, const 
     return r;
 }
 
+// jackd -n NAME -d dummy -r RATE -p PERIOD, real-time (-R) when root.
+//
+// NAME is etude-test-TAG-PID, so that test programs running at once do not
+// share a server. A test whose server dies with a client still connected
+// passes `reused_name`: such a jackd leaves its entry in JACK's server
+// registry (/dev/shm/jack-shm-registry), which has 8 places and frees a dead
+// server's place only when a server of the same name starts. With a name
+// per process such entries piled up (8 dead servers of that test after 13
+// runs of it), and then no jackd could start ("Too many servers already
+// active"); with one name, each run frees the last one's place.
 class JackServer {
   public:
     JackServer(int rate, int period, const std::string& tag, bool reused_name = false)
@@ -171,28 +172,33 @@ class JackServer {
     // ended ("state = Triggered" means it had not even been scheduled yet:
     // the host's scheduling jitter, which hits trivial clients alike), and
     // the machine was not seen holding a CPU then (below).
-    int xruns_while_running(const std::string& client) const { return running(client).ours; }
-    // Those where the client was running but the server's driver thread was
-    // itself held off its CPU for a quarter of a period or more in the same
-    // cycle: the machine's. jackd's dummy driver logs "JackTimedDriver::
-    // Process XRun = N usec" when its own cycle, from its start to its wait
-    // for the next one, took N us, and then names the clients that cycle
-    // left unfinished, up to "Process error". Its own work is a few
+    int xruns_while_running(const std::string& client) const { return running_xruns(client).ours; }
+    // All three counts at once (RunningXruns): `stalled` are those where
+    // the client was running but the server's driver thread was itself
+    // held off its CPU for a quarter of a period or more in the same cycle:
+    // the machine's. jackd's dummy driver logs "JackTimedDriver::Process
+    // XRun = N usec" when its own cycle, from its start to its wait for the
+    // next one, took N us, and then names the clients that cycle left
+    // unfinished, up to "Process error". Its own work is a few
     // microseconds, and it runs at a real-time priority above every thread
     // of ours (jackd's 10 against a client's 5 and the engine's workers' 4,
     // rt/realtime_thread.h), so nothing of ours can hold it for a quarter
     // period: only the kernel or the VM's host can, and a client running in
-    // that cycle was held with it.
-    int xruns_while_running_in_a_stall(const std::string& client) const {
-        return running(client).stalled;
-    }
-    // Those where the client was running while the stall probe saw a CPU
-    // held as long (stall_probe.h): the driver's CPU may run on while the
-    // client's is held (CI at 5151fcb: a Piper voice through PortAudio,
-    // 2 xruns, no driver stall logged, one "Running", 256 samples lost,
-    // no underrun).
-    int xruns_while_running_as_the_machine_held_a_cpu(const std::string& client) const {
-        return running(client).held;
+    // that cycle was held with it. `held` are those while the stall probe
+    // saw a CPU held as long (stall_probe.h): the driver's CPU may run on
+    // while the client's is held (CI at 5151fcb: a Piper voice through
+    // PortAudio, 2 xruns, no driver stall logged, one "Running", 256
+    // samples lost, no underrun).
+    RunningXruns running_xruns(const std::string& client) const {
+        std::vector<StampedLine> lines;
+        {
+            std::lock_guard<std::mutex> hold(lines_mutex_);
+            lines = lines_;
+        }
+        // A probe that watched nothing, or missed stalls, vouches for none.
+        const bool trusted = probe_.watching() && !probe_.overflowed();
+        return running_xruns_in(lines, client, period_us_,
+                                trusted ? probe_.stalls() : std::vector<MachineStall>{});
     }
     // What the stall probe saw: how many stalls of a quarter period or more,
     // and the longest, or why it watched nothing.
@@ -211,18 +217,6 @@ class JackServer {
     }
 
   private:
-    RunningXruns running(const std::string& client) const {
-        std::vector<StampedLine> lines;
-        {
-            std::lock_guard<std::mutex> hold(lines_mutex_);
-            lines = lines_;
-        }
-        // A probe that watched nothing, or missed stalls, vouches for none.
-        const bool trusted = probe_.watching() && !probe_.overflowed();
-        return running_xruns_in(lines, client, period_us_,
-                                trusted ? probe_.stalls() : std::vector<MachineStall>{});
-    }
-
     // jackd writing into a pipe that reader_ stamps line by line, and told
     // to end when this thread does (PR_SET_PDEATHSIG): a test process
     // killed by its timeout or a crash never runs ~JackServer, and a server
@@ -262,7 +256,7 @@ class JackServer {
                 if (errno == EINTR) continue;
                 break;
             }
-            const std::int64_t now = monotonic_ns();
+            const std::int64_t now = rt::now_ns();
             partial.append(chunk, static_cast<std::size_t>(n));
             std::lock_guard<std::mutex> hold(lines_mutex_);
             for (std::size_t eol; (eol = partial.find('\n')) != std::string::npos;) {
@@ -271,7 +265,7 @@ class JackServer {
             }
         }
         std::lock_guard<std::mutex> hold(lines_mutex_);
-        if (!partial.empty()) lines_.push_back({monotonic_ns(), partial});
+        if (!partial.empty()) lines_.push_back({rt::now_ns(), partial});
         ::close(fd);
     }
     int count(const std::string& needle) const {
@@ -341,10 +335,7 @@ class CaptureClient {
         if (self->first_sound_ns_.load(std::memory_order_relaxed) == 0) {
             for (jack_nframes_t i = 0; i < n; ++i) {
                 if (in[i] != 0.0f) {
-                    timespec ts;
-                    clock_gettime(CLOCK_MONOTONIC, &ts);
-                    self->first_sound_ns_ =
-                        static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+                    self->first_sound_ns_ = rt::now_ns();
                     break;
                 }
             }

@@ -29,13 +29,9 @@
 #include <thread>
 #include <vector>
 
-namespace etude::test {
+#include "rt/monotonic_clock.h"
 
-inline std::int64_t monotonic_ns() {
-    timespec t{};
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
+namespace etude::test {
 
 // A wake-up that came late: the CPU was held from `from_ns` (when the
 // probe should have woken) to `to_ns` (when it did), CLOCK_MONOTONIC.
@@ -123,13 +119,13 @@ class MachineStallProbe {
             return;
         }
         c.state.store(Cpu::Watching);
-        std::int64_t due = monotonic_ns();
+        std::int64_t due = rt::now_ns();
         while (!stop_.load(std::memory_order_relaxed)) {
             due += kIntervalNs;
             const timespec at{static_cast<time_t>(due / 1'000'000'000),
                               static_cast<long>(due % 1'000'000'000)};
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
-            const std::int64_t woke = monotonic_ns();
+            const std::int64_t woke = rt::now_ns();
             if (woke - due >= kRecordedNs) {
                 const std::size_t k = c.count.load(std::memory_order_relaxed);
                 if (k < kCapacity) {
