@@ -13,7 +13,8 @@ connection, and measures per client:
                 is the underrun time
 
 and for the round: the aggregate speed (seconds of audio made per second of wall time, from
-the first request to the last audio-stop). Rounds repeat (--rounds) and pool their clients.
+the first request to the last audio-stop), and, for a server it started, the most threads the
+server's process had while the round ran (/proc/PID/task, looked at every 20 ms). Rounds repeat (--rounds) and pool their clients.
 Prints one line per N, and the CPU (lscpu). Every figure belongs to the machine it ran on.
 With 1 among the counts (or --work-ms), each larger N also gets the lower bound on its last first audio,
 N * W / (1 - N / S) (docs/benchmarks.md), with W one client's median first audio (or
@@ -26,6 +27,7 @@ Usage: many_clients.py --serve-voice en_US-joe-medium.onnx [--clients 1,2,4,8,16
 """
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import subprocess
@@ -105,15 +107,39 @@ def lower_bound_ms(n, work_ms, speed):
     return n * work_ms / (1 - n / speed) if n < speed else float("inf")
 
 
-async def measure(host, port, voice, counts, rounds, prebuffer_s, settle, work_ms=None):
+def threads_of(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
+
+
+async def most_threads(pid, most, stop):
+    """Keeps most[0] at the most threads process `pid` had until `stop` is set."""
+    while not stop.is_set():
+        most[0] = max(most[0], threads_of(pid))
+        try:
+            await asyncio.wait_for(stop.wait(), 0.02)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def measure(host, port, voice, counts, rounds, prebuffer_s, settle, work_ms=None,
+                  pid=None):
     # A warm-up request: the voice's first use pays for loading.
     await round_of(host, port, voice, 1)
     measured_work = work_ms is None  # W: one client's median first audio, unless given
     for n in counts:
         firsts, speeds, underruns, waits = [], [], 0, []
+        most = [0]
         for _ in range(rounds):
             await asyncio.sleep(settle)
+            stop = asyncio.Event()
+            sampler = asyncio.create_task(most_threads(pid, most, stop)) if pid else None
             results, speed = await round_of(host, port, voice, n)
+            if sampler:
+                stop.set()
+                await sampler
             speeds.append(speed)
             for first, arrivals, rate, _ in results:
                 firsts.append(first * 1000)
@@ -123,7 +149,8 @@ async def measure(host, port, voice, counts, rounds, prebuffer_s, settle, work_m
         print(f"  {n:3d} clients  first audio median {statistics.median(firsts):7.1f} ms  "
               f"p95 {pct(firsts, 0.95):7.1f}  max {max(firsts):7.1f}  "
               f"speed {statistics.median(speeds):5.1f}x  "
-              f"underrun {underruns}/{len(firsts)} (worst {max(waits):.0f} ms)", flush=True)
+              f"underrun {underruns}/{len(firsts)} (worst {max(waits):.0f} ms)"
+              + (f"  server threads at most {most[0]}" if pid else ""), flush=True)
         if n == 1 and measured_work:
             work_ms = statistics.median(firsts)
         elif n > 1 and work_ms is not None:
@@ -165,7 +192,8 @@ def main():
           f"{args.rounds} rounds per count")
     try:
         asyncio.run(measure(host, port, args.voice, counts, args.rounds,
-                            args.prebuffer_ms / 1000, args.settle, args.work_ms))
+                            args.prebuffer_ms / 1000, args.settle, args.work_ms,
+                            proc.pid if proc else None))
     finally:
         if proc:
             proc.terminate()

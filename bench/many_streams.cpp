@@ -223,6 +223,10 @@ LiveResult live_round(etude::engine::Engine& engine, const etude::engine::Stream
 
 struct OfflineResult {
     double audio_s = 0, wall_s = 0, cpu_s = 0;
+    // The process's threads once its streams were made, before their
+    // readers: what the engine holds for them (a producer each, or the
+    // step pool's few: engine/scheduling/step_pool.h).
+    int threads = 0;
     std::string gpu_device;  // where the first stream's decoder ran (StreamStats)
     WorkPlaces places;
     double speed() const { return audio_s / wall_s; }
@@ -234,6 +238,7 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     for (int i = 0; i < n; ++i)
         streams.push_back(engine.create_stream(stream_options(opts, i, speakers)));
     const double rate = streams[0]->sample_rate();
+    const int threads = etude::bench::threads_of_this_process();
     std::vector<std::size_t> samples(static_cast<std::size_t>(n));
     const double cpu0 = cpu_seconds();
     const auto t0 = Clock::now();
@@ -249,6 +254,7 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     OfflineResult r;
     r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     r.cpu_s = cpu_seconds() - cpu0;
+    r.threads = threads;
     for (auto s : samples) r.audio_s += static_cast<double>(s) / rate;
     r.gpu_device = streams[0]->stats().gpu_device;
     for (const auto& s : streams) r.places.add(s->stats());
@@ -514,6 +520,7 @@ int main(int argc, char** argv) {
             std::vector<double> speeds;
             double live_cpu = 0, live_wall = 0, live_audio = 0;
             double offline_cpu = 0, offline_wall = 0, offline_audio = 0;
+            int most_threads = 0;
             WorkPlaces live_places, offline_places;
             device_batches.start();
             for (int r = 0; r < rounds; ++r) {
@@ -537,14 +544,15 @@ int main(int argc, char** argv) {
                 offline_wall += off.wall_s;
                 offline_audio += off.audio_s;
                 offline_places.add(off.places);
+                most_threads = std::max(most_threads, off.threads);
             }
             const double cpus = std::thread::hardware_concurrency();
             if (offline_only) {
                 std::printf(
                     "  %3d streams  offline %5.1fx real time; host CPU busy %3.0f%% of %u CPUs; "
-                    "audio per CPU second %.1f s\n",
+                    "audio per CPU second %.1f s; %d threads with the streams made\n",
                     n, percentile(speeds, 0.5), 100.0 * offline_cpu / offline_wall / cpus,
-                    std::thread::hardware_concurrency(), offline_audio / offline_cpu);
+                    std::thread::hardware_concurrency(), offline_audio / offline_cpu, most_threads);
                 std::printf("               work offline: %s\n", offline_places.describe().c_str());
                 device_batches.print();
                 device_batches.print_ops(offline_audio);

@@ -378,7 +378,7 @@ case "$mode" in
     # The lock-free structures again, under ThreadSanitizer (a small build:
     # the rt/ tests need nothing but rt/ itself, the worker pool's only the
     # pool), and the joiner's rule (a header: its program compiles nothing
-    # else).
+    # else) with the step pool that steps network streams.
     stage "the ThreadSanitizer programs"
     tsan_dir="$build_dir-tsan"
     log=$(mktemp)

@@ -31,13 +31,16 @@ void DeadlineGate::Turn::release() {
     priority_ = rt::ScopedRealtime();  // the holder's own priority again
 }
 
-DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up) {
+DeadlineGate::Turn DeadlineGate::wait(Due due, const std::function<bool()>& give_up,
+                                      std::int64_t asked_ns, std::int64_t taken_ns) {
     if (due.outside) return Turn::outside_the_order();
     std::unique_lock lock(mu_);
     Waiter me{due, next_ticket_++};
-    me.asked_ns = rt::now_ns();
+    me.asked_ns = asked_ns > 0 ? std::min(asked_ns, rt::now_ns()) : rt::now_ns();
     waiting_.push_back(&me);
     grant_free_turns();
+    if (me.granted && taken_ns > 0)
+        me.granted_ns = std::clamp(taken_ns, me.asked_ns, me.granted_ns);
     // A turn granted is taken even if give_up() has become true meanwhile:
     // the holder finds out itself (its stream's cancel), and gives it back.
     me.cv.wait(lock, [&] { return me.granted || give_up(); });

@@ -161,8 +161,12 @@ class DeadlineGate {
     // gate's lock whenever the waiter wakes (wake_all() wakes them all): it
     // must not take locks that a turn's holder may hold. Returns an empty
     // turn if it gave up. Work outside the turns (Due::outside) returns at
-    // once with Turn::outside_the_order().
-    Turn wait(Due due, const std::function<bool()>& give_up);
+    // once with Turn::outside_the_order(). A stepped stream's unit
+    // (step_pool.h) asked when the pool made it ready (`asked_ns`) and was
+    // chosen when a pool thread took it (`taken_ns`): a turn free at once is
+    // granted at that choice, not at this call a little after it.
+    Turn wait(Due due, const std::function<bool()>& give_up, std::int64_t asked_ns = 0,
+              std::int64_t taken_ns = 0);
     // A waiter's give_up may have changed (its stream was cancelled or closed).
     void wake_all();
 

@@ -9,6 +9,7 @@
 
 #include "engine/streams/stream_core.h"
 #include "gpu/host_compute.h"
+#include "rt/realtime_thread.h"
 
 namespace etude::engine {
 
@@ -90,6 +91,22 @@ void EngineWorkers::stop() {
         if (t.joinable()) t.join();
     for (auto& t : renderers_)
         if (t.joinable()) t.join();
+}
+
+StepPool& EngineWorkers::network_steps() {
+    std::lock_guard lock(steps_mu_);
+    // At the network streams' priority (normal): their producers' was too.
+    if (!network_steps_) network_steps_ = std::make_unique<StepPool>(network_gate_.turns());
+    return *network_steps_;
+}
+
+StepPool& EngineWorkers::offline_steps() {
+    std::lock_guard lock(steps_mu_);
+    if (!offline_steps_)
+        offline_steps_ = std::make_unique<StepPool>(offline_gate_.turns(), [](int) {
+            rt::make_current_thread_background(rt::kOfflineNice);
+        });
+    return *offline_steps_;
 }
 
 bool EngineWorkers::stopping() {

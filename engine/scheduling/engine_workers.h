@@ -34,6 +34,7 @@
 #include "engine/scheduling/block_processor.h"
 #include "engine/scheduling/deadline_gate.h"
 #include "engine/scheduling/pending_streams.h"
+#include "engine/scheduling/step_pool.h"
 #include "engine/streams/work_items.h"
 
 namespace etude::engine {
@@ -76,6 +77,14 @@ class EngineWorkers {
         network_gate_.wake_all();
         offline_gate_.wake_all();
     }
+    // The threads that step network streams' producers (step_pool.h), as
+    // many as the network gate has turns, and offline streams', as many as
+    // the offline gate has, below the live streams' priority (as an offline
+    // producer steps down: rt::kOfflineNice). Each made with the first such
+    // stream and kept until the engine's workers end (a server's streams
+    // come and go; the threads stay).
+    StepPool& network_steps();
+    StepPool& offline_steps();
     // How many front-end threads there are, and the most sentences they
     // have analysed at once since the engine began (those of live streams
     // each in its turn; an offline reader's and a server's take none).
@@ -148,6 +157,9 @@ class EngineWorkers {
     DeadlineGate offline_gate_;
     std::mutex gpu_mu_;
     std::map<std::string, std::weak_ptr<BlockProcessor>> gpu_processors_;
+    std::mutex steps_mu_;
+    // Last: its threads end before the rest goes (no stream is left by then).
+    std::unique_ptr<StepPool> network_steps_, offline_steps_;
 };
 
 }  // namespace etude::engine

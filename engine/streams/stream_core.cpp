@@ -59,9 +59,26 @@ StreamCore::StreamCore(std::shared_ptr<EngineWorkers> engine, const FliteVoice& 
         sentence_silence_samples_ =
             static_cast<std::size_t>(rate_ * (p->sentence_silence_ms / 1000.0));
     input_ = voice_->make_input();
+    // A server's and an offline stream's producer is a member of the
+    // engine's step pool of its class when its voice's steps wait for
+    // nothing but a turn (stream_core_steps.cpp); a live stream keeps its
+    // SCHED_FIFO producer.
+    stepped_ = options_.scheduling != SchedulingClass::Live && voice_->steps_on_a_pool() &&
+               stream_core_detail::producers_stepped();
 }
 
 void StreamCore::start() {
+    if (stepped_) {
+        // No thread: the engine's pool steps it (stream_core_steps.cpp).
+        seen_generation_ = ring_.acknowledged_generation();
+        StepPool& pool = options_.scheduling == SchedulingClass::Offline ? engine_->offline_steps()
+                                                                         : engine_->network_steps();
+        step_member_ = pool.join([this](std::int64_t ready_ns, std::int64_t taken_ns) {
+            return produce_step(ready_ns, taken_ns);
+        });
+        if (options_.wait_for_device) voice_->wait_for_device();
+        return;
+    }
     producer_ = std::thread([this] {
         // The producer is on every block's critical path (it waits for the
         // result, commits it, resamples it and writes the ring), so it runs
@@ -93,6 +110,7 @@ StreamCore::~StreamCore() {
     space_cv_.notify_all();
     data_cv_.notify_all();
     voice_->stop();
+    step_member_.leave();  // waits for a step in progress; none comes after
     if (producer_.joinable()) producer_.join();
 }
 
@@ -132,7 +150,7 @@ void StreamCore::push_mel(std::span<const float> mel, std::size_t frames, bool l
         ++outstanding_;
         ++sentences_queued_;
     }
-    work_cv_.notify_all();
+    wake_producer();
 }
 
 std::size_t StreamCore::push_text(std::string_view text) {
@@ -412,7 +430,7 @@ void StreamCore::cancel() {
         sentence_before_ = false;
     }
     sentences_dropped_.add(dropped);
-    work_cv_.notify_all();
+    wake_producer();
     space_cv_.notify_all();
     data_cv_.notify_all();
 }
@@ -493,6 +511,7 @@ std::size_t StreamCore::read_audio(std::span<float> out) {
         got += n;
         if (n > 0) {
             space_cv_.notify_one();
+            if (waiting_for_room_.load(std::memory_order_relaxed)) wake_producer();
             continue;
         }
         std::unique_lock lock(mu_);
@@ -518,6 +537,7 @@ std::size_t StreamCore::read_some(std::span<float> out, int timeout_ms) {
             const std::size_t n = ring_.read_audio(out);
             if (n > 0) {
                 space_cv_.notify_one();
+                if (waiting_for_room_.load(std::memory_order_relaxed)) wake_producer();
                 return n;
             }
         }
@@ -616,7 +636,7 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
             }
         }
     }
-    work_cv_.notify_all();
+    wake_producer();
     data_cv_.notify_all();
     engine_->wake(*this);  // a render worker or the next analysis may start
 }

@@ -30,6 +30,7 @@
 #include "engine/engine.h"
 #include "engine/scheduling/block_records.h"
 #include "engine/scheduling/deadline.h"
+#include "engine/scheduling/step_pool.h"
 #include "engine/streams/idle_memory.h"
 #include "engine/streams/playback_ring.h"
 #include "engine/streams/sentence_accumulator.h"
@@ -109,6 +110,33 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
 
   private:
     void produce();
+    // ---- the producer as steps on the engine's pool (stream_core_steps.cpp) --
+    // A network stream whose voice steps on a pool (StreamVoice::
+    // steps_on_a_pool()) has no producer thread: each of these does what
+    // one turn of produce()'s loop, or one step of an item, does, and
+    // never waits but for a turn at the gate.
+    // `ready_ns`: since when the pool has had it ready (its unit's turn was
+    // asked for then: wait_turn()); `taken_ns`: when a pool thread took it.
+    StepNext produce_step(std::int64_t ready_ns, std::int64_t taken_ns);
+    // Its due for the pool's order, as wait_turn() would give it (mu_ held;
+    // `exact`: on the producer's side, which knows first_audio_pending_).
+    WorkDue producer_due(bool exact) const;
+    // Tells the producer there may be work: its condition, or the pool.
+    void wake_producer();
+    // What a stepped write could not put in the ring, first (false while
+    // some is still held); an item whose audio it held finishes once it is in.
+    bool write_held_audio();
+    // A marker's part of a step: its mark, or its silence as far as the
+    // ring takes it. True once all of it is spoken (`ok`: not cancelled).
+    bool speak_marker_step(const SpeechMarker& marker, bool& ok);
+    // The queue's next item taken for speaking (mu_ held): its audio counts
+    // as the item being spoken from here (sentence_deadline()).
+    WorkItem take_next_item();
+    // What of `samples` fits goes into the ring now (a final chunk only
+    // whole: the speech's end is published before it); how much, or
+    // nothing when its speech was cancelled.
+    std::optional<std::size_t> write_what_fits(std::span<const float> samples,
+                                               const ItemOrigin& origin, bool last_chunk);
     // read() without the offline-reader check.
     std::size_t read_audio(std::span<float> out);
     // take_sentence() would give one (mu_ held).
@@ -243,6 +271,29 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     bool first_audio_pending_ = false;
     bool producer_background_ = false;  // stepped down for an offline reader
     std::thread producer_;
+
+    // A stepped producer's state between its steps (pool threads, one at a
+    // time), in place of produce()'s locals.
+    bool stepped_ = false;
+    std::uint64_t seen_generation_ = 0;
+    std::int64_t step_ready_ns_ = 0, step_taken_ns_ = 0;
+    std::optional<WorkItem> step_item_;  // the item being spoken
+    double step_compute_seconds_ = 0.0;
+    std::size_t marker_left_ = 0;  // of the marker's silence
+    bool marker_started_ = false;
+    // Audio a step wrote that the ring had no room for (a stepped write
+    // never waits), and the finish of the item it ends, held until it is in.
+    std::vector<float> held_audio_;
+    ItemOrigin held_origin_;
+    bool held_last_ = false;
+    struct HeldFinish {
+        bool complete = false;
+        double seconds = 0.0;
+        bool sentence = true;
+    };
+    std::optional<HeldFinish> held_finish_;
+    std::atomic<bool> waiting_for_room_{false};  // a reader's read wakes the pool
+    StepPool::Member step_member_;               // last: leaves the pool (in ~StreamCore) first
 };
 
 }  // namespace etude::engine

@@ -71,15 +71,8 @@ void StreamCore::produce() {
         // read() came while this thread waited: step down (outside mu_,
         // at the top of the loop) before the item, not after it.
         if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) continue;
-        WorkItem item = std::move(queue_.front());
-        queue_.pop_front();
-        producer_busy_ = true;
-        // From here its audio counts as the item being spoken (sentence_deadline()).
-        const std::uint64_t item_samples = estimated_samples(item);
-        queued_samples_ -= std::min(queued_samples_, item_samples);
-        current_end_pos_ = ring_.write_position() + item_samples;
+        WorkItem item = take_next_item();
         if (auto* marker = std::get_if<std::shared_ptr<SpeechMarker>>(&item)) {
-            --markers_waiting_;
             lock.unlock();
             engine_->wake(*this);  // room in the look-ahead for the next analysis
             finish_item(speak_marker(**marker), 0.0, false);
@@ -104,6 +97,17 @@ void StreamCore::produce() {
         } while (spoken.more);
         finish_item(spoken.complete, compute_seconds);
     }
+}
+
+WorkItem StreamCore::take_next_item() {
+    WorkItem item = std::move(queue_.front());
+    queue_.pop_front();
+    producer_busy_ = true;
+    const std::uint64_t item_samples = estimated_samples(item);
+    queued_samples_ -= std::min(queued_samples_, item_samples);
+    current_end_pos_ = ring_.write_position() + item_samples;
+    if (std::holds_alternative<std::shared_ptr<SpeechMarker>>(item)) --markers_waiting_;
+    return item;
 }
 
 // A sentence a render worker is still making is taken over and scheduled
@@ -233,9 +237,14 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
     DeadlineGate& gate = offline                                           ? engine_->offline_gate()
                          : options_.scheduling == SchedulingClass::Network ? engine_->network_gate()
                                                                            : engine_->gate();
-    return gate.wait(due, [&] {
-        return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
-    });
+    // A stepped stream's unit asked when the pool made it ready: its wait
+    // for a pool thread is part of its wait for the turn.
+    return gate.wait(
+        due,
+        [&] {
+            return closing_.load(std::memory_order_relaxed) || ring_.cancelled(origin.generation);
+        },
+        stepped_ ? step_ready_ns_ : 0, stepped_ ? step_taken_ns_ : 0);
 }
 
 bool StreamCore::shutting_down() {
@@ -265,30 +274,49 @@ bool StreamCore::write(std::span<const float> samples, const ItemOrigin& origin,
             volume_scratch_[i] = samples[i] * origin.volume;
         samples = volume_scratch_;
     }
+    // A stepped producer never waits here: what the ring has no room for
+    // is held and goes in first at its next step (write_held_audio()).
+    if (stepped_ && !held_audio_.empty()) {
+        held_audio_.insert(held_audio_.end(), samples.begin(), samples.end());
+        held_last_ = last_chunk;
+        return true;
+    }
     for (;;) {
-        if (ring_.cancelled(origin.generation)) return false;
-        const std::size_t room = std::min(samples.size(), ring_.write_available());
-        if (room == samples.size() || !last_chunk) {
-            if (last_chunk) mark_end_if_last(samples.size());
-            mark_words_before(ring_.write_position() + room);
-            // Noted before the samples go in: a reader may take them and ask
-            // for the stats at once, and must find first audio set by then.
-            if (room > 0) note_first_audio(origin);
-            const std::size_t n = ring_.write(samples.first(room));
-            if (n > 0) {
-                // Through the mutex: a reader between its check of the ring
-                // and its wait would otherwise miss this and sleep out its
-                // wait (read_some() hands blocks on as they come).
-                { std::lock_guard lock(mu_); }
-                data_cv_.notify_all();
-            }
-            samples = samples.subspan(n);
-            if (samples.empty()) return true;
+        const std::optional<std::size_t> n = write_what_fits(samples, origin, last_chunk);
+        if (!n) return false;
+        samples = samples.subspan(*n);
+        if (samples.empty()) return true;
+        if (stepped_) {
+            held_audio_.assign(samples.begin(), samples.end());
+            held_origin_ = origin;
+            held_last_ = last_chunk;
+            return true;
         }
         std::unique_lock lock(mu_);
         if (shutdown_) return false;
         space_cv_.wait_for(lock, kSpacePoll);
     }
+}
+
+std::optional<std::size_t> StreamCore::write_what_fits(std::span<const float> samples,
+                                                       const ItemOrigin& origin, bool last_chunk) {
+    if (ring_.cancelled(origin.generation)) return std::nullopt;
+    const std::size_t room = std::min(samples.size(), ring_.write_available());
+    if (room < samples.size() && last_chunk) return 0;
+    if (last_chunk) mark_end_if_last(samples.size());
+    mark_words_before(ring_.write_position() + room);
+    // Noted before the samples go in: a reader may take them and ask for
+    // the stats at once, and must find first audio set by then.
+    if (room > 0) note_first_audio(origin);
+    const std::size_t n = ring_.write(samples.first(room));
+    if (n > 0) {
+        // Through the mutex: a reader between its check of the ring and its
+        // wait would otherwise miss this and sleep out its wait (read_some()
+        // hands blocks on as they come).
+        { std::lock_guard lock(mu_); }
+        data_cv_.notify_all();
+    }
+    return n;
 }
 
 // Before the final chunk of the final queued item goes in, publish where

@@ -44,6 +44,9 @@ class PiperStreamVoice final : public DecoderVoice {
     SentenceAccumulator make_input() const override { return SentenceAccumulator(0); }
     // A live Piper stream has nothing else to cover a late chunk.
     bool producer_realtime() const override { return true; }
+    // A chunk's step on the CPU (no device for this stream): its durations,
+    // flow and decoder, and one chunk's audio.
+    bool steps_on_a_pool() const override { return !mel_.gpu_backend(); }
     void split(std::string_view text, bool words, const QueueSentences& queue) override;
     std::vector<std::int64_t> check_ids(std::span<const std::int64_t> ids) const override;
     void set_voice(std::string_view name) override;

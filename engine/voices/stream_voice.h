@@ -135,6 +135,11 @@ class StreamVoice {
     /// voice's sentence (block by block inside) and a mel push are one unit.
     virtual void begin(WorkItem& item) = 0;
     virtual Spoken step() = 0;
+    /// No step of this voice waits for anything but a turn at the CPU's
+    /// gate: no device push, no render worker, no more audio than a chunk
+    /// into the ring. Such a voice's network streams are stepped on the
+    /// engine's pool (scheduling/step_pool.h) instead of a thread each.
+    virtual bool steps_on_a_pool() const { return false; }
     /// Drops the utterance in progress (a cancel was acknowledged).
     virtual void reset() {}
     /// StreamOptions::wait_for_device: returns once the device is up or off.
