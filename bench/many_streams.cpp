@@ -5,12 +5,16 @@
 //   etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16]
 //                      [--rounds 3] [--period-ms 10] [--backend auto]
 //                      [--ids-from FILE.json] [--beside-readers N] [--turns N]
-//                      [--scheduling live|network] [--offline-only] [--count-ops]
+//                      [--scheduling live|network|offline] [--offline-only] [--count-ops]
 //                      [--precision fp32|tf32] [--join] [--speakers N]
 //
 // --turns N: Engine::Options::work_turns (default: the engine's own).
 // --scheduling network: the streams are of the network class, as a
-// server's are (their chunks at the network gate, deadline_gate.h).
+// server's are (their chunks at the network gate, deadline_gate.h);
+// offline: of the offline class (its gate). Either, with a Piper voice on
+// the CPU, is stepped by the engine's pool of its class with no thread of
+// its own (engine/scheduling/step_pool.h); ETUDE_PRODUCERS=threads gives
+// each a producer thread, for comparison.
 // --offline-only: only the offline reads (the aggregate speed), no live
 // rounds: what bench/onnx_sessions.py compares with ONNX Runtime.
 // --count-ops: the streams' device counts the operations it is given
@@ -428,7 +432,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: etude_many_streams --voice VOICE.onnx [--streams 1,2,4,8,16] "
                  "[--rounds 3] [--period-ms 10] [--backend auto] [--ids-from FILE.json] "
-                 "[--beside-readers N] [--turns N] [--scheduling live|network] "
+                 "[--beside-readers N] [--turns N] [--scheduling live|network|offline] "
                  "[--offline-only] [--count-ops] [--precision fp32|tf32] [--join] "
                  "[--speakers N]\n");
     return 2;
@@ -475,7 +479,7 @@ int main(int argc, char** argv) {
             return usage();
     }
     if (voice.empty() || rounds < 1 || period_ms <= 0 || readers < 0 || turns < 0 || speakers < 1 ||
-        (scheduling != "live" && scheduling != "network"))
+        (scheduling != "live" && scheduling != "network" && scheduling != "offline"))
         return usage();
     try {
         etude::engine::Engine::Options engine_options;
@@ -487,6 +491,7 @@ int main(int argc, char** argv) {
         opts.sample_rate = 0;
         opts.backend = backend;
         if (scheduling == "network") opts.scheduling = etude::engine::SchedulingClass::Network;
+        if (scheduling == "offline") opts.scheduling = etude::engine::SchedulingClass::Offline;
         Reply reply;
         if (!ids_from.empty()) {
             std::ifstream in(ids_from);
