@@ -45,7 +45,11 @@ StepPool::Member& StepPool::Member::operator=(Member&& o) noexcept {
 }
 
 void StepPool::Member::wake(const WorkDue& due) {
-    if (slot_) pool_->wake(slot_, due);
+    if (slot_) pool_->wake(slot_, &due);
+}
+
+void StepPool::Member::wake() {
+    if (slot_) pool_->wake(slot_, nullptr);
 }
 
 void StepPool::Member::leave() {
@@ -55,27 +59,28 @@ void StepPool::Member::leave() {
     pool_ = nullptr;
 }
 
-void StepPool::wake(const std::shared_ptr<Slot>& slot, const WorkDue& due) {
+void StepPool::wake(const std::shared_ptr<Slot>& slot, const WorkDue* due) {
     {
         std::lock_guard lock(mu_);
+        const std::int64_t now = rt::now_ns();
         switch (slot->state) {
             case Slot::Gone:
                 return;
             case Slot::Running:
                 // Stepped again once this step is done, whatever it says:
                 // what woke it may have come after the step looked.
-                if (!slot->woken_while_running || due.deadline_ns < slot->woken_due.deadline_ns)
-                    slot->woken_due = due;
+                if (due && (!slot->woken_due || due->before(*slot->woken_due, now)))
+                    slot->woken_due = *due;
                 slot->woken_while_running = true;
                 return;
             case Slot::Ready:
-                if (due.deadline_ns < slot->due.deadline_ns) slot->due = due;
+                if (due && due->before(slot->due, now)) slot->due = *due;
                 return;
             case Slot::Idle:
             case Slot::LookAgain:
                 slot->state = Slot::Ready;
-                slot->due = due;
-                slot->ready_ns = rt::now_ns();
+                if (due) slot->due = *due;
+                slot->ready_ns = now;
                 break;
         }
     }
@@ -127,17 +132,20 @@ void StepPool::run(int) {
         }
         slot->state = Slot::Running;
         slot->woken_while_running = false;
+        slot->woken_due.reset();
         ++steps_;
         lock.unlock();
         const StepNext next = slot->step(slot->ready_ns, now);
         lock.lock();
         slot->ready_ns = rt::now_ns();
         if (slot->woken_while_running) {
+            // The sooner of what the step says and what the wakes said; a
+            // wake of no due keeps the step's (or the one it had).
             slot->state = Slot::Ready;
-            slot->due =
-                next.kind == StepNext::Ready && next.due.deadline_ns < slot->woken_due.deadline_ns
-                    ? next.due
-                    : slot->woken_due;
+            if (next.kind == StepNext::Ready) slot->due = next.due;
+            if (slot->woken_due &&
+                (next.kind != StepNext::Ready || slot->woken_due->before(slot->due, now)))
+                slot->due = *slot->woken_due;
         } else {
             slot->state = next.kind == StepNext::Ready       ? Slot::Ready
                           : next.kind == StepNext::LookAgain ? Slot::LookAgain

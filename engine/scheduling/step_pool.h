@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -68,9 +69,12 @@ class StepPool {
         Member& operator=(Member&& o) noexcept;
         ~Member() { leave(); }
         explicit operator bool() const { return slot_ != nullptr; }
-        // It has something to do, due `due` (a sooner due than one it
-        // waits with already replaces it).
+        // It has something to do, due `due` (a due that goes before the one
+        // it waits with, in deadline.h's order, replaces it).
         void wake(const WorkDue& due);
+        // It has something to do whose due it does not know (its reader made
+        // room for the unit it was at): it keeps the due it had.
+        void wake();
         // Leaves the pool (as the end does); waits for a step in progress.
         void leave();
 
@@ -98,10 +102,11 @@ class StepPool {
         std::int64_t ready_ns = 0;  // since when it has been ready
         bool leaving = false;       // never taken again (leave() waits for its step)
         bool woken_while_running = false;
-        WorkDue woken_due;
+        std::optional<WorkDue> woken_due;  // the soonest due such wakes gave
     };
     void run(int index);
-    void wake(const std::shared_ptr<Slot>& slot, const WorkDue& due);
+    // `due`: null to keep the slot's own.
+    void wake(const std::shared_ptr<Slot>& slot, const WorkDue* due);
     void leave(const std::shared_ptr<Slot>& slot);
     // The member to step now, or null (with `wait_until` the soonest look
     // again, or 0 for none). mu_ held.

@@ -511,7 +511,7 @@ std::size_t StreamCore::read_audio(std::span<float> out) {
         got += n;
         if (n > 0) {
             space_cv_.notify_one();
-            if (waiting_for_room_.load(std::memory_order_relaxed)) wake_producer();
+            if (stepped_ && room_awaited()) wake_producer();
             continue;
         }
         std::unique_lock lock(mu_);
@@ -537,7 +537,7 @@ std::size_t StreamCore::read_some(std::span<float> out, int timeout_ms) {
             const std::size_t n = ring_.read_audio(out);
             if (n > 0) {
                 space_cv_.notify_one();
-                if (waiting_for_room_.load(std::memory_order_relaxed)) wake_producer();
+                if (stepped_ && room_awaited()) wake_producer();
                 return n;
             }
         }

@@ -105,7 +105,8 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     void note_words_unpaired() override { words_unpaired_.add(); }
     DeadlineGate::Turn wait_turn(const ItemOrigin& origin) override;
     bool read_offline() const override {
-        return producer_background_ || options_.scheduling == SchedulingClass::Offline;
+        return producer_background_ || options_.scheduling == SchedulingClass::Offline ||
+               (stepped_ && offline_reader_.load(std::memory_order_relaxed));
     }
 
   private:
@@ -126,6 +127,18 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     // What a stepped write could not put in the ring, first (false while
     // some is still held); an item whose audio it held finishes once it is in.
     bool write_held_audio();
+    // write_held_audio(), and if some is still held, the stream waits for
+    // room (waiting_for_room_ up, with no wake lost): true then.
+    bool held_audio_stays();
+    // When a stream waiting for room looks again: soon for a real-time
+    // reader, which cannot wake it.
+    StepNext look_for_room() const;
+    // A reader has made room: whether the stepped producer waits for it
+    // (the reader's side of held_audio_stays()'s fence).
+    bool room_awaited() const {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return waiting_for_room_.load(std::memory_order_relaxed);
+    }
     // A marker's part of a step: its mark, or its silence as far as the
     // ring takes it. True once all of it is spoken (`ok`: not cancelled).
     bool speak_marker_step(const SpeechMarker& marker, bool& ok);
@@ -292,6 +305,7 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
         bool sentence = true;
     };
     std::optional<HeldFinish> held_finish_;
+    bool held_dropped_ = false;  // held audio dropped by a cancel: its item is not complete
     std::atomic<bool> waiting_for_room_{false};  // a reader's read wakes the pool
     StepPool::Member step_member_;               // last: leaves the pool (in ~StreamCore) first
 };

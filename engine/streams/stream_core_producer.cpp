@@ -232,7 +232,9 @@ DeadlineGate::Turn StreamCore::wait_turn(const ItemOrigin& origin) {
         // has stepped down in produce()) takes turns of its own, a turn per
         // CPU, outside the live order; a network stream's at its gate
         // (deadline_gate.h).
-        offline = producer_background_ || options_.scheduling == SchedulingClass::Offline;
+        // A stepped stream read with read() has no thread to step down: its
+        // work takes the offline turns all the same (read_offline()).
+        offline = read_offline();
     }
     DeadlineGate& gate = offline                                           ? engine_->offline_gate()
                          : options_.scheduling == SchedulingClass::Network ? engine_->network_gate()

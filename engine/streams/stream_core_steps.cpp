@@ -14,6 +14,7 @@
 // later, as a producer polled for room (a real-time reader never signals;
 // read() and read_some() wake it at once).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -27,9 +28,11 @@
 namespace etude::engine {
 namespace {
 
-// How soon a stream whose audio waits for room looks again (the threaded
-// producer's poll, stream_core_producer.cpp).
-constexpr std::int64_t kRoomPollNs = 1'000'000;
+// How soon a stream whose audio waits for room looks again: a real-time
+// reader (pull()) never signals, so for one the pool polls as the threaded
+// producer does (stream_core_producer.cpp); read() and read_some() wake
+// the stream when they make room, and the longer look is a safety net.
+constexpr std::int64_t kRoomPollNs = 1'000'000, kRoomLookNs = 50'000'000;
 // A marker's silence goes in pieces of at most this many samples, so a
 // long break holds no more than one piece when the ring is full.
 constexpr std::size_t kSilencePiece = 4096;
@@ -66,26 +69,48 @@ void StreamCore::wake_producer() {
         std::lock_guard lock(mu_);
         // step_item_ is the pool thread's: a wake that comes while a step
         // runs reads the queue's head instead.
-        due = queue_.empty() ? WorkDue{}
-                             : chunk_due(horizon(listening_, origin_of(queue_.front()).pushed,
-                                                 ring_.write_position()));
+        if (!queue_.empty())
+            due = chunk_due(
+                horizon(listening_, origin_of(queue_.front()).pushed, ring_.write_position()));
+        else
+            due.deadline_ns = WorkDue::kNever;  // none known: it keeps the due it had
     }
-    step_member_.wake(due);
+    if (due.deadline_ns == WorkDue::kNever)
+        step_member_.wake();
+    else
+        step_member_.wake(due);
+}
+
+bool StreamCore::held_audio_stays() {
+    if (write_held_audio()) return false;
+    // The flag first, then one more try: a reader that made room after the
+    // try above and before the flag went up is seen by this try, and one
+    // after sees the flag (read_audio(), read_some(): a fence each side).
+    waiting_for_room_.store(true);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!write_held_audio()) return true;
+    waiting_for_room_.store(false, std::memory_order_relaxed);
+    return false;
+}
+
+StepNext StreamCore::look_for_room() const {
+    return StepNext::look_again(rt::now_ns() + (ring_.live_consumer() ? kRoomPollNs : kRoomLookNs));
 }
 
 bool StreamCore::write_held_audio() {
     if (!held_audio_.empty()) {
         const std::optional<std::size_t> n = write_what_fits(held_audio_, held_origin_, held_last_);
-        if (!n)
+        if (!n) {
             held_audio_.clear();  // cancelled: the item finishes as dropped below
-        else
+            held_dropped_ = true;
+        } else
             held_audio_.erase(held_audio_.begin(), held_audio_.begin() + std::ptrdiff_t(*n));
         if (!held_audio_.empty()) return false;
         held_audio_.shrink_to_fit();  // a chunk's worth, seldom needed
     }
     if (held_finish_) {
         const HeldFinish f = *std::exchange(held_finish_, std::nullopt);
-        finish_item(f.complete && !ring_.cancelled(held_origin_.generation), f.seconds, f.sentence);
+        finish_item(f.complete && !std::exchange(held_dropped_, false), f.seconds, f.sentence);
     }
     return true;
 }
@@ -118,10 +143,7 @@ bool StreamCore::speak_marker_step(const SpeechMarker& m, bool& ok) {
 StepNext StreamCore::produce_step(std::int64_t ready_ns, std::int64_t taken_ns) {
     step_ready_ns_ = ready_ns;
     step_taken_ns_ = taken_ns;
-    if (!write_held_audio()) {
-        waiting_for_room_.store(true, std::memory_order_relaxed);
-        return StepNext::look_again(rt::now_ns() + kRoomPollNs);
-    }
+    if (held_audio_stays()) return look_for_room();
     waiting_for_room_.store(false, std::memory_order_relaxed);
     if (!step_item_) {
         // Between items: what produce() does at the top of its loop.
@@ -168,20 +190,18 @@ StepNext StreamCore::produce_step(std::int64_t ready_ns, std::int64_t taken_ns) 
         // Its end is counted once its audio is all in the ring: a reader
         // that found the stream idle before would stop short.
         held_finish_ = finish;
-        if (!write_held_audio()) {
-            waiting_for_room_.store(true, std::memory_order_relaxed);
-            return StepNext::look_again(rt::now_ns() + kRoomPollNs);
-        }
-    } else if (!held_audio_.empty()) {
-        waiting_for_room_.store(true, std::memory_order_relaxed);
-        return StepNext::look_again(rt::now_ns() + kRoomPollNs);
+        if (held_audio_stays()) return look_for_room();
+    } else if (!held_audio_.empty() && held_audio_stays()) {
+        return look_for_room();
     }
     std::lock_guard lock(mu_);
     if (shutdown_) return StepNext::idle();
     // The next unit: this item's, or the next item's (a cancel to
     // acknowledge counts as one).
-    if (!step_item_ && queue_.empty() && ring_.generation() == seen_generation_)
+    if (!step_item_ && queue_.empty() && ring_.generation() == seen_generation_) {
+        producer_busy_ = false;
         return StepNext::idle();
+    }
     return StepNext::ready(producer_due(true));
 }
 

@@ -162,3 +162,35 @@ TEST(StepPool, leaving_waits_for_the_step_in_progress_and_no_step_comes_after) {
     EXPECT_EQ(steps_after_leave.load(), 0);
     EXPECT_EQ(pool.members(), 0u);
 }
+
+// A wake whose due is unknown (a reader made room) keeps the member's place;
+// a later due does not replace a sooner one.
+TEST(StepPool, a_wake_without_a_due_or_with_a_later_one_keeps_the_members_place) {
+    StepPool pool(1);
+    std::mutex mu;
+    std::vector<char> order;
+    std::atomic<bool> hold{true};
+    StepPool::Member blocker = pool.join([&](std::int64_t, std::int64_t) {
+        while (hold.load()) std::this_thread::yield();
+        return StepNext::idle();
+    });
+    blocker.wake(due_at(0));
+    ASSERT_TRUE(wait_for([&] { return pool.steps() == 1; }, std::chrono::seconds(10)));
+    const auto member = [&](char name) {
+        return pool.join([&, name](std::int64_t, std::int64_t) {
+            std::lock_guard lock(mu);
+            order.push_back(name);
+            return StepNext::idle();
+        });
+    };
+    StepPool::Member a = member('a'), b = member('b'), c = member('c');
+    a.wake(due_at(30));
+    b.wake(due_at(20));
+    a.wake();  // no due: still 30
+    c.wake(due_at(10));
+    b.wake(due_at(40));  // later than its 20: still 20
+    hold = false;
+    ASSERT_TRUE(wait_for([&] { return pool.steps() == 4; }, std::chrono::seconds(10)));
+    std::lock_guard lock(mu);
+    EXPECT_EQ(order, (std::vector<char>{'c', 'b', 'a'}));
+}
