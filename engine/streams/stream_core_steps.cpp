@@ -1,18 +1,21 @@
 // StreamCore's producer as steps on the engine's pools: a network or
 // offline stream whose voice needs no thread to wait on
-// (StreamVoice::steps_on_a_pool(): a Piper voice on the CPU) has none. Each step does what a turn
-// of produce()'s loop does between items (a cancel acknowledged, the next item taken) and then one
-// unit of the item: a chunk, or a marker's mark or as much of its silence as the ring takes. Its
-// place between steps is data here (step_item_, the held audio), so a pool's few threads, a turn
-// each, step every such stream of its class (EngineWorkers::network_steps(), offline_steps()): a
-// server with a thousand streams has the pool's threads, not a thousand producers.
+// (StreamVoice::steps_on_a_pool(): a Piper voice on the CPU) has none.
+// Each step does what a turn of produce()'s loop does between items (a
+// cancel acknowledged, the next item taken) and then one unit of the item:
+// a chunk, or a marker's mark or as much of its silence as the ring takes.
+// Its place between steps is data here (step_item_, the held audio), so a
+// pool's few threads, a turn each, step every such stream of its class
+// (EngineWorkers::network_steps(), offline_steps()): a server with a
+// thousand streams has the pool's threads, not a thousand producers.
 //
-// A stepped step waits only for its turn at its class's gate (as the
-// producer did): its audio never waits for room in the ring. What the ring
-// cannot take is held (write()), goes in first at the next step, and
-// until it is in, the stream asks the pool to look again a millisecond
-// later, as a producer polled for room (a real-time reader never signals;
-// read() and read_some() wake it at once).
+// A step waits only for its turn at its class's gate (as the producer
+// did; a network stream read with read() takes the offline turns, as a
+// producer that steps down does): its audio never waits for room in the
+// ring. What the ring cannot take is held (write()) and goes in first at
+// the next step. Until it is in, read() and read_some() wake the stream as
+// they make room; a real-time reader (pull()) never signals, so for its
+// stream the pool looks again every millisecond, as a producer polled.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
