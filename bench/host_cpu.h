@@ -1,10 +1,8 @@
 // What the many-stream programs (many_streams.cpp, stepped_streams.cpp) say
-// about the host beside their figures: the CPU's model name, this
-// process's CPU time, from which they give how busy the CPUs were, and its
-// threads.
+// about the host beside their figures: the CPU's model name, and this
+// process's CPU time, from which they give how busy the CPUs were.
 #pragma once
 
-#include <dirent.h>
 #include <sys/resource.h>
 
 #include <fstream>
@@ -28,17 +26,6 @@ inline double cpu_seconds() {
         return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6;
     };
     return s(u.ru_utime) + s(u.ru_stime);
-}
-
-// This process's threads now (/proc/self/task; 0 where there is none).
-inline int threads_of_this_process() {
-    int n = 0;
-    if (DIR* d = opendir("/proc/self/task")) {
-        while (const dirent* e = readdir(d))
-            if (e->d_name[0] != '.') ++n;
-        closedir(d);
-    }
-    return n;
 }
 
 }  // namespace etude::bench

@@ -75,6 +75,7 @@
 #include "engine/voices/piper_voice.h"
 #include "gpu/cpu/openblas_kernels.h"
 #include "gpu/registry.h"
+#include "tests/support/process_threads.h"
 
 namespace {
 
@@ -242,7 +243,7 @@ OfflineResult offline_speed(etude::engine::Engine& engine, const etude::engine::
     for (int i = 0; i < n; ++i)
         streams.push_back(engine.create_stream(stream_options(opts, i, speakers)));
     const double rate = streams[0]->sample_rate();
-    const int threads = etude::bench::threads_of_this_process();
+    const int threads = etude::test::threads_of_this_process();
     std::vector<std::size_t> samples(static_cast<std::size_t>(n));
     const double cpu0 = cpu_seconds();
     const auto t0 = Clock::now();

@@ -8,7 +8,6 @@
 // one thread (each left full until its turn comes) all finish: a pool whose
 // threads waited for their rings' readers would hang there, every thread
 // holding a stream nobody reads yet.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,12 +21,14 @@
 #include "gpu/registry.h"
 #include "support/model_parity.h"
 #include "support/piper_test_ids.h"
+#include "support/process_threads.h"
 #include "support/stream_output.h"
 #include "support/test_data.h"
 
 using namespace etude::engine;
 using etude::test::max_abs_diff;
 using etude::test::read_all;
+using etude::test::threads_of_this_process;
 
 namespace {
 
@@ -60,16 +61,6 @@ std::vector<float> offline(const std::vector<std::vector<std::int64_t>>& s, std:
         out.insert(out.end(), audio.begin(), audio.end());
     }
     return out;
-}
-
-int threads_of_this_process() {
-    int n = 0;
-    if (DIR* d = opendir("/proc/self/task")) {
-        while (const dirent* e = readdir(d))
-            if (e->d_name[0] != '.') ++n;
-        closedir(d);
-    }
-    return n;
 }
 
 void expect_streams_read_one_after_another_finish_as_rendered(SchedulingClass scheduling) {

@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "rt/monotonic_clock.h"
+#include "support/wait_until.h"
 
 using namespace etude::engine;
 
 namespace {
+
+using etude::test::wait_until;
 
 WorkDue due_at(std::int64_t deadline_ns) {
     WorkDue d;
@@ -24,14 +27,24 @@ WorkDue due_at(std::int64_t deadline_ns) {
     return d;
 }
 
-bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds bound) {
-    const auto until = std::chrono::steady_clock::now() + bound;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// A member that holds a one-thread pool's thread until let go, so that the
+// members woken meanwhile all wait together when it does.
+class HeldThread {
+  public:
+    explicit HeldThread(StepPool& pool)
+        : member_(pool.join([this](std::int64_t, std::int64_t) {
+              while (hold_.load()) std::this_thread::yield();
+              return StepNext::idle();
+          })) {
+        member_.wake(due_at(0));
+        wait_until([&] { return pool.steps() == 1; });
     }
-    return true;
-}
+    void let_go() { hold_ = false; }
+
+  private:
+    std::atomic<bool> hold_{true};
+    StepPool::Member member_;
+};
 
 }  // namespace
 
@@ -57,13 +70,12 @@ TEST(StepPool, each_member_is_stepped_until_it_says_idle_and_never_on_two_thread
             for (auto& m : members) m.wake(due_at(0));
         });
     for (auto& t : wakers) t.join();
-    ASSERT_TRUE(wait_for(
-        [&] {
-            for (auto& s : steps)
-                if (s.load() < kSteps) return false;
-            return true;
-        },
-        std::chrono::seconds(30)));
+    wait_until([&] {
+        for (auto& s : steps)
+            if (s.load() < kSteps) return false;
+        return true;
+    });
+    for (auto& n : steps) EXPECT_EQ(n.load(), kSteps);
     EXPECT_EQ(overlaps.load(), 0);
     EXPECT_EQ(pool.members(), std::size_t(kMembers));
     members.clear();
@@ -74,15 +86,7 @@ TEST(StepPool, the_member_due_first_is_stepped_first) {
     StepPool pool(1);
     std::mutex mu;
     std::vector<int> order;
-    std::atomic<bool> hold{true};
-    // A first member holds the one thread while the others are woken, so
-    // they are all waiting when it lets go.
-    StepPool::Member blocker = pool.join([&](std::int64_t, std::int64_t) {
-        while (hold.load()) std::this_thread::yield();
-        return StepNext::idle();
-    });
-    blocker.wake(due_at(0));
-    ASSERT_TRUE(wait_for([&] { return pool.steps() == 1; }, std::chrono::seconds(10)));
+    HeldThread held(pool);
     const std::vector<std::int64_t> dues{50, 10, 40, 20, 30};
     std::vector<StepPool::Member> members;
     for (std::size_t i = 0; i < dues.size(); ++i)
@@ -92,9 +96,8 @@ TEST(StepPool, the_member_due_first_is_stepped_first) {
             return StepNext::idle();
         }));
     for (std::size_t i = 0; i < dues.size(); ++i) members[i].wake(due_at(dues[i]));
-    hold = false;
-    ASSERT_TRUE(
-        wait_for([&] { return pool.steps() == 1 + dues.size(); }, std::chrono::seconds(10)));
+    held.let_go();
+    wait_until([&] { return pool.steps() == 1 + dues.size(); });
     std::lock_guard lock(mu);
     EXPECT_EQ(order, (std::vector<int>{10, 20, 30, 40, 50}));
 }
@@ -111,10 +114,10 @@ TEST(StepPool, a_wake_during_a_step_steps_the_member_again_after_it) {
         return StepNext::idle();  // it says idle: only the wake brings it back
     });
     m.wake(due_at(0));
-    ASSERT_TRUE(wait_for([&] { return in_step.load(); }, std::chrono::seconds(10)));
+    wait_until([&] { return in_step.load(); });
     m.wake(due_at(0));
     release = true;
-    ASSERT_TRUE(wait_for([&] { return steps.load() == 2; }, std::chrono::seconds(10)));
+    wait_until([&] { return steps.load() == 2; });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(steps.load(), 2) << "an idle member was stepped with no wake";
 }
@@ -133,7 +136,7 @@ TEST(StepPool, a_member_looks_again_at_its_time_not_before) {
         return StepNext::idle();
     });
     m.wake(due_at(0));
-    ASSERT_TRUE(wait_for([&] { return steps.load() == 2; }, std::chrono::seconds(10)));
+    wait_until([&] { return steps.load() == 2; });
     EXPECT_GE(stepped_at.load(), asked_at.load());
 }
 
@@ -148,7 +151,7 @@ TEST(StepPool, leaving_waits_for_the_step_in_progress_and_no_step_comes_after) {
         return StepNext::ready(due_at(0));  // would run for ever
     }));
     m->wake(due_at(0));
-    ASSERT_TRUE(wait_for([&] { return in_step.load(); }, std::chrono::seconds(10)));
+    wait_until([&] { return in_step.load(); });
     std::thread leaver([&] {
         m->leave();
         left = true;
@@ -169,13 +172,7 @@ TEST(StepPool, a_wake_without_a_due_or_with_a_later_one_keeps_the_members_place)
     StepPool pool(1);
     std::mutex mu;
     std::vector<char> order;
-    std::atomic<bool> hold{true};
-    StepPool::Member blocker = pool.join([&](std::int64_t, std::int64_t) {
-        while (hold.load()) std::this_thread::yield();
-        return StepNext::idle();
-    });
-    blocker.wake(due_at(0));
-    ASSERT_TRUE(wait_for([&] { return pool.steps() == 1; }, std::chrono::seconds(10)));
+    HeldThread held(pool);
     const auto member = [&](char name) {
         return pool.join([&, name](std::int64_t, std::int64_t) {
             std::lock_guard lock(mu);
@@ -189,8 +186,8 @@ TEST(StepPool, a_wake_without_a_due_or_with_a_later_one_keeps_the_members_place)
     a.wake();  // no due: still 30
     c.wake(due_at(10));
     b.wake(due_at(40));  // later than its 20: still 20
-    hold = false;
-    ASSERT_TRUE(wait_for([&] { return pool.steps() == 4; }, std::chrono::seconds(10)));
+    held.let_go();
+    wait_until([&] { return pool.steps() == 4; });
     std::lock_guard lock(mu);
     EXPECT_EQ(order, (std::vector<char>{'c', 'b', 'a'}));
 }
