@@ -14,7 +14,7 @@ StepPool::StepPool(int threads, std::function<void(int)> on_start) {
     for (int i = 0; i < n; ++i)
         threads_.emplace_back([this, i, on_start] {
             if (on_start) on_start(i);
-            run(i);
+            run();
         });
 }
 
@@ -115,7 +115,7 @@ std::shared_ptr<StepPool::Slot> StepPool::take(std::int64_t now_ns, std::int64_t
     return best;
 }
 
-void StepPool::run(int) {
+void StepPool::run() {
     std::unique_lock lock(mu_);
     for (;;) {
         if (stopping_) return;

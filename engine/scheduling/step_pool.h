@@ -68,7 +68,6 @@ class StepPool {
         Member(Member&& o) noexcept = default;
         Member& operator=(Member&& o) noexcept;
         ~Member() { leave(); }
-        explicit operator bool() const { return slot_ != nullptr; }
         // It has something to do, due `due` (a due that goes before the one
         // it waits with, in deadline.h's order, replaces it).
         void wake(const WorkDue& due);
@@ -88,7 +87,6 @@ class StepPool {
     // A member stepped by `step`, idle until its first wake().
     Member join(Step step);
 
-    int threads() const { return int(threads_.size()); }
     // Steps run so far, and members in the pool now.
     std::uint64_t steps() const;
     std::size_t members() const;
@@ -104,7 +102,7 @@ class StepPool {
         bool woken_while_running = false;
         std::optional<WorkDue> woken_due;  // the soonest due such wakes gave
     };
-    void run(int index);
+    void run();
     // `due`: null to keep the slot's own.
     void wake(const std::shared_ptr<Slot>& slot, const WorkDue* due);
     void leave(const std::shared_ptr<Slot>& slot);

@@ -119,9 +119,9 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     // `ready_ns`: since when the pool has had it ready (its unit's turn was
     // asked for then: wait_turn()); `taken_ns`: when a pool thread took it.
     StepNext produce_step(std::int64_t ready_ns, std::int64_t taken_ns);
-    // Its due for the pool's order, as wait_turn() would give it (mu_ held;
-    // `exact`: on the producer's side, which knows first_audio_pending_).
-    WorkDue producer_due(bool exact) const;
+    // Its next unit's due for the pool's order, as wait_turn() gives it
+    // (the pool thread's, mu_ held).
+    WorkDue producer_due() const;
     // Tells the producer there may be work: its condition, or the pool.
     void wake_producer();
     // What a stepped write could not put in the ring, first (false while

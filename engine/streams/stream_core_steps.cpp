@@ -54,34 +54,30 @@ bool stream_core_detail::producers_stepped() {
     return stepped;
 }
 
-WorkDue StreamCore::producer_due(bool exact) const {
+WorkDue StreamCore::producer_due() const {
     const WorkItem* item = step_item_ ? &*step_item_ : queue_.empty() ? nullptr : &queue_.front();
     if (!item) return {};
     const ItemOrigin& origin = origin_of(*item);
-    // Only the producer's side knows whether the push's first audio is out.
-    const bool first_pending = exact ? first_audio_pending_ : !listening_;
-    const bool started = listening_ && !(first_pending && origin.first_of_push);
+    const bool started = listening_ && !(first_audio_pending_ && origin.first_of_push);
     return chunk_due(horizon(started, origin.pushed, ring_.write_position()));
 }
 
 void StreamCore::wake_producer() {
     work_cv_.notify_all();
     if (!stepped_) return;
-    WorkDue due;
+    // step_item_ and first_audio_pending_ are the pool thread's: a wake
+    // reads the queue's head instead, and with none it knows no due.
+    std::optional<WorkDue> due;
     {
         std::lock_guard lock(mu_);
-        // step_item_ is the pool thread's: a wake that comes while a step
-        // runs reads the queue's head instead.
         if (!queue_.empty())
             due = chunk_due(
                 horizon(listening_, origin_of(queue_.front()).pushed, ring_.write_position()));
-        else
-            due.deadline_ns = WorkDue::kNever;  // none known: it keeps the due it had
     }
-    if (due.deadline_ns == WorkDue::kNever)
-        step_member_.wake();
+    if (due)
+        step_member_.wake(*due);
     else
-        step_member_.wake(due);
+        step_member_.wake();  // it keeps the due it had
 }
 
 bool StreamCore::held_audio_stays() {
@@ -205,7 +201,7 @@ StepNext StreamCore::produce_step(std::int64_t ready_ns, std::int64_t taken_ns) 
         producer_busy_ = false;
         return StepNext::idle();
     }
-    return StepNext::ready(producer_due(true));
+    return StepNext::ready(producer_due());
 }
 
 }  // namespace etude::engine
