@@ -248,6 +248,10 @@ class PushJoiner final : public LaneQueue {
     std::vector<Waiter*> take_batch();
     // Runs `batch` outside the lane's mutex and records how it went.
     void run_batch(std::unique_lock<std::mutex>& lock, const std::vector<Waiter*>& batch);
+    // Under the lane's mutex: `waiters` are done, with `error` if their
+    // batch failed; returns their submit()'s `on_done`, taken first (once a
+    // waiter is done it may be gone).
+    std::vector<OnDone> mark_done(std::span<Waiter* const> waiters, std::exception_ptr error);
     // Calls submit()'s `on_done` of a batch that has run, outside the mutex.
     void tell(std::unique_lock<std::mutex>& lock, std::vector<OnDone>& on_done);
 
@@ -447,13 +451,7 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
         ++stats_.out_of_memory;
         stats_.cap = std::max<std::uint64_t>(1, batch.size() / 2);
     }
-    // Taken before `done`: from then on a waiter may be gone.
-    std::vector<OnDone> on_done;
-    for (Waiter* w : batch) {
-        if (w->on_done) on_done.push_back(std::move(w->on_done));
-        w->done = true;
-        w->error = error;
-    }
+    std::vector<OnDone> on_done = mark_done(batch, error);
     ++stats_.batches;
     if (members_ >= 2 && batch.size() >= members_) ++stats_.all_members;
     stats_.pushes += batch.size();
@@ -461,6 +459,18 @@ void PushJoiner<Push>::run_batch(std::unique_lock<std::mutex>& lock,
     running_ = false;
     done_cv_.notify_all();
     tell(lock, on_done);
+}
+
+template <class Push>
+std::vector<typename PushJoiner<Push>::OnDone> PushJoiner<Push>::mark_done(
+    std::span<Waiter* const> waiters, std::exception_ptr error) {
+    std::vector<OnDone> on_done;
+    for (Waiter* w : waiters) {
+        if (w->on_done) on_done.push_back(std::move(w->on_done));
+        w->done = true;
+        w->error = error;
+    }
+    return on_done;
 }
 
 template <class Push>
@@ -484,12 +494,7 @@ void PushJoiner<Push>::run_one(std::unique_lock<std::mutex>& lock) {
     } catch (...) {
         // (Out of memory on the host:) every push waiting gets the error
         // rather than the process ending on the lane's thread.
-        std::vector<OnDone> on_done;
-        for (Waiter* w : waiting_) {
-            if (w->on_done) on_done.push_back(std::move(w->on_done));
-            w->done = true;
-            w->error = std::current_exception();
-        }
+        std::vector<OnDone> on_done = mark_done(waiting_, std::current_exception());
         waiting_.clear();
         done_cv_.notify_all();
         tell(lock, on_done);

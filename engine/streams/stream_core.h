@@ -142,6 +142,10 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     // A marker's part of a step: its mark, or its silence as far as the
     // ring takes it. True once all of it is spoken (`ok`: not cancelled).
     bool speak_marker_step(const SpeechMarker& marker, bool& ok);
+    // A cancel the producer has not yet acknowledged, acknowledged: the
+    // voice drops what it was at and read() waits no longer (mu_ held).
+    // True when there was one.
+    bool acknowledge_cancel();
     // The queue's next item taken for speaking (mu_ held): its audio counts
     // as the item being spoken from here (sentence_deadline()).
     WorkItem take_next_item();
@@ -285,10 +289,12 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     bool producer_background_ = false;  // stepped down for an offline reader
     std::thread producer_;
 
+    // The last cancel the producer acknowledged (its thread's, or the
+    // pool thread stepping it).
+    std::uint64_t seen_generation_ = 0;
     // A stepped producer's state between its steps (pool threads, one at a
     // time), in place of produce()'s locals.
     bool stepped_ = false;
-    std::uint64_t seen_generation_ = 0;
     std::int64_t step_ready_ns_ = 0, step_taken_ns_ = 0;
     std::optional<WorkItem> step_item_;  // the item being spoken
     double step_compute_seconds_ = 0.0;

@@ -44,7 +44,7 @@ void StreamCore::produce() {
     // cancel() that came before this thread first ran (a server cancels a
     // stream it has just opened when its client is already gone) must still
     // be acknowledged, or read() waits for that forever.
-    std::uint64_t seen_generation = ring_.acknowledged_generation();
+    seen_generation_ = ring_.acknowledged_generation();
     for (;;) {
         // Outside mu_: a thread stepped down must not hold a lock that
         // real-time threads wait for while it waits for the CPU.
@@ -57,17 +57,10 @@ void StreamCore::produce() {
         std::unique_lock lock(mu_);
         producer_busy_ = false;
         work_cv_.wait(lock, [&] {
-            return shutdown_ || !queue_.empty() || ring_.generation() != seen_generation;
+            return shutdown_ || !queue_.empty() || ring_.generation() != seen_generation_;
         });
         if (shutdown_) return;
-        const auto gen = ring_.generation();
-        if (gen != seen_generation) {
-            seen_generation = gen;
-            voice_->reset();
-            ring_.acknowledge(gen);
-            data_cv_.notify_all();  // an offline reader waits for this (read())
-            continue;
-        }
+        if (acknowledge_cancel()) continue;
         // read() came while this thread waited: step down (outside mu_,
         // at the top of the loop) before the item, not after it.
         if (offline_reader_.load(std::memory_order_relaxed) && !producer_background_) continue;
@@ -97,6 +90,16 @@ void StreamCore::produce() {
         } while (spoken.more);
         finish_item(spoken.complete, compute_seconds);
     }
+}
+
+bool StreamCore::acknowledge_cancel() {
+    const auto gen = ring_.generation();
+    if (gen == seen_generation_) return false;
+    seen_generation_ = gen;
+    voice_->reset();
+    ring_.acknowledge(gen);
+    data_cv_.notify_all();  // an offline reader waits for this (read())
+    return true;
 }
 
 WorkItem StreamCore::take_next_item() {

@@ -149,13 +149,7 @@ StepNext StreamCore::produce_step(std::int64_t ready_ns, std::int64_t taken_ns) 
         std::unique_lock lock(mu_);
         producer_busy_ = false;
         if (shutdown_) return StepNext::idle();
-        const auto gen = ring_.generation();
-        if (gen != seen_generation_) {
-            seen_generation_ = gen;
-            voice_->reset();
-            ring_.acknowledge(gen);
-            data_cv_.notify_all();  // an offline reader waits for this (read())
-        }
+        acknowledge_cancel();
         if (queue_.empty()) return StepNext::idle();
         step_item_ = take_next_item();
         step_compute_seconds_ = 0.0;
