@@ -127,15 +127,20 @@ std::optional<float> piper_scale(const CommandLine& args, const char* name, cons
 // names /share/piper whether or not it was made), with a note in `notes`.
 // The engine reads the folders from the environment; this runs before any
 // thread starts.
-void add_voice_folders(const std::vector<std::string>& folders, std::vector<std::string>& notes) {
+// --download-dir DIR (wyoming-piper's folder for the voices it downloads)
+// is searched after them, as wyoming-piper looks for voices there too; this
+// server downloads nothing.
+void add_voice_folders(const CommandLine& args, std::vector<std::string>& notes) {
+    std::vector<std::pair<std::string, std::string>> folders;  // option, folder
+    for (const auto& f : args.values("--data-dir")) folders.emplace_back("--data-dir", f);
+    for (const auto& f : args.values("--download-dir")) folders.emplace_back("--download-dir", f);
     std::string path;
-    for (const auto& f : folders) {
+    for (const auto& [option, f] : folders) {
         if (f.empty() || f.find(':') != std::string::npos)
-            throw UsageError("--data-dir must be a folder without ':' in its name, not '" + f +
-                             "'");
+            throw UsageError(option + " must be a folder without ':' in its name, not '" + f + "'");
         std::error_code ec;
         if (!std::filesystem::is_directory(f, ec)) {
-            notes.push_back("--data-dir " + f + ": no such folder; no voices from it");
+            notes.push_back(option + " " + f + ": no such folder; no voices from it");
             continue;
         }
         path += (path.empty() ? "" : ":") + f;
@@ -144,6 +149,23 @@ void add_voice_folders(const std::vector<std::string>& folders, std::vector<std:
     if (const char* rest = std::getenv("ETUDE_VOICE_PATH"); rest && *rest)
         path += std::string(":") + rest;
     ::setenv("ETUDE_VOICE_PATH", path.c_str(), 1);
+}
+
+// wyoming-piper's options of how it speaks: --samples-per-chunk,
+// --no-streaming. Its options for what this server does not do are taken
+// (a deployment written for it starts) with a note: --update-voices (no
+// voice list is downloaded), --debug (every request is logged anyway).
+server::WyomingOptions read_wyoming_options(const CommandLine& args,
+                                            std::vector<std::string>& notes) {
+    server::WyomingOptions o;
+    o.samples_per_chunk =
+        count_option(args, "--samples-per-chunk", o.samples_per_chunk, 1, 1 << 20);
+    o.streaming = !args.flag("--no-streaming");
+    if (args.flag("--update-voices"))
+        notes.push_back("--update-voices: no voice list to update; voices are never downloaded");
+    if (args.flag("--debug"))
+        notes.push_back("--debug: each request is logged in any case (-q turns that off)");
+    return o;
 }
 
 // --auto-punctuation CHARS (default wyoming-piper's).
@@ -173,7 +195,7 @@ void check_default_speaker(const server::VoiceEntry& voice, const std::string& s
 // request's own speaker comes first.
 server::VoiceCatalog gather_voices(const CommandLine& args, const BackendChoice& backend,
                                    std::vector<std::string>& notes) {
-    add_voice_folders(args.values("--data-dir"), notes);
+    add_voice_folders(args, notes);
     server::VoiceCatalog voices;
     const auto noise_scale = piper_scale(args, "--noise-scale", "noise_scale");
     const auto length_scale = piper_scale(args, "--length-scale", "length_scale");
@@ -397,7 +419,8 @@ int run_serve(const CommandLine& args) {
 
     server::SynthesisSlots slots(limits.max_syntheses, limits.max_waiting);
     server::RequestLog log(!args.flag("-q") && !args.flag("--quiet"));
-    const server::ServerContext context{engine, voices, slots, limits, log, end_punctuation};
+    const server::ServerContext context{
+        engine, voices, slots, limits, log, end_punctuation, read_wyoming_options(args, notes)};
     std::vector<std::unique_ptr<server::WyomingServer>> servers;
     for (const auto& e : endpoints)
         servers.push_back(std::make_unique<server::WyomingServer>(context, e));
@@ -444,9 +467,10 @@ int serve_command(int argc, char** argv) {
             "(synthesize-start/-chunk/-stop) is spoken sentence by sentence as each is\n"
             "complete. Runs until SIGINT or SIGTERM; docs/server.md tells more.");
         args.group("where to listen (repeatable)")
-            .option("--wyoming", "URI",
+            .option("--wyoming,--uri", "URI",
                     "tcp://HOST:PORT (port 0: any free port, printed at start), unix://PATH or "
-                    "stdio:// (one client on standard input and output)")
+                    "stdio:// (one client on standard input and output); --uri is "
+                    "wyoming-piper's name")
             .option(
                 "--http", "HOST:PORT",
                 "POST /v1/audio/speech (OpenAI style: mp3, opus, aac, wav, flac or pcm, streamed "
@@ -465,6 +489,9 @@ int serve_command(int argc, char** argv) {
                     "a voice folder searched first, before ETUDE_VOICE_PATH's (wyoming-piper's "
                     "option; repeatable): --voice may name its voices, and all are served; one "
                     "that does not exist is passed over with a note")
+            .option("--download-dir", "DIR",
+                    "wyoming-piper's folder of downloaded voices: searched after the --data-dir "
+                    "folders (this server downloads nothing)")
             .option("--speaker", "NAME|ID",
                     "the default voice's speaker, for requests that name none (a name or an id; "
                     "a voice of one speaker ignores it; default: the voice's own)")
@@ -482,7 +509,15 @@ int serve_command(int argc, char** argv) {
                     "(default 0)")
             .option("--auto-punctuation", "CHARS",
                     "Wyoming: text that ends in none of CHARS gets the first of them, as "
-                    "wyoming-piper adds it (default: \".?!。？！．؟\"; \"\": off)");
+                    "wyoming-piper adds it (default: \".?!。？！．؟\"; \"\": off)")
+            .option("--samples-per-chunk", "N",
+                    "Wyoming: samples per audio-chunk, a request's last one shorter (default "
+                    "1024, as wyoming-piper)")
+            .flag("--no-streaming",
+                  "Wyoming: no streamed text; synthesize-start, -chunk and -stop are ignored "
+                  "and the client is told so in describe's info (as wyoming-piper's option)")
+            .flag("--update-voices", "taken for wyoming-piper's sake; nothing to update")
+            .flag("--debug", "taken for wyoming-piper's sake; requests are logged anyway");
         args.group("compute")
             .option("--backend", "NAME",
                     "where the Piper voices' decoders run: auto (default: a GPU if there is "
@@ -514,8 +549,9 @@ int serve_command(int argc, char** argv) {
             .option("--max-text", "BYTES",
                     "text per request, a stream's chunks together (default 100000)")
             .option("--idle-timeout", "S",
-                    "close a Wyoming connection that sends nothing for S seconds while no "
-                    "audio is owed to it (default 60; HTTP: 5 s between requests)")
+                    "close a Wyoming connection that sends nothing for S seconds between "
+                    "requests (an open stream waits for its text as long as it takes; default "
+                    "60; HTTP: 5 s between requests)")
             .option("--header-timeout", "S",
                     "a request's head (HTTP: request line and headers, from the connection "
                     "or its first byte; Wyoming: a frame's header line) must arrive whole "

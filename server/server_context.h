@@ -52,6 +52,17 @@ class RequestLog {
     std::mutex mu_;
 };
 
+// How the Wyoming front end speaks, as wyoming-piper's options of the
+// same names say it.
+struct WyomingOptions {
+    // Samples in each audio-chunk, the request's last one shorter
+    // (--samples-per-chunk).
+    std::size_t samples_per_chunk = 1024;
+    // synthesize-start/-chunk/-stop understood and advertised
+    // (--no-streaming: ignored, as wyoming-piper ignores them).
+    bool streaming = true;
+};
+
 struct ServerContext {
     engine::Engine& engine;
     const VoiceCatalog& voices;
@@ -60,6 +71,7 @@ struct ServerContext {
     RequestLog& log;
     // Wyoming's requests end in one of these (--auto-punctuation).
     EndPunctuation end_punctuation{};
+    WyomingOptions wyoming{};
 };
 
 }  // namespace etude::server

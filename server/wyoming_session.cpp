@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "audio-io/wav_writer.h"
+#include "server/markdown_asterisks.h"
 #include "server/speech_job.h"
 
 namespace etude::server {
 
 using nlohmann::json;
 
-json wyoming_info(const VoiceCatalog& voices) {
+json wyoming_info(const VoiceCatalog& voices, bool streaming) {
     json list = json::array();
     for (const auto& v : voices.voices()) {
         json speakers = nullptr;
@@ -40,7 +41,7 @@ json wyoming_info(const VoiceCatalog& voices) {
                     {"description", "LibEtude: real-time streaming speech synthesis"},
                     {"version", "0.1.0"},
                     {"voices", list},
-                    {"supports_synthesize_streaming", true}};
+                    {"supports_synthesize_streaming", streaming}};
     return {{"asr", json::array()},    {"tts", json::array({program})}, {"handle", json::array()},
             {"intent", json::array()}, {"wake", json::array()},         {"mic", json::array()},
             {"snd", json::array()}};
@@ -76,6 +77,7 @@ struct WyomingSession::Active {
     explicit Active(const EndPunctuation& rule) : text_end(rule) {}
     std::unique_ptr<SpeechJob> job;
     EndPunctuation::Follower text_end;  // a stream's text, for its final mark
+    MarkdownAsterisks asterisks;        // a stream's text, before text_end
     bool streaming = false;
     bool stopped = false;                 // synthesize-stop seen
     std::size_t text_bytes = 0;           // streamed so far, against --max-text
@@ -84,6 +86,13 @@ struct WyomingSession::Active {
     std::atomic<bool> done{false};        // reported; nothing of it runs any more
     std::atomic<bool> over_limit{false};  // stopped for text past --max-text
     std::atomic<bool> failed{false};      // busy, timed out or failed: the connection ends
+    // The synthesis thread's: the audio's rate, whether audio-start has
+    // gone (with the first audio), the samples sent, and those made and
+    // not yet sent (less than a chunk).
+    int rate = 0;
+    bool audio_started = false;
+    std::uint64_t sent = 0;
+    std::vector<short> unsent;
 };
 
 WyomingSession::WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
@@ -171,7 +180,7 @@ bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speak
         if (run)
             synthesize(a);
         else
-            report(a, {.outcome = SpeechJob::Outcome::TimedOut}, 0, 0);
+            report(a, {.outcome = SpeechJob::Outcome::TimedOut});
         a.done = true;
         loop.wake();
     });
@@ -179,45 +188,70 @@ bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speak
         a.queued = true;
         return true;
     }
-    report(a, {.outcome = SpeechJob::Outcome::Busy}, 0, 0);
+    report(a, {.outcome = SpeechJob::Outcome::Busy});
     a.done = true;
     return false;
 }
 
 void WyomingSession::synthesize(Active& a) {
-    int rate = 0;
-    std::uint64_t sent = 0;
     std::vector<short> pcm;
-    const auto timestamp_ms = [&] { return rate > 0 ? sent * 1000 / rate : 0; };
     const auto result = a.job->run(
         [&](int r) {
-            rate = r;
-            return send("audio-start",
-                        {{"rate", r}, {"width", 2}, {"channels", 1}, {"timestamp", 0}});
+            // audio-start goes with the first audio (send_audio()): a
+            // request with none gets none, as from wyoming-piper.
+            a.rate = r;
+            return true;
         },
         [&](std::span<const float> samples) {
             // A client that takes nothing for --write-timeout is dropped here.
             if (!outbox_.wait_for_room(kAudioRoom)) return false;
             pcm.resize(samples.size());
             audio_io::float_to_pcm16(samples, pcm);
-            // 16-bit little-endian: the host order on every platform we build for.
-            std::string payload(reinterpret_cast<const char*>(pcm.data()), pcm.size() * 2);
-            const bool ok =
-                send("audio-chunk",
-                     {{"rate", rate}, {"width", 2}, {"channels", 1}, {"timestamp", timestamp_ms()}},
-                     std::move(payload));
-            sent += samples.size();
-            return ok;
+            a.unsent.insert(a.unsent.end(), pcm.begin(), pcm.end());
+            return send_audio(a, false);
         });
-    report(a, result, rate, sent);
+    report(a, result);
 }
 
-void WyomingSession::report(Active& a, const SpeechJob::Result& result, int rate,
-                            std::uint64_t sent) {
-    const auto timestamp_ms = [&] { return rate > 0 ? sent * 1000 / rate : 0; };
+bool WyomingSession::send_audio(Active& a, bool last) {
+    // Chunks of --samples-per-chunk samples, as wyoming-piper cuts them;
+    // the request's last one shorter.
+    const std::size_t n = ctx_.wyoming.samples_per_chunk;
+    std::size_t at = 0;
+    bool ok = true;
+    while (ok && (a.unsent.size() - at >= n || (last && at < a.unsent.size()))) {
+        const std::size_t count = std::min(n, a.unsent.size() - at);
+        if (!a.audio_started) {
+            a.audio_started = true;
+            ok = send("audio-start",
+                      {{"rate", a.rate}, {"width", 2}, {"channels", 1}, {"timestamp", 0}});
+            if (!ok) break;
+        }
+        // 16-bit little-endian: the host order on every platform we build for.
+        std::string payload(reinterpret_cast<const char*>(a.unsent.data() + at), count * 2);
+        ok = send("audio-chunk",
+                  {{"rate", a.rate}, {"width", 2}, {"channels", 1}, {"timestamp", timestamp_ms(a)}},
+                  std::move(payload));
+        a.sent += count;
+        at += count;
+    }
+    a.unsent.erase(a.unsent.begin(), a.unsent.begin() + std::ptrdiff_t(at));
+    return ok;
+}
+
+std::uint64_t WyomingSession::timestamp_ms(const Active& a) {
+    return a.rate > 0 ? a.sent * 1000 / std::uint64_t(a.rate) : 0;
+}
+
+void WyomingSession::report(Active& a, const SpeechJob::Result& result) {
     switch (result.outcome) {
         case SpeechJob::Outcome::Spoken:
-            send("audio-stop", {{"timestamp", timestamp_ms()}});
+            // What is left of the audio, then its end. A request that made
+            // none says only that it has ended, as wyoming-piper does: a
+            // synthesize its audio-stop, a stream its synthesize-stopped.
+            send_audio(a, true);
+            if (a.audio_started || !a.streaming)
+                send("audio-stop", {{"timestamp", timestamp_ms(a)}});
             if (a.streaming) send("synthesize-stopped");
             break;
         case SpeechJob::Outcome::Busy:
@@ -249,7 +283,7 @@ void WyomingSession::report(Active& a, const SpeechJob::Result& result, int rate
     a.failed = result.outcome == SpeechJob::Outcome::Busy ||
                result.outcome == SpeechJob::Outcome::TimedOut ||
                result.outcome == SpeechJob::Outcome::Failed;
-    const double audio_s = rate > 0 ? static_cast<double>(result.samples) / rate : 0.0;
+    const double audio_s = a.rate > 0 ? static_cast<double>(result.samples) / a.rate : 0.0;
     char line[512];
     std::snprintf(line, sizeof line,
                   "wyoming %s %s voice=%s chars=%zu first-audio=%.1fms rtf=%.3f audio=%.2fs %s",
@@ -271,7 +305,7 @@ void WyomingSession::reap(bool cancel) {
         a.cancelled = true;
         if (a.queued && pool_.withdraw(this)) {
             // It never started: reported here as a synthesis whose client left.
-            report(a, {.outcome = SpeechJob::Outcome::Cancelled}, 0, 0);
+            report(a, {.outcome = SpeechJob::Outcome::Cancelled});
             a.done = true;
         } else {
             a.job->cancel();
@@ -294,7 +328,15 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         out = t->get<std::string>();
         return true;
     };
-    if (ev.type == "describe") return send("info", wyoming_info(ctx_.voices));
+    if (ev.type == "describe" || ev.type == "ping") {
+        // Answered in the order they came: after the audio of a request
+        // being spoken. (A stream still open waits for the client's text,
+        // which comes after these: they go at once.)
+        reap(false);
+        if (active_ && (!active_->streaming || active_->stopped)) return hold(ev);
+    }
+    if (ev.type == "describe")
+        return send("info", wyoming_info(ctx_.voices, ctx_.wyoming.streaming));
     if (ev.type == "ping") {
         json data = json::object();
         if (const auto t = ev.data.find("text"); t != ev.data.end()) data["text"] = *t;
@@ -322,11 +364,14 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
             return refuse_request();
         }
         if (!start_job(*voice, speaker, false)) return refuse_request();
-        text = ctx_.end_punctuation.completed(text);
+        text = ctx_.end_punctuation.completed(MarkdownAsterisks::removed(text));
         active_->job->add_text(std::move(text));
         active_->job->finish();
         return true;
     }
+    // --no-streaming: a stream's events are ignored, as wyoming-piper's
+    // are, and its client sends the whole text in a synthesize.
+    if (!ctx_.wyoming.streaming && ev.type.starts_with("synthesize-")) return true;
     if (ev.type == "synthesize-start") {
         if (active_ && active_->streaming && !active_->stopped) {
             send_error("a stream is already open on this connection", "busy");
@@ -351,6 +396,8 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         Active& a = *active_;
         if (ev.type == "synthesize-stop") {
             a.stopped = true;
+            if (auto rest = a.text_end.pass(a.asterisks.finish()); !rest.empty())
+                a.job->add_text(std::move(rest));
             if (auto mark = a.text_end.finish(); !mark.empty()) a.job->add_text(std::move(mark));
             a.job->finish();  // the engine speaks the sentence it held back
             return true;
@@ -370,7 +417,9 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         // sentence until the text after it proves it complete.
         a.text_bytes += text.size();
         // Trailing white space may wait for the next piece (end_punctuation.h).
-        if (auto now = a.text_end.pass(text); !now.empty()) a.job->add_text(std::move(now));
+        // Markdown's asterisks go first (markdown_asterisks.h).
+        if (auto now = a.text_end.pass(a.asterisks.pass(text)); !now.empty())
+            a.job->add_text(std::move(now));
         return true;
     }
     // Other events (audio, transcripts, ...) are not for a TTS server; the
@@ -552,9 +601,11 @@ void WyomingSession::on_tick(Clock::time_point now) {
         linger();
         return;
     }
-    // Waiting for audio is not idling; waiting for text is.
-    const bool waiting_on_us = active_ && (!active_->streaming || active_->stopped);
-    if (!waiting_on_us && now - last_input_ > ctx_.limits.idle_timeout) {
+    // Waiting for audio is not idling, and neither is an open stream's wait
+    // for its text: a language model's reply may pause for a minute (a
+    // tool's call), and wyoming-piper waits for it. The stream holds a
+    // synthesis slot meanwhile, as it would with text trickling in.
+    if (!active_ && now - last_input_ > ctx_.limits.idle_timeout) {
         send_error("closing an idle connection", "idle");
         close();
     }

@@ -96,7 +96,13 @@ class WyomingSession {
     bool refuse_request();
     // On a pool thread: the whole synthesis, then report().
     void synthesize(Active& active);
-    void report(Active& active, const SpeechJob::Result& result, int rate, std::uint64_t sent);
+    void report(Active& active, const SpeechJob::Result& result);
+    // On the pool thread: the audio made and not yet sent, in whole chunks
+    // (all of it when `last`), audio-start before the first; false when
+    // the client is gone.
+    bool send_audio(Active& active, bool last);
+    // The audio sent so far, in ms (audio-chunk's and audio-stop's timestamp).
+    static std::uint64_t timestamp_ms(const Active& active);
     // Forgets a synthesis that has ended; with `cancel`, stops one first
     // (it is forgotten once it ends).
     void reap(bool cancel);
@@ -140,6 +146,6 @@ class WyomingSession {
 };
 
 // The `info` answer to `describe`: one TTS program with every voice.
-nlohmann::json wyoming_info(const VoiceCatalog& voices);
+nlohmann::json wyoming_info(const VoiceCatalog& voices, bool streaming = true);
 
 }  // namespace etude::server

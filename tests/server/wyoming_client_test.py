@@ -26,6 +26,8 @@ from wyoming_harness import (ETUDE, REPLY, TEXTS, TIMEOUT, AsyncTcpClient, Audio
 from wyoming.event import async_read_event  # noqa: E402
 from wyoming.info import Describe, Info  # noqa: E402
 from wyoming.ping import Ping, Pong  # noqa: E402
+from wyoming_peer_cases import (case_like_wyoming_piper_options, case_markdown, case_no_text,
+                                case_order_and_chunks)
 from wyoming_piper_cases import case_piper, case_piper_tuning
 
 
@@ -407,6 +409,10 @@ CASES = {
     "limits": case_limits,
     "capacity": case_capacity,
     "slow_client": case_slow_client,
+    "markdown": case_markdown,
+    "order_and_chunks": case_order_and_chunks,
+    "no_text": case_no_text,
+    "like_wyoming_piper_options": case_like_wyoming_piper_options,
     "piper": case_piper,
     "piper_tuning": case_piper_tuning,
 }
