@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "server/http_front_end.h"
@@ -44,6 +45,22 @@ std::string error_body(int status, const std::string& message, const std::string
           {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
           {"code", code}}}}
         .dump();
+}
+
+// Now as HTTP's Date header gives it (RFC 9110, 5.6.7: IMF-fixdate, in
+// English whatever the locale).
+std::string http_date() {
+    static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const std::time_t now = std::time(nullptr);
+    std::tm t{};
+    gmtime_r(&now, &t);
+    char out[40];
+    std::snprintf(out, sizeof out, "%s, %02d %s %04d %02d:%02d:%02d GMT", kDays[t.tm_wday % 7],
+                  t.tm_mday, kMonths[t.tm_mon % 12], t.tm_year + 1900, t.tm_hour, t.tm_min,
+                  t.tm_sec);
+    return out;
 }
 
 const char* reason_phrase(int status) {
@@ -87,6 +104,7 @@ bool write_reply(int fd, const HttpReply& reply, int minor_version, bool head_on
     close = close || (reply.stream && !chunked);
     std::string head =
         "HTTP/1.1 " + std::to_string(reply.status) + " " + reason_phrase(reply.status) + "\r\n";
+    head += "Date: " + http_date() + "\r\n";
     for (const auto& [name, value] : reply.headers) head += name + ": " + value + "\r\n";
     if (!reply.content_type.empty()) head += "Content-Type: " + reply.content_type + "\r\n";
     if (chunked)

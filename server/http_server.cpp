@@ -122,6 +122,8 @@ void HttpServer::route(const HttpRequest& req, HttpReply& res) const {
     const char* allowed = "GET, HEAD";
     if (req.path == "/v1/models") {
         if (get) return list_models(req, res);
+    } else if (req.path.starts_with("/v1/models/")) {
+        if (get) return retrieve_model(req, res);
     } else if (req.path == "/v1/audio/voices") {
         if (get) return list_voices(req, res);
     } else if (req.path == "/v1/audio/speech") {
@@ -139,17 +141,32 @@ void HttpServer::route(const HttpRequest& req, HttpReply& res) const {
 }
 
 // The voices as OpenAI's model objects: clients that list models first
-// (and offer them to choose from) find the voices there.
+// (and offer them to choose from) find the voices there, and a request
+// whose "model" is one of them is spoken by it (speak()).
+nlohmann::json HttpServer::model_object(const VoiceEntry& v) const {
+    return {{"id", v.name},
+            {"object", "model"},
+            {"created", created_},
+            {"owned_by", v.attribution_name.empty() ? "libetude" : v.attribution_name}};
+}
+
 void HttpServer::list_models(const HttpRequest& req, HttpReply& res) const {
     if (!authorized(req, res)) return;
     json data = json::array();
-    for (const auto& v : context_.voices.voices())
-        data.push_back(
-            {{"id", v.name},
-             {"object", "model"},
-             {"created", created_},
-             {"owned_by", v.attribution_name.empty() ? "libetude" : v.attribution_name}});
+    for (const auto& v : context_.voices.voices()) data.push_back(model_object(v));
     res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
+}
+
+// GET /v1/models/{id}: one of them, as OpenAI's "retrieve model".
+void HttpServer::retrieve_model(const HttpRequest& req, HttpReply& res) const {
+    if (!authorized(req, res)) return;
+    const std::string id = req.path.substr(std::string_view("/v1/models/").size());
+    const VoiceEntry* voice = context_.voices.by_name(id);
+    if (!voice)
+        return send_error(res, 404,
+                          "the model '" + id + "' does not exist (GET /v1/models lists them)",
+                          "model_not_found", "model");
+    res.set_content(model_object(*voice).dump(), "application/json");
 }
 
 void HttpServer::list_voices(const HttpRequest& req, HttpReply& res) const {
@@ -201,7 +218,14 @@ void HttpServer::speak(const HttpRequest& req, HttpReply& res) const {
                           "input_too_long", "input");
     if (!engine::has_speakable_text(input))
         return send_error(res, 400, "\"input\" has nothing to speak", "empty_input", "input");
-    string_field("model", model, bad);  // any model name: there is one engine
+    // Any model name: there is one engine. One of the voices (as
+    // GET /v1/models lists them) speaks where "voice" names none of ours.
+    string_field("model", model, bad);
+    if (bad) return;
+    // OpenAI's "instructions" (how to speak) is for its own models: taken,
+    // and checked, but a voice here has no such control.
+    std::string instructions;
+    string_field("instructions", instructions, bad);
     if (bad) return;
     // A voice is a name, or (OpenAI's custom voices) an object naming it by
     // its "id".
@@ -229,11 +253,14 @@ void HttpServer::speak(const HttpRequest& req, HttpReply& res) const {
                           "unsupported stream_format '" + stream_format + "' (choose audio, sse)",
                           "unsupported_stream_format", "stream_format");
     const bool sse = stream_format == "sse";
-    const VoiceEntry* voice =
-        named ? context_.voices.by_name(voice_name) : &context_.voices.default_voice();
-    // OpenAI's own voice names (clients such as pipecat's send no other):
-    // the default voice, unless one of ours has that name.
-    if (!voice && is_openai_voice(voice_name)) voice = &context_.voices.default_voice();
+    const VoiceEntry* voice = named ? context_.voices.by_name(voice_name) : nullptr;
+    // No voice of ours named, or OpenAI's own voice names (clients such as
+    // pipecat's send no other): the voice "model" names, else the default
+    // voice.
+    if (!voice && (!named || is_openai_voice(voice_name))) {
+        voice = model.empty() ? nullptr : context_.voices.by_name(model);
+        if (!voice) voice = &context_.voices.default_voice();
+    }
     if (!voice) {
         std::string names;
         for (const auto& v : context_.voices.voices())
@@ -331,8 +358,14 @@ bool HttpServer::authorized(const HttpRequest& req, HttpReply& res) const {
     if (api_key_.empty()) return true;
     const std::string* header = req.header("Authorization");
     const std::string auth = header ? *header : std::string();
-    constexpr std::string_view scheme = "Bearer ";
-    if (auth.size() > scheme.size() && auth.compare(0, scheme.size(), scheme) == 0 &&
+    // The scheme's name is case-insensitive (RFC 9110, 11.1).
+    constexpr std::string_view scheme = "bearer ";
+    const auto scheme_matches = [&] {
+        for (std::size_t i = 0; i < scheme.size(); ++i)
+            if (std::tolower(static_cast<unsigned char>(auth[i])) != scheme[i]) return false;
+        return true;
+    };
+    if (auth.size() > scheme.size() && scheme_matches() &&
         same_key(std::string_view(auth).substr(scheme.size()), api_key_))
         return true;
     res.set_header("WWW-Authenticate", "Bearer");

@@ -1,12 +1,14 @@
 // The OpenAI-style speech endpoint over HTTP (requests read and parsed by
 // http_front_end.h, replies written by http_reply.h):
 //   POST /v1/audio/speech  {"model", "input", "voice", "response_format", "speed",
-//                           "sample_rate" (ours)}
+//                           "instructions" (taken, not used), "sample_rate" (ours)}
 //        -> audio streamed with chunked transfer as the engine makes it
 //           (mp3, the default; opus; wav, pcm: 16-bit little-endian mono; flac)
 //   GET  /v1/models        -> the voices as OpenAI's model objects
+//   GET  /v1/models/ID     -> one of them (404 model_not_found for another)
 //   GET  /v1/audio/voices  -> the voices, as JSON
-// With an API key every request needs `Authorization: Bearer KEY` (else 401).
+// With an API key every request needs `Authorization: Bearer KEY` (else 401;
+// the scheme's name in any case).
 // A bad request gets a 4xx status and
 // {"error": {"message", "type", "param", "code"}}, a full server 503 with the
 // same body. docs/server.md has the details.
@@ -14,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "server/http_front_end.h"
@@ -48,6 +51,9 @@ class HttpServer {
     // the path does not take (HEAD as GET, without the body).
     void route(const HttpRequest& req, HttpReply& res) const;
     void list_models(const HttpRequest& req, HttpReply& res) const;
+    void retrieve_model(const HttpRequest& req, HttpReply& res) const;
+    // A voice as OpenAI's model object.
+    nlohmann::json model_object(const VoiceEntry& voice) const;
     void list_voices(const HttpRequest& req, HttpReply& res) const;
     void speak(const HttpRequest& req, HttpReply& res) const;
     bool stopping() const { return stop_ && stop_->load(); }

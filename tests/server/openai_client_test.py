@@ -385,6 +385,40 @@ def run(proc):
     check("models.list() lists the voices",
           ids[:4 if PIPER_NAME else 3] == [v for v in ["slt", PIPER_NAME, "rms", "awb"] if v] and all(m.object == "model" for m in models.data)
           and all(isinstance(m.created, int) and m.owned_by for m in models.data), ids)
+    m = client.models.retrieve("rms")
+    check("models.retrieve() gives one of them", m.id == "rms" and m.object == "model", m)
+    try:
+        client.models.retrieve("no-such-voice")
+        check("models.retrieve() of another -> 404", False, "found")
+    except openai.NotFoundError as e:
+        check("models.retrieve() of another -> 404 model_not_found", e.code == "model_not_found",
+              e.body)
+
+    # A model from that list speaks as that voice where "voice" is one of OpenAI's names
+    # (a client that offers the models and sends only OpenAI's voices, as pipecat's does).
+    data = client.audio.speech.create(model="rms", voice="alloy", input=TEXT,
+                                      response_format="pcm").content
+    check("model \"rms\" with voice \"alloy\" speaks as rms",
+          np.array_equal(np.frombuffer(data, dtype="<i2"), offline("rms", "--rate", "24000")))
+    # "instructions" is taken (a voice here has no such control) and checked as a string.
+    data = client.audio.speech.create(model="tts-1", voice="slt", input=TEXT, response_format="pcm",
+                                      instructions="Speak calmly.").content
+    check("instructions are taken", np.array_equal(np.frombuffer(data, dtype="<i2"),
+                                                   offline("slt", "--rate", "24000")))
+    try:
+        client.audio.speech.create(model="tts-1", voice="slt", input=TEXT, instructions=5)
+        check("instructions 5 -> 400", False, "accepted")
+    except openai.BadRequestError as e:
+        check("instructions 5 -> 400 invalid_instructions", e.code == "invalid_instructions",
+              e.body)
+    # The scheme's name in any case (RFC 9110), and every reply dated.
+    req = urllib.request.Request(f"{base}/models", headers={"Authorization": f"bearer {KEY}"})
+    with urllib.request.urlopen(req, timeout=30) as r:  # a 401 raises HTTPError: a FAIL
+        date, status = r.headers.get("Date", ""), r.status
+    check("Authorization: bearer KEY is taken", status == 200, status)
+    check("replies carry a Date header (IMF-fixdate)",
+          re.fullmatch(r"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", date),
+          date)
     if failures:
         print("server log:\n" + "".join(log[-20:]))
 
