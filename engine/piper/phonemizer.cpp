@@ -102,6 +102,7 @@ namespace {
 struct PendingSentence {
     std::size_t text_begin = 0, text_end = 0;
     std::vector<std::string> phonemes;
+    bool continued = false;  // closed at kMaxSentencePhonemes, not at its end
 };
 
 // Piper's EspeakPhonemizer.phonemize for one piece of text: a sentence per
@@ -125,6 +126,7 @@ std::vector<PendingSentence> espeak_sentences(const std::string& voice, const st
         append_codepoints(current.phonemes, ipa);
         if (clause.terminator.ends_sentence ||
             current.phonemes.size() >= Phonemizer::kMaxSentencePhonemes) {
+            current.continued = !clause.terminator.ends_sentence;
             sentences.push_back(std::move(current));
             current = PendingSentence{};
             started = false;
@@ -224,9 +226,11 @@ std::vector<PhonemizedSentence> Phonemizer::phonemize_espeak(const std::string& 
     }
     std::vector<PhonemizedSentence> out;
     for (PendingSentence& s : sentences)
-        if (!s.phonemes.empty())
+        if (!s.phonemes.empty()) {
             out.push_back(finish(text.substr(s.text_begin, s.text_end - s.text_begin),
                                  std::move(s.phonemes)));
+            out.back().continued = s.continued;
+        }
     return out;
 }
 

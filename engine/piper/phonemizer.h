@@ -26,6 +26,9 @@ struct PhonemizedSentence {
     // Its written words, each starting at the index in `ids` of its first
     // phoneme (sentence_words.h); empty when they could not be paired.
     std::vector<engine::WordStart> words;
+    // Closed at kMaxSentencePhonemes, not at its end: the sentence goes on
+    // in the next, and no sentence silence goes between them.
+    bool continued = false;
 };
 
 class Phonemizer {

@@ -379,7 +379,8 @@ void StreamCore::queue_sentences(std::vector<Sentence> sentences, Clock::time_po
                 gap->origin = {gen, pushed, false, prosody.volume};
                 push_marker(std::move(gap));
             }
-            if (spaced) sentence_before_ = true;
+            // (A long sentence cut in two is one: no silence inside it.)
+            if (spaced) sentence_before_ = !s.continued;
             s.prosody = prosody;
             s.origin = {gen, pushed, first, prosody.volume};
             text_queue_.push_back(std::move(s));

@@ -49,6 +49,9 @@ struct Sentence {
     bool words_wanted = false;              // report_words() was on when it was pushed
     std::shared_ptr<SpeechMarker> marker;   // else: a mark or break passing through in order
     Prosody prosody;                        // SSML <prosody> around it (volume: origin.volume)
+    // Piper streams: a long sentence cut (piper::PhonemizedSentence::continued),
+    // going on in the next with no sentence silence between.
+    bool continued = false;
 };
 
 // An analysed sentence. Its audio is made either block by block by the

@@ -176,6 +176,7 @@ void PiperStreamVoice::split(std::string_view text, bool words, const QueueSente
             // A sentence with written words none of which could be paired.
             s.words_paired = !words || !p.words.empty() || piper::written_words(p.text).empty();
             s.words = std::move(p.words);
+            s.continued = p.continued;
             sentences.push_back(std::move(s));
         }
         text.remove_prefix(end);

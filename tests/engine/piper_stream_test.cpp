@@ -393,6 +393,34 @@ TEST(PiperStream, sentence_silence_goes_between_the_sentences_of_an_input_only) 
     }
 }
 
+// A sentence longer than the phonemizer's bound is cut for the voice
+// (piper::Phonemizer::kMaxSentencePhonemes, at a clause's end) but stays one
+// sentence: no sentence silence goes into the cut, as Piper, which does not
+// cut, puts none there.
+TEST(PiperStream, no_sentence_silence_goes_into_a_long_sentences_cut) {
+    if (!etude::piper::EspeakSession::available())
+        GTEST_SKIP() << "built without espeak-ng (ETUDE_WITH_ESPEAK=OFF)";
+    std::string text;
+    for (int i = 0; i < 16; ++i) text += "the wind rose over the quiet harbour at dawn, ";
+    text += "and the boats came home.";
+    const auto pieces = PiperVoice::open(kMulti)->phonemize(text);
+    ASSERT_GE(pieces.size(), 2u) << "not cut: the test needs a longer sentence";
+    for (std::size_t i = 0; i < pieces.size(); ++i)
+        EXPECT_EQ(pieces[i].continued, i + 1 < pieces.size()) << i;
+    Engine engine;
+    std::size_t lengths[2];
+    for (int spaced = 0; spaced < 2; ++spaced) {
+        auto o = piper_options("speaker_0", 5, 100);
+        std::get<PiperVoiceOptions>(o.voice).sentence_silence_ms = spaced ? 50.0 : 0.0;
+        auto s = engine.create_stream(o);
+        s->push_text(text + " Then the sun came up.");
+        s->end_input();
+        lengths[spaced] = read_all(*s).size();
+    }
+    // One gap: before the second sentence, none in the first one's cut.
+    EXPECT_EQ(lengths[1] - lengths[0], 1102u);
+}
+
 TEST(PiperStream, a_cancel_stops_the_sentence_and_the_stream_speaks_again) {
     Engine engine;
     const auto s = sentences();
