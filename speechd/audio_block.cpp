@@ -5,11 +5,35 @@
 
 namespace etude::speechd {
 
+namespace {
+
+// Above this share of full scale, audio raised by a gain past 1 is eased
+// towards full scale rather than clipped.
+constexpr float kKnee = 0.7f;
+
+// |v| up to kKnee as it is; above, kKnee + (1 - kKnee) tanh((|v| - kKnee) /
+// (1 - kKnee)): the same value and slope at the knee, and below full scale
+// however loud. A limiter with no memory: a gain that would clip a peak
+// rounds it off instead, and leaves everything softer exact.
+float eased(float v) {
+    const float a = std::fabs(v);
+    if (a <= kKnee) return v;
+    return std::copysign(kKnee + (1.0f - kKnee) * std::tanh((a - kKnee) / (1.0f - kKnee)), v);
+}
+
+short to_short(float v) {
+    return static_cast<short>(std::clamp(std::lrint(v * 32768.0f), -32768L, 32767L));
+}
+
+}  // namespace
+
 void to_pcm16(std::span<const float> in, float gain, std::vector<short>& out) {
     out.resize(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i)
-        out[i] =
-            static_cast<short>(std::clamp(std::lrint(in[i] * gain * 32768.0f), -32768L, 32767L));
+    if (gain <= 1.0f) {
+        for (std::size_t i = 0; i < in.size(); ++i) out[i] = to_short(in[i] * gain);
+        return;
+    }
+    for (std::size_t i = 0; i < in.size(); ++i) out[i] = to_short(eased(in[i] * gain));
 }
 
 std::string encode_audio_event(std::span<const short> samples, int rate) {

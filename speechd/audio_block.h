@@ -8,8 +8,9 @@
 namespace etude::speechd {
 
 /// Float samples to 16-bit signed PCM, scaled by `gain`, with the rounding
-/// and clipping `etude say --raw` uses, so that at gain 1 both give the same
-/// bytes.
+/// and clipping `etude say --raw` uses, so that at gain 1 (and below) both
+/// give the same bytes. Past 1 (SET volume above 0), samples that would pass
+/// 70% of full scale are eased towards it instead of clipped.
 void to_pcm16(std::span<const float> in, float gain, std::vector<short>& out);
 
 /// The whole 705 message for mono 16-bit little-endian `samples` at `rate`:

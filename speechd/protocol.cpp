@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <sstream>
 #include <string_view>
 
@@ -184,10 +185,14 @@ bool Protocol::audio() {
     // The module has no audio output of its own: it only ever sends its
     // audio to the server (705). Refusing another method tells the server
     // so; it offers "server" first, so this answer is normally 203.
-    if (server)
+    if (server) {
         out_.send("203 OK AUDIO INITIALIZED\n");
-    else
-        out_.send("300-sd_etude plays through the server only\n300 MODULE ERROR\n");
+    } else {
+        // The reference modules' answer to a method they cannot use
+        // (module_process.c); why goes to the log.
+        log_line(1, "AUDIO: sd_etude plays through the server only (audio_output_method=server)");
+        out_.send("303 ERROR INVALID PARAMETER OR VALUE\n");
+    }
     return true;
 }
 
@@ -195,9 +200,20 @@ bool Protocol::loglevel() {
     out_.send("207 OK RECEIVING LOGLEVEL SETTINGS\n");
     const auto block = read_params();
     if (!block) return false;
-    for (const auto& [key, value] : block->params)
-        if (key == "log_level") g_log_level = std::atoi(value.c_str());
-    out_.send(block->bad_syntax ? "302 ERROR BAD SYNTAX\n" : "203 OK LOGLEVEL SET\n");
+    // As module_utils.c takes it: log_level and a whole number, else 303.
+    bool invalid = false;
+    for (const auto& [key, value] : block->params) {
+        char* end = nullptr;
+        const long level = std::strtol(value.c_str(), &end, 10);
+        if (key != "log_level" || end == value.c_str()) {
+            invalid = true;
+            continue;
+        }
+        g_log_level = static_cast<int>(level);
+    }
+    out_.send(block->bad_syntax ? "302 ERROR BAD SYNTAX\n"
+              : invalid         ? "303 ERROR INVALID PARAMETER OR VALUE\n"
+                                : "203 OK LOGLEVEL SET\n");
     return true;
 }
 
@@ -322,9 +338,16 @@ bool Protocol::speak(MessageKind kind) {
     job.options = stream_options(settings_, voice, config_.backend);
     job.prosody = base_prosody(settings_, voice);
     job.gain = output_gain(settings_);
-    // The server waits for a message's ending before the next one; a
-    // SPEAK that comes earlier replaces what is still being spoken.
-    speaker_->stop();
+    // The server waits for a message's ending before it sends the next
+    // one. A SPEAK that comes earlier is refused and the message goes on,
+    // as the reference modules refuse it (module_process.c answers 301
+    // when the module is speaking); no event comes between this command
+    // and its reply. After the ending, the stream may still be going away.
+    if (speaker_->speaking()) {
+        log_line(2, "SPEAK while a message is being spoken: refused (301)");
+        out_.send("301 ERROR CANT SPEAK\n");
+        return true;
+    }
     speaker_->wait_idle();
     std::lock_guard lock(out_.mutex());
     speaker_->start_locked(std::move(job));

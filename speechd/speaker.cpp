@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <csignal>
 #include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "speechd/audio_block.h"
 #include "speechd/log.h"
@@ -20,6 +23,30 @@ constexpr std::size_t kFirstPiece = 256, kLargestPiece = 2048;
 // How long one read waits for audio before the thread looks at the stop
 // flag again (a cancel wakes it sooner).
 constexpr int kReadWaitMs = 20;
+
+// A client's mark whose name the engine cannot hold (over
+// SpeechMark::kMaxName bytes) or the 700 line cannot carry (a line break),
+// or that looks like one of these, goes into the stream under this prefix
+// and its index in the message's table, and is reported by its own name.
+constexpr std::string_view kMappedMark = "__sd_etude_mark_";
+
+bool needs_mapping(const std::string& name) {
+    return name.size() > engine::SpeechMark::kMaxName ||
+           name.find_first_of("\r\n") != std::string::npos || name.starts_with(kMappedMark);
+}
+
+// The name a 700 line carries: the server reads events line by line, so a
+// line break in a client's mark becomes a space.
+std::string reported_name(const std::string& stream_name, const std::vector<std::string>& mapped) {
+    std::string name = stream_name;
+    if (name.starts_with(kMappedMark)) {
+        const std::size_t i = std::stoul(name.substr(kMappedMark.size()));
+        if (i < mapped.size()) name = mapped[i];
+    }
+    std::replace(name.begin(), name.end(), '\n', ' ');
+    std::replace(name.begin(), name.end(), '\r', ' ');
+    return name;
+}
 
 }  // namespace
 
@@ -44,6 +71,7 @@ void Speaker::start_locked(SpeechJob job) {
         pause_ = false;
         pending_ = std::move(job);
         running_ = true;
+        speaking_ = true;
     }
     cv_.notify_all();
 }
@@ -119,6 +147,7 @@ void Speaker::speak(SpeechJob& job) {
                 break;
     } else if (stream && !stop_) {
         if (job.capital_cue) send_audio(capital_cue(rate), job.gain, rate);
+        std::vector<std::string> mapped;  // marks pushed under another name
         // The whole message into the stream at once, so the engine works
         // ahead across sentences and marks; each mark comes back with the
         // sample where its audio position is, and pump() sends its 700 when
@@ -130,8 +159,9 @@ void Speaker::speak(SpeechJob& job) {
                     stream->push_text(piece.text);
                 } else if (piece.kind == Piece::Kind::Silence) {
                     stream->push_break(piece.silence_ms);
-                } else if (piece.text.size() > engine::SpeechMark::kMaxName) {
-                    log_line(1, "mark name over 63 bytes skipped: " + piece.text.substr(0, 63));
+                } else if (needs_mapping(piece.text)) {
+                    stream->push_mark(std::string(kMappedMark) + std::to_string(mapped.size()));
+                    mapped.push_back(piece.text);
                 } else {
                     stream->push_mark(piece.text);
                 }
@@ -141,7 +171,7 @@ void Speaker::speak(SpeechJob& job) {
             log_line(1, std::string("message refused: ") + e.what());
             stream->cancel();
         }
-        if (pump(*stream, job.gain, rate) == Pumped::Paused) ending = Ending::Pause;
+        if (pump(*stream, job.gain, rate, mapped) == Pumped::Paused) ending = Ending::Pause;
     }
     if (stop_) ending = Ending::Stop;
     {
@@ -149,6 +179,9 @@ void Speaker::speak(SpeechJob& job) {
         stream_ = nullptr;
     }
     if (stream && ending != Ending::End) stream->cancel();
+    // Before the ending goes out: the server may send the next SPEAK as
+    // soon as it reads it, and it must not be refused.
+    speaking_ = false;
     switch (ending) {
         case Ending::End:
             out_.send("702 END\n");
@@ -164,7 +197,8 @@ void Speaker::speak(SpeechJob& job) {
     // server hears 703 without waiting for it.
 }
 
-Speaker::Pumped Speaker::pump(engine::Stream& stream, float gain, int rate) {
+Speaker::Pumped Speaker::pump(engine::Stream& stream, float gain, int rate,
+                              const std::vector<std::string>& mapped) {
     std::vector<float> buffer(kLargestPiece);
     std::deque<engine::SpeechMark> marks;
     std::uint64_t sent = 0;  // samples of the stream sent so far
@@ -176,7 +210,7 @@ Speaker::Pumped Speaker::pump(engine::Stream& stream, float gain, int rate) {
         engine::SpeechMark m;
         while (stream.next_mark(m)) marks.push_back(m);
         while (!marks.empty() && marks.front().sample <= sent) {
-            const std::string name = marks.front().name;
+            const std::string name = reported_name(marks.front().name, mapped);
             marks.pop_front();
             out_.send("700-" + name + "\n700 INDEX MARK\n");
             // The server pauses its playback at the first __spd_ mark after

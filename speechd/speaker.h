@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,9 @@ class Speaker {
     /// Waits until no message is being spoken.
     void wait_idle();
     bool busy() const;
+    /// A message has begun and its ending (702, 703 or 704) is not yet
+    /// sent: a SPEAK now is refused, as the reference modules refuse it.
+    bool speaking() const { return speaking_.load(); }
 
   private:
     enum class Ending { End, Stop, Pause };
@@ -78,7 +82,9 @@ class Speaker {
     // Sends the stream's audio until it has all been delivered, and each
     // mark's 700 when the audio sent reaches it.
     enum class Pumped { Done, Stopped, Paused };
-    Pumped pump(engine::Stream& stream, float gain, int rate);
+    // `mapped`: the client's marks pushed under another name (speaker.cpp).
+    Pumped pump(engine::Stream& stream, float gain, int rate,
+                const std::vector<std::string>& mapped);
     bool send_audio(std::span<const float> samples, float gain, int rate);
 
     engine::Engine& engine_;
@@ -90,8 +96,9 @@ class Speaker {
     bool quit_ = false;
     engine::Stream* stream_ = nullptr;  // the job's stream, for stop() to cancel
     std::atomic<bool> stop_{false}, pause_{false};
-    std::vector<short> pcm_;  // scratch, speaking thread only
-    std::thread thread_;      // last: starts after everything it uses exists
+    std::atomic<bool> speaking_{false};  // from start_locked() to the ending's send
+    std::vector<short> pcm_;             // scratch, speaking thread only
+    std::thread thread_;                 // last: starts after everything it uses exists
 };
 
 }  // namespace etude::speechd

@@ -50,7 +50,8 @@ engine::StreamOptions stream_options(const SpeechSettings& s, const ModuleVoice&
 engine::Prosody base_prosody(const SpeechSettings& s, const ModuleVoice& voice);
 
 /// volume -> output gain, linear: (volume + 100) / 100 (0 silent, 1 at the
-/// default 0, 2 at 100, where loud speech clips at full scale).
+/// default 0, 2 at 100, as the espeak module's amplitude volume + 100 of
+/// espeak-ng's 100), peaks that would clip eased in (to_pcm16).
 float output_gain(const SpeechSettings& s);
 
 /// spelling_mode=on: every message is spelt letter by letter.

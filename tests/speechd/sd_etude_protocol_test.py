@@ -354,6 +354,41 @@ def run(m, binary, etude):
           order_ok(sp) and sp.terminal == "704" and kinds[-2] == "700"
           and [e[1] for e in sp.events if e[0] == "700"] == ["__spd_0"], repr(kinds[-3:]))
 
+    # ---- SPEAK while a message is spoken: 301, and that message goes on -------
+    # (module_process.c answers 301 while its module speaks; no event may come
+    # between a command and its reply, so the message is not stopped for it.)
+    m.send("SPEAK\n")
+    m.message()
+    m.send(long_text + "\n.\n")
+    check("long SPEAK again: 200 OK SPEAKING", m.message(60) == [b"200 OK SPEAKING"])
+    codes = []
+    while True:
+        code = m.message(60)[-1][:3]
+        codes.append(code)
+        if code == b"705" and codes.count(b"705") == 1:
+            m.send("SPEAK\n")
+            m.send("Not now.\n.\n")
+        if code == b"301":
+            m.send("STOP\n")
+        if code in TERMINAL:
+            break
+    replies = [c for c in codes if c != b"705"]
+    check("SPEAK while speaking: 202 then 301 ERROR CANT SPEAK, then only the first message's "
+          "ending (703 for the STOP after it)",
+          b"202" in replies and b"301" in replies and replies.index(b"202") < replies.index(b"301")
+          and replies[-1] == b"703" and replies.count(b"703") == 1
+          and b"200" not in replies, repr(replies))
+
+    # ---- marks the 700 line cannot carry as they are ---------------------------
+    long_name = "a-client-mark-" + "x" * 70
+    doc = (f'<speak>Hello there.<mark name="line&#10;break"/> How are you?'
+           f'<mark name="{long_name}"/> Fine.</speak>')
+    _, _, sp, _ = speak(m, doc)
+    names = [e[1] for e in sp.events if e[0] == "700"]
+    check("a mark with a line break is one 700 line (a space for it); a name over 63 bytes "
+          "is reported whole", names == ["line break", long_name] and sp.terminal == "702"
+          and order_ok(sp) and not sp.errors, repr(names))
+
     # ---- 1,000 SPEAK/STOP pairs -----------------------------------------------
     start = time.monotonic()
     bad, endings = 0, {"702": 0, "703": 0, "704": 0}

@@ -234,6 +234,16 @@ def startup(m):
     check("AUDIO server: 207 then 203 OK AUDIO INITIALIZED",
           r1 == [b"207 OK RECEIVING AUDIO SETTINGS"] and r2 == [b"203 OK AUDIO INITIALIZED"],
           repr((r1, r2)))
+    # Another method, or a log level that is not one: 303 alone, as module_process.c
+    # and module_utils.c answer.
+    for command, block in [("AUDIO", "audio_output_method=pulse"), ("LOGLEVEL", "log_level=abc"),
+                           ("LOGLEVEL", "verbosity=3")]:
+        m.send(command + "\n")
+        m.message()
+        m.send(block + "\n.\n")
+        r = m.message()
+        check(f"{command} {block}: 303 ERROR INVALID PARAMETER OR VALUE",
+              r == [b"303 ERROR INVALID PARAMETER OR VALUE"], repr(r))
     m.send("LOGLEVEL\n")
     r1 = m.message()
     m.send("log_level=3\n.\n")
