@@ -172,40 +172,39 @@ def _engine_call(method: Any, *args: Any) -> None:
 
 class _WordAligner:
     """The text pushed to one engine stream, cut at the words the engine
-    marks into TimedStrings: each from its word's start to the next word's,
-    so that together they are the text as pushed (spaces and punctuation
-    included), which LiveKit shows as the transcript in step with the audio.
-    A word the engine did not mark (a Piper sentence whose words it could
-    not pair) stays in the piece before it."""
+    marks into TimedStrings: each word's piece runs from the end of the word
+    before it to its own end (the spaces and punctuation before a word go
+    with it; the text after the last word is a piece of its own at the end),
+    so that together they are the text as pushed, which LiveKit shows as the
+    transcript in step with the audio. A word's piece goes out as soon as
+    its mark comes, after the audio block the word starts in. A word the
+    engine did not mark (a Piper sentence whose words it could not pair)
+    goes with the next word marked, or with the end."""
 
     def __init__(self, text: str = "") -> None:
         self.text = text
-        self._search = 0  # where the next word is looked for
-        self._open: tuple[int, float] | None = None  # the last word: its text's start, its time
+        self._done = 0  # the text before this is in a piece already
+        self._last_seconds: float | None = None  # the last word's time
 
     def word(self, mark: libetude.Mark) -> TimedString | None:
-        """The piece the word before this one ends, once this one starts."""
-        at = self.text.find(mark.name, self._search)
+        """This word's piece: from the end of the piece before to its end."""
+        at = self.text.find(mark.name, self._done)
         if at < 0:
             return None  # not in the text (never expected): its time is lost
-        self._search = at + len(mark.name)
-        piece = None
-        if self._open is None:
-            at = 0  # what comes before the first word goes with it
-        else:
-            start, seconds = self._open
-            piece = TimedString(self.text[start:at], start_time=seconds)
-        self._open = (at, mark.seconds)
+        end = at + len(mark.name)
+        piece = TimedString(self.text[self._done:end], start_time=mark.seconds)
+        self._done = end
+        self._last_seconds = mark.seconds
         return piece
 
     def finish(self) -> TimedString | None:
-        """The last word's piece, to the end of the text; None with no words
-        (LiveKit then shows the text without timings)."""
-        if self._open is None:
+        """What follows the last word, timed at it; None when nothing does,
+        or with no words (LiveKit then shows the text without timings)."""
+        if self._last_seconds is None or self._done >= len(self.text):
             return None
-        start, seconds = self._open
-        self._open = None
-        return TimedString(self.text[start:], start_time=seconds)
+        piece = TimedString(self.text[self._done:], start_time=self._last_seconds)
+        self._done = len(self.text)
+        return piece
 
 
 async def _emit_audio(

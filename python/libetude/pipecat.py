@@ -160,6 +160,24 @@ class EtudeTTSService(TTSService):
                 options[name] = value
         return options
 
+    async def _update_settings(self, delta: Any) -> dict[str, Any]:
+        """Apply a settings update (``TTSUpdateSettingsFrame``) only if a
+        stream opens with it, as the constructor checks its options: a voice
+        the engine does not have, or an option the voice does not take, is
+        an error now (pushed upstream) and the settings stay as they were,
+        rather than every later sentence failing."""
+        changed = await super()._update_settings(delta)
+        if not changed or (self._owns_engine and self._engine.closed):
+            return changed
+        try:
+            self._engine.stream(**self._voice_options()).close()
+        except libetude.EtudeError as error:
+            for name, previous in changed.items():
+                setattr(self._settings, name, previous)
+            await self.push_error(f"{self}: settings not changed: {error}")
+            return {}
+        return changed
+
     # A "tts" span per audio context when the pipeline traces
     # (PipelineWorker(enable_tracing=True) with OpenTelemetry installed), as
     # Pipecat's own services have; nothing otherwise.

@@ -26,6 +26,7 @@ from pipecat.frames.frames import (  # noqa: E402
     TTSStartedFrame,
     TTSStoppedFrame,
     TTSTextFrame,
+    TTSUpdateSettingsFrame,
 )
 from pipecat.pipeline.pipeline import Pipeline  # noqa: E402
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker  # noqa: E402
@@ -316,3 +317,22 @@ def test_an_engine_the_service_made_is_closed_at_cleanup_and_a_given_one_is_not(
     shared = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
     speak(shared, "Hello there.")
     assert not engine.closed
+
+
+def test_a_settings_update_the_engine_refuses_leaves_the_settings_as_they_were(engine):
+    # Checked as the constructor checks its options: the unknown voice is an
+    # error at the update, and the next sentence speaks with the voice before.
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    bad = TTSUpdateSettingsFrame(delta=EtudeTTSService.Settings(voice="no-such-voice"))
+    collector = speak(service, [bad, TTSSpeakFrame("Hello there.")])
+    assert service._settings.voice == VOICE
+    got = streamed_pcm(collector)
+    expected = reference_pcm(engine, "Hello there.")
+    assert len(got) == len(expected) and np.array_equal(got, expected)
+    # A good update still applies (a service of its own: Pipecat's processors
+    # keep to their first event loop).
+    service = EtudeTTSService(engine=engine, voice=VOICE, sample_rate=RATE)
+    good = TTSUpdateSettingsFrame(delta=EtudeTTSService.Settings(voice="rms"))
+    collector = speak(service, [good, TTSSpeakFrame("Hello there.")])
+    assert service._settings.voice == "rms"
+    assert np.array_equal(streamed_pcm(collector), reference_pcm(engine, "Hello there.", voice="rms"))
