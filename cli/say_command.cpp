@@ -69,6 +69,10 @@ struct SayOutputs {
 SayOutputs read_outputs(const CommandLine& args, std::size_t runs) {
     SayOutputs out;
     out.wav_path = args.value("-o") ? args.value("-o") : args.value("--output");
+    if (out.wav_path && *out.wav_path == "-")
+        throw UsageError(
+            "-o -: a WAV file is written whole to a path; for audio on standard output use "
+            "--raw (16-bit signed little-endian mono PCM)");
     out.raw = args.flag("--raw");
     out.play = args.flag("--play") || (!out.wav_path && !out.raw);
     if (out.raw && isatty(STDOUT_FILENO))
@@ -294,6 +298,11 @@ class SaySession {
 int run_say(const CommandLine& args) {
     // Everything is checked before any work: the voice, the input, the
     // options, the outputs.
+    std::vector<std::string> notes;
+    VoiceFolders folders;
+    for (const auto& f : args.values("--data-dir")) folders.emplace_back("--data-dir", f);
+    search_voice_folders_first(folders, notes);
+    for (const auto& note : notes) std::fprintf(stderr, "etude say: %s\n", note.c_str());
     engine::StreamOptions opts;
     apply_voice_options(args, opts);
     const std::vector<Utterances> runs = read_utterances(args, opts);
@@ -323,6 +332,9 @@ int say_command(int argc, char** argv) {
             .flag("--play", "play through PortAudio while synthesising");
         args.group("voice");
         declare_voice_options(args, kVoiceOptionHelp);
+        args.option("--data-dir", "DIR",
+                    "a voice folder searched first, before ETUDE_VOICE_PATH's (Piper's option; "
+                    "repeatable): --voice NAME finds DIR/NAME.onnx");
         args.flag("--json-input",
                   "Piper voices: standard input is Piper's JSON lines, {\"text\": ...} or "
                   "{\"phoneme_ids\": [...]}, each with an optional \"speaker\" or \"speaker_id\"");
@@ -363,6 +375,10 @@ int say_command(int argc, char** argv) {
             .flag("--stats", "print stream statistics to standard error at the end")
             .flag("-q,--quiet", "no progress line (shown on a terminal for text over 200 bytes)");
         args.footer(
+            "piper-tts's spellings are taken too: -m/--model (--voice), -s (--speaker),\n"
+            "-f/--output-file (-o), --output-raw (--raw), --length_scale and the other\n"
+            "underscored names.\n"
+            "\n"
             "exit status: 0 spoken, 1 runtime error (bad text, unwritable file, no device),\n"
             "2 usage error.\n"
             "\n"
@@ -371,7 +387,11 @@ int say_command(int argc, char** argv) {
             "  etude say --voice rms --rate 48000 --play < chapter.txt\n"
             "  etude say --voice en_US-joe-medium --seed 7 \"A natural voice.\" -o joe.wav\n"
             "  etude say --raw \"Piping speech.\" | aplay -f S16_LE -r 16000 -c 1\n");
-        if (!args.parse(argc, argv)) return 0;
+        // piper-tts's spellings of the options are taken too (voice_options.h).
+        std::vector<std::string> words = with_piper_spellings(argc, argv);
+        std::vector<char*> pointers;
+        for (auto& w : words) pointers.push_back(w.data());
+        if (!args.parse(static_cast<int>(pointers.size()), pointers.data())) return 0;
         return run_say(args);
     });
 }

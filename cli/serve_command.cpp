@@ -131,24 +131,10 @@ std::optional<float> piper_scale(const CommandLine& args, const char* name, cons
 // is searched after them, as wyoming-piper looks for voices there too; this
 // server downloads nothing.
 void add_voice_folders(const CommandLine& args, std::vector<std::string>& notes) {
-    std::vector<std::pair<std::string, std::string>> folders;  // option, folder
+    VoiceFolders folders;
     for (const auto& f : args.values("--data-dir")) folders.emplace_back("--data-dir", f);
     for (const auto& f : args.values("--download-dir")) folders.emplace_back("--download-dir", f);
-    std::string path;
-    for (const auto& [option, f] : folders) {
-        if (f.empty() || f.find(':') != std::string::npos)
-            throw UsageError(option + " must be a folder without ':' in its name, not '" + f + "'");
-        std::error_code ec;
-        if (!std::filesystem::is_directory(f, ec)) {
-            notes.push_back(option + " " + f + ": no such folder; no voices from it");
-            continue;
-        }
-        path += (path.empty() ? "" : ":") + f;
-    }
-    if (path.empty()) return;
-    if (const char* rest = std::getenv("ETUDE_VOICE_PATH"); rest && *rest)
-        path += std::string(":") + rest;
-    ::setenv("ETUDE_VOICE_PATH", path.c_str(), 1);
+    search_voice_folders_first(folders, notes);
 }
 
 // wyoming-piper's options of how it speaks: --samples-per-chunk,

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
+#include <string_view>
 
 #include "engine/devices.h"
 #include "engine/error.h"
@@ -42,6 +45,62 @@ std::optional<float> scale_option(const CommandLine& args, const char* name) {
 }
 
 }  // namespace
+
+void search_voice_folders_first(const VoiceFolders& folders, std::vector<std::string>& notes) {
+    std::string path;
+    for (const auto& [option, f] : folders) {
+        if (f.empty() || f.find(':') != std::string::npos)
+            throw UsageError(option + " must be a folder without ':' in its name, not '" + f + "'");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(f, ec)) {
+            notes.push_back(option + " " + f + ": no such folder; no voices from it");
+            continue;
+        }
+        path += (path.empty() ? "" : ":") + f;
+    }
+    if (path.empty()) return;
+    if (const char* rest = std::getenv("ETUDE_VOICE_PATH"); rest && *rest)
+        path += std::string(":") + rest;
+    ::setenv("ETUDE_VOICE_PATH", path.c_str(), 1);
+}
+
+std::vector<std::string> with_piper_spellings(int argc, char** argv) {
+    // piper-tts's names (its __main__.py) and ours.
+    static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+        {"-m", "--voice"},
+        {"--model", "--voice"},
+        {"-s", "--speaker"},
+        {"-f", "--output"},
+        {"--output-file", "--output"},
+        {"--output_file", "--output"},
+        {"--output-raw", "--raw"},
+        {"--output_raw", "--raw"},
+        {"--length_scale", "--length-scale"},
+        {"--noise_scale", "--noise-scale"},
+        {"--noise_w", "--noise-w"},
+        {"--noise_w_scale", "--noise-w"},
+        {"--noise-w-scale", "--noise-w"},
+        {"--sentence_silence", "--sentence-silence"},
+        {"--data_dir", "--data-dir"},
+    };
+    std::vector<std::string> out;
+    bool options = true;
+    for (int i = 0; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--") options = false;
+        if (options && i > 0 && a.size() > 1 && a[0] == '-') {
+            const std::size_t eq = a.find('=');
+            const std::string_view name = std::string_view(a).substr(0, eq);
+            for (const auto& [piper, ours] : kNames)
+                if (name == piper) {
+                    a = std::string(ours) + (eq == std::string::npos ? "" : a.substr(eq));
+                    break;
+                }
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
+}
 
 double sentence_silence_option(const CommandLine& args) {
     const auto v = args.value("--sentence-silence");

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/command_line.h"
 #include "engine/engine.h"
@@ -23,6 +25,21 @@ void apply_voice_options(const CommandLine& args, engine::StreamOptions& opts);
 // PiperVoiceOptions::sentence_silence_ms; 0 when absent. UsageError outside
 // 0..60 s.
 double sentence_silence_option(const CommandLine& args);
+
+// Voice folders a command line names, each with the option that named it
+// (--data-dir, Piper's and wyoming-piper's name): searched before
+// ETUDE_VOICE_PATH's, in the order given (the engine reads the folders
+// from the environment: call before any thread starts). One that does not
+// exist is passed over with a note in `notes`, as wyoming-piper passes it
+// over; a name with ':' is a UsageError.
+using VoiceFolders = std::vector<std::pair<std::string, std::string>>;  // option, folder
+void search_voice_folders_first(const VoiceFolders& folders, std::vector<std::string>& notes);
+
+// The command line with piper-tts's spellings of the options (-m, --model,
+// -s, -f, --output-file, --output-raw, --length_scale and the other
+// underscored names) as ours, so that a command written for piper runs
+// (`etude say` takes them); what follows "--" is left as it is.
+std::vector<std::string> with_piper_spellings(int argc, char** argv);
 
 // The --voice help shared by the commands.
 extern const char* const kVoiceOptionHelp;

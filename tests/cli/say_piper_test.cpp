@@ -159,3 +159,33 @@ TEST(CliSayPiper, precision_tf32_leaves_the_cpus_audio_as_it_is_and_others_are_r
                        "--precision: unknown precision 'fp16' (choose fp32 or tf32)", 2);
     EXPECT_FALSE(fs::exists(bad));
 }
+
+// A command line written for piper-tts runs: its spellings of the options
+// (-m, -s, -f, --output-raw, the underscored names, --data-dir) give what
+// ours give, and -f - (Piper's WAV on standard output) is refused, not
+// written to a file named "-".
+TEST(CliSayPiper, piper_tts_spellings_of_the_options_give_the_same_audio) {
+    const fs::path ours = tmpdir() / "piper_ours.wav", theirs = tmpdir() / "piper_theirs.wav";
+    const std::string line = "{\"phoneme_ids\": " + kIds + "}\n";
+    ASSERT_EQ(run_etude("say --voice " + quote(kMulti) +
+                            " --speaker 3 --length-scale 1.2 --noise-w 0.3 --sentence-silence 0.2"
+                            " --json-input -o " +
+                            ours.string(),
+                        line)
+                  .status,
+              0);
+    const CliRun r = run_etude("say --data-dir " + quote(kData) +
+                                   " -m test_medium_multi -s 3 --length_scale=1.2 --noise_w 0.3"
+                                   " --sentence_silence 0.2 --json-input -f " +
+                                   theirs.string(),
+                               line);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(etude::test::slurp(ours), etude::test::slurp(theirs));
+    const CliRun raw = run_etude("say -m " + quote(kMulti) + " --json-input --output_raw", line);
+    ASSERT_EQ(raw.status, 0) << raw.err;
+    EXPECT_FALSE(raw.out.empty());
+    const CliRun dash = run_etude("say -m " + quote(kMulti) + " --json-input -f -", line);
+    EXPECT_EQ(dash.status, 2) << dash.err;
+    EXPECT_NE(dash.err.find("--raw"), std::string::npos) << dash.err;
+    EXPECT_FALSE(fs::exists("-"));
+}
