@@ -79,7 +79,6 @@ std::vector<std::string> with_piper_spellings(int argc, char** argv) {
         {"--noise_scale", "--noise-scale"},
         {"--noise_w", "--noise-w"},
         {"--noise_w_scale", "--noise-w"},
-        {"--noise-w-scale", "--noise-w"},
         {"--sentence_silence", "--sentence-silence"},
         {"--data_dir", "--data-dir"},
     };

@@ -194,7 +194,6 @@ bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speak
 }
 
 void WyomingSession::synthesize(Active& a) {
-    std::vector<short> pcm;
     const auto result = a.job->run(
         [&](int r) {
             // audio-start goes with the first audio (send_audio()): a
@@ -205,9 +204,9 @@ void WyomingSession::synthesize(Active& a) {
         [&](std::span<const float> samples) {
             // A client that takes nothing for --write-timeout is dropped here.
             if (!outbox_.wait_for_room(kAudioRoom)) return false;
-            pcm.resize(samples.size());
-            audio_io::float_to_pcm16(samples, pcm);
-            a.unsent.insert(a.unsent.end(), pcm.begin(), pcm.end());
+            const std::size_t at = a.unsent.size();
+            a.unsent.resize(at + samples.size());
+            audio_io::float_to_pcm16(samples, std::span(a.unsent).subspan(at));
             return send_audio(a, false);
         });
     report(a, result);
