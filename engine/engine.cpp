@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/models/model_metadata.h"
 #include "engine/piper/espeak_session.h"
@@ -219,15 +220,21 @@ void Engine::preload_voice(const std::string& v) {
         throw;
     }
     voice->prepare(voice->speaker_id(""));
+    // Once per engine: the registry keeps a backend it opened, but not a
+    // failure, so every further ask would try (and compile) again.
     bool first;
     {
         std::lock_guard lock(piper_voices_mu_);
-        first = piper_voices_.empty();
-        piper_voices_.push_back(std::move(voice));
+        first = !std::exchange(gpu_tier_preloaded_, true);
     }
-    // Once per engine: the registry keeps a backend it opened, but not a
-    // failure, so every further ask would try (and compile) again.
     if (first) open_gpu_tier_now(preload_backend_, preload_device_);
+    keep_voice(voice);
+}
+
+void Engine::keep_voice(const std::shared_ptr<const PiperVoice>& voice) {
+    std::lock_guard lock(piper_voices_mu_);
+    if (std::find(piper_voices_.begin(), piper_voices_.end(), voice) == piper_voices_.end())
+        piper_voices_.push_back(voice);
 }
 
 Engine::~Engine() {
@@ -278,6 +285,7 @@ std::unique_ptr<Stream> Engine::create_stream(const StreamOptions& requested) {
     if (const auto* p = std::get_if<PiperVoiceOptions>(&options.voice)) {
         if (p->piper_voice.empty()) throw Error("a Piper stream needs its voice (piper_voice)");
         piper = PiperVoice::open(p->piper_voice);
+        keep_voice(piper);
     }
     if (mel && mel->model.empty()) throw Error("a mel stream needs its model");
     // 0: the voice's own rate.

@@ -489,7 +489,10 @@ class Engine {
         /// Voices loaded now rather than at their first use: built-in
         /// voices by name, and Piper voices (as PiperVoiceOptions::piper_voice),
         /// which the engine then keeps open for its life, so that a stream
-        /// of one does not read its network again. A Piper voice's default
+        /// of one does not read its network again. (A Piper voice first
+        /// opened by a stream is kept for the engine's life too: a program
+        /// that opens a stream per utterance reads the voice once, as
+        /// Piper's PiperVoice.load() is called once.) A Piper voice's default
         /// speaker is also made ready to stream (its flow and CPU decoder),
         /// so that the first stream starts as fast as later ones.
         std::vector<std::string> preload_voices{"slt"};
@@ -597,7 +600,8 @@ class Engine {
 
     /// A new stream with `options`. Throws etude::Error for an unknown voice,
     /// a rate outside 8-192 kHz, a latency or block length out of range, or a
-    /// model file that cannot be loaded.
+    /// model file that cannot be loaded. A Piper voice it opens stays open
+    /// for the engine's life (Options::preload_voices).
     std::unique_ptr<Stream> create_stream(const StreamOptions& options = {});
 
     /// The shared workers' counts. Any thread.
@@ -643,8 +647,12 @@ class Engine {
     std::shared_ptr<EngineWorkers> core_;
     std::string preload_backend_;
     int preload_device_;
-    std::mutex piper_voices_mu_;                                   // guards piper_voices_
-    std::vector<std::shared_ptr<const PiperVoice>> piper_voices_;  // preloaded
+    // Keeps a Piper voice open for the engine's life (once).
+    void keep_voice(const std::shared_ptr<const PiperVoice>& voice);
+    std::mutex piper_voices_mu_;  // guards piper_voices_ and gpu_tier_preloaded_
+    // Preloaded, and every voice a stream has opened: read once per engine.
+    std::vector<std::shared_ptr<const PiperVoice>> piper_voices_;
+    bool gpu_tier_preloaded_ = false;  // preload_voice() has opened the device
 };
 
 }  // namespace etude::engine

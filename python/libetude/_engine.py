@@ -209,8 +209,16 @@ class Engine:
         **options,
     ) -> np.ndarray:
         """All of `text` spoken, as one float32 array: what `etude say TEXT
-        --voice VOICE --rate RATE` writes. Takes stream()'s options."""
+        --voice VOICE --rate RATE` writes. Takes stream()'s options.
+
+        An offline render, as `etude say` to a file is: unless ``scheduling``
+        says otherwise, its work runs behind every stream someone hears and
+        never at real-time priority (a whole array is wanted, not each block
+        in time), where a stream() read block by block keeps the live
+        class's real-time workers."""
         data = encode_text(text)
+        if options.get("scheduling") is None:
+            options["scheduling"] = "offline"
         with self.stream(voice, sample_rate, **options) as s:
             s.push_text(data)
             s.end_input()
