@@ -50,6 +50,9 @@ void refuse_after_fork(std::uint64_t made_in, const char* what) {
 Stream::Stream(std::shared_ptr<StreamCore> core)
     : core_(std::move(core)), fork_generation_(rt::fork_generation()) {}
 Stream::~Stream() {
+    // The engine may hold the stream's insides a little longer (a step in
+    // progress): its listener goes with the stream.
+    if (core_ && !made_in_another_process(fork_generation_)) core_->set_audio_listener({});
     // In a forked child the stream's state still names its producer and
     // the locks and conditions the parent's threads held or waited on;
     // tearing it down would wait for them for ever. It is left, unfreed.
@@ -84,6 +87,10 @@ std::size_t Stream::end_input() {
 std::size_t Stream::read(std::span<float> out) {
     check_process();
     return core_->read(out);
+}
+void Stream::set_audio_listener(std::function<void()> listener) {
+    check_process();
+    core_->set_audio_listener(std::move(listener));
 }
 std::size_t Stream::read_some(std::span<float> out, int timeout_ms) {
     check_process();

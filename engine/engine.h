@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -340,6 +341,16 @@ class Stream {
     /// held back, an unfinished mel utterance); busy() tells these apart.
     /// Same thread rule as read().
     std::size_t read_some(std::span<float> out, int timeout_ms);
+    /// For a reader on an event loop, which reads with read_some(out, 0)
+    /// and never waits in it: `listener` is called, on the engine's
+    /// threads, whenever audio may have become ready to read or the work
+    /// on its way has ended (busy() may have turned false). It must be
+    /// quick and must not call into the stream (ring the loop's wake). A
+    /// reader clears its flag before it reads, so that a call in between
+    /// is not lost. Replaces the listener before; an empty function removes
+    /// it. Once this returns, and once the stream is destroyed, the old
+    /// listener is never called again.
+    void set_audio_listener(std::function<void()> listener);
 
     /// Stops speaking within one pull() with a short fade, and drops all
     /// queued and held text. Text pushed afterwards is spoken normally.

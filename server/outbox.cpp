@@ -49,12 +49,10 @@ void Outbox::update_interest_locked() {
     if (sent_ == pending_.size()) {
         pending_.clear();
         sent_ = 0;
-        drained_.notify_all();
     } else if (sent_ >= 64 * 1024) {
         // Written bytes are dropped in large steps, not per send.
         pending_.erase(0, sent_);
         sent_ = 0;
-        drained_.notify_all();
     }
     if (want_write != want_write_) {
         want_write_ = want_write;
@@ -67,32 +65,16 @@ bool Outbox::send(std::string_view bytes) {
     if (dead_) return false;
     if (pending_.size() - sent_ + bytes.size() > kMostQueued) {
         dead_ = true;
-        drained_.notify_all();
         return false;
     }
     if (sent_ == pending_.size()) last_progress_ = Clock::now();  // the stall clock starts now
     pending_.append(bytes);
     if (!write_locked()) {
         dead_ = true;
-        drained_.notify_all();
         return false;
     }
     update_interest_locked();
     return true;
-}
-
-bool Outbox::wait_for_room(std::size_t room) {
-    std::unique_lock lock(mu_);
-    while (!dead_ && pending_.size() - sent_ >= room) {
-        // The loop's tick kills a stalled client; this bound only makes
-        // sure the waiter looks again if a wake-up is missed.
-        drained_.wait_for(lock, std::chrono::milliseconds(200));
-        if (!dead_ && Clock::now() - last_progress_ > write_timeout_) {
-            dead_ = true;
-            drained_.notify_all();
-        }
-    }
-    return !dead_;
 }
 
 void Outbox::on_writable() {
@@ -100,7 +82,6 @@ void Outbox::on_writable() {
     if (dead_) return;
     if (!write_locked()) {
         dead_ = true;
-        drained_.notify_all();
         return;
     }
     update_interest_locked();
@@ -117,7 +98,6 @@ bool Outbox::check_stall(Clock::time_point now) {
     std::lock_guard lock(mu_);
     if (!dead_ && sent_ < pending_.size() && now - last_progress_ > write_timeout_) {
         dead_ = true;
-        drained_.notify_all();
     }
     return dead_;
 }
@@ -125,7 +105,6 @@ bool Outbox::check_stall(Clock::time_point now) {
 void Outbox::kill() {
     std::lock_guard lock(mu_);
     dead_ = true;
-    drained_.notify_all();
 }
 
 bool Outbox::dead() const {

@@ -1,16 +1,15 @@
-// What one client of the event loop has yet to be sent. Replies are queued
-// by the loop thread and audio by a synthesis thread; both are written at
-// once as far as the socket takes them, never blocking, and the loop writes
-// the rest when the socket drains. A client that stops reading costs its
+// What one client of the event loop has yet to be sent: replies and audio,
+// queued by the loop thread (its lock lets another thread send too), written
+// at once as far as the socket takes them, never blocking, and the loop
+// writes the rest when the socket drains. A client that stops reading costs its
 // own connection (dropped after the write timeout), never the loop.
 //
 // The outbox also owns its socket's interest in the loop (readable,
-// writable): a synthesis thread asks to hear of a drain while the loop
-// stops reading a closing client, and the two must not undo each other.
+// writable): a sender asks to hear of a drain while the loop stops reading
+// a closing client, and the two must not undo each other.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -41,10 +40,6 @@ class Outbox {
     // connection is dead: the peer is gone, or more than kMostQueued bytes
     // wait (a client that sends requests and reads no replies).
     bool send(std::string_view bytes);
-    // For a producer off the loop thread, before it sends more: waits until
-    // fewer than `room` bytes wait. False when dead, or when the client took
-    // nothing for the write timeout (then it is dead).
-    bool wait_for_room(std::size_t room);
     // On the loop thread: the socket is writable.
     void on_writable();
     // On the loop thread: whether the loop reads the client.
@@ -72,7 +67,6 @@ class Outbox {
     const std::chrono::milliseconds write_timeout_;
     SetInterest set_interest_;
     mutable std::mutex mu_;
-    std::condition_variable drained_;
     std::string pending_;
     std::size_t sent_ = 0;  // of pending_, already written
     Clock::time_point last_progress_ = Clock::now();

@@ -95,7 +95,97 @@ void SpeechJob::cancel() {
 }
 
 SpeechJob::~SpeechJob() {
+    if (owned_) {
+        {
+            std::lock_guard lock(mu_);
+            stream_ = nullptr;
+        }
+        owned_.reset();  // before its turn goes to another
+    }
     if (has_turn_) context_.slots.release();
+}
+
+std::string SpeechJob::open(std::function<void()> listener) {
+    try {
+        owned_ = context_.engine.create_stream(network_stream_options(options_));
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    owned_->set_audio_listener(std::move(listener));
+    rate_ = static_cast<int>(owned_->sample_rate());
+    pump_buffer_.resize(kLargestPiece);
+    publish(owned_.get());
+    return {};
+}
+
+void SpeechJob::publish(engine::Stream* stream) {
+    std::lock_guard lock(mu_);
+    stream_ = stream;
+    if (cancelled_) stream_->cancel();
+    for (const auto& t : pending_) push_locked(t);
+    pending_.clear();
+    if (finished_) end_input_locked();
+}
+
+SpeechJob::Pumped SpeechJob::pump(std::size_t most,
+                                  const std::function<void(std::span<const float>)>& audio,
+                                  Result& result) {
+    std::size_t given = 0;
+    for (;;) {
+        {
+            std::lock_guard lock(mu_);
+            if (cancelled_) {
+                pumped_.outcome = Outcome::Cancelled;
+                break;
+            }
+            if (!push_error_.empty()) {
+                pumped_.outcome = Outcome::Failed;
+                pumped_.error = push_error_;
+                result = pumped_;
+                return Pumped::Done;
+            }
+        }
+        const std::size_t room = std::min(pump_buffer_.size(), most - std::min(most, given));
+        const std::size_t n =
+            room == 0 ? 0 : owned_->read_some(std::span(pump_buffer_).first(room), 0);
+        if (n == 0) {
+            // Nothing more now: everything given has been spoken, or more
+            // is on its way (the listener rings), or the caller has no room.
+            std::lock_guard lock(mu_);
+            if (room > 0 && input_ended_ && !owned_->busy()) {
+                pumped_.outcome = Outcome::Spoken;
+                break;
+            }
+            return Pumped::More;
+        }
+        last_pumped_ = Clock::now();
+        note_delivered(pumped_, n, last_pumped_);
+        given += n;
+        audio(std::span<const float>(pump_buffer_).first(n));
+    }
+    if (pumped_.outcome == Outcome::Cancelled) owned_->cancel();
+    finish_result(pumped_, *owned_, last_pumped_);
+    result = pumped_;
+    return Pumped::Done;
+}
+
+void SpeechJob::note_delivered(Result& result, std::size_t samples, Clock::time_point now) {
+    if (result.samples == 0) {
+        std::lock_guard lock(mu_);
+        result.first_audio_ms =
+            std::chrono::duration<double, std::milli>(now - first_text_).count();
+    }
+    result.samples += samples;
+}
+
+void SpeechJob::finish_result(Result& result, engine::Stream& stream,
+                              Clock::time_point last_audio) {
+    const engine::StreamStats stats = stream.stats();
+    result.gpu_chunks = stats.mel_chunks_gpu;
+    result.chunks = stats.mel_chunks_gpu + stats.mel_chunks_cpu + stats.mel_chunks_phase;
+    std::lock_guard lock(mu_);
+    if (have_text_ && result.samples > 0)
+        result.seconds = std::chrono::duration<double>(last_audio - first_text_).count();
 }
 
 SpeechJob::Outcome SpeechJob::take_turn() {
@@ -145,14 +235,7 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
         result.error = e.what();
         return result;
     }
-    {
-        std::lock_guard lock(mu_);
-        stream_ = stream.get();
-        if (cancelled_) stream_->cancel();
-        for (const auto& t : pending_) push_locked(t);
-        pending_.clear();
-        if (finished_) end_input_locked();
-    }
+    publish(stream.get());
     // Unpublish before the stream dies, so no other thread touches a dead one.
     struct Unpublish {
         SpeechJob& job;
@@ -213,23 +296,14 @@ SpeechJob::Result SpeechJob::run(const std::function<bool(int rate)>& start,
             break;
         }
         last_audio = Clock::now();
-        if (result.samples == 0) {
-            std::lock_guard lock(mu_);
-            result.first_audio_ms =
-                std::chrono::duration<double, std::milli>(last_audio - first_text_).count();
-        }
-        result.samples += got;
+        note_delivered(result, got, last_audio);
         piece = std::min(piece * 2, kLargestPiece);
     }
-    const engine::StreamStats stats = stream->stats();
-    result.gpu_chunks = stats.mel_chunks_gpu;
-    result.chunks = stats.mel_chunks_gpu + stats.mel_chunks_cpu + stats.mel_chunks_phase;
+    finish_result(result, *stream, last_audio);
     bool cancelled;
     {
         std::lock_guard lock(mu_);
         cancelled = cancelled_;
-        if (have_text_ && result.samples > 0)
-            result.seconds = std::chrono::duration<double>(last_audio - first_text_).count();
     }
     if (client_gone || cancelled) {
         stream->cancel();

@@ -78,6 +78,21 @@ class SpeechJob {
     Result run(const std::function<bool(int rate)>& start,
                const std::function<bool(std::span<const float>)>& audio);
 
+    // Event-driven, on a loop thread in place of run() (Wyoming's:
+    // synthesis_queue.h). adopt_turn(): a turn the caller took from the
+    // slots is this job's (given back when it ends). open(): the stream,
+    // its audio listener set; "" or why it could not be made. pump(): the
+    // audio ready now, at most `most` samples, handed to `audio` in
+    // pieces; Done once everything given is spoken (or the job was
+    // cancelled or refused), with `result` filled, else More: call again
+    // when the listener rings or the caller has room again.
+    void adopt_turn() { has_turn_ = true; }
+    std::string open(std::function<void()> listener);
+    int rate() const { return rate_; }
+    enum class Pumped { More, Done };
+    Pumped pump(std::size_t most, const std::function<void(std::span<const float>)>& audio,
+                Result& result);
+
     const VoiceEntry& voice() const { return voice_; }
     std::size_t characters() const;  // text given so far, in bytes
 
@@ -100,8 +115,22 @@ class SpeechJob {
     bool finished_ = false, cancelled_ = false;
     Clock::time_point first_text_{};
     bool have_text_ = false;
-    engine::Stream* stream_ = nullptr;  // while run() has one; guarded by mu_
+    // The stream is made: the text given so far (and a cancel or the end)
+    // goes in, and what comes later goes straight to it.
+    void publish(engine::Stream* stream);
+    // `samples` more delivered at `now` (the first: first audio).
+    void note_delivered(Result& result, std::size_t samples, Clock::time_point now);
+    // The stream's counters and the times, into a finished result.
+    void finish_result(Result& result, engine::Stream& stream, Clock::time_point last_audio);
+    engine::Stream* stream_ = nullptr;  // while run() or open() has one; guarded by mu_
     bool has_turn_ = false;             // holds a synthesis slot
+    // open()'s stream, read by pump(), and what pump() has delivered.
+    // Declared last: destroyed before the turn is given back (~SpeechJob).
+    std::vector<float> pump_buffer_;
+    int rate_ = 0;
+    Result pumped_;
+    Clock::time_point last_pumped_{};
+    std::unique_ptr<engine::Stream> owned_;
 };
 
 }  // namespace etude::server

@@ -46,6 +46,26 @@ class SynthesisSlots {
         --waiting_;
         return out;
     }
+    // For an event loop, which never waits in acquire(): a turn now if
+    // one is free.
+    bool try_acquire() {
+        std::lock_guard lock(mu_);
+        if (running_ >= max_running_) return false;
+        ++running_;
+        return true;
+    }
+    // A place among those waiting (counted with acquire()'s): false when
+    // every place is taken (busy). leave_waiting() gives it back.
+    bool enter_waiting() {
+        std::lock_guard lock(mu_);
+        if (waiting_ >= max_waiting_) return false;
+        ++waiting_;
+        return true;
+    }
+    void leave_waiting() {
+        std::lock_guard lock(mu_);
+        --waiting_;
+    }
     void release() {
         {
             std::lock_guard lock(mu_);

@@ -6,7 +6,7 @@
 
 #include "server/connection_limiter.h"
 #include "server/event_loop.h"
-#include "server/synthesis_pool.h"
+#include "server/synthesis_queue.h"
 #include "server/wyoming_session.h"
 
 namespace etude::server {
@@ -24,10 +24,10 @@ std::string WyomingServer::address() const {
 
 void WyomingServer::run(const std::atomic<bool>& stop) {
     EventLoop loop;
-    // As many syntheses at once as the slots allow; one client speaks one at
-    // a time, so stdio needs one thread.
-    SynthesisPool pool(listener_ ? context_.limits.max_syntheses : 1, context_.limits.max_waiting,
-                       context_.limits.queue_timeout);
+    // Syntheses as events on this loop: as many at once as the slots allow
+    // (shared with the HTTP endpoint), the rest in line.
+    SynthesisQueue queue(context_.slots, loop, context_.limits.queue_timeout);
+    std::uint64_t serial = 0;
     ConnectionLimiter limiter(context_.limits.max_connections,
                               context_.limits.max_connections_per_address);
     // Indexed by the client's socket (stdio: standard input).
@@ -50,7 +50,7 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
         loop.watch(STDIN_FILENO);
         add(STDIN_FILENO,
             std::make_unique<WyomingSession>(STDIN_FILENO, STDOUT_FILENO, false, "stdio",
-                                             std::nullopt, context_, pool, loop));
+                                             std::nullopt, context_, queue, ++serial, loop));
     }
 
     // One read buffer for every client: the loop reads one at a time.
@@ -75,7 +75,7 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
                                loop.watch(client);
                                add(client, std::make_unique<WyomingSession>(
                                                client, client, true, std::move(peer),
-                                               std::move(ticket), context_, pool, loop));
+                                               std::move(ticket), context_, queue, ++serial, loop));
                            });
             return;
         }
@@ -84,17 +84,43 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
         if (readable) sessions[fd]->on_readable(buffer.get(), kReadSize);
         settle(fd);
     };
+    // The session a key names, if it is still there.
+    const auto session_of = [&](SynthesisQueue::Key key) -> WyomingSession* {
+        if (key.fd < 0 || static_cast<std::size_t>(key.fd) >= sessions.size()) return nullptr;
+        WyomingSession* s = sessions[key.fd].get();
+        return s && s->key() == key ? s : nullptr;
+    };
+    // Turns freed go to those in line; a turn whose session has gone is
+    // given back at once.
+    const auto hand_out_turns = [&] {
+        queue.settle(
+            [&](SynthesisQueue::Key key) {
+                WyomingSession* s = session_of(key);
+                if (!s || !s->on_turn(true)) {
+                    context_.slots.release();
+                    return;
+                }
+                s->on_ready();
+                settle(key.fd);
+            },
+            [&](SynthesisQueue::Key key) {
+                if (WyomingSession* s = session_of(key); s && s->on_turn(false)) {
+                    s->on_ready();
+                    settle(key.fd);
+                }
+            });
+    };
     handlers.woken = [&] {
-        // A synthesis ended somewhere: a check of each session is cheaper
-        // than a queue the pool threads would have to share with the loop.
-        for (std::size_t fd = 0; fd < sessions.size(); ++fd)
-            if (sessions[fd]) {
-                sessions[fd]->on_wake();
-                settle(static_cast<int>(fd));
+        // The sessions whose streams rang (audio, or an end), in order.
+        for (const SynthesisQueue::Key key : queue.take_ready())
+            if (WyomingSession* s = session_of(key)) {
+                s->on_ready();
+                settle(key.fd);
             }
+        hand_out_turns();
     };
     handlers.tick = [&] {
-        pool.expire();
+        hand_out_turns();
         const auto now = WyomingSession::Clock::now();
         if (stop && !stopping) {
             stopping = true;
@@ -103,7 +129,8 @@ void WyomingServer::run(const std::atomic<bool>& stop) {
         }
         for (std::size_t fd = 0; fd < sessions.size(); ++fd)
             if (sessions[fd]) {
-                sessions[fd]->on_wake();
+                // (on_ready() as well as the listener: a bound on any wait.)
+                sessions[fd]->on_ready();
                 sessions[fd]->on_tick(now);
                 settle(static_cast<int>(fd));
             }

@@ -11,9 +11,9 @@
 #include <mutex>
 #include <vector>
 
-#include "audio-io/wav_writer.h"
 #include "server/markdown_asterisks.h"
 #include "server/speech_job.h"
+#include "server/wyoming_session_active.h"
 
 namespace etude::server {
 
@@ -47,64 +47,18 @@ json wyoming_info(const VoiceCatalog& voices, bool streaming) {
             {"snd", json::array()}};
 }
 
-namespace {
-
-const char* outcome_name(SpeechJob::Outcome o) {
-    switch (o) {
-        case SpeechJob::Outcome::Spoken:
-            return "spoken";
-        case SpeechJob::Outcome::Cancelled:
-            return "cancelled";
-        case SpeechJob::Outcome::Busy:
-            return "busy";
-        case SpeechJob::Outcome::TimedOut:
-            return "queue-timeout";
-        case SpeechJob::Outcome::Failed:
-            return "failed";
-    }
-    return "?";
-}
-
-// Audio waits in a connection's outbox up to this much before the
-// synthesis waits for the client to take some: the socket's own buffer
-// plus this is how far speech runs ahead of a slow reader.
-constexpr std::size_t kAudioRoom = 64 * 1024;
-
-}  // namespace
-
-// A synthesis of this connection, from its start until the loop reaps it.
-struct WyomingSession::Active {
-    explicit Active(const EndPunctuation& rule) : text_end(rule) {}
-    std::unique_ptr<SpeechJob> job;
-    EndPunctuation::Follower text_end;  // a stream's text, for its final mark
-    MarkdownAsterisks asterisks;        // a stream's text, before text_end
-    bool streaming = false;
-    bool stopped = false;                 // synthesize-stop seen
-    std::size_t text_bytes = 0;           // streamed so far, against --max-text
-    bool queued = false;                  // submitted to the pool (else reported at once)
-    bool cancelled = false;               // cancel() called by the loop
-    std::atomic<bool> done{false};        // reported; nothing of it runs any more
-    std::atomic<bool> over_limit{false};  // stopped for text past --max-text
-    std::atomic<bool> failed{false};      // busy, timed out or failed: the connection ends
-    // The synthesis thread's: the audio's rate, whether audio-start has
-    // gone (with the first audio), the samples sent, and those made and
-    // not yet sent (less than a chunk).
-    int rate = 0;
-    bool audio_started = false;
-    std::uint64_t sent = 0;
-    std::vector<short> unsent;
-};
-
 WyomingSession::WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
                                std::optional<ConnectionLimiter::Ticket> ticket,
-                               const ServerContext& context, SynthesisPool& pool, EventLoop& loop)
+                               const ServerContext& context, SynthesisQueue& queue,
+                               std::uint64_t serial, EventLoop& loop)
     : in_fd_(in_fd),
       out_fd_(out_fd),
       is_socket_(is_socket),
       peer_(std::move(peer)),
       ticket_(std::move(ticket)),
       ctx_(context),
-      pool_(pool),
+      queue_(queue),
+      serial_(serial),
       loop_(loop),
       outbox_(out_fd, is_socket, context.limits.write_timeout,
               [this](EventLoop::Interest interest) { loop_.change(in_fd_, interest); }),
@@ -167,156 +121,6 @@ const VoiceEntry* WyomingSession::choose_voice(const json& data, std::string& sp
     return voice;
 }
 
-bool WyomingSession::start_job(const VoiceEntry& voice, const std::string& speaker,
-                               bool streaming) {
-    active_ = std::make_unique<Active>(ctx_.end_punctuation);
-    active_->job = std::make_unique<SpeechJob>(ctx_, voice, speaker);
-    active_->streaming = streaming;
-    Active& a = *active_;
-    EventLoop& loop = loop_;
-    // The last thing the work does is ring the loop: after `done` is set the
-    // loop may destroy `a` and this session, so nothing of them is touched.
-    const bool queued = pool_.submit(this, [this, &a, &loop](bool run) {
-        if (run)
-            synthesize(a);
-        else
-            report(a, {.outcome = SpeechJob::Outcome::TimedOut});
-        a.done = true;
-        loop.wake();
-    });
-    if (queued) {
-        a.queued = true;
-        return true;
-    }
-    report(a, {.outcome = SpeechJob::Outcome::Busy});
-    a.done = true;
-    return false;
-}
-
-void WyomingSession::synthesize(Active& a) {
-    const auto result = a.job->run(
-        [&](int r) {
-            // audio-start goes with the first audio (send_audio()): a
-            // request with none gets none, as from wyoming-piper.
-            a.rate = r;
-            return true;
-        },
-        [&](std::span<const float> samples) {
-            // A client that takes nothing for --write-timeout is dropped here.
-            if (!outbox_.wait_for_room(kAudioRoom)) return false;
-            const std::size_t at = a.unsent.size();
-            a.unsent.resize(at + samples.size());
-            audio_io::float_to_pcm16(samples, std::span(a.unsent).subspan(at));
-            return send_audio(a, false);
-        });
-    report(a, result);
-}
-
-bool WyomingSession::send_audio(Active& a, bool last) {
-    // Chunks of --samples-per-chunk samples, as wyoming-piper cuts them;
-    // the request's last one shorter.
-    const std::size_t n = ctx_.wyoming.samples_per_chunk;
-    std::size_t at = 0;
-    bool ok = true;
-    while (ok && (a.unsent.size() - at >= n || (last && at < a.unsent.size()))) {
-        const std::size_t count = std::min(n, a.unsent.size() - at);
-        if (!a.audio_started) {
-            a.audio_started = true;
-            ok = send("audio-start",
-                      {{"rate", a.rate}, {"width", 2}, {"channels", 1}, {"timestamp", 0}});
-            if (!ok) break;
-        }
-        // 16-bit little-endian: the host order on every platform we build for.
-        std::string payload(reinterpret_cast<const char*>(a.unsent.data() + at), count * 2);
-        ok = send("audio-chunk",
-                  {{"rate", a.rate}, {"width", 2}, {"channels", 1}, {"timestamp", timestamp_ms(a)}},
-                  std::move(payload));
-        a.sent += count;
-        at += count;
-    }
-    a.unsent.erase(a.unsent.begin(), a.unsent.begin() + std::ptrdiff_t(at));
-    return ok;
-}
-
-std::uint64_t WyomingSession::timestamp_ms(const Active& a) {
-    return a.rate > 0 ? a.sent * 1000 / std::uint64_t(a.rate) : 0;
-}
-
-void WyomingSession::report(Active& a, const SpeechJob::Result& result) {
-    switch (result.outcome) {
-        case SpeechJob::Outcome::Spoken:
-            // What is left of the audio, then its end. A request that made
-            // none says only that it has ended, as wyoming-piper does: a
-            // synthesize its audio-stop, a stream its synthesize-stopped.
-            send_audio(a, true);
-            if (a.audio_started || !a.streaming)
-                send("audio-stop", {{"timestamp", timestamp_ms(a)}});
-            if (a.streaming) send("synthesize-stopped");
-            break;
-        case SpeechJob::Outcome::Busy:
-            send_error(
-                "the server is busy: every synthesis slot and waiting place is taken; "
-                "try again shortly",
-                "busy");
-            break;
-        case SpeechJob::Outcome::TimedOut:
-            send_error("the server is busy: no synthesis slot came free in time", "busy");
-            break;
-        case SpeechJob::Outcome::Failed:
-            send_error("synthesis failed: " + result.error, "synthesis-failed");
-            break;
-        case SpeechJob::Outcome::Cancelled:
-            break;
-    }
-    // Home Assistant reads a stream until synthesize-stopped and passes over
-    // error events: a stream that ends otherwise than with its client gone
-    // still says it has stopped, so the client is not left waiting.
-    const bool client_left = result.outcome == SpeechJob::Outcome::Cancelled && !a.over_limit;
-    if (a.streaming && result.outcome != SpeechJob::Outcome::Spoken && !client_left)
-        send("synthesize-stopped");
-    // A request the server could not speak ends the connection, as the
-    // Python servers end it (wyoming-piper raises after its error event):
-    // Home Assistant reads a plain synthesize's reply until audio-stop or
-    // the connection's end, so an error alone would keep it waiting for
-    // --idle-timeout.
-    a.failed = result.outcome == SpeechJob::Outcome::Busy ||
-               result.outcome == SpeechJob::Outcome::TimedOut ||
-               result.outcome == SpeechJob::Outcome::Failed;
-    const double audio_s = a.rate > 0 ? static_cast<double>(result.samples) / a.rate : 0.0;
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "wyoming %s %s voice=%s chars=%zu first-audio=%.1fms rtf=%.3f audio=%.2fs %s",
-                  peer_.c_str(), a.streaming ? "stream" : "synthesize", a.job->voice().name.c_str(),
-                  a.job->characters(), result.first_audio_ms,
-                  audio_s > 0 ? result.seconds / audio_s : 0.0, audio_s,
-                  outcome_name(result.outcome));
-    ctx_.log.write(line);
-}
-
-bool WyomingSession::job_running() const {
-    return active_ && !active_->done;
-}
-
-void WyomingSession::reap(bool cancel) {
-    if (!active_) return;
-    Active& a = *active_;
-    if (cancel && !a.done && !a.cancelled) {
-        a.cancelled = true;
-        if (a.queued && pool_.withdraw(this)) {
-            // It never started: reported here as a synthesis whose client left.
-            report(a, {.outcome = SpeechJob::Outcome::Cancelled});
-            a.done = true;
-        } else {
-            a.job->cancel();
-        }
-    }
-    if (a.done) {
-        // (Over stdio the session goes on: refuse_request().)
-        failed_request_ = failed_request_ || (a.failed && is_socket_);
-        active_.reset();
-    }
-}
-
 bool WyomingSession::handle(const WyomingEvent& ev) {
     const auto text_of = [&](std::string& out) -> bool {
         const auto t = ev.data.find("text");
@@ -366,6 +170,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
         text = ctx_.end_punctuation.completed(MarkdownAsterisks::removed(text));
         active_->job->add_text(std::move(text));
         active_->job->finish();
+        poke();
         return true;
     }
     // --no-streaming: a stream's events are ignored, as wyoming-piper's
@@ -399,6 +204,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
                 a.job->add_text(std::move(rest));
             if (auto mark = a.text_end.finish(); !mark.empty()) a.job->add_text(std::move(mark));
             a.job->finish();  // the engine speaks the sentence it held back
+            poke();
             return true;
         }
         std::string text;
@@ -410,6 +216,7 @@ bool WyomingSession::handle(const WyomingEvent& ev) {
             a.stopped = true;
             a.over_limit = true;
             a.job->cancel();
+            poke();
             return true;
         }
         // Pieces go to the engine as they come: it holds an unfinished
@@ -563,6 +370,8 @@ void WyomingSession::on_writable() {
         ::shutdown(out_fd_, SHUT_WR);
         shut_write_ = true;
     }
+    // Room again: the speech that waited for it goes on.
+    on_ready();
     if (stage_ == Stage::Draining && !job_running() && outbox_.empty()) close();
     resume_reading();
 }
@@ -587,8 +396,6 @@ void WyomingSession::on_tick(Clock::time_point now) {
         if (!job_running() && outbox_.empty()) close();
         return;
     }
-    // A synthesis thread's send may have drained the outbox, which no
-    // writable report then says.
     resume_reading();
     if (!paused_ && part_ != Part::None && now > part_deadline_) {
         send_error(std::string("a frame's ") + (part_ == Part::Header

@@ -1,11 +1,12 @@
 // One Wyoming client from connection to close, as a state machine the event
 // loop drives (wyoming_server.h): it reads the client's events, answers
-// describe and ping at once, runs its syntheses (one at a time, on the
-// server's SynthesisPool, while the connection keeps being read: text
-// chunks arrive, and a client that leaves cancels the speech), and closes
-// the connection on a malformed frame, after an error event saying why. A
-// client that waits costs its socket, its buffered bytes and this object,
-// never a thread.
+// describe and ping at once, runs its syntheses (one at a time, as events
+// on the same loop: synthesis_queue.h; the connection keeps being read
+// meanwhile: text chunks arrive, and a client that leaves cancels the
+// speech), and closes the connection on a malformed frame, after an error
+// event saying why. A client costs its socket, its buffered bytes, this
+// object and, while it is spoken to, its stream; never a thread.
+// wyoming_session_speech.cpp holds the speech's half.
 #pragma once
 
 #include <atomic>
@@ -19,7 +20,7 @@
 #include "server/outbox.h"
 #include "server/server_context.h"
 #include "server/speech_job.h"
-#include "server/synthesis_pool.h"
+#include "server/synthesis_queue.h"
 #include "server/wyoming_frame.h"
 
 namespace etude::server {
@@ -33,7 +34,7 @@ class WyomingSession {
     // The loop must already watch `in_fd`.
     WyomingSession(int in_fd, int out_fd, bool is_socket, std::string peer,
                    std::optional<ConnectionLimiter::Ticket> ticket, const ServerContext& context,
-                   SynthesisPool& pool, EventLoop& loop);
+                   SynthesisQueue& queue, std::uint64_t serial, EventLoop& loop);
     // Only once over(): no synthesis is left running.
     ~WyomingSession();
     WyomingSession(const WyomingSession&) = delete;
@@ -46,8 +47,18 @@ class WyomingSession {
     // Deadlines: a frame arriving too slowly, an idle client, a client
     // that reads nothing.
     void on_tick(Clock::time_point now);
-    // Reaps a synthesis that has ended (the pool rang the loop's wake).
+    // Reaps a synthesis that has ended (also called by on_ready()).
     void on_wake();
+    // Its synthesis's stream has audio or has ended, or the session poked
+    // itself: what is ready is read and sent, then a synthesis that has
+    // ended is reaped.
+    void on_ready();
+    // The turn it waited for is its now (`granted`), or the wait timed out;
+    // false when it no longer waits (the caller gives the turn back).
+    bool on_turn(bool granted);
+    // Its key on the queue (a socket's number is used again: the serial
+    // tells the sessions apart).
+    SynthesisQueue::Key key() const { return {in_fd_, serial_}; }
     // The server stops: the synthesis is cancelled, the connection closed.
     void stop();
     // Closed, and no synthesis left: the session may be destroyed.
@@ -94,10 +105,15 @@ class WyomingSession {
     // servers end it: the error is delivered, our side shut (linger()).
     // Returns false, for handle().
     bool refuse_request();
-    // On a pool thread: the whole synthesis, then report().
-    void synthesize(Active& active);
+    // The stream, once the turn is held; a failure reported.
+    void open_job(Active& active);
+    // Reads what is ready, as far as the outbox has room, and sends it;
+    // reports the synthesis once it has ended.
+    void pump_audio(Active& active);
+    // Puts the session on the ready list (after text, an end or a cancel).
+    void poke();
     void report(Active& active, const SpeechJob::Result& result);
-    // On the pool thread: the audio made and not yet sent, in whole chunks
+    // The audio made and not yet sent, in whole chunks
     // (all of it when `last`), audio-start before the first; false when
     // the client is gone.
     bool send_audio(Active& active, bool last);
@@ -120,7 +136,8 @@ class WyomingSession {
     const std::string peer_;
     std::optional<ConnectionLimiter::Ticket> ticket_;
     const ServerContext& ctx_;
-    SynthesisPool& pool_;
+    SynthesisQueue& queue_;
+    const std::uint64_t serial_;
     EventLoop& loop_;
     Outbox outbox_;
     WyomingFrameReader reader_;

@@ -108,7 +108,7 @@ StreamCore::~StreamCore() {
     engine_->wake_gates();
     work_cv_.notify_all();
     space_cv_.notify_all();
-    data_cv_.notify_all();
+    notify_readers();
     voice_->stop();
     step_member_.leave();  // waits for a step in progress; none comes after
     if (producer_.joinable()) producer_.join();
@@ -339,7 +339,7 @@ std::size_t StreamCore::end_input() {
     // the last sentence still to come (TextPieces caught it, 1 run in CI).
     holding_ = false;
     { std::lock_guard lock(mu_); }  // a reader between its check and its wait
-    data_cv_.notify_all();          // a reader waiting for the held text to end
+    notify_readers();               // a reader waiting for the held text to end
     return n;
 }
 
@@ -433,7 +433,7 @@ void StreamCore::cancel() {
     sentences_dropped_.add(dropped);
     wake_producer();
     space_cv_.notify_all();
-    data_cv_.notify_all();
+    notify_readers();
 }
 
 bool StreamCore::busy() const {
@@ -638,7 +638,7 @@ void StreamCore::finish_analysis(Clock::time_point started, const ItemOrigin& or
         }
     }
     wake_producer();
-    data_cv_.notify_all();
+    notify_readers();
     engine_->wake(*this);  // a render worker or the next analysis may start
 }
 

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -79,6 +80,8 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
     void report_words(bool on) noexcept { report_words_.store(on, std::memory_order_relaxed); }
     std::size_t read(std::span<float> out);
     std::size_t read_some(std::span<float> out, int timeout_ms);
+    // Stream::set_audio_listener(): called where readers are woken.
+    void set_audio_listener(std::function<void()> listener);
 
     // ---- engine workers (called with the engine's lock held for take_*) ----
     // When the sentence take_sentence() would give is due (deadline.h, the
@@ -228,6 +231,11 @@ class StreamCore final : public VoiceSink, public std::enable_shared_from_this<S
 
     mutable std::mutex mu_;  // guards queues and slow statistics; never taken by pull()
     std::condition_variable work_cv_, space_cv_, data_cv_;
+    // Wakes the readers: data_cv_'s waiters and the audio listener (an
+    // event loop's reader, which never waits in read_some()).
+    void notify_readers();
+    std::mutex listener_mu_;  // held while the listener runs, and to change it
+    std::function<void()> audio_listener_;
     std::deque<Sentence> text_queue_;
     std::deque<WorkItem> queue_;   // the voice's work items and markers, in order
     bool producer_busy_ = false;   // the producer is speaking an item

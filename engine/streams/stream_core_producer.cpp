@@ -98,7 +98,7 @@ bool StreamCore::acknowledge_cancel() {
     seen_generation_ = gen;
     voice_->reset();
     ring_.acknowledge(gen);
-    data_cv_.notify_all();  // an offline reader waits for this (read())
+    notify_readers();  // an offline reader waits for this (read())
     return true;
 }
 
@@ -216,7 +216,7 @@ void StreamCore::finish_item(bool complete, double vocoder_seconds, bool sentenc
         --outstanding_;
         if (sentence) sentences_dropped_.add();
     }
-    data_cv_.notify_all();
+    notify_readers();
     lock.unlock();
     if (analysis_held) engine_->wake(*this);
 }
@@ -319,7 +319,7 @@ std::optional<std::size_t> StreamCore::write_what_fits(std::span<const float> sa
         // wait would otherwise miss this and sleep out its wait (read_some()
         // hands blocks on as they come).
         { std::lock_guard lock(mu_); }
-        data_cv_.notify_all();
+        notify_readers();
     }
     return n;
 }
@@ -346,6 +346,19 @@ void StreamCore::note_first_audio(const ItemOrigin& origin) {
         }
         if (analysis_held) engine_->wake(*this);  // the next sentence's analysis may start
     }
+}
+
+void StreamCore::notify_readers() {
+    data_cv_.notify_all();
+    // A listener that is set runs to its end before it can be changed:
+    // once set_audio_listener() returns, the old one is never called again.
+    std::lock_guard lock(listener_mu_);
+    if (audio_listener_) audio_listener_();
+}
+
+void StreamCore::set_audio_listener(std::function<void()> listener) {
+    std::lock_guard lock(listener_mu_);
+    audio_listener_ = std::move(listener);
 }
 
 }  // namespace etude::engine

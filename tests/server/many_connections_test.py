@@ -19,11 +19,11 @@ raise the soft limit to the hard one itself. Then:
 
 The bound on threads: the server's threads with no client at all (T0: the main thread, the
 Wyoming and HTTP event loops, the HTTP workers, and what the engine keeps), measured once it listens and has answered one
-`describe`. Idle connections add none; the synthesis pool starts threads only for syntheses
-(at most --max-syntheses, 2 here) and ends them a second after its last work, and the engine
-runs a stream's work on threads of its own for the stream's life. So with only idle and
+`describe`. Idle connections add none; a synthesis is events on the loop
+(synthesis_threads_test.py checks that it adds no thread), and the engine runs a built-in
+voice's stream on a thread of its own for the stream's life. So with only idle and
 describing clients the bound is T0 itself; measured again after the synthesis, once its
-threads have ended, T0 again.
+stream has ended, T0 again.
 
 Standard-library Python only. Usage: many_connections_test.py ETUDE. Exit 77 (skip) when this
 process may not open 1,100 files.
@@ -267,8 +267,7 @@ def main():
               f"{got} answered")
         for s in socks:
             s.close()
-        # The synthesis pool's threads end a second after their last work; the streams' own
-        # end with them.
+        # The streams' own threads end with them.
         deadline = time.monotonic() + 20
         while server.status("Threads") > t0 and time.monotonic() < deadline:
             time.sleep(0.1)
